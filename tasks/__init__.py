@@ -1,0 +1,133 @@
+"""The task registry: every folder under ``tasks/`` with a ``task.toml`` is one task.
+
+A task folder holds ``task.toml`` (the spec, loaded into :class:`TaskSpec`), ``program.md``
+(what the agent is told), ``prepare.py`` (locked: data, loaders, evaluation, checkpoint helper)
+and ``train.py`` (the baseline). ``onegc_kit.py`` beside this file is the locked helper every
+``prepare.py`` imports; it is copied read-only into each workspace next to ``prepare.py``.
+
+Tasks are named by folder (``t6_etth1``) or by the short id before the underscore (``t6``, ``T6``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+TASKS_DIR = Path(__file__).resolve().parent
+KIT_FILE = TASKS_DIR / "onegc_kit.py"
+TASK_FILES = ("task.toml", "program.md", "prepare.py", "train.py")
+
+
+class UnknownTask(LookupError):
+    """A task name that matches no folder."""
+
+
+class PaperResult(BaseModel):
+    """One agent's row for this task in the paper (Table 4 mean ± std, Table 6 best)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: str
+    mean: float | None = None
+    std: float | None = None
+    best: float | None = None
+    n_success: int = 5
+    n_total: int = 5
+
+
+class ScriptedEdit(BaseModel):
+    """Constants the scripted agent changes in ``train.py`` to make one ``run_{x}.py``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    note: str = ""
+    set: dict[str, int | float | str | bool] = Field(default_factory=dict)
+
+
+class TaskSpec(BaseModel):
+    """What ``task.toml`` declares about a task."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    short: str
+    title: str
+    version: str
+    metric: str
+    metric_label: str
+    direction: Literal["higher", "lower"]
+    budget_minutes: float
+    scored_split: str
+    baseline_score: float | None
+    paper_reference: float | None = None
+    baseline_note: str = ""
+    eval_timeout_s: float = 600.0
+    cpu_ok: bool = False  # the baseline finishes on a CPU in minutes (the demo task)
+    pretrained_weights: list[str] = Field(default_factory=list)
+    scripted_edits: list[ScriptedEdit] = Field(default_factory=list)
+    paper: list[PaperResult] = Field(default_factory=list)
+
+    @property
+    def folder(self) -> Path:
+        return TASKS_DIR / self.id
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction == "higher"
+
+    def better(self, a: float, b: float) -> bool:
+        """True when score ``a`` beats score ``b`` on this task's metric."""
+        return a > b if self.higher_is_better else a < b
+
+    def version_hash(self) -> str:
+        """Hash of the task's locked files: two sessions compare only if these match."""
+        h = hashlib.sha256()
+        for name in (*TASK_FILES, "../onegc_kit.py"):
+            path = (self.folder / name).resolve()
+            h.update(name.encode())
+            h.update(path.read_bytes() if path.exists() else b"")
+        return h.hexdigest()[:16]
+
+
+def _load(folder: Path) -> TaskSpec:
+    path = folder / "task.toml"
+    try:
+        raw = tomllib.loads(path.read_text())
+        return TaskSpec.model_validate(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ValueError(f"{path}: field '{where}': {err['msg']}") from None
+
+
+@cache
+def all_tasks() -> dict[str, TaskSpec]:
+    """Every task, keyed by folder name, in order (t0_demo, t1_…, …)."""
+    specs = {}
+    for folder in sorted(TASKS_DIR.iterdir()):
+        if (folder / "task.toml").is_file():
+            spec = _load(folder)
+            specs[spec.id] = spec
+    return specs
+
+
+def get_task(name: str) -> TaskSpec:
+    """Look a task up by folder name or short id, case-insensitively."""
+    key = name.strip().lower()
+    for spec in all_tasks().values():
+        if key in (spec.id, spec.short):
+            return spec
+    known = ", ".join(s.short for s in all_tasks().values())
+    raise UnknownTask(f"unknown task '{name}': choose one of {known} (see 'onegc tasks')")
+
+
+def benchmark_tasks() -> list[TaskSpec]:
+    """The seven paper tasks, without the demo."""
+    return [s for s in all_tasks().values() if s.short != "t0"]

@@ -1,0 +1,347 @@
+"""onegc_kit — the locked helper behind every task's ``prepare.py``. DO NOT EDIT.
+
+It is copied read-only into each workspace beside ``prepare.py``. It provides:
+
+- ``save_checkpoint(model, config, name, score=None)``: the one way to save a checkpoint
+  (paper rule 7). Writes ``checkpoints/<name>.pt`` atomically (temp file + rename) holding
+  ``state_dict``, ``config``, the script's file name and the self-reported score.
+- ``data_dir()``: where the prepared arrays live (``data/`` beside ``prepare.py`` in a
+  workspace; ``$ONEGC_DATA_DIR`` when set, as the harness does for scoring).
+- ``fetch(...)``: download a raw file from its canonical URL (resuming a partial download) or
+  take it from a local folder, and verify its pinned checksum.
+- ``cli(task)``: the command line of a task's ``prepare.py``:
+    python prepare.py [--from DIR] [--data-dir DIR] [--force]      prepare the data once
+    python prepare.py --eval CKPT --code DIR_OR_SCRIPT [--split S]  score a checkpoint,
+                                                                    printing one JSON line
+
+A task module (its ``prepare.py``) defines ``TASK``, ``VERSION``, ``METRIC``, ``SCORED_SPLIT``,
+``RAW`` (file name -> url/sha256/md5/size), ``build(raw, out) -> {file: {split, private}}`` and
+``evaluate(model, split, device) -> float | {"value": float, "n": int}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+CHECKPOINT_FORMAT = 1
+MANIFEST = "manifest.json"
+DOWNLOAD_CHUNK = 1 << 20  # 1 MiB: bounded memory whatever the archive size
+COMPILE_PREFIX = "_orig_mod."  # what torch.compile puts in front of every state_dict key
+
+
+class KitError(Exception):
+    """A failure with a message that says what to do; printed as one line."""
+
+
+# --------------------------------------------------------------------------- checkpoints
+def checkpoint_dir() -> Path:
+    return Path(os.environ.get("ONEGC_CHECKPOINT_DIR") or Path.cwd() / "checkpoints")
+
+
+def _script_name() -> str:
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return Path(path).name if path else "<interactive>"
+
+
+def save_checkpoint(model, config: dict, name: str, score: float | None = None) -> Path:
+    """Save ``model``'s weights and ``config`` as ``checkpoints/<name>.pt``, atomically.
+
+    ``config`` must be what ``build_model(config)`` needs to rebuild the model (plain values:
+    numbers, strings, lists, dicts). ``score`` is your own validation figure, for the record;
+    the official score is computed again by the harness. The state dict is saved as given:
+    a ``torch.compile``d model saves keys prefixed ``_orig_mod.``, which will NOT load into
+    ``build_model(config)`` — save ``model._orig_mod`` (or the uncompiled model) instead.
+    """
+    import torch
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(name)).strip(".")
+    if not safe:
+        raise KitError(f"checkpoint name {name!r} is empty after cleaning: use letters and digits")
+    directory = checkpoint_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": CHECKPOINT_FORMAT,
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "config": dict(config),
+        "script": _script_name(),
+        "score": None if score is None else float(score),
+        "saved_at": time.time(),
+    }
+    final = directory / f"{safe}.pt"
+    tmp = directory / f".{safe}.pt.{os.getpid()}.tmp"  # hidden: watchers ignore it
+    torch.save(payload, tmp)
+    os.replace(tmp, final)
+    return final
+
+
+# --------------------------------------------------------------------------- data
+def data_dir() -> Path:
+    """The prepared data: ``$ONEGC_DATA_DIR`` if set, else ``data/`` beside ``prepare.py``."""
+    env = os.environ.get("ONEGC_DATA_DIR")
+    if env:
+        return Path(env)
+    task = sys.modules.get("prepare")
+    base = Path(task.__file__).resolve().parent if task and getattr(task, "__file__", None) else Path.cwd()
+    return base / "data"
+
+
+def require(path: Path) -> Path:
+    """``path`` if it exists, else a one-line error naming the fix."""
+    if not path.exists():
+        raise KitError(f"{path} is missing: the data is not prepared (run 'onegc prepare' or 'python prepare.py')")
+    return path
+
+
+def device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def file_digest(path: Path, algo: str = "sha256") -> str:
+    h = hashlib.new(algo)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(DOWNLOAD_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _verify(path: Path, spec: dict, origin: str) -> None:
+    if spec.get("size") is not None and path.stat().st_size != spec["size"]:
+        raise KitError(
+            f"{path.name} from {origin} has {path.stat().st_size} bytes, expected {spec['size']}: "
+            "the file is truncated or not the original; fetch it again"
+        )
+    for algo in ("sha256", "md5"):
+        want = spec.get(algo)
+        if want:
+            got = file_digest(path, algo)
+            if got != want:
+                raise KitError(
+                    f"{path.name} from {origin} fails its {algo} check (got {got[:12]}…, expected "
+                    f"{want[:12]}…): the file is corrupt or not the original; fetch it again"
+                )
+
+
+def _find_local(name: str, from_dir: Path) -> Path | None:
+    direct = from_dir / name
+    if direct.is_file():
+        return direct
+    hits = sorted(p for p in from_dir.rglob(name) if p.is_file())
+    return hits[0] if hits else None
+
+
+def fetch(name: str, spec: dict, cache: Path, from_dir: Path | None = None) -> Path:
+    """Return a verified local copy of raw file ``name`` (``spec``: url, sha256/md5, size)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    dest = cache / name
+    if dest.is_file():
+        try:
+            _verify(dest, spec, str(cache))
+            return dest
+        except KitError:
+            dest.unlink()
+    if from_dir is not None:
+        src = _find_local(name, from_dir)
+        if src is None:
+            raise KitError(f"{name} not found under {from_dir}: put the raw file there, or drop --from to download it")
+        _verify(src, spec, str(from_dir))
+        tmp = cache / f".{name}.copy"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+        return dest
+    part = cache / f"{name}.part"
+    have = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(spec["url"], headers={"User-Agent": "onegc-prepare"})
+    if have:
+        request.add_header("Range", f"bytes={have}-")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            mode = "ab" if have and response.status == 206 else "wb"
+            total = spec.get("size")
+            done = have if mode == "ab" else 0
+            with open(part, mode) as out:
+                while chunk := response.read(DOWNLOAD_CHUNK):
+                    out.write(chunk)
+                    done += len(chunk)
+                    if total:
+                        print(f"progress: {name} {done}/{total}", file=sys.stderr, flush=True)
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise KitError(
+            f"cannot download {name} from {spec['url']} ({exc}): check the network, or pass "
+            f"--from DIR with the raw file already on disk (offline clusters)"
+        ) from None
+    try:
+        _verify(part, spec, spec["url"])
+    except KitError:
+        part.unlink(missing_ok=True)
+        raise
+    os.replace(part, dest)
+    return dest
+
+
+def prepare(task: ModuleType, out: Path, from_dir: Path | None = None, force: bool = False) -> Path:
+    """Fetch the raw files and build the arrays once, atomically, into ``out``."""
+    manifest = out / MANIFEST
+    if manifest.is_file() and not force:
+        meta = json.loads(manifest.read_text())
+        if meta.get("version") == task.VERSION:
+            print(f"{task.TASK}: already prepared in {out}", file=sys.stderr)
+            return out
+    cache = out.parent / "_downloads" / task.TASK
+    raw = {name: fetch(name, spec, cache, from_dir) for name, spec in task.RAW.items()}
+    staging = out.parent / f".{out.name}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        files = task.build(raw, staging)
+        entries = {}
+        for fname, info in files.items():
+            path = staging / fname
+            entries[fname] = {
+                "split": info.get("split"),
+                "private": bool(info.get("private", False)),
+                "bytes": path.stat().st_size,
+                "sha256": file_digest(path),
+            }
+        meta = {"task": task.TASK, "version": task.VERSION, "created": time.time(), "files": entries}
+        (staging / MANIFEST).write_text(json.dumps(meta, indent=2))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(staging, out)
+    print(f"{task.TASK}: prepared {len(entries)} files in {out}", file=sys.stderr)
+    return out
+
+
+# --------------------------------------------------------------------------- evaluation
+def _describe_mismatch(error: Exception, keys: list[str]) -> str:
+    if any(k.startswith(COMPILE_PREFIX) for k in keys):
+        return (
+            f"state_dict keys are prefixed '{COMPILE_PREFIX}' (saved from a torch.compile'd model) and do "
+            "not load strictly into build_model(config): save model._orig_mod.state_dict(), i.e. pass "
+            "the uncompiled model to save_checkpoint"
+        )
+    first = str(error).strip().splitlines()
+    return "state_dict does not load strictly into build_model(config): " + " ".join(first[:3])[:400]
+
+
+def import_script(script: Path, task: ModuleType) -> ModuleType:
+    """Import a run script without running its ``__main__`` block, against the pristine task."""
+    sys.modules["prepare"] = task  # the script's `import prepare` must see the locked original
+    sys.modules.setdefault("onegc_kit", sys.modules[__name__])
+    sys.path.insert(0, str(script.parent))
+    spec = importlib.util.spec_from_file_location("onegc_scored_script", script)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # a crash at import time is the script's, reported as such
+        raise KitError(f"importing {script.name} failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def load_model(ckpt_path: Path, code: Path, task: ModuleType):
+    """Rebuild the model of a checkpoint from its code snapshot, loading weights strictly."""
+    import torch
+
+    try:
+        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise KitError(f"cannot read checkpoint {ckpt_path.name}: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt or "config" not in ckpt:
+        raise KitError(f"{ckpt_path.name} was not written by prepare.save_checkpoint (no state_dict/config)")
+    script = code / ckpt.get("script", "") if code.is_dir() else code
+    if not script.is_file():
+        raise KitError(f"script {ckpt.get('script')!r} named by {ckpt_path.name} is not in {code}")
+    module = import_script(script, task)
+    if not hasattr(module, "build_model"):
+        raise KitError(f"{script.name} has no build_model(config): the checkpoint contract needs one")
+    try:
+        model = module.build_model(ckpt["config"])
+    except Exception as exc:
+        raise KitError(f"build_model(config) in {script.name} failed: {type(exc).__name__}: {exc}") from None
+    state = ckpt["state_dict"]
+    try:
+        model.load_state_dict(state, strict=True)
+    except Exception as exc:
+        raise KitError(_describe_mismatch(exc, list(state))) from None
+    return model, ckpt
+
+
+def evaluate_checkpoint(task: ModuleType, ckpt_path: Path, code: Path, split: str, dev: str) -> dict:
+    import torch
+
+    torch.manual_seed(0)
+    started = time.perf_counter()
+    model, ckpt = load_model(ckpt_path, code, task)
+    model.to(dev).eval()
+    with torch.no_grad():
+        try:
+            result = task.evaluate(model, split, dev)
+        except KitError:
+            raise
+        except Exception as exc:
+            raise KitError(f"evaluation failed: {type(exc).__name__}: {str(exc)[:300]}") from None
+    if not isinstance(result, dict):
+        result = {"value": result}
+    value = float(result["value"])
+    if not math.isfinite(value):
+        raise KitError(f"the metric is {value}: the model outputs NaN or inf")
+    return {
+        "ok": True,
+        "task": task.TASK,
+        "metric": task.METRIC,
+        "split": split,
+        "value": value,
+        "n": result.get("n"),
+        "script": ckpt.get("script"),
+        "self_reported": ckpt.get("score"),
+        "eval_s": round(time.perf_counter() - started, 3),
+    }
+
+
+# --------------------------------------------------------------------------- command line
+def cli(task: ModuleType, argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="prepare.py", description=(task.__doc__ or "").split("\n")[0])
+    parser.add_argument("--from", dest="from_dir", type=Path, help="take raw files from this folder instead of downloading")
+    parser.add_argument("--data-dir", type=Path, help="where the prepared arrays live (default: data/ beside prepare.py)")
+    parser.add_argument("--force", action="store_true", help="prepare again even if already prepared")
+    parser.add_argument("--eval", dest="ckpt", type=Path, help="score this checkpoint and print one JSON line")
+    parser.add_argument("--code", type=Path, help="the folder (or script) holding the checkpoint's run script")
+    parser.add_argument("--split", default=task.SCORED_SPLIT, help=f"split to score (default {task.SCORED_SPLIT})")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
+    args = parser.parse_args(argv)
+    if args.data_dir:
+        os.environ["ONEGC_DATA_DIR"] = str(args.data_dir.resolve())
+    sys.modules["prepare"] = task
+    if args.ckpt is None:
+        try:
+            prepare(task, data_dir(), args.from_dir, args.force)
+        except KitError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    try:
+        code = args.code or args.ckpt.parent
+        out = evaluate_checkpoint(task, args.ckpt, code, args.split, args.device or device())
+        print(json.dumps(out), flush=True)
+        return 0
+    except KitError as exc:
+        print(json.dumps({"ok": False, "error": str(exc)}), flush=True)
+        return 1
