@@ -1,0 +1,194 @@
+"""Shared fixtures for the task tests: prepare a task's data and run it end to end on CPU.
+
+Fixtures (names are stable; other task tests reuse them):
+
+- ``shared_data``: the offline raw copies in ``shared/data`` beside the repo (skips when absent).
+- ``load_prepare(task_id)``: a fresh import of ``tasks/<id>/prepare.py`` under a unique module
+  name, so patching its ``RAW`` cannot leak into other tests.
+- ``pin_raw(module, raw_dir)``: re-pin ``module.RAW`` to the size and sha256 of the files in
+  ``raw_dir`` (the test's tiny fixtures written in the real raw format).
+- ``prepare_fixture(task_id, raw_dir)``: ``pin_raw`` + the kit's atomic ``prepare`` into a
+  temporary data folder; returns that folder (``<tmp>/data/<task_id>``).
+- ``make_workspace(task_id, data_dir)``: a workspace as the harness builds it (``prepare.py``,
+  ``onegc_kit.py``, ``train.py`` and the *public* prepared files under ``data/``), returned as a
+  :class:`Workspace` with ``set_constants``, ``write``, ``run``, ``checkpoints`` and ``evaluate``
+  (the pristine ``tasks/<id>/prepare.py --eval`` in a subprocess, like the official scorer).
+- ``save_state(path, state_dict, config, script)``: write a checkpoint file by hand (e.g. a
+  state dict with ``_orig_mod.`` keys) in the format ``save_checkpoint`` writes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TASKS_DIR = REPO / "tasks"
+SHARED_DATA = REPO.parent / "shared" / "data"
+KIT = TASKS_DIR / "onegc_kit.py"
+RUN_TIMEOUT_S = 120  # a few training steps of a tiny config; far more than they need on 2 cores
+EVAL_TIMEOUT_S = 120
+
+_module_ids = itertools.count()
+
+
+def _load_kit():
+    sys.path.insert(0, str(TASKS_DIR))
+    import onegc_kit
+
+    return onegc_kit
+
+
+def _clean_env() -> dict:
+    """The environment of a workspace process: no harness overrides leaking in from the caller."""
+    env = dict(os.environ)
+    for key in ("ONEGC_DATA_DIR", "ONEGC_CHECKPOINT_DIR"):
+        env.pop(key, None)
+    env.setdefault("OMP_NUM_THREADS", "2")
+    return env
+
+
+@dataclass
+class Workspace:
+    """A temporary session workspace for one task."""
+
+    task_id: str
+    path: Path
+    data_dir: Path  # the full prepared data (private files included), as the scorer sees it
+
+    def set_constants(self, script: str = "train.py", **values) -> None:
+        """Rewrite top-level ``NAME = ...`` lines of ``script``, as the scripted agent does."""
+        file = self.path / script
+        text = file.read_text()
+        for name, value in values.items():
+            pattern = re.compile(rf"^{re.escape(name)}\s*=.*$", re.MULTILINE)
+            if not pattern.search(text):
+                raise AssertionError(f"{script} has no top-level constant {name}")
+            text = pattern.sub(lambda _m, n=name, v=value: f"{n} = {v!r}", text, count=1)
+        file.write_text(text)
+
+    def write(self, name: str, text: str) -> Path:
+        file = self.path / name
+        file.write_text(text)
+        return file
+
+    def run(self, script: str = "train.py", timeout: float = RUN_TIMEOUT_S, check: bool = True):
+        """Run ``script`` in the workspace (its own ``data/``); fail with the output tail."""
+        proc = subprocess.run(
+            [sys.executable, script], cwd=self.path, env=_clean_env(),
+            capture_output=True, text=True, timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{script} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        return proc
+
+    def checkpoints(self) -> list[Path]:
+        return sorted((self.path / "checkpoints").glob("*.pt"))
+
+    def evaluate(self, ckpt: Path, split: str | None = None, data_dir: Path | None = None,
+                 timeout: float = EVAL_TIMEOUT_S) -> dict:
+        """Score ``ckpt`` with the pristine ``prepare.py --eval``; the JSON line plus ``returncode``."""
+        cmd = [
+            sys.executable, str(TASKS_DIR / self.task_id / "prepare.py"), "--eval", str(ckpt),
+            "--code", str(self.path), "--data-dir", str(data_dir or self.data_dir), "--device", "cpu",
+        ]
+        if split:
+            cmd += ["--split", split]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_clean_env())
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        if not lines:
+            raise AssertionError(f"--eval printed no JSON line (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr[-3000:]}")
+        result = json.loads(lines[-1])
+        result["returncode"] = proc.returncode
+        return result
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"offline dataset copies not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def kit():
+    return _load_kit()
+
+
+@pytest.fixture
+def load_prepare(kit):
+    def load(task_id: str):
+        path = TASKS_DIR / task_id / "prepare.py"
+        name = f"onegc_test_prepare_{task_id}_{next(_module_ids)}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
+@pytest.fixture
+def pin_raw(kit):
+    def pin(module, raw_dir: Path) -> None:
+        module.RAW = {
+            name: {"url": spec.get("url", ""), "size": (raw_dir / name).stat().st_size,
+                   "sha256": kit.file_digest(raw_dir / name)}
+            for name, spec in module.RAW.items()
+        }
+
+    return pin
+
+
+@pytest.fixture
+def prepare_fixture(tmp_path, kit, load_prepare, pin_raw):
+    def prepare(task_id: str, raw_dir: Path) -> Path:
+        module = load_prepare(task_id)
+        pin_raw(module, raw_dir)
+        out = tmp_path / "data" / task_id
+        kit.prepare(module, out, from_dir=raw_dir)
+        return out
+
+    return prepare
+
+
+@pytest.fixture
+def make_workspace(tmp_path):
+    def make(task_id: str, data_dir: Path, name: str = "workspace") -> Workspace:
+        ws = tmp_path / name
+        (ws / "data").mkdir(parents=True)
+        (ws / "checkpoints").mkdir()
+        for file in ("prepare.py", "train.py"):
+            shutil.copy(TASKS_DIR / task_id / file, ws / file)
+        shutil.copy(KIT, ws / "onegc_kit.py")
+        manifest = json.loads((data_dir / "manifest.json").read_text())
+        for fname, info in manifest["files"].items():
+            if not info.get("private"):
+                shutil.copy(data_dir / fname, ws / "data" / fname)
+        shutil.copy(data_dir / "manifest.json", ws / "data" / "manifest.json")
+        return Workspace(task_id, ws, data_dir)
+
+    return make
+
+
+@pytest.fixture
+def save_state():
+    def save(path: Path, state_dict: dict, config: dict, script: str = "train.py") -> Path:
+        import torch
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"format": 1, "state_dict": state_dict, "config": config, "script": script,
+                    "score": None, "saved_at": 0.0}, path)
+        return path
+
+    return save
