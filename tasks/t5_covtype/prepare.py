@@ -1,0 +1,184 @@
+"""T5: Forest Cover Type — classify 30 m forest cells into 7 cover types. LOCKED — do not edit.
+
+Raw data: UCI's ``covtype.data.gz`` (581 012 rows of 55 comma-separated integers: 10 continuous
+measures, 4 binary wilderness-area columns, 40 binary soil-type columns, then the cover type
+1–7), checked against the sha256 that scikit-learn pins. Prepared once by
+``python prepare.py [--from DIR]`` into ``data/``.
+
+Split (deterministic, fixed here): stratified on the class with seed 0. For each class c in
+0..6, in that order, one ``np.random.default_rng(0)`` permutes the rows of class c; the first
+(n_c + 5) // 10 (a tenth, halves rounded up) go to test, the next as many to val, the rest to train; each split keeps
+file order. Sizes: train 464 810, val 58 101, test 58 101 (the held-out, scored split).
+
+Features: the 10 continuous columns are standardised with the mean and standard deviation
+(ddof = 0, like sklearn's StandardScaler) of the train split only; the 44 binary columns stay
+0/1. Labels are the cover type minus 1.
+
+    load_split(split) -> (x, y)
+        x: float32 tensor [N, 54]  (columns 0–9 standardised, 10–53 binary 0/1)
+        y: int64 tensor [N], class 0..6
+        splits: "train", "val"; "test" features are in data/ but its labels are held out
+    CONTINUOUS = 10                 the first 10 columns are the continuous ones
+    NUM_CLASSES = 7
+    scaler() -> float64 array [2, 10]: train mean and std of the continuous columns
+
+Metric: accuracy on the test split (higher is better), computed by ``evaluate``, which calls
+``model(x)`` on float32 batches [B, 54] and takes the argmax of the [B, 7] output.
+
+Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
+    import prepare
+    prepare.save_checkpoint(model, config, "run1_epoch3", score=val_acc)
+which writes ``checkpoints/run1_epoch3.pt``. The harness rebuilds the model with
+``build_model(config)`` and loads the weights strictly (save the uncompiled module).
+"""
+
+import gzip
+import sys
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+import numpy as np  # noqa: E402
+import onegc_kit as kit  # noqa: E402  (beside this file in a workspace, in tasks/ in the repo)
+
+TASK = "t5_covtype"
+VERSION = "1"
+METRIC = "test_acc"
+SCORED_SPLIT = "test"
+RAW = {
+    "covtype.data.gz": {
+        # UCI's own copy; scikit-learn's pin (sklearn/datasets/_covtype.py, 1.9.1) is this file's
+        # sha256, fetched there from the figshare mirror below. No size is pinned anywhere.
+        "url": "https://archive.ics.uci.edu/ml/machine-learning-databases/covtype/covtype.data.gz",
+        "sha256": "614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771",
+    }
+}
+MIRRORS = {"covtype.data.gz": ["https://ndownloader.figshare.com/files/5976039"]}  # tried after "url"
+COLUMNS = 55  # 54 features + the cover type
+CONTINUOUS = 10
+NUM_CLASSES = 7
+SEED = 0
+HOLDOUT_DIVISOR = 10  # test and val each take a tenth of every class
+EVAL_BATCH = 65536
+save_checkpoint = kit.save_checkpoint
+data_dir = kit.data_dir
+
+
+def holdout_size(n: int) -> int:
+    """Rows of a class of ``n`` that go to test (and as many to val): n/10, halves rounded up."""
+    return (int(n) + HOLDOUT_DIVISOR // 2) // HOLDOUT_DIVISOR  # integers: no float rounding at .5
+
+
+def stratified_split(y: np.ndarray, seed: int = SEED) -> dict[str, np.ndarray]:
+    """Row indices of train/val/test, stratified on ``y`` (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    parts: dict[str, list] = {"train": [], "val": [], "test": []}
+    for c in np.unique(y):
+        rows = rng.permutation(np.flatnonzero(y == c))
+        k = holdout_size(len(rows))
+        parts["test"].append(rows[:k])
+        parts["val"].append(rows[k : 2 * k])
+        parts["train"].append(rows[2 * k :])
+    return {s: np.sort(np.concatenate(p)).astype(np.int64) for s, p in parts.items()}
+
+
+def _read(path: Path) -> np.ndarray:
+    try:
+        with gzip.open(path, "rt") as f:
+            table = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)
+    except (OSError, EOFError, ValueError) as exc:
+        raise kit.KitError(f"{path.name} cannot be parsed ({type(exc).__name__}: {exc}): fetch it again") from None
+    if table.shape[1] != COLUMNS or len(table) == 0:
+        raise kit.KitError(f"{path.name} has {table.shape[1]} columns, expected {COLUMNS}: not covtype.data.gz")
+    if table[:, -1].min() < 1 or table[:, -1].max() > NUM_CLASSES:
+        raise kit.KitError(f"{path.name}: cover types outside 1..{NUM_CLASSES}: not covtype.data.gz")
+    if not np.isin(table[:, CONTINUOUS:-1], (0, 1)).all():
+        raise kit.KitError(f"{path.name}: the wilderness/soil columns are not all 0/1: not covtype.data.gz")
+    return table
+
+
+def build(raw: dict, out: Path) -> dict:
+    table = _read(raw["covtype.data.gz"])
+    x, y = table[:, :-1].astype(np.float64), table[:, -1] - 1
+    splits = stratified_split(y)
+    cont = x[splits["train"], :CONTINUOUS]
+    mean, std = cont.mean(axis=0), cont.std(axis=0)
+    std[std == 0] = 1.0  # a constant column stays at 0 rather than dividing by zero
+    x[:, :CONTINUOUS] = (x[:, :CONTINUOUS] - mean) / std
+    np.save(out / "scaler.npy", np.stack([mean, std]))
+    files = {"scaler.npy": {"split": "train"}}
+    for split, rows in splits.items():
+        np.save(out / f"{split}_x.npy", x[rows].astype(np.float32))
+        np.save(out / f"{split}_y.npy", y[rows].astype(np.int64))
+        files[f"{split}_x.npy"] = {"split": split}
+        files[f"{split}_y.npy"] = {"split": split, "private": split == SCORED_SPLIT}
+    return files
+
+
+def scaler() -> np.ndarray:
+    return np.load(kit.require(data_dir() / "scaler.npy"))
+
+
+def load_split(split: str):
+    import torch
+
+    root = data_dir()
+    if split not in ("train", "val", "test"):
+        raise kit.KitError(f"unknown split {split!r}: choose train, val or test")
+    labels = root / f"{split}_y.npy"
+    if split == SCORED_SPLIT and not labels.exists():
+        raise kit.KitError("the test labels are held out: the test split is scored after the session; use val")
+    x = np.load(kit.require(root / f"{split}_x.npy"))
+    y = np.load(kit.require(labels))
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    x, y = load_split(split)
+    correct = 0
+    for i in range(0, len(x), EVAL_BATCH):
+        logits = model(x[i : i + EVAL_BATCH].to(device))
+        if not bool(logits.isfinite().all()):
+            raise kit.KitError("the model outputs NaN or inf")
+        if logits.shape != (min(EVAL_BATCH, len(x) - i), NUM_CLASSES):
+            raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}]")
+        correct += int((logits.argmax(dim=1).cpu() == y[i : i + EVAL_BATCH]).sum())
+    return {"value": correct / len(y), "n": len(y)}
+
+
+def _prefetch_from_mirrors(argv: list[str]) -> int:
+    """kit.fetch knows one URL per file: try "url" then each mirror, leaving the first copy that
+    passes the checksum where kit.prepare looks first (its download cache). 0, or 2 on failure."""
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--from", dest="from_dir")
+    p.add_argument("--data-dir", type=Path)
+    p.add_argument("--eval")
+    p.add_argument("--force", action="store_true")
+    args, _ = p.parse_known_args(argv)
+    out = args.data_dir.resolve() if args.data_dir else data_dir()
+    manifest = out / kit.MANIFEST
+    if args.from_dir or args.eval or {"-h", "--help"} & set(argv):
+        return 0
+    if not args.force and manifest.is_file() and json.loads(manifest.read_text()).get("version") == VERSION:
+        return 0
+    cache = out.parent / "_downloads" / TASK  # kit.prepare's cache (onegc_kit.prepare)
+    for name, spec in RAW.items():
+        urls = [spec["url"], *MIRRORS.get(name, [])]
+        for url in urls:
+            try:
+                kit.fetch(name, {**spec, "url": url}, cache)
+                break
+            except kit.KitError as exc:
+                print(f"note: {exc}", file=sys.stderr)
+        else:
+            print(f"error: {name} could not be fetched from {' or '.join(urls)}: check the network, or "
+                  "pass --from DIR with the raw file already on disk", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.modules["prepare"] = sys.modules[__name__]  # so data_dir() resolves beside this file
+    sys.exit(_prefetch_from_mirrors(sys.argv[1:]) or kit.cli(sys.modules[__name__]))

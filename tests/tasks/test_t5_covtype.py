@@ -1,0 +1,165 @@
+"""T5 (Forest Cover Type): prepare from a tiny covtype.data.gz in the real raw format, train a few
+baseline steps on CPU, score the checkpoint with the pristine prepare.py; checksums, mirrors, the
+stratified split and the privacy of the test labels."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sys
+
+import numpy as np
+import pytest
+
+TASK = "t5_covtype"
+RAW = "covtype.data.gz"
+CLASS_ROWS = [300, 200, 80, 15, 40, 30, 35]  # imbalanced, like the real file (and class 4 tiny)
+
+
+def write_covtype(path, seed: int = 0) -> np.ndarray:
+    """A covtype.data.gz like UCI's: rows of 55 comma-separated integers, cover type 1..7 last."""
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.repeat(np.arange(1, 8), CLASS_ROWS))
+    n = len(y)
+    cont = np.stack([
+        rng.integers(1859, 3859, n), rng.integers(0, 361, n), rng.integers(0, 67, n),
+        rng.integers(0, 1398, n), rng.integers(-173, 602, n), rng.integers(0, 7118, n),
+        rng.integers(0, 255, n), rng.integers(0, 255, n), rng.integers(0, 255, n), rng.integers(0, 7174, n),
+    ], axis=1)
+    cont[:, 0] += 150 * y  # elevation carries the class, as in the real data
+    wild = np.eye(4, dtype=np.int64)[rng.integers(0, 4, n)]
+    soil = np.eye(40, dtype=np.int64)[rng.integers(0, 40, n)]
+    table = np.concatenate([cont, wild, soil, y[:, None]], axis=1)
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write("".join(",".join(map(str, row)) + "\n" for row in table).encode())
+    return table
+
+
+@pytest.fixture
+def raw_dir(tmp_path):
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    write_covtype(folder / RAW)
+    return folder
+
+
+def test_stratified_split_keeps_every_class_proportion(load_prepare):
+    prep = load_prepare(TASK)
+    y = np.repeat(np.arange(7), [5000, 3003, 45, 7, 1, 0, 999])
+    y = np.random.default_rng(1).permutation(y)
+    splits = prep.stratified_split(y)
+    assert sorted(np.concatenate(list(splits.values())).tolist()) == list(range(len(y)))  # disjoint, complete
+    for c, n in enumerate(np.bincount(y, minlength=7)):
+        k = (n + 5) // 10
+        assert [int((y[splits[s]] == c).sum()) for s in ("train", "val", "test")] == [n - 2 * k, k, k]
+    assert (np.diff(splits["train"]) > 0).all()  # file order kept
+    again = prep.stratified_split(y)
+    assert all(np.array_equal(splits[s], again[s]) for s in splits)  # deterministic
+    assert not np.array_equal(prep.stratified_split(y, seed=1)["test"], splits["test"])  # the seed matters
+    assert [prep.holdout_size(n) for n in (2747, 283301, 15, 25, 4)] == [275, 28330, 2, 3, 0]
+
+
+def test_split_sizes_from_the_real_class_counts(shared_data, load_prepare):
+    """covtype.info's class distribution, split by the rule, gives the sizes program.md states."""
+    info = (shared_data / "covtype" / "covtype.info").read_text(errors="replace")
+    rows = dict(re.findall(r"Number of records of ([^:]+):\s+(\d+)", info))
+    assert rows.pop("other") == "0"
+    counts = [int(n) for n in rows.values()]
+    assert len(counts) == 7 and sum(counts) == 581012
+    prep = load_prepare(TASK)
+    test = sum(prep.holdout_size(n) for n in counts)
+    assert (581012 - 2 * test, test, test) == (464810, 58101, 58101)
+    program = (prep.Path(prep.__file__).parent / "program.md").read_text()
+    for figure in ("581 012", "464 810", "58 101", "0.806"):
+        assert figure in program
+
+
+def test_prepare_train_checkpoint_and_score(raw_dir, prepare_fixture, make_workspace, save_state):
+    data = prepare_fixture(TASK, raw_dir)
+    manifest = json.loads((data / "manifest.json").read_text())["files"]
+    assert {f for f, i in manifest.items() if i["private"]} == {"test_y.npy"}
+    sizes = {s: len(np.load(data / f"{s}_y.npy")) for s in ("train", "val", "test")}
+    assert sizes == {"train": 700 - 2 * 71, "val": 71, "test": 71}  # 30+20+8+2+4+3+4 per holdout split
+    x = np.load(data / "train_x.npy")
+    assert x.dtype == np.float32 and x.shape == (sizes["train"], 54)
+    assert np.allclose(x[:, :10].mean(0), 0, atol=1e-5) and np.allclose(x[:, :10].std(0), 1, atol=1e-4)
+    assert set(np.unique(x[:, 10:])) == {0.0, 1.0}
+    assert np.load(data / "test_y.npy").max() == 6 and np.load(data / "test_y.npy").dtype == np.int64
+
+    ws = make_workspace(TASK, data)
+    assert not (ws.path / "data" / "test_y.npy").exists()
+    assert (ws.path / "data" / "test_x.npy").exists()
+    ws.set_constants(MAX_STEPS=3, EPOCHS=2, BATCH_SIZE=128, DEVICE="cpu")
+    out = ws.run()
+    assert "best_val_acc:" in out.stdout
+    ckpt = ws.checkpoints()[0]
+    result = ws.evaluate(ckpt)
+    assert result["ok"] and result["split"] == "test" and result["n"] == 71
+    assert 0.0 <= result["value"] <= 1.0
+
+    held_out = ws.evaluate(ckpt, data_dir=ws.path / "data")
+    assert not held_out["ok"] and "held out" in held_out["error"]
+
+    import torch
+
+    payload = torch.load(ckpt, weights_only=True)
+    compiled = {f"_orig_mod.{k}": v for k, v in payload["state_dict"].items()}
+    bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, payload["config"])
+    failed = ws.evaluate(bad)
+    assert failed["returncode"] == 1 and not failed["ok"] and "_orig_mod." in failed["error"]
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncated"])
+def test_damaged_raw_file_fails_its_checksum(damage, raw_dir, tmp_path, kit, load_prepare, pin_raw, monkeypatch, capsys):
+    prep = load_prepare(TASK)
+    pin_raw(prep, raw_dir)  # pinned to the good file
+    blob = bytearray((raw_dir / RAW).read_bytes())
+    if damage == "corrupt":
+        blob[len(blob) // 2] ^= 0xFF
+    else:
+        del blob[len(blob) // 2 :]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / RAW).write_bytes(bytes(blob))
+    out = tmp_path / "data" / TASK
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(out))  # the cli sets it; restore after
+    monkeypatch.setitem(sys.modules, "prepare", prep)
+    prep.RAW[RAW].pop("size")  # the real pin has no size: the sha256 alone must catch both
+    assert kit.cli(prep, ["--from", str(bad), "--data-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "fails its sha256 check" in err[0] and RAW in err[0]
+    assert not out.exists() and not (tmp_path / "data" / f".{TASK}.partial").exists()
+
+
+def test_download_falls_back_to_the_mirror(raw_dir, tmp_path, kit, load_prepare, pin_raw, monkeypatch, capsys):
+    """The canonical URL first, then each mirror; a copy that fails the checksum is not kept."""
+    prep = load_prepare(TASK)
+    pin_raw(prep, raw_dir)
+    corrupt = tmp_path / "corrupt.gz"
+    corrupt.write_bytes(b"\x1f\x8b not the data")
+    out = tmp_path / "data" / TASK
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(out))
+    monkeypatch.setitem(sys.modules, "prepare", prep)
+
+    prep.RAW[RAW]["url"] = (tmp_path / "missing.gz").as_uri()
+    prep.MIRRORS = {RAW: [corrupt.as_uri()]}
+    assert prep._prefetch_from_mirrors(["--data-dir", str(out)]) == 2
+    assert "could not be fetched" in capsys.readouterr().err
+    assert not out.exists() and not list((tmp_path / "data" / "_downloads" / TASK).iterdir())
+
+    prep.MIRRORS = {RAW: [corrupt.as_uri(), (raw_dir / RAW).as_uri()]}
+    assert prep._prefetch_from_mirrors(["--data-dir", str(out)]) == 0
+    assert kit.cli(prep, ["--data-dir", str(out)]) == 0  # takes the verified copy from the cache
+    assert (out / "manifest.json").is_file() and len(np.load(out / "test_y.npy")) == 71
+    assert prep._prefetch_from_mirrors(["--data-dir", str(out)]) == 0  # prepared: nothing fetched
+
+
+def test_real_covtype_if_present(shared_data, tmp_path, kit, load_prepare):
+    raw = shared_data / "covtype" / RAW
+    if not raw.is_file():
+        pytest.skip(f"{raw} absent: no offline copy exists (shared/data/README.md §2.4); needs the download")
+    prep = load_prepare(TASK)
+    out = kit.prepare(prep, tmp_path / "data" / TASK, from_dir=raw.parent)
+    sizes = [len(np.load(out / f"{s}_y.npy")) for s in ("train", "val", "test")]
+    assert sizes == [464810, 58101, 58101]
