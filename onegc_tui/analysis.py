@@ -1,0 +1,778 @@
+"""Analysis of finished sessions: the agent × task matrix, the paper's aggregate, anytime curves,
+GPU busy/idle time and scripts launched. Pure functions on frozen records; no UI, and no I/O
+beyond reading the task registry (``tasks.all_tasks``) when no specs are passed.
+
+The store turns its rows into the input records below; the history screen and ``export.py``
+render what these functions return.
+
+Inputs
+    :class:`SessionOutcome`  one finished (or running) session and its official score
+    :class:`ScorePoint`      one scored checkpoint, at the budget time it appeared
+    :class:`UtilSample`      one GPU utilisation sample (``gpu`` events)
+    :class:`Activity`        an interval labelled with what the agent was doing
+
+Outputs
+    :func:`build_matrix` / :func:`paper_matrix` -> :class:`Matrix` (rows of :class:`Cell`, each row
+    with its :class:`Aggregate` ``agg`` on means and ``agg_max`` on best-of-N)
+    :func:`anytime_curve` / :func:`anytime_band` / :func:`scores_at`
+    :func:`gpu_time_split` -> :class:`GpuSplit`; :func:`activities_from_events`
+    :func:`count_scripts`, :func:`time_to_first_checkpoint`
+
+Statistics follow the paper (shared/TASKS.md): failures (no scorable checkpoint, score ``None``)
+are left out of mean, std and best and counted in the success rate n/N; std is the sample
+standard deviation (ddof = 1).
+
+Missing tasks in the aggregate: ``Agg`` is the mean of r_t over the tasks a row has a result on
+(at least one successful repeat). When that is not the whole expected set (the paper's seven
+tasks, see :func:`build_matrix`), ``Aggregate.partial`` is set and ``missing`` names the rest:
+a partial Agg is shown with a mark and never competes for "best" with complete ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from runner.events import (
+    AgentStarted,
+    BudgetEvent,
+    ProcessEvent,
+    SessionEnded,
+    SessionStarted,
+    TranscriptEvent,
+)
+from tasks import TaskSpec, all_tasks
+
+Direction = Literal["higher", "lower"]
+ActivityKind = Literal["paused", "model_thinking", "tool_running", "no_training_process"]
+
+PAPER_STUDY = "paper"  # the study name under which the paper's Table 4/6 rows appear
+# NVML utilisation is the share of the sample period with a kernel running; a sample is busy
+# above 10 %: at or below it the GPU is waiting (monitoring probes, a stray allocation).
+BUSY_UTIL_PCT = 10.0
+# A sample stands for at most this long: longer gaps (sampler stalled, machine suspended) are
+# unknown time, counted neither busy nor idle.
+MAX_SAMPLE_GAP_S = 5.0
+DEFAULT_SAMPLE_S = 1.0  # what one sample stands for when there is no gap to measure it by
+IDLE_PRIORITY: tuple[ActivityKind, ...] = ("paused", "model_thinking", "tool_running", "no_training_process")
+# When labels overlap, idle time goes to the first that applies: a paused budget is nobody's
+# fault; "no training process" is what is left when the agent is neither thinking nor in a tool.
+UNATTRIBUTED = "unattributed"
+FRACTIONS = (0.25, 0.5, 0.75, 1.0)  # "score at 25/50/75/100 % of the budget"
+GRID_POINTS = 101  # common budget-fraction grid for averaging anytime curves (every 1 %)
+
+
+# ----------------------------------------------------------------------------- input records
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOutcome:
+    """One session as the matrix sees it. ``score`` is the official result: ``None`` = failure
+    (no scorable checkpoint, N/A). ``end_reason`` is ``None`` while the session still runs;
+    running sessions are left out of the statistics."""
+
+    session_id: str
+    study: str | None
+    agent: str
+    model: str | None
+    task: str  # folder name ("t1_shakespeare") or short id ("t1")
+    repeat: int
+    score: float | None
+    end_reason: str | None
+    contract_hash: str | None  # task version hash: sessions compare only if these match
+    budget_s: float
+    active_s: float | None = None  # budget time actually used
+    started_at: float | None = None  # epoch seconds
+    scripts_launched: int | None = None  # training scripts the agent started (count_scripts)
+    first_checkpoint_s: float | None = None  # budget seconds to the first checkpoint
+    gpu_busy_s: float | None = None
+    gpu_idle_s: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.end_reason is not None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.finished and self.score is not None and math.isfinite(self.score)
+
+
+@dataclass(frozen=True, slots=True)
+class ScorePoint:
+    """One scored checkpoint: ``budget_elapsed_s`` is when it appeared (not when it was scored);
+    ``value`` is ``None`` when scoring failed. Use the official re-evaluation where there is one."""
+
+    session_id: str
+    budget_elapsed_s: float
+    value: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class UtilSample:
+    """One GPU utilisation sample (a ``gpu`` event): epoch seconds, percent, GPU index."""
+
+    ts: float
+    util_pct: float
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """What the agent was doing over ``[start, end)`` (epoch seconds)."""
+
+    start: float
+    end: float
+    kind: ActivityKind
+
+
+# ----------------------------------------------------------------------------- the matrix
+
+
+@dataclass(frozen=True, slots=True)
+class TaskColumn:
+    """One task column: short id key (``t1``), label (``T1``), metric direction and baseline."""
+
+    task: str
+    label: str
+    direction: Direction
+    baseline: float | None
+    metric: str
+    benchmark: bool  # one of the paper's tasks (it has paper rows); only these enter Agg by default
+
+    @classmethod
+    def from_spec(cls, spec: TaskSpec) -> TaskColumn:
+        return cls(
+            spec.short, spec.short.upper(), spec.direction, spec.baseline_score, spec.metric, bool(spec.paper)
+        )
+
+    def better(self, a: float, b: float) -> bool:
+        return a > b if self.direction == "higher" else a < b
+
+    def best(self, values: Iterable[float]) -> float | None:
+        vals = list(values)
+        if not vals:
+            return None
+        return max(vals) if self.direction == "higher" else min(vals)
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One agent × task cell. ``mean``/``std``/``sem``/``best`` are over successful repeats;
+    ``std`` and ``sem`` are ``None`` below two successes; ``mixed_contracts`` is set when the
+    cell pools sessions run under different task contracts (different ``contract_hash``)."""
+
+    task: str
+    n_success: int
+    n_total: int  # finished sessions
+    mean: float | None
+    std: float | None
+    sem: float | None
+    best: float | None
+    best_session: str | None = None
+    session_ids: tuple[str, ...] = ()  # finished sessions, by repeat, for drill-down
+    running_ids: tuple[str, ...] = ()
+    contract_hashes: tuple[str, ...] = ()  # distinct known hashes
+    scripts_mean: float | None = None
+    first_checkpoint_mean_s: float | None = None
+    budget_used_mean: float | None = None  # mean active_s / budget_s
+    gpu_busy_fraction: float | None = None  # busy / (busy + idle), pooled over sessions
+
+    @property
+    def mixed_contracts(self) -> bool:
+        return len(self.contract_hashes) > 1
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.n_success / self.n_total if self.n_total else None
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """The paper's ``Agg = mean_t r_t`` over the tasks this row has a result on.
+
+    ``expected`` is the task set the aggregate is meant to cover; when some are ``missing``
+    (never run, or every repeat failed) ``value`` is the mean over the rest and ``partial`` is
+    set — it is then not comparable with a full aggregate, and the exports mark it."""
+
+    value: float | None
+    per_task: Mapping[str, float]  # r_t by task
+    expected: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.missing)
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.per_task)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One agent (and model) across tasks."""
+
+    label: str
+    agent: str
+    model: str | None
+    cells: Mapping[str, Cell]  # by task short id; tasks with no session are absent
+    agg: Aggregate
+    agg_max: Aggregate
+
+    def cell(self, task: str) -> Cell | None:
+        return self.cells.get(task)
+
+
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    """Agents × tasks for one study (``study == "paper"`` for the paper's reference rows)."""
+
+    study: str
+    tasks: tuple[TaskColumn, ...]
+    rows: tuple[Row, ...]
+    unknown_tasks: tuple[str, ...] = ()  # task names in the input that match no task spec
+
+    @property
+    def is_paper(self) -> bool:
+        return self.study == PAPER_STUDY
+
+    def row(self, label: str) -> Row:
+        for row in self.rows:
+            if row.label == label:
+                return row
+        raise KeyError(f"no row '{label}' in study '{self.study}'")
+
+    def column(self, task: str) -> TaskColumn:
+        for col in self.tasks:
+            if col.task == task:
+                return col
+        raise KeyError(f"no task '{task}' in study '{self.study}'")
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def sample_std(values: Sequence[float]) -> float | None:
+    """Sample standard deviation (ddof = 1); ``None`` below two values."""
+    return statistics.stdev(values) if len(values) >= 2 else None
+
+
+def sem(values: Sequence[float]) -> float | None:
+    """Standard error of the mean, ``std / sqrt(n)`` with the sample std; ``None`` below two."""
+    sd = sample_std(values)
+    return None if sd is None else sd / math.sqrt(len(values))
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def relative_improvement(score: float, baseline: float, direction: Direction) -> float:
+    """The paper's r_t: ``(s - b) / b`` where higher is better, ``(b - s) / b`` where lower is."""
+    if baseline == 0:
+        raise ValueError("relative improvement needs a non-zero baseline")
+    return (score - baseline) / baseline if direction == "higher" else (baseline - score) / baseline
+
+
+def aggregate(
+    scores: Mapping[str, float | None], columns: Iterable[TaskColumn], expected: Sequence[str]
+) -> Aggregate:
+    """Agg over ``expected`` tasks: mean of r_t over those with a score (see :class:`Aggregate`)."""
+    by_task = {c.task: c for c in columns}
+    per_task: dict[str, float] = {}
+    missing: list[str] = []
+    for task in expected:
+        col, score = by_task.get(task), scores.get(task)
+        if col is None or col.baseline is None or score is None:
+            missing.append(task)
+            continue
+        per_task[task] = relative_improvement(score, col.baseline, col.direction)
+    value = _mean(list(per_task.values()))
+    return Aggregate(value, per_task, tuple(expected), tuple(missing))
+
+
+def task_sort_key(task: str) -> tuple[int, str]:
+    """Order tasks by number (t2 before t10)."""
+    m = re.match(r"[a-zA-Z]*(\d+)", task)
+    return (int(m.group(1)) if m else 10**9, task)
+
+
+def _resolve(specs: Iterable[TaskSpec] | None) -> dict[str, TaskSpec]:
+    """Task lookup by folder name and short id, lower case."""
+    table: dict[str, TaskSpec] = {}
+    for spec in all_tasks().values() if specs is None else specs:
+        table[spec.id.lower()] = spec
+        table[spec.short.lower()] = spec
+    return table
+
+
+def resolve_task(name: str, specs: Iterable[TaskSpec] | None = None) -> TaskSpec | None:
+    """The spec a session's task name (folder or short id, any case) refers to, if any."""
+    return _resolve(specs).get(name.strip().lower())
+
+
+def _expected_tasks(
+    columns: Sequence[TaskColumn], specs: Mapping[str, TaskSpec], agg_tasks: Sequence[str] | None
+) -> tuple[str, ...]:
+    """Default Agg task set: the paper's benchmark tasks whenever the matrix has any of them
+    (so a study that ran T1 and T4 only is marked partial, as against the paper's seven), else
+    the matrix's own columns with a baseline (a demo-only study)."""
+    if agg_tasks is not None:
+        return tuple(specs[t.lower()].short if t.lower() in specs else t for t in agg_tasks)
+    if any(c.benchmark for c in columns):
+        shorts = {s.short for s in specs.values() if s.paper and s.baseline_score is not None}
+        return tuple(sorted(shorts, key=task_sort_key))
+    return tuple(c.task for c in columns if c.baseline is not None)
+
+
+def row_label(agent: str, model: str | None) -> str:
+    """How a row is named: the agent, with its model when there is one."""
+    return agent if not model else f"{agent} ({model})"
+
+
+def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cell:
+    done = sorted(
+        (s for s in sessions if s.finished), key=lambda s: (s.repeat, s.started_at or 0.0, s.session_id)
+    )
+    running = tuple(s.session_id for s in sessions if not s.finished)
+    ok = [s for s in done if s.succeeded]
+    scores = [s.score for s in ok if s.score is not None]
+    best = col.best(scores)
+    best_session = next((s.session_id for s in ok if s.score == best), None)
+    scripts = [float(s.scripts_launched) for s in done if s.scripts_launched is not None]
+    first_ck = [s.first_checkpoint_s for s in done if s.first_checkpoint_s is not None]
+    used = [s.active_s / s.budget_s for s in done if s.active_s is not None and s.budget_s > 0]
+    busy = math.fsum(s.gpu_busy_s for s in done if s.gpu_busy_s is not None and s.gpu_idle_s is not None)
+    idle = math.fsum(s.gpu_idle_s for s in done if s.gpu_busy_s is not None and s.gpu_idle_s is not None)
+    hashes = tuple(sorted({s.contract_hash for s in sessions if s.contract_hash}))
+    return Cell(
+        task=task,
+        n_success=len(scores),
+        n_total=len(done),
+        mean=_mean(scores),
+        std=sample_std(scores),
+        sem=sem(scores),
+        best=best,
+        best_session=best_session,
+        session_ids=tuple(s.session_id for s in done),
+        running_ids=running,
+        contract_hashes=hashes,
+        scripts_mean=_mean(scripts),
+        first_checkpoint_mean_s=_mean(first_ck),
+        budget_used_mean=_mean(used),
+        gpu_busy_fraction=busy / (busy + idle) if busy + idle > 0 else None,
+    )
+
+
+def _row(
+    label: str,
+    agent: str,
+    model: str | None,
+    cells: dict[str, Cell],
+    columns: Sequence[TaskColumn],
+    expected: Sequence[str],
+) -> Row:
+    means = {t: c.mean for t, c in cells.items()}
+    bests = {t: c.best for t, c in cells.items()}
+    return Row(
+        label, agent, model, cells, aggregate(means, columns, expected), aggregate(bests, columns, expected)
+    )
+
+
+def build_matrix(
+    outcomes: Iterable[SessionOutcome],
+    study: str = "ours",
+    specs: Iterable[TaskSpec] | None = None,
+    agg_tasks: Sequence[str] | None = None,
+) -> Matrix:
+    """The agent × task matrix of ``outcomes`` (pooled as given: filter by study first).
+
+    Rows are (agent, model) pairs, sorted by label; columns are the tasks that appear, in task
+    order. ``specs`` defaults to the task registry; names that match no spec are reported in
+    ``unknown_tasks`` and left out. ``agg_tasks`` fixes the aggregate's task set (default: see
+    :func:`_expected_tasks`).
+    """
+    table = _resolve(specs)
+    groups: dict[tuple[str, str | None], dict[str, list[SessionOutcome]]] = {}
+    unknown: set[str] = set()
+    columns: dict[str, TaskColumn] = {}
+    for o in outcomes:
+        spec = table.get(o.task.strip().lower())
+        if spec is None:
+            unknown.add(o.task)
+            continue
+        columns.setdefault(spec.short, TaskColumn.from_spec(spec))
+        groups.setdefault((o.agent, o.model), {}).setdefault(spec.short, []).append(o)
+    cols = tuple(sorted(columns.values(), key=lambda c: task_sort_key(c.task)))
+    expected = _expected_tasks(cols, table, agg_tasks)
+    rows = []
+    for (agent, model), by_task in groups.items():
+        cells = {
+            t: _cell(t, sessions, columns[t])
+            for t, sessions in sorted(by_task.items(), key=lambda kv: task_sort_key(kv[0]))
+        }
+        rows.append(_row(row_label(agent, model), agent, model, cells, cols, expected))
+    rows.sort(key=lambda r: r.label.lower())
+    return Matrix(study, cols, tuple(rows), tuple(sorted(unknown)))
+
+
+def paper_matrix(specs: Iterable[TaskSpec] | None = None) -> Matrix:
+    """The paper's Table 4 (mean ± std, n/N) and Table 6 (best of 5) as a matrix named "paper",
+    built from the ``[[paper]]`` rows of each ``task.toml``; Agg and Agg_max are recomputed from
+    them with the task baselines (all seven tasks, T3 included, though it has no reference)."""
+    chosen = [s for s in (all_tasks().values() if specs is None else specs) if s.paper]
+    chosen.sort(key=lambda s: task_sort_key(s.short))
+    cols = tuple(TaskColumn.from_spec(s) for s in chosen)
+    expected = tuple(c.task for c in cols if c.baseline is not None)
+    agents: dict[str, dict[str, Cell]] = {}
+    for spec in chosen:
+        for p in spec.paper:
+            n = p.n_success
+            agents.setdefault(p.agent, {})[spec.short] = Cell(
+                task=spec.short,
+                n_success=n,
+                n_total=p.n_total,
+                mean=p.mean,
+                std=p.std if n >= 2 else None,
+                sem=p.std / math.sqrt(n) if p.std is not None and n >= 2 else None,
+                best=p.best,
+            )
+    rows = tuple(_row(a, a, None, cells, cols, expected) for a, cells in agents.items())
+    return Matrix(PAPER_STUDY, cols, rows)
+
+
+# ----------------------------------------------------------------------------- anytime curves
+
+
+@dataclass(frozen=True, slots=True)
+class AnytimeCurve:
+    """Best-so-far score against budget fraction, a right-continuous step function: ``steps``
+    are (fraction, best) at each improvement; before the first it has no value."""
+
+    session_id: str
+    direction: Direction
+    steps: tuple[tuple[float, float], ...]
+
+    def at(self, fraction: float) -> float | None:
+        value = None
+        for f, v in self.steps:
+            if f > fraction:
+                break
+            value = v
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class AnytimeBand:
+    """Anytime curves of several repeats on a common grid: at each fraction, the mean, sample
+    std, min and max over the curves that have a checkpoint by then, and how many (``n``)."""
+
+    grid: tuple[float, ...]
+    mean: tuple[float | None, ...]
+    std: tuple[float | None, ...]
+    lo: tuple[float | None, ...]
+    hi: tuple[float | None, ...]
+    n: tuple[int, ...]
+    n_curves: int
+
+
+def anytime_curve(
+    points: Iterable[ScorePoint], budget_s: float, direction: Direction, session_id: str = ""
+) -> AnytimeCurve:
+    """Best-so-far of a session's scored checkpoints. Failed scores are skipped; checkpoints
+    saved in the grace period after the deadline count at fraction 1.0."""
+    if budget_s <= 0:
+        raise ValueError(f"budget_s must be positive, got {budget_s}")
+    steps: list[tuple[float, float]] = []
+    for p in sorted(points, key=lambda p: p.budget_elapsed_s):
+        session_id = session_id or p.session_id
+        if p.value is None or not math.isfinite(p.value):
+            continue
+        frac = min(1.0, max(0.0, p.budget_elapsed_s / budget_s))
+        if steps and not (p.value > steps[-1][1] if direction == "higher" else p.value < steps[-1][1]):
+            continue
+        if steps and steps[-1][0] == frac:
+            steps.pop()  # two checkpoints at the same moment: keep the better
+        steps.append((frac, p.value))
+    return AnytimeCurve(session_id, direction, tuple(steps))
+
+
+def anytime_band(curves: Sequence[AnytimeCurve], grid: Sequence[float] | None = None) -> AnytimeBand:
+    """Mean and spread of ``curves`` on ``grid`` (default: 0, 0.01, …, 1)."""
+    pts = tuple(grid) if grid is not None else tuple(i / (GRID_POINTS - 1) for i in range(GRID_POINTS))
+    mean, std, lo, hi, n = [], [], [], [], []
+    for f in pts:
+        vals = [v for v in (c.at(f) for c in curves) if v is not None]
+        mean.append(_mean(vals))
+        std.append(sample_std(vals))
+        lo.append(min(vals) if vals else None)
+        hi.append(max(vals) if vals else None)
+        n.append(len(vals))
+    return AnytimeBand(pts, tuple(mean), tuple(std), tuple(lo), tuple(hi), tuple(n), len(curves))
+
+
+def scores_at(curve: AnytimeCurve, fractions: Sequence[float] = FRACTIONS) -> dict[float, float | None]:
+    """Best score reached by each budget fraction (``None``: no checkpoint yet)."""
+    return {f: curve.at(f) for f in fractions}
+
+
+def time_to_first_checkpoint(points: Iterable[ScorePoint], scored_only: bool = False) -> float | None:
+    """Budget seconds to the first checkpoint (with ``scored_only``, the first that scored)."""
+    times = [
+        p.budget_elapsed_s
+        for p in points
+        if not scored_only or (p.value is not None and math.isfinite(p.value))
+    ]
+    return min(times) if times else None
+
+
+# ----------------------------------------------------------------------------- GPU time
+
+Interval = tuple[float, float]
+
+
+def _union(intervals: Iterable[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for a, b in sorted(i for i in intervals if i[1] > i[0]):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _intersect(xs: Sequence[Interval], ys: Sequence[Interval]) -> list[Interval]:
+    """Intersection of two sorted, disjoint interval lists."""
+    out: list[Interval] = []
+    i = j = 0
+    while i < len(xs) and j < len(ys):
+        a, b = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
+        if a < b:
+            out.append((a, b))
+        if xs[i][1] < ys[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _subtract(xs: Sequence[Interval], ys: Sequence[Interval]) -> list[Interval]:
+    """``xs`` minus ``ys`` (both sorted and disjoint)."""
+    out: list[Interval] = []
+    j = 0
+    for a, b in xs:
+        while j < len(ys) and ys[j][1] <= a:
+            j += 1
+        k, start = j, a
+        while k < len(ys) and ys[k][0] < b:
+            if ys[k][0] > start:
+                out.append((start, ys[k][0]))
+            start = max(start, ys[k][1])
+            k += 1
+        if start < b:
+            out.append((start, b))
+    return out
+
+
+def _total(xs: Iterable[Interval]) -> float:
+    return math.fsum(b - a for a, b in xs)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSplit:
+    """GPU time (GPU-seconds, summed over GPUs) busy and idle; ``idle_by`` splits the idle time
+    by activity (:data:`IDLE_PRIORITY` order on overlaps) plus ``"unattributed"``."""
+
+    busy_s: float
+    idle_s: float
+    idle_by: Mapping[str, float]
+
+    @property
+    def total_s(self) -> float:
+        return self.busy_s + self.idle_s
+
+    @property
+    def busy_fraction(self) -> float | None:
+        return self.busy_s / self.total_s if self.total_s > 0 else None
+
+
+def gpu_time_split(
+    samples: Iterable[UtilSample],
+    activities: Iterable[Activity] = (),
+    *,
+    threshold_pct: float = BUSY_UTIL_PCT,
+    max_gap_s: float = MAX_SAMPLE_GAP_S,
+    window: Interval | None = None,
+) -> GpuSplit:
+    """Busy vs idle GPU time from utilisation samples, idle time split by what the agent did.
+
+    Sample i stands for ``[ts_i, ts_{i+1})`` (at most ``max_gap_s``; the last one for the median
+    spacing, or :data:`DEFAULT_SAMPLE_S`); it is busy when ``util_pct > threshold_pct``. With
+    ``window`` (the session's start and end) time outside it is not counted.
+    """
+    by_gpu: dict[int, list[UtilSample]] = {}
+    for s in samples:
+        by_gpu.setdefault(s.index, []).append(s)
+    kinds = {k: _union((a.start, a.end) for a in activities if a.kind == k) for k in IDLE_PRIORITY}
+    busy_s = idle_s = 0.0
+    idle_by = dict.fromkeys((*IDLE_PRIORITY, UNATTRIBUTED), 0.0)
+    for series in by_gpu.values():
+        series.sort(key=lambda s: s.ts)
+        gaps = [b.ts - a.ts for a, b in itertools.pairwise(series) if b.ts > a.ts]
+        nominal = min(statistics.median(gaps), max_gap_s) if gaps else DEFAULT_SAMPLE_S
+        busy: list[Interval] = []
+        idle: list[Interval] = []
+        for i, s in enumerate(series):
+            gap = series[i + 1].ts - s.ts if i + 1 < len(series) else nominal
+            span = (s.ts, s.ts + min(gap, max_gap_s))
+            (busy if s.util_pct > threshold_pct else idle).append(span)
+        busy_u, idle_u = _union(busy), _union(idle)
+        if window is not None:
+            busy_u, idle_u = _intersect(busy_u, [window]), _intersect(idle_u, [window])
+        busy_s += _total(busy_u)
+        idle_s += _total(idle_u)
+        remaining = idle_u
+        for kind in IDLE_PRIORITY:
+            hit = _intersect(remaining, kinds[kind])
+            idle_by[kind] += _total(hit)
+            remaining = _subtract(remaining, hit)
+        idle_by[UNATTRIBUTED] += _total(remaining)
+    return GpuSplit(busy_s, idle_s, idle_by)
+
+
+class TimedEvent(Protocol):
+    """Any ``runner.events`` event: all the timeline needs of an event it does not look into."""
+
+    @property
+    def ts(self) -> float: ...
+
+    @property
+    def seq(self) -> int: ...
+
+
+def activities_from_events(events: Iterable[TimedEvent], end_ts: float | None = None) -> list[Activity]:
+    """Label a session's timeline from its events (``runner.events`` objects, in any order).
+
+    - ``model_thinking``: the agent waits for the model — between transcript events while no tool
+      call is open, from ``agent_started`` (or the first transcript event) on;
+    - ``tool_running``: from a ``tool_call`` until the ``tool_result`` with its ``call_id``
+      (a call without an id is closed by the next result without one);
+    - ``no_training_process``: no training script alive (``process`` events, ``training=True``);
+    - ``paused``: budget ``paused`` until ``resumed``/``running``/``expired``.
+
+    The timeline ends at ``session_ended`` or ``end_ts`` (for a live session: now).
+    """
+    evs = sorted(events, key=lambda e: (e.ts, e.seq))
+    if not evs:
+        return []
+    start = next((e.ts for e in evs if isinstance(e, SessionStarted)), evs[0].ts)
+    end = next((e.ts for e in evs if isinstance(e, SessionEnded)), None)
+    end = end if end is not None else (end_ts if end_ts is not None else evs[-1].ts)
+    out: list[Activity] = []
+
+    # model thinking / tool running, from the transcript
+    agent_start = next((e.ts for e in evs if isinstance(e, AgentStarted)), None)
+    transcript = [e for e in evs if isinstance(e, TranscriptEvent)]
+    cursor = agent_start if agent_start is not None else (transcript[0].ts if transcript else None)
+    open_calls: list[str | None] = []
+    if cursor is not None:
+        for t in transcript:
+            if t.ts > cursor:
+                out.append(
+                    Activity(cursor, min(t.ts, end), "tool_running" if open_calls else "model_thinking")
+                )
+            cursor = max(cursor, t.ts)
+            if t.kind == "tool_call":
+                open_calls.append(t.call_id)
+            elif t.kind == "tool_result" and open_calls:
+                if t.call_id in open_calls:
+                    open_calls.remove(t.call_id)
+                elif t.call_id is None:
+                    open_calls.pop(0)
+        if cursor < end:
+            out.append(Activity(cursor, end, "tool_running" if open_calls else "model_thinking"))
+
+    # no training process alive
+    alive: set[int] = set()
+    idle_from = start
+    for p in (e for e in evs if isinstance(e, ProcessEvent) and e.training):
+        if p.action == "started":
+            if not alive and p.ts > idle_from:
+                out.append(Activity(idle_from, p.ts, "no_training_process"))
+            alive.add(p.pid)
+        else:
+            alive.discard(p.pid)
+            if not alive:
+                idle_from = p.ts
+    if not alive and idle_from < end:
+        out.append(Activity(idle_from, end, "no_training_process"))
+
+    # paused budget
+    paused_at: float | None = None
+    for b in (e for e in evs if isinstance(e, BudgetEvent)):
+        if b.state == "paused" and paused_at is None:
+            paused_at = b.ts
+        elif b.state != "paused" and paused_at is not None:
+            out.append(Activity(paused_at, b.ts, "paused"))
+            paused_at = None
+    if paused_at is not None and paused_at < end:
+        out.append(Activity(paused_at, end, "paused"))
+    return [a for a in out if a.end > a.start]
+
+
+def count_scripts(events: Iterable[TimedEvent]) -> int:
+    """Training scripts the agent launched (the paper's Table 5): ``process`` ``started``
+    events with ``training=True``."""
+    return sum(1 for e in events if isinstance(e, ProcessEvent) and e.action == "started" and e.training)
+
+
+def scripts_per_cell(matrix: Matrix) -> dict[tuple[str, str], float | None]:
+    """Mean scripts launched per session, by (row label, task)."""
+    return {(r.label, t): c.scripts_mean for r in matrix.rows for t, c in r.cells.items()}
+
+
+__all__ = [
+    "BUSY_UTIL_PCT",
+    "FRACTIONS",
+    "IDLE_PRIORITY",
+    "MAX_SAMPLE_GAP_S",
+    "PAPER_STUDY",
+    "UNATTRIBUTED",
+    "Activity",
+    "ActivityKind",
+    "Aggregate",
+    "AnytimeBand",
+    "AnytimeCurve",
+    "Cell",
+    "Direction",
+    "GpuSplit",
+    "Matrix",
+    "Row",
+    "ScorePoint",
+    "SessionOutcome",
+    "TaskColumn",
+    "TimedEvent",
+    "UtilSample",
+    "activities_from_events",
+    "aggregate",
+    "anytime_band",
+    "anytime_curve",
+    "build_matrix",
+    "count_scripts",
+    "gpu_time_split",
+    "paper_matrix",
+    "relative_improvement",
+    "resolve_task",
+    "row_label",
+    "sample_std",
+    "scores_at",
+    "scripts_per_cell",
+    "sem",
+    "task_sort_key",
+    "time_to_first_checkpoint",
+]
