@@ -1,0 +1,279 @@
+"""Codex CLI in headless mode: ``codex exec --json ... PROMPT``.
+
+What :meth:`CodexAdapter.parse` makes of each stdout line (fixtures in
+``shared/fixtures/transcripts/codex-*.jsonl``):
+
+- ``thread.started`` -> a system text with the thread id; ``turn.started`` -> nothing.
+- ``item.started`` of a ``command_execution`` -> tool_call ``$ cmd`` (the ``/bin/bash -lc``
+  wrapper removed); its ``item.completed`` -> tool_result with the exit code. Other items:
+  ``agent_message`` -> text, ``reasoning`` -> thinking, ``file_change`` / ``mcp_tool_call`` /
+  ``web_search`` -> tool_call (+ tool_result), ``todo_list`` -> a system text, ``error`` items
+  (non-fatal warnings) -> error.
+- top-level ``error`` -> error; one about reconnecting ("Reconnecting... 2/5", "waiting for
+  network") -> an error whose text starts with ``retry:``.
+- ``turn.completed`` -> a usage item (Codex reports tokens, not money: priced from
+  ``prices.toml`` when the model is known, else "price unknown") and a ``result`` item with the
+  session totals; ``turn.failed`` -> error (unless the same message was just reported) + result.
+
+Anything else becomes a ``raw`` item. Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import signal
+from typing import Any, ClassVar
+
+from runner.agents import credentials, locate
+from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
+from runner.agents.pricing import UsageTotals, format_usd, load_prices_safe
+
+PROVIDER_ID = "onegc"  # the model_providers entry written for a custom endpoint
+SILENCE = ("-c", "features.plugins=false", "-c", "analytics.enabled=false")  # no plugin sync, no analytics
+SHELLS = ("bash", "sh", "zsh")
+RETRY_MARKERS = ("reconnecting", "waiting for network", "retrying")
+
+
+def _decode(line: str) -> dict | None:
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return int(value)
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def unwrap_command(command: Any) -> str:
+    """``/bin/bash -lc 'echo hi'`` -> ``echo hi``; anything else is returned as it came."""
+    if isinstance(command, list):
+        parts = [str(p) for p in command]
+    elif isinstance(command, str):
+        try:
+            parts = shlex.split(command)
+        except ValueError:
+            return command
+    else:
+        return ""
+    if len(parts) == 3 and parts[0].rsplit("/", 1)[-1] in SHELLS and parts[1] in ("-c", "-lc"):
+        return parts[2]
+    return command if isinstance(command, str) else shlex.join(parts)
+
+
+def error_message(message: str) -> str:
+    """Codex passes provider errors through as JSON text; keep the human part."""
+    data = _decode(message) if message.lstrip().startswith("{") else None
+    if data is not None:
+        inner = data.get("error") if isinstance(data.get("error"), dict) else data
+        text = _str(inner.get("message")) or message
+        code = _str(inner.get("code")) or _str(inner.get("type"))
+        return f"{text} ({code})" if code and code not in text else text
+    return message
+
+
+def toml_str(value: str) -> str:
+    """A TOML basic string (JSON escapes are valid TOML escapes)."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+class CodexAdapter(AgentAdapter):
+    name: ClassVar[str] = "codex"
+    executable: ClassVar[str | None] = "codex"
+    prompt_on_stdin: ClassVar[bool] = False  # the prompt is the last argument; stdin must be /dev/null
+    graceful_signal: ClassVar[int] = signal.SIGINT  # ends the turn and kills its commands
+
+    def __init__(self, model: str | None = None):
+        self.model = model
+        self.prices, self.price_warning = load_prices_safe()
+        self.totals = UsageTotals()
+        self.ended = False  # a turn.completed / turn.failed was seen
+        self._started: set[str] = set()  # item ids whose tool_call was already emitted
+        self._last_error = ""
+        self._last_message = ""
+
+    def configure(self, model: str | None) -> None:
+        self.model = model
+
+    # ------------------------------------------------------------------ launch
+    def find_executable(self) -> str | None:
+        return locate.find_cli(self.executable or "")
+
+    def argv(self, ctx: LaunchContext) -> list[str]:
+        if self.model is None:
+            self.model = ctx.model
+        exe = self.find_executable() or "codex"
+        cmd = [
+            exe, "exec", "--json", "--skip-git-repo-check", "--ephemeral",
+            "--dangerously-bypass-approvals-and-sandbox", "-C", str(ctx.workspace),
+        ]  # fmt: skip
+        if ctx.model:
+            cmd += ["-m", ctx.model]
+        return cmd + list(SILENCE) + list(ctx.extra_args) + [ctx.prompt]
+
+    def env(self, ctx: LaunchContext) -> dict[str, str]:
+        env = credentials.agent_env(self.name, ctx.base_env, ctx.agent_home)
+        env["CODEX_HOME"] = str(ctx.agent_home / ".codex")
+        if env.get("OPENAI_API_KEY") and not env.get("CODEX_API_KEY"):
+            env["CODEX_API_KEY"] = env["OPENAI_API_KEY"]  # what `codex exec` reads without a login
+        return env
+
+    def config_toml(self, ctx: LaunchContext) -> str | None:
+        """``$CODEX_HOME/config.toml`` for a custom endpoint (``OPENAI_BASE_URL``), else ``None``."""
+        url = credentials.base_url(self.name, ctx.base_env)
+        if url is None:
+            return None
+        key_var = "CODEX_API_KEY" if ctx.base_env.get("CODEX_API_KEY") and not ctx.base_env.get("OPENAI_API_KEY") else "OPENAI_API_KEY"
+        lines = ["# Written by onegc for one session: the model endpoint from OPENAI_BASE_URL."]
+        if ctx.model:
+            lines.append(f"model = {toml_str(ctx.model)}")
+        lines += [
+            f"model_provider = {toml_str(PROVIDER_ID)}",
+            "",
+            f"[model_providers.{PROVIDER_ID}]",
+            f"name = {toml_str('onegc endpoint')}",
+            f"base_url = {toml_str(url)}",
+            f"env_key = {toml_str(key_var)}",
+            'wire_api = "responses"  # the only wire protocol Codex accepts',
+        ]
+        return "\n".join(lines) + "\n"
+
+    def prepare_home(self, ctx: LaunchContext) -> None:
+        credentials.make_home(ctx.agent_home)
+        codex_home = ctx.agent_home / ".codex"
+        codex_home.mkdir(exist_ok=True)
+        config = self.config_toml(ctx)
+        if config is not None:
+            (codex_home / "config.toml").write_text(config, encoding="utf-8")
+
+    # ------------------------------------------------------------------ transcript
+    def parse(self, line: str) -> list[TranscriptItem]:
+        if not line.strip():
+            return []
+        try:
+            data = _decode(line)
+            items = self._parse(data) if data is not None else None
+        except Exception:  # a CLI's new shape must never stop the session
+            items = None
+        return [raw_item(line)] if items is None else items
+
+    def _parse(self, data: dict) -> list[TranscriptItem] | None:
+        kind = data.get("type")
+        if kind == "thread.started":
+            return [TranscriptItem(role="system", kind="text", text=f"thread {_str(data.get('thread_id'))}".strip())]
+        if kind == "turn.started":
+            return []
+        if kind in ("item.started", "item.updated", "item.completed") and isinstance(data.get("item"), dict):
+            return self._item(kind, data["item"])
+        if kind == "turn.completed":
+            return self._turn_completed(data.get("usage"))
+        if kind == "turn.failed":
+            error = data.get("error")
+            message = error_message(_str(error.get("message")) if isinstance(error, dict) else _str(error)) or "turn failed"
+            items = [] if message == self._last_error else [TranscriptItem(role="system", kind="error", text=message)]
+            self.ended = True
+            return items + [self._result(f"failed: {message}")]
+        if kind == "error":
+            message = error_message(_str(data.get("message")))
+            if any(marker in message.lower() for marker in RETRY_MARKERS):
+                return [TranscriptItem(role="system", kind="error", text=f"retry: {message}")]
+            self._last_error = message
+            return [TranscriptItem(role="system", kind="error", text=message)]
+        return None
+
+    def _item(self, event: str, item: dict) -> list[TranscriptItem] | None:
+        itype = item.get("type")
+        item_id = _str(item.get("id")) or None
+        done = event == "item.completed"
+        if itype == "command_execution":
+            items = []
+            if item_id not in self._started:
+                self._started.add(item_id or "")
+                items.append(TranscriptItem(role="assistant", kind="tool_call", tool="shell", call_id=item_id, text=f"$ {unwrap_command(item.get('command'))}"))
+            if done:
+                status = _str(item.get("status"))
+                text = _str(item.get("aggregated_output"))
+                if status and status not in ("completed", "failed"):
+                    text = f"[{status}] {text}"
+                items.append(TranscriptItem(role="tool", kind="tool_result", tool="shell", call_id=item_id, exit_code=_int(item.get("exit_code")), text=text))
+            return items
+        if itype == "agent_message":
+            if not done:
+                return []
+            self._last_message = _str(item.get("text"))
+            return [TranscriptItem(role="assistant", kind="text", text=self._last_message)]
+        if itype == "reasoning":
+            return [TranscriptItem(role="assistant", kind="thinking", text=_str(item.get("text")))] if done else []
+        if itype == "error":
+            return [TranscriptItem(role="system", kind="error", text=_str(item.get("message")))] if done else []
+        if itype == "todo_list":
+            if done or not isinstance(item.get("items"), list):
+                return []
+            steps = [f"[{'x' if s.get('completed') else ' '}] {_str(s.get('text'))}" for s in item["items"] if isinstance(s, dict)]
+            return [TranscriptItem(role="assistant", kind="text", text="plan:\n" + "\n".join(steps))]
+        if itype == "file_change":
+            if not done:
+                return []
+            changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+            text = ", ".join(f"{_str(c.get('kind'))} {_str(c.get('path'))}" for c in changes if isinstance(c, dict))
+            status = _str(item.get("status"))
+            return [
+                TranscriptItem(role="assistant", kind="tool_call", tool="apply_patch", call_id=item_id, text=text),
+                TranscriptItem(role="tool", kind="tool_result", tool="apply_patch", call_id=item_id, text=status, exit_code=0 if status == "completed" else 1),
+            ]
+        if itype == "mcp_tool_call":
+            tool = f"{_str(item.get('server'))}.{_str(item.get('tool'))}"
+            items = []
+            if item_id not in self._started:
+                self._started.add(item_id or "")
+                args = json.dumps(item.get("arguments"), ensure_ascii=False)[:300]
+                items.append(TranscriptItem(role="assistant", kind="tool_call", tool=tool, call_id=item_id, text=f"{tool} {args}"))
+            if done:
+                error = item.get("error")
+                text = f"[error] {_str(error.get('message'))}" if isinstance(error, dict) else json.dumps(item.get("result"), ensure_ascii=False)
+                items.append(TranscriptItem(role="tool", kind="tool_result", tool=tool, call_id=item_id, text=text))
+            return items
+        if itype == "web_search":
+            return [TranscriptItem(role="assistant", kind="tool_call", tool="web_search", call_id=item_id, text=f"search {_str(item.get('query'))}")] if done else []
+        return None
+
+    def _turn_completed(self, usage: Any) -> list[TranscriptItem]:
+        usage = usage if isinstance(usage, dict) else {}
+        tokens_in = _int(usage.get("input_tokens")) or 0
+        cached = _int(usage.get("cached_input_tokens")) or 0
+        tokens_out = _int(usage.get("output_tokens")) or 0  # reasoning tokens are counted in here
+        cost = self.prices.cost(self.model, tokens_in - cached, tokens_out, cached_input_tokens=cached)
+        self.totals.add(tokens_in, tokens_out, cost)
+        self.ended = True
+        priced = format_usd(cost) if cost is not None else f"price unknown for {self.model or 'the default model'}"
+        usage_item = TranscriptItem(
+            role="system", kind="usage", text=f"{tokens_in} in ({cached} cached) / {tokens_out} out, {priced}",
+            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
+        )  # fmt: skip
+        return [usage_item, self._result(f"completed: {self._last_message}" if self._last_message else "completed")]
+
+    def _result(self, text: str) -> TranscriptItem:
+        if not self.totals.steps:  # Codex reports usage only when a turn completes
+            return TranscriptItem(role="system", kind="result", text=f"{text} (no usage reported)")
+        t = self.usage_totals()
+        cost = t["cost_usd"] if t["cost_known"] else None
+        return TranscriptItem(role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost)
+
+    def finish(self) -> list[TranscriptItem]:
+        return [] if self.ended else [self._result("ended without a completed turn (stopped or crashed)")]
+
+    def usage_totals(self) -> dict:
+        """Sums over completed turns. Before the first one Codex has reported nothing: unknown."""
+        totals = self.totals.as_dict()
+        if not self.totals.steps:
+            totals["cost_known"] = False
+        return totals

@@ -1,0 +1,175 @@
+"""Token prices and session usage totals for the agent adapters.
+
+:func:`load_prices` reads the packaged ``prices.toml`` (USD per million tokens, per model id or
+glob pattern) and lays ``$ONEGC_HOME/prices.toml`` over it. :meth:`PriceTable.price` finds a
+model's :class:`Price`; :meth:`PriceTable.cost` prices one usage record and returns ``None``
+when the model is unknown, so callers can say "price unknown" instead of showing $0.
+:class:`UsageTotals` is the per-session running sum every adapter keeps.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGED_PRICES = Path(__file__).resolve().with_name("prices.toml")
+USER_PRICES_NAME = "prices.toml"  # looked for in $ONEGC_HOME (default: the current directory)
+PER = 1_000_000  # prices are quoted per million tokens
+_WINDOW_TAG = re.compile(r"\[[^\]]*\]$")  # "claude-opus-4-8[1m]": a context-window tag, not a model
+
+
+class PriceFileError(ValueError):
+    """A prices.toml that cannot be read; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None  # None: billed as input
+    cache_write: float | None = None  # None: billed as input
+
+
+def _price_entry(raw: object, where: str) -> Price:
+    if not isinstance(raw, dict):
+        raise PriceFileError(f"{where}: expected a table like {{ input = 1.0, output = 2.0 }}")
+    unknown = set(raw) - {"input", "output", "cached_input", "cache_write"}
+    if unknown:
+        raise PriceFileError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    values = {}
+    for key in ("input", "output", "cached_input", "cache_write"):
+        value = raw.get(key)
+        if value is None and key in ("input", "output"):
+            raise PriceFileError(f"{where}: '{key}' is required")
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise PriceFileError(f"{where}: '{key}' must be a number >= 0 (USD per million tokens)")
+            values[key] = float(value)
+    return Price(**values)
+
+
+def read_price_file(path: Path) -> dict[str, Price]:
+    """One prices.toml as ``{model id or pattern: Price}``; raises :class:`PriceFileError`."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PriceFileError(f"{path}: cannot read price table: {exc}") from None
+    models = data.get("models", {})
+    if not isinstance(models, dict):
+        raise PriceFileError(f"{path}: [models] must be a table of model = {{ input = ..., output = ... }}")
+    return {str(key): _price_entry(value, f"{path}: models.{key}") for key, value in models.items()}
+
+
+def user_price_file() -> Path:
+    return Path(os.environ.get("ONEGC_HOME") or ".") / USER_PRICES_NAME
+
+
+class PriceTable:
+    """Model id -> :class:`Price`, with exact ids before glob patterns."""
+
+    def __init__(self, entries: dict[str, Price]):
+        self.exact = {k: v for k, v in entries.items() if not any(c in k for c in "*?[")}
+        # Longest pattern first: "claude-opus-4-1*" must win over a broader "claude-opus-4*".
+        self.patterns = sorted(((k, v) for k, v in entries.items() if k not in self.exact), key=lambda kv: -len(kv[0]))
+
+    @staticmethod
+    def candidates(model: str) -> list[str]:
+        """The names a model id is looked up under, most specific first."""
+        name = _WINDOW_TAG.sub("", model.strip())
+        parts = name.split("/")
+        return [c for c in ("/".join(parts[i:]) for i in range(len(parts))) if c]
+
+    def price(self, model: str | None) -> Price | None:
+        if not model:
+            return None
+        names = self.candidates(model)
+        for name in names:
+            if name in self.exact:
+                return self.exact[name]
+        for name in names:
+            for pattern, price in self.patterns:
+                if fnmatch.fnmatchcase(name, pattern):
+                    return price
+        return None
+
+    def cost(
+        self,
+        model: str | None,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        cache_write_tokens: int = 0,
+    ) -> float | None:
+        """USD for one usage record, or ``None`` when the model's price is unknown.
+
+        ``input_tokens`` are the uncached input tokens only: callers whose CLI counts cached
+        tokens inside the input (OpenAI style) subtract them first.
+        """
+        price = self.price(model)
+        if price is None:
+            return None
+        cached = price.input if price.cached_input is None else price.cached_input
+        write = price.input if price.cache_write is None else price.cache_write
+        return (
+            max(input_tokens, 0) * price.input
+            + max(output_tokens, 0) * price.output
+            + max(cached_input_tokens, 0) * cached
+            + max(cache_write_tokens, 0) * write
+        ) / PER
+
+
+def load_prices(user_file: Path | None = None) -> PriceTable:
+    """The packaged table with ``$ONEGC_HOME/prices.toml`` (or ``user_file``) laid over it."""
+    entries = read_price_file(PACKAGED_PRICES)
+    override = user_file if user_file is not None else user_price_file()
+    if override.is_file():
+        entries.update(read_price_file(override))
+    return PriceTable(entries)
+
+
+def load_prices_safe(user_file: Path | None = None) -> tuple[PriceTable, str | None]:
+    """Like :func:`load_prices`, but a broken user file only costs its entries and a warning."""
+    try:
+        return load_prices(user_file), None
+    except PriceFileError as exc:
+        return PriceTable(read_price_file(PACKAGED_PRICES)), f"{exc}; using the packaged prices"
+
+
+def format_usd(cost: float | None) -> str:
+    if cost is None:
+        return "price unknown"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+@dataclass
+class UsageTotals:
+    """Running per-session totals; ``cost_known`` turns false once any step could not be priced."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    steps: int = 0
+
+    def add(self, tokens_in: int, tokens_out: int, cost_usd: float | None) -> None:
+        self.tokens_in += max(tokens_in, 0)
+        self.tokens_out += max(tokens_out, 0)
+        self.steps += 1
+        if cost_usd is None:
+            self.cost_known = False
+        else:
+            self.cost_usd += cost_usd
+
+    def as_dict(self) -> dict:
+        return {
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": round(self.cost_usd, 6),
+            "cost_known": self.cost_known,
+        }

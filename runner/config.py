@@ -1,0 +1,120 @@
+"""Session configuration (``session.json``) and the layout of a session folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+GRACE_S = 30.0  # paper §3.3: 30 s between the stop request and SIGKILL
+NetworkPolicy = Literal["open", "api-only", "none"]
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the file and field."""
+
+
+def onegc_home() -> Path:
+    """All state lives here: ``data/``, ``runs/``, ``onegc.db`` (DESIGN.md §6)."""
+    return Path(os.environ.get("ONEGC_HOME") or Path.cwd()).resolve()
+
+
+class SessionConfig(BaseModel):
+    """One agent on one task for one repeat, as given to the runner."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_id: str
+    task: str
+    agent: str
+    model: str | None = None
+    repeat: int = Field(default=1, ge=1)
+    study: str | None = None
+    budget_s: float = Field(gt=0)
+    grace_s: float = Field(default=GRACE_S, ge=0)
+    gpu: str | None = None  # CUDA_VISIBLE_DEVICES for the agent; None = no GPU assigned
+    network: NetworkPolicy = "open"
+    command: list[str] = Field(default_factory=list)  # the `command` agent's command line
+    agent_args: list[str] = Field(default_factory=list)
+    pace_s: float = Field(default=1.0, ge=0)  # scripted agent: seconds of "thinking" between steps
+    live_eval_device: str = "cpu"  # live scoring must not take the GPU the budget is paying for
+    created: float = Field(default_factory=time.time)
+
+    @field_validator("session_id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        if not SESSION_ID_RE.match(value):
+            raise ValueError("use letters, digits, '.', '_' or '-' (at most 128)")
+        return value
+
+
+def new_session_id(task_short: str, agent: str, repeat: int = 1) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{task_short}-{agent}-r{repeat}-{secrets.token_hex(2)}"
+
+
+def describe_validation_error(exc: ValidationError, source: str) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(root)"
+    return f"{source}: field '{where}': {err['msg']}"
+
+
+@dataclass(frozen=True)
+class SessionPaths:
+    """Where everything of one session lives (DESIGN.md §3)."""
+
+    root: Path
+
+    @property
+    def session_id(self) -> str:
+        return self.root.name
+
+    config = property(lambda self: self.root / "session.json")
+    events = property(lambda self: self.root / "events.jsonl")
+    control = property(lambda self: self.root / "control.jsonl")
+    agent_stdout = property(lambda self: self.root / "agent.stdout.jsonl")
+    agent_stderr = property(lambda self: self.root / "agent.stderr.log")
+    runner_log = property(lambda self: self.root / "runner.log")
+    runner_info = property(lambda self: self.root / "runner.json")
+    launcher = property(lambda self: self.root / "launcher.json")
+    workspace = property(lambda self: self.root / "workspace")
+    checkpoints = property(lambda self: self.root / "workspace" / "checkpoints")
+    snapshots = property(lambda self: self.root / "snapshots")
+    agent_home = property(lambda self: self.root / "agent_home")
+    result = property(lambda self: self.root / "result.json")
+
+    def write_config(self, config: SessionConfig) -> None:
+        self.root.mkdir(parents=True, exist_ok=False)
+        tmp = self.root / ".session.json.tmp"
+        tmp.write_text(config.model_dump_json(indent=2))
+        os.replace(tmp, self.config)
+
+    def read_config(self) -> SessionConfig:
+        try:
+            return SessionConfig.model_validate_json(self.config.read_bytes())
+        except FileNotFoundError:
+            raise ConfigError(f"{self.config}: missing: not a session folder") from None
+        except ValidationError as exc:
+            raise ConfigError(describe_validation_error(exc, str(self.config))) from None
+
+    def read_result(self) -> dict | None:
+        try:
+            return json.loads(self.result.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+
+def runs_dir(home: Path | None = None) -> Path:
+    return (home or onegc_home()) / "runs"
+
+
+def data_root(home: Path | None = None) -> Path:
+    return (home or onegc_home()) / "data"

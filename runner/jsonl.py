@@ -1,0 +1,151 @@
+"""Append-only JSONL: the event writer (one flushed line per event) and a whole-line tail reader.
+
+The reader keeps a byte offset, returns only complete lines (a trailing partial line waits for
+its newline) and reports a corrupt line by file and line number without stopping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from runner.events import EVENT_TYPES, Event, dump_event, parse_event
+
+Clock = Callable[[], float]
+
+
+class EventWriter:
+    """Stamps ``session_id``/``seq``/``ts`` and appends one line per event; thread-safe.
+
+    Re-opening an existing file continues the sequence after its last whole line.
+    """
+
+    def __init__(self, path: Path, session_id: str, clock: Clock = time.time):
+        self.path = path
+        self.session_id = session_id
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._seq = _last_seq(path)
+        self._file = open(path, "ab", buffering=0)
+
+    @property
+    def seq(self) -> int:
+        return self._seq
+
+    def emit(self, type_: str, **fields: Any) -> Event:
+        cls = EVENT_TYPES[type_]
+        with self._lock:
+            event = cls(session_id=self.session_id, seq=self._seq + 1, ts=self.clock(), **fields)
+            self._file.write(dump_event(event).encode() + b"\n")
+            self._seq += 1
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def _last_seq(path: Path) -> int:
+    if not path.exists():
+        return 0
+    last = 0
+    for line in path.read_bytes().splitlines():
+        try:
+            last = max(last, int(json.loads(line)["seq"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return last
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line that is not a valid event; reported, never fatal."""
+
+    path: Path
+    line_no: int
+    error: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line_no}: corrupt event line ({self.error})"
+
+
+@dataclass
+class TailState:
+    offset: int = 0
+    line_no: int = 0
+
+
+class JsonlTail:
+    """Reads new whole lines from ``path`` starting at a byte offset."""
+
+    def __init__(self, path: Path, state: TailState | None = None):
+        self.path = path
+        self.state = state or TailState()
+
+    def read_lines(self, max_bytes: int = 8 << 20) -> Iterator[tuple[int, bytes]]:
+        """Yield ``(line_no, line)`` for each complete new line; advances the offset."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.state.offset)
+                chunk = f.read(max_bytes)
+        except FileNotFoundError:
+            return
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return
+        for line in chunk[: end + 1].splitlines():
+            self.state.line_no += 1
+            yield self.state.line_no, line
+        self.state.offset += end + 1
+
+    def read_records(self, max_bytes: int = 1 << 20) -> tuple[list[dict], list[str]]:
+        """New whole lines as JSON objects, plus a message for each line that is not one."""
+        records: list[dict] = []
+        bad: list[str] = []
+        for line_no, line in self.read_lines(max_bytes):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError("not an object")
+                records.append(record)
+            except ValueError as exc:
+                bad.append(f"{self.path}:{line_no}: not a JSON object ({exc})"[:300])
+        return records, bad
+
+    def read_events(self, max_bytes: int = 8 << 20) -> tuple[list[Event], list[BadLine]]:
+        events: list[Event] = []
+        bad: list[BadLine] = []
+        for line_no, line in self.read_lines(max_bytes):
+            if not line.strip():
+                continue
+            try:
+                events.append(parse_event(line))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                bad.append(BadLine(self.path, line_no, f"{where}: {first['msg']}"[:200]))
+        return events, bad
+
+
+def read_all_events(path: Path) -> tuple[list[Event], list[BadLine]]:
+    return JsonlTail(path).read_events(max_bytes=1 << 62)
+
+
+def append_json_line(path: Path, record: dict) -> None:
+    """Append one JSON object as a line with a single ``write`` (atomic for small lines)."""
+    data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)

@@ -1,0 +1,68 @@
+"""Creating sessions and starting their runners.
+
+The local launcher starts ``python -m runner.session DIR`` detached (its own session, output in
+``runner.log``), so sessions outlive the command and the monitor that started them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from runner.config import SessionConfig, SessionPaths, runs_dir
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def create_session(config: SessionConfig, home: Path) -> SessionPaths:
+    """Write ``runs/<id>/session.json``; the folder must not exist yet."""
+    paths = SessionPaths(runs_dir(home) / config.session_id)
+    paths.root.parent.mkdir(parents=True, exist_ok=True)
+    paths.write_config(config)
+    return paths
+
+
+def runner_argv(paths: SessionPaths) -> list[str]:
+    return [sys.executable, "-m", "runner.session", str(paths.root)]
+
+
+def spawn_local(paths: SessionPaths, env: dict[str, str] | None = None) -> int:
+    """Start the runner detached; returns its pid and records it in ``launcher.json``."""
+    full_env = dict(env or os.environ)
+    full_env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
+    with open(paths.runner_log, "ab") as log:
+        proc = subprocess.Popen(runner_argv(paths), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, env=full_env, cwd=paths.root)
+    record = {"kind": "local", "pid": proc.pid, "host": socket.gethostname(), "started": time.time()}
+    tmp = paths.root / ".launcher.json.tmp"
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, paths.launcher)
+    return proc.pid
+
+
+def runner_alive(paths: SessionPaths) -> bool | None:
+    """True/False when this host can tell whether the session's runner lives; None if not."""
+    import psutil
+
+    try:
+        info = json.loads(paths.runner_info.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        try:
+            info = json.loads(paths.launcher.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+    if info.get("host") != socket.gethostname():
+        return None
+    try:
+        proc = psutil.Process(int(info["pid"]))
+    except (psutil.NoSuchProcess, KeyError, ValueError):
+        return False
+    created = info.get("create_time")
+    if created is not None and abs(proc.create_time() - created) > 1.0:
+        return False  # the pid was reused
+    return proc.status() != psutil.STATUS_ZOMBIE

@@ -1,0 +1,464 @@
+"""The runner: one process per session (DESIGN.md §3).
+
+    python -m runner.session RUNS/<session_id>
+
+reads ``session.json``, builds the workspace, starts the agent as a contained process tree on
+its GPU, enforces the budget, samples the GPU, scores checkpoints as they appear, applies
+control requests from ``control.jsonl``, and finally writes ``result.json`` and
+``session_ended``. Everything it learns goes to ``events.jsonl``; it never talks to a UI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from pathlib import Path
+
+import psutil
+
+from runner import HARNESS_VERSION
+from runner.agents import LaunchContext, get_adapter
+from runner.agents.base import AgentAdapter, raw_item
+from runner.budget import BudgetClock
+from runner.checkpoints import CheckpointWatcher, FoundCheckpoint, LiveScorer, Score, Scorer, ScoreQueue
+from runner.config import SessionConfig, SessionPaths, data_root
+from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
+from runner.jsonl import EventWriter, JsonlTail
+from runner.official import Candidate, pick_best, select_candidates
+from runner.proctree import ProcessTree, start_tree
+from runner.workspace import build_workspace, write_deadline
+from tasks import TaskSpec, get_task
+
+TICK_S = 0.2  # main loop period: control requests are applied within this
+HEARTBEAT_S = 5.0
+PROCESS_SCAN_S = 1.0
+STDERR_TAIL_LINES = 50  # kept in memory for the failure message; all of it is on disk
+LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scores in flight
+
+
+def _prompt_for(spec: TaskSpec, config: SessionConfig) -> str:
+    try:
+        from runner.agents.prompt import standard_prompt
+    except ImportError:  # the prompt module arrives with the real-agent adapters
+        return (
+            f"Read program.md and solve the task '{spec.title}'. Build on train.py, write your own "
+            f"run_{{x}}.py scripts, save checkpoints with prepare.save_checkpoint. You have "
+            f"{config.budget_s / 60:.0f} minutes on one GPU; the files here are yours to edit."
+        )
+    return standard_prompt(spec.title, config.budget_s / 60, spec.scored_split)
+
+
+class Session:
+    def __init__(self, paths: SessionPaths):
+        self.paths = paths
+        self.config = paths.read_config()
+        self.spec = get_task(self.config.task)
+        self.clock = BudgetClock(self.config.budget_s)
+        self.events = EventWriter(paths.events, self.config.session_id)
+        self.adapter: AgentAdapter = get_adapter(self.config.agent)
+        self.tree: ProcessTree | None = None
+        self.stop_reason: tuple[str, str] | None = None  # (reason, detail) once decided
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self.found: dict[str, FoundCheckpoint] = {}
+        self.found_at: dict[str, float] = {}
+        self.live: dict[str, Score] = {}
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._known_procs: dict[int, tuple[str, str]] = {}
+        self._control = JsonlTail(paths.control)
+        self._signal_stop: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        self._write_runner_info()
+        try:
+            build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
+        except Exception as exc:
+            self._emit_start([])
+            self.events.emit("warning", code="workspace", message=str(exc))
+            self._write_result("harness_error", str(exc), rows=[], best=None, failure=str(exc), found=0)
+            self._end("harness_error", str(exc))
+            return 2
+        sampler, gpu_info, gpu_problem = self._open_gpu()
+        self._emit_start(gpu_info)
+        threads = []
+        watcher = scorer_q = None
+        try:
+            self.clock.start()
+            write_deadline(self.paths.workspace, self.clock.deadline())
+            self.events.emit("budget", state="running", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
+            if gpu_problem:
+                self.events.emit("warning", code="no_gpu", message=gpu_problem)
+            live = LiveScorer(*self._scorer_args(), device=self.config.live_eval_device)
+            scorer_q = ScoreQueue(live, self.config.live_eval_device, self._on_scored)
+            scorer_q.start()
+            watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
+                                        lambda f: self._on_found(f, scorer_q))
+            watcher.start()
+            self._start_agent()
+            threads = [
+                threading.Thread(target=self._pump_stdout, name="stdout", daemon=True),
+                threading.Thread(target=self._pump_stderr, name="stderr", daemon=True),
+            ]
+            if sampler is not None:
+                threads.append(threading.Thread(target=self._sample_gpu, args=(sampler,), name="gpu", daemon=True))
+            for t in threads:
+                t.start()
+            self._loop()
+        except Exception as exc:  # the harness itself broke: say so, and still clean up
+            self.stop_reason = self.stop_reason or ("harness_error", f"{type(exc).__name__}: {exc}")
+            traceback.print_exc()
+        finally:
+            if self.tree is not None:
+                self._stop_tree(self.config.grace_s if self.stop_reason and self.stop_reason[0] != "harness_error" else 5)
+            self._done.set()
+            self.clock.stop()
+            for t in threads[:2]:
+                t.join(timeout=5)
+            if watcher is not None:
+                watcher.stop()
+            if scorer_q is not None:
+                scorer_q.close(LIVE_SCORE_DRAIN_S)
+            if sampler is not None:
+                sampler.close()
+            if self.tree is not None:
+                self.tree.close()
+        reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
+        score, best = self._official_result(reason, detail)
+        self._end(reason, detail, score, best)
+        return 0
+
+    def _on_signal(self, signum, _frame) -> None:
+        self._signal_stop = signal.Signals(signum).name
+
+    def _write_runner_info(self) -> None:
+        me = psutil.Process()
+        info = {"pid": me.pid, "create_time": me.create_time(), "host": socket.gethostname(), "started": time.time()}
+        self.paths.runner_info.write_text(json.dumps(info))
+
+    def _open_gpu(self):
+        indices = visible_indices(self.config.gpu)
+        try:
+            sampler = GpuSampler(indices)
+            return sampler, [vars(i) for i in sampler.info()], None
+        except NoGpu as exc:
+            return None, [], str(exc)
+        except Exception as exc:  # a broken NVML must not stop the session
+            return None, [], f"no GPU visible: {type(exc).__name__}: {exc}"
+
+    def _emit_start(self, gpu_info) -> None:
+        contract = {
+            "task_version": self.spec.version,
+            "task_hash": self.spec.version_hash(),
+            "budget_s": self.config.budget_s,
+            "grace_s": self.config.grace_s,
+            "gpu": gpu_info,
+            "agent": self.config.agent,
+            "agent_version": self.adapter.version(),
+            "model": self.config.model,
+            "network": self.config.network,
+            "harness_version": HARNESS_VERSION,
+            "python": platform.python_version(),
+            "host": socket.gethostname(),
+        }
+        self.events.emit("session_started", task=self.spec.id, agent=self.config.agent, model=self.config.model,
+                         repeat=self.config.repeat, study=self.config.study, budget_s=self.config.budget_s,
+                         grace_s=self.config.grace_s, contract=contract)
+
+    def _scorer_args(self) -> tuple:
+        return (self.spec.folder / "prepare.py", data_root(self.paths.root.parent.parent) / self.spec.id,
+                self.spec.scored_split, self.spec.eval_timeout_s)
+
+    # ------------------------------------------------------------------ the agent
+    def _agent_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        for key in list(env):
+            if key.startswith("ONEGC_") and key not in ("ONEGC_NVML_MODULE", "ONEGC_FAKE_GPUS"):
+                env.pop(key)
+        bin_dir = str(Path(sys.executable).parent)
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        env["CUDA_VISIBLE_DEVICES"] = self.config.gpu or ""
+        env["ONEGC_DEADLINE"] = f"{self.clock.deadline():.3f}"
+        env["ONEGC_SESSION"] = self.config.session_id
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def _start_agent(self) -> None:
+        self.paths.agent_home.mkdir(exist_ok=True)
+        ctx = LaunchContext(
+            workspace=self.paths.workspace,
+            session_dir=self.paths.root,
+            agent_home=self.paths.agent_home,
+            prompt=_prompt_for(self.spec, self.config),
+            model=self.config.model,
+            deadline_file=self.paths.workspace / ".deadline",
+            base_env=self._agent_env(),
+            extra_args=tuple(self.config.agent_args),
+        )
+        if hasattr(self.adapter, "configure"):
+            self.adapter.configure(self.config)
+        prepare_home = getattr(self.adapter, "prepare_home", None)
+        if prepare_home:
+            prepare_home(ctx)
+        argv = self.adapter.argv(ctx)
+        stdin = subprocess.PIPE if self.adapter.prompt_on_stdin else subprocess.DEVNULL
+        self.tree = start_tree(argv, cwd=self.paths.workspace, env=self.adapter.env(ctx), stdin=stdin,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, name=self.config.session_id)
+        if self.adapter.prompt_on_stdin:
+            try:
+                self.tree.popen.stdin.write(ctx.prompt.encode())
+            finally:
+                self.tree.popen.stdin.close()  # an open stdin makes some CLIs wait forever
+        self.events.emit("agent_started", pid=self.tree.root_pid, argv=[_short(a) for a in argv],
+                         containment=self.tree.mode, version=self.adapter.version())
+
+    def _pump_stdout(self) -> None:
+        assert self.tree is not None
+        line_no = 0
+        with open(self.paths.agent_stdout, "ab") as raw:
+            for line in iter(self.tree.popen.stdout.readline, b""):
+                raw.write(line)
+                raw.flush()
+                line_no += 1
+                text = line.decode("utf-8", errors="replace")
+                try:
+                    items = self.adapter.parse(text)
+                except Exception:  # an adapter bug must not lose the line
+                    items = [raw_item(text)]
+                for item in items:
+                    self.events.emit("transcript", raw_line=line_no, **item.bounded())
+            for item in self.adapter.finish():
+                self.events.emit("transcript", **item.bounded())
+
+    def _pump_stderr(self) -> None:
+        assert self.tree is not None
+        with open(self.paths.agent_stderr, "ab") as log:
+            for line in iter(self.tree.popen.stderr.readline, b""):
+                log.write(line)
+                log.flush()
+                self.stderr_tail.append(line.decode("utf-8", errors="replace").rstrip())
+
+    def _sample_gpu(self, sampler: GpuSampler) -> None:
+        while not self._done.wait(SAMPLE_PERIOD_S):
+            try:
+                for s in sampler.sample():
+                    self.events.emit("gpu", **vars(s))
+            except Exception as exc:
+                self.events.emit("warning", code="gpu", message=f"GPU sampling stopped: {exc}")
+                return
+
+    # ------------------------------------------------------------------ the loop
+    def _loop(self) -> None:
+        assert self.tree is not None
+        next_beat = next_scan = time.monotonic()
+        while self.stop_reason is None:
+            self._apply_controls()
+            now = time.monotonic()
+            if now >= next_scan:
+                self._scan_processes()
+                next_scan = now + PROCESS_SCAN_S
+            if now >= next_beat and not self.clock.paused:
+                write_deadline(self.paths.workspace, self.clock.deadline())
+                self.events.emit("heartbeat", remaining_s=self.clock.remaining_s(), active_s=self.clock.active_s(),
+                                 procs=len(self._known_procs))
+                next_beat = now + HEARTBEAT_S
+            if self._signal_stop:
+                self.stop_reason = ("aborted", f"runner received {self._signal_stop}")
+            elif self.clock.expired():
+                self.events.emit("budget", state="expired", remaining_s=0.0, deadline=self.clock.deadline())
+                self.stop_reason = ("budget_exhausted", f"active time reached the {self.config.budget_s:.0f} s budget")
+            elif self.tree.popen.poll() is not None:
+                code = self.tree.popen.returncode
+                if code == 0:
+                    self.stop_reason = ("completed", "the agent finished")
+                else:
+                    tail = next((l for l in reversed(self.stderr_tail) if l.strip()), "")
+                    self.stop_reason = ("agent_failed", f"the agent exited with code {code}" + (f": {tail[:200]}" if tail else ""))
+            else:
+                time.sleep(TICK_S)
+
+    def _apply_controls(self) -> None:
+        events, bad = self._control.read_records()
+        for line in bad:
+            self.events.emit("warning", code="control", message=line)
+        for req in events:
+            action, rid = req.get("action"), str(req.get("id", ""))
+            if action == "pause":
+                ok = not self.clock.paused and self.tree is not None
+                if ok:
+                    self.tree.pause()
+                    self.clock.pause()
+                    self.events.emit("budget", state="paused", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
+                self.events.emit("control", action="pause", request_id=rid, accepted=ok, detail="" if ok else "already paused")
+            elif action == "resume":
+                ok = self.clock.paused and self.tree is not None
+                if ok:
+                    self.clock.resume()
+                    write_deadline(self.paths.workspace, self.clock.deadline())
+                    self.tree.resume()
+                    self.events.emit("budget", state="resumed", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
+                self.events.emit("control", action="resume", request_id=rid, accepted=ok, detail="" if ok else "not paused")
+            elif action == "abort":
+                self.events.emit("control", action="abort", request_id=rid, accepted=True, detail=str(req.get("source", "")))
+                self.stop_reason = ("aborted", f"aborted by {req.get('source') or 'a control request'}")
+            else:
+                self.events.emit("warning", code="control", message=f"unknown control action {action!r} in {self.paths.control}")
+
+    def _scan_processes(self) -> None:
+        assert self.tree is not None
+        current: dict[int, tuple[str, str]] = {}
+        for pid in self.tree.pids():
+            try:
+                proc = psutil.Process(pid)
+                cmd = proc.cmdline()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            script = _python_script(cmd)
+            if script:
+                current[pid] = (script, " ".join(cmd)[:300])
+        for pid, (script, cmd) in current.items():
+            if pid not in self._known_procs:
+                self.events.emit("process", action="started", pid=pid, script=script, cmdline=cmd)
+        for pid, (script, cmd) in self._known_procs.items():
+            if pid not in current:
+                self.events.emit("process", action="ended", pid=pid, script=script, cmdline=cmd)
+        self._known_procs = current
+
+    def _stop_tree(self, grace_s: float) -> None:
+        """SIGINT to the agent, SIGTERM to the tree at a third of the grace, SIGKILL at its end."""
+        tree = self.tree
+        assert tree is not None
+        if self.clock.paused:
+            tree.resume()
+        if not tree.alive():
+            tree.reap()
+            return
+        tree.interrupt_root()
+        end = time.monotonic() + grace_s
+        termed = False
+        while time.monotonic() < end and tree.alive():
+            if not termed and time.monotonic() >= end - grace_s * 2 / 3:
+                tree.signal_all(signal.SIGTERM)
+                termed = True
+            self._scan_processes()
+            time.sleep(0.1)
+        if tree.alive():
+            tree.kill_all()
+        tree.reap()
+        self._scan_processes()
+
+    # ------------------------------------------------------------------ checkpoints
+    def _on_found(self, found: FoundCheckpoint, queue: ScoreQueue) -> None:
+        elapsed = self.clock.active_s()
+        with self._lock:
+            self.found[found.label] = found
+            self.found_at[found.label] = elapsed
+        self.events.emit("checkpoint_found", name=found.label, path=str(found.path.relative_to(self.paths.root)),
+                         snapshot=str(found.snapshot.relative_to(self.paths.root)), script=found.script,
+                         self_reported=found.self_reported, budget_elapsed_s=elapsed)
+        queue.put(found)
+
+    def _on_scored(self, found: FoundCheckpoint, score: Score) -> None:
+        with self._lock:
+            self.live[found.label] = score
+        self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
+                         metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
+                         budget_elapsed_s=self.found_at.get(found.label, 0.0))
+
+    def _official_result(self, reason: str, detail: str) -> tuple[float | None, str | None]:
+        with self._lock:
+            cands = [
+                Candidate(label, self.found_at[label], self.live.get(label).value if label in self.live else None,
+                          f.self_reported, live_failed=label in self.live and self.live[label].value is None)
+                for label, f in self.found.items()
+            ]
+        chosen = select_candidates(cands, self.spec.higher_is_better)
+        scorer = Scorer(*self._scorer_args())
+        device = "cuda" if self.config.gpu else "cpu"
+        official: dict[str, float] = {}
+        rows = []
+        for cand in chosen:
+            found = self.found[cand.label]
+            score = scorer.score(found.path, found.snapshot, device)
+            self.events.emit("checkpoint_scored", name=cand.label, value=score.value, error=score.error,
+                             metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
+                             budget_elapsed_s=cand.elapsed_s, official=True)
+            rows.append({"checkpoint": cand.label, "window": int(cand.elapsed_s // 300), "budget_elapsed_s": round(cand.elapsed_s, 1),
+                         "live": cand.live, "self_reported": cand.reported, "official": score.value, "error": score.error})
+            if score.value is not None:
+                official[cand.label] = score.value
+        best = pick_best(official, self.spec.higher_is_better)
+        failure = None
+        if best is None:
+            failure = "no checkpoint was saved" if not cands else "no checkpoint could be scored: " + (
+                next((r["error"] for r in rows if r["error"]), "") or "unknown")
+        self._write_result(reason, detail, rows, best, failure, len(cands))
+        return (best[1], best[0]) if best else (None, None)
+
+    def _write_result(self, reason: str, detail: str, rows: list[dict], best: tuple[str, float] | None,
+                      failure: str | None, found: int) -> None:
+        result = {
+            "session_id": self.config.session_id,
+            "task": self.spec.id,
+            "agent": self.config.agent,
+            "model": self.config.model,
+            "repeat": self.config.repeat,
+            "study": self.config.study,
+            "metric": self.spec.metric,
+            "direction": self.spec.direction,
+            "split": self.spec.scored_split,
+            "value": best[1] if best else None,
+            "checkpoint": best[0] if best else None,
+            "end_reason": reason,
+            "end_detail": detail,
+            "failure": failure,
+            "checkpoints_found": found,
+            "evaluated": rows,
+        }
+        tmp = self.paths.root / ".result.json.tmp"
+        tmp.write_text(json.dumps(result, indent=2))
+        os.replace(tmp, self.paths.result)
+
+    def _end(self, reason: str, detail: str, score: float | None = None, best: str | None = None) -> None:
+        self.events.emit("session_ended", reason=reason, detail=detail, active_s=self.clock.active_s(),
+                         wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=score, best_checkpoint=best)
+        self.events.close()
+
+
+def _python_script(cmd: list[str]) -> str | None:
+    """The ``*.py`` a python command line runs, if it is one (``python [-u] run_1.py ...``)."""
+    if not cmd or "python" not in Path(cmd[0]).name:
+        return None
+    for arg in cmd[1:]:
+        if arg.endswith(".py"):
+            return Path(arg).name
+        if arg in ("-c", "-m"):
+            return None
+    return None
+
+
+def _short(arg: str, limit: int = 200) -> str:
+    return arg if len(arg) <= limit else arg[:limit] + "…"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if len(args) != 1:
+        print("usage: python -m runner.session RUNS/<session_id>", file=sys.stderr)
+        return 2
+    return Session(SessionPaths(Path(args[0]).resolve())).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
