@@ -101,8 +101,10 @@ class ClaudeCodeAdapter(AgentAdapter):
         self._seen: dict[str, dict[str, int]] = {}  # message id -> usage counters reported so far
         self._stream_message: str | None = None  # message id of the partial-message stream in flight
 
-    def configure(self, model: str | None) -> None:
-        self.model = model
+    def configure(self, config: Any) -> None:
+        """Take the model from a model id or from anything with a ``model`` attribute (SessionConfig)."""
+        model = getattr(config, "model", config)
+        self.model = model if isinstance(model, str) and model else None
 
     # ------------------------------------------------------------------ launch
     def find_executable(self) -> str | None:

@@ -101,8 +101,10 @@ class CodexAdapter(AgentAdapter):
         self._last_error = ""
         self._last_message = ""
 
-    def configure(self, model: str | None) -> None:
-        self.model = model
+    def configure(self, config: Any) -> None:
+        """Take the model from a model id or from anything with a ``model`` attribute (SessionConfig)."""
+        model = getattr(config, "model", config)
+        self.model = model if isinstance(model, str) and model else None
 
     # ------------------------------------------------------------------ launch
     def find_executable(self) -> str | None:

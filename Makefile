@@ -1,0 +1,30 @@
+# Project-local installs of the agent CLIs (git-ignored `.agents/`); `onegc doctor` and the
+# adapters find them there when they are not on PATH (runner/agents/locate.py).
+#
+#   make agents                               # the versions the transcript parsers were checked on
+#   make agents CLAUDE_CODE_VERSION=latest    # any version npm knows
+
+AGENTS_PREFIX       ?= .agents
+# Pinned to the versions of shared/fixtures/transcripts/: newer CLIs may change their JSON output.
+CLAUDE_CODE_VERSION ?= 2.1.197
+CODEX_VERSION       ?= 0.171.0
+OPENCODE_VERSION    ?= 1.18.33
+NPM                 ?= npm
+
+.PHONY: agents agents-versions agents-clean
+
+agents:
+	@command -v $(NPM) >/dev/null || { echo "npm not found: install Node.js 20+ (https://nodejs.org) and rerun 'make agents'" >&2; exit 2; }
+	$(NPM) install --prefix $(AGENTS_PREFIX) --save-exact --no-audit --no-fund --loglevel=error \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) \
+		@openai/codex@$(CODEX_VERSION) \
+		opencode-ai@$(OPENCODE_VERSION)
+	@$(MAKE) --no-print-directory agents-versions
+
+agents-versions:
+	@for cli in claude codex opencode; do \
+		printf '%-9s ' $$cli; $(AGENTS_PREFIX)/node_modules/.bin/$$cli --version 2>&1 | head -n 1 || echo "not runnable"; \
+	done
+
+agents-clean:
+	rm -rf $(AGENTS_PREFIX)

@@ -1,0 +1,280 @@
+"""OpenCode in headless mode: ``opencode run --format json -m PROVIDER/MODEL --pure PROMPT``.
+
+The prompt is passed as the message argument and stdin is /dev/null: ``opencode run`` appends
+whatever stdin holds when it is not a terminal, so /dev/null adds nothing and an open pipe would
+hang it (shared/fixtures/transcripts/README.md). A custom OpenAI-compatible endpoint
+(``OPENAI_BASE_URL``) becomes a provider named ``onegc`` in ``OPENCODE_CONFIG_CONTENT``; the
+model is then the endpoint's own model id.
+
+What :meth:`OpenCodeAdapter.parse` makes of each stdout line (fixtures in
+``shared/fixtures/transcripts/opencode-*.jsonl``):
+
+- ``step_start`` -> nothing; ``text`` -> text; ``reasoning`` -> thinking.
+- ``tool_use`` (sent once the tool has finished) -> tool_call (``$ cmd`` for bash) and
+  tool_result with the exit code from ``metadata.exit``.
+- ``step_finish`` -> a usage item with the step's tokens and cost (a cost of 0 for tokens is
+  "not priced by OpenCode": priced from ``prices.toml`` when the model is known, else "price
+  unknown"); a ``step_finish`` whose reason is not ``tool-calls`` ends the run -> ``result``.
+- ``error`` -> error ("HTTP 400: ...").
+
+Anything else (including OpenCode's plain-text notices) becomes a ``raw`` item. Nothing here
+raises.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, ClassVar
+
+from runner.agents import credentials, locate
+from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
+from runner.agents.pricing import UsageTotals, format_usd, load_prices_safe
+
+PROVIDER_ID = "onegc"  # the provider OPENCODE_CONFIG_CONTENT declares for a custom endpoint
+INPUT_PREVIEW = 300  # characters of a non-shell tool input shown in a tool_call item
+QUIET_ENV = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",  # no models.dev download: the bundled list is enough
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",  # it would fetch language servers when .py files change
+    "OPENCODE_DISABLE_SHARE": "1",
+}
+# OpenCode installs its plugin package into every config folder in the background unless that
+# folder's lock file already lists it; --pure loads no plugins, so marking it present is enough.
+PLUGIN_PACKAGE = "@opencode-ai/plugin"
+
+
+class ModelRequired(ValueError):
+    """OpenCode cannot be started without a PROVIDER/MODEL it can resolve."""
+
+
+def _decode(line: str) -> dict | None:
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
+
+
+def _int(value: Any) -> int:
+    number = _num(value)
+    return int(number) if number is not None else 0
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def render_tool_call(tool: str, tool_input: Any, title: str = "") -> str:
+    """A compact one-line rendering of an OpenCode tool call."""
+    args = tool_input if isinstance(tool_input, dict) else {}
+    if tool == "bash" and isinstance(args.get("command"), str):
+        return f"$ {args['command']}"
+    for key in ("filePath", "path", "pattern", "url", "query"):
+        if isinstance(args.get(key), str):
+            return f"{tool} {args[key]}"
+    if title:
+        return f"{tool} {title}"
+    return f"{tool} {json.dumps(tool_input, ensure_ascii=False)[:INPUT_PREVIEW]}".strip()
+
+
+class OpenCodeAdapter(AgentAdapter):
+    name: ClassVar[str] = "opencode"
+    executable: ClassVar[str | None] = "opencode"
+    prompt_on_stdin: ClassVar[bool] = False  # the prompt is the message argument; stdin is /dev/null
+    graceful_signal: ClassVar[int | None] = None  # SIGINT just kills it, leaving its tools running: stop the tree
+
+    def __init__(self, model: str | None = None):
+        self.model = model
+        self.prices, self.price_warning = load_prices_safe()
+        self.totals = UsageTotals()
+        self.ended = False  # a final step_finish was seen
+        self._last_text = ""
+
+    def configure(self, config: Any) -> None:
+        """Take the model from a model id or from anything with a ``model`` attribute (SessionConfig)."""
+        model = getattr(config, "model", config)
+        self.model = model if isinstance(model, str) and model else None
+
+    # ------------------------------------------------------------------ launch
+    def find_executable(self) -> str | None:
+        return locate.find_cli(self.executable or "")
+
+    def model_arg(self, ctx: LaunchContext) -> str | None:
+        """The ``-m`` value: ``onegc/MODEL`` for a custom endpoint, else PROVIDER/MODEL as given."""
+        if credentials.base_url(self.name, ctx.base_env):
+            if not ctx.model:
+                raise ModelRequired("opencode with OPENAI_BASE_URL needs --model: the model id your endpoint serves")
+            return ctx.model if ctx.model.startswith(PROVIDER_ID + "/") else f"{PROVIDER_ID}/{ctx.model}"
+        if ctx.model and "/" not in ctx.model:
+            raise ModelRequired(
+                f"opencode needs --model PROVIDER/MODEL (e.g. openrouter/{ctx.model} or anthropic/{ctx.model}), "
+                "or OPENAI_BASE_URL for an OpenAI-compatible endpoint"
+            )
+        return ctx.model
+
+    def argv(self, ctx: LaunchContext) -> list[str]:
+        model = self.model_arg(ctx)
+        if self.model is None:
+            self.model = model
+        exe = self.find_executable() or "opencode"
+        cmd = [exe, "run", "--format", "json"]
+        if model:
+            cmd += ["-m", model]
+        return cmd + ["--pure"] + list(ctx.extra_args) + [ctx.prompt]
+
+    def config_content(self, ctx: LaunchContext) -> str | None:
+        """``OPENCODE_CONFIG_CONTENT`` declaring the custom endpoint, or ``None`` without one."""
+        url = credentials.base_url(self.name, ctx.base_env)
+        if url is None:
+            return None
+        model = self.model_arg(ctx) or ""
+        model_id = model.split("/", 1)[1]
+        entry: dict[str, Any] = {"name": model_id}
+        price = self.prices.price(model_id)
+        if price is not None:  # lets OpenCode put a cost on each step itself
+            entry["cost"] = {
+                "input": price.input,
+                "output": price.output,
+                "cache_read": price.input if price.cached_input is None else price.cached_input,
+                "cache_write": price.input if price.cache_write is None else price.cache_write,
+            }
+        config = {
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": False,
+            "share": "disabled",
+            "model": model,
+            "provider": {
+                PROVIDER_ID: {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "onegc endpoint",
+                    "options": {"baseURL": url, "apiKey": "{env:OPENAI_API_KEY}"},  # a reference, not the key
+                    "models": {model_id: entry},
+                }
+            },
+        }
+        return json.dumps(config)
+
+    def env(self, ctx: LaunchContext) -> dict[str, str]:
+        env = credentials.agent_env(self.name, ctx.base_env, ctx.agent_home)
+        env.update(QUIET_ENV)
+        content = self.config_content(ctx)
+        if content is not None:
+            env["OPENCODE_CONFIG_CONTENT"] = content
+        return env
+
+    def prepare_home(self, ctx: LaunchContext) -> None:
+        credentials.make_home(ctx.agent_home)
+        config_dir = ctx.agent_home / ".config" / "opencode"
+        (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
+        deps = {PLUGIN_PACKAGE: "*"}
+        (config_dir / "package.json").write_text(json.dumps({"dependencies": deps}, indent=2) + "\n", encoding="utf-8")
+        lock = {"lockfileVersion": 3, "packages": {"": {"dependencies": deps}}}
+        (config_dir / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n", encoding="utf-8")
+
+    # ------------------------------------------------------------------ transcript
+    def parse(self, line: str) -> list[TranscriptItem]:
+        if not line.strip():
+            return []
+        try:
+            data = _decode(line)
+            items = self._parse(data) if data is not None else None
+        except Exception:  # a CLI's new shape must never stop the session
+            items = None
+        return [raw_item(line)] if items is None else items
+
+    def _parse(self, data: dict) -> list[TranscriptItem] | None:
+        kind = data.get("type")
+        part = data.get("part") if isinstance(data.get("part"), dict) else None
+        if kind == "error":
+            return self._error(data.get("error"))
+        if part is None:
+            return None
+        if kind == "step_start":
+            return []
+        if kind == "text":
+            self._last_text = _str(part.get("text"))
+            return [TranscriptItem(role="assistant", kind="text", text=self._last_text)]
+        if kind == "reasoning":
+            return [TranscriptItem(role="assistant", kind="thinking", text=_str(part.get("text")))]
+        if kind == "tool_use":
+            return self._tool(part)
+        if kind == "step_finish":
+            return self._step_finish(part)
+        return None
+
+    def _tool(self, part: dict) -> list[TranscriptItem] | None:
+        state = part.get("state")
+        if not isinstance(state, dict):
+            return None
+        tool = _str(part.get("tool")) or "tool"
+        call_id = _str(part.get("callID")) or _str(part.get("id")) or None
+        call = TranscriptItem(
+            role="assistant", kind="tool_call", tool=tool, call_id=call_id,
+            text=render_tool_call(tool, state.get("input"), _str(state.get("title"))),
+        )  # fmt: skip
+        status = _str(state.get("status"))
+        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+        exit_code = metadata.get("exit")
+        exit_code = int(exit_code) if _num(exit_code) is not None else None
+        if status == "error":
+            text = f"[error] {_str(state.get('error'))}"
+        else:
+            text = _str(state.get("output"))
+            if status and status != "completed":
+                text = f"[{status}] {text}"
+        return [call, TranscriptItem(role="tool", kind="tool_result", tool=tool, call_id=call_id, exit_code=exit_code, text=text)]
+
+    def _step_finish(self, part: dict) -> list[TranscriptItem]:
+        tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
+        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        fresh, read, write = _int(tokens.get("input")), _int(cache.get("read")), _int(cache.get("write"))
+        tokens_in = fresh + read + write
+        tokens_out = _int(tokens.get("output")) + _int(tokens.get("reasoning"))
+        cost = _num(part.get("cost"))
+        note = ""
+        if cost is not None and cost == 0 and (tokens_in or tokens_out):
+            # OpenCode puts 0 on models it has no price for: ours, or unknown.
+            cost = self.prices.cost(self.model, fresh, tokens_out, cached_input_tokens=read, cache_write_tokens=write)
+            note = " (onegc price)" if cost is not None else f" for {self.model or 'this model'} (OpenCode reported $0)"
+        self.totals.add(tokens_in, tokens_out, cost)
+        items = [
+            TranscriptItem(
+                role="system", kind="usage", text=f"{tokens_in} in / {tokens_out} out, {format_usd(cost)}{note}",
+                tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
+            )
+        ]  # fmt: skip
+        reason = _str(part.get("reason"))
+        if reason != "tool-calls":
+            self.ended = True
+            items.append(self._result(f"{reason or 'stop'}: {self._last_text}" if self._last_text else reason or "stop"))
+        return items
+
+    def _error(self, error: Any) -> list[TranscriptItem]:
+        if not isinstance(error, dict):
+            return [TranscriptItem(role="system", kind="error", text=_str(error) or "error")]
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        name = _str(error.get("name")) or "Error"
+        message = _str(data.get("message")) or name
+        status = data.get("statusCode")
+        head = f"HTTP {status}: " if _num(status) is not None else ""
+        retry = "retry: " if data.get("isRetryable") is True else ""
+        suffix = f" ({name})" if name not in message else ""
+        return [TranscriptItem(role="system", kind="error", text=f"{retry}{head}{message}{suffix}")]
+
+    def _result(self, text: str) -> TranscriptItem:
+        t = self.usage_totals()
+        cost = t["cost_usd"] if t["cost_known"] else None
+        return TranscriptItem(role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost)
+
+    def finish(self) -> list[TranscriptItem]:
+        return [] if self.ended else [self._result("ended without a final step (stopped, crashed or failed)")]
+
+    def usage_totals(self) -> dict:
+        return self.totals.as_dict()
