@@ -51,6 +51,16 @@ def visible_indices(cuda_visible: str | None) -> list[int]:
     return out
 
 
+def gpu_count() -> int:
+    """How many GPUs NVML sees (0 without NVML or a GPU)."""
+    try:
+        nvml = _nvml()
+        nvml.nvmlInit()
+        return int(nvml.nvmlDeviceGetCount())
+    except Exception:  # no library, no driver, no device: all mean "no GPU"
+        return 0
+
+
 class GpuSampler:
     """Reads one sample per assigned GPU; raises :class:`NoGpu` when there is none to read."""
 

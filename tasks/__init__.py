@@ -67,7 +67,7 @@ class TaskSpec(BaseModel):
     paper_reference: float | None = None
     baseline_note: str = ""
     eval_timeout_s: float = 600.0
-    cpu_ok: bool = False  # the baseline finishes on a CPU in minutes (the demo task)
+    cpu_ok: bool = False  # the demo task: data made offline on first use, baseline trains on a CPU in seconds
     pretrained_weights: list[str] = Field(default_factory=list)
     scripted_edits: list[ScriptedEdit] = Field(default_factory=list)
     paper: list[PaperResult] = Field(default_factory=list)

@@ -1,0 +1,332 @@
+"""The ``onegc`` command line. Errors print one line to stderr and exit 2.
+
+All state lives under ``$ONEGC_HOME`` (default: the current directory): ``data/``, ``runs/``,
+``onegc.db``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from runner.config import ConfigError, SessionConfig, SessionPaths, data_root, new_session_id, onegc_home, runs_dir
+from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
+
+DEMO_BUDGET_S = 120.0  # about two minutes: two scripted runs and their checkpoints fit easily
+DEMO_PACE_S = 1.5  # the scripted agent "thinks" this long between steps, so a person can follow
+
+
+class OnegcError(click.ClickException):
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def _home() -> Path:
+    home = onegc_home()
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def _task(name: str) -> TaskSpec:
+    try:
+        return get_task(name)
+    except UnknownTask as exc:
+        raise OnegcError(str(exc)) from None
+
+
+def _session(home: Path, session_id: str) -> SessionPaths:
+    root = runs_dir(home) / session_id
+    if not (root / "session.json").is_file():
+        matches = [p for p in runs_dir(home).glob(f"{session_id}*") if (p / "session.json").is_file()] if runs_dir(home).is_dir() else []
+        if len(matches) == 1:
+            return SessionPaths(matches[0])
+        raise OnegcError(f"no session '{session_id}' under {runs_dir(home)}: see 'onegc sessions'")
+    return SessionPaths(root)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="onegc")
+def main() -> None:
+    """onegc: run coding agents on the 1GC-7RC benchmark and watch them live."""
+
+
+# ---------------------------------------------------------------------------- tasks & data
+@main.command("tasks")
+def tasks_cmd() -> None:
+    """List the tasks, their metric, budget and whether their data is prepared."""
+    home = _home()
+    click.echo(f"{'id':4} {'task':52} {'metric':28} {'budget':>7} {'baseline':>9}  data")
+    for spec in all_tasks().values():
+        ready = (data_root(home) / spec.id / "manifest.json").is_file()
+        arrow = "↑" if spec.higher_is_better else "↓"
+        base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
+        click.echo(f"{spec.short:4} {spec.title[:52]:52} {spec.metric_label[:26] + ' ' + arrow:28} "
+                   f"{spec.budget_minutes:>5.0f} m {base:>9}  {'prepared' if ready else 'not prepared'}")
+
+
+PROGRESS_RE = re.compile(r"^progress: (?P<name>\S+) (?P<done>\d+)/(?P<total>\d+)$")
+
+
+def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple[str, ...] = ()) -> None:
+    """Run the task's locked ``prepare.py`` into ``$ONEGC_HOME/data/<task>``, showing progress."""
+    argv = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
+    if from_dir:
+        argv += ["--from", str(from_dir)]
+    argv += list(extra)
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, bufsize=1)
+    last_line = ""
+    bar_shown = False
+    for line in proc.stderr:
+        line = line.rstrip()
+        m = PROGRESS_RE.match(line)
+        if m:
+            done, total = int(m["done"]), int(m["total"])
+            width = 30
+            filled = width * done // max(total, 1)
+            click.echo(f"\r  {m['name']} [{'#' * filled}{'.' * (width - filled)}] {done / 2**20:.1f}/{total / 2**20:.1f} MiB",
+                       nl=False, err=True)
+            bar_shown = True
+            continue
+        if bar_shown:
+            click.echo("", err=True)
+            bar_shown = False
+        if line:
+            last_line = line
+            click.echo(f"  {line}", err=True)
+    if proc.wait() != 0:
+        raise OnegcError(f"preparing {spec.short} failed: {last_line.removeprefix('error: ') or 'see the output above'}")
+
+
+@main.command("prepare", context_settings={"ignore_unknown_options": True})
+@click.argument("names", nargs=-1)
+@click.option("--from", "from_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="take the raw files from this folder instead of downloading (offline clusters)")
+def prepare_cmd(names: tuple[str, ...], from_dir: Path | None) -> None:
+    """Download (or take --from DIR), verify and convert task data: onegc prepare t1 t6 | all."""
+    home = _home()
+    if not names:
+        raise OnegcError("name the tasks to prepare (e.g. 'onegc prepare t1 t6') or 'all'")
+    extra = tuple(n for n in names if n.startswith("-"))
+    wanted = [n for n in names if not n.startswith("-")]
+    specs = benchmark_tasks() if wanted == ["all"] else [_task(n) for n in wanted]
+    for spec in specs:
+        click.echo(f"{spec.short}: {spec.title}", err=True)
+        prepare_task(spec, home, from_dir, extra)
+
+
+def ensure_prepared(spec: TaskSpec, home: Path) -> None:
+    if (data_root(home) / spec.id / "manifest.json").is_file():
+        return
+    if spec.cpu_ok:
+        prepare_task(spec, home, None)  # the demo task makes its data itself, offline
+        return
+    raise OnegcError(f"data for {spec.short} not prepared: run 'onegc prepare {spec.short}'")
+
+
+# ---------------------------------------------------------------------------- sessions
+def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
+                    gpus: list[str], command: list[str], pace_s: float, study: str | None = None) -> list[SessionPaths]:
+    from runner.agents import ADAPTERS
+    from runner.launch import create_session, spawn_local
+
+    if agent not in ADAPTERS:
+        raise OnegcError(f"unknown agent '{agent}': choose one of {', '.join(ADAPTERS)}")
+    if agent == "command" and not command:
+        raise OnegcError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
+    ensure_prepared(spec, home)
+    started = []
+    for k in range(1, repeats + 1):
+        gpu = gpus[(k - 1) % len(gpus)] if gpus else None
+        config = SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
+                               repeat=k, study=study, budget_s=budget_s, gpu=gpu, command=command, pace_s=pace_s)
+        paths = create_session(config, home)
+        spawn_local(paths)
+        started.append(paths)
+    return started
+
+
+def _default_gpus() -> list[str]:
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g for g in env.split(",") if g.strip()]
+    from runner.gpu import gpu_count
+
+    return [str(i) for i in range(gpu_count())]
+
+
+def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
+    ids = [p.session_id for p in sessions]
+    if plain or not sys.stdout.isatty():
+        from onegc_tui.plain import follow
+
+        rows = follow(home, ids)
+        for sid, r in rows.items():
+            score = f"{r['score']:.4f}" if r["score"] is not None else "N/A"
+            click.echo(f"{sid}: {r['end_reason']}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
+        return
+    from onegc_tui.app import make_app
+
+    make_app(home, focus=ids[0]).run()
+
+
+@main.command("run", context_settings={"ignore_unknown_options": True})
+@click.argument("task")
+@click.option("--agent", "-a", required=True, help="scripted, command, claude-code, codex or opencode")
+@click.option("--model", "-m", default=None, help="the model id the agent CLI should use")
+@click.option("--repeats", "-n", default=1, show_default=True, type=click.IntRange(1, 100))
+@click.option("--budget", "budget_min", type=float, default=None, help="minutes (default: the task's budget)")
+@click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all visible)")
+@click.option("--pace", "pace_s", type=float, default=1.0, show_default=True, help="scripted agent: seconds between steps")
+@click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
+@click.option("--detach", is_flag=True, help="start the sessions and return")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def run_cmd(task, agent, model, repeats, budget_min, gpus, pace_s, plain, detach, command) -> None:
+    """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
+    home = _home()
+    spec = _task(task)
+    budget_s = (budget_min if budget_min is not None else spec.budget_minutes) * 60
+    gpu_list = [g.strip() for g in gpus.split(",") if g.strip()] if gpus else _default_gpus()
+    sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpu_list, list(command), pace_s)
+    for p in sessions:
+        click.echo(f"started {p.session_id} ({p.root})", err=True)
+    if not detach:
+        _watch(home, sessions, plain)
+
+
+@main.command("demo")
+@click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
+@click.option("--budget", "budget_s", type=float, default=DEMO_BUDGET_S, show_default=True, help="seconds")
+def demo_cmd(plain: bool, budget_s: float) -> None:
+    """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
+    home = _home()
+    spec = _task("t0")
+    sessions = _start_sessions(home, spec, "scripted", None, 1, budget_s, [], [], DEMO_PACE_S)
+    click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
+    _watch(home, sessions, plain)
+
+
+@main.command("monitor")
+@click.option("--session", "focus", default=None, help="select this session at start")
+def monitor_cmd(focus: str | None) -> None:
+    """Open the live monitor over every session under $ONEGC_HOME."""
+    from onegc_tui.app import make_app
+
+    make_app(_home(), focus=focus).run()
+
+
+@main.command("sessions")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per session")
+def sessions_cmd(as_json: bool) -> None:
+    """List sessions with their state, budget left and scores."""
+    from onegc_tui.ingest import Ingester
+    from onegc_tui.store import Store
+
+    home = _home()
+    store = Store.open(home)
+    ingester = Ingester(home, store)
+    ingester.ingest_all()
+    ingester.check_liveness()
+    rows = store.sessions()
+    store.close()
+    if as_json:
+        for r in rows:
+            click.echo(json.dumps({k: v for k, v in r.items() if k != "contract"}))
+        return
+    if not rows:
+        click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
+        return
+    click.echo(f"{'session':44} {'task':4} {'agent':12} {'state':8} {'left':>6} {'ckpts':>5} {'best':>8} {'score':>8}  end")
+    for r in rows:
+        short = get_task(r["task"]).short if r["task"] else "?"
+        left = "" if r["remaining_s"] is None else f"{int(r['remaining_s']) // 60}:{int(r['remaining_s']) % 60:02d}"
+        best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
+        score = "" if r["score"] is None else f"{r['score']:.4f}"
+        click.echo(f"{r['session_id'][:44]:44} {short:4} {(r['agent'] or '')[:12]:12} {r['state']:8} {left:>6} "
+                   f"{r['n_checkpoints'] or 0:>5} {best:>8} {score:>8}  {r['end_reason'] or ''}")
+
+
+def _control(session_id: str, action: str) -> None:
+    from runner.control import request
+
+    home = _home()
+    paths = _session(home, session_id)
+    if paths.result.exists():
+        raise OnegcError(f"session {paths.session_id} has already ended")
+    rid = request(paths, action)
+    click.echo(f"{action} requested for {paths.session_id} (request {rid}); the runner acknowledges it in events.jsonl")
+
+
+@main.command("pause")
+@click.argument("session_id")
+def pause_cmd(session_id: str) -> None:
+    """Freeze a session's whole process tree and stop its budget clock."""
+    _control(session_id, "pause")
+
+
+@main.command("resume")
+@click.argument("session_id")
+def resume_cmd(session_id: str) -> None:
+    """Thaw a paused session; its deadline moves by the time it was paused."""
+    _control(session_id, "resume")
+
+
+@main.command("abort")
+@click.argument("session_id")
+def abort_cmd(session_id: str) -> None:
+    """End a session now: SIGINT, SIGTERM, then SIGKILL of its whole tree within the grace period."""
+    _control(session_id, "abort")
+
+
+@main.command("reindex")
+def reindex_cmd() -> None:
+    """Rebuild onegc.db from the session folders (events.jsonl is the source of truth)."""
+    from onegc_tui.ingest import Ingester
+    from onegc_tui.store import DB_NAME, Store
+
+    home = _home()
+    db = home / DB_NAME
+    tmp = home / f".{DB_NAME}.reindex"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(tmp) + suffix).unlink(missing_ok=True)
+    store = Store(tmp)
+    n = Ingester(home, store).ingest_all()
+    sessions = len(store.sessions())
+    store.close()
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    os.replace(tmp, db)
+    click.echo(f"reindexed {sessions} sessions, {n} events into {db}")
+
+
+def _register_optional_commands() -> None:
+    """Commands that live in their own modules (studies, history, doctor)."""
+    for module, name in (("onegc_tui.cli_study", "study"), ("onegc_tui.cli_history", "history"),
+                         ("onegc_tui.cli_doctor", "doctor")):
+        try:
+            mod = __import__(module, fromlist=[name])
+        except ImportError:
+            continue
+        main.add_command(getattr(mod, name))
+
+
+_register_optional_commands()
+
+
+def entry() -> None:
+    try:
+        main(standalone_mode=True)
+    except ConfigError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,240 @@
+"""The ingester: tails every session's ``events.jsonl`` into SQLite, exactly once.
+
+A watchdog observer over ``runs/`` marks sessions dirty (inotify locally; the polling observer
+where ``runs/`` lives on a network filesystem); each drain reads to the end of the file from
+the persisted byte offset, takes whole lines only, and commits the batch together with its new
+offset. A corrupt line is recorded with its file and line number and skipped. Watchdog calls
+are only "something changed" hints (it drops repeats under load), and a periodic rescan backs
+them up. Sessions whose runner died without ``session_ended`` are marked failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.polling import PollingObserver
+
+from onegc_tui.store import IngestBatch, Store
+from runner.config import SessionPaths
+from runner.events import Event, parse_event
+from runner.jsonl import JsonlTail, TailState
+
+MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines
+STALE_S = 15.0  # no event for this long and no live runner: the session is failed
+POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
+
+OnEvents = Callable[[str, list[Event]], None]
+
+
+def _observer_kind(home: Path) -> str:
+    try:
+        from runner.settings import observer_kind  # type: ignore[import-not-found]
+
+        return observer_kind(home)
+    except ImportError:
+        return os.environ.get("ONEGC_OBSERVER", "inotify")
+
+
+def _reconcile(paths: SessionPaths) -> str | None:
+    """Why a session without ``session_ended`` is dead, or None while it may live."""
+    try:
+        from runner.reconcile import reconcile  # type: ignore[import-not-found]
+
+        return reconcile(paths)
+    except ImportError:
+        from runner.launch import runner_alive
+
+        alive = runner_alive(paths)
+        return "the runner process died before the session ended" if alive is False else None
+
+
+@dataclass
+class Ingester:
+    """Ingests ``home/runs/*``; ``on_events(session_id, new_events)`` sees every new event once."""
+
+    home: Path
+    store: Store
+    on_events: OnEvents | None = None
+    on_error: Callable[[str], None] | None = None
+    _known: dict[str, SessionPaths] = field(default_factory=dict)
+    _ended: set[str] = field(default_factory=set)
+
+    @property
+    def runs(self) -> Path:
+        return self.home / "runs"
+
+    def discover(self) -> list[str]:
+        """Register session folders not seen before; returns their ids."""
+        added = []
+        if not self.runs.is_dir():
+            return added
+        for folder in sorted(self.runs.iterdir()):
+            sid = folder.name
+            if sid in self._known or not (folder / "session.json").is_file() or ".attempt-" in sid:
+                continue
+            paths = SessionPaths(folder)
+            try:
+                config = json.loads(paths.config.read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                self._error(f"{paths.config}: unreadable ({exc}); skipped")
+                continue
+            self.store.register_session(sid, str(folder), config)
+            self._known[sid] = paths
+            added.append(sid)
+        return added
+
+    def ingest_session(self, sid: str) -> int:
+        """Read everything new of one session; returns how many new events were stored."""
+        paths = self._known.get(sid)
+        if paths is None:
+            return 0
+        key = str(paths.events)
+        offset, line_no = self.store.offset(key)
+        tail = JsonlTail(paths.events, TailState(offset, line_no))
+        total = 0
+        while True:
+            parsed: list[tuple[Event, str]] = []
+            bad: list[tuple[int, str]] = []
+            for n, line in tail.read_lines(MAX_BATCH_BYTES):
+                if not line.strip():
+                    continue
+                try:
+                    parsed.append((parse_event(line), line.decode("utf-8", errors="replace")))
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    bad.append((n, f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"[:200]))
+            if tail.state.offset == offset:
+                break
+            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad))
+            for n, err in bad:
+                self._error(f"{paths.events}:{n}: corrupt event line skipped ({err})")
+            offset = tail.state.offset
+            total += len(new)
+            if new and self.on_events:
+                self.on_events(sid, new)
+            if any(e.type == "session_ended" for e in new):
+                self._ended.add(sid)
+        return total
+
+    def ingest_all(self) -> int:
+        self.discover()
+        return sum(self.ingest_session(sid) for sid in list(self._known))
+
+    def check_liveness(self) -> list[str]:
+        """Mark sessions failed whose runner is gone; returns their ids."""
+        failed = []
+        now = time.time()
+        for row in self.store.sessions("state IN ('running', 'paused')"):
+            sid = row["session_id"]
+            if sid not in self._known or (row["last_ts"] and now - row["last_ts"] < STALE_S and row["state"] != "paused"):
+                continue
+            reason = _reconcile(self._known[sid])
+            if reason:
+                self.store.mark_failed(sid, reason)
+                failed.append(sid)
+        return failed
+
+    def _error(self, message: str) -> None:
+        if self.on_error:
+            self.on_error(message)
+
+
+class _Dirty(FileSystemEventHandler):
+    def __init__(self, mark: Callable[[str | None], None]):
+        self.mark = mark
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        path = Path(getattr(event, "dest_path", "") or event.src_path)
+        if path.name == "events.jsonl":
+            self.mark(path.parent.name)
+        elif path.name == "session.json" or (event.is_directory and path.parent.name == "runs"):
+            self.mark(None)  # a new session: rediscover
+
+
+class LiveIngest:
+    """Runs an :class:`Ingester` on a thread, woken by watchdog, with a periodic rescan.
+
+    The store is opened on that thread (one connection per thread).
+    """
+
+    def __init__(self, home: Path, on_events: OnEvents | None = None, on_error: Callable[[str], None] | None = None,
+                 on_sessions: Callable[[list[str]], None] | None = None, rescan_s: float = 2.0, polling: bool | None = None):
+        self.home = home
+        self.on_events = on_events
+        self.on_error = on_error
+        self.on_sessions = on_sessions
+        self.rescan_s = rescan_s
+        self.polling = _observer_kind(home) == "polling" if polling is None else polling
+        self._dirty: set[str] = set()
+        self._rediscover = True
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="ingest", daemon=True)
+        self._observer = None
+        self.ready = threading.Event()
+
+    def start(self) -> None:
+        (self.home / "runs").mkdir(parents=True, exist_ok=True)
+        self._observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
+        self._observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True)
+        self._observer.start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._observer:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+        self._thread.join(timeout=10)
+
+    def _mark(self, sid: str | None) -> None:
+        with self._lock:
+            if sid is None:
+                self._rediscover = True
+            else:
+                self._dirty.add(sid)
+        self._wake.set()
+
+    def _run(self) -> None:
+        store = Store.open(self.home)
+        ingester = Ingester(self.home, store, self.on_events, self.on_error)
+        last_full = 0.0
+        try:
+            while not self._stop.is_set():
+                with self._lock:
+                    dirty, self._dirty = self._dirty, set()
+                    rediscover, self._rediscover = self._rediscover, False
+                now = time.monotonic()
+                full = now - last_full >= self.rescan_s
+                added: list[str] = []
+                if rediscover or full:
+                    added = ingester.discover()
+                    if added and self.on_sessions:
+                        self.on_sessions(added)
+                targets = set(ingester._known) if full else dirty | set(added)
+                for sid in sorted(targets):
+                    try:
+                        ingester.ingest_session(sid)
+                    except Exception as exc:  # a broken folder must not stop the others
+                        ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
+                if full:
+                    failed = ingester.check_liveness()
+                    if failed and self.on_sessions:
+                        self.on_sessions(failed)
+                    last_full = now
+                self.ready.set()
+                self._wake.wait(timeout=self.rescan_s)
+                self._wake.clear()
+        finally:
+            store.close()

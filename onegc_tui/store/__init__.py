@@ -1,0 +1,284 @@
+"""The SQLite store: a materialised, queryable copy of every session folder.
+
+WAL, ``synchronous=NORMAL``, migrations at open, one connection per thread (open a
+:class:`Store` per thread). Events are keyed by ``(session_id, seq)``: inserting one twice is a
+no-op, and the derived tables (transcript, GPU samples, checkpoints, controls) and the
+per-session summary row only change for events that were new. Writes go in batches, one
+transaction each, with the ingest offset of the file they came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlite_utils
+
+from onegc_tui.store.schema import SCHEMA_VERSION, migrate
+from runner.events import Event
+
+DB_NAME = "onegc.db"
+BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
+
+
+@dataclass(frozen=True)
+class IngestBatch:
+    """New whole lines of one ``events.jsonl``: parsed events with their raw text."""
+
+    path: str
+    session_id: str
+    events: Sequence[tuple[Event, str]]
+    offset: int
+    line_no: int
+    bad: Sequence[tuple[int, str]] = ()
+
+
+def contract_hash(contract: dict) -> str:
+    """What makes two sessions comparable, hashed (host and Python excluded)."""
+    keep = {k: v for k, v in contract.items() if k not in ("host", "python")}
+    if isinstance(keep.get("gpu"), list):
+        keep["gpu"] = [{"name": g.get("name"), "driver": g.get("driver")} for g in keep["gpu"]]
+    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class Store:
+    def __init__(self, path: Path):
+        self.path = path
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        migrate(conn)
+        self.conn = conn
+        self.db = sqlite_utils.Database(conn)
+
+    @classmethod
+    def open(cls, home: Path) -> Store:
+        return cls(home / DB_NAME)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @property
+    def schema_version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    # ------------------------------------------------------------------ writing
+    def register_session(self, session_id: str, folder: str, config: dict, state: str = "queued") -> None:
+        """Make sure a ``sessions`` row exists (from ``session.json``), without clobbering one."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO sessions (session_id, folder, study, task, agent, model, repeat, budget_s, grace_s, state, remaining_s)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (session_id, folder, config.get("study"), config.get("task"), config.get("agent"), config.get("model"),
+                 config.get("repeat"), config.get("budget_s"), config.get("grace_s"), state, config.get("budget_s")),
+            )
+            if config.get("study"):
+                self.conn.execute("INSERT OR IGNORE INTO studies (name, created) VALUES (?, ?)", (config["study"], time.time()))
+
+    def offset(self, path: str) -> tuple[int, int]:
+        row = self.conn.execute("SELECT offset, line_no FROM ingest_offsets WHERE path=?", (path,)).fetchone()
+        return (row[0], row[1]) if row else (0, 0)
+
+    def ingest(self, batch: IngestBatch) -> list[Event]:
+        """Insert a batch in one transaction; returns the events that were new."""
+        conn = self.conn
+        with conn:
+            new = self._only_new(batch.session_id, batch.events)
+            conn.executemany(
+                "INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)",
+                [(e.session_id, e.seq, e.ts, e.type, raw) for e, raw in new],
+            )
+            self._derive([e for e, _ in new])
+            if batch.bad:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO ingest_errors (path, line_no, session_id, error, ts) VALUES (?,?,?,?,?)",
+                    [(batch.path, n, batch.session_id, err, time.time()) for n, err in batch.bad],
+                )
+                conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (len(batch.bad), batch.session_id))
+            conn.execute(
+                "INSERT INTO ingest_offsets (path, session_id, offset, line_no) VALUES (?,?,?,?)"
+                " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no",
+                (batch.path, batch.session_id, batch.offset, batch.line_no),
+            )
+        return [e for e, _ in new]
+
+    def _only_new(self, session_id: str, events: Sequence[tuple[Event, str]]) -> list[tuple[Event, str]]:
+        if not events:
+            return []
+        lo = min(e.seq for e, _ in events)
+        hi = max(e.seq for e, _ in events)
+        have = {r[0] for r in self.conn.execute(
+            "SELECT seq FROM events WHERE session_id=? AND seq BETWEEN ? AND ?", (session_id, lo, hi))}
+        seen: set[int] = set()
+        out = []
+        for e, raw in events:
+            if e.seq not in have and e.seq not in seen and e.session_id == session_id:
+                seen.add(e.seq)
+                out.append((e, raw))
+        return out
+
+    def _derive(self, events: list[Event]) -> None:
+        """Derived rows and the summary row, for events inserted just now."""
+        conn = self.conn
+        transcript, gpu, controls = [], [], []
+        summary: dict[str, dict] = {}
+        for e in events:
+            s = summary.setdefault(e.session_id, {"last_ts": e.ts, "last_seq": e.seq})
+            s["last_ts"] = max(s["last_ts"], e.ts)
+            s["last_seq"] = max(s["last_seq"], e.seq)
+            t = e.type
+            if t == "transcript":
+                transcript.append((e.session_id, e.seq, e.ts, e.role, e.kind, e.tool, e.call_id, e.exit_code, e.text))
+                for key, val in (("tokens_in", e.tokens_in), ("tokens_out", e.tokens_out), ("cost_usd", e.cost_usd)):
+                    if val:
+                        s[key] = s.get(key, 0) + val
+            elif t == "gpu":
+                gpu.append((e.session_id, e.seq, e.ts, e.index, e.util_pct, e.mem_used_mb, e.mem_total_mb, e.power_w, e.temp_c))
+                s.update(gpu_util=e.util_pct, gpu_mem_mb=e.mem_used_mb, gpu_mem_total_mb=e.mem_total_mb)
+            elif t == "heartbeat":
+                s.update(remaining_s=e.remaining_s, active_s=e.active_s, procs=e.procs)
+            elif t == "budget":
+                s.update(remaining_s=e.remaining_s, deadline=e.deadline)
+                if e.state in ("paused", "resumed", "running"):
+                    s["state"] = "paused" if e.state == "paused" else "running"
+            elif t == "session_started":
+                gpus = e.contract.get("gpu") or []
+                s.update(state="running", started_ts=e.ts, study=e.study, task=e.task, agent=e.agent, model=e.model,
+                         repeat=e.repeat, budget_s=e.budget_s, grace_s=e.grace_s, remaining_s=e.budget_s,
+                         contract=json.dumps(e.contract), contract_hash=contract_hash(e.contract),
+                         gpu_name=gpus[0].get("name") if gpus else None)
+            elif t == "agent_started":
+                s["containment"] = e.containment
+            elif t == "process" and e.action == "started" and e.training:
+                s["scripts_launched"] = s.get("scripts_launched", 0) + 1
+            elif t == "checkpoint_found":
+                conn.execute(
+                    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, script, self_reported)"
+                    " VALUES (?,?,0,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                    (e.session_id, e.name, e.seq, e.ts, e.budget_elapsed_s, e.script, e.self_reported))
+                s["n_checkpoints"] = s.get("n_checkpoints", 0) + 1
+                s.setdefault("first_checkpoint_s", e.budget_elapsed_s)
+            elif t == "checkpoint_scored":
+                conn.execute(
+                    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s)"
+                    " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
+                    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts",
+                    (e.session_id, e.name, int(e.official), e.seq, e.ts, e.budget_elapsed_s, e.value, e.error, e.eval_s))
+                if e.value is not None and not e.official:
+                    s.setdefault("live_values", []).append(e.value)
+            elif t == "control":
+                controls.append((e.session_id, e.seq, e.ts, e.action, e.request_id, int(e.accepted), e.detail))
+            elif t == "warning":
+                s["warnings"] = s.get("warnings", 0) + 1
+            elif t == "session_ended":
+                s.update(state="ended" if e.reason in ("completed", "budget_exhausted", "aborted") else "failed",
+                         ended_ts=e.ts, end_reason=e.reason, end_detail=e.detail, score=e.score,
+                         best_checkpoint=e.best_checkpoint, active_s=e.active_s, remaining_s=None)
+        if transcript:
+            conn.executemany("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text)"
+                             " VALUES (?,?,?,?,?,?,?,?,?)", transcript)
+        if gpu:
+            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", gpu)
+        if controls:
+            conn.executemany("INSERT OR IGNORE INTO controls VALUES (?,?,?,?,?,?,?)", controls)
+        for sid, s in summary.items():
+            self._update_summary(sid, s)
+
+    _ADDITIVE = ("tokens_in", "tokens_out", "cost_usd", "scripts_launched", "n_checkpoints", "warnings")
+
+    def _update_summary(self, sid: str, s: dict) -> None:
+        live = s.pop("live_values", None)
+        first = s.pop("first_checkpoint_s", None)
+        sets, args = [], []
+        for key, val in s.items():
+            if key in self._ADDITIVE:
+                sets.append(f"{key} = COALESCE({key}, 0) + ?")
+            elif key in ("last_ts", "last_seq"):
+                sets.append(f"{key} = MAX(COALESCE({key}, 0), ?)")
+            else:
+                sets.append(f"{key} = ?")
+            args.append(val)
+        if first is not None:
+            sets.append("first_checkpoint_s = COALESCE(first_checkpoint_s, ?)")
+            args.append(first)
+        if live:
+            better = "MAX" if self._higher_is_better(sid) else "MIN"
+            best = max(live) if better == "MAX" else min(live)
+            sets.append(f"best_live = CASE WHEN best_live IS NULL THEN ? ELSE {better}(best_live, ?) END")
+            args += [best, best]
+        # a session that ended must not be flipped back to running by a late budget event
+        if "state" in s and s["state"] in ("running", "paused"):
+            idx = list(s).index("state")
+            sets[idx] = "state = CASE WHEN state IN ('ended', 'failed') THEN state ELSE ? END"
+        self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_id = ?", (*args, sid))
+
+    def _higher_is_better(self, sid: str) -> bool:
+        row = self.conn.execute("SELECT task FROM sessions WHERE session_id=?", (sid,)).fetchone()
+        if not row or not row[0]:
+            return True
+        from tasks import UnknownTask, get_task
+
+        try:
+            return get_task(row[0]).higher_is_better
+        except UnknownTask:
+            return True
+
+    def mark_failed(self, session_id: str, reason: str) -> None:
+        """A session whose runner died without ``session_ended`` (kept out of events.jsonl)."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE sessions SET state='failed', end_reason='harness_error', end_detail=?, remaining_s=NULL"
+                " WHERE session_id=? AND state NOT IN ('ended', 'failed')", (reason, session_id))
+
+    # ------------------------------------------------------------------ reading
+    def sessions(self, where: str = "1=1", args: Iterable = ()) -> list[dict]:
+        return list(self.db.query(f"SELECT * FROM sessions WHERE {where} ORDER BY started_ts IS NULL, started_ts, session_id", list(args)))
+
+    def session(self, session_id: str) -> dict | None:
+        rows = self.sessions("session_id = ?", (session_id,))
+        return rows[0] if rows else None
+
+    def count_events(self, session_id: str) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
+
+    def transcript(self, session_id: str, limit: int = 1000, kinds: Sequence[str] | None = None,
+                   search: str | None = None) -> list[dict]:
+        sql = "SELECT t.* FROM transcript t"
+        where, args = ["t.session_id = ?"], [session_id]
+        if search:
+            sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
+            where.append("transcript_fts MATCH ?")
+            args.append(search)
+        if kinds:
+            where.append(f"t.kind IN ({','.join('?' * len(kinds))})")
+            args += list(kinds)
+        sql += " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?"
+        args.append(limit)
+        return list(reversed(list(self.db.query(sql, args))))
+
+    def checkpoints(self, session_id: str) -> list[dict]:
+        return list(self.db.query(
+            "SELECT * FROM checkpoints WHERE session_id=? ORDER BY official, COALESCE(budget_elapsed_s, 0), seq", [session_id]))
+
+    def gpu_samples(self, session_id: str, limit: int = 600) -> list[dict]:
+        rows = self.db.query("SELECT * FROM gpu_samples WHERE session_id=? ORDER BY seq DESC LIMIT ?", [session_id, limit])
+        return list(reversed(list(rows)))
+
+    def ingest_errors(self, session_id: str) -> list[dict]:
+        return list(self.db.query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id]))
+
+    def events_of(self, session_id: str, types: Sequence[str] | None = None) -> list[dict]:
+        sql, args = "SELECT data FROM events WHERE session_id=?", [session_id]
+        if types:
+            sql += f" AND type IN ({','.join('?' * len(types))})"
+            args += list(types)
+        return [json.loads(r["data"]) for r in self.db.query(sql + " ORDER BY seq", args)]
+
+
+__all__ = ["DB_NAME", "IngestBatch", "SCHEMA_VERSION", "Store", "contract_hash"]

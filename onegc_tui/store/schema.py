@@ -1,0 +1,92 @@
+"""The SQLite schema and its migrations (``PRAGMA user_version`` is the schema version).
+
+Migrations are applied in order at open; each is one transaction. Add a migration, never edit
+one that has shipped. The store can always be rebuilt from the session folders (``onegc reindex``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: list[str] = [
+    # 1: the first schema
+    """
+    CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY,
+        folder TEXT NOT NULL,
+        study TEXT, task TEXT, agent TEXT, model TEXT, repeat INTEGER,
+        state TEXT NOT NULL DEFAULT 'queued',   -- queued, running, paused, ended, failed
+        budget_s REAL, grace_s REAL,
+        remaining_s REAL, active_s REAL, deadline REAL,
+        started_ts REAL, ended_ts REAL, last_ts REAL, last_seq INTEGER DEFAULT 0,
+        end_reason TEXT, end_detail TEXT,
+        score REAL, best_checkpoint TEXT,       -- the official result
+        best_live REAL, n_checkpoints INTEGER DEFAULT 0, first_checkpoint_s REAL,
+        tokens_in INTEGER DEFAULT 0, tokens_out INTEGER DEFAULT 0, cost_usd REAL DEFAULT 0,
+        scripts_launched INTEGER DEFAULT 0, procs INTEGER DEFAULT 0,
+        gpu_util REAL, gpu_mem_mb REAL, gpu_mem_total_mb REAL, gpu_name TEXT,
+        containment TEXT, contract TEXT, contract_hash TEXT,
+        warnings INTEGER DEFAULT 0
+    );
+    CREATE TABLE events (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL, type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE transcript (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
+        role TEXT, kind TEXT, tool TEXT, call_id TEXT, exit_code INTEGER, text TEXT,
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE VIRTUAL TABLE transcript_fts USING fts5(text, content='transcript', content_rowid='rowid');
+    CREATE TRIGGER transcript_ai AFTER INSERT ON transcript BEGIN
+        INSERT INTO transcript_fts(rowid, text) VALUES (new.rowid, new.text);
+    END;
+    CREATE TABLE gpu_samples (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL, gpu INTEGER,
+        util_pct REAL, mem_used_mb REAL, mem_total_mb REAL, power_w REAL, temp_c REAL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE checkpoints (
+        session_id TEXT NOT NULL, name TEXT NOT NULL, official INTEGER NOT NULL DEFAULT 0,
+        seq INTEGER, ts REAL, budget_elapsed_s REAL, script TEXT, self_reported REAL,
+        value REAL, error TEXT, eval_s REAL,
+        PRIMARY KEY (session_id, name, official)
+    ) WITHOUT ROWID;
+    CREATE TABLE controls (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL,
+        action TEXT, request_id TEXT, accepted INTEGER, detail TEXT,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE studies (name TEXT PRIMARY KEY, file TEXT, created REAL);
+    CREATE TABLE ingest_offsets (
+        path TEXT PRIMARY KEY, session_id TEXT, offset INTEGER NOT NULL, line_no INTEGER NOT NULL
+    );
+    CREATE TABLE ingest_errors (
+        path TEXT NOT NULL, line_no INTEGER NOT NULL, session_id TEXT, error TEXT, ts REAL,
+        PRIMARY KEY (path, line_no)
+    ) WITHOUT ROWID;
+    CREATE INDEX sessions_by_study ON sessions(study, agent, task);
+    CREATE INDEX events_by_type ON events(session_id, type);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaTooNew(RuntimeError):
+    pass
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the database to :data:`SCHEMA_VERSION`; returns the version found before."""
+    found = conn.execute("PRAGMA user_version").fetchone()[0]
+    if found > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"onegc.db has schema {found}, newer than this onegc ({SCHEMA_VERSION}): upgrade onegc, "
+            "or move onegc.db aside and run 'onegc reindex'"
+        )
+    for version in range(found, SCHEMA_VERSION):
+        with conn:
+            conn.executescript("BEGIN;" + MIGRATIONS[version] + f"; PRAGMA user_version = {version + 1};")
+    return found
