@@ -75,7 +75,8 @@ def test_split_sizes_from_the_real_class_counts(shared_data, load_prepare):
         assert figure in program
 
 
-def test_prepare_train_checkpoint_and_score(raw_dir, prepare_fixture, make_workspace, save_state):
+def test_prepare_train_checkpoint_and_score(raw_dir, prepare_fixture, make_workspace, save_state, kit, load_prepare, monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
     data = prepare_fixture(TASK, raw_dir)
     manifest = json.loads((data / "manifest.json").read_text())["files"]
     assert {f for f, i in manifest.items() if i["private"]} == {"test_y.npy"}
@@ -98,16 +99,29 @@ def test_prepare_train_checkpoint_and_score(raw_dir, prepare_fixture, make_works
     assert result["ok"] and result["split"] == "test" and result["n"] == 71
     assert 0.0 <= result["value"] <= 1.0
 
-    held_out = ws.evaluate(ckpt, data_dir=ws.path / "data")
-    assert not held_out["ok"] and "held out" in held_out["error"]
+    prep = load_prepare(TASK)
+    rc, again = eval_here(kit, prep, ckpt, ws.path, data, monkeypatch, capsys)
+    assert rc == 0 and again["value"] == result["value"]  # deterministic on CPU
+    rc, held_out = eval_here(kit, prep, ckpt, ws.path, ws.path / "data", monkeypatch, capsys)
+    assert rc == 1 and not held_out["ok"] and "test labels are held out" in held_out["error"]
 
     import torch
 
     payload = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in payload["state_dict"].items()}
     bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, payload["config"])
-    failed = ws.evaluate(bad)
-    assert failed["returncode"] == 1 and not failed["ok"] and "_orig_mod." in failed["error"]
+    rc, failed = eval_here(kit, prep, bad, ws.path, data, monkeypatch, capsys)
+    assert rc == 1 and not failed["ok"] and "'_orig_mod.'" in failed["error"]
+
+
+def eval_here(kit, prep, ckpt, code, data_dir, monkeypatch, capsys) -> tuple[int, dict]:
+    """``prepare.py --eval`` run in this process on a fresh import of the pristine file: (exit, JSON)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the kit puts the script's folder first
+    monkeypatch.setitem(sys.modules, "prepare", prep)
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
+    capsys.readouterr()
+    rc = kit.cli(prep, ["--eval", str(ckpt), "--code", str(code), "--data-dir", str(data_dir), "--device", "cpu"])
+    return rc, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncated"])

@@ -1,0 +1,249 @@
+"""T4 (ogbg-molhiv): prepare from a tiny hiv.zip laid out like OGB's, train a few baseline steps
+on CPU, score the checkpoint with the pristine prepare.py; member checksums, graph collation,
+AUROC with ties and the privacy of the test labels."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import itertools
+import json
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+TASK = "t4_molhiv"
+ARCHIVE = "hiv.zip"
+ATOM_DIMS = [119, 4, 12, 12, 10, 6, 6, 2, 2]
+BOND_DIMS = [5, 6, 2]
+SPLIT_SIZES = {"train": 28, "valid": 6, "test": 6}
+
+
+def _gz_csv(rows) -> bytes:
+    text = "".join(",".join(str(v) for v in np.atleast_1d(row)) + "\n" for row in rows)
+    return gzip.compress(text.encode(), mtime=0)
+
+
+def make_molecules(seed: int = 0) -> dict:
+    """40 small random molecules in OGB's raw layout: each bond stored once, local atom ids."""
+    rng = np.random.default_rng(seed)
+    g = sum(SPLIT_SIZES.values())
+    n_nodes = rng.integers(1, 9, g)
+    n_nodes[3] = 1  # a lone atom: a graph with no bonds
+    bonds = [np.array([(rng.integers(0, j), j) for j in range(1, n)], dtype=np.int64).reshape(-1, 2) for n in n_nodes]
+    order = rng.permutation(g)
+    split = dict(zip(SPLIT_SIZES, np.split(order, np.cumsum(list(SPLIT_SIZES.values()))[:-1])))
+    labels = np.zeros(g, dtype=np.int64)
+    for name, k in (("train", 4), ("valid", 2), ("test", 2)):  # both classes in every split
+        labels[split[name][:k]] = 1
+    return {
+        "n_nodes": n_nodes, "bonds": bonds, "labels": labels, "split": split,
+        "node_feat": np.stack([rng.integers(0, d, n_nodes.sum()) for d in ATOM_DIMS], axis=1),
+        "bond_feat": np.stack([rng.integers(0, d, sum(map(len, bonds))) for d in BOND_DIMS], axis=1),
+    }
+
+
+def write_hiv_zip(path, mols: dict, tamper: str | None = None, drop: str | None = None) -> dict:
+    """``hiv.zip`` as OGB ships it (members under ``hiv/``); returns each member's size and sha256."""
+    members = {
+        "mapping/mol.csv.gz": gzip.compress(
+            ("HIV_active,smiles,mol_id\n" + "".join(f"{y},{'C' * n},{i}\n" for i, (y, n) in
+             enumerate(zip(mols["labels"], mols["n_nodes"])))).encode(), mtime=0),
+        **{f"split/scaffold/{s}.csv.gz": _gz_csv(idx) for s, idx in mols["split"].items()},
+        "raw/edge.csv.gz": _gz_csv(np.concatenate(mols["bonds"])),
+        "raw/edge-feat.csv.gz": _gz_csv(mols["bond_feat"]),
+        "raw/node-feat.csv.gz": _gz_csv(mols["node_feat"]),
+        "raw/graph-label.csv.gz": _gz_csv(mols["labels"]),
+        "raw/num-node-list.csv.gz": _gz_csv(mols["n_nodes"]),
+        "raw/num-edge-list.csv.gz": _gz_csv([len(b) for b in mols["bonds"]]),
+    }
+    pins = {rel: {"size": len(b), "sha256": hashlib.sha256(b).hexdigest()} for rel, b in members.items()}
+    if tamper:
+        members[tamper] = gzip.compress(gzip.decompress(members[tamper]) + b"1,1,1\n", mtime=0)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("hiv/RELEASE_v1.txt", "May 4, 2020: First major release\n")
+        for rel, blob in members.items():
+            if rel != drop:
+                zf.writestr(f"hiv/{rel}", blob)
+    return pins
+
+
+@pytest.fixture
+def mols():
+    return make_molecules()
+
+
+@pytest.fixture
+def hiv(tmp_path, mols):
+    """(raw folder holding hiv.zip, the pins of its members)."""
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    return folder, write_hiv_zip(folder / ARCHIVE, mols)
+
+
+@pytest.fixture
+def prepared(hiv, tmp_path, kit, load_prepare):
+    raw_dir, pins = hiv
+    prep = load_prepare(TASK)
+    prep.MEMBERS = pins  # the archive itself stays unpinned, as for the real one
+    return kit.prepare(prep, tmp_path / "data" / TASK, from_dir=raw_dir)
+
+
+# --------------------------------------------------------------------------- AUROC
+def test_auroc_by_hand_with_ties(load_prepare):
+    auroc = load_prepare(TASK).auroc
+    # positives score 0.35, 0.8, 0.4; negatives 0.1, 0.4, 0.4. Pairs won: 0.35 beats 0.1 (1);
+    # 0.8 beats all (3); 0.4 beats 0.1 and ties twice (1 + ½ + ½). 6 of 9 pairs.
+    assert auroc([0, 0, 1, 1, 0, 1], [0.1, 0.4, 0.35, 0.8, 0.4, 0.4]) == pytest.approx(6 / 9)
+    assert auroc([1, 0, 1, 0], [3.0, 3.0, 3.0, 3.0]) == 0.5
+    assert auroc([0, 0, 1], [-2.0, 5.0, 7.0]) == 1.0
+    assert auroc([1, 1, 0], [-2.0, 5.0, 7.0]) == 0.0
+    with pytest.raises(ValueError, match="positive and one negative"):
+        auroc([1, 1], [0.2, 0.3])
+
+
+def test_auroc_equals_pair_counting(load_prepare):
+    auroc = load_prepare(TASK).auroc
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        y = rng.integers(0, 2, 50)
+        y[:2] = (0, 1)
+        s = rng.integers(0, 6, 50).astype(np.float32)  # many ties
+        pos, neg = s[y == 1], s[y == 0]
+        pairs = [(p > n) + 0.5 * (p == n) for p, n in itertools.product(pos, neg)]
+        assert auroc(y, s) == pytest.approx(float(np.mean(pairs)), abs=1e-12)
+
+
+# --------------------------------------------------------------------------- preparation
+def test_prepared_arrays_follow_the_raw_files(prepared, mols):
+    manifest = json.loads((prepared / "manifest.json").read_text())["files"]
+    assert {f for f, info in manifest.items() if info["private"]} == {"test_y.npy"}
+    node_ptr, edge_ptr = np.load(prepared / "node_ptr.npy"), np.load(prepared / "edge_ptr.npy")
+    edges, edge_feat = np.load(prepared / "edges.npy"), np.load(prepared / "edge_feat.npy")
+    node_feat = np.load(prepared / "node_feat.npy")
+    assert node_feat.dtype == np.uint8 and edges.dtype == np.int32 and edge_feat.dtype == np.uint8
+    assert np.array_equal(node_feat, mols["node_feat"]) and np.array_equal(np.diff(node_ptr), mols["n_nodes"])
+    for g, bonds in enumerate(mols["bonds"]):
+        mine = edges[edge_ptr[g] : edge_ptr[g + 1]]
+        assert np.array_equal(mine[0::2], bonds) and np.array_equal(mine[1::2], bonds[:, ::-1])  # both directions
+    assert np.array_equal(edge_feat[0::2], mols["bond_feat"]) and np.array_equal(edge_feat[1::2], mols["bond_feat"])
+    for ours, ogb in (("train", "train"), ("val", "valid"), ("test", "test")):
+        idx = np.load(prepared / f"{ours}_idx.npy")
+        assert np.array_equal(idx, mols["split"][ogb])
+        assert np.array_equal(np.load(prepared / f"{ours}_y.npy"), mols["labels"][idx])
+
+
+def test_collate_graphs_offsets_atom_ids(prepared, mols, load_prepare, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(prepared))
+    prep = load_prepare(TASK)
+    graphs = prep.load_graphs()
+    pick = [5, 3, 0, 17]  # 3 has no bonds
+    batch = prep.collate_graphs(graphs, pick)
+    assert batch.num_graphs == 4 and batch.x.dtype == batch.edge_index.dtype == batch.batch.dtype == torch.int64
+    start = 0
+    for b, g in enumerate(pick):
+        n = mols["n_nodes"][g]
+        atoms = np.flatnonzero(batch.batch.numpy() == b)
+        assert np.array_equal(atoms, np.arange(start, start + n))
+        first = mols["n_nodes"][:g].sum()
+        assert np.array_equal(batch.x.numpy()[atoms], mols["node_feat"][first : first + n])
+        mine = batch.edge_index.numpy().T
+        own = mine[(mine[:, 0] >= start) & (mine[:, 0] < start + n)] - start
+        want = np.concatenate([mols["bonds"][g], mols["bonds"][g][:, ::-1]])
+        assert sorted(map(tuple, own)) == sorted(map(tuple, want))
+        start += n
+    assert batch.edge_index.shape[1] == 2 * sum(len(mols["bonds"][g]) for g in pick) == len(batch.edge_attr)
+    assert start == len(batch.x)
+
+
+@pytest.mark.parametrize("damage", ["member", "missing", "truncated"])
+def test_damaged_archive_fails_with_one_clear_line(damage, hiv, mols, tmp_path, kit, load_prepare, monkeypatch, capsys):
+    _, pins = hiv
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    if damage == "member":
+        write_hiv_zip(bad / ARCHIVE, mols, tamper="raw/edge-feat.csv.gz")
+        expect = "hiv/raw/edge-feat.csv.gz in hiv.zip fails its sha256 check"
+    elif damage == "missing":
+        write_hiv_zip(bad / ARCHIVE, mols, drop="split/scaffold/test.csv.gz")
+        expect = "has no member hiv/split/scaffold/test.csv.gz"
+    else:
+        blob = (hiv[0] / ARCHIVE).read_bytes()
+        (bad / ARCHIVE).write_bytes(blob[: len(blob) // 2])
+        expect = "is not a readable zip"
+    prep = load_prepare(TASK)
+    prep.MEMBERS = pins
+    out = tmp_path / "data" / TASK
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(out))  # the cli sets it; restore after
+    monkeypatch.setitem(sys.modules, "prepare", prep)
+    assert kit.cli(prep, ["--from", str(bad), "--data-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expect in err[0] and "fetch it again" in err[0]
+    assert not out.exists() and not (tmp_path / "data" / f".{TASK}.partial").exists()
+    assert not (tmp_path / "data" / "_downloads" / TASK / ARCHIVE).exists()  # not reused next time
+
+
+# --------------------------------------------------------------------------- end to end
+def test_train_checkpoint_and_score(prepared, make_workspace, save_state, kit, load_prepare, monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
+    ws = make_workspace(TASK, prepared)
+    assert not (ws.path / "data" / "test_y.npy").exists() and (ws.path / "data" / "test_idx.npy").exists()
+    ws.set_constants(MAX_STEPS=3, EPOCHS=2, BATCH_SIZE=8, HIDDEN=32, DEVICE="cpu")
+    out = ws.run()
+    assert "best_val_auroc:" in out.stdout
+    ckpt = ws.checkpoints()[0]
+    result = ws.evaluate(ckpt)  # the pristine prepare.py in a subprocess, as the scorer runs it
+    assert result["ok"] and result["split"] == "test" and result["n"] == 6
+    assert 0.0 <= result["value"] <= 1.0
+
+    prep = load_prepare(TASK)
+    rc, again = eval_here(kit, prep, ckpt, ws.path, prepared, monkeypatch, capsys)
+    assert rc == 0 and again["value"] == result["value"]  # deterministic on CPU
+    rc, held_out = eval_here(kit, prep, ckpt, ws.path, ws.path / "data", monkeypatch, capsys)
+    assert rc == 1 and not held_out["ok"] and "test labels are held out" in held_out["error"]
+
+    import torch
+
+    payload = torch.load(ckpt, weights_only=True)
+    compiled = {f"_orig_mod.{k}": v for k, v in payload["state_dict"].items()}
+    bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, payload["config"])
+    rc, failed = eval_here(kit, prep, bad, ws.path, prepared, monkeypatch, capsys)
+    assert rc == 1 and not failed["ok"] and "'_orig_mod.'" in failed["error"]
+
+
+def eval_here(kit, prep, ckpt, code, data_dir, monkeypatch, capsys) -> tuple[int, dict]:
+    """``prepare.py --eval`` run in this process on a fresh import of the pristine file: (exit, JSON)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the kit puts the script's folder first
+    monkeypatch.setitem(sys.modules, "prepare", prep)
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
+    capsys.readouterr()
+    rc = kit.cli(prep, ["--eval", str(ckpt), "--code", str(code), "--data-dir", str(data_dir), "--device", "cpu"])
+    return rc, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------- real data
+def test_molecule_counts_match_the_hiv_csv(shared_data, load_prepare):
+    """HIV.csv (MoleculeNet, same molecules as ogbg-molhiv) backs the counts program.md states."""
+    with open(shared_data / "ogbg_molhiv" / "HIV.csv", newline="") as f:
+        labels = [int(row["HIV_active"]) for row in csv.DictReader(f)]
+    assert (len(labels), sum(labels)) == (41127, 1443)
+    prep = load_prepare(TASK)
+    program = (prep.Path(prep.__file__).parent / "program.md").read_text()
+    for figure in ("41 127", "1 443", "32 901", "4 113", "0.706"):
+        assert figure in program
+
+
+def test_real_archive_if_present(shared_data, tmp_path, kit, load_prepare):
+    raw = shared_data / "ogbg_molhiv" / ARCHIVE
+    if not raw.is_file():
+        pytest.skip(f"{raw} absent: no offline copy of OGB's archive exists (shared/data/README.md §2.5)")
+    out = kit.prepare(load_prepare(TASK), tmp_path / "data" / TASK, from_dir=raw.parent)
+    sizes = [len(np.load(out / f"{s}_idx.npy")) for s in ("train", "val", "test")]
+    assert sizes == [32901, 4113, 4113] and len(np.load(out / "node_ptr.npy")) == 41128
+    assert sum(int(np.load(out / f"{s}_y.npy").sum()) for s in ("train", "val", "test")) == 1443
