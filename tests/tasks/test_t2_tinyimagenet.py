@@ -1,0 +1,160 @@
+"""T2 TinyImageNet: prepare from a tiny zip laid out like the real archive, train on CPU, score.
+
+The fixture zip has the real layout (``tiny-imagenet-200/wnids.txt``, ``words.txt``,
+``train/<wnid>/images/*.JPEG`` with ``<wnid>_boxes.txt``, ``val/images/*.JPEG`` with
+``val_annotations.txt``, unlabelled ``test/images``), 3 classes, 12 train and 6 val images.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+PIL = pytest.importorskip("PIL", reason="T2's prepare.py decodes JPEGs with Pillow, which is not installed")
+from PIL import Image  # noqa: E402
+
+TASK = "t2_tinyimagenet"
+REPO = Path(__file__).resolve().parents[2]
+WNIDS = ["n02085620", "n01443537", "n03444034"]  # as wnids.txt lists them: NOT sorted
+SORTED = sorted(WNIDS)  # class index order
+VAL = [("val_0.JPEG", "n03444034"), ("val_1.JPEG", "n01443537"), ("val_2.JPEG", "n02085620"),
+       ("val_3.JPEG", "n01443537"), ("val_4.JPEG", "n01443537"), ("val_5.JPEG", "n03444034")]
+
+
+def _jpeg(rng: np.random.Generator, grey: bool = False) -> bytes:
+    pixels = rng.integers(0, 256, (64, 64) if grey else (64, 64, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
+
+
+def _decoded(data: bytes) -> np.ndarray:
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def make_zip(raw_dir: Path) -> dict:
+    """Write ``raw_dir/tiny-imagenet-200.zip``; return what prepare must produce from it."""
+    rng = np.random.default_rng(0)
+    root = "tiny-imagenet-200/"
+    train = {}
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(raw_dir / "tiny-imagenet-200.zip", "w") as z:
+        z.writestr(root + "wnids.txt", "\n".join(WNIDS) + "\n")
+        z.writestr(root + "words.txt", "n00001740\tentity\n" + "".join(f"{w}\tthing {w}, other\n" for w in WNIDS))
+        for wnid in WNIDS:
+            z.writestr(f"{root}train/{wnid}/", "")  # the real archive has directory entries
+            boxes = []
+            for k in range(4):
+                name = f"{root}train/{wnid}/images/{wnid}_{k}.JPEG"
+                data = _jpeg(rng, grey=(wnid == WNIDS[0] and k == 2))  # real TinyImageNet has greyscale JPEGs
+                z.writestr(name, data)
+                train[name] = (_decoded(data), SORTED.index(wnid))
+                boxes.append(f"{wnid}_{k}.JPEG\t0\t0\t63\t63")
+            z.writestr(f"{root}train/{wnid}/{wnid}_boxes.txt", "\n".join(boxes) + "\n")
+        val = []
+        for file, wnid in VAL:
+            data = _jpeg(rng)
+            z.writestr(f"{root}val/images/{file}", data)
+            val.append((_decoded(data), SORTED.index(wnid)))
+        z.writestr(root + "val/val_annotations.txt", "".join(f"{f}\t{w}\t1\t2\t40\t50\n" for f, w in VAL))
+        z.writestr(root + "test/images/test_0.JPEG", _jpeg(rng))
+    order = sorted(train)  # prepare keeps train in sorted member-name order
+    return {
+        "train_x": np.stack([train[n][0] for n in order]), "train_y": np.array([train[n][1] for n in order]),
+        "val_x": np.stack([v[0] for v in val]), "val_y": np.array([v[1] for v in val]),
+    }
+
+
+@pytest.fixture
+def prepared(tmp_path, prepare_fixture):
+    expected = make_zip(tmp_path / "raw")
+    return prepare_fixture(TASK, tmp_path / "raw"), expected
+
+
+def test_prepare_decodes_the_real_layout(prepared):
+    data, expected = prepared
+    for split in ("train", "val"):
+        x, y = np.load(data / f"{split}_x.npy"), np.load(data / f"{split}_y.npy")
+        assert x.dtype == np.uint8 and x.shape == (len(expected[f"{split}_y"]), 64, 64, 3)
+        assert y.dtype == np.int64
+        np.testing.assert_array_equal(x, expected[f"{split}_x"])
+        np.testing.assert_array_equal(y, expected[f"{split}_y"])
+    grey = np.load(data / "train_x.npy")[np.load(data / "train_y.npy") == SORTED.index(WNIDS[0])][2]
+    assert (grey[..., 0] == grey[..., 1]).all() and (grey[..., 1] == grey[..., 2]).all()
+    lines = (data / "classes.txt").read_text().splitlines()
+    assert [line.split("\t")[0] for line in lines] == SORTED
+    assert lines[0] == "n01443537\tthing n01443537, other"
+
+
+def test_prepare_refuses_a_file_that_fails_the_pinned_checksum(tmp_path, kit, load_prepare):
+    make_zip(tmp_path / "raw")
+    module = load_prepare(TASK)  # the real pin: md5 and size of cs231n's archive
+    with pytest.raises(kit.KitError, match="expected 248100043"):
+        kit.prepare(module, tmp_path / "data" / TASK, from_dir=tmp_path / "raw")
+    assert not (tmp_path / "data" / TASK).exists()
+
+
+def test_augment_crops_flips_and_jitters_on_whole_batches(monkeypatch, load_prepare, prepared):
+    import torch
+
+    data, _ = prepared
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
+    prep = load_prepare(TASK)
+    monkeypatch.setitem(__import__("sys").modules, "prepare", prep)
+    spec = importlib.util.spec_from_file_location("t2_train_under_test", REPO / "tasks" / TASK / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    x, _ = prep.load_split("train")
+    torch.manual_seed(0)
+    monkeypatch.setattr(train, "JITTER", 0.0)
+    out = train.augment(x)
+    assert out.shape == (len(x), 3, 64, 64) and out.dtype == torch.float32
+    padded = prep.normalize(torch.nn.functional.pad(x, (0, 0, 8, 8, 8, 8)))  # black border, then normalised
+    flips = 0
+    for i in range(len(x)):  # every output is one 64x64 window of the padded image, maybe mirrored
+        windows = padded[i].unfold(1, 64, 1).unfold(2, 64, 1).permute(1, 2, 0, 3, 4)  # [17, 17, 3, 64, 64]
+        plain = (windows - out[i]).abs().amax(dim=(2, 3, 4)) < 1e-5
+        mirrored = (windows.flip(4) - out[i]).abs().amax(dim=(2, 3, 4)) < 1e-5
+        assert plain.any() or mirrored.any(), f"image {i} is not a crop of its padded input"
+        flips += int(not plain.any())
+    assert 0 < flips < len(x)  # both flipped and unflipped images in a batch of 12
+    monkeypatch.setattr(train, "JITTER", 0.4)
+    jittered = train.augment(x)
+    assert torch.isfinite(jittered).all() and not torch.allclose(jittered, out)
+
+
+def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace):
+    data, expected = prepared
+    ws = make_workspace(TASK, data)
+    ws.set_constants(WIDTHS=(8, 16, 16, 32), BATCH_SIZE=4, EPOCHS=2, MAX_STEPS=4, LOG_EVERY=1, DEVICE="cpu")
+    out = ws.run().stdout
+    assert "step 1/6" in out and "train_images_per_s:" in out
+    ckpts = ws.checkpoints()
+    assert [c.name for c in ckpts] == ["train_epoch1.pt", "train_epoch2.pt"]  # 3 steps/epoch; stops at 4
+    import torch
+
+    saved = torch.load(ckpts[-1], weights_only=True)
+    result = ws.evaluate(ckpts[-1])
+    assert result["ok"] and result["n"] == len(expected["val_y"]) and result["metric"] == "val_top1"
+    assert result["value"] == pytest.approx(saved["score"], abs=1e-9)  # the scorer agrees with train.py
+
+
+def test_evaluate_is_top1_accuracy(prepared, make_workspace, save_state):
+    import torch
+
+    data, expected = prepared
+    ws = make_workspace(TASK, data)
+    ws.write("const.py", "import torch.nn as nn\n\ndef build_model(config):\n"
+                         "    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 64 * 64, config['classes']))\n")
+    cls = SORTED.index("n03444034")  # a model that always answers this class: right on 2 of 6
+    state = {"1.weight": torch.zeros(200, 3 * 64 * 64), "1.bias": torch.nn.functional.one_hot(torch.tensor(cls), 200).float()}
+    ckpt = save_state(ws.path / "checkpoints" / "const.pt", state, {"classes": 200}, script="const.py")
+    result = ws.evaluate(ckpt)
+    assert result["ok"], result
+    assert result["value"] == pytest.approx(2 / 6) == float(np.mean(expected["val_y"] == cls))
