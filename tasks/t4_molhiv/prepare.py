@@ -103,7 +103,9 @@ def _open_members(path: Path) -> dict[str, bytes]:
                 found[rel] = data
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
         path.unlink(missing_ok=True)
-        raise kit.KitError(f"{path.name} is not a readable zip ({exc}): the download is truncated or corrupt; fetch it again") from None
+        raise kit.KitError(
+            f"{path.name} is not a readable zip ({exc}): the download is truncated or corrupt; fetch it again"
+        ) from None
     except kit.KitError:
         path.unlink(missing_ok=True)  # the kit keeps unchecked archives: drop this one so it is fetched anew
         raise
@@ -260,7 +262,8 @@ def evaluate(model, split: str, device: str) -> dict:
         batch = collate_graphs(graphs, idx[i : i + EVAL_BATCH]).to(device)
         out = model(batch)
         if out.numel() != batch.num_graphs:
-            raise kit.KitError(f"the model returned shape {tuple(out.shape)} for {batch.num_graphs} graphs: expected [B] or [B, 1]")
+            shape = tuple(out.shape)
+            raise kit.KitError(f"the model returned shape {shape} for {batch.num_graphs} graphs: expected [B] or [B, 1]")
         scores.append(out.reshape(-1).float().cpu())
     s = torch.cat(scores).numpy()
     if not np.isfinite(s).all():

@@ -120,7 +120,8 @@ def main() -> None:
             if MAX_STEPS and steps >= MAX_STEPS:
                 break
         auc = val_auroc(model)
-        print(f"epoch {epoch}/{EPOCHS} loss {loss.item():.4f} val_auroc {auc:.4f} time {time.time() - started:.1f}s", flush=True)
+        elapsed = time.time() - started
+        print(f"epoch {epoch}/{EPOCHS} loss {loss.item():.4f} val_auroc {auc:.4f} time {elapsed:.1f}s", flush=True)
         if auc > best:  # keep the checkpoints worth scoring
             best = auc
             prepare.save_checkpoint(model, config, f"{run}_epoch{epoch}", score=auc)

@@ -64,7 +64,8 @@ def main() -> None:
             if MAX_STEPS and steps >= MAX_STEPS:
                 break
         acc = accuracy(model, xva, yva)
-        print(f"epoch {epoch}/{EPOCHS} loss {loss.item():.4f} val_acc {acc:.4f} time {time.time() - started:.1f}s", flush=True)
+        elapsed = time.time() - started
+        print(f"epoch {epoch}/{EPOCHS} loss {loss.item():.4f} val_acc {acc:.4f} time {elapsed:.1f}s", flush=True)
         if acc > best:  # keep the checkpoints worth scoring
             best = acc
             prepare.save_checkpoint(model, config, f"{run}_epoch{epoch}", score=acc)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import io
 import itertools
 import json
 import sys

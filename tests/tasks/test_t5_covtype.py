@@ -75,7 +75,9 @@ def test_split_sizes_from_the_real_class_counts(shared_data, load_prepare):
         assert figure in program
 
 
-def test_prepare_train_checkpoint_and_score(raw_dir, prepare_fixture, make_workspace, save_state, kit, load_prepare, monkeypatch, capsys):
+def test_prepare_train_checkpoint_and_score(
+    raw_dir, prepare_fixture, make_workspace, save_state, kit, load_prepare, monkeypatch, capsys
+):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
     data = prepare_fixture(TASK, raw_dir)
     manifest = json.loads((data / "manifest.json").read_text())["files"]
