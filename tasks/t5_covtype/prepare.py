@@ -155,12 +155,13 @@ def _prefetch_from_mirrors(argv: list[str]) -> int:
     p.add_argument("--from", dest="from_dir")
     p.add_argument("--data-dir", type=Path)
     p.add_argument("--eval")
+    p.add_argument("--serve", action="store_true")
     p.add_argument("--force", action="store_true")
     args, _ = p.parse_known_args(argv)
     out = args.data_dir.resolve() if args.data_dir else data_dir()
     manifest = out / kit.MANIFEST
-    if args.from_dir or args.eval or {"-h", "--help"} & set(argv):
-        return 0
+    if args.from_dir or args.eval or args.serve or {"-h", "--help"} & set(argv):
+        return 0  # not a download: local files, scoring or help
     if not args.force and manifest.is_file() and json.loads(manifest.read_text()).get("version") == VERSION:
         return 0
     cache = out.parent / "_downloads" / TASK  # kit.prepare's cache (onegc_kit.prepare)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -168,7 +169,13 @@ def test_download_falls_back_to_the_mirror(raw_dir, tmp_path, kit, load_prepare,
     assert prep._prefetch_from_mirrors(["--data-dir", str(out)]) == 0
     assert kit.cli(prep, ["--data-dir", str(out)]) == 0  # takes the verified copy from the cache
     assert (out / "manifest.json").is_file() and len(np.load(out / "test_y.npy")) == 71
+    shutil.rmtree(tmp_path / "data" / "_downloads")
+    prep.MIRRORS = {RAW: [corrupt.as_uri()]}  # every source bad now: fetching would fail
     assert prep._prefetch_from_mirrors(["--data-dir", str(out)]) == 0  # prepared: nothing fetched
+    shutil.rmtree(tmp_path / "data")
+    for other_mode in (["--serve"], ["--eval", "x.pt"], ["--help"], ["--from", str(raw_dir)]):
+        assert prep._prefetch_from_mirrors(["--data-dir", str(out), *other_mode]) == 0
+    assert not (tmp_path / "data").exists()  # none of those downloads anything
 
 
 def test_real_covtype_if_present(shared_data, tmp_path, kit, load_prepare):
