@@ -29,7 +29,6 @@ from runner.events import Event, parse_event
 from runner.jsonl import JsonlTail, TailState
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines
-STALE_S = 15.0  # no event for this long and no live runner: the session is failed
 POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
 
 OnEvents = Callable[[str, list[Event]], None]
@@ -132,10 +131,12 @@ class Ingester:
     def check_liveness(self) -> list[str]:
         """Mark sessions failed whose runner is gone; returns their ids."""
         failed = []
-        now = time.time()
         for row in self.store.sessions("state IN ('running', 'paused')"):
             sid = row["session_id"]
-            if sid not in self._known or (row["last_ts"] and now - row["last_ts"] < STALE_S and row["state"] != "paused"):
+            if sid not in self._known:
+                continue
+            self.ingest_session(sid)  # a runner that just ended has written session_ended
+            if self.store.session(sid)["state"] in ("ended", "failed"):
                 continue
             reason = _reconcile(self._known[sid])
             if reason:

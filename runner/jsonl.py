@@ -95,7 +95,7 @@ class JsonlTail:
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.state.offset)
-                chunk = f.read(max_bytes)
+                chunk = f.read(max_bytes if max_bytes > 0 else -1)
         except FileNotFoundError:
             return
         end = chunk.rfind(b"\n")
@@ -138,7 +138,7 @@ class JsonlTail:
 
 
 def read_all_events(path: Path) -> tuple[list[Event], list[BadLine]]:
-    return JsonlTail(path).read_events(max_bytes=1 << 62)
+    return JsonlTail(path).read_events(max_bytes=-1)
 
 
 def append_json_line(path: Path, record: dict) -> None:

@@ -31,7 +31,8 @@ def set_constants(source: str, values: dict[str, object]) -> tuple[str, list[str
         new = remaining.pop(name)
         rendered = repr(new)
         end = "\n" if line.endswith("\n") else ""
-        lines[i] = f"{name}{m['ann'] or ''} = {rendered}{m['comment'] or ''}{end}"
+        ann = m["ann"].rstrip() if m["ann"] else ""
+        lines[i] = f"{name}{ann} = {rendered}{m['comment'] or ''}{end}"
         changes.append(f"{name}: {m['value'].strip()} -> {rendered}")
     if remaining:
         raise MissingConstant(f"no top-level assignment for {', '.join(remaining)}")

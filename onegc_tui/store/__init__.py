@@ -273,6 +273,18 @@ class Store:
     def ingest_errors(self, session_id: str) -> list[dict]:
         return list(self.db.query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id]))
 
+    def max_seq(self, session_id: str) -> int:
+        return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
+
+    def recent_events(self, session_id: str, types: Sequence[str], limit: int) -> list[Event]:
+        """The last ``limit`` events of these types, oldest first, as typed events."""
+        from runner.events import parse_event
+
+        rows = self.conn.execute(
+            f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(types))}) ORDER BY seq DESC LIMIT ?",
+            (session_id, *types, limit)).fetchall()
+        return [parse_event(r[0]) for r in reversed(rows)]
+
     def events_of(self, session_id: str, types: Sequence[str] | None = None) -> list[dict]:
         sql, args = "SELECT data FROM events WHERE session_id=?", [session_id]
         if types:

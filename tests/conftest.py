@@ -1,0 +1,112 @@
+"""Fixtures shared by the runner, store and app tests: a temporary ONEGC_HOME with the demo
+task prepared, and helpers to run real sessions (real runner processes, real agents)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+os.environ["TZ"] = "UTC"  # transcript timestamps in snapshots
+time.tzset()
+
+
+@pytest.fixture(scope="session")
+def demo_data(tmp_path_factory) -> Path:
+    """The demo task's data, prepared once per test run."""
+    root = tmp_path_factory.mktemp("demo-data")
+    out = root / "t0_demo"
+    subprocess.run([sys.executable, str(REPO / "tasks/t0_demo/prepare.py"), "--data-dir", str(out)], check=True,
+                   capture_output=True)
+    return out
+
+
+@pytest.fixture
+def home(tmp_path, demo_data, monkeypatch) -> Path:
+    """An ONEGC_HOME with t0 prepared (a copy: the kit's manifest makes it ready)."""
+    import shutil
+
+    h = tmp_path / "home"
+    (h / "data").mkdir(parents=True)
+    shutil.copytree(demo_data, h / "data" / "t0_demo")
+    monkeypatch.setenv("ONEGC_HOME", str(h))
+    return h
+
+
+def start_session(home: Path, session_id: str = "s1", **fields):
+    """Create a session and start its runner detached, as `onegc run` does."""
+    from runner.config import SessionConfig
+    from runner.launch import create_session, spawn_local
+
+    fields.setdefault("task", "t0")
+    fields.setdefault("agent", "scripted")
+    fields.setdefault("budget_s", 120)
+    fields.setdefault("pace_s", 0.0)
+    config = SessionConfig(session_id=session_id, **fields)
+    paths = create_session(config, home)
+    spawn_local(paths)
+    return paths
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def events(paths) -> list[dict]:
+    if not paths.events.exists():
+        return []
+    out = []
+    for line in paths.events.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+def wait_event(paths, type_: str, timeout: float = 60, **match) -> dict:
+    def find():
+        for e in events(paths):
+            if e["type"] == type_ and all(e.get(k) == v for k, v in match.items()):
+                return e
+        return None
+
+    return wait_for(find, timeout, f"a {type_} event {match or ''} in {paths.events}")
+
+
+def write_agent(tmp_path: Path, name: str, body: str) -> list[str]:
+    """A command-agent script; returns its command line."""
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(body))
+    return [sys.executable, str(script)]
+
+
+def tree_pids(paths) -> list[int]:
+    """Every live process whose cwd or command line belongs to this session's workspace."""
+    import psutil
+
+    ws = str(paths.workspace)
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "cwd", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if (proc.info["cwd"] or "").startswith(ws) or ws in " ".join(proc.info["cmdline"] or []):
+                found.append(proc.info["pid"])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found

@@ -1,0 +1,66 @@
+"""The event wire format: writer stamps, reader takes whole lines, corrupt lines are reported."""
+
+import json
+
+from runner.events import parse_event
+from runner.jsonl import EventWriter, JsonlTail, TailState, read_all_events
+
+
+def test_writer_numbers_events_and_continues_after_reopen(tmp_path):
+    path = tmp_path / "events.jsonl"
+    w = EventWriter(path, "s", clock=lambda: 100.0)
+    w.emit("warning", code="x", message="one")
+    w.emit("heartbeat", remaining_s=5, active_s=1)
+    w.close()
+    w2 = EventWriter(path, "s", clock=lambda: 101.0)
+    e = w2.emit("warning", code="x", message="three")
+    w2.close()
+    assert e.seq == 3
+    lines = path.read_text().splitlines()
+    assert [json.loads(l)["seq"] for l in lines] == [1, 2, 3]
+    assert parse_event(lines[1]).remaining_s == 5
+
+
+def test_reader_waits_for_a_partial_trailing_line(tmp_path):
+    path = tmp_path / "events.jsonl"
+    w = EventWriter(path, "s")
+    w.emit("warning", code="a", message="whole")
+    w.close()
+    full = path.read_bytes()
+    with open(path, "ab") as f:
+        f.write(b'{"v":1,"session_id":"s","seq":2,"ts":1.0,"type":"warn')
+    tail = JsonlTail(path)
+    events, bad = tail.read_events()
+    assert [e.seq for e in events] == [1] and not bad
+    assert tail.state.offset == len(full)
+    with open(path, "ab") as f:
+        f.write(b'ing","code":"b","message":"rest"}\n')
+    events, bad = tail.read_events()
+    assert [e.seq for e in events] == [2] and events[0].message == "rest"
+
+
+def test_corrupt_line_is_reported_with_file_and_line_and_reading_goes_on(tmp_path):
+    path = tmp_path / "events.jsonl"
+    w = EventWriter(path, "s")
+    w.emit("warning", code="a", message="1")
+    w.close()
+    with open(path, "ab") as f:
+        f.write(b"this is not json\n")
+    w = EventWriter(path, "s")
+    w.emit("warning", code="a", message="3")
+    w.close()
+    events, bad = read_all_events(path)
+    assert [e.message for e in events] == ["1", "3"]
+    assert len(bad) == 1 and bad[0].line_no == 2 and str(path) in str(bad[0])
+
+
+def test_tail_resumes_from_a_saved_offset(tmp_path):
+    path = tmp_path / "events.jsonl"
+    w = EventWriter(path, "s")
+    for i in range(5):
+        w.emit("warning", code="a", message=str(i))
+    w.close()
+    first = JsonlTail(path)
+    first.read_events()
+    again = JsonlTail(path, TailState(first.state.offset, first.state.line_no))
+    assert again.read_events() == ([], [])
