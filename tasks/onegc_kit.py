@@ -148,7 +148,10 @@ def _find_local(name: str, from_dir: Path) -> Path | None:
 
 
 def fetch(name: str, spec: dict, cache: Path, from_dir: Path | None = None) -> Path:
-    """Return a verified local copy of raw file ``name`` (``spec``: url, sha256/md5, size)."""
+    """Return a verified local copy of raw file ``name``.
+
+    ``spec``: ``url`` (canonical), optional ``mirrors`` (tried in order after it), ``sha256``
+    and/or ``md5``, ``size``. A partial download resumes where it stopped."""
     cache.mkdir(parents=True, exist_ok=True)
     dest = cache / name
     if dest.is_file():
@@ -167,8 +170,27 @@ def fetch(name: str, spec: dict, cache: Path, from_dir: Path | None = None) -> P
         os.replace(tmp, dest)
         return dest
     part = cache / f"{name}.part"
+    problems = []
+    for url in [spec["url"], *spec.get("mirrors", [])]:  # canonical first; a partial file resumes
+        try:
+            _download(url, part, spec, name)
+        except KitError as exc:
+            problems.append(str(exc))
+            continue
+        try:
+            _verify(part, spec, url)
+        except KitError as exc:
+            part.unlink(missing_ok=True)
+            problems.append(str(exc))
+            continue
+        os.replace(part, dest)
+        return dest
+    raise KitError(problems[-1] if len(problems) == 1 else "; ".join(problems))
+
+
+def _download(url: str, part: Path, spec: dict, name: str) -> None:
     have = part.stat().st_size if part.exists() else 0
-    request = urllib.request.Request(spec["url"], headers={"User-Agent": "onegc-prepare"})
+    request = urllib.request.Request(url, headers={"User-Agent": "onegc-prepare"})
     if have:
         request.add_header("Range", f"bytes={have}-")
     try:
@@ -184,16 +206,9 @@ def fetch(name: str, spec: dict, cache: Path, from_dir: Path | None = None) -> P
                         print(f"progress: {name} {done}/{total}", file=sys.stderr, flush=True)
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise KitError(
-            f"cannot download {name} from {spec['url']} ({exc}): check the network, or pass "
+            f"cannot download {name} from {url} ({exc}): check the network, or pass "
             f"--from DIR with the raw file already on disk (offline clusters)"
         ) from None
-    try:
-        _verify(part, spec, spec["url"])
-    except KitError:
-        part.unlink(missing_ok=True)
-        raise
-    os.replace(part, dest)
-    return dest
 
 
 def prepare(task: ModuleType, out: Path, from_dir: Path | None = None, force: bool = False) -> Path:
@@ -291,8 +306,13 @@ def evaluate_checkpoint(task: ModuleType, ckpt_path: Path, code: Path, split: st
 
     torch.manual_seed(0)
     started = time.perf_counter()
+    if dev.startswith("cuda") and not torch.cuda.is_available():
+        raise KitError(f"device {dev} requested but CUDA is not available here: use --device cpu")
     model, ckpt = load_model(ckpt_path, code, task)
-    model.to(dev).eval()
+    try:
+        model.to(dev).eval()
+    except Exception as exc:
+        raise KitError(f"moving the model to {dev} failed: {type(exc).__name__}: {str(exc)[:200]}") from None
     with torch.no_grad():
         try:
             result = task.evaluate(model, split, dev)

@@ -50,9 +50,9 @@ RAW = {
         # sha256, fetched there from the figshare mirror below. No size is pinned anywhere.
         "url": "https://archive.ics.uci.edu/ml/machine-learning-databases/covtype/covtype.data.gz",
         "sha256": "614360d0257557dd1792834a85a1cdebfadc3c4f30b011d56afee7ffb5b15771",
+        "mirrors": ["https://ndownloader.figshare.com/files/5976039"],  # tried after "url"
     }
 }
-MIRRORS = {"covtype.data.gz": ["https://ndownloader.figshare.com/files/5976039"]}  # tried after "url"
 COLUMNS = 55  # 54 features + the cover type
 CONTINUOUS = 10
 NUM_CLASSES = 7
@@ -145,41 +145,6 @@ def evaluate(model, split: str, device: str) -> dict:
     return {"value": correct / len(y), "n": len(y)}
 
 
-def _prefetch_from_mirrors(argv: list[str]) -> int:
-    """kit.fetch knows one URL per file: try "url" then each mirror, leaving the first copy that
-    passes the checksum where kit.prepare looks first (its download cache). 0, or 2 on failure."""
-    import argparse
-    import json
-
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--from", dest="from_dir")
-    p.add_argument("--data-dir", type=Path)
-    p.add_argument("--eval")
-    p.add_argument("--serve", action="store_true")
-    p.add_argument("--force", action="store_true")
-    args, _ = p.parse_known_args(argv)
-    out = args.data_dir.resolve() if args.data_dir else data_dir()
-    manifest = out / kit.MANIFEST
-    if args.from_dir or args.eval or args.serve or {"-h", "--help"} & set(argv):
-        return 0  # not a download: local files, scoring or help
-    if not args.force and manifest.is_file() and json.loads(manifest.read_text()).get("version") == VERSION:
-        return 0
-    cache = out.parent / "_downloads" / TASK  # kit.prepare's cache (onegc_kit.prepare)
-    for name, spec in RAW.items():
-        urls = [spec["url"], *MIRRORS.get(name, [])]
-        for url in urls:
-            try:
-                kit.fetch(name, {**spec, "url": url}, cache)
-                break
-            except kit.KitError as exc:
-                print(f"note: {exc}", file=sys.stderr)
-        else:
-            print(f"error: {name} could not be fetched from {' or '.join(urls)}: check the network, or "
-                  "pass --from DIR with the raw file already on disk", file=sys.stderr)
-            return 2
-    return 0
-
-
 if __name__ == "__main__":
     sys.modules["prepare"] = sys.modules[__name__]  # so data_dir() resolves beside this file
-    sys.exit(_prefetch_from_mirrors(sys.argv[1:]) or kit.cli(sys.modules[__name__]))
+    sys.exit(kit.cli(sys.modules[__name__]))

@@ -156,26 +156,18 @@ def test_download_falls_back_to_the_mirror(raw_dir, tmp_path, kit, load_prepare,
     corrupt = tmp_path / "corrupt.gz"
     corrupt.write_bytes(b"\x1f\x8b not the data")
     out = tmp_path / "data" / TASK
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(out))
     monkeypatch.setitem(sys.modules, "prepare", prep)
 
     prep.RAW[RAW]["url"] = (tmp_path / "missing.gz").as_uri()
-    prep.MIRRORS = {RAW: [corrupt.as_uri()]}
-    assert prep._prefetch_from_mirrors(["--data-dir", str(out)]) == 2
-    assert "could not be fetched" in capsys.readouterr().err
+    prep.RAW[RAW]["mirrors"] = [corrupt.as_uri()]
+    assert kit.cli(prep, ["--data-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot download" in err and "corrupt.gz has 15 bytes" in err  # both sources named
     assert not out.exists() and not list((tmp_path / "data" / "_downloads" / TASK).iterdir())
 
-    prep.MIRRORS = {RAW: [corrupt.as_uri(), (raw_dir / RAW).as_uri()]}
-    assert prep._prefetch_from_mirrors(["--data-dir", str(out)]) == 0
-    assert kit.cli(prep, ["--data-dir", str(out)]) == 0  # takes the verified copy from the cache
+    prep.RAW[RAW]["mirrors"] = [corrupt.as_uri(), (raw_dir / RAW).as_uri()]
+    assert kit.cli(prep, ["--data-dir", str(out)]) == 0
     assert (out / "manifest.json").is_file() and len(np.load(out / "test_y.npy")) == 71
-    shutil.rmtree(tmp_path / "data" / "_downloads")
-    prep.MIRRORS = {RAW: [corrupt.as_uri()]}  # every source bad now: fetching would fail
-    assert prep._prefetch_from_mirrors(["--data-dir", str(out)]) == 0  # prepared: nothing fetched
-    shutil.rmtree(tmp_path / "data")
-    for other_mode in (["--serve"], ["--eval", "x.pt"], ["--help"], ["--from", str(raw_dir)]):
-        assert prep._prefetch_from_mirrors(["--data-dir", str(out), *other_mode]) == 0
-    assert not (tmp_path / "data").exists()  # none of those downloads anything
 
 
 def test_real_covtype_if_present(shared_data, tmp_path, kit, load_prepare):
