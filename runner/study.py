@@ -168,12 +168,17 @@ class StudySpec(BaseModel):
             raise ValueError(f"task {dup} is listed twice")
         return shorts
 
-    @model_validator(mode="after")
-    def _unique_labels(self) -> StudySpec:
-        keys = Counter(a.key for a in self.agents)
+    @field_validator("agents")
+    @classmethod
+    def _unique_labels(cls, value: list[AgentSpec]) -> list[AgentSpec]:
+        keys = Counter(a.key for a in value)
         dup = next((k for k, n in keys.items() if n > 1), None)
         if dup:
             raise ValueError(f"two agents share the label '{dup}': give each a distinct 'label'")
+        return value
+
+    @model_validator(mode="after")
+    def _short_enough_ids(self) -> StudySpec:
         longest = max(len(session_id(self.name, a.key, t, self.repeats)) for a in self.agents for t in self.tasks)
         if longest > 128:
             raise ValueError("session ids would exceed 128 characters: shorten the study name or agent labels")
