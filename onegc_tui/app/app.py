@@ -51,8 +51,9 @@ class MonitorApp(App):
     class Wake(Message):
         """Something urgent arrived: flush now rather than at the next tick."""
 
-    def __init__(self, home: Path, focus: str | None = None, live: bool = True):
+    def __init__(self, home: Path, focus: str | None = None, live: bool = True, show_clock: bool = True):
         super().__init__()
+        self.show_clock = show_clock
         self.home = home
         self.focus_id = focus
         self.live = live
@@ -67,7 +68,7 @@ class MonitorApp(App):
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=True)
+        yield Header(show_clock=self.show_clock)
         with Vertical(id="top"):
             yield Static("", id="summary")
             yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
@@ -156,7 +157,7 @@ class MonitorApp(App):
         running = sum(1 for r in rows.values() if r["state"] == "running")
         paused = sum(1 for r in rows.values() if r["state"] == "paused")
         self.query_one("#summary", Static).update(
-            f"{len(rows)} sessions · {running} running · {paused} paused · home {self.home}"
+            f"{len(rows)} sessions · {running} running · {paused} paused · p pause/resume · a abort · f follow"
             if rows else f"No sessions under {self.home / 'runs'} yet: start one with 'onegc demo' or 'onegc run'.")
         if self.selected is None and rows:
             waiting = self.focus_id and self.focus_id not in rows and time.monotonic() - self._mounted_at < FOCUS_WAIT_S
@@ -230,6 +231,6 @@ class MonitorApp(App):
         self.query_one(TranscriptPane).follow()
 
 
-def make_app(home: Path, focus: str | None = None, live: bool = True) -> MonitorApp:
-    """The one factory the CLI and the tests share."""
-    return MonitorApp(home, focus=focus, live=live)
+def make_app(home: Path, focus: str | None = None, live: bool = True, show_clock: bool = True) -> MonitorApp:
+    """The one factory the CLI and the tests share (tests: ``live=False``, no clock)."""
+    return MonitorApp(home, focus=focus, live=live, show_clock=show_clock)

@@ -1,0 +1,55 @@
+"""Fixed session folders for the monitor's tests and snapshots: fixed clocks, no live runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from onegc_tui.ingest import Ingester
+from onegc_tui.store import Store
+from runner.config import SessionConfig
+from runner.jsonl import EventWriter
+from runner.launch import create_session
+
+T0 = 1_790_000_000.0  # a fixed epoch: timestamps and countdowns render the same every run
+
+
+class Clock:
+    def __init__(self):
+        self.t = T0
+
+    def __call__(self):
+        self.t += 1.0
+        return self.t
+
+
+def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, scores: list[float]) -> None:
+    create_session(SessionConfig(session_id=sid, task="t0", agent=agent, budget_s=120, created=T0), home)
+    w = EventWriter(home / "runs" / sid / "events.jsonl", sid, clock=Clock())
+    w.emit("session_started", task="t0_demo", agent=agent, budget_s=120, grace_s=30, contract={"task_hash": "h"})
+    w.emit("budget", state="running", remaining_s=120, deadline=T0 + 120)
+    w.emit("warning", code="no_gpu", message="no GPU visible: NVML unavailable")
+    w.emit("transcript", role="assistant", kind="text", text=f"{sid}: I'll start by reading the task description.")
+    w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py", call_id="c1")
+    for i, v in enumerate(scores, 1):
+        w.emit("transcript", role="tool", kind="tool_result", text=f"epoch {i} val_acc {v:.4f}", call_id="c1")
+        w.emit("checkpoint_found", name=f"run_1_epoch{i}-1", path="p", snapshot="s", script="run_1.py",
+               self_reported=v, budget_elapsed_s=10.0 * i)
+        w.emit("checkpoint_scored", name=f"run_1_epoch{i}-1", value=v, metric="val_acc", split="val", budget_elapsed_s=10.0 * i)
+    w.emit("checkpoint_scored", name="bad-1", error="state_dict keys are prefixed '_orig_mod.'", metric="val_acc",
+           split="val", budget_elapsed_s=45.0)
+    w.emit("heartbeat", remaining_s=70, active_s=50, procs=1)
+    if paused:
+        w.emit("budget", state="paused", remaining_s=70, deadline=T0 + 200)
+    if end:
+        w.emit("session_ended", reason=end, detail="the agent finished", active_s=60, wall_s=61, paused_s=0,
+               score=max(scores), best_checkpoint="run_1_epoch3-1")
+    w.close()
+
+
+def build_home(home: Path) -> Path:
+    _session(home, "a-ended", "scripted", "completed", False, [0.41, 0.77, 0.93])
+    _session(home, "b-paused", "command", None, True, [0.38, 0.52, 0.60])
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    return home

@@ -1,0 +1,122 @@
+"""The SQLite store and the ingester: exactly once, whole lines, corrupt lines reported, rebuildable."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from onegc_tui.cli import main
+from onegc_tui.ingest import Ingester, LiveIngest
+from onegc_tui.store import SCHEMA_VERSION, Store
+from onegc_tui.store.schema import SchemaTooNew
+from runner.config import SessionConfig
+from runner.jsonl import EventWriter
+from runner.launch import create_session
+
+
+def fake_session(home, sid="s1", n_transcript=10) -> EventWriter:
+    paths = create_session(SessionConfig(session_id=sid, task="t0", agent="scripted", budget_s=60), home)
+    w = EventWriter(paths.events, sid)
+    w.emit("session_started", task="t0_demo", agent="scripted", budget_s=60, grace_s=30,
+           contract={"task_hash": "abc", "budget_s": 60, "gpu": [{"name": "H200", "driver": "1"}]})
+    for i in range(n_transcript):
+        w.emit("transcript", role="assistant", kind="text", text=f"line {i} about learning rates")
+    w.emit("gpu", index=0, util_pct=87, mem_used_mb=1000, mem_total_mb=80000)
+    w.emit("checkpoint_found", name="a-1", path="p", snapshot="s", script="run_1.py", self_reported=0.5, budget_elapsed_s=3)
+    w.emit("checkpoint_scored", name="a-1", value=0.61, metric="val_acc", split="val", budget_elapsed_s=3)
+    w.emit("process", action="started", pid=1, script="run_1.py", cmdline="python run_1.py")
+    return w
+
+
+def test_ingest_is_exactly_once_and_keeps_the_summary_current(home):
+    w = fake_session(home)
+    store = Store.open(home)
+    ing = Ingester(home, store)
+    assert ing.ingest_all() == 15
+    assert ing.ingest_all() == 0
+    # a second ingester from offset zero (e.g. after a crash before the offset commit): still no duplicates
+    store.conn.execute("DELETE FROM ingest_offsets")
+    store.conn.commit()
+    assert Ingester(home, store).ingest_all() == 0
+    w.emit("session_ended", reason="completed", active_s=42, wall_s=43, paused_s=1, score=0.7, best_checkpoint="a-1")
+    w.close()
+    assert ing.ingest_all() == 1
+    row = store.session("s1")
+    assert (row["state"], row["score"], row["best_live"], row["gpu_util"], row["scripts_launched"]) == ("ended", 0.7, 0.61, 87, 1)
+    assert row["contract_hash"] and row["gpu_name"] == "H200"
+    assert store.count_events("s1") == len((home / "runs/s1/events.jsonl").read_text().splitlines()) == 16
+    assert [r["text"] for r in store.transcript("s1", search="learning")][:1] == ["line 0 about learning rates"]
+    assert store.checkpoints("s1")[0]["value"] == 0.61
+
+
+def test_partial_and_corrupt_lines(home):
+    w = fake_session(home, n_transcript=1)
+    w.close()
+    events = home / "runs/s1/events.jsonl"
+    with open(events, "ab") as f:
+        f.write(b"{garbage\n")
+        f.write(b'{"v":1,"session_id":"s1","seq":7,"ts":1.0,"type":"warning","code":"x","mes')
+    store = Store.open(home)
+    errors = []
+    ing = Ingester(home, store, on_error=errors.append)
+    assert ing.ingest_all() == 6
+    assert len(errors) == 1 and "events.jsonl:7" in errors[0]
+    assert store.ingest_errors("s1")[0]["line_no"] == 7
+    with open(events, "ab") as f:
+        f.write(b'sage":"finished later"}\n')
+    assert ing.ingest_all() == 1
+    assert store.session("s1")["warnings"] == 2  # the corrupt line and the warning event
+
+
+def test_reindex_rebuilds_the_same_rows(home):
+    fake_session(home).close()
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    before = store.sessions()
+    store.close()
+    result = CliRunner().invoke(main, ["reindex"])
+    assert result.exit_code == 0, result.output
+    store = Store.open(home)
+    after = store.sessions()
+    assert [{k: v for k, v in r.items()} for r in after] == before
+    store.close()
+
+
+def test_schema_version_and_a_newer_database_is_refused(tmp_path):
+    store = Store(tmp_path / "x.db")
+    assert store.schema_version == SCHEMA_VERSION
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+    conn = sqlite3.connect(tmp_path / "x.db")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(SchemaTooNew, match="reindex"):
+        Store(tmp_path / "x.db")
+
+
+def test_live_ingest_with_a_real_watchdog_observer(home):
+    seen: list[int] = []
+    got = threading.Event()
+
+    def on_events(sid, events):
+        seen.extend(e.seq for e in events)
+        if len(seen) >= 16:
+            got.set()
+
+    live = LiveIngest(home, on_events=on_events, rescan_s=30)  # only watchdog can deliver within the wait
+    live.start()
+    try:
+        assert live.ready.wait(10)
+        w = fake_session(home)
+        time.sleep(0.3)
+        w.emit("heartbeat", remaining_s=10, active_s=50)
+        w.close()
+        assert got.wait(10), f"only {len(seen)} events arrived"
+        assert seen == list(range(1, 17))
+    finally:
+        live.stop()
