@@ -1,0 +1,215 @@
+"""Reproduce a task's paper baseline with one command, and print our score beside the paper's.
+
+    python benchmarks/reproduce_baselines.py TASK [--from DIR] [--device cpu|cuda] [--max-minutes M]
+                                                  [--data-dir DIR] [--json FILE] [--keep]
+
+It prepares the task's data with the pristine ``tasks/<id>/prepare.py`` (from DIR, or by
+downloading), builds a fresh workspace the way a session gets one (prepare.py, onegc_kit.py,
+train.py and only the public prepared files), runs the unmodified baseline ``train.py`` there,
+then scores every checkpoint it saved with the pristine ``prepare.py --eval`` on the scored split,
+as the harness does after a session, and reports the best beside ``task.toml``'s
+``baseline_score``, with the training wall time, the best checkpoint's --eval wall time, the
+device and the machine. ``--max-minutes`` stops training early (the figures are then marked
+incomplete). Exit status: 0 when a checkpoint was scored, 1 when none was, 2 on a usage or data error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tasks import KIT_FILE, UnknownTask, get_task  # noqa: E402
+
+KILL_GRACE_S = 10  # after SIGTERM at --max-minutes, before SIGKILL
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def machine(device: str) -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import torch
+
+    text = f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}"
+    if device == "cuda" and torch.cuda.is_available():
+        text = f"{torch.cuda.get_device_name(0)}; {text}"
+    return text
+
+
+def prepare_data(task_id: str, data_dir: Path, from_dir: Path | None) -> None:
+    cmd = [sys.executable, str(REPO / "tasks" / task_id / "prepare.py"), "--data-dir", str(data_dir)]
+    if from_dir:
+        cmd += ["--from", str(from_dir)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        fail(f"preparing {task_id} failed: {lines[-1] if lines else proc.returncode}".replace("error: ", ""))
+
+
+def make_workspace(task_id: str, data_dir: Path, device: str | None) -> Path:
+    ws = Path(tempfile.mkdtemp(prefix=f"onegc-repro-{task_id}-"))
+    for name in ("prepare.py", "train.py"):
+        shutil.copy(REPO / "tasks" / task_id / name, ws / name)
+    shutil.copy(KIT_FILE, ws / "onegc_kit.py")
+    (ws / "checkpoints").mkdir()
+    (ws / "data").mkdir()
+    manifest = json.loads((data_dir / "manifest.json").read_text())
+    for fname, info in [*manifest["files"].items(), ("manifest.json", {})]:
+        if info.get("private"):
+            continue  # held-out labels never enter a workspace
+        try:
+            os.link(data_dir / fname, ws / "data" / fname)
+        except OSError:
+            shutil.copy(data_dir / fname, ws / "data" / fname)
+    if device:
+        train = ws / "train.py"
+        text, n = re.subn(r"^DEVICE\s*=.*$", f"DEVICE = {device!r}", train.read_text(), count=1, flags=re.MULTILINE)
+        if not n:
+            fail(f"tasks/{task_id}/train.py has no top-level DEVICE constant")
+        train.write_text(text)
+    return ws
+
+
+def train(ws: Path, max_minutes: float | None) -> tuple[float, bool, int]:
+    """Run train.py, echoing its output; returns (wall seconds, completed, exit code)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ONEGC_DATA_DIR", "ONEGC_CHECKPOINT_DIR")}
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-u", "train.py"], cwd=ws, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = started + max_minutes * 60 if max_minutes else None
+    timed_out = False
+
+    def stop() -> None:
+        nonlocal timed_out
+        timed_out = True
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    import threading
+
+    timer = threading.Timer(deadline - time.perf_counter(), stop) if deadline else None
+    if timer:
+        timer.start()
+    for line in proc.stdout:
+        print(f"  | {line}", end="", flush=True)
+    code = proc.wait()
+    if timer:
+        timer.cancel()
+    return time.perf_counter() - started, not timed_out and code == 0, code
+
+
+def score(task_id: str, ckpt: Path, ws: Path, data_dir: Path, split: str, device: str, timeout: float) -> dict:
+    cmd = [sys.executable, str(REPO / "tasks" / task_id / "prepare.py"), "--eval", str(ckpt), "--code", str(ws),
+           "--split", split, "--data-dir", str(data_dir), "--device", device]
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"--eval took more than {timeout:.0f} s", "wall_s": timeout}
+    wall = time.perf_counter() - started
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    result = json.loads(lines[-1]) if lines else {"ok": False, "error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
+    result["wall_s"] = round(wall, 2)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("task", help="task id or short name (t1 ... t7)")
+    parser.add_argument("--from", dest="from_dir", type=Path, help="take the raw files from this folder instead of downloading")
+    parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when present, else cpu")
+    parser.add_argument("--max-minutes", type=float, help="stop training after this many minutes and score what was saved")
+    parser.add_argument("--data-dir", type=Path, help="where the prepared data lives (default $ONEGC_HOME/data/<task>)")
+    parser.add_argument("--json", type=Path, help="also write the summary to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary workspace")
+    args = parser.parse_args(argv)
+    try:
+        spec = get_task(args.task)
+    except UnknownTask as exc:
+        fail(str(exc))
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        fail("--device cuda but torch sees no GPU: use --device cpu")
+    home = Path(os.environ.get("ONEGC_HOME") or Path.cwd())
+    data_dir = (args.data_dir or home / "data" / spec.id).resolve()
+    print(f"{spec.id}: preparing data in {data_dir}", flush=True)
+    prepare_data(spec.id, data_dir, args.from_dir)
+    ws = make_workspace(spec.id, data_dir, device)
+    print(f"{spec.id}: training the baseline in {ws} on {device}", flush=True)
+    train_s, completed, code = train(ws, args.max_minutes)
+    ckpts = sorted((ws / "checkpoints").glob("*.pt"), key=lambda p: p.stat().st_mtime)
+    print(f"{spec.id}: scoring {len(ckpts)} checkpoint(s) on '{spec.scored_split}' with the pristine prepare.py", flush=True)
+    results = []
+    for ckpt in ckpts:
+        r = score(spec.id, ckpt, ws, data_dir, spec.scored_split, device, spec.eval_timeout_s)
+        r["checkpoint"] = ckpt.name
+        results.append(r)
+        shown = f"{r['value']:.4f}" if r.get("ok") else f"failed: {r.get('error')}"
+        print(f"  {ckpt.name:<32} {spec.metric} {shown}  (--eval {r['wall_s']:.1f} s)", flush=True)
+    scored = [r for r in results if r.get("ok")]
+    best = None
+    for r in scored:
+        if best is None or spec.better(r["value"], best["value"]):
+            best = r
+    summary = {
+        "task": spec.id,
+        "metric": spec.metric,
+        "direction": spec.direction,
+        "split": spec.scored_split,
+        "score": best["value"] if best else None,
+        "best_checkpoint": best["checkpoint"] if best else None,
+        "paper_baseline": spec.baseline_score,
+        "difference": round(best["value"] - spec.baseline_score, 4) if best and spec.baseline_score is not None else None,
+        "checkpoints_scored": f"{len(scored)}/{len(results)}",
+        "train_wall_s": round(train_s, 1),
+        "train_completed": completed,
+        "train_exit_code": code,
+        "eval_wall_s": best["wall_s"] if best else None,  # the --eval process, start-up included
+        "eval_s": best.get("eval_s") if best else None,  # model load + evaluate, as --eval reports it
+        "device": device,
+        "machine": machine(device),
+        "max_minutes": args.max_minutes,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "all": [{k: r.get(k) for k in ("checkpoint", "value", "wall_s", "error") if r.get(k) is not None} for r in results],
+    }
+    print()
+    for key, value in summary.items():
+        if key != "all":
+            print(f"{key}: {value}")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2) + "\n")
+    if args.keep:
+        print(f"workspace kept: {ws}")
+    else:
+        shutil.rmtree(ws, ignore_errors=True)
+    return 0 if best else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""ETTh1 long-horizon forecasting (t6): from 336 hours, forecast the next 96 hours. LOCKED — do not edit.
+
+Raw data: ETTh1.csv (Zhou et al., Informer, AAAI 2021): 17 420 hourly rows from 2016-07-01,
+columns date, HUFL, HULL, MUFL, MULL, LUFL, LULL, OT. All 7 variables are both inputs and targets.
+
+Splits (the usual LTSF borders, months of 30 days; each later split starts 336 rows early so
+its first window has a full look-back; rows from 14 400 on are unused, as in LTSF):
+    train  rows [0, 8640)        8 640 rows   8 209 windows
+    val    rows [8304, 11520)    3 216 rows   2 785 windows
+    test   rows [11184, 14400)   3 216 rows   2 785 windows  (held out: not in your workspace)
+Every split is normalised with the per-variable mean and std (population std, as sklearn's
+StandardScaler) of the train rows (see ``load_stats``). Windows slide with stride 1.
+
+Loaders:
+    load_series(split) -> float32 tensor [T, 7], the split's normalised rows in time order
+    windows(split)     -> (x, y): x float32 [N, 336, 7] (look-back), y float32 [N, 96, 7]
+                          (horizon); window i is rows [i, i+336) -> [i+336, i+432) of the split.
+                          Both are views of load_series(split): index them, do not copy them all.
+    load_stats()       -> {"columns": [7 names], "mean": [7], "std": [7], "borders": {...}}
+    LOOKBACK, HORIZON, N_VARS = 336, 96, 7
+
+Metric (scored split: test; lower is better): MSE on normalised values over all 7 variables ×
+96 steps of every test window. ``evaluate(model, split, device)`` calls ``model(x)`` with x
+float32 [B, 336, 7] (in window order) and expects a float tensor [B, 96, 7]. Score yourself on
+"val"; the test split is scored by the harness after the session.
+
+Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
+    import prepare
+    prepare.save_checkpoint(model, config, "run1_epoch3", score=val_mse)
+which writes ``checkpoints/run1_epoch3.pt``. The harness rebuilds the model with
+``build_model(config)``, loads the weights strictly and calls ``evaluate``. Save the plain
+module, not a ``torch.compile``d one (its keys start with ``_orig_mod.`` and will not load).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+import numpy as np  # noqa: E402
+import onegc_kit as kit  # noqa: E402  (beside this file in a workspace, in tasks/ in the repo)
+
+TASK = "t6_etth1"
+VERSION = "1"
+METRIC = "test_mse"
+SCORED_SPLIT = "test"
+RAW = {
+    "ETTh1.csv": {
+        "url": "https://raw.githubusercontent.com/zhouhaoyi/ETDataset/main/ETT-small/ETTh1.csv",
+        "sha256": "f18de3ad269cef59bb07b5438d79bb3042d3be49bdeecf01c1cd6d29695ee066",
+        "md5": "8381763947c85f4be6ac456c508460d6",  # pinned by darts 0.48.1 (ETTh1Dataset)
+        "size": 2589657,
+    }
+}
+COLUMNS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
+LOOKBACK, HORIZON, N_VARS = 336, 96, len(COLUMNS)
+MONTH = 30 * 24  # LTSF counts a month as 30 days of hourly rows
+TRAIN_END, VAL_END, TEST_END = 12 * MONTH, 16 * MONTH, 20 * MONTH
+BORDERS = {  # [start, end) rows of each split; later splits start LOOKBACK rows early
+    "train": (0, TRAIN_END),
+    "val": (TRAIN_END - LOOKBACK, VAL_END),
+    "test": (VAL_END - LOOKBACK, TEST_END),
+}
+PRIVATE = {"test"}  # held-out labels: never copied into a workspace
+EVAL_BATCH = 512
+save_checkpoint = kit.save_checkpoint
+data_dir = kit.data_dir
+
+
+def _read_csv(path: Path) -> np.ndarray:
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    if header != ["date", *COLUMNS]:
+        raise kit.KitError(f"{path.name}: header {header} is not date,{','.join(COLUMNS)}: not the ETTh1 file")
+    values = np.loadtxt(path, delimiter=",", skiprows=1, usecols=range(1, 1 + N_VARS), dtype=np.float64, ndmin=2)
+    if len(values) < TEST_END:
+        raise kit.KitError(f"{path.name} has {len(values)} rows; the LTSF splits need {TEST_END}")
+    return values
+
+
+def build(raw: dict, out: Path) -> dict:
+    values = _read_csv(raw["ETTh1.csv"])
+    train = values[:TRAIN_END]
+    mean, std = train.mean(axis=0), train.std(axis=0)
+    files = {}
+    for split, (start, end) in BORDERS.items():
+        series = ((values[start:end] - mean) / std).astype(np.float32)
+        np.save(out / f"{split}.npy", series)
+        files[f"{split}.npy"] = {"split": split, "private": split in PRIVATE}
+    stats = {"columns": COLUMNS, "mean": mean.tolist(), "std": std.tolist(), "borders": BORDERS,
+             "lookback": LOOKBACK, "horizon": HORIZON}
+    (out / "stats.json").write_text(json.dumps(stats, indent=2))
+    files["stats.json"] = {"split": None}
+    return files
+
+
+def load_stats() -> dict:
+    return json.loads(kit.require(data_dir() / "stats.json").read_text())
+
+
+def load_series(split: str):
+    import torch
+
+    if split not in BORDERS:
+        raise kit.KitError(f"unknown split {split!r}: choose one of {', '.join(BORDERS)}")
+    path = data_dir() / f"{split}.npy"
+    if split in PRIVATE and not path.exists():
+        raise kit.KitError(f"the {split} split is held out (scored by the harness after the session): use 'val'")
+    return torch.from_numpy(np.load(kit.require(path)))
+
+
+def windows(split: str):
+    series = load_series(split)
+    w = series.unfold(0, LOOKBACK + HORIZON, 1).transpose(1, 2)  # [N, 432, 7], a view
+    return w[:, :LOOKBACK], w[:, LOOKBACK:]
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    import torch
+
+    x, y = windows(split)
+    total = 0.0
+    for i in range(0, len(x), EVAL_BATCH):
+        pred = model(x[i : i + EVAL_BATCH].contiguous().to(device))
+        target = y[i : i + EVAL_BATCH]
+        if not isinstance(pred, torch.Tensor) or pred.shape != target.shape:
+            got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
+            raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; got {got} for x of shape {tuple(x[i:i+EVAL_BATCH].shape)}")
+        total += float(((pred.detach().double().cpu() - target.double()) ** 2).sum())
+    n = len(x)
+    return {"value": total / (n * HORIZON * N_VARS), "n": n}
+
+
+if __name__ == "__main__":
+    sys.exit(kit.cli(sys.modules[__name__]))

@@ -1,0 +1,98 @@
+"""Baseline for ETTh1 336 -> 96: DLinear (Zeng et al., AAAI 2023). Copy me to run_1.py and improve.
+
+A moving average (kernel 25) splits each input series into trend and seasonal parts; one linear
+layer per part maps the 336 look-back steps to the 96 horizon steps, shared by all 7 variables
+(individual=False). Adam at DLinear's ETTh1 learning rate, held constant; MSE loss on
+normalised values. Each epoch ends with the val MSE and a checkpoint.
+"""
+
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+import prepare
+
+# --- hyper-parameters (edit these) ---
+KERNEL = 25  # moving-average window of the series decomposition (DLinear default)
+LR = 0.005  # DLinear's ETTh1 setting
+LR_DECAY = 1.0  # multiply the learning rate by this after every epoch (LTSF's "type1" schedule is 0.5)
+EPOCHS = 5
+BATCH_SIZE = 128
+SEED = 0
+MAX_STEPS = 0  # 0 = no limit; tests set a few steps
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class MovingAvg(nn.Module):
+    """Moving average over time, padded at both ends with the edge values so length is kept."""
+
+    def __init__(self, kernel: int):
+        super().__init__()
+        self.kernel = kernel
+        self.pool = nn.AvgPool1d(kernel, stride=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, L, C]
+        front = x[:, :1].expand(-1, (self.kernel - 1) // 2, -1)
+        end = x[:, -1:].expand(-1, self.kernel // 2, -1)
+        x = torch.cat([front, x, end], dim=1)
+        return self.pool(x.transpose(1, 2)).transpose(1, 2)
+
+
+class DLinear(nn.Module):
+    def __init__(self, lookback: int, horizon: int, kernel: int):
+        super().__init__()
+        self.decomp = MovingAvg(kernel)
+        self.seasonal = nn.Linear(lookback, horizon)
+        self.trend = nn.Linear(lookback, horizon)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, 336, 7] -> [B, 96, 7]
+        trend = self.decomp(x)
+        seasonal = x - trend
+        out = self.seasonal(seasonal.transpose(1, 2)) + self.trend(trend.transpose(1, 2))
+        return out.transpose(1, 2)
+
+
+def build_model(config: dict) -> nn.Module:
+    return DLinear(config["lookback"], config["horizon"], config["kernel"])
+
+
+def main() -> None:
+    torch.manual_seed(SEED)
+    config = {"lookback": prepare.LOOKBACK, "horizon": prepare.HORIZON, "kernel": KERNEL}
+    model = build_model(config).to(DEVICE)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    x_train, y_train = prepare.windows("train")
+    run = Path(__file__).stem
+    started, steps, best = time.time(), 0, float("inf")
+    for epoch in range(1, EPOCHS + 1):
+        model.train()
+        perm = torch.randperm(len(x_train))
+        for i in range(0, len(perm) - BATCH_SIZE + 1, BATCH_SIZE):  # drop the last partial batch, as LTSF does
+            idx = perm[i : i + BATCH_SIZE]
+            xb, yb = x_train[idx].to(DEVICE), y_train[idx].to(DEVICE)
+            loss = nn.functional.mse_loss(model(xb), yb)
+            if not torch.isfinite(loss):
+                raise SystemExit(f"loss is {loss.item()} at step {steps}: lower the learning rate")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            steps += 1
+            if MAX_STEPS and steps >= MAX_STEPS:
+                break
+        for group in opt.param_groups:
+            group["lr"] *= LR_DECAY
+        model.eval()
+        with torch.no_grad():
+            val_mse = prepare.evaluate(model, "val", DEVICE)["value"]
+        best = min(best, val_mse)
+        print(f"epoch {epoch}/{EPOCHS} train_loss {loss.item():.4f} val_mse {val_mse:.4f} ({time.time() - started:.1f}s)", flush=True)
+        prepare.save_checkpoint(model, config, f"{run}_epoch{epoch}", score=val_mse)
+        if MAX_STEPS and steps >= MAX_STEPS:
+            break
+    print(f"val_mse: {val_mse:.4f}\nbest_val_mse: {best:.4f}\nsteps: {steps}\ntime_s: {time.time() - started:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""T6 (ETTh1): preparation, the held-out test split, the baseline on CPU and the scorer."""
+
+import csv
+import re
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+import torch
+
+from tasks import get_task
+
+TASK = "t6_etth1"
+COLUMNS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
+ZERO_MODEL = '''
+import torch
+import torch.nn as nn
+
+
+class Zero(nn.Module):
+    def forward(self, x):
+        return torch.zeros(x.shape[0], 96, 7)
+
+
+def build_model(config):
+    return Zero()
+'''
+
+
+def write_etth1(path, rows=14_450, seed=0):
+    """A synthetic file in ETTh1's exact layout (header, hourly dates, 7 float columns)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(rows)[:, None]
+    values = 5 + 3 * np.sin(2 * np.pi * t / 24 + np.arange(7)) + 0.01 * t / 24 + rng.normal(0, 0.3, (rows, 7))
+    start = datetime(2016, 7, 1)
+    with open(path, "w", newline="") as f:
+        f.write("date," + ",".join(COLUMNS) + "\n")
+        for i in range(rows):
+            stamp = (start + timedelta(hours=i)).strftime("%Y-%m-%d %H:%M:%S")
+            f.write(stamp + "," + ",".join(f"{v:.3f}" for v in values[i]) + "\n")
+    return values
+
+
+@pytest.fixture
+def raw_dir(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_etth1(raw / "ETTh1.csv")
+    return raw
+
+
+def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state):
+    data = prepare_fixture(TASK, raw_dir)
+    ws = make_workspace(TASK, data)
+    assert (data / "test.npy").exists() and not (ws.path / "data" / "test.npy").exists()
+    ws.set_constants(MAX_STEPS=3, EPOCHS=2, DEVICE="cpu")
+    out = ws.run()
+    assert "val_mse:" in out.stdout
+    ckpts = ws.checkpoints()
+    assert [c.name for c in ckpts] == ["train_epoch1.pt"]
+    first = ws.evaluate(ckpts[0])
+    assert first["ok"] and first["split"] == "test" and first["n"] == 2785
+    assert np.isfinite(first["value"]) and first["value"] > 0
+    assert ws.evaluate(ckpts[0])["value"] == first["value"]  # deterministic on CPU
+
+    state = torch.load(ckpts[0], weights_only=True)
+    compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}
+    bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, state["config"])
+    result = ws.evaluate(bad)
+    assert result["returncode"] == 1 and not result["ok"] and "_orig_mod." in result["error"]
+
+
+def test_fixture_splits_windows_and_scaling(raw_dir, prepare_fixture, load_prepare, monkeypatch):
+    data = prepare_fixture(TASK, raw_dir)
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
+    prepare = load_prepare(TASK)
+    sizes = {s: len(prepare.load_series(s)) for s in ("train", "val", "test")}
+    assert sizes == {"train": 8640, "val": 3216, "test": 3216}
+    train = prepare.load_series("train").double()
+    assert torch.allclose(train.mean(0), torch.zeros(7, dtype=torch.float64), atol=1e-5)
+    assert torch.allclose(train.std(0, unbiased=False), torch.ones(7, dtype=torch.float64), atol=1e-4)
+    x, y = prepare.windows("val")
+    series = prepare.load_series("val")
+    assert x.shape == (2785, 336, 7) and y.shape == (2785, 96, 7)
+    assert torch.equal(x[5, 0], series[5]) and torch.equal(y[5, 0], series[5 + 336])
+    assert torch.equal(y[-1, -1], series[-1])
+    # val starts 336 rows before the end of train: its first look-back is train's last 336 rows
+    assert torch.allclose(series[:336], train[-336:].float())
+
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(data.parent / "workspace_like"))
+    with pytest.raises(prepare.kit.KitError, match="held out"):
+        prepare.load_series("test")
+
+
+def test_corrupt_fixture_fails_checksum_and_leaves_nothing(raw_dir, tmp_path, kit, load_prepare, pin_raw):
+    prepare = load_prepare(TASK)
+    pin_raw(prepare, raw_dir)
+    raw = raw_dir / "ETTh1.csv"
+    body = bytearray(raw.read_bytes())
+    body[5000] = ord("9") if body[5000] != ord("9") else ord("8")  # same size, one digit changed
+    raw.write_bytes(bytes(body))
+    out = tmp_path / "data" / TASK
+    with pytest.raises(kit.KitError, match="sha256 check"):
+        kit.prepare(prepare, out, from_dir=raw_dir)
+    assert not out.exists()
+    assert not list((tmp_path / "data").glob(".*partial*"))
+
+
+def test_malformed_file_fails_cleanly(tmp_path, kit, load_prepare, pin_raw):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "ETTh1.csv").write_text("date,HUFL,OT\n2016-07-01 00:00:00,1.0,2.0\n")
+    prepare = load_prepare(TASK)
+    pin_raw(prepare, raw)
+    with pytest.raises(kit.KitError, match="header"):
+        kit.prepare(prepare, tmp_path / "data" / TASK, from_dir=raw)
+    assert not (tmp_path / "data" / TASK).exists()
+
+
+def test_train_script_defines_the_edited_constants():
+    text = (get_task(TASK).folder / "train.py").read_text()
+    names = {n for edit in get_task(TASK).scripted_edits for n in edit.set} | {"MAX_STEPS", "DEVICE"}
+    missing = [n for n in names if not re.search(rf"^{n}\s*=", text, re.MULTILINE)]
+    assert not missing
+
+
+# --------------------------------------------------------------------------- the real file
+def test_real_file_checksum(shared_data, kit, load_prepare):
+    prepare = load_prepare(TASK)
+    path = shared_data / "etth1" / "ETTh1.csv"
+    spec = prepare.RAW["ETTh1.csv"]
+    assert path.stat().st_size == spec["size"]
+    assert kit.file_digest(path) == spec["sha256"]
+    assert kit.file_digest(path, "md5") == spec["md5"]
+
+
+def _prepare_real(shared_data, tmp_path):
+    data = tmp_path / "data" / TASK
+    proc = subprocess.run(
+        [sys.executable, str(get_task(TASK).folder / "prepare.py"), "--from", str(shared_data / "etth1"), "--data-dir", str(data)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return data
+
+
+def test_real_splits_and_zero_forecast_mse(shared_data, tmp_path, make_workspace, save_state):
+    data = _prepare_real(shared_data, tmp_path)
+    assert {s: len(np.load(data / f"{s}.npy")) for s in ("train", "val", "test")} == {"train": 8640, "val": 3216, "test": 3216}
+
+    # the zero forecast's MSE, computed here from the CSV alone
+    with open(shared_data / "etth1" / "ETTh1.csv") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["date", *COLUMNS] and len(rows) == 17_421
+    values = np.array([[float(v) for v in r[1:]] for r in rows[1:]])
+    mean, std = values[:8640].mean(0), values[:8640].std(0)
+    test = (values[11_520 - 336 : 14_400] - mean) / std
+    targets = np.stack([test[i + 336 : i + 432] for i in range(len(test) - 432 + 1)])
+    assert targets.shape == (2785, 96, 7)
+    expected = float((targets**2).mean())
+
+    ws = make_workspace(TASK, data)
+    ws.write("zero.py", ZERO_MODEL)
+    ckpt = save_state(ws.path / "checkpoints" / "zero.pt", {}, {}, script="zero.py")
+    result = ws.evaluate(ckpt)
+    assert result["ok"] and result["n"] == 2785
+    assert result["value"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_real_truncated_file_fails_on_the_command_line(shared_data, tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    shutil.copy(shared_data / "etth1" / "ETTh1.csv", raw / "ETTh1.csv")
+    with open(raw / "ETTh1.csv", "r+b") as f:
+        f.truncate(1_000_000)
+    data = tmp_path / "data" / TASK
+    proc = subprocess.run(
+        [sys.executable, str(get_task(TASK).folder / "prepare.py"), "--from", str(raw), "--data-dir", str(data)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ETTh1.csv" in lines[0] and "truncated" in lines[0]
+    assert not data.exists()
