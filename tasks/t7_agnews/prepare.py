@@ -1,0 +1,122 @@
+"""AG News character-level text classification (t7). LOCKED — do not edit.
+
+Raw data: the ag_news_csv files of Zhang, Zhao & LeCun (2015): train.csv (120 000 rows) and
+test.csv (7 600 rows), no header, columns class index (1-4), title, description. Classes:
+0 World, 1 Sports, 2 Business, 3 Sci/Tech (the file's 1-4 minus one), 30 000 / 1 900 of each.
+
+Encoding: text = title + " " + description, exactly as in the CSV (backslash sequences and HTML
+entities such as "#39;" are left as they are). Each character becomes its code point when it is
+ASCII (1-127); any other character becomes 0, the padding value: as in Zhang et al.'s char-CNN,
+where characters outside the alphabet are encoded like blanks (all-zero). Texts are cut to
+1 014 characters and zero-padded at the end.
+
+Splits: "train" (120 000, from train.csv) and "val" (7 600, the official test.csv; the scored
+split). Both are in your workspace.
+
+Loaders:
+    load_split(split) -> (x, y): x uint8 tensor [N, 1014] of character codes (0 = padding),
+                         y int64 tensor [N] of class ids 0-3
+    CLASSES, SEQ_LEN, VOCAB_SIZE = ["World", "Sports", "Business", "Sci/Tech"], 1014, 128
+
+Metric (scored split: val; higher is better): accuracy. ``evaluate(model, split, device)``
+calls ``model(x)`` with x int64 [B, 1014] (in file order) and takes the argmax of the returned
+logits [B, 4].
+
+Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
+    import prepare
+    prepare.save_checkpoint(model, config, "run1_epoch3", score=val_acc)
+which writes ``checkpoints/run1_epoch3.pt``. The harness rebuilds the model with
+``build_model(config)``, loads the weights strictly and calls ``evaluate``. Save the plain
+module, not a ``torch.compile``d one (its keys start with ``_orig_mod.`` and will not load).
+"""
+
+import csv
+import sys
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+import numpy as np  # noqa: E402
+import onegc_kit as kit  # noqa: E402  (beside this file in a workspace, in tasks/ in the repo)
+
+TASK = "t7_agnews"
+VERSION = "1"
+METRIC = "val_acc"
+SCORED_SPLIT = "val"
+_BASE = "https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/master/data/ag_news_csv"
+RAW = {  # sha256 and size from huggingface/datasets' ag_news dataset_infos.json; md5 pinned by torchtext 0.18.0
+    "train.csv": {
+        "url": f"{_BASE}/train.csv",
+        "sha256": "76a0a2d2f92b286371fe4d4044640910a04a803fdd2538e0f3f29a5c6f6b672e",
+        "md5": "b1a00f826fdfbd249f79597b59e1dc12",
+        "size": 29470338,
+    },
+    "test.csv": {
+        "url": f"{_BASE}/test.csv",
+        "sha256": "521465c2428ed7f02f8d6db6ffdd4b5447c1c701962353eb2c40d548c3c85699",
+        "md5": "d52ea96a97a2d943681189a97654912d",
+        "size": 1857427,
+    },
+}
+SPLIT_FILES = {"train": "train.csv", "val": "test.csv"}
+CLASSES = ["World", "Sports", "Business", "Sci/Tech"]
+SEQ_LEN = 1014  # characters per text (Zhang et al.)
+VOCAB_SIZE = 128  # ASCII codes; 0 is padding and any non-ASCII character
+EVAL_BATCH = 256
+save_checkpoint = kit.save_checkpoint
+data_dir = kit.data_dir
+
+
+def encode_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(x uint8 [N, SEQ_LEN], y int64 [N]) from one ag_news_csv file, encoded as documented above."""
+    texts, labels = [], []
+    with open(path, newline="", encoding="utf-8") as f:
+        for line, row in enumerate(csv.reader(f), start=1):
+            if len(row) != 3 or row[0] not in ("1", "2", "3", "4"):
+                raise kit.KitError(f"{path.name} line {line}: expected class 1-4, title, description; got {row[:1]} and {len(row)} fields")
+            labels.append(int(row[0]) - 1)
+            texts.append(f"{row[1]} {row[2]}"[:SEQ_LEN])
+    x = np.zeros((len(texts), SEQ_LEN), dtype=np.uint8)
+    for i, text in enumerate(texts):
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        x[i, : len(codes)] = np.where(codes < VOCAB_SIZE, codes, 0)
+    return x, np.array(labels, dtype=np.int64)
+
+
+def build(raw: dict, out: Path) -> dict:
+    files = {}
+    for split, name in SPLIT_FILES.items():
+        x, y = encode_csv(raw[name])
+        np.save(out / f"{split}_x.npy", x)
+        np.save(out / f"{split}_y.npy", y)
+        files[f"{split}_x.npy"] = {"split": split}
+        files[f"{split}_y.npy"] = {"split": split}
+    return files
+
+
+def load_split(split: str):
+    import torch
+
+    if split not in SPLIT_FILES:
+        raise kit.KitError(f"unknown split {split!r}: choose one of {', '.join(SPLIT_FILES)}")
+    root = data_dir()
+    x = np.load(kit.require(root / f"{split}_x.npy"))
+    y = np.load(kit.require(root / f"{split}_y.npy"))
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    import torch
+
+    x, y = load_split(split)
+    correct = 0
+    for i in range(0, len(x), EVAL_BATCH):
+        logits = model(x[i : i + EVAL_BATCH].long().to(device))
+        if not isinstance(logits, torch.Tensor) or logits.shape != (len(x[i : i + EVAL_BATCH]), len(CLASSES)):
+            got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+            raise kit.KitError(f"model(x) must return logits [B, {len(CLASSES)}]; got {got}")
+        correct += int((logits.argmax(dim=1).cpu() == y[i : i + EVAL_BATCH]).sum())
+    return {"value": correct / len(y), "n": len(y)}
+
+
+if __name__ == "__main__":
+    sys.exit(kit.cli(sys.modules[__name__]))

@@ -1,0 +1,153 @@
+"""T7 (AG News): character encoding, preparation, the baseline on CPU and the scorer.
+
+train.csv (120 000 rows) is not among the offline copies, so the real-data tests cover the
+official test file (the scored "val" split) only.
+"""
+
+import csv
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from tasks import get_task
+
+TASK = "t7_agnews"
+CONSTANT_MODEL = '''
+import torch
+import torch.nn as nn
+
+
+class Constant(nn.Module):
+    def __init__(self, label):
+        super().__init__()
+        self.label = label
+
+    def forward(self, x):
+        logits = torch.zeros(x.shape[0], 4)
+        logits[:, self.label] = 1.0
+        return logits
+
+
+def build_model(config):
+    return Constant(config["label"])
+'''
+TINY = {"EMBED_DIM": 8, "CHANNELS": 8, "FC_DIM": 16, "BATCH_SIZE": 8, "MAX_STEPS": 2, "DEVICE": "cpu"}
+LONG = "x" * 2000
+
+
+def write_csv(path, n, seed=0):
+    """Rows in ag_news_csv's layout: every field quoted, class 1-4, title, description."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        label = int(rng.integers(1, 5))
+        desc = LONG if i == 0 else f'Reuters - Caf\u00e9 "news" item {i}, class {label}; AT&amp;T \\ stocks #39;up#39;'
+        rows.append([str(label), f"Title {i}", desc])
+    with open(path, "w", newline="") as f:
+        csv.writer(f, quoting=csv.QUOTE_ALL).writerows(rows)
+    return rows
+
+
+@pytest.fixture
+def raw_dir(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_csv(raw / "train.csv", 40, seed=1)
+    write_csv(raw / "test.csv", 12, seed=2)
+    return raw
+
+
+def test_encoding(raw_dir, load_prepare):
+    prepare = load_prepare(TASK)
+    rows = list(csv.reader(open(raw_dir / "test.csv", newline="")))
+    x, y = prepare.encode_csv(raw_dir / "test.csv")
+    assert x.dtype == np.uint8 and x.shape == (12, 1014) and y.dtype == np.int64
+    assert y.tolist() == [int(r[0]) - 1 for r in rows]
+    assert bytes(x[0]) == (b"Title 0 " + b"x" * 2000)[:1014]  # cut to 1 014 characters
+    text = f"{rows[1][1]} {rows[1][2]}"
+    expected = np.array([ord(c) if ord(c) < 128 else 0 for c in text], dtype=np.uint8)
+    assert np.array_equal(x[1, : len(text)], expected) and not x[1, len(text) :].any()
+    assert x[1, text.index("\u00e9")] == 0  # non-ASCII -> 0, like padding
+
+
+def test_bad_row_is_reported(tmp_path, load_prepare):
+    prepare = load_prepare(TASK)
+    (tmp_path / "test.csv").write_text('"5","a","b"\n')
+    with pytest.raises(prepare.kit.KitError, match="line 1"):
+        prepare.encode_csv(tmp_path / "test.csv")
+
+
+def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state):
+    data = prepare_fixture(TASK, raw_dir)
+    assert np.load(data / "train_x.npy").shape == (40, 1014) and np.load(data / "val_y.npy").shape == (12,)
+    ws = make_workspace(TASK, data)
+    ws.set_constants(**TINY)
+    out = ws.run()
+    assert "val_acc:" in out.stdout
+    (ckpt,) = ws.checkpoints()
+    result = ws.evaluate(ckpt)
+    assert result["ok"] and result["split"] == "val" and result["n"] == 12
+    assert 0.0 <= result["value"] <= 1.0
+    assert ws.evaluate(ckpt)["value"] == result["value"]
+
+    state = torch.load(ckpt, weights_only=True)
+    compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}
+    bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, state["config"])
+    result = ws.evaluate(bad)
+    assert result["returncode"] == 1 and not result["ok"] and "_orig_mod." in result["error"]
+
+
+def test_corrupt_fixture_fails_checksum_and_leaves_nothing(raw_dir, tmp_path, kit, load_prepare, pin_raw):
+    prepare = load_prepare(TASK)
+    pin_raw(prepare, raw_dir)
+    raw = raw_dir / "train.csv"
+    raw.write_bytes(raw.read_bytes().replace(b"Title 3", b"Title 4", 1))
+    out = tmp_path / "data" / TASK
+    with pytest.raises(kit.KitError, match="train.csv.*sha256"):
+        kit.prepare(prepare, out, from_dir=raw_dir)
+    assert not out.exists() and not list((tmp_path / "data").glob(".*partial*"))
+
+
+def test_missing_train_file_names_it(tmp_path, shared_data, kit, load_prepare):
+    prepare = load_prepare(TASK)
+    with pytest.raises(kit.KitError, match="train.csv not found"):
+        kit.prepare(prepare, tmp_path / "data" / TASK, from_dir=shared_data / "ag_news")
+    assert not (tmp_path / "data" / TASK).exists()
+
+
+def test_train_script_defines_the_edited_constants():
+    text = (get_task(TASK).folder / "train.py").read_text()
+    names = {n for edit in get_task(TASK).scripted_edits for n in edit.set} | set(TINY)
+    assert not [n for n in names if not re.search(rf"^{n}\s*=", text, re.MULTILINE)]
+
+
+# --------------------------------------------------------------------------- the real test file
+def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prepare, make_workspace, save_state):
+    prepare = load_prepare(TASK)
+    raw = shared_data / "ag_news" / "test.csv"
+    spec = prepare.RAW["test.csv"]
+    assert raw.stat().st_size == spec["size"]
+    assert kit.file_digest(raw) == spec["sha256"] and kit.file_digest(raw, "md5") == spec["md5"]
+
+    x, y = prepare.encode_csv(raw)
+    assert x.shape == (7600, 1014) and x.dtype == np.uint8 and x.max() < 128
+    assert Counter(y.tolist()) == {0: 1900, 1: 1900, 2: 1900, 3: 1900}
+
+    # a scored data folder holding only the val split, built from the real file
+    data = tmp_path / "data" / TASK
+    data.mkdir(parents=True)
+    np.save(data / "val_x.npy", x)
+    np.save(data / "val_y.npy", y)
+    (data / "manifest.json").write_text('{"files": {}}')
+    labels = [row[0] for row in csv.reader(open(raw, newline=""))]
+    expected = labels.count("3") / len(labels)  # class 3 in the file = id 2 (Business)
+
+    ws = make_workspace(TASK, data)
+    ws.write("constant.py", CONSTANT_MODEL)
+    ckpt = save_state(ws.path / "checkpoints" / "constant.pt", {}, {"label": 2}, script="constant.py")
+    result = ws.evaluate(ckpt)
+    assert result["ok"] and result["n"] == 7600
+    assert result["value"] == expected == 0.25
