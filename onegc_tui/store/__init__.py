@@ -111,8 +111,11 @@ class Store:
     def _only_new(self, session_id: str, events: Sequence[tuple[Event, str]]) -> list[tuple[Event, str]]:
         if not events:
             return []
-        lo = min(e.seq for e, _ in events)
-        hi = max(e.seq for e, _ in events)
+        seqs = [e.seq for e, _ in events]
+        top = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
+        if seqs[0] > top and all(a < b for a, b in zip(seqs, seqs[1:])) and all(e.session_id == session_id for e, _ in events):
+            return list(events)  # the common case: a tail of new, increasing lines
+        lo, hi = min(seqs), max(seqs)
         have = {r[0] for r in self.conn.execute(
             "SELECT seq FROM events WHERE session_id=? AND seq BETWEEN ? AND ?", (session_id, lo, hi))}
         seen: set[int] = set()
@@ -181,8 +184,10 @@ class Store:
                          ended_ts=e.ts, end_reason=e.reason, end_detail=e.detail, score=e.score,
                          best_checkpoint=e.best_checkpoint, active_s=e.active_s, remaining_s=None)
         if transcript:
+            last = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
             conn.executemany("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text)"
                              " VALUES (?,?,?,?,?,?,?,?,?)", transcript)
+            conn.execute("INSERT INTO transcript_fts(rowid, text) SELECT rowid, text FROM transcript WHERE rowid > ?", (last,))
         if gpu:
             conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", gpu)
         if controls:
@@ -252,9 +257,10 @@ class Store:
         sql = "SELECT t.* FROM transcript t"
         where, args = ["t.session_id = ?"], [session_id]
         if search:
+            terms = " ".join('"' + w.replace('"', '""') + '"' for w in search.split())  # every word, literally
             sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
             where.append("transcript_fts MATCH ?")
-            args.append(search)
+            args.append(terms)
         if kinds:
             where.append(f"t.kind IN ({','.join('?' * len(kinds))})")
             args += list(kinds)
