@@ -207,8 +207,9 @@ def evaluate(model, split: str, device: str) -> dict:
 def _timm():
     try:
         import timm
-    except ImportError as exc:
-        raise kit.KitError(f"T3's backbones need timm >= 1.0.20 with torchvision, which cannot be imported here ({exc})") from None
+    except Exception as exc:  # ImportError, or a torchvision built for another torch (RuntimeError)
+        raise kit.KitError(f"T3's backbones need timm >= 1.0.20 and a working torchvision, which cannot be "
+                           f"imported here ({type(exc).__name__}: {str(exc)[:200]})") from None
     version = tuple(int(p) for p in timm.__version__.split(".")[:3] if p.isdigit())
     if version < TIMM_MIN:
         raise kit.KitError(f"timm {timm.__version__} has no DINOv3 models: T3 needs timm >= 1.0.20")
