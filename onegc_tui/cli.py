@@ -133,33 +133,36 @@ def ensure_prepared(spec: TaskSpec, home: Path) -> None:
 
 # ---------------------------------------------------------------------------- sessions
 def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
-                    gpus: list[str], command: list[str], pace_s: float, study: str | None = None) -> list[SessionPaths]:
+                    gpus: str | None, command: list[str], pace_s: float) -> list[SessionPaths]:
+    """Create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.agents import ADAPTERS
     from runner.launch import create_session, spawn_local
+    from runner.launchers.local import enqueue, gpu_slots, start_daemon
 
     if agent not in ADAPTERS:
         raise OnegcError(f"unknown agent '{agent}': choose one of {', '.join(ADAPTERS)}")
     if agent == "command" and not command:
         raise OnegcError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
     ensure_prepared(spec, home)
+    try:
+        slots = gpu_slots(gpus)
+    except ConfigError as exc:
+        raise OnegcError(str(exc)) from None
+    queued = repeats > 1
     started = []
     for k in range(1, repeats + 1):
-        gpu = gpus[(k - 1) % len(gpus)] if gpus else None
         config = SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
-                               repeat=k, study=study, budget_s=budget_s, gpu=gpu, command=command, pace_s=pace_s)
+                               repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
+                               pace_s=pace_s)
         paths = create_session(config, home)
-        spawn_local(paths)
+        if queued:
+            enqueue(paths)
+        else:
+            spawn_local(paths)
         started.append(paths)
+    if queued:
+        start_daemon(home, slots)  # one session per slot (GPU, or the CPU), the rest wait
     return started
-
-
-def _default_gpus() -> list[str]:
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g for g in env.split(",") if g.strip()]
-    from runner.gpu import gpu_count
-
-    return [str(i) for i in range(gpu_count())]
 
 
 def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
@@ -193,8 +196,7 @@ def run_cmd(task, agent, model, repeats, budget_min, gpus, pace_s, plain, detach
     home = _home()
     spec = _task(task)
     budget_s = (budget_min if budget_min is not None else spec.budget_minutes) * 60
-    gpu_list = [g.strip() for g in gpus.split(",") if g.strip()] if gpus else _default_gpus()
-    sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpu_list, list(command), pace_s)
+    sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s)
     for p in sessions:
         click.echo(f"started {p.session_id} ({p.root})", err=True)
     if not detach:
@@ -208,7 +210,7 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
     """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
     home = _home()
     spec = _task("t0")
-    sessions = _start_sessions(home, spec, "scripted", None, 1, budget_s, [], [], DEMO_PACE_S)
+    sessions = _start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S)
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
     _watch(home, sessions, plain)
 
@@ -280,9 +282,16 @@ def resume_cmd(session_id: str) -> None:
 
 @main.command("abort")
 @click.argument("session_id")
-def abort_cmd(session_id: str) -> None:
-    """End a session now: SIGINT, SIGTERM, then SIGKILL of its whole tree within the grace period."""
-    _control(session_id, "abort")
+@click.option("--no-wait", is_flag=True, help="request the abort and return at once (no escalation)")
+def abort_cmd(session_id: str, no_wait: bool) -> None:
+    """End a session now: SIGINT, SIGTERM, then SIGKILL of its whole tree within the grace period.
+
+    A queued session leaves the queue; a runner that does not end within the grace period is
+    stopped through its launcher (signals locally, scancel on Slurm)."""
+    from runner.launchers import abort_session
+
+    paths = _session(_home(), session_id)
+    click.echo(abort_session(paths, escalate=not no_wait))
 
 
 @main.command("reindex")

@@ -274,7 +274,9 @@ class Session:
                                  procs=len(self._known_procs))
                 next_beat = now + HEARTBEAT_S
             if self._signal_stop:
-                self.stop_reason = ("aborted", f"runner received {self._signal_stop}")
+                job = os.environ.get("SLURM_JOB_ID")
+                why = f" (slurm job {job}: scancel or the time limit)" if job else ""
+                self.stop_reason = ("aborted", f"runner received {self._signal_stop}{why}")
             elif self.clock.expired():
                 self.events.emit("budget", state="expired", remaining_s=0.0, deadline=self.clock.deadline())
                 self.stop_reason = ("budget_exhausted", f"active time reached the {self.config.budget_s:.0f} s budget")
@@ -385,7 +387,7 @@ class Session:
             ]
         chosen = select_candidates(cands, self.spec.higher_is_better)
         scorer = Scorer(*self._scorer_args())
-        device = "cuda" if self.config.gpu else "cpu"
+        device = "cuda" if self.config.gpu and _cuda_available() else "cpu"
         official: dict[str, float] = {}
         rows = []
         for cand in chosen:
@@ -434,6 +436,16 @@ class Session:
         self.events.emit("session_ended", reason=reason, detail=detail, active_s=self.clock.active_s(),
                          wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=score, best_checkpoint=best)
         self.events.close()
+
+
+def _cuda_available() -> bool:
+    """Whether torch sees a GPU (a fake GPU id on a CPU machine does not count)."""
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # no torch, or a broken CUDA install: score on the CPU
+        return False
 
 
 def _python_script(cmd: list[str]) -> str | None:
