@@ -276,6 +276,27 @@ class Store:
         rows = self.db.query("SELECT * FROM gpu_samples WHERE session_id=? ORDER BY seq DESC LIMIT ?", [session_id, limit])
         return list(reversed(list(rows)))
 
+    def outcomes(self, study: str | None = None, include_demo: bool = False):
+        """Every session as the analysis sees it (``SessionOutcome``), optionally one study's."""
+        from onegc_tui.analysis import SessionOutcome
+
+        where, args = ["1=1"], []
+        if study is not None:
+            where.append("study = ?")
+            args.append(study)
+        if not include_demo:
+            where.append("task != 't0_demo'")
+        out = []
+        for r in self.sessions(" AND ".join(where), args):
+            ended = r["state"] in ("ended", "failed")
+            out.append(SessionOutcome(
+                session_id=r["session_id"], study=r["study"], agent=r["agent"] or "?", model=r["model"],
+                task=r["task"] or "?", repeat=r["repeat"] or 1, score=r["score"],
+                end_reason=(r["end_reason"] or "harness_error") if ended else None, contract_hash=r["contract_hash"],
+                budget_s=r["budget_s"] or 0.0, active_s=r["active_s"], started_at=r["started_ts"],
+                scripts_launched=r["scripts_launched"], first_checkpoint_s=r["first_checkpoint_s"]))
+        return out
+
     def ingest_errors(self, session_id: str) -> list[dict]:
         return list(self.db.query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id]))
 

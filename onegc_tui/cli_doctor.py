@@ -1,0 +1,56 @@
+"""``onegc doctor``: what this machine offers a session — agent CLIs, credentials (names only),
+containment, GPUs, data and the store."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import click
+
+from runner.config import data_root, onegc_home
+from runner.gpu import gpu_count
+from runner.proctree import Freezer, pidns_available
+from tasks import all_tasks
+
+REAL_AGENTS = ("claude-code", "codex", "opencode")
+
+
+def _line(ok: bool | None, text: str) -> None:
+    mark = {True: "ok  ", False: "MISS", None: "info"}[ok]
+    click.echo(f"  [{mark}] {text}")
+
+
+@click.command("doctor")
+def doctor() -> None:
+    """Check agent CLIs, credentials, containment, GPUs and prepared data."""
+    from runner.agents.credentials import credential_report
+    from runner.agents.locate import cli_status
+
+    home = onegc_home()
+    click.echo(f"onegc home: {home}")
+    click.echo("agents:")
+    _line(True, "scripted: built in (offline, deterministic)")
+    for agent in REAL_AGENTS:
+        status = cli_status(agent)
+        _line(status.ok, status.message)
+        cred = credential_report(agent)
+        _line(cred.ok, cred.message)
+    click.echo("containment:")
+    pidns = pidns_available()
+    _line(pidns, "PID namespace (unshare --pid): " + ("available: the tree dies with the runner" if pidns else
+          "not available: falling back to a child subreaper (run as root or allow user namespaces)"))
+    probe = Freezer.create("doctor-probe")
+    _line(probe is not None, "freezer cgroup: " + ("available: pause freezes the tree atomically" if probe else
+          "not available: pause sends SIGSTOP to every process of the tree"))
+    if probe:
+        probe.remove()
+    _line(shutil.which("sbatch") is not None, "slurm: " + ("sbatch found" if shutil.which("sbatch") else "sbatch not found (local launcher only)"))
+    click.echo("GPUs:")
+    n = gpu_count()
+    _line(n > 0 or None, f"{n} visible through NVML" if n else "none visible: sessions run on the CPU (fine for the demo)")
+    click.echo("data:")
+    for spec in all_tasks().values():
+        ready = (data_root(home) / spec.id / "manifest.json").is_file()
+        _line(ready or None, f"{spec.short} {'prepared' if ready else 'not prepared: onegc prepare ' + spec.short}")
+    click.echo(f"python: {sys.version.split()[0]} ({sys.executable})")

@@ -1,0 +1,38 @@
+"""``onegc history``: the agent × task matrix without the TUI, with the paper's Table 4 beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from onegc_tui.analysis import build_matrix
+from onegc_tui.export import FORMATS, render_matrix, sessions_csv
+from onegc_tui.ingest import Ingester
+from onegc_tui.store import Store
+from runner.config import onegc_home
+
+
+@click.command("history")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--study", default=None, help="only this study's sessions (default: every session)")
+@click.option("--no-paper", is_flag=True, help="leave out the paper's reference rows")
+@click.option("--demo", is_flag=True, help="include demo-task (t0) sessions")
+@click.option("--sessions-csv", "sessions_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write one CSV line per session to this file")
+def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None) -> None:
+    """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
+    home = onegc_home()
+    store = Store.open(home)
+    try:
+        ingester = Ingester(home, store)
+        ingester.ingest_all()
+        ingester.check_liveness()
+        outcomes = store.outcomes(study, include_demo=demo)
+    finally:
+        store.close()
+    matrix = build_matrix(outcomes, study=study or "ours")
+    click.echo(render_matrix(matrix, fmt, include_paper=not no_paper), nl=False)
+    if sessions_path is not None:
+        sessions_path.write_text(sessions_csv(outcomes))
+        click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)

@@ -1,0 +1,72 @@
+"""The command line: one-line errors with exit 2, and the commands a new user types first."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from onegc_tui.cli import main
+from tests.app.fixtures import build_home
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_unknown_task_and_unprepared_data_are_one_line_errors(home):
+    r = run("run", "t9", "--agent", "scripted")
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [
+        "error: unknown task 't9': choose one of t0, t1, t2, t3, t4, t5, t6, t7 (see 'onegc tasks')"]
+    r = run("run", "t6", "--agent", "scripted", "--detach")
+    assert r.exit_code == 2 and "data for t6 not prepared: run 'onegc prepare t6'" in r.output
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())  # nothing half-made
+    r = run("run", "t0", "--agent", "nope", "--detach")
+    assert r.exit_code == 2 and "unknown agent 'nope'" in r.output
+    r = run("pause", "missing-session")
+    assert r.exit_code == 2 and "no session 'missing-session'" in r.output
+
+
+def test_tasks_lists_all_eight_with_their_data_state(home):
+    r = run("tasks")
+    assert r.exit_code == 0
+    assert "t0 " in r.output and "prepared" in r.output and "not prepared" in r.output
+    assert len([l for l in r.output.splitlines() if l[:2] in {f"t{i}" for i in range(8)}]) == 8
+
+
+def test_sessions_history_and_export(home):
+    build_home(home)
+    r = run("sessions", "--json")
+    rows = [json.loads(l) for l in r.output.splitlines()]
+    assert {r["session_id"] for r in rows} == {"a-ended", "b-paused"}
+    r = run("history", "--demo", "--format", "csv", "--no-paper")
+    assert r.exit_code == 0 and "scripted" in r.output and "paper" not in r.output
+    r = run("history", "--format", "md")
+    assert "Sonnet 4.6" in r.output and "+0.293" in r.output
+
+
+def test_resume_of_an_ended_session_is_refused(home):
+    build_home(home)
+    (home / "runs/a-ended/result.json").write_text("{}")
+    r = run("resume", "a-ended")
+    assert r.exit_code == 2 and "already ended" in r.output
+
+
+def test_doctor_reports_containment_and_data(home):
+    r = run("doctor")
+    assert r.exit_code == 0 and "PID namespace" in r.output and "t0 prepared" in r.output
+
+
+def test_malformed_session_config_is_a_one_line_error(home):
+    from runner.config import ConfigError, SessionPaths
+
+    folder = home / "runs" / "bad"
+    folder.mkdir(parents=True)
+    (folder / "session.json").write_text(json.dumps({"session_id": "bad", "task": "t0", "agent": "scripted",
+                                                      "budget_s": -5, "colour": "blue"}))
+    try:
+        SessionPaths(folder).read_config()
+    except ConfigError as exc:
+        assert str(exc).startswith(f"{folder / 'session.json'}: field ")
+    else:
+        raise AssertionError("a negative budget was accepted")
