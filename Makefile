@@ -28,3 +28,29 @@ agents-versions:
 
 agents-clean:
 	rm -rf $(AGENTS_PREFIX)
+
+# ---------------------------------------------------------------------------- set-up, demo, tests
+# Two commands on a fresh machine: `make demo` and `make test` (.ci/run calls `make test`).
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH  ?= torch==2.13.0   # the CPU build; the project's own range admits it, so pip keeps it
+
+.PHONY: venv demo test bench
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q "$(TORCH)"
+	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(VENV)/bin/onegc demo
+
+test: venv
+	$(VENV)/bin/python -m pytest -q
+
+bench: venv
+	$(VENV)/bin/python benchmarks/ingest_bench.py
