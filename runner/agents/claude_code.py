@@ -121,6 +121,7 @@ class ClaudeCodeAdapter(AgentAdapter):
 
     def env(self, ctx: LaunchContext) -> dict[str, str]:
         env = credentials.agent_env(self.name, ctx.base_env, ctx.agent_home)
+        env["PWD"] = str(ctx.workspace)  # the runner's PWD must not leak in: OpenCode takes its project folder from it
         env["CLAUDE_CONFIG_DIR"] = str(ctx.agent_home / ".claude")
         env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"  # no telemetry, error reports or auto-update
         if os.geteuid() == 0:

@@ -124,6 +124,7 @@ class CodexAdapter(AgentAdapter):
 
     def env(self, ctx: LaunchContext) -> dict[str, str]:
         env = credentials.agent_env(self.name, ctx.base_env, ctx.agent_home)
+        env["PWD"] = str(ctx.workspace)  # the runner's PWD must not leak in: OpenCode takes its project folder from it
         env["CODEX_HOME"] = str(ctx.agent_home / ".codex")
         if env.get("OPENAI_API_KEY") and not env.get("CODEX_API_KEY"):
             env["CODEX_API_KEY"] = env["OPENAI_API_KEY"]  # what `codex exec` reads without a login

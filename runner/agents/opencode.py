@@ -4,7 +4,8 @@ The prompt is passed as the message argument and stdin is /dev/null: ``opencode 
 whatever stdin holds when it is not a terminal, so /dev/null adds nothing and an open pipe would
 hang it (shared/fixtures/transcripts/README.md). A custom OpenAI-compatible endpoint
 (``OPENAI_BASE_URL``) becomes a provider named ``onegc`` in ``OPENCODE_CONFIG_CONTENT``; the
-model is then the endpoint's own model id.
+model is then the endpoint's own model id. That config also turns off auto-update, sharing and
+the per-step git snapshot of the workspace.
 
 What :meth:`OpenCodeAdapter.parse` makes of each stdout line (fixtures in
 ``shared/fixtures/transcripts/opencode-*.jsonl``):
@@ -129,11 +130,19 @@ class OpenCodeAdapter(AgentAdapter):
             cmd += ["-m", model]
         return cmd + ["--pure"] + list(ctx.extra_args) + [ctx.prompt]
 
-    def config_content(self, ctx: LaunchContext) -> str | None:
-        """``OPENCODE_CONFIG_CONTENT`` declaring the custom endpoint, or ``None`` without one."""
+    def config_content(self, ctx: LaunchContext) -> str:
+        """``OPENCODE_CONFIG_CONTENT``: quiet settings, plus the custom endpoint when there is one."""
+        config: dict[str, Any] = {
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": False,
+            "share": "disabled",
+            # No git snapshot of the workspace (data/ included) after every step: headless runs
+            # cannot undo, and it costs disk and seconds per step.
+            "snapshot": False,
+        }
         url = credentials.base_url(self.name, ctx.base_env)
         if url is None:
-            return None
+            return json.dumps(config)
         model = self.model_arg(ctx) or ""
         model_id = model.split("/", 1)[1]
         entry: dict[str, Any] = {"name": model_id}
@@ -145,28 +154,22 @@ class OpenCodeAdapter(AgentAdapter):
                 "cache_read": price.input if price.cached_input is None else price.cached_input,
                 "cache_write": price.input if price.cache_write is None else price.cache_write,
             }
-        config = {
-            "$schema": "https://opencode.ai/config.json",
-            "autoupdate": False,
-            "share": "disabled",
-            "model": model,
-            "provider": {
-                PROVIDER_ID: {
-                    "npm": "@ai-sdk/openai-compatible",
-                    "name": "onegc endpoint",
-                    "options": {"baseURL": url, "apiKey": "{env:OPENAI_API_KEY}"},  # a reference, not the key
-                    "models": {model_id: entry},
-                }
-            },
+        config["model"] = model
+        config["provider"] = {
+            PROVIDER_ID: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "onegc endpoint",
+                "options": {"baseURL": url, "apiKey": "{env:OPENAI_API_KEY}"},  # a reference, not the key
+                "models": {model_id: entry},
+            }
         }
         return json.dumps(config)
 
     def env(self, ctx: LaunchContext) -> dict[str, str]:
         env = credentials.agent_env(self.name, ctx.base_env, ctx.agent_home)
+        env["PWD"] = str(ctx.workspace)  # the runner's PWD must not leak in: OpenCode takes its project folder from it
         env.update(QUIET_ENV)
-        content = self.config_content(ctx)
-        if content is not None:
-            env["OPENCODE_CONFIG_CONTENT"] = content
+        env["OPENCODE_CONFIG_CONTENT"] = self.config_content(ctx)
         return env
 
     def prepare_home(self, ctx: LaunchContext) -> None:

@@ -201,6 +201,7 @@ def test_env_has_a_fresh_home_and_only_claude_credentials(tmp_path, monkeypatch)
     assert "OPENAI_API_KEY" not in env and "OPENROUTER_API_KEY" not in env
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and env["IS_SANDBOX"] == "1"
     assert env["ONEGC_DEADLINE"] == "123.000" and env["PATH"] == "/usr/bin"
+    assert env["PWD"] == str(tmp_path / "workspace")
     assert base["HOME"] == "/root"  # the runner's dict is not modified
     monkeypatch.setattr(claude_code.os, "geteuid", lambda: 1000)
     assert "IS_SANDBOX" not in ClaudeCodeAdapter().env(ctx)

@@ -156,6 +156,7 @@ def test_env_isolates_codex_home(tmp_path):
     assert env["CODEX_HOME"] == str(tmp_path / "agent_home" / ".codex") and env["HOME"] == str(tmp_path / "agent_home")
     assert env["OPENAI_API_KEY"] == env["CODEX_API_KEY"] == "sk-openai-secret"
     assert "ANTHROPIC_API_KEY" not in env
+    assert env["PWD"] == str(tmp_path / "workspace")
 
 
 def test_custom_endpoint_becomes_a_model_provider(tmp_path):

@@ -142,7 +142,10 @@ def test_env_is_quiet_and_isolated(tmp_path):
     assert env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and env["OPENCODE_DISABLE_AUTOUPDATE"] == "1"
     assert env["XDG_CONFIG_HOME"] == str(tmp_path / "agent_home" / ".config")
     assert env["OPENROUTER_API_KEY"] == "sk-or-secret"
-    assert "OPENCODE_CONFIG" not in env and "CODEX_API_KEY" not in env and "OPENCODE_CONFIG_CONTENT" not in env
+    assert env["PWD"] == str(tmp_path / "workspace")  # OpenCode works in $PWD, whatever the cwd
+    assert "OPENCODE_CONFIG" not in env and "CODEX_API_KEY" not in env
+    config = json.loads(env["OPENCODE_CONFIG_CONTENT"])
+    assert config["snapshot"] is False and config["autoupdate"] is False and "provider" not in config
 
 
 def test_custom_endpoint_is_an_openai_compatible_provider(tmp_path):
