@@ -205,7 +205,11 @@ class ClaudeCodeAdapter(AgentAdapter):
 
     @staticmethod
     def _input_tokens(usage: dict) -> int:
-        return _int(usage.get("input_tokens")) + _int(usage.get("cache_creation_input_tokens")) + _int(usage.get("cache_read_input_tokens"))
+        return (
+            _int(usage.get("input_tokens"))
+            + _int(usage.get("cache_creation_input_tokens"))
+            + _int(usage.get("cache_read_input_tokens"))
+        )
 
     def _assistant(self, data: dict) -> list[TranscriptItem] | None:
         message = data.get("message")
@@ -234,7 +238,11 @@ class ClaudeCodeAdapter(AgentAdapter):
                     self._tools[call_id] = tool
                 items.append(
                     TranscriptItem(
-                        role="assistant", kind="tool_call", tool=tool, call_id=call_id, text=render_tool_call(tool, block.get("input"))
+                        role="assistant",
+                        kind="tool_call",
+                        tool=tool,
+                        call_id=call_id,
+                        text=render_tool_call(tool, block.get("input")),
                     )
                 )
             else:
@@ -271,7 +279,11 @@ class ClaudeCodeAdapter(AgentAdapter):
                     exit_code = 0
                 elif is_error:
                     text = f"[error] {text}"
-                items.append(TranscriptItem(role="tool", kind="tool_result", tool=tool, call_id=call_id, exit_code=exit_code, text=text))
+                items.append(
+                    TranscriptItem(
+                        role="tool", kind="tool_result", tool=tool, call_id=call_id, exit_code=exit_code, text=text
+                    )
+                )
             elif block.get("type") == "text":
                 items.append(TranscriptItem(role="user", kind="text", text=_str(block.get("text"))))
         return items
@@ -298,7 +310,12 @@ class ClaudeCodeAdapter(AgentAdapter):
         tokens_in, tokens_out = self._input_tokens(usage), _int(usage.get("output_tokens"))
         cost = data.get("total_cost_usd")
         cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-        self.final = {"tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost or 0.0, "cost_known": cost is not None}
+        self.final = {
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost_usd": cost or 0.0,
+            "cost_known": cost is not None,
+        }
         subtype = _str(data.get("subtype")) or "result"
         failed = data.get("is_error") is True or subtype != "success"
         outcome = "error" if failed and subtype == "success" else subtype  # an HTTP error still says "success"
@@ -312,7 +329,11 @@ class ClaudeCodeAdapter(AgentAdapter):
                 head += f" HTTP {data['api_error_status']}"
             if data.get("terminal_reason") not in (None, "", "completed"):
                 head += f" ({data['terminal_reason']})"
-            items.append(TranscriptItem(role="system", kind="error", text=f"{head}: {answer or detail}" if answer or detail else head))
+            items.append(
+                TranscriptItem(
+                    role="system", kind="error", text=f"{head}: {answer or detail}" if answer or detail else head
+                )
+            )
         items.append(
             TranscriptItem(
                 role="system",
@@ -330,8 +351,19 @@ class ClaudeCodeAdapter(AgentAdapter):
             return []
         t = self.usage_totals()
         cost = t["cost_usd"] if t["cost_known"] else None
-        text = f"ended without a result line (stopped or crashed); {format_usd(cost)}" + (" (estimate)" if cost is not None else "")
-        return [TranscriptItem(role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost)]
+        text = f"ended without a result line (stopped or crashed); {format_usd(cost)}" + (
+            " (estimate)" if cost is not None else ""
+        )
+        return [
+            TranscriptItem(
+                role="system",
+                kind="result",
+                text=text,
+                tokens_in=t["tokens_in"],
+                tokens_out=t["tokens_out"],
+                cost_usd=cost,
+            )
+        ]
 
     def usage_totals(self) -> dict:
         """The CLI's totals once its result line arrived, else the running sum (cost unknown)."""

@@ -135,7 +135,11 @@ class CodexAdapter(AgentAdapter):
         url = credentials.base_url(self.name, ctx.base_env)
         if url is None:
             return None
-        key_var = "CODEX_API_KEY" if ctx.base_env.get("CODEX_API_KEY") and not ctx.base_env.get("OPENAI_API_KEY") else "OPENAI_API_KEY"
+        key_var = (
+            "CODEX_API_KEY"
+            if ctx.base_env.get("CODEX_API_KEY") and not ctx.base_env.get("OPENAI_API_KEY")
+            else "OPENAI_API_KEY"
+        )
         lines = ["# Written by onegc for one session: the model endpoint from OPENAI_BASE_URL."]
         if ctx.model:
             lines.append(f"model = {toml_str(ctx.model)}")
@@ -181,7 +185,9 @@ class CodexAdapter(AgentAdapter):
             return self._turn_completed(data.get("usage"))
         if kind == "turn.failed":
             error = data.get("error")
-            message = error_message(_str(error.get("message")) if isinstance(error, dict) else _str(error)) or "turn failed"
+            message = (
+                error_message(_str(error.get("message")) if isinstance(error, dict) else _str(error)) or "turn failed"
+            )
             items = [] if message == self._last_error else [TranscriptItem(role="system", kind="error", text=message)]
             self.ended = True
             return items + [self._result(f"failed: {message}")]
@@ -201,13 +207,30 @@ class CodexAdapter(AgentAdapter):
             items = []
             if item_id not in self._started:
                 self._started.add(item_id or "")
-                items.append(TranscriptItem(role="assistant", kind="tool_call", tool="shell", call_id=item_id, text=f"$ {unwrap_command(item.get('command'))}"))
+                items.append(
+                    TranscriptItem(
+                        role="assistant",
+                        kind="tool_call",
+                        tool="shell",
+                        call_id=item_id,
+                        text=f"$ {unwrap_command(item.get('command'))}",
+                    )
+                )
             if done:
                 status = _str(item.get("status"))
                 text = _str(item.get("aggregated_output"))
                 if status and status not in ("completed", "failed"):
                     text = f"[{status}] {text}"
-                items.append(TranscriptItem(role="tool", kind="tool_result", tool="shell", call_id=item_id, exit_code=_int(item.get("exit_code")), text=text))
+                items.append(
+                    TranscriptItem(
+                        role="tool",
+                        kind="tool_result",
+                        tool="shell",
+                        call_id=item_id,
+                        exit_code=_int(item.get("exit_code")),
+                        text=text,
+                    )
+                )
             return items
         if itype == "agent_message":
             if not done:
@@ -221,7 +244,11 @@ class CodexAdapter(AgentAdapter):
         if itype == "todo_list":
             if done or not isinstance(item.get("items"), list):
                 return []
-            steps = [f"[{'x' if s.get('completed') else ' '}] {_str(s.get('text'))}" for s in item["items"] if isinstance(s, dict)]
+            steps = [
+                f"[{'x' if s.get('completed') else ' '}] {_str(s.get('text'))}"
+                for s in item["items"]
+                if isinstance(s, dict)
+            ]
             return [TranscriptItem(role="assistant", kind="text", text="plan:\n" + "\n".join(steps))]
         if itype == "file_change":
             if not done:
@@ -231,7 +258,14 @@ class CodexAdapter(AgentAdapter):
             status = _str(item.get("status"))
             return [
                 TranscriptItem(role="assistant", kind="tool_call", tool="apply_patch", call_id=item_id, text=text),
-                TranscriptItem(role="tool", kind="tool_result", tool="apply_patch", call_id=item_id, text=status, exit_code=0 if status == "completed" else 1),
+                TranscriptItem(
+                    role="tool",
+                    kind="tool_result",
+                    tool="apply_patch",
+                    call_id=item_id,
+                    text=status,
+                    exit_code=0 if status == "completed" else 1,
+                ),
             ]
         if itype == "mcp_tool_call":
             tool = f"{_str(item.get('server'))}.{_str(item.get('tool'))}"
@@ -239,14 +273,34 @@ class CodexAdapter(AgentAdapter):
             if item_id not in self._started:
                 self._started.add(item_id or "")
                 args = json.dumps(item.get("arguments"), ensure_ascii=False)[:300]
-                items.append(TranscriptItem(role="assistant", kind="tool_call", tool=tool, call_id=item_id, text=f"{tool} {args}"))
+                items.append(
+                    TranscriptItem(
+                        role="assistant", kind="tool_call", tool=tool, call_id=item_id, text=f"{tool} {args}"
+                    )
+                )
             if done:
                 error = item.get("error")
-                text = f"[error] {_str(error.get('message'))}" if isinstance(error, dict) else json.dumps(item.get("result"), ensure_ascii=False)
+                text = (
+                    f"[error] {_str(error.get('message'))}"
+                    if isinstance(error, dict)
+                    else json.dumps(item.get("result"), ensure_ascii=False)
+                )
                 items.append(TranscriptItem(role="tool", kind="tool_result", tool=tool, call_id=item_id, text=text))
             return items
         if itype == "web_search":
-            return [TranscriptItem(role="assistant", kind="tool_call", tool="web_search", call_id=item_id, text=f"search {_str(item.get('query'))}")] if done else []
+            return (
+                [
+                    TranscriptItem(
+                        role="assistant",
+                        kind="tool_call",
+                        tool="web_search",
+                        call_id=item_id,
+                        text=f"search {_str(item.get('query'))}",
+                    )
+                ]
+                if done
+                else []
+            )
         return None
 
     def _turn_completed(self, usage: Any) -> list[TranscriptItem]:
@@ -269,7 +323,9 @@ class CodexAdapter(AgentAdapter):
             return TranscriptItem(role="system", kind="result", text=f"{text} (no usage reported)")
         t = self.usage_totals()
         cost = t["cost_usd"] if t["cost_known"] else None
-        return TranscriptItem(role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost)
+        return TranscriptItem(
+            role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost
+        )
 
     def finish(self) -> list[TranscriptItem]:
         return [] if self.ended else [self._result("ended without a completed turn (stopped or crashed)")]

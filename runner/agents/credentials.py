@@ -42,14 +42,24 @@ CREDENTIALS: dict[str, AgentCredentials] = {
 }
 
 # OpenCode's key depends on the provider part of --model PROVIDER/MODEL.
-OPENCODE_PROVIDER_KEYS = {"openrouter": "OPENROUTER_API_KEY", "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+OPENCODE_PROVIDER_KEYS = {
+    "openrouter": "OPENROUTER_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
 
 ALL_CREDENTIAL_VARS: frozenset[str] = frozenset(
     name for creds in CREDENTIALS.values() for name in creds.keys + creds.base_urls
 )
 
 # Variables that would point a CLI back at the user's own configuration; agent_env drops them.
-USER_CONFIG_VARS = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT")
+USER_CONFIG_VARS = (
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "OPENCODE_CONFIG",
+    "OPENCODE_CONFIG_DIR",
+    "OPENCODE_CONFIG_CONTENT",
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,9 @@ def base_url(agent: str, environ: Mapping[str, str]) -> str | None:
     return None
 
 
-def credential_report(agent: str, environ: Mapping[str, str] | None = None, model: str | None = None) -> CredentialReport:
+def credential_report(
+    agent: str, environ: Mapping[str, str] | None = None, model: str | None = None
+) -> CredentialReport:
     """Which of ``agent``'s variables are set in ``environ`` (default: this process's)."""
     environ = os.environ if environ is None else environ
     creds = CREDENTIALS[agent]
@@ -114,7 +126,9 @@ def home_dirs(agent_home: Path) -> dict[str, Path]:
 def agent_env(agent: str, base_env: Mapping[str, str], agent_home: Path) -> dict[str, str]:
     """``base_env`` with a fresh HOME/XDG in ``agent_home`` and only this agent's credentials."""
     mine = set(CREDENTIALS[agent].keys + CREDENTIALS[agent].base_urls)
-    env = {k: v for k, v in base_env.items() if k not in USER_CONFIG_VARS and (k in mine or k not in ALL_CREDENTIAL_VARS)}
+    env = {
+        k: v for k, v in base_env.items() if k not in USER_CONFIG_VARS and (k in mine or k not in ALL_CREDENTIAL_VARS)
+    }
     env.update({name: str(path) for name, path in home_dirs(agent_home).items()})
     return env
 

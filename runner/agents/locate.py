@@ -32,7 +32,11 @@ INSTALL_HINT = "run 'make agents' (project-local, pinned versions) or 'npm insta
 def prefixes() -> list[Path]:
     """Project-local install prefixes, most specific first, without duplicates."""
     found: list[Path] = []
-    for raw in (os.environ.get("ONEGC_AGENTS_PREFIX"), str(Path(os.environ.get("ONEGC_HOME") or ".") / PREFIX_NAME), str(REPO_ROOT / PREFIX_NAME)):
+    for raw in (
+        os.environ.get("ONEGC_AGENTS_PREFIX"),
+        str(Path(os.environ.get("ONEGC_HOME") or ".") / PREFIX_NAME),
+        str(REPO_ROOT / PREFIX_NAME),
+    ):
         if raw:
             path = Path(raw).resolve()
             if path not in found:
@@ -78,7 +82,11 @@ class CliStatus:
         if self.path is None:
             return f"{self.agent}: '{self.executable}' not found: " + INSTALL_HINT.format(package=package)
         if self.version is None:
-            return f"{self.agent}: {self.path} does not run '--version': reinstall it (" + INSTALL_HINT.format(package=package) + ")"
+            return (
+                f"{self.agent}: {self.path} does not run '--version': reinstall it ("
+                + INSTALL_HINT.format(package=package)
+                + ")"
+            )
         return f"{self.agent}: {self.version} ({self.path})"
 
 

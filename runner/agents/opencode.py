@@ -232,7 +232,10 @@ class OpenCodeAdapter(AgentAdapter):
             text = _str(state.get("output"))
             if status and status != "completed":
                 text = f"[{status}] {text}"
-        return [call, TranscriptItem(role="tool", kind="tool_result", tool=tool, call_id=call_id, exit_code=exit_code, text=text)]
+        return [
+            call,
+            TranscriptItem(role="tool", kind="tool_result", tool=tool, call_id=call_id, exit_code=exit_code, text=text),
+        ]
 
     def _step_finish(self, part: dict) -> list[TranscriptItem]:
         tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
@@ -256,7 +259,9 @@ class OpenCodeAdapter(AgentAdapter):
         reason = _str(part.get("reason"))
         if reason != "tool-calls":
             self.ended = True
-            items.append(self._result(f"{reason or 'stop'}: {self._last_text}" if self._last_text else reason or "stop"))
+            items.append(
+                self._result(f"{reason or 'stop'}: {self._last_text}" if self._last_text else reason or "stop")
+            )
         return items
 
     def _error(self, error: Any) -> list[TranscriptItem]:
@@ -274,7 +279,9 @@ class OpenCodeAdapter(AgentAdapter):
     def _result(self, text: str) -> TranscriptItem:
         t = self.usage_totals()
         cost = t["cost_usd"] if t["cost_known"] else None
-        return TranscriptItem(role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost)
+        return TranscriptItem(
+            role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost
+        )
 
     def finish(self) -> list[TranscriptItem]:
         return [] if self.ended else [self._result("ended without a final step (stopped, crashed or failed)")]

@@ -20,7 +20,9 @@ FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / 
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/transcripts is not beside the repo")
 
 
-def run_fixture(name: str, adapter: ClaudeCodeAdapter | None = None) -> tuple[ClaudeCodeAdapter, list[tuple[int, TranscriptItem]]]:
+def run_fixture(
+    name: str, adapter: ClaudeCodeAdapter | None = None
+) -> tuple[ClaudeCodeAdapter, list[tuple[int, TranscriptItem]]]:
     adapter = adapter or ClaudeCodeAdapter()
     out = []
     for no, line in enumerate((FIXTURES / name).read_text().splitlines(keepends=True), 1):
@@ -80,13 +82,24 @@ def test_partial_messages_add_only_usage_and_match_the_result():
     # the live estimate from prices.toml equals what the CLI itself charged
     assert sum(u.cost_usd for u in usage) == pytest.approx(0.0027)
     result = items[-1][1]
-    assert (result.kind, result.text, result.tokens_in, result.tokens_out, result.cost_usd) == ("result", "success: done", 240, 60, 0.0027)
+    assert (result.kind, result.text, result.tokens_in, result.tokens_out, result.cost_usd) == (
+        "result",
+        "success: done",
+        240,
+        60,
+        0.0027,
+    )
 
 
 @needs_fixtures
 def test_max_turns_is_an_error_then_a_result():
     adapter, items = run_fixture("claude-maxturns.jsonl")
-    assert signature(items)[-4:] == [(3, "tool_call", "Bash", None), (4, "tool_result", "Bash", 0), (5, "error", None, None), (5, "result", None, None)]
+    assert signature(items)[-4:] == [
+        (3, "tool_call", "Bash", None),
+        (4, "tool_result", "Bash", 0),
+        (5, "error", None, None),
+        (5, "result", None, None),
+    ]
     error = items[-2][1]
     assert error.text == "error_max_turns (max_turns): Reached maximum number of turns (1)"
     assert items[-1][1].cost_usd == 0.00135 and adapter.usage_totals()["tokens_out"] == 30
@@ -123,7 +136,10 @@ def test_http_400_is_an_error_without_usage():
 
 
 @needs_fixtures
-@pytest.mark.parametrize("name", ["claude-two.jsonl", "claude-partial.jsonl", "claude-maxturns.jsonl", "claude-int.jsonl", "claude-fail400.jsonl"])
+@pytest.mark.parametrize(
+    "name",
+    ["claude-two.jsonl", "claude-partial.jsonl", "claude-maxturns.jsonl", "claude-int.jsonl", "claude-fail400.jsonl"],
+)
 def test_every_fixture_line_is_understood(name):
     _, items = run_fixture(name)
     assert items and not [it for _, it in items if it.kind == "raw"]
@@ -132,15 +148,23 @@ def test_every_fixture_line_is_understood(name):
 
 def test_retry_exit_codes_thinking_and_unknown_shapes():
     a = ClaudeCodeAdapter()
-    (retry,) = a.parse('{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1500,"error_status":529,"error":"overloaded"}')
+    (retry,) = a.parse(
+        '{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1500,"error_status":529,"error":"overloaded"}'
+    )
     assert (retry.kind, retry.text) == ("error", "retry: attempt 2/10 in 1.5s, HTTP 529: overloaded")
-    (call,) = a.parse('{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"python run_1.py"}}]}}')
+    (call,) = a.parse(
+        '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"python run_1.py"}}]}}'
+    )
     assert call.text == "$ python run_1.py"
-    (res,) = a.parse('{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Exit code 2\\nTraceback"}]}}')
+    (res,) = a.parse(
+        '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Exit code 2\\nTraceback"}]}}'
+    )
     assert (res.tool, res.exit_code, res.call_id) == ("Bash", 2, "t1")
     (think,) = a.parse('{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"try a wider net"}]}}')
     assert (think.kind, think.text) == ("thinking", "try a wider net")
-    (edit,) = a.parse('{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"Edit","input":{"file_path":"run_2.py"}}]}}')
+    (edit,) = a.parse(
+        '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t2","name":"Edit","input":{"file_path":"run_2.py"}}]}}'
+    )
     assert edit.text == "Edit run_2.py"
     for line in ["not json", "[1, 2]", '{"type":"something_new"}', '{"type":"assistant"}', "\x00\xff"]:
         assert [it.kind for it in a.parse(line)] == ["raw"]
@@ -150,7 +174,9 @@ def test_retry_exit_codes_thinking_and_unknown_shapes():
 def test_finish_owes_a_result_when_the_run_was_cut_off():
     a = ClaudeCodeAdapter()
     a.parse('{"type":"system","subtype":"init","model":"claude-sonnet-4-5"}')
-    a.parse('{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1000,"cache_read_input_tokens":9000,"output_tokens":500}}}')
+    a.parse(
+        '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1000,"cache_read_input_tokens":9000,"output_tokens":500}}}'
+    )
     (result,) = a.finish()
     assert result.kind == "result" and "without a result line" in result.text
     assert (result.tokens_in, result.tokens_out) == (10000, 500)
@@ -168,7 +194,9 @@ def make_ctx(tmp_path: Path, model: str | None = None, env: dict | None = None, 
         prompt="Read program.md. Budget: 2 minutes.",
         model=model,
         deadline_file=tmp_path / "workspace" / ".deadline",
-        base_env=env if env is not None else {"PATH": "/usr/bin", "HOME": "/root", "ANTHROPIC_API_KEY": "sk-ant-secret"},
+        base_env=env
+        if env is not None
+        else {"PATH": "/usr/bin", "HOME": "/root", "ANTHROPIC_API_KEY": "sk-ant-secret"},
         extra_args=tuple(extra),
     )
 
@@ -224,7 +252,9 @@ def test_prepare_home_and_configure(tmp_path):
 
 
 def test_credential_report_names_variables_never_values():
-    report = credentials.credential_report("claude-code", {"ANTHROPIC_API_KEY": "sk-ant-secret", "ANTHROPIC_BASE_URL": "http://x"})
+    report = credentials.credential_report(
+        "claude-code", {"ANTHROPIC_API_KEY": "sk-ant-secret", "ANTHROPIC_BASE_URL": "http://x"}
+    )
     assert report.ok and report.present == ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
     assert "sk-ant-secret" not in report.message and "ANTHROPIC_API_KEY" in report.message
     missing = credentials.credential_report("claude-code", {"OPENAI_API_KEY": "x", "ANTHROPIC_API_KEY": "  "})
@@ -243,7 +273,13 @@ def test_standard_prompt_states_the_rules_and_a_working_deadline_check(tmp_path)
     # the one-liner the prompt gives works against the runner's .deadline format
     command = next(line.strip() for line in prompt.splitlines() if line.strip().startswith("python -c"))
     (tmp_path / ".deadline").write_text(f"{time.time() + 600:.3f}\n")
-    out = subprocess.run([sys.executable, "-c", command.split('"', 1)[1].rsplit('"', 1)[0]], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-c", command.split('"', 1)[1].rsplit('"', 1)[0]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 0, out.stderr
     seconds = int(out.stdout.split()[0])
     assert 590 <= seconds <= 600

@@ -16,7 +16,9 @@ FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / 
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/transcripts is not beside the repo")
 
 
-def run_fixture(name: str, adapter: CodexAdapter | None = None) -> tuple[CodexAdapter, list[tuple[int, TranscriptItem]]]:
+def run_fixture(
+    name: str, adapter: CodexAdapter | None = None
+) -> tuple[CodexAdapter, list[tuple[int, TranscriptItem]]]:
     adapter = adapter or CodexAdapter()
     out = []
     for no, line in enumerate((FIXTURES / name).read_text().splitlines(keepends=True), 1):
@@ -47,7 +49,12 @@ def test_two_commands_then_done_with_unknown_price():
     usage, result = items[-2][1], items[-1][1]
     assert (usage.tokens_in, usage.tokens_out, usage.cost_usd) == (360, 90, None)
     assert "price unknown for mock-model" in usage.text
-    assert (result.text, result.tokens_in, result.tokens_out, result.cost_usd) == ("completed: all steps done", 360, 90, None)
+    assert (result.text, result.tokens_in, result.tokens_out, result.cost_usd) == (
+        "completed: all steps done",
+        360,
+        90,
+        None,
+    )
     assert adapter.usage_totals() == {"tokens_in": 360, "tokens_out": 90, "cost_usd": 0.0, "cost_known": False}
     assert adapter.finish() == []
 
@@ -88,13 +95,19 @@ def test_retries_other_items_and_a_cut_off_run():
     (wait,) = a.parse('{"type":"error","message":"stream error: waiting for network"}')
     assert wait.text.startswith("retry:")
     # a command seen only on completion still gets its call
-    call, result = a.parse('{"type":"item.completed","item":{"id":"i9","type":"command_execution","command":["bash","-lc","python run_1.py"],"aggregated_output":"Traceback","exit_code":1,"status":"failed"}}')
+    call, result = a.parse(
+        '{"type":"item.completed","item":{"id":"i9","type":"command_execution","command":["bash","-lc","python run_1.py"],"aggregated_output":"Traceback","exit_code":1,"status":"failed"}}'
+    )
     assert (call.text, result.exit_code, result.text) == ("$ python run_1.py", 1, "Traceback")
     (thought,) = a.parse('{"type":"item.completed","item":{"id":"i1","type":"reasoning","text":"bigger batch"}}')
     assert thought.kind == "thinking"
-    patch_call, patch_result = a.parse('{"type":"item.completed","item":{"id":"i2","type":"file_change","changes":[{"path":"run_2.py","kind":"add"}],"status":"completed"}}')
+    patch_call, patch_result = a.parse(
+        '{"type":"item.completed","item":{"id":"i2","type":"file_change","changes":[{"path":"run_2.py","kind":"add"}],"status":"completed"}}'
+    )
     assert (patch_call.text, patch_result.exit_code) == ("add run_2.py", 0)
-    (plan,) = a.parse('{"type":"item.started","item":{"id":"i3","type":"todo_list","items":[{"text":"baseline","completed":true},{"text":"tune","completed":false}]}}')
+    (plan,) = a.parse(
+        '{"type":"item.started","item":{"id":"i3","type":"todo_list","items":[{"text":"baseline","completed":true},{"text":"tune","completed":false}]}}'
+    )
     assert plan.text == "plan:\n[x] baseline\n[ ] tune"
     assert a.parse('{"type":"turn.started"}') == []
     assert [it.kind for it in a.parse('{"type":"item.completed","item":{"type":"collab_agent_call"}}')] == ["raw"]
@@ -106,18 +119,23 @@ def test_retries_other_items_and_a_cut_off_run():
 def test_cached_tokens_are_priced_at_the_cache_rate():
     a = CodexAdapter()
     a.configure("gpt-5")
-    usage, _ = a.parse('{"type":"turn.completed","usage":{"input_tokens":10000,"cached_input_tokens":8000,"output_tokens":1000}}')
+    usage, _ = a.parse(
+        '{"type":"turn.completed","usage":{"input_tokens":10000,"cached_input_tokens":8000,"output_tokens":1000}}'
+    )
     assert usage.tokens_in == 10000
     assert usage.cost_usd == pytest.approx((2000 * 1.25 + 8000 * 0.125 + 1000 * 10.0) / 1e6)
 
 
 def test_helpers():
     assert unwrap_command("/bin/bash -lc 'echo hi && ls'") == "echo hi && ls"
-    assert unwrap_command("bash -c \"python run_1.py --lr 0.1\"") == "python run_1.py --lr 0.1"
+    assert unwrap_command('bash -c "python run_1.py --lr 0.1"') == "python run_1.py --lr 0.1"
     assert unwrap_command("python train.py") == "python train.py"
     assert unwrap_command("echo 'unbalanced") == "echo 'unbalanced"
     assert unwrap_command(None) == ""
-    assert error_message('{"error": {"message": "quota exceeded", "code": "insufficient_quota"}}') == "quota exceeded (insufficient_quota)"
+    assert (
+        error_message('{"error": {"message": "quota exceeded", "code": "insufficient_quota"}}')
+        == "quota exceeded (insufficient_quota)"
+    )
     assert error_message("plain words") == "plain words"
 
 
@@ -151,7 +169,12 @@ def test_argv_is_exec_json_with_the_prompt_last(tmp_path):
 
 
 def test_env_isolates_codex_home(tmp_path):
-    base = {"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-openai-secret", "ANTHROPIC_API_KEY": "sk-ant", "CODEX_HOME": "/root/.codex"}
+    base = {
+        "PATH": "/usr/bin",
+        "OPENAI_API_KEY": "sk-openai-secret",
+        "ANTHROPIC_API_KEY": "sk-ant",
+        "CODEX_HOME": "/root/.codex",
+    }
     env = CodexAdapter().env(make_ctx(tmp_path, env=base))
     assert env["CODEX_HOME"] == str(tmp_path / "agent_home" / ".codex") and env["HOME"] == str(tmp_path / "agent_home")
     assert env["OPENAI_API_KEY"] == env["CODEX_API_KEY"] == "sk-openai-secret"

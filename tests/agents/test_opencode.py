@@ -16,7 +16,9 @@ FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / 
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/transcripts is not beside the repo")
 
 
-def run_fixture(name: str, adapter: OpenCodeAdapter | None = None) -> tuple[OpenCodeAdapter, list[tuple[int, TranscriptItem]]]:
+def run_fixture(
+    name: str, adapter: OpenCodeAdapter | None = None
+) -> tuple[OpenCodeAdapter, list[tuple[int, TranscriptItem]]]:
     adapter = adapter or OpenCodeAdapter()
     out = []
     for no, line in enumerate((FIXTURES / name).read_text().splitlines(keepends=True), 1):
@@ -26,7 +28,9 @@ def run_fixture(name: str, adapter: OpenCodeAdapter | None = None) -> tuple[Open
 
 def step_finish(cost, tokens=None, reason="tool-calls") -> str:
     tokens = tokens or {"input": 1000, "output": 200, "reasoning": 50, "cache": {"read": 4000, "write": 0}}
-    return json.dumps({"type": "step_finish", "part": {"type": "step-finish", "reason": reason, "tokens": tokens, "cost": cost}})
+    return json.dumps(
+        {"type": "step_finish", "part": {"type": "step-finish", "reason": reason, "tokens": tokens, "cost": cost}}
+    )
 
 
 # ----------------------------------------------------------------------------- transcripts
@@ -49,7 +53,12 @@ def test_two_tools_then_done():
     assert [(u.tokens_in, u.tokens_out, u.cost_usd) for u in usage] == [(120, 30, None)] * 3
     assert "price unknown" in usage[0].text and "mock-model" in usage[0].text
     result = items[-1][1]
-    assert (result.text, result.tokens_in, result.tokens_out, result.cost_usd) == ("stop: all steps done", 360, 90, None)
+    assert (result.text, result.tokens_in, result.tokens_out, result.cost_usd) == (
+        "stop: all steps done",
+        360,
+        90,
+        None,
+    )
     assert adapter.usage_totals() == {"tokens_in": 360, "tokens_out": 90, "cost_usd": 0.0, "cost_known": False}
     assert adapter.finish() == []
 
@@ -57,7 +66,14 @@ def test_two_tools_then_done():
 @needs_fixtures
 def test_base_run():
     adapter, items = run_fixture("opencode-base.jsonl")
-    assert [(no, it.kind) for no, it in items] == [(2, "tool_call"), (2, "tool_result"), (3, "usage"), (5, "text"), (6, "usage"), (6, "result")]
+    assert [(no, it.kind) for no, it in items] == [
+        (2, "tool_call"),
+        (2, "tool_result"),
+        (3, "usage"),
+        (5, "text"),
+        (6, "usage"),
+        (6, "result"),
+    ]
     assert items[0][1].text == '$ echo hello > out.txt && python3 -c "print(1+1)"'
     assert (items[1][1].exit_code, items[1][1].text) == (0, "2\n")
     assert adapter.usage_totals()["tokens_in"] == 240
@@ -104,7 +120,9 @@ def test_reasoning_failed_tools_retryable_errors_and_notices():
     _, bash = a.parse(json.dumps({"type": "tool_use", "part": {"type": "tool", "tool": "bash", "callID": "c2", "state": {
         "status": "completed", "input": {"command": "python run_1.py"}, "output": "nan", "metadata": {"exit": 3}}}}))  # fmt: skip
     assert bash.exit_code == 3
-    (err,) = a.parse('{"type":"error","error":{"name":"APIError","data":{"message":"overloaded","statusCode":529,"isRetryable":true}}}')
+    (err,) = a.parse(
+        '{"type":"error","error":{"name":"APIError","data":{"message":"overloaded","statusCode":529,"isRetryable":true}}}'
+    )
     assert err.text == "retry: HTTP 529: overloaded (APIError)"
     assert a.parse('{"type":"step_start","part":{"type":"step-start"}}') == []
     assert [it.kind for it in a.parse("permission requested: external_directory (/etc/*); auto-rejecting")] == ["raw"]
@@ -112,7 +130,9 @@ def test_reasoning_failed_tools_retryable_errors_and_notices():
 
 
 # ----------------------------------------------------------------------------- launch
-def make_ctx(tmp_path: Path, model: str | None = "openrouter/moonshotai/kimi-k2", env: dict | None = None, extra=()) -> LaunchContext:
+def make_ctx(
+    tmp_path: Path, model: str | None = "openrouter/moonshotai/kimi-k2", env: dict | None = None, extra=()
+) -> LaunchContext:
     return LaunchContext(
         workspace=tmp_path / "workspace",
         session_dir=tmp_path,
@@ -129,7 +149,17 @@ def test_argv_passes_the_prompt_as_the_message_argument(tmp_path):
     ctx = make_ctx(tmp_path, extra=["--variant", "high"])
     argv = OpenCodeAdapter().argv(ctx)
     assert Path(argv[0]).name == "opencode"
-    assert argv[1:] == ["run", "--format", "json", "-m", "openrouter/moonshotai/kimi-k2", "--pure", "--variant", "high", ctx.prompt]
+    assert argv[1:] == [
+        "run",
+        "--format",
+        "json",
+        "-m",
+        "openrouter/moonshotai/kimi-k2",
+        "--pure",
+        "--variant",
+        "high",
+        ctx.prompt,
+    ]
     assert OpenCodeAdapter.prompt_on_stdin is False  # stdin is /dev/null: `opencode run` appends stdin otherwise
     assert not any("sk-or-secret" in a for a in argv)
     with pytest.raises(ModelRequired, match="PROVIDER/MODEL"):
@@ -137,7 +167,12 @@ def test_argv_passes_the_prompt_as_the_message_argument(tmp_path):
 
 
 def test_env_is_quiet_and_isolated(tmp_path):
-    base = {"PATH": "/usr/bin", "OPENROUTER_API_KEY": "sk-or-secret", "OPENCODE_CONFIG": "/root/oc.json", "CODEX_API_KEY": "c"}
+    base = {
+        "PATH": "/usr/bin",
+        "OPENROUTER_API_KEY": "sk-or-secret",
+        "OPENCODE_CONFIG": "/root/oc.json",
+        "CODEX_API_KEY": "c",
+    }
     env = OpenCodeAdapter().env(make_ctx(tmp_path, env=base))
     assert env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and env["OPENCODE_DISABLE_AUTOUPDATE"] == "1"
     assert env["XDG_CONFIG_HOME"] == str(tmp_path / "agent_home" / ".config")
@@ -162,7 +197,9 @@ def test_custom_endpoint_is_an_openai_compatible_provider(tmp_path):
     assert provider["options"] == {"baseURL": "http://127.0.0.1:8000/v1", "apiKey": "{env:OPENAI_API_KEY}"}
     # a model onegc knows the price of is declared with it, so OpenCode prices each step itself
     assert provider["models"]["gpt-4.1"]["cost"] == {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_write": 2.0}
-    unknown = json.loads(OpenCodeAdapter().env(make_ctx(tmp_path, model="local-qwen", env=base))["OPENCODE_CONFIG_CONTENT"])
+    unknown = json.loads(
+        OpenCodeAdapter().env(make_ctx(tmp_path, model="local-qwen", env=base))["OPENCODE_CONFIG_CONTENT"]
+    )
     assert unknown["provider"]["onegc"]["models"] == {"local-qwen": {"name": "local-qwen"}}
     with pytest.raises(ModelRequired, match="--model"):
         OpenCodeAdapter().argv(make_ctx(tmp_path, model=None, env=base))
@@ -183,4 +220,6 @@ def test_credential_report_follows_the_provider():
     assert credentials.credential_report("opencode", env, model="openrouter/moonshotai/kimi-k2").ok
     report = credentials.credential_report("opencode", env, model="anthropic/claude-sonnet-4-5")
     assert not report.ok and report.needed == ("ANTHROPIC_API_KEY",)
-    assert credentials.credential_report("opencode", {"OPENAI_BASE_URL": "http://x", "OPENAI_API_KEY": "k"}, model="m").ok
+    assert credentials.credential_report(
+        "opencode", {"OPENAI_BASE_URL": "http://x", "OPENAI_API_KEY": "k"}, model="m"
+    ).ok

@@ -24,7 +24,16 @@ FUZZ_SHAPES = settings(max_examples=50, deadline=None, suppress_health_check=[He
 # Field names and type tags the three CLIs use, so random objects reach the real branches.
 TYPES = {
     "claude": ["system", "assistant", "user", "result", "stream_event"],
-    "codex": ["thread.started", "turn.started", "turn.completed", "turn.failed", "item.started", "item.updated", "item.completed", "error"],
+    "codex": [
+        "thread.started",
+        "turn.started",
+        "turn.completed",
+        "turn.failed",
+        "item.started",
+        "item.updated",
+        "item.completed",
+        "error",
+    ],
     "opencode": ["step_start", "step_finish", "text", "reasoning", "tool_use", "error"],
 }
 INNER_TYPES = [
@@ -40,10 +49,20 @@ KEYS = [
     "model", "attempt", "errors", "api_error_status", "arguments", "server", "query", "completed", "thinking", "delta",
 ]  # fmt: skip
 
-scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=20) | st.sampled_from(INNER_TYPES)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()
+    | st.text(max_size=20)
+    | st.sampled_from(INNER_TYPES)
+)
 json_values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=5), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=5), children, max_size=5)
+    ),
     max_leaves=12,
 )
 
@@ -64,7 +83,9 @@ def plausible(agent: str):
 def fixture_objects(agent: str) -> list[dict]:
     if not FIXTURES.is_dir():
         return [{"type": TYPES[agent][0]}]
-    return [json.loads(line) for path in sorted(FIXTURES.glob(f"{agent}-*.jsonl")) for line in path.read_text().splitlines()]
+    return [
+        json.loads(line) for path in sorted(FIXTURES.glob(f"{agent}-*.jsonl")) for line in path.read_text().splitlines()
+    ]
 
 
 def mutate(obj, data, depth=0):

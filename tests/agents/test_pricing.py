@@ -65,13 +65,17 @@ def test_cost_matches_what_claude_code_charged_in_the_fixtures(no_user_file):
 
 def test_cost_uses_cache_rates_and_defaults_them_to_input():
     table = PriceTable({"m": Price(input=2.0, output=8.0, cached_input=0.5), "n*": Price(input=1.0, output=1.0)})
-    assert table.cost("m", 1_000_000, 0, cached_input_tokens=1_000_000, cache_write_tokens=1_000_000) == pytest.approx(2.0 + 0.5 + 2.0)
+    assert table.cost("m", 1_000_000, 0, cached_input_tokens=1_000_000, cache_write_tokens=1_000_000) == pytest.approx(
+        2.0 + 0.5 + 2.0
+    )
     assert table.cost("n-1", 0, 0, cached_input_tokens=2_000_000) == pytest.approx(2.0)
     assert table.cost("m", -5, -5) == 0.0
 
 
 def test_user_file_overrides_and_extends(no_user_file):
-    (no_user_file / "prices.toml").write_text('[models]\n"gpt-5" = { input = 9.0, output = 90.0 }\n"mock-model" = { input = 1, output = 2 }\n')
+    (no_user_file / "prices.toml").write_text(
+        '[models]\n"gpt-5" = { input = 9.0, output = 90.0 }\n"mock-model" = { input = 1, output = 2 }\n'
+    )
     table = load_prices()
     assert table.price("gpt-5") == Price(input=9.0, output=90.0)
     assert table.cost("mock-model", 1_000_000, 1_000_000) == pytest.approx(3.0)
