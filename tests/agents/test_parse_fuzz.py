@@ -18,8 +18,8 @@ from runner.agents.opencode import OpenCodeAdapter
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "transcripts"
 ADAPTERS = {"claude": ClaudeCodeAdapter, "codex": CodexAdapter, "opencode": OpenCodeAdapter}
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ_SHAPES = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # bigger examples
+FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_SHAPES = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # bigger examples
 
 # Field names and type tags the three CLIs use, so random objects reach the real branches.
 TYPES = {
