@@ -23,7 +23,8 @@ agents:
 
 agents-versions:
 	@for cli in claude codex opencode; do \
-		printf '%-9s ' $$cli; $(AGENTS_PREFIX)/node_modules/.bin/$$cli --version 2>&1 | head -n 1 || echo "not runnable"; \
+		exe=$(AGENTS_PREFIX)/node_modules/.bin/$$cli; printf '%-9s ' $$cli; \
+		if [ -x $$exe ]; then $$exe --version 2>&1 | head -n 1; else echo "not installed: run 'make agents'"; fi; \
 	done
 
 agents-clean:
