@@ -48,8 +48,11 @@ class AgentStarted(_Event):
     version: str | None = None
 
 
-class TranscriptEvent(_Event):
-    type: Literal["transcript"] = "transcript"
+class TranscriptFields(BaseModel):
+    """One normalised step of an agent's transcript (shared by adapters and the event)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     role: Role
     kind: Kind
     text: str = ""
@@ -59,6 +62,10 @@ class TranscriptEvent(_Event):
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+
+
+class TranscriptEvent(_Event, TranscriptFields):
+    type: Literal["transcript"] = "transcript"
     raw_line: int | None = None
 
 

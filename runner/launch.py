@@ -31,13 +31,18 @@ def runner_argv(paths: SessionPaths) -> list[str]:
     return [sys.executable, "-m", "runner.session", str(paths.root)]
 
 
-def spawn_local(paths: SessionPaths, env: dict[str, str] | None = None) -> int:
-    """Start the runner detached; returns its pid and records it in ``launcher.json``."""
+def start_runner(paths: SessionPaths, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start ``python -m runner.session DIR`` detached (own session, output in ``runner.log``)."""
     full_env = dict(env or os.environ)
     full_env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
     with open(paths.runner_log, "ab") as log:
-        proc = subprocess.Popen(runner_argv(paths), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        return subprocess.Popen(runner_argv(paths), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True, env=full_env, cwd=paths.root)
+
+
+def spawn_local(paths: SessionPaths, env: dict[str, str] | None = None) -> int:
+    """Start the runner now, outside any queue; returns its pid and records it in ``launcher.json``."""
+    proc = start_runner(paths, env)
     record = {"kind": "local", "pid": proc.pid, "host": socket.gethostname(), "started": time.time()}
     tmp = paths.root / ".launcher.json.tmp"
     tmp.write_text(json.dumps(record))

@@ -189,6 +189,7 @@ class Session:
         bin_dir = str(Path(sys.executable).parent)
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
         env["CUDA_VISIBLE_DEVICES"] = self.config.gpu or ""
+        env["PWD"] = str(self.paths.workspace)  # OpenCode takes its working folder from $PWD, not the cwd
         env["ONEGC_DEADLINE"] = f"{self.clock.deadline():.3f}"
         env["ONEGC_SESSION"] = self.config.session_id
         env["PYTHONUNBUFFERED"] = "1"
@@ -208,6 +209,8 @@ class Session:
         )
         if hasattr(self.adapter, "configure"):
             self.adapter.configure(self.config)
+        if getattr(self.adapter, "price_warning", None):
+            self.events.emit("warning", code="prices", message=self.adapter.price_warning)
         prepare_home = getattr(self.adapter, "prepare_home", None)
         if prepare_home:
             prepare_home(ctx)

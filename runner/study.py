@@ -39,7 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from runner.config import GRACE_S, SESSION_ID_RE, NetworkPolicy, SessionConfig, SessionPaths, data_root, runs_dir
+from runner.config import GRACE_S, NetworkPolicy, SessionConfig, SessionPaths, data_root, runs_dir
 from runner.launch import create_session
 from runner.launchers import has_started, read_record, session_ended
 from runner.launchers.slurm import SlurmOptions

@@ -36,7 +36,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 CHECKPOINT_FORMAT = 1
 MANIFEST = "manifest.json"

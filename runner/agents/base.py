@@ -14,25 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
-from runner.events import Kind, Role, clip
+from runner.events import TranscriptFields, clip
 
 
-class TranscriptItem(BaseModel):
+class TranscriptItem(TranscriptFields):
     """One normalised step of an agent's transcript (DESIGN.md §4 "Transcript events")."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: Role
-    kind: Kind
-    text: str = ""
-    tool: str | None = None
-    call_id: str | None = None
-    exit_code: int | None = None
-    tokens_in: int | None = None
-    tokens_out: int | None = None
-    cost_usd: float | None = None
 
     def bounded(self) -> dict:
         data = self.model_dump(exclude_none=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 import psutil
 
 from runner.config import ConfigError, SessionPaths, runs_dir
-from runner.launch import REPO_ROOT, runner_alive, runner_argv
+from runner.launch import REPO_ROOT, runner_alive, start_runner
 from runner.launchers import has_started, is_attempt_folder, read_record, session_ended, update_record, write_record
 
 TICK_S = 0.5  # queue latency: a freed GPU is refilled within this
@@ -294,11 +294,7 @@ class QueueDaemon:
             os.replace(tmp, paths.config)
         record.update(state="starting", gpu=gpu, host=self.host, starting_at=time.time())
         write_record(paths, record)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        with open(paths.runner_log, "ab") as log:
-            proc = subprocess.Popen(runner_argv(paths), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    start_new_session=True, env=env, cwd=paths.root)
+        proc = start_runner(paths)
         try:
             created = psutil.Process(proc.pid).create_time()
         except psutil.NoSuchProcess:
