@@ -34,7 +34,8 @@ agents-clean:
 # Two commands on a fresh machine: `make demo` and `make test` (.ci/run calls `make test`).
 PYTHON ?= python3
 VENV   ?= .venv
-TORCH  ?= torch==2.13.0   # the CPU build; the project's own range admits it, so pip keeps it
+# The CPU build first; the project's own range admits it, so pip keeps it (no multi-GB CUDA build).
+TORCH  ?= torch==2.13.0
 
 .PHONY: venv demo test bench
 
