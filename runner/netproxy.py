@@ -34,6 +34,7 @@ CONNECT_TIMEOUT_S = 30.0  # upstream connect timeout, like a browser's
 CHUNK = 65536
 REPEAT_S = 1.0  # one report per target per second at most; the rest are counted
 DNS_TTL_S = 60
+RESOLVE_EVERY_S = 5.0  # a direct connection to an unknown IP on an allowed port re-resolves at most this often
 
 OnBlocked = Callable[[str, int, float, str], None]
 
@@ -56,6 +57,9 @@ class Allowlist:
     def allows(self, host: str, port: int) -> bool:
         return (norm_host(host), port) in self.endpoints
 
+    def has_port(self, port: int) -> bool:
+        return any(p == port for _, p in self.endpoints)
+
     def resolve(self) -> list[str]:
         """Look up every allowed name (runner namespace); returns the names that failed."""
         failed = []
@@ -63,7 +67,8 @@ class Allowlist:
             if _is_ip(host):
                 continue
             try:
-                self.ips[host] |= {a[4][0] for a in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+                found = {a[4][0] for a in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+                self.ips[host] = self.ips[host] | found  # rebind, never mutate: the gate's thread reads these
             except OSError:
                 failed.append(host)
         return failed
@@ -96,6 +101,7 @@ class Gate:
         self.counts = {"allowed": 0, "blocked": 0, "bytes_up": 0, "bytes_down": 0}
         self._last: dict[tuple[str, int], tuple[float, int, str]] = {}  # target -> (last report, suppressed, detail)
         self._servers: list = []
+        self._resolved_at = 0.0
         self._tasks: set[asyncio.Task] = set()
 
     # ------------------------------------------------------------------ life
@@ -202,6 +208,10 @@ class Gate:
         self._track()
         ip, port = writer.get_extra_info("sockname")[:2]
         host = self.allow.host_for(ip, port)
+        if host is None and self.allow.has_port(port) and time.monotonic() - self._resolved_at > RESOLVE_EVERY_S:
+            self._resolved_at = time.monotonic()  # the client may have resolved elsewhere (nss-resolve, a CDN's new IP)
+            await self.loop.run_in_executor(None, self.allow.resolve)
+            host = self.allow.host_for(ip, port)
         if host is None:
             self.blocked(norm_host(ip), port, "direct connection refused by the network policy")
             _reset(writer)

@@ -111,7 +111,7 @@ _PROBES: dict[bool, tuple[bool, str]] = {}
 
 
 def _unshare_flags() -> list[str]:
-    return ["--net"] if os.geteuid() == 0 else ["--user", "--map-current-user", "--net"]
+    return ["--net"] if os.geteuid() == 0 else ["--user", "--map-current-user", "--keep-caps", "--net"]
 
 
 def namespaces_available() -> tuple[bool, str]:
