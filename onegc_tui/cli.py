@@ -75,12 +75,20 @@ def tasks_cmd() -> None:
 PROGRESS_RE = re.compile(r"^progress: (?P<name>\S+) (?P<done>\d+)/(?P<total>\d+)$")
 
 
-def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple[str, ...] = ()) -> None:
-    """Run the task's locked ``prepare.py`` into ``$ONEGC_HOME/data/<task>``, showing progress."""
-    argv = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
-    if from_dir:
-        argv += ["--from", str(from_dir)]
-    argv += list(extra)
+def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple[str, ...] = (),
+                 weights_from: Path | None = None) -> None:
+    """Run the task's locked ``prepare.py`` into ``$ONEGC_HOME/data/<task>``, showing progress;
+    then, for a task with permitted pretrained weights, fetch those once too."""
+    base = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
+    _run_prepare(spec, base + (["--from", str(from_dir)] if from_dir else []) + list(extra))
+    if spec.pretrained_weights:
+        from runner.workspace import weights_dir
+
+        if not (weights_dir(spec, data_root(home)) / "weights.json").is_file():
+            _run_prepare(spec, base + ["--weights"] + (["--weights-from", str(weights_from)] if weights_from else []))
+
+
+def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, bufsize=1)
     last_line = ""
     bar_shown = False
@@ -109,7 +117,9 @@ def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple
 @click.argument("names", nargs=-1)
 @click.option("--from", "from_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="take the raw files from this folder instead of downloading (offline clusters)")
-def prepare_cmd(names: tuple[str, ...], from_dir: Path | None) -> None:
+@click.option("--weights-from", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="T3: take the DINOv3 weight files from this folder instead of downloading them")
+def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Path | None) -> None:
     """Download (or take --from DIR), verify and convert task data: onegc prepare t1 t6 | all."""
     home = _home()
     if not names:
@@ -119,7 +129,7 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None) -> None:
     specs = benchmark_tasks() if wanted == ["all"] else [_task(n) for n in wanted]
     for spec in specs:
         click.echo(f"{spec.short}: {spec.title}", err=True)
-        prepare_task(spec, home, from_dir, extra)
+        prepare_task(spec, home, from_dir, extra, weights_from)
 
 
 def ensure_prepared(spec: TaskSpec, home: Path) -> None:

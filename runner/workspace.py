@@ -46,17 +46,25 @@ def build_workspace(spec: TaskSpec, workspace: Path, data_root: Path) -> None:
     """Lay out the workspace; fails before creating anything if the data is not prepared."""
     data = prepared_dir(spec, data_root)
     names = visible_files(data)
+    weights = weights_dir(spec, data_root)
+    if spec.pretrained_weights and not weights.is_dir():
+        raise DataNotPrepared(f"pretrained weights for {spec.short} not fetched: run 'onegc prepare {spec.short}'")
     staging = workspace.parent / f".{workspace.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        _lay_out(spec, data, names, staging)
+        _lay_out(spec, data, names, staging, weights)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     os.replace(staging, workspace)
 
 
-def _lay_out(spec: TaskSpec, data: Path, names: list[str], workspace: Path) -> None:
+def weights_dir(spec: TaskSpec, data_root: Path) -> Path:
+    """Where ``onegc prepare`` keeps a task's permitted pretrained weights (T3's DINOv3 backbones)."""
+    return data_root / "_weights" / spec.id
+
+
+def _lay_out(spec: TaskSpec, data: Path, names: list[str], workspace: Path, weights: Path) -> None:
     workspace.mkdir(parents=True)
     (workspace / "checkpoints").mkdir()
     _copy_read_only(spec.folder / "prepare.py", workspace / "prepare.py")
@@ -69,9 +77,11 @@ def _lay_out(spec: TaskSpec, data: Path, names: list[str], workspace: Path) -> N
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         _copy_read_only(data / name, target)
-    weights = data / "weights"
-    if spec.pretrained_weights and weights.is_dir():
+    if spec.pretrained_weights:
         shutil.copytree(weights, workspace / "weights")
+        for f in (workspace / "weights").rglob("*"):
+            if f.is_file():
+                os.chmod(f, READ_ONLY)
 
 
 def snapshot_code(workspace: Path, dest: Path) -> list[str]:
