@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One prepared run on a GPU machine (no network): the harness on a real GPU, then the baselines.
+#   1. NVML: the GPU sampler reads the device; a scripted demo session runs with --gpus 0 and its
+#      events carry GPU samples, the contract names the GPU, official scoring runs on CUDA.
+#   2. T6 (ETTh1) full baseline and T1 (TinyShakespeare, bounded) from the offline copies in
+#      $DATA (shared/data layout), scored by the pristine evaluator.
+#   3. T2/T3 at full size for a bounded time on synthetic arrays (benchmarks/gpu_baselines.sh).
+# Python packages the machine lacks travel as wheels in .whl/ (pydantic, watchdog, sqlite-utils, timm).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+DATA=${DATA:-.devdata}
+OUT=${OUT:-/tmp/onegc-device}
+mkdir -p "$OUT"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/onegc_site .whl/*.whl
+  export PYTHONPATH=$PWD:/tmp/onegc_site${PYTHONPATH:+:$PYTHONPATH}
+fi
+echo "== device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1) =="
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+
+echo "== 1. harness on the GPU =="
+export ONEGC_HOME=/tmp/onegc-home
+python3 -c "
+from runner.gpu import GpuSampler, gpu_count
+s = GpuSampler([0]); print('gpus', gpu_count(), s.info()[0]); print(s.sample()[0])"
+timeout 150 python3 -m onegc_tui.cli run t0 --agent scripted --pace 0 --budget 1.5 --gpus 0 --plain 2>&1 | tail -8
+python3 - <<'PY'
+import json, pathlib
+run = sorted(pathlib.Path("/tmp/onegc-home/runs").iterdir())[-1]
+ev = [json.loads(l) for l in (run / "events.jsonl").read_text().splitlines()]
+gpu = [e for e in ev if e["type"] == "gpu"]
+start = next(e for e in ev if e["type"] == "session_started")
+print("gpu samples:", len(gpu), "max util %:", max((e["util_pct"] for e in gpu), default=None),
+      "contract gpu:", start["contract"]["gpu"])
+print("result:", json.loads((run / "result.json").read_text())["value"])
+PY
+
+echo "== 2. T6 and T1 baselines (real data, CUDA) =="
+timeout 120 python3 benchmarks/reproduce_baselines.py t6 --from "$DATA/etth1" --device cuda --json "$OUT/t6.json" 2>&1 | tail -12
+timeout 200 python3 benchmarks/reproduce_baselines.py t1 --from "$DATA/tinyshakespeare" --device cuda --max-minutes 2.5 --json "$OUT/t1.json" 2>&1 | tail -12
+
+echo "== 3. T2/T3 full size, synthetic data =="
+BENCH_SECONDS=${BENCH_SECONDS:-25} timeout 200 bash benchmarks/gpu_baselines.sh 2>&1 | tail -25
+echo "== done =="
