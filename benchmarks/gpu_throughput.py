@@ -46,7 +46,9 @@ CHUNK = 4096  # images synthesised at a time: bounded memory
 SETUP_S = 300  # allowance on top of --seconds for loading data, per-epoch evaluation and saving
 MAKE_WEIGHTS = """
 import importlib.util, sys, torch, timm
-spec = importlib.util.spec_from_file_location("p", sys.argv[1]); p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+spec = importlib.util.spec_from_file_location("p", sys.argv[1])
+p = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(p)
 for name, file in p.BACKBONES.items():
     torch.save(timm.create_model(name, pretrained=False, num_classes=0).state_dict(), sys.argv[2] + "/" + file)
 """

@@ -282,7 +282,8 @@ def fetch_weights(dest: Path, from_dir: Path | None = None) -> dict:
             options = [from_dir / file, from_dir / f"{name}.safetensors", from_dir / name / "model.safetensors"]
             found = next((p for p in options if p.is_file()), None)
             if found is None:
-                raise kit.KitError(f"no weights for {name} under {from_dir}: expected one of {', '.join(p.name for p in options)}")
+                expected = ", ".join(str(p.relative_to(from_dir)) for p in options)
+                raise kit.KitError(f"no weights for {name} under {from_dir}: expected one of {expected}")
             state, source = _read_state(found), str(found)
         else:
             try:

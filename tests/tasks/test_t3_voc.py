@@ -254,7 +254,9 @@ if os.environ.get("ONEGC_TEST_TORCHVISION_STUB"):  # placeholders: timm imports 
 '''
 MAKE_WEIGHTS = """
 import importlib.util, sys, torch, timm
-spec = importlib.util.spec_from_file_location("p", sys.argv[1]); p = importlib.util.module_from_spec(spec); spec.loader.exec_module(p)
+spec = importlib.util.spec_from_file_location("p", sys.argv[1])
+p = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(p)
 torch.manual_seed(1)
 for name, file in p.BACKBONES.items():  # random weights of the real shapes, under the real file names
     torch.save(timm.create_model(name, pretrained=False, num_classes=0).state_dict(), sys.argv[2] + "/" + file)
@@ -285,7 +287,8 @@ def timm_setup(tmp_path_factory) -> tuple[dict, Path]:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env={**os.environ, **extra})
         if proc.returncode == 0:
             return extra, dest
-    pytest.skip(f"timm cannot build the DINOv3 models here: {proc.stderr.strip().splitlines()[-1]}")
+    last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+    pytest.skip(f"timm cannot build the DINOv3 models here: {last}")
 
 
 @pytest.fixture
@@ -306,6 +309,7 @@ def test_the_hook_really_blocks_the_network(offline):
     assert proc.returncode != 0 and "network access is disabled" in proc.stderr
 
 
+@pytest.mark.slow
 def test_baseline_loads_weights_offline_trains_and_is_scored(offline, weights, prepared, make_workspace):
     import torch
 
@@ -336,6 +340,7 @@ print("shape", tuple(model.eval()(torch.zeros(1, 3, 224, 224)).shape))
 """
 
 
+@pytest.mark.slow
 def test_vit_backbone_builds_from_its_weight_file_offline(offline, weights, prepared, make_workspace):
     import os
 
@@ -347,6 +352,7 @@ def test_vit_backbone_builds_from_its_weight_file_offline(offline, weights, prep
     assert "shape (1, 21, 224, 224)" in proc.stdout
 
 
+@pytest.mark.slow
 def test_weights_cli_copies_checks_and_refuses_offline(offline, weights, tmp_path, kit):
     import json
     import os
