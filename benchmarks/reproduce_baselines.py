@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -108,8 +109,6 @@ def train(ws: Path, max_minutes: float | None) -> tuple[float, bool, int]:
             proc.wait(KILL_GRACE_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-
-    import threading
 
     timer = threading.Timer(deadline - time.perf_counter(), stop) if deadline else None
     if timer:

@@ -87,7 +87,6 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     result = ws.evaluate(ckpt)
     assert result["ok"] and result["n"] == len(val) - 1
     assert 0 < result["value"] < 2 * math.log2(len(prepare.vocab()))
-    assert ws.evaluate(ckpt)["value"] == result["value"]  # deterministic on CPU
 
     state = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}

@@ -82,6 +82,7 @@ def test_fixture_splits_windows_and_scaling(raw_dir, prepare_fixture, load_prepa
     train = prepare.load_series("train").double()
     assert torch.allclose(train.mean(0), torch.zeros(7, dtype=torch.float64), atol=1e-5)
     assert torch.allclose(train.std(0, unbiased=False), torch.ones(7, dtype=torch.float64), atol=1e-4)
+    assert len(prepare.windows("train")[0]) == 8209 and len(prepare.windows("test")[1]) == 2785
     x, y = prepare.windows("val")
     series = prepare.load_series("val")
     assert x.shape == (2785, 336, 7) and y.shape == (2785, 96, 7)
