@@ -7,12 +7,13 @@
 # random arrays of the real shapes and says so (SYNTHETIC: throughput only, chance-level score);
 # without the DINOv3 files it makes randomly initialised ones with timm (RANDOM weights).
 #
-#   bash benchmarks/gpu_baselines.sh                 # 30 s of training per task, about 2.5 min in all
+#   bash benchmarks/gpu_baselines.sh                 # 30 s of training per task, about 2.5-3 min in all
 #   BENCH_SECONDS=90 bash benchmarks/gpu_baselines.sh --tasks t3
 #
 # T3 needs timm >= 1.0.20 (the DINOv3 models) beside torch and torchvision. If the machine's timm
-# is older, carry a wheel: `pip download --no-deps timm==1.0.31 -d .whl` here, name .whl in the
-# run's carry; this script installs any .whl/*.whl into /tmp/onegc_site first.
+# may be older, carry a wheel (pure Python, 2.5 MB): `pip download --no-deps timm==1.0.31 -d .whl`
+# here (.whl/ is git-ignored) and name .whl in the run's carry; this script installs any
+# .whl/*.whl into /tmp/onegc_site first and puts it ahead on PYTHONPATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
