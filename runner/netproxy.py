@@ -318,9 +318,19 @@ class _Dns(asyncio.DatagramProtocol):
             self.gate.blocked(host, 53, f"DNS lookup refused by the network policy (type {qtype})")
             self._send(ident, flags, question, 3, [], addr)  # NXDOMAIN
             return
+        if self.gate.allow.ips.get(host):
+            self._answer(ident, flags, question, qtype, host, addr)
+        else:  # did not resolve at start (offline then?): try again now, off the loop
+            asyncio.ensure_future(self._resolve_then_answer(ident, flags, question, qtype, host, addr))
+
+    async def _resolve_then_answer(self, ident, flags, question, qtype, host, addr) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.gate.allow.resolve)
+        self._answer(ident, flags, question, qtype, host, addr)
+
+    def _answer(self, ident, flags, question, qtype, host, addr) -> None:
         family = {1: socket.AF_INET, 28: socket.AF_INET6}.get(qtype)
         ips = sorted(ip for ip in self.gate.allow.ips.get(host, ()) if family and _family(ip) == family)
-        self._send(ident, flags, question, 0, [(qtype, ip) for ip in ips], addr)
+        self._send(ident, flags, question, 0 if self.gate.allow.ips.get(host) else 2, [(qtype, ip) for ip in ips], addr)  # 2: SERVFAIL
 
     def _send(self, ident: int, flags: int, question: bytes, rcode: int, answers, addr) -> None:
         rd = flags & 0x0100

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -57,6 +56,12 @@ for name, kind, arg in probes:
             s = socket.create_connection((host, int(port)), timeout=5)
             s.sendall(b"GET / HTTP/1.0\r\n\r\n")
             out[name] = "ok:" + s.recv(100).decode(errors="replace")
+        elif kind == "rawdns":  # ask the resolv.conf nameserver directly: what does the stub answer?
+            ns = [l.split()[1] for l in open("/etc/resolv.conf") if l.startswith("nameserver")][0]
+            q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + b"".join(bytes([len(p)]) + p.encode() for p in arg.split(".")) + b"\x00\x00\x01\x00\x01"
+            u = socket.socket(socket.AF_INET6 if ":" in ns else socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(5)
+            u.sendto(q, (ns, 53)); r = u.recv(512)
+            out[name] = f"rcode{r[3] & 15}:" + (socket.inet_ntoa(r[-4:]) if r[7] else "")
         elif kind == "dns":
             out[name] = "ok:" + socket.getaddrinfo(arg, 443)[0][4][0]
     except Exception as exc:
@@ -180,10 +185,11 @@ def test_none_reaches_nothing(servers):
 def test_api_only_reaches_the_endpoint_and_records_the_rest(servers):
     good, bad = servers
     blocked = []
-    sandbox = NetworkSandbox("api-only", [f"http://127.0.0.1:{good}"], None, lambda *a: blocked.append(a))
+    allowed = [f"http://127.0.0.1:{good}", f"localhost:{good}"]
+    sandbox = NetworkSandbox("api-only", allowed, None, lambda *a: blocked.append(a))
     sandbox.start()
     try:
-        assert sandbox.contract()["network_allowed"] == [f"127.0.0.1:{good}"]
+        assert sandbox.contract()["network_allowed"] == [f"127.0.0.1:{good}", f"localhost:{good}"]
         out = run_inside(sandbox, [
             ("direct", "get", f"http://127.0.0.1:{good}/"),  # NO_PROXY: the catch-all listener forwards it
             ("proxy_get", "proxy_get", f"http://127.0.0.1:{good}/"),
@@ -193,6 +199,8 @@ def test_api_only_reaches_the_endpoint_and_records_the_rest(servers):
             ("other_tunnel", "connect", f"127.0.0.1:{bad}"),
             ("far_ip", "tcp", "192.0.2.7:443"),  # TEST-NET-1; inside our namespace every address is local
             ("dns", "dns", "example.com"),
+            ("stub_allowed", "rawdns", "localhost"),
+            ("stub_other", "rawdns", "example.org"),
         ])  # fmt: skip
     finally:
         sandbox.stop()
@@ -204,6 +212,9 @@ def test_api_only_reaches_the_endpoint_and_records_the_rest(servers):
     assert ("127.0.0.1", bad) in targets and ("127.0.0.1", good) not in targets
     if any(o.startswith("direct:") for o in sandbox.observes):
         assert out["far_ip"].startswith("fail:") and ("192.0.2.7", 443) in targets
+    if "dns" in sandbox.observes:
+        assert out["stub_allowed"] == "rcode0:127.0.0.1" and out["stub_other"] == "rcode3:"
+        assert ("example.org", 53) in targets
     assert all(isinstance(b[2], float) and b[3] for b in blocked)  # a time and a reason each
     assert sandbox.stats()["allowed"] >= 3
 
