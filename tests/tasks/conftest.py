@@ -3,6 +3,7 @@
 Fixtures (names are stable; other task tests reuse them):
 
 - ``shared_data``: the offline raw copies in ``shared/data`` beside the repo (skips when absent).
+- ``kit``: the locked helper ``tasks/onegc_kit.py`` (``KitError``, ``prepare``, ``file_digest``).
 - ``load_prepare(task_id)``: a fresh import of ``tasks/<id>/prepare.py`` under a unique module
   name, so patching its ``RAW`` cannot leak into other tests.
 - ``pin_raw(module, raw_dir)``: re-pin ``module.RAW`` to the size and sha256 of the files in
