@@ -203,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key}: {value}")
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")
+    if not best:
+        why = "training stopped before its first checkpoint" if not results else "every checkpoint failed --eval"
+        print(f"error: no checkpoint was scored: {why}", file=sys.stderr)
     if args.keep:
         print(f"workspace kept: {ws}")
     else:
