@@ -15,7 +15,8 @@ from pathlib import Path
 
 import click
 
-from runner.config import ConfigError, SessionConfig, SessionPaths, data_root, new_session_id, onegc_home, runs_dir
+from runner.config import (ConfigError, SessionConfig, SessionPaths, data_root, default_network, new_session_id,
+                           onegc_home, runs_dir)
 from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
 
 DEMO_BUDGET_S = 120.0  # about two minutes: two scripted runs and their checkpoints fit easily
@@ -143,7 +144,7 @@ def ensure_prepared(spec: TaskSpec, home: Path) -> None:
 
 # ---------------------------------------------------------------------------- sessions
 def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
-                    gpus: str | None, command: list[str], pace_s: float) -> list[SessionPaths]:
+                    gpus: str | None, command: list[str], pace_s: float, network: str | None = None) -> list[SessionPaths]:
     """Create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.agents import ADAPTERS
     from runner.launch import create_session, spawn_local
@@ -163,7 +164,7 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
     for k in range(1, repeats + 1):
         config = SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
                                repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
-                               pace_s=pace_s)
+                               pace_s=pace_s, network=network or default_network(agent))
         paths = create_session(config, home)
         if queued:
             enqueue(paths)
@@ -198,15 +199,17 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 @click.option("--budget", "budget_min", type=float, default=None, help="minutes (default: the task's budget)")
 @click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all visible)")
 @click.option("--pace", "pace_s", type=float, default=1.0, show_default=True, help="scripted agent: seconds between steps")
+@click.option("--network", type=click.Choice(["api-only", "none", "open"]), default=None,
+              help="what the agent may reach (default: api-only for real agent CLIs, open for scripted/command)")
 @click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
 @click.option("--detach", is_flag=True, help="start the sessions and return")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_cmd(task, agent, model, repeats, budget_min, gpus, pace_s, plain, detach, command) -> None:
+def run_cmd(task, agent, model, repeats, budget_min, gpus, network, pace_s, plain, detach, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
     home = _home()
     spec = _task(task)
     budget_s = (budget_min if budget_min is not None else spec.budget_minutes) * 60
-    sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s)
+    sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network)
     for p in sessions:
         click.echo(f"started {p.session_id} ({p.root})", err=True)
     if not detach:

@@ -18,6 +18,14 @@ NetworkPolicy = Literal["open", "api-only", "none"]
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
+REAL_AGENTS = ("claude-code", "codex", "opencode")
+
+
+def default_network(agent: str) -> NetworkPolicy:
+    """Real agent CLIs reach their model API and nothing else; the offline agents need no network."""
+    return "api-only" if agent in REAL_AGENTS else "open"
+
+
 class ConfigError(ValueError):
     """A config that cannot be used; the message names the file and field."""
 

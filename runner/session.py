@@ -33,6 +33,7 @@ from runner.checkpoints import CheckpointWatcher, FoundCheckpoint, LiveScorer, S
 from runner.config import SessionConfig, SessionPaths, data_root
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.jsonl import EventWriter, JsonlTail
+from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import Candidate, pick_best, select_candidates
 from runner.proctree import ProcessTree, start_tree
 from runner.workspace import build_workspace, write_deadline
@@ -76,6 +77,7 @@ class Session:
         self._known_procs: dict[int, tuple[str, str]] = {}
         self._control = JsonlTail(paths.control)
         self._signal_stop: str | None = None
+        self.net: NetworkSandbox | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def run(self) -> int:
@@ -84,14 +86,22 @@ class Session:
         self._write_runner_info()
         try:
             build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
-        except Exception as exc:
+            # set up before the clock starts: the policy's start-up is not the agent's budget
+            self.net = NetworkSandbox(self.config.network, allowed_endpoints(self.config.agent, os.environ, self.config.model),
+                                      self.paths.root, self._on_blocked)
+            self.net.start()
+        except Exception as exc:  # data not prepared, no namespaces for the policy, ...
+            self.net = None
             self._emit_start([])
-            self.events.emit("warning", code="workspace", message=str(exc))
+            code = "network" if isinstance(exc, NetworkUnavailable) else "workspace"
+            self.events.emit("warning", code=code, message=str(exc))
             self._write_result("harness_error", str(exc), rows=[], best=None, failure=str(exc), found=0)
             self._end("harness_error", str(exc))
             return 2
         sampler, gpu_info, gpu_problem = self._open_gpu()
         self._emit_start(gpu_info)
+        for note in self.net.notes:
+            self.events.emit("warning", code="network", message=note)
         threads = []
         watcher = scorer_q = None
         try:
@@ -134,6 +144,8 @@ class Session:
                 sampler.close()
             if self.tree is not None:
                 self.tree.close()
+            if self.net is not None:
+                self.net.stop()  # reports counted repeats of blocked attempts before session_ended
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
         score, best = self._official_result(reason, detail)
         self._end(reason, detail, score, best)
@@ -167,7 +179,7 @@ class Session:
             "agent": self.config.agent,
             "agent_version": self.adapter.version(),
             "model": self.config.model,
-            "network": self.config.network,
+            **(self.net.contract() if self.net else {"network": self.config.network}),
             "harness_version": HARNESS_VERSION,
             "python": platform.python_version(),
             "host": socket.gethostname(),
@@ -215,8 +227,12 @@ class Session:
         if prepare_home:
             prepare_home(ctx)
         argv = self.adapter.argv(ctx)
+        env = self.adapter.env(ctx)
+        if self.net is not None:
+            argv = self.net.wrap_argv(argv)
+            env.update(self.net.env())
         stdin = subprocess.PIPE if self.adapter.prompt_on_stdin else subprocess.DEVNULL
-        self.tree = start_tree(argv, cwd=self.paths.workspace, env=self.adapter.env(ctx), stdin=stdin,
+        self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, name=self.config.session_id)
         if self.adapter.prompt_on_stdin:
             try:
@@ -362,6 +378,9 @@ class Session:
             tree.kill_all()
         tree.reap()
         self._scan_processes()
+
+    def _on_blocked(self, host: str, port: int, ts: float, detail: str) -> None:  # the gate's thread
+        self.events.emit("warning", code="network_blocked", message=f"blocked {host}:{port} ({detail})")
 
     # ------------------------------------------------------------------ checkpoints
     def _on_found(self, found: FoundCheckpoint, queue: ScoreQueue) -> None:

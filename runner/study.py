@@ -39,7 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from runner.config import GRACE_S, NetworkPolicy, SessionConfig, SessionPaths, data_root, runs_dir
+from runner.config import GRACE_S, NetworkPolicy, default_network, SessionConfig, SessionPaths, data_root, runs_dir
 from runner.launch import create_session
 from runner.launchers import has_started, read_record, session_ended
 from runner.launchers.slurm import SlurmOptions
@@ -143,7 +143,7 @@ class StudySpec(BaseModel):
     agents: list[AgentSpec] = Field(min_length=1)
     repeats: int = Field(default=1, ge=1)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
-    network: NetworkPolicy = "open"
+    network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, open for scripted/command
     max_attempts: int = Field(default=MAX_ATTEMPTS, ge=1)
     launcher: LauncherSpec = Field(default_factory=LauncherSpec)
 
@@ -236,7 +236,7 @@ def plan(study: StudySpec) -> list[Planned]:
                 config = SessionConfig(
                     session_id=session_id(study.name, agent.key, short, k), task=spec.id, agent=agent.adapter,
                     model=agent.model, repeat=k, study=study.name, budget_s=minutes * 60,
-                    grace_s=study.budget.grace_s, network=study.network, command=list(agent.command),
+                    grace_s=study.budget.grace_s, network=study.network or default_network(agent.adapter), command=list(agent.command),
                     agent_args=list(agent.args), **extra)
                 out.append(Planned(agent.key, short, k, config))
     return out
