@@ -174,3 +174,31 @@ def test_compiled_checkpoint_and_crashing_script_are_reported_not_fatal(home, tm
     text = "\n".join(e.get("text", "") for e in events(paths) if e["type"] == "transcript")
     assert "exit 1" in text and "CUDA out of memory (simulated)" in text
     assert ended["score"] == scored["plain-1"]["value"]
+
+
+NET_AGENT = """
+import socket
+for host in ("example.com", "10.1.2.3"):
+    try:
+        socket.create_connection((host, 443), timeout=3)
+        print("REACHED", host)
+    except OSError as exc:
+        print("blocked", host, exc)
+"""
+
+
+def test_network_policy_none_blocks_and_records_every_attempt(home, tmp_path):
+    from runner.network import namespaces_available
+
+    ok, why = namespaces_available()
+    if not ok:
+        pytest.skip(f"network namespaces unavailable here: {why}")
+    cmd = write_agent(tmp_path, "net_agent.py", NET_AGENT)
+    paths = start_session(home, "net1", agent="command", command=cmd, budget_s=60, network="none")
+    assert wait_event(paths, "session_ended", timeout=90)["reason"] == "completed"
+    text = "\n".join(e.get("text", "") for e in events(paths) if e["type"] == "transcript")
+    assert "REACHED" not in text and "blocked example.com" in text and "blocked 10.1.2.3" in text
+    blocked = [e["message"] for e in events(paths) if e["type"] == "warning" and e["code"] == "network_blocked"]
+    assert any("example.com:53" in m for m in blocked) and any("10.1.2.3:443" in m for m in blocked)
+    contract = next(e for e in events(paths) if e["type"] == "session_started")["contract"]
+    assert contract["network"] == "none" and contract["network_allowed"] == []
