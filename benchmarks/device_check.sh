@@ -38,8 +38,8 @@ PY
 
 echo "== 2. T6 and T1 baselines (real data, CUDA) =="
 timeout 120 python3 benchmarks/reproduce_baselines.py t6 --from "$DATA/etth1" --device cuda --json "$OUT/t6.json" 2>&1 | tail -12
-timeout 200 python3 benchmarks/reproduce_baselines.py t1 --from "$DATA/tinyshakespeare" --device cuda --max-minutes 2.5 --json "$OUT/t1.json" 2>&1 | tail -12
+timeout 150 python3 benchmarks/reproduce_baselines.py t1 --from "$DATA/tinyshakespeare" --device cuda --max-minutes 1.5 --json "$OUT/t1.json" 2>&1 | tail -12
 
 echo "== 3. T2/T3 full size, synthetic data =="
-BENCH_SECONDS=${BENCH_SECONDS:-25} timeout 200 bash benchmarks/gpu_baselines.sh 2>&1 | tail -25
+BENCH_SECONDS=${BENCH_SECONDS:-20} timeout 150 bash benchmarks/gpu_baselines.sh 2>&1 | tail -25
 echo "== done =="
