@@ -110,6 +110,8 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
         "session": row["session_id"],
         "task": short_task(row.get("task")),
         "agent": row.get("agent") or "",
+        "model": row.get("model") or "-",
+        "rep": str(row.get("repeat") or 1),
         "state": STATE_LABELS.get(row.get("state") or "", row.get("state") or ""),
         "left": left_text,
         "best": fmt_score(row.get("score") if row.get("score") is not None else row.get("best_live")),
@@ -157,3 +159,267 @@ def event_line(event: Event) -> str | None:
     if event.type == "session_ended":
         return f"{stamp} ■ session ended: {event.reason} ({event.detail})"
     return None
+
+
+# ----------------------------------------------------------------------------- the sessions table
+
+SORTS = ("started", "agent", "task", "state", "left", "best", "gpu", "cost")  # 's' cycles through these
+STATE_ORDER = {"running": 0, "paused": 1, "queued": 2, "failed": 3, "ended": 4}
+
+
+def sort_key(row: dict, by: str, now: float | None = None):
+    """A sortable key of a summary row for one of :data:`SORTS` (None values last)."""
+    if by == "left":
+        view = BudgetView()
+        view.update_from_row(row)
+        left = view.remaining_now(now)
+        return (left is None, left or 0.0)
+    if by == "best":
+        best = row.get("score") if row.get("score") is not None else row.get("best_live")
+        return (best is None, -(best or 0.0))  # best first
+    if by == "gpu":
+        return (row.get("gpu_util") is None, -(row.get("gpu_util") or 0.0))
+    if by == "cost":
+        return (False, -(row.get("cost_usd") or 0.0))
+    if by == "state":
+        return (False, STATE_ORDER.get(row.get("state") or "", 9), row.get("started_ts") or 0.0)
+    if by in ("agent", "task"):
+        return (row.get(by) is None, str(row.get(by) or ""), row.get("repeat") or 0)
+    return (row.get("started_ts") is None, row.get("started_ts") or 0.0, row["session_id"])
+
+
+# ----------------------------------------------------------------------------- transcript filters
+
+FILTERS = ("all", "text", "tools", "errors")  # 't' cycles through these
+FILTER_KINDS = {"text": ("text", "thinking", "result"), "tools": ("tool_call", "tool_result"), "errors": ("error",)}
+FAILED_REASONS = ("agent_failed", "harness_error")
+
+
+def event_matches(event: Event, mode: str, words: tuple[str, ...] = ()) -> bool:
+    """Does a pane event pass the transcript filter (mode) and the search words (all, any case)?"""
+    if mode != "all":
+        if event.type == "transcript":
+            ok = event.kind in FILTER_KINDS[mode] or (
+                mode == "errors" and event.kind == "tool_result" and event.exit_code not in (None, 0))
+        elif mode == "errors":
+            ok = (event.type == "warning" or (event.type == "checkpoint_scored" and bool(event.error))
+                  or (event.type == "session_ended" and event.reason in FAILED_REASONS))
+        else:
+            ok = False
+        if not ok:
+            return False
+    if words:
+        text = (getattr(event, "text", None) or getattr(event, "message", None) or getattr(event, "error", None)
+                or getattr(event, "detail", None) or "").lower()
+        return all(w in text for w in words)
+    return True
+
+
+def search_words(query: str) -> tuple[str, ...]:
+    return tuple(w.lower() for w in query.split())
+
+
+# ----------------------------------------------------------------------------- alerts
+
+STALL_S = 10 * 60.0  # a session is "stalled" after this long with no transcript, busy GPU or training process
+LOW_BUDGET_FRACTION = 0.10  # warn once when this share of the budget is left
+BUSY_UTIL_PCT = 10.0  # a GPU sample above this is activity (analysis.BUSY_UTIL_PCT)
+
+
+@dataclass(frozen=True)
+class Alert:
+    session_id: str
+    message: str
+    severity: str = "information"  # information, warning, error (app.notify's severities)
+
+
+class Alerts:
+    """Which live events and states deserve a notification, each at most once.
+
+    ``feed`` sees every newly ingested event; ``check`` runs on a clock over the summary rows for
+    what no single event says: 10 % of the budget left, a stall, a runner that died."""
+
+    def __init__(self, stall_s: float = STALL_S):
+        self.stall_s = stall_s
+        self.activity: dict[str, float] = {}  # last transcript / busy GPU / process event, epoch seconds
+        self.training: dict[str, set[int]] = {}  # training processes alive
+        self.low_sent: set[str] = set()
+        self.stall_sent: set[str] = set()
+        self.states: dict[str, str] = {}
+
+    def seed(self, sid: str, last_activity: float | None, training_pids: set[int]) -> None:
+        if last_activity is not None:
+            self.activity[sid] = max(self.activity.get(sid, 0.0), last_activity)
+        self.training[sid] = set(training_pids)
+
+    def _active(self, sid: str, ts: float) -> None:
+        self.activity[sid] = max(self.activity.get(sid, 0.0), ts)
+        self.stall_sent.discard(sid)
+
+    def feed(self, sid: str, e: Event) -> list[Alert]:
+        t = e.type
+        if t == "transcript":
+            self._active(sid, e.ts)
+        elif t == "gpu" and e.util_pct > BUSY_UTIL_PCT:
+            self._active(sid, e.ts)
+        elif t == "process" and e.training:
+            pids = self.training.setdefault(sid, set())
+            (pids.add if e.action == "started" else pids.discard)(e.pid)
+            self._active(sid, e.ts)
+        elif t == "session_started":
+            self._active(sid, e.ts)
+        elif t == "checkpoint_scored" and not e.official:
+            if e.error:
+                return [Alert(sid, f"{sid}: {e.name} failed scoring: {e.error}", "error")]
+            if e.value is not None:
+                return [Alert(sid, f"{sid}: {e.name} scored {e.value:.4f} {e.metric} at {clock(e.budget_elapsed_s)}")]
+        elif t == "warning" and e.code == "network_blocked":
+            return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning")]
+        elif t == "session_ended":
+            self.states[sid] = "failed" if e.reason in FAILED_REASONS else "ended"
+            score = f"score {e.score:.4f}" if e.score is not None else "no score"
+            if e.reason in FAILED_REASONS:
+                return [Alert(sid, f"{sid} FAILED ({e.reason.replace('_', ' ')}): {e.detail}", "error")]
+            return [Alert(sid, f"{sid}: {e.reason.replace('_', ' ')}, {score}",
+                          "information" if e.score is not None else "warning")]
+        return []
+
+    def check(self, rows: dict[str, dict], now: float) -> list[Alert]:
+        out = []
+        for sid, row in rows.items():
+            state = row.get("state")
+            before = self.states.get(sid)
+            self.states[sid] = state
+            if state == "failed" and before in ("running", "paused"):  # the runner died without session_ended
+                out.append(Alert(sid, f"{sid} FAILED: {row.get('end_detail') or row.get('end_reason')}", "error"))
+            if state != "running":
+                continue
+            view = BudgetView()
+            view.update_from_row(row)
+            if view.budget_s and sid not in self.low_sent and view.fraction_left(now) <= LOW_BUDGET_FRACTION:
+                self.low_sent.add(sid)
+                out.append(Alert(sid, f"{sid}: {LOW_BUDGET_FRACTION:.0%} of the budget left ({clock(view.remaining_now(now))})",
+                                 "warning"))
+            last = self.activity.get(sid) or row.get("started_ts")
+            if (last is not None and now - last >= self.stall_s and not self.training.get(sid)
+                    and sid not in self.stall_sent):
+                self.stall_sent.add(sid)
+                out.append(Alert(sid, f"{sid} looks stalled: no transcript, GPU activity or training process "
+                                      f"for {clock(now - last)}", "warning"))
+        return out
+
+
+# ----------------------------------------------------------------------------- plots
+
+_BRAILLE = 0x2800
+_DOT = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # [pixel row][pixel column] in a cell
+
+
+class BrailleCanvas:
+    """A character grid of braille cells, 2×4 pixels each; every cell remembers which series drew last."""
+
+    def __init__(self, width: int, height: int):
+        self.width, self.height = max(1, width), max(1, height)
+        self.bits = [[0] * self.width for _ in range(self.height)]
+        self.owner = [[-1] * self.width for _ in range(self.height)]
+
+    @property
+    def px(self) -> tuple[int, int]:
+        return self.width * 2, self.height * 4
+
+    def dot(self, x: int, y: int, series: int = 0) -> None:
+        """Pixel (x, y), y counted from the top."""
+        if 0 <= x < self.width * 2 and 0 <= y < self.height * 4:
+            r, c = y // 4, x // 2
+            self.bits[r][c] |= _DOT[y % 4][x % 2]
+            self.owner[r][c] = series
+
+    def line(self, x0: int, y0: int, x1: int, y1: int, series: int = 0) -> None:
+        n = max(abs(x1 - x0), abs(y1 - y0), 1)
+        for i in range(n + 1):
+            self.dot(round(x0 + (x1 - x0) * i / n), round(y0 + (y1 - y0) * i / n), series)
+
+    def rows(self) -> list[str]:
+        return ["".join(chr(_BRAILLE + b) if b else " " for b in row) for row in self.bits]
+
+
+def plot_series(series: list[list[tuple[float, float]]], width: int, height: int, x_max: float,
+                y_range: tuple[float, float] | None = None,
+                modes: list[str] | None = None) -> tuple[BrailleCanvas, tuple[float, float]]:
+    """Draw each series ((x, y) points, x in [0, x_max]) on a braille canvas, each as a ``step`` line
+    (best so far, the default), a ``line`` or ``dots``; returns the canvas and the y range used."""
+    canvas = BrailleCanvas(width, height)
+    ys = [y for s in series for _, y in s]
+    if y_range is None:
+        if not ys:
+            return canvas, (0.0, 1.0)
+        lo, hi = min(ys), max(ys)
+        pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
+        y_range = (lo - pad, hi + pad)
+    lo, hi = y_range
+    pw, ph = canvas.px
+
+    def xy(x: float, y: float) -> tuple[int, int]:
+        fx = min(1.0, max(0.0, x / x_max)) if x_max > 0 else 0.0
+        fy = min(1.0, max(0.0, (y - lo) / (hi - lo))) if hi > lo else 0.5
+        return round(fx * (pw - 1)), round((1 - fy) * (ph - 1))
+
+    for k, points in enumerate(series):
+        mode = modes[k] if modes else "step"
+        prev = None
+        for x, y in points:
+            p = xy(x, y)
+            if prev is None or mode == "dots":
+                canvas.dot(*p, series=k)
+            elif mode == "step":
+                canvas.line(prev[0], prev[1], p[0], prev[1], k)
+                canvas.line(p[0], prev[1], p[0], p[1], k)
+            else:
+                canvas.line(*prev, *p, series=k)
+            prev = p
+    return canvas, y_range
+
+
+def best_so_far(points: list[tuple[float, float]], higher: bool, until: float | None = None) -> list[tuple[float, float]]:
+    """The step points of the best score so far (points sorted by x), extended flat to ``until``."""
+    out: list[tuple[float, float]] = []
+    for x, y in sorted(points):
+        if not out or (y > out[-1][1] if higher else y < out[-1][1]):
+            out.append((x, y))
+    if out and until is not None and until > out[-1][0]:
+        out.append((until, out[-1][1]))
+    return out
+
+
+def level_strip(values: list[tuple[float, float]], width: int, x_max: float, top: float = 100.0) -> str:
+    """A one-line bar strip (▁…█) of (x, value) samples on [0, x_max], the max per column."""
+    cols = [-1.0] * max(1, width)
+    for x, v in values:
+        c = min(width - 1, max(0, int(x / x_max * width))) if x_max > 0 else 0
+        cols[c] = max(cols[c], v)
+    blocks = " ▁▂▃▄▅▆▇█"
+    return "".join("·" if v < 0 else blocks[min(8, max(1, round(v / top * 8)))] if v > 0 else "▁" for v in cols)
+
+
+# ----------------------------------------------------------------------------- budget time
+
+class BudgetClock:
+    """Wall time → budget time (active seconds) of one session, from (ts, active_s) anchors
+    (session start, heartbeats, the end); flat while paused, linear between anchors."""
+
+    def __init__(self, anchors: list[tuple[float, float]]):
+        self.anchors = sorted(anchors)
+
+    def at(self, ts: float) -> float:
+        a = self.anchors
+        if not a:
+            return 0.0
+        if ts <= a[0][0]:
+            return a[0][1]
+        import bisect
+
+        i = bisect.bisect_right(a, (ts, float("inf")))
+        if i >= len(a):
+            return a[-1][1] + (ts - a[-1][0])  # past the last heartbeat: assume it kept running
+        (t0, b0), (t1, b1) = a[i - 1], a[i]
+        return b0 + (b1 - b0) * (ts - t0) / (t1 - t0) if t1 > t0 else b1

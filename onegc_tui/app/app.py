@@ -1,8 +1,13 @@
-"""The live monitor: every session at a glance, and four panes for the selected one.
+"""The live monitor: every session at a glance, and four panes plus a score plot for the selected one.
 
 Threads only fetch: the ingest thread (watchdog + SQLite writes) queues new events, and the
 app drains the queue into the widgets on a clock (``FLUSH_HZ``), with an immediate wake for
-checkpoint and control events. Tables are updated by key, never cleared.
+checkpoint and control events. The sessions table is updated by key, never cleared, and
+re-sorted only when the order changes, keeping the cursor on the selected session.
+
+Screens (keys): the dashboard; ``h`` history (agent × task matrix, paper beside it); ``d``/Enter
+session detail (replay on one budget-time axis); ``r`` side-by-side replay of marked sessions
+(space marks); ``n`` new session.
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from onegc_tui import queries
 from onegc_tui.app.confirm import ConfirmScreen
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane, TranscriptPane
 from onegc_tui.ingest import LiveIngest
 from onegc_tui.store import Store
-from onegc_tui.view import session_cells
+from onegc_tui.view import SORTS, Alerts, session_cells, sort_key
 from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
@@ -31,11 +37,15 @@ from runner.events import Event
 FLUSH_HZ = 10  # drain new events into the panes this often (PERFORMANCE.md: frames, not lines)
 TABLE_REFRESH_S = 1.0  # the sessions table repaints every visible row on any change: 1 Hz
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
-COLUMNS = [("session", "Session", 36), ("task", "Task", 4), ("agent", "Agent", 12), ("state", "State", 8),
-           ("left", "Budget left", 16), ("best", "Best", 7), ("gpu", "GPU", 5), ("ckpts", "Ckpts", 5),
-           ("scripts", "Scripts", 7), ("tokens", "Tokens", 7), ("cost", "Cost", 7)]
+COLUMNS = [("mark", "", 1), ("session", "Session", 30), ("agent", "Agent", 12), ("model", "Model", 14),
+           ("task", "Task", 4), ("rep", "#", 2), ("state", "State", 7), ("left", "Budget left", 15),
+           ("best", "Best", 7), ("gpu", "GPU", 4), ("tokens", "Tokens", 6), ("cost", "Cost", 6),
+           ("scripts", "Scripts", 7)]
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}
+MAX_REPLAY = 4  # sessions side by side in the replay screen
+DASHBOARD_ACTIONS = {"toggle_pause", "abort", "follow", "filter", "search", "sort", "reverse", "mark", "detail",
+                     "replay"}
 
 
 class MonitorApp(App):
@@ -45,25 +55,43 @@ class MonitorApp(App):
         Binding("p", "toggle_pause", "Pause/resume"),
         Binding("a", "abort", "Abort"),
         Binding("f", "follow", "Follow"),
+        Binding("t", "filter", "Filter"),
+        Binding("slash", "search", "Search"),
+        Binding("s", "sort", "Sort"),
+        Binding("S", "reverse", "Reverse sort", show=False),
+        Binding("space", "mark", "Mark"),
+        Binding("d", "detail", "Detail"),
+        Binding("r", "replay", "Replay"),
+        Binding("h", "history", "History"),
+        Binding("n", "new_session", "New"),
         Binding("q", "quit", "Quit"),
     ]
 
     class Wake(Message):
         """Something urgent arrived: flush now rather than at the next tick."""
 
-    def __init__(self, home: Path, focus: str | None = None, live: bool = True, show_clock: bool = True):
+    def __init__(self, home: Path, focus: str | None = None, live: bool = True, show_clock: bool = True,
+                 now=None):
         super().__init__()
         self.show_clock = show_clock
         self.home = home
         self.focus_id = focus
         self.live = live
+        self.now = now or time.time  # injectable: snapshots freeze the countdowns
         self.selected: str | None = None
         self.loaded_seq = 0
         self.rows: dict[str, dict] = {}
+        self.order: list[str] = []
+        self.sort_by = "started"
+        self.sort_reverse = False
+        self.marked: list[str] = []
+        self.alerts = Alerts()
+        self.paper = None  # the paper's matrix, computed once by the history screen
         self._pending: deque[tuple[str, Event]] = deque(maxlen=MAX_PENDING)
         self._pending_lock = threading.Lock()
         self._errors: deque[str] = deque(maxlen=100)
         self._ingest: LiveIngest | None = None
+        self._data_version = -1
         self.store: Store | None = None
 
     # ------------------------------------------------------------------ layout
@@ -100,6 +128,12 @@ class MonitorApp(App):
         if self.store:
             self.store.close()
 
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Dashboard keys act on the dashboard only (hidden from the footer elsewhere)."""
+        if action in DASHBOARD_ACTIONS and len(self.screen_stack) > 1:
+            return False
+        return True
+
     # ------------------------------------------------------------------ threads -> app
     def _queue_events(self, sid: str, events: list[Event]) -> None:  # ingest thread
         with self._pending_lock:
@@ -129,52 +163,90 @@ class MonitorApp(App):
             self.query_one(GpuPane).apply(mine)
             self.query_one(CheckpointsPane).apply(mine)
         for sid, e in batch:
-            if e.type == "session_ended":
-                self.notify(f"{sid}: {e.reason}" + (f", score {e.score:.4f}" if e.score is not None else ", no score"),
-                            severity="information" if e.score is not None else "warning")
-            elif e.type == "checkpoint_scored" and e.error and not e.official:
-                self.notify(f"{sid}: {e.name} failed scoring: {e.error}", severity="error", timeout=10)
+            for alert in self.alerts.feed(sid, e):
+                self.notify(alert.message, severity=alert.severity, timeout=8 if alert.severity != "information" else 5)
         if any(e.type in ("session_started", "session_ended", "budget", "checkpoint_scored") for _, e in batch):
             self.refresh_sessions()
 
     def refresh_sessions(self) -> None:
         if self.store is None:
             return
+        version = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
+        running = any(r["state"] == "running" for r in self.rows.values())
+        if version == self._data_version and not running and self.rows:
+            return  # nothing committed since, and no countdown moves: skip the repaint
+        self._data_version = version
         rows = {r["session_id"]: r for r in self.store.sessions()}
         table = self.query_one("#sessions", DataTable)
-        now = time.time()
+        now = self.now()
         with self.batch_update():
             for sid, row in rows.items():
                 cells = session_cells(row, now)
+                cells["mark"] = "◆" if sid in self.marked else ""
                 if sid not in self.rows:
                     table.add_row(*(cells[k] for k, _, _ in COLUMNS), key=sid)
+                    self._first_sight(sid, row)
                 else:
-                    old = session_cells(self.rows[sid], now)
-                    for key, _, _ in COLUMNS:
-                        if cells[key] != old[key] or key == "left":
+                    old = session_cells(self.rows[sid], self._last_now)
+                    for key, _, _ in COLUMNS[1:]:
+                        if cells[key] != old[key]:
                             table.update_cell(sid, key, cells[key])
-        self.rows = rows
-        running = sum(1 for r in rows.values() if r["state"] == "running")
-        paused = sum(1 for r in rows.values() if r["state"] == "paused")
+            self.rows = rows
+            self._last_now = now
+            self._resort()
+        n_run = sum(1 for r in rows.values() if r["state"] == "running")
+        n_paused = sum(1 for r in rows.values() if r["state"] == "paused")
+        order = f"sorted by {self.sort_by}{' ↓' if self.sort_reverse else ''}"
+        marks = f" · {len(self.marked)} marked for replay" if self.marked else ""
         self.query_one("#summary", Static).update(
-            f"{len(rows)} sessions · {running} running · {paused} paused · p pause/resume · a abort · f follow"
-            if rows else f"No sessions under {self.home / 'runs'} yet: start one with 'onegc demo' or 'onegc run'.")
+            f"{len(rows)} sessions · {n_run} running · {n_paused} paused · {order}{marks}"
+            if rows else f"No sessions under {self.home / 'runs'} yet: press n, or run 'onegc demo' or 'onegc run'.")
         if self.selected is None and rows:
             waiting = self.focus_id and self.focus_id not in rows and time.monotonic() - self._mounted_at < FOCUS_WAIT_S
             if not waiting:
-                target = self.focus_id if self.focus_id in rows else next(iter(rows))
+                target = self.focus_id if self.focus_id in rows else self.order[0]
                 self.select(target)
-                table.move_cursor(row=table.get_row_index(target))
+                table.move_cursor(row=table.get_row_index(target), animate=False)
+        elif self.focus_id in rows and self.focus_id != self.selected and self._focus_pending:
+            self._focus_pending = False  # a session started from the form: go to it
+            table.move_cursor(row=table.get_row_index(self.focus_id), animate=False)
         elif self.selected in rows:
             self.query_one(BudgetPane).update_row(rows[self.selected])
 
+    _last_now = 0.0
+    _focus_pending = False
+
+    def _first_sight(self, sid: str, row: dict) -> None:
+        if row["state"] in ("running", "paused"):
+            last, alive = queries.activity(self.store, sid)
+            self.alerts.seed(sid, last, alive)
+        self.alerts.states[sid] = row["state"]
+
+    def _resort(self) -> None:
+        now = self.now()
+        want = sorted(self.rows, key=lambda sid: sort_key(self.rows[sid], self.sort_by, now), reverse=self.sort_reverse)
+        if want == self.order:
+            return
+        table = self.query_one("#sessions", DataTable)
+        rank = {sid: i for i, sid in enumerate(want)}
+        table.sort("session", key=rank.__getitem__)
+        self.order = want
+        if self.selected in rank:
+            table.move_cursor(row=rank[self.selected], animate=False)  # the cursor stays on its session
+
     def tick(self) -> None:
         self.query_one(BudgetPane).tick()
+        for alert in self.alerts.check(self.rows, self.now()):
+            self.notify(alert.message, severity=alert.severity, timeout=10)
 
     @on(DataTable.RowHighlighted, "#sessions")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key and event.row_key.value != self.selected:
             self.select(event.row_key.value)
+
+    @on(DataTable.RowSelected, "#sessions")
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        self.action_detail()
 
     def select(self, sid: str) -> None:
         """Show one session in the panes, loaded from SQLite; live events follow."""
@@ -230,7 +302,83 @@ class MonitorApp(App):
     def action_follow(self) -> None:
         self.query_one(TranscriptPane).follow()
 
+    def action_filter(self) -> None:
+        self.query_one(TranscriptPane).cycle_filter(self.store)
 
-def make_app(home: Path, focus: str | None = None, live: bool = True, show_clock: bool = True) -> MonitorApp:
-    """The one factory the CLI and the tests share (tests: ``live=False``, no clock)."""
-    return MonitorApp(home, focus=focus, live=live, show_clock=show_clock)
+    def action_search(self) -> None:
+        self.query_one(TranscriptPane).open_search()
+
+    @on(Input.Submitted, "#search")
+    def _search(self, event: Input.Submitted) -> None:
+        self.query_one(TranscriptPane).set_search(event.value, self.store)
+        self.query_one("#sessions", DataTable).focus()
+
+    def on_key(self, event) -> None:
+        if event.key == "escape" and isinstance(self.focused, Input) and self.focused.id == "search":
+            self.query_one(TranscriptPane).set_search("", self.store)
+            self.query_one("#sessions", DataTable).focus()
+            event.stop()
+
+    def action_sort(self) -> None:
+        self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)]
+        self._resort()
+        self._data_version = -1
+        self.refresh_sessions()
+
+    def action_reverse(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self._resort()
+        self._data_version = -1
+        self.refresh_sessions()
+
+    def action_mark(self) -> None:
+        sid = self.selected
+        if not sid or sid not in self.rows:
+            return
+        if sid in self.marked:
+            self.marked.remove(sid)
+        elif len(self.marked) >= MAX_REPLAY:
+            self.notify(f"at most {MAX_REPLAY} sessions side by side: unmark one first", severity="warning")
+            return
+        else:
+            self.marked.append(sid)
+        self.query_one("#sessions", DataTable).update_cell(sid, "mark", "◆" if sid in self.marked else "")
+        self._data_version = -1
+        self.refresh_sessions()
+
+    def action_detail(self) -> None:
+        from onegc_tui.app.detail import DetailScreen
+
+        if self.selected:
+            self.push_screen(DetailScreen(self.selected))
+
+    def action_replay(self) -> None:
+        from onegc_tui.app.detail import ReplayScreen
+
+        if len(self.marked) < 2:
+            self.notify("mark 2 to 4 sessions with space, then press r to replay them side by side", severity="warning")
+            return
+        self.push_screen(ReplayScreen(list(self.marked)))
+
+    def action_history(self) -> None:
+        from onegc_tui.app.history import HistoryScreen
+
+        if not isinstance(self.screen, HistoryScreen):
+            self.push_screen(HistoryScreen())
+
+    def action_new_session(self) -> None:
+        from onegc_tui.app.newsession import NewSessionScreen
+
+        def started(ids: list[str] | None) -> None:
+            if ids:
+                self.focus_id, self._focus_pending = ids[0], True
+                self.notify(f"started {', '.join(ids)}")
+
+        if not isinstance(self.screen, NewSessionScreen):
+            self.push_screen(NewSessionScreen(self.home), started)
+
+
+def make_app(home: Path, focus: str | None = None, live: bool = True, show_clock: bool = True,
+             now=None) -> MonitorApp:
+    """The one factory the CLI and the tests share (tests: ``live=False``, no clock, a fixed ``now``)."""
+    return MonitorApp(home, focus=focus, live=live, show_clock=show_clock, now=now)

@@ -7,10 +7,13 @@ from collections import deque
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Log, ProgressBar, Sparkline, Static
+from textual.message import Message
+from textual.widgets import DataTable, Input, Log, ProgressBar, Sparkline, Static
 
+from onegc_tui.app.plot import Plot, Series
+from onegc_tui.queries import pane_lines
 from onegc_tui.store import Store
-from onegc_tui.view import PANE_EVENT_TYPES, BudgetView, bar, clock, event_line, fmt_score
+from onegc_tui.view import FILTERS, BudgetView, bar, best_so_far, clock, event_line, event_matches, fmt_score, search_words
 from runner.events import Event
 from tasks import UnknownTask, get_task
 
@@ -18,38 +21,112 @@ TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
 
 
+class FollowLog(Log):
+    """A Log that stops following new lines when the user scrolls up, and follows again at the end."""
+
+    class FollowChanged(Message):
+        def __init__(self, following: bool):
+            super().__init__()
+            self.following = following
+
+    def _set_follow(self, on: bool) -> None:
+        if self.auto_scroll != on:
+            self.auto_scroll = on
+            self.post_message(self.FollowChanged(on))
+
+    def on_mouse_scroll_up(self) -> None:
+        self._set_follow(False)
+
+    def action_scroll_up(self) -> None:
+        self._set_follow(False)
+        super().action_scroll_up()
+
+    def action_page_up(self) -> None:
+        self._set_follow(False)
+        super().action_page_up()
+
+    def action_scroll_home(self) -> None:
+        self._set_follow(False)
+        super().action_scroll_home()
+
+    def action_scroll_end(self) -> None:
+        super().action_scroll_end()
+        self._set_follow(True)
+
+    def follow(self) -> None:
+        self._set_follow(True)
+        self.scroll_end(animate=False)
+
+
 class TranscriptPane(Vertical):
+    """The selected session's transcript: a filter (all, text, tool calls, errors), full-text search, follow."""
+
     def compose(self) -> ComposeResult:
-        yield Static("Transcript", classes="pane-title")
-        yield Log(max_lines=TRANSCRIPT_LINES, id="transcript-log", auto_scroll=True)
+        yield Static("Transcript", classes="pane-title", id="transcript-title")
+        yield Input(placeholder="search the transcript: words, Enter; Esc clears", id="search")
+        yield FollowLog(max_lines=TRANSCRIPT_LINES, id="transcript-log", auto_scroll=True)
+
+    def on_mount(self) -> None:
+        self.mode = "all"
+        self.query_text = ""
+        self.words: tuple[str, ...] = ()
+        self.sid: str | None = None
+        self.query_one(Log).can_focus = True
+        self.query_one("#search", Input).display = False
+        self._title()
+
+    def _title(self) -> None:
+        log = self.query_one(Log)
+        parts = [f"Transcript · {self.mode}"]
+        if self.words:
+            parts.append(f"“{self.query_text}”")
+        parts.append("following" if log.auto_scroll else "scrolled back: f follows")
+        self.query_one("#transcript-title", Static).update(" · ".join(parts))
 
     def load(self, sid: str, store: Store) -> None:
+        self.sid = sid
         log = self.query_one(Log)
         log.clear()
-        lines = [line for e in store.recent_events(sid, PANE_EVENT_TYPES, TRANSCRIPT_LINES) if (line := event_line(e))]
-        errors = [f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
-        log.write_lines(errors + lines if lines or errors else ["(no transcript yet)"])
-        log.auto_scroll = True
-        log.scroll_end(animate=False)
+        lines = pane_lines(store, sid, self.mode, self.query_text, TRANSCRIPT_LINES)
+        errors = [] if self.mode not in ("all", "errors") or self.words else [
+            f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
+        empty = "(no transcript yet)" if self.mode == "all" and not self.words else "(nothing matches the filter)"
+        log.write_lines(errors + lines if lines or errors else [empty])
+        log.follow()
+        self._title()
 
     def add_events(self, events: list[Event]) -> None:
-        lines = [line for e in events if (line := event_line(e))]
+        lines = [line for e in events if event_matches(e, self.mode, self.words) and (line := event_line(e))]
         if lines:
             log = self.query_one(Log)
             log.write_lines(lines)
             log.refresh()  # Textual 8.2.8: a full Log(max_lines) stops repainting without this
 
+    def cycle_filter(self, store: Store) -> None:
+        self.mode = FILTERS[(FILTERS.index(self.mode) + 1) % len(FILTERS)]
+        if self.sid:
+            self.load(self.sid, store)
+
+    def open_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.display = True
+        box.focus()
+
+    def set_search(self, text: str, store: Store) -> None:
+        self.query_text = text.strip()
+        self.words = search_words(self.query_text)
+        box = self.query_one("#search", Input)
+        if not self.words:
+            box.value = ""
+            box.display = False
+        if self.sid:
+            self.load(self.sid, store)
+
     def follow(self) -> None:
-        log = self.query_one(Log)
-        log.auto_scroll = True
-        log.scroll_end(animate=False)
+        self.query_one(FollowLog).follow()
 
-    def on_mount(self) -> None:
-        log = self.query_one(Log)
-        log.can_focus = True
-
-    def on_mouse_scroll_up(self) -> None:  # scrolling up stops following; 'f' resumes
-        self.query_one(Log).auto_scroll = False
+    def on_follow_log_follow_changed(self, _: FollowLog.FollowChanged) -> None:
+        self._title()
 
 
 class BudgetPane(Vertical):
@@ -159,6 +236,7 @@ class CheckpointsPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint scores", classes="pane-title", id="ckpt-title")
         yield DataTable(id="ckpt-table", cursor_type="row")
+        yield Plot(id="score-plot")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -166,12 +244,15 @@ class CheckpointsPane(Vertical):
             table.add_column(label, key=key, width=width)
         self.higher = True
         self.values: dict[str, float] = {}
+        self.at: dict[str, float] = {}
         self.best: str | None = None
+        self.budget_s = 1.0
 
     def load(self, sid: str, row: dict, store: Store) -> None:
         table = self.query_one(DataTable)
         table.clear()  # a different session: the cursor has nothing to keep
-        self.values, self.best = {}, None
+        self.values, self.at, self.best = {}, {}, None
+        self.budget_s = row.get("budget_s") or 1.0
         try:
             spec = get_task(row.get("task") or "")
             self.higher = spec.higher_is_better
@@ -218,8 +299,16 @@ class CheckpointsPane(Vertical):
             table.add_row(*(cells[c] for c, _, _ in self.COLUMNS), key=key)
         if value is not None:
             self.values[key] = value
+            self.at[key] = at or 0.0
+
+    def _plot(self) -> None:
+        live = [(self.at[k], v) for k, v in self.values.items() if not k.endswith("#official")]
+        best = best_so_far(live, self.higher)
+        self.query_one(Plot).show([Series(tuple(best), "green", "step"), Series(tuple(live), "bold cyan", "dots")],
+                                  self.budget_s)
 
     def _mark_best(self) -> None:
+        self._plot()
         if not self.values:
             return
         pick = max if self.higher else min

@@ -22,14 +22,21 @@ class Clock:
         return self.t
 
 
-def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, scores: list[float]) -> None:
-    create_session(SessionConfig(session_id=sid, task="t0", agent=agent, budget_s=120, created=T0), home)
+def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, scores: list[float],
+             gpu: list[float] = (), repeat: int = 1) -> None:
+    create_session(SessionConfig(session_id=sid, task="t0", agent=agent, budget_s=120, created=T0, repeat=repeat), home)
     w = EventWriter(home / "runs" / sid / "events.jsonl", sid, clock=Clock())
-    w.emit("session_started", task="t0_demo", agent=agent, budget_s=120, grace_s=30, contract={"task_hash": "h"})
+    w.emit("session_started", task="t0_demo", agent=agent, repeat=repeat, budget_s=120, grace_s=30,
+           contract={"task_hash": "h"})
     w.emit("budget", state="running", remaining_s=120, deadline=T0 + 120)
-    w.emit("warning", code="no_gpu", message="no GPU visible: NVML unavailable")
-    w.emit("transcript", role="assistant", kind="text", text=f"{sid}: I'll start by reading the task description.")
+    if not gpu:
+        w.emit("warning", code="no_gpu", message="no GPU visible: NVML unavailable")
+    w.emit("transcript", role="assistant", kind="text", text=f"{sid}: I'll start by reading the task description.",
+           tokens_in=1200, tokens_out=300, cost_usd=0.02)
     w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py", call_id="c1")
+    w.emit("process", action="started", pid=4242, script="run_1.py", cmdline="python run_1.py")
+    for util in gpu:
+        w.emit("gpu", index=0, util_pct=util, mem_used_mb=2048, mem_total_mb=81920, power_w=300, temp_c=60)
     for i, v in enumerate(scores, 1):
         w.emit("transcript", role="tool", kind="tool_result", text=f"epoch {i} val_acc {v:.4f}", call_id="c1")
         w.emit("checkpoint_found", name=f"run_1_epoch{i}-1", path="p", snapshot="s", script="run_1.py",
@@ -37,18 +44,25 @@ def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, sc
         w.emit("checkpoint_scored", name=f"run_1_epoch{i}-1", value=v, metric="val_acc", split="val", budget_elapsed_s=10.0 * i)
     w.emit("checkpoint_scored", name="bad-1", error="state_dict keys are prefixed '_orig_mod.'", metric="val_acc",
            split="val", budget_elapsed_s=45.0)
+    if not scores and end:
+        w.emit("transcript", role="assistant", kind="error", text="the agent CLI exited with status 1")
+    w.emit("process", action="ended", pid=4242, script="run_1.py", cmdline="python run_1.py", returncode=0)
     w.emit("heartbeat", remaining_s=70, active_s=50, procs=1)
     if paused:
         w.emit("budget", state="paused", remaining_s=70, deadline=T0 + 200)
     if end:
-        w.emit("session_ended", reason=end, detail="the agent finished", active_s=60, wall_s=61, paused_s=0,
-               score=max(scores), best_checkpoint="run_1_epoch3-1")
+        w.emit("session_ended", reason=end, detail="the agent finished" if scores else "the agent CLI exited with 1",
+               active_s=60, wall_s=61, paused_s=0, score=max(scores) if scores else None,
+               best_checkpoint=f"run_1_epoch{len(scores)}-1" if scores else None)
     w.close()
 
 
 def build_home(home: Path) -> Path:
-    _session(home, "a-ended", "scripted", "completed", False, [0.41, 0.77, 0.93])
+    """Four sessions: two scripted repeats that scored, a scripted one that failed, a paused command one."""
+    _session(home, "a-ended", "scripted", "completed", False, [0.41, 0.77, 0.93], gpu=[0, 85, 90, 5, 95, 97, 0, 60])
     _session(home, "b-paused", "command", None, True, [0.38, 0.52, 0.60])
+    _session(home, "c-ended", "scripted", "budget_exhausted", False, [0.50, 0.81, 0.88], gpu=[70, 80, 0, 0, 90], repeat=2)
+    _session(home, "d-failed", "scripted", "agent_failed", False, [], repeat=3)
     store = Store.open(home)
     Ingester(home, store).ingest_all()
     store.close()

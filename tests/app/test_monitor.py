@@ -1,4 +1,4 @@
-"""Pilot tests of the live screen, and an SVG snapshot."""
+"""Pilot tests of the live dashboard: selection, pause, abort, sorting, filters, search, follow, alerts."""
 
 from __future__ import annotations
 
@@ -79,6 +79,74 @@ async def test_abort_asks_for_confirmation(app_home):
     assert [c["action"] for c in control_lines(app_home, "b-paused")] == ["abort"]
 
 
-def test_snapshot_of_the_live_screen(app_home, snap_compare):
+# ---------------------------------------------------------------------------- dashboard
+
+
+async def test_sorting_keeps_the_selected_session_under_the_cursor(app_home):
+    app = make_app(app_home, focus="c-ended", live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one("#sessions", DataTable)
+        assert app.order == ["a-ended", "b-paused", "c-ended", "d-failed"]
+        while app.sort_by != "best":
+            await pilot.press("s")
+        await pilot.pause()
+        assert app.order[:2] == ["a-ended", "c-ended"]  # 0.93, then 0.88
+        assert app.order[-1] == "d-failed"  # no score: last
+        assert app.selected == "c-ended"
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == "c-ended"
+        assert table.get_row_index("c-ended") == 1
+
+
+async def test_transcript_filters_and_search(app_home):
+    app = make_app(app_home, focus="a-ended", live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        log = app.query_one("#transcript-log", Log)
+        assert any("★" in line for line in log.lines) and any("▶ [bash]" in line for line in log.lines)
+        await pilot.press("t")  # text only
+        assert log.lines and all("»" in line for line in log.lines)
+        await pilot.press("t")  # tool calls and results
+        assert any("▶ [bash]" in line for line in log.lines)
+        assert not any("»" in line or "★" in line for line in log.lines)
+        await pilot.press("t")  # errors: the failed score
+        assert any("_orig_mod" in line for line in log.lines) and not any("▶" in line for line in log.lines)
+        await pilot.press("t")  # back to everything
+        await pilot.press("slash")
+        await pilot.press(*"epoch 2", "enter")
+        await pilot.pause()
+        assert [line for line in log.lines] and all("epoch 2" in line for line in log.lines)
+        assert "“epoch 2”" in str(app.query_one("#transcript-title").render())
+        await pilot.press("slash", "escape")
+        assert any("▶ [bash]" in line for line in log.lines)
+
+
+async def test_scrolling_up_stops_following_and_f_resumes(app_home):
+    app = make_app(app_home, focus="a-ended", live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        log = app.query_one("#transcript-log", Log)
+        log.focus()
+        await pilot.press("up")
+        assert log.auto_scroll is False
+        assert "scrolled back" in str(app.query_one("#transcript-title").render())
+        await pilot.press("f")
+        assert log.auto_scroll is True
+
+
+async def test_live_events_raise_notifications(app_home):
+    from runner.events import CheckpointScored, Warning_
+
     app = make_app(app_home, focus="b-paused", live=False, show_clock=False)
-    assert snap_compare(app, terminal_size=SIZE)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app._queue_events("b-paused", [
+            Warning_(session_id="b-paused", seq=100, ts=1.0, code="network_blocked", message="connect to pypi.org:443"),
+            CheckpointScored(session_id="b-paused", seq=101, ts=2.0, name="run_2-1", value=0.71, metric="val_acc",
+                             split="val", budget_elapsed_s=65.0)])
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert any("blocked network attempt: connect to pypi.org:443" in m for m in messages)
+        assert any("run_2-1 scored 0.7100" in m for m in messages)
+        log = app.query_one("#transcript-log", Log)
+        assert any("network_blocked" in line for line in log.lines)

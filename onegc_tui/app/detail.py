@@ -1,0 +1,266 @@
+"""Session detail and side-by-side replay, on one budget-time axis with a cursor.
+
+Detail: the checkpoint scores (dots) and best so far (step line), the GPU utilisation strip and
+the transcript, aligned on budget time (active seconds: pauses excluded); left/right move the
+cursor (shift: ten times further), and the transcript shows what happened up to it. Beside it,
+the analytics: GPU busy vs idle and idle split by what the agent was doing, time to first
+checkpoint, score at 25/50/75/100 % of the budget, scripts launched.
+
+Replay: 2–4 sessions in columns on the same axis, one cursor moving them all.
+Timelines are read in a worker (its own SQLite connection) and handed over by message.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Log, Static
+
+from onegc_tui import queries
+from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
+from onegc_tui.app.plot import GUTTER, Plot, Series
+from onegc_tui.queries import Timeline
+from onegc_tui.store import Store
+from onegc_tui.view import best_so_far, clock, fmt_score, level_strip, short_task
+
+STEP = 0.01  # of the budget per left/right press
+BIG_STEP = 0.10  # with shift
+RELOAD_S = 5.0  # a live session's timeline is re-read this often while the cursor sits at its end
+REPLAY_LINES = 200  # transcript lines per replay column
+DETAIL_LINES = 2_000  # transcript lines up to the cursor in the detail view (SQLite has them all)
+IDLE_LABELS = {"paused": "paused", "model_thinking": "model thinking", "tool_running": "tool running",
+               "no_training_process": "no training process", UNATTRIBUTED: "other"}
+
+CURSOR_BINDINGS = [
+    Binding("left", "move(-1)", "◀ cursor"),
+    Binding("right", "move(1)", "cursor ▶"),
+    Binding("shift+left", "move(-10)", "◀◀", show=False),
+    Binding("shift+right", "move(10)", "▶▶", show=False),
+    Binding("home", "jump(0)", "Start", show=False),
+    Binding("end", "jump(1)", "End", show=False),
+    Binding("escape", "app.pop_screen", "Back"),
+]
+
+
+class CursorLog(Log, can_focus=False):
+    """A transcript that never takes focus: left/right belong to the cursor, not to scrolling."""
+
+
+class TimelinesLoaded(Message):
+    def __init__(self, timelines: list[Timeline]):
+        super().__init__()
+        self.timelines = timelines
+
+
+def score_series(t: Timeline, until: float | None = None) -> list[Series]:
+    scores = t.scores()
+    return [Series(tuple(best_so_far(scores, t.higher, until if until is not None else t.end_s)), "green", "step"),
+            Series(tuple(scores), "bold cyan", "dots")]  # dots last: each checkpoint stays visible
+
+
+def gpu_line(t: Timeline, width: int, x_max: float, cursor: float | None) -> Text:
+    """The GPU utilisation strip under a plot, with the cursor column marked."""
+    pw = max(1, width - GUTTER)
+    text = Text("GPU %".rjust(GUTTER - 1) + "┤", style="dim", no_wrap=True, overflow="crop")
+    body = level_strip(list(t.gpu), pw, x_max) if t.gpu else "no GPU samples".ljust(pw)
+    col = None if cursor is None else min(pw - 1, max(0, int(cursor / x_max * pw)))
+    for i, ch in enumerate(body):
+        text.append(ch, style="reverse yellow" if i == col else "magenta")
+    return text
+
+
+def at_cursor(t: Timeline, cursor: float) -> str:
+    best = None
+    for x, v in best_so_far(t.scores(), t.higher):
+        if x <= cursor:
+            best = v
+    util = [u for x, u in t.gpu if x <= cursor]
+    return (f"cursor {clock(cursor)} ({cursor / t.budget_s:.0%} of budget) · best so far {fmt_score(best)} · "
+            f"GPU {'-' if not util else f'{util[-1]:.0f}%'}")
+
+
+def analytics_text(t: Timeline) -> Text:
+    lines = [f"[b]{t.session_id}[/b]", f"{short_task(t.row.get('task'))} · {t.row.get('agent')}"
+             + (f" · {t.row.get('model')}" if t.row.get("model") else "") + f" · repeat {t.row.get('repeat') or 1}",
+             f"state {t.row.get('state')}" + (f" · {t.row['end_reason'].replace('_', ' ')}" if t.row.get("end_reason") else ""),
+             f"official score {fmt_score(t.row.get('score'))} · {t.metric} {'↑' if t.higher else '↓'}", ""]
+    if t.curve is not None:
+        at = scores_at(t.curve, FRACTIONS)
+        lines.append("[b]score at budget[/b]  " + "  ".join(f"{f:.0%} {fmt_score(v)}" for f, v in at.items()))
+    lines.append(f"first checkpoint at {clock(t.first_checkpoint_s)} · {len(t.scores())} scored · "
+                 f"scripts launched {t.row.get('scripts_launched') or 0}")
+    if t.split is not None and t.split.total_s > 0:
+        s = t.split
+        lines += ["", f"[b]GPU time[/b] busy {clock(s.busy_s)} ({s.busy_fraction:.0%}) · idle {clock(s.idle_s)}"]
+        for kind in (*IDLE_PRIORITY, UNATTRIBUTED):
+            v = s.idle_by.get(kind, 0.0)
+            if v > 0:
+                lines.append(f"  idle while {IDLE_LABELS[kind]:<20} {clock(v):>8} ({v / s.idle_s:.0%})")
+    elif t.split is not None:
+        lines += ["", "[b]GPU time[/b] no GPU samples (no GPU, or none yet)"]
+    return Text.from_markup("\n".join(lines))
+
+
+class CursorScreen(Screen):
+    """A screen with a budget-time cursor over one or more timelines."""
+
+    BINDINGS = CURSOR_BINDINGS
+
+    def __init__(self, ids: list[str]):
+        super().__init__()
+        self.ids = ids
+        self.timelines: list[Timeline] = []
+        self.cursor = 0.0
+        self.at_end = True
+
+    @property
+    def x_max(self) -> float:
+        return max((t.budget_s for t in self.timelines), default=1.0)
+
+    @property
+    def end(self) -> float:
+        return max((t.end_s for t in self.timelines), default=0.0)
+
+    def on_mount(self) -> None:
+        self.load()
+        self.set_interval(RELOAD_S, self._maybe_reload)
+
+    def _maybe_reload(self) -> None:
+        if self.at_end and any(t.row.get("state") in ("running", "paused", "queued") for t in self.timelines):
+            self.load()
+
+    @work(thread=True, exit_on_error=False, exclusive=True)
+    def load(self) -> None:
+        store = Store.open(self.app.home)
+        try:
+            out = [t for sid in self.ids if (t := queries.timeline(store, sid, analytics=self.analytics)) is not None]
+        finally:
+            store.close()
+        self.post_message(TimelinesLoaded(out))
+
+    analytics = True
+
+    def on_timelines_loaded(self, msg: TimelinesLoaded) -> None:
+        self.timelines = msg.timelines
+        if self.at_end:
+            self.cursor = self.end
+        self.draw()
+
+    def action_move(self, steps: int) -> None:
+        if not self.timelines:
+            return
+        self.cursor = min(self.end, max(0.0, self.cursor + steps * STEP * self.x_max))
+        self.at_end = self.cursor >= self.end
+        self.move()
+
+    def action_jump(self, where: int) -> None:
+        self.cursor = self.end if where else 0.0
+        self.at_end = bool(where)
+        self.move()
+
+
+class DetailScreen(CursorScreen):
+    def __init__(self, sid: str):
+        super().__init__([sid])
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=self.app.show_clock)
+        with Horizontal(id="detail-top"):
+            with Vertical(id="detail-plots"):
+                yield Static("Scores against budget time (dots: each checkpoint, line: best so far)", classes="pane-title")
+                yield Plot(id="detail-plot", empty="loading…")
+                yield Static("", id="detail-gpu")
+                yield Static("", id="detail-cursor")
+            yield Static("loading…", id="analytics")
+        yield Static("Transcript up to the cursor", classes="pane-title")
+        yield CursorLog(id="detail-log", max_lines=DETAIL_LINES, auto_scroll=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"detail · {self.ids[0]}"
+        super().on_mount()
+
+    def draw(self) -> None:
+        if not self.timelines:
+            self.query_one("#analytics", Static).update(f"no session {self.ids[0]} in the store")
+            return
+        t = self.timelines[0]
+        self.query_one("#detail-plot", Plot).show(score_series(t), t.budget_s, self.cursor)
+        self.query_one("#analytics", Static).update(analytics_text(t))
+        self.move()
+
+    def move(self) -> None:
+        if not self.timelines:
+            return
+        t = self.timelines[0]
+        self.query_one("#detail-plot", Plot).move_cursor(self.cursor)
+        width = self.query_one("#detail-plot", Plot).size.width or 80
+        self.query_one("#detail-gpu", Static).update(gpu_line(t, width, t.budget_s, self.cursor))
+        self.query_one("#detail-cursor", Static).update(at_cursor(t, self.cursor))
+        log = self.query_one("#detail-log", Log)
+        log.clear()
+        log.write_lines(t.lines_until(self.cursor, DETAIL_LINES) or ["(nothing yet at this point)"])
+        log.scroll_end(animate=False)
+
+    def on_resize(self) -> None:
+        self.move()
+
+
+class ReplayColumn(Vertical):
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="pane-title replay-title")
+        yield Plot(classes="replay-plot", empty="no scored checkpoint")
+        yield Static("", classes="replay-gpu")
+        yield Static("", classes="replay-cursor")
+        yield CursorLog(classes="replay-log", max_lines=REPLAY_LINES, auto_scroll=True)
+
+
+class ReplayScreen(CursorScreen):
+    """2–4 sessions side by side, aligned by budget time; one cursor."""
+
+    analytics = False
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=self.app.show_clock)
+        yield Static("Replay: sessions aligned by budget time · ←/→ move the cursor (shift: 10 %) · Home/End",
+                     id="replay-summary")
+        with Horizontal(id="replay"):
+            for _ in self.ids:
+                yield ReplayColumn()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"replay · {len(self.ids)} sessions"
+        super().on_mount()
+
+    def draw(self) -> None:
+        y = [v for t in self.timelines for _, v in t.scores()]
+        y_range = None
+        if y:
+            pad = (max(y) - min(y)) * 0.05 or 0.01
+            y_range = (min(y) - pad, max(y) + pad)  # one y scale: columns compare at a glance
+        self.y_range = y_range
+        for col, t in zip(self.query(ReplayColumn), self.timelines):
+            col.query_one(".replay-title", Static).update(
+                f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · {fmt_score(t.row.get('score'))}")
+        self.move()
+
+    def move(self) -> None:
+        for col, t in zip(self.query(ReplayColumn), self.timelines):
+            plot = col.query_one(Plot)
+            plot.show(score_series(t, min(self.cursor, t.end_s)), self.x_max, self.cursor, self.y_range)
+            col.query_one(".replay-gpu", Static).update(gpu_line(t, plot.size.width or 40, self.x_max, self.cursor))
+            col.query_one(".replay-cursor", Static).update(at_cursor(t, min(self.cursor, t.budget_s)))
+            log = col.query_one(Log)
+            log.clear()
+            log.write_lines(t.lines_until(self.cursor, REPLAY_LINES) or ["(nothing yet)"])
+            log.scroll_end(animate=False)
+
+    def on_resize(self) -> None:
+        if self.timelines:
+            self.move()

@@ -1,0 +1,370 @@
+"""History: the agent × task matrix as the paper reports it, our study beside the paper's Table 4.
+
+Cells show mean ± std (ddof = 1) over successful repeats with n/N when some failed, or best of N
+(``b``); Agg and Agg_max per row. The highlighted cell's statistics (SEM, best session, time to
+first checkpoint, scripts, GPU busy share, score at 25/50/75/100 % of the budget and the anytime
+band) show below. Enter drills into a cell's sessions; from there Enter opens one in the detail
+view and ``r`` replays them side by side. The matrix is built in a worker from the per-session
+summary table only (no event scan), so it opens fast over thousands of sessions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from onegc_tui import queries
+from onegc_tui.analysis import FRACTIONS, Matrix, anytime_band, anytime_curve, build_matrix, paper_matrix
+from onegc_tui.app.plot import Plot, Series
+from onegc_tui.export import render_matrix
+from onegc_tui.store import Store
+from onegc_tui.view import clock, fmt_score
+
+ALL = None  # the study filter value meaning "every session"
+SEP = "\x1f"  # row keys: study SEP row label
+
+
+def cell_text(cell, mode: str) -> str:
+    if cell is None or (cell.n_total == 0 and not cell.running_ids):
+        return "-"
+    if cell.n_total == 0:
+        return f"({len(cell.running_ids)} running)"
+    counts = f" {cell.n_success}/{cell.n_total}" if cell.n_success < cell.n_total else ""
+    if cell.mean is None:
+        return "N/A" + counts
+    if mode == "best":
+        return f"{cell.best:.4f}" + counts
+    body = f"{cell.mean:.4f}" if cell.std is None else f"{cell.mean:.4f}±{cell.std:.4f}"
+    return body + counts + ("*" if cell.mixed_contracts else "")
+
+
+def agg_text(agg) -> str:
+    if agg.value is None:
+        return "-"
+    return f"{agg.value:+.3f}" + ("†" if agg.partial else "")
+
+
+class HistoryScreen(Screen):
+    BINDINGS = [
+        Binding("escape,h", "app.pop_screen", "Back"),
+        Binding("b", "toggle_best", "Mean/best"),
+        Binding("s", "next_study", "Study"),
+        Binding("x", "toggle_demo", "Demo tasks"),
+        Binding("e", "export", "Export"),
+        Binding("enter", "drill", "Sessions", show=True),
+    ]
+
+    class Loaded(Message):
+        def __init__(self, matrix: Matrix, paper: Matrix, studies: list[str], n: int, demo: bool, elapsed_s: float):
+            super().__init__()
+            self.matrix, self.paper, self.studies, self.n, self.demo, self.elapsed_s = matrix, paper, studies, n, demo, elapsed_s
+
+    def __init__(self, study: str | None = ALL):
+        super().__init__()
+        self.study = study
+        self.mode = "mean"
+        self.demo: bool | None = None  # None: include demo sessions only when there is nothing else
+        self.studies: list[str] = []
+        self.matrix: Matrix | None = None
+        self.paper: Matrix | None = None
+        self.loaded_in_s: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=self.app.show_clock)
+        yield Static("loading the matrix…", id="hist-summary")
+        yield DataTable(id="matrix", cursor_type="cell", zebra_stripes=True)
+        with Horizontal(id="hist-bottom"):
+            yield Static("", id="cell-detail")
+            with Vertical(id="band-box"):
+                yield Static("Anytime: best so far against budget (mean, band = min…max)", classes="pane-title")
+                yield Plot(id="band-plot", empty="highlight one of our cells to see its anytime curves")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "history"
+        self.load()
+
+    @work(thread=True, exit_on_error=False, exclusive=True)
+    def load(self) -> None:
+        import time
+
+        t0 = time.perf_counter()
+        store = Store.open(self.app.home)
+        try:
+            studies = queries.studies(store)
+            demo = bool(self.demo)
+            outcomes = queries.outcomes(store, self.study, include_demo=demo)
+            if self.demo is None and not outcomes:
+                demo = True
+                outcomes = queries.outcomes(store, self.study, include_demo=True)
+        finally:
+            store.close()
+        paper = self.app.paper or paper_matrix()
+        matrix = build_matrix(outcomes, study=self.study or "ours")
+        self.post_message(self.Loaded(matrix, paper, studies, len(outcomes), demo, time.perf_counter() - t0))
+
+    def on_history_screen_loaded(self, msg: Loaded) -> None:
+        self.app.paper = msg.paper
+        self.matrix, self.paper, self.studies, self.demo_shown = msg.matrix, msg.paper, msg.studies, msg.demo
+        self.loaded_in_s = msg.elapsed_s
+        self.n_sessions = msg.n
+        self.draw()
+
+    def _columns(self) -> list:
+        cols = {c.task: c for c in (*self.matrix.tasks, *self.paper.tasks)}
+        from onegc_tui.analysis import task_sort_key
+
+        return sorted(cols.values(), key=lambda c: task_sort_key(c.task))
+
+    def draw(self) -> None:
+        table = self.query_one("#matrix", DataTable)
+        keep = table.cursor_coordinate
+        table.clear(columns=True)  # a new study or mode: a different table, not a live update
+        cols = self._columns()
+        table.add_column("Study", key="study", width=max([len(self.matrix.study), 5]))
+        table.add_column("Agent", key="agent", width=max([len(r.label) for m in (self.matrix, self.paper) for r in m.rows] + [5]))
+        rows = [(self.matrix, r) for r in self.matrix.rows] + [(self.paper, r) for r in self.paper.rows]
+        for c in cols:  # as wide as the widest cell: the whole matrix fits where it can
+            width = max([len(cell_text(r.cell(c.task), self.mode)) for _, r in rows] + [4])
+            table.add_column(f"{c.label} {'↑' if c.direction == 'higher' else '↓'}", key=c.task, width=width)
+        table.add_column("Agg", key="agg", width=7)
+        table.add_column("Agg_max", key="agg_max", width=7)
+        best: dict[str, float] = {}
+        for c in cols:
+            vals = [cell.mean if self.mode == "mean" else cell.best for _, r in rows
+                    if (cell := r.cell(c.task)) is not None and cell.mean is not None]
+            if vals:
+                best[c.task] = c.best(vals)
+        for m, r in rows:
+            cells = []
+            for c in cols:
+                cell = r.cell(c.task)
+                text = cell_text(cell, self.mode)
+                value = None if cell is None or cell.mean is None else (cell.mean if self.mode == "mean" else cell.best)
+                cells.append(Text(text, style="bold" if value is not None and value == best.get(c.task) else "",
+                                  justify="right"))
+            study = Text(m.study, style="dim italic" if m.is_paper else "bold")
+            table.add_row(study, r.label, *cells, Text(agg_text(r.agg), justify="right"),
+                          Text(agg_text(r.agg_max), justify="right"), key=f"{m.study}{SEP}{r.label}")
+        if table.row_count:
+            fresh = keep.column < 2 or keep.row >= table.row_count or keep.column >= len(table.columns)
+            table.cursor_coordinate = self._first_result(cols) if fresh else keep
+        what = "mean ± std over successful repeats (n/N when some failed)" if self.mode == "mean" else "best of N"
+        study = self.study or "all sessions"
+        demo = " · demo tasks included" if self.demo_shown else ""
+        self.query_one("#hist-summary", Static).update(
+            f"[b]{study}[/b]: {self.n_sessions} sessions{demo} · cells: {what} · bold: best per task · "
+            f"Agg: mean relative improvement over the baselines (†: partial) · paper rows: its Table 4/6")
+        if not self.matrix.rows:
+            self.query_one("#cell-detail", Static).update(
+                "No finished sessions of ours yet for this filter: only the paper's reference rows are shown.")
+        self._describe()
+
+    def _first_result(self, cols) -> Coordinate:
+        """Where the cursor starts: our first cell with a finished session."""
+        for i, r in enumerate(self.matrix.rows):
+            for j, c in enumerate(cols):
+                if (cell := r.cell(c.task)) is not None and cell.n_total:
+                    return Coordinate(i, j + 2)
+        return Coordinate(0, 2)
+
+    # ------------------------------------------------------------------ the highlighted cell
+    def _target(self):
+        table = self.query_one("#matrix", DataTable)
+        if not table.row_count or self.matrix is None:
+            return None
+        cell_key = table.coordinate_to_cell_key(table.cursor_coordinate)
+        study, label = str(cell_key.row_key.value).split(SEP, 1)
+        m = self.paper if study == self.paper.study and study != self.matrix.study else self.matrix
+        return m, m.row(label), str(cell_key.column_key.value)
+
+    @on(DataTable.CellHighlighted, "#matrix")
+    def _highlighted(self, _: DataTable.CellHighlighted) -> None:
+        self._describe()
+
+    def _describe(self) -> None:
+        target = self._target()
+        detail = self.query_one("#cell-detail", Static)
+        plot = self.query_one("#band-plot", Plot)
+        if target is None:
+            return
+        m, row, col = target
+        if col in ("agg", "agg_max"):
+            agg = row.agg if col == "agg" else row.agg_max
+            parts = [f"{row.label} · {'Agg (on means)' if col == 'agg' else 'Agg_max (on best of N)'}: {agg_text(agg)}"]
+            parts += [f"  {t.upper()}: r = {r:+.3f}" for t, r in agg.per_task.items()]
+            if agg.missing:
+                parts.append(f"  no result on {', '.join(t.upper() for t in agg.missing)}: partial aggregate")
+            detail.update("\n".join(parts))
+            plot.show([], 1.0)
+            return
+        cell = row.cell(col) if col not in ("study", "agent") else None
+        if cell is None:
+            detail.update(f"{row.label}: no session on this task" if col not in ("study", "agent") else row.label)
+            plot.show([], 1.0)
+            return
+        lines = [f"{row.label} · {col.upper()} · {m.study}",
+                 f"mean {fmt_score(cell.mean)}  std {fmt_score(cell.std)}  SEM {fmt_score(cell.sem)}  "
+                 f"success {cell.n_success}/{cell.n_total}  best {fmt_score(cell.best)}"]
+        if m.is_paper:
+            lines.append("reference figures from the paper (Table 4 mean ± std, Table 6 best of 5)")
+            detail.update("\n".join(lines))
+            plot.show([], 1.0)
+            return
+        ids = list(cell.session_ids)
+        lines.append(f"best session {cell.best_session or '-'} · first checkpoint {clock(cell.first_checkpoint_mean_s)} "
+                     f"(mean) · scripts {'-' if cell.scripts_mean is None else f'{cell.scripts_mean:.1f}'}"
+                     f" · budget used {'-' if cell.budget_used_mean is None else f'{cell.budget_used_mean:.0%}'}")
+        store = self.app.store
+        busy = queries.gpu_busy_fraction(store, ids)
+        points = queries.score_points(store, ids)
+        col_spec = m.column(col)
+        budget = max((r["budget_s"] or 0 for r in store.sessions(f"session_id IN ({','.join('?' * len(ids))})", ids)),
+                     default=0.0) if ids else 0.0
+        curves = [anytime_curve(p, budget, col_spec.direction, sid) for sid, p in points.items()] if budget else []
+        band = anytime_band(curves) if curves else None
+        if band:
+            at = {f: band.mean[round(f * (len(band.grid) - 1))] for f in FRACTIONS}
+            lines.append("score at " + "  ".join(f"{f:.0%}: {fmt_score(v)}" for f, v in at.items())
+                         + f"  (mean of {band.n_curves})")
+        lines.append(f"GPU busy {'-' if busy is None else f'{busy:.0%}'} of sampled time · "
+                     f"{len(ids)} finished, {len(cell.running_ids)} running · Enter: list them")
+        detail.update("\n".join(lines))
+        if band:
+            mean = [(f * budget, v) for f, v in zip(band.grid, band.mean) if v is not None]
+            lo = [(f * budget, v) for f, v in zip(band.grid, band.lo) if v is not None]
+            hi = [(f * budget, v) for f, v in zip(band.grid, band.hi) if v is not None]
+            plot.show([Series(tuple(lo), "dim cyan", "line"), Series(tuple(hi), "dim cyan", "line"),
+                       Series(tuple(mean), "bold green", "line")], budget)
+        else:
+            plot.show([], 1.0)
+
+    # ------------------------------------------------------------------ actions
+    def action_toggle_best(self) -> None:
+        self.mode = "best" if self.mode == "mean" else "mean"
+        if self.matrix:
+            self.draw()
+
+    def action_next_study(self) -> None:
+        options = [ALL, *self.studies]
+        self.study = options[(options.index(self.study) + 1) % len(options)] if self.study in options else ALL
+        self.load()
+
+    def action_toggle_demo(self) -> None:
+        self.demo = not getattr(self, "demo_shown", False)
+        self.load()
+
+    def action_export(self) -> None:
+        if self.matrix is None:
+            return
+        out = Path(self.app.home) / "exports"
+        out.mkdir(exist_ok=True)
+        name = (self.study or "all").replace("/", "_")
+        for fmt, ext in (("md", "md"), ("csv", "csv"), ("latex", "tex"), ("json", "json")):
+            (out / f"history-{name}.{ext}").write_text(render_matrix(self.matrix, fmt, paper=self.paper))
+        self.notify(f"wrote history-{name}.md/.csv/.tex/.json to {out}")
+
+    def action_drill(self) -> None:
+        target = self._target()
+        if target is None:
+            return
+        m, row, col = target
+        cell = row.cell(col) if col not in ("study", "agent", "agg", "agg_max") else None
+        if m.is_paper or cell is None:
+            ids = [sid for c in row.cells.values() for sid in (*c.session_ids, *c.running_ids)] if not m.is_paper else []
+            if not ids:
+                self.notify("the paper's rows have no sessions here: pick one of our cells", severity="warning")
+                return
+            title = f"{row.label} · all tasks"
+        else:
+            ids = [*cell.session_ids, *cell.running_ids]
+            title = f"{row.label} · {col.upper()}"
+        self.app.push_screen(SessionsScreen(title, ids))
+
+    def on_data_table_cell_selected(self, _: DataTable.CellSelected) -> None:
+        self.action_drill()
+
+
+class SessionsScreen(Screen):
+    """The sessions behind a matrix cell: Enter opens one, space marks, r replays marked (or the first four)."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("space", "mark", "Mark"),
+        Binding("r", "replay", "Replay"),
+        Binding("d", "detail", "Detail"),
+    ]
+    COLUMNS = [("mark", "", 1), ("session", "Session", 34), ("rep", "#", 3), ("state", "State", 8),
+               ("score", "Score", 8), ("end", "End", 16), ("first", "1st ckpt", 8), ("scripts", "Scripts", 7),
+               ("used", "Budget used", 11)]
+
+    def __init__(self, title: str, ids: list[str]):
+        super().__init__()
+        self.title_text, self.ids, self.marked = title, ids, []
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=self.app.show_clock)
+        yield Static(f"{self.title_text}: {len(self.ids)} sessions · Enter opens one · space marks · r replays",
+                     id="drill-summary")
+        yield DataTable(id="drill", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = self.title_text
+        table = self.query_one(DataTable)
+        for key, label, width in self.COLUMNS:
+            table.add_column(label, key=key, width=width)
+        rows = {r["session_id"]: r for r in self.app.store.sessions(
+            f"session_id IN ({','.join('?' * len(self.ids))})", self.ids)} if self.ids else {}
+        for sid in self.ids:
+            r = rows.get(sid)
+            if r is None:
+                continue
+            used = f"{r['active_s'] / r['budget_s']:.0%}" if r.get("active_s") and r.get("budget_s") else "-"
+            table.add_row("", sid, str(r["repeat"] or 1), r["state"], fmt_score(r["score"]),
+                          (r["end_reason"] or "").replace("_", " "), clock(r["first_checkpoint_s"]),
+                          str(r["scripts_launched"] or 0), used, key=sid)
+        table.focus()
+
+    def _current(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def action_detail(self) -> None:
+        from onegc_tui.app.detail import DetailScreen
+
+        if sid := self._current():
+            self.app.push_screen(DetailScreen(sid))
+
+    def on_data_table_row_selected(self, _: DataTable.RowSelected) -> None:
+        self.action_detail()
+
+    def action_mark(self) -> None:
+        sid = self._current()
+        if not sid:
+            return
+        if sid in self.marked:
+            self.marked.remove(sid)
+        elif len(self.marked) < 4:
+            self.marked.append(sid)
+        self.query_one(DataTable).update_cell(sid, "mark", "◆" if sid in self.marked else "")
+
+    def action_replay(self) -> None:
+        from onegc_tui.app.detail import ReplayScreen
+
+        ids = self.marked or self.ids[:4]
+        if len(ids) < 2:
+            self.notify("replay needs at least two sessions", severity="warning")
+            return
+        self.app.push_screen(ReplayScreen(ids))

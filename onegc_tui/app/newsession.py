@@ -1,0 +1,119 @@
+"""The new-session form: task, agent, model, repeats, budget, GPUs; starts sessions the way
+``onegc run`` does (``onegc_tui.cli._start_sessions``), in a worker, and shows its one-line error."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+from runner.agents import ADAPTERS
+from tasks import all_tasks, get_task
+
+DEFAULT_AGENT = "scripted"  # runs offline, so the form works out of the box
+DEFAULT_PACE_S = 1.0  # the CLI's --pace default
+
+
+class NewSessionScreen(ModalScreen[list[str] | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    class Done(Message):
+        def __init__(self, ids: list[str] | None, error: str | None):
+            super().__init__()
+            self.ids, self.error = ids, error
+
+    def __init__(self, home: Path):
+        super().__init__()
+        self.home = home
+
+    def compose(self) -> ComposeResult:
+        tasks = list(all_tasks().values())
+        with Vertical(id="new-session"):
+            yield Static("New session", classes="pane-title")
+            with Grid(id="form"):
+                yield Label("Task")
+                yield Select([(f"{s.short.upper()} · {s.title[:40]}", s.short) for s in tasks], value=tasks[0].short,
+                             allow_blank=False, id="task")
+                yield Label("Agent")
+                yield Select([(a, a) for a in ADAPTERS], value=DEFAULT_AGENT if DEFAULT_AGENT in ADAPTERS else next(iter(ADAPTERS)),
+                             allow_blank=False, id="agent")
+                yield Label("Model")
+                yield Input(placeholder="model id (empty: the agent's default)", id="model")
+                yield Label("Repeats")
+                yield Input("1", id="repeats", type="integer")
+                yield Label("Budget (min)")
+                yield Input(f"{tasks[0].budget_minutes:g}", id="budget", type="number")
+                yield Label("GPUs")
+                yield Input(placeholder="e.g. 0,1 (empty: all visible)", id="gpus")
+                yield Label("Command")
+                yield Input(placeholder="command agent only: the command line", id="command")
+            yield Static("", id="form-error")
+            with Horizontal(id="form-buttons"):
+                yield Button("Start", variant="success", id="start")
+                yield Button("Cancel", id="cancel")
+
+    @on(Select.Changed, "#task")
+    def _task_changed(self, event: Select.Changed) -> None:
+        if event.value is not Select.BLANK:
+            self.query_one("#budget", Input).value = f"{get_task(str(event.value)).budget_minutes:g}"
+
+    def _error(self, text: str) -> None:
+        self.query_one("#form-error", Static).update(f"✖ {text}")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#start")
+    @on(Input.Submitted)
+    def _start(self) -> None:
+        values = {w.id: w.value for w in self.query(Input)}
+        try:
+            repeats = int(values["repeats"] or "1")
+            budget_min = float(values["budget"])
+        except ValueError:
+            self._error("repeats must be a whole number and the budget a number of minutes")
+            return
+        if repeats < 1 or budget_min <= 0:
+            self._error("repeats must be at least 1 and the budget positive")
+            return
+        try:
+            command = shlex.split(values["command"])
+        except ValueError as exc:
+            self._error(f"command: {exc}")
+            return
+        self.query_one("#start", Button).disabled = True
+        self.query_one("#form-error", Static).update("starting…")
+        self.start(str(self.query_one("#task", Select).value), str(self.query_one("#agent", Select).value),
+                   values["model"].strip() or None, repeats, budget_min * 60, values["gpus"].strip() or None, command)
+
+    @work(thread=True, exit_on_error=False)
+    def start(self, task: str, agent: str, model: str | None, repeats: int, budget_s: float, gpus: str | None,
+              command: list[str]) -> None:
+        from onegc_tui.cli import OnegcError, _start_sessions
+
+        try:
+            paths = _start_sessions(self.home, get_task(task), agent, model, repeats, budget_s, gpus, command,
+                                    DEFAULT_PACE_S)
+            self.post_message(self.Done([p.session_id for p in paths], None))
+        except OnegcError as exc:
+            self.post_message(self.Done(None, exc.message))
+        except Exception as exc:  # anything else still gets one line in the form
+            self.post_message(self.Done(None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"))
+
+    def on_new_session_screen_done(self, msg: Done) -> None:
+        if msg.error:
+            self.query_one("#start", Button).disabled = False
+            self._error(msg.error)
+        else:
+            self.dismiss(msg.ids)

@@ -1,0 +1,123 @@
+"""Pilot tests of the history, session detail, replay and new-session screens."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import DataTable
+
+from onegc_tui.app import make_app
+from tests.app.fixtures import build_home
+
+SIZE = (160, 44)
+
+
+@pytest.fixture
+def app_home(tmp_path):
+    return build_home(tmp_path / "home")
+
+
+async def test_marking_and_replay_side_by_side(app_home):
+    from onegc_tui.app.detail import ReplayScreen
+
+    app = make_app(app_home, focus="a-ended", live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("r")  # nothing marked: a hint, no screen
+        assert not isinstance(app.screen, ReplayScreen)
+        await pilot.press("space", "down", "down", "space", "r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReplayScreen) and screen.ids == ["a-ended", "c-ended"]
+        assert [t.session_id for t in screen.timelines] == ["a-ended", "c-ended"]
+        end = screen.cursor
+        await pilot.press("left", "left")
+        assert screen.cursor == pytest.approx(end - 2 * 0.01 * 120)
+        await pilot.press("home")
+        cursors = [str(w.render()) for w in screen.query(".replay-cursor")]
+        assert all("best so far -" in c for c in cursors)  # nothing scored at budget time 0
+        await pilot.press("end")
+        assert "best so far 0.9300" in str(screen.query(".replay-cursor").first().render())
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ReplayScreen)
+
+
+# ---------------------------------------------------------------------------- history and detail
+
+
+async def test_history_matrix_drill_down_and_detail(app_home):
+    from onegc_tui.app.detail import DetailScreen
+    from onegc_tui.app.history import HistoryScreen, SessionsScreen
+
+    app = make_app(app_home, live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("h")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        table = screen.query_one("#matrix", DataTable)
+        # scripted on T0: 0.93 and 0.88 succeeded, one repeat failed: mean ± std (ddof=1), 2/3
+        assert str(table.get_cell("ours\x1fscripted", "t0")) == "0.9050±0.0354 2/3"
+        assert str(table.get_cell("ours\x1fcommand", "t0")) == "(1 running)"
+        assert str(table.get_cell("paper\x1fOpus 4.7", "agg")) == "+0.302"  # the paper's Table 4 beside ours
+        table.cursor_coordinate = (table.get_row_index("ours\x1fscripted"), 2)
+        await pilot.pause()
+        detail = str(screen.query_one("#cell-detail").render())
+        assert "SEM 0.0250" in detail and "success 2/3" in detail and "score at 25%" in detail
+        await pilot.press("b")
+        assert str(table.get_cell("ours\x1fscripted", "t0")) == "0.9300 2/3"
+        await pilot.press("enter")
+        await pilot.pause()
+        drill = app.screen
+        assert isinstance(drill, SessionsScreen) and drill.ids == ["a-ended", "c-ended", "d-failed"]
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        analytics = str(app.screen.query_one("#analytics").render())
+        assert "GPU time busy" in analytics and "first checkpoint at 00:10" in analytics
+        assert "score at budget" in analytics
+        await pilot.press("escape", "escape", "escape")
+        assert app.screen is app.screen_stack[0]
+
+
+async def test_detail_cursor_walks_the_transcript(app_home):
+    from onegc_tui.app.detail import DetailScreen
+
+    app = make_app(app_home, focus="a-ended", live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("d")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DetailScreen)
+        assert screen.cursor == pytest.approx(60.0)  # an ended session: its active time
+        await pilot.press("home")
+        assert "best so far -" in str(screen.query_one("#detail-cursor").render())
+        for _ in range(12):  # 12 % of 120 s: past the first checkpoint at 10 s
+            await pilot.press("right")
+        assert "best so far 0.4100" in str(screen.query_one("#detail-cursor").render())
+
+
+async def test_new_session_form_shows_the_error_in_one_line(app_home):
+    from textual.widgets import Select
+
+    from onegc_tui.app.newsession import NewSessionScreen
+
+    app = make_app(app_home, live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("n")
+        form = app.screen
+        assert isinstance(form, NewSessionScreen)
+        form.query_one("#agent", Select).value = "command"
+        await pilot.click("#start")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "the command agent needs a command line" in str(form.query_one("#form-error").render())
+        assert app.screen is form
+        await pilot.press("escape")
+        assert not isinstance(app.screen, NewSessionScreen)
