@@ -4,7 +4,8 @@ What :meth:`ClaudeCodeAdapter.parse` makes of each stdout line (fixtures in
 ``shared/fixtures/transcripts/claude-*.jsonl``):
 
 - ``system/init`` -> a system text (model, CLI version); ``system/api_retry`` -> an error item
-  whose text starts with ``retry:``; ``system/status`` -> nothing.
+  whose text starts with ``retry:``; ``system/status`` and ``task_started`` -> nothing;
+  ``task_notification`` (how a Bash call's task ended) -> a system text.
 - ``assistant`` -> one item per content block: text, thinking, tool_call (``$ cmd`` for Bash);
   a synthetic "API Error" message -> error. Its usage becomes a ``usage`` item holding the
   increase over what that message id already reported (the CLI repeats a message's usage on
@@ -173,8 +174,12 @@ class ClaudeCodeAdapter(AgentAdapter):
                 + (f": {data['error']}" if data.get("error") else "")
             )
             return [TranscriptItem(role="system", kind="error", text=text)]
-        if subtype == "status":
-            return []
+        if subtype in ("status", "task_started", "task_progress"):
+            return []  # a Bash call's task bookkeeping: the tool_call/tool_result items say it all
+        if subtype == "task_notification":  # how a tool's task ended; for a background command, its only trace
+            status, summary = _str(data.get("status")) or "?", _str(data.get("summary"))
+            text = f"task {_str(data.get('task_id'))} {status}" + (f": {summary}" if summary else "")
+            return [TranscriptItem(role="system", kind="text", text=text)]
         return None
 
     def _usage_increment(self, message_id: str, usage: dict) -> list[TranscriptItem]:

@@ -32,6 +32,9 @@ from runner.agents.pricing import UsageTotals, format_usd, load_prices_safe
 
 PROVIDER_ID = "onegc"  # the model_providers entry written for a custom endpoint
 SILENCE = ("-c", "features.plugins=false", "-c", "analytics.enabled=false")  # no plugin sync, no analytics
+# Commands run in a plain `bash -c`: a login shell sources /etc/profile, which resets PATH and loses
+# the runner's python (the one with torch) — `python run_1.py` then fails with "command not found".
+NO_LOGIN_SHELL = ("-c", "allow_login_shell=false")
 SHELLS = ("bash", "sh", "zsh")
 RETRY_MARKERS = ("reconnecting", "waiting for network", "retrying")
 
@@ -120,7 +123,7 @@ class CodexAdapter(AgentAdapter):
         ]  # fmt: skip
         if ctx.model:
             cmd += ["-m", ctx.model]
-        return cmd + list(SILENCE) + list(ctx.extra_args) + [ctx.prompt]
+        return cmd + list(SILENCE) + list(NO_LOGIN_SHELL) + list(ctx.extra_args) + [ctx.prompt]
 
     def env(self, ctx: LaunchContext) -> dict[str, str]:
         env = credentials.agent_env(self.name, ctx.base_env, ctx.agent_home)

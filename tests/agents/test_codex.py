@@ -160,7 +160,7 @@ def test_argv_is_exec_json_with_the_prompt_last(tmp_path):
     assert argv[1:] == [
         "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--dangerously-bypass-approvals-and-sandbox",
         "-C", str(tmp_path / "workspace"), "-m", "gpt-5",
-        "-c", "features.plugins=false", "-c", "analytics.enabled=false",
+        "-c", "features.plugins=false", "-c", "analytics.enabled=false", "-c", "allow_login_shell=false",
         "-c", 'model_reasoning_effort="high"', ctx.prompt,
     ]  # fmt: skip
     assert "-m" not in CodexAdapter().argv(make_ctx(tmp_path, model=None))
