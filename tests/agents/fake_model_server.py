@@ -10,7 +10,9 @@ speaks, streaming, the three wire protocols the CLIs use:
 The script is a list of turns, :class:`Shell` (one shell tool call) or :class:`Text` (a final
 answer). Which turn a request gets follows from the conversation it carries: the number of tool
 results in it. Side requests (titles, topic checks: no tools offered) get a short text and do not
-move the script, so retries and extra calls cannot shift it. Every response reports usage
+move the script, so retries and extra calls cannot shift it. Codex returns from a command after
+at most 30 s with "Process running with session ID N"; the server then waits on it with a
+``write_stdin`` poll, as a model would, and moves on only when the command has ended. Every response reports usage
 (:data:`TOKENS_IN`, :data:`TOKENS_OUT`), and :attr:`FakeModelServer.usage` sums what the script
 turns reported, so a test can check the harness counted the same tokens.
 
@@ -27,7 +29,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 TOKENS_IN = 1200  # prompt tokens reported per model response
 TOKENS_OUT = 34  # completion tokens reported per model response
@@ -306,7 +308,7 @@ class FakeModelServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_port}"
 
-    def start(self) -> FakeModelServer:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -314,7 +316,7 @@ class FakeModelServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> FakeModelServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:
