@@ -20,6 +20,8 @@ import json
 import math
 import shutil
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 
 import psutil
@@ -271,3 +273,45 @@ def test_pause_holds_every_process_of_a_real_cli_still_and_abort_ends_it(launch)
     assert time.monotonic() - t0 < GRACE_S + 20
     assert not tree_pids(run.paths)
     assert_no_traffic_elsewhere(run)
+
+
+def _post(url: str, body: dict, proxy: str | None = None) -> tuple[int, str]:
+    handlers = [urllib.request.ProxyHandler({"http": proxy} if proxy else {})]
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.build_opener(*handlers).open(req, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_the_fake_server_follows_its_script_in_all_three_protocols():
+    """The server alone (no CLI needed): turn choice, tool shapes, usage, strays."""
+    with FakeModelServer([Shell("echo hi"), Text("bye")]) as server:
+        tool_result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "hi"}]}
+        _, first = _post(server.url + "/v1/messages", {"stream": True, "tools": [{"name": "Bash"}], "messages": []})
+        _, second = _post(server.url + "/v1/messages", {"stream": True, "tools": [{"name": "Bash"}],
+                                                         "messages": [tool_result]})  # fmt: skip
+        assert '"name": "Bash"' in first and "echo hi" in first and '"output_tokens": 34' in first
+        assert '"text_delta", "text": "bye"' in second
+
+        codex = {"tools": [{"type": "function", "name": "exec_command"}], "stream": True}
+        _, call = _post(server.url + "/v1/responses", {**codex, "input": []})
+        running = {"type": "function_call_output", "call_id": "c", "output": "Process running with session ID 7\n"}
+        _, poll = _post(server.url + "/v1/responses", {**codex, "input": [running]})
+        done = {"type": "function_call_output", "call_id": "c", "output": "Process exited with code 0\nhi\n"}
+        _, answer = _post(server.url + "/v1/responses", {**codex, "input": [running, done]})
+        assert '\\"cmd\\": \\"echo hi\\"' in call and "response.completed" in call
+        assert "write_stdin" in poll and '\\"session_id\\": 7' in poll
+        assert '"text": "bye"' in answer
+
+        bash = {"stream": True, "tools": [{"type": "function", "function": {"name": "bash"}}]}
+        _, title = _post(server.url + "/v1/chat/completions", {"stream": True, "messages": [{"role": "user"}]})
+        _, chat = _post(server.url + "/v1/chat/completions", {**bash, "messages": [{"role": "user"}]})
+        assert '"tool_calls"' in chat and "echo hi" in chat and chat.rstrip().endswith("data: [DONE]")
+        assert "E2E session" in title  # a side request: no tools, not part of the script
+
+        assert server.turns_served() == [0, 1, 0, 1, 0]  # the poll waits on turn 0
+        assert server.usage == {"input_tokens": 6 * 1200, "output_tokens": 6 * 34}
+        code, _ = _post("http://api.example.com/v1/messages", {}, proxy=server.url)
+        assert code == 403 and server.stray == ["POST http://api.example.com/v1/messages"]
