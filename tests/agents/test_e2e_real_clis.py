@@ -9,9 +9,10 @@ second the command sleeps past the budget: the session must end ``budget_exhaust
 process of its tree left. One CLI (the first installed of Codex, Claude Code, OpenCode) is also
 paused while its tool sleeps, every process of its tree must hold still, and then aborted.
 
-The CLIs come from ``make agents`` (or PATH); a CLI that is not installed is skipped. Nothing
-leaves the machine: the endpoints point at the fake server, and so does HTTP(S)_PROXY, which
-turns any request for another host into a recorded "stray" that fails the test.
+The CLIs come from ``make agents`` (or PATH); a CLI that is not installed is skipped (the server
+itself is still checked, in the last test). Nothing leaves the machine: the endpoints point at
+the fake server, and so does HTTP(S)_PROXY (which all three CLIs honour), so a request for any
+other host becomes a recorded "stray" that fails the test.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from onegc_tui.store import Store
 from runner.agents import credentials
 from runner.agents.locate import CLIS, find_cli
 from runner.config import SessionPaths
-from runner.control import request
+from runner.control import request as control
 from tests.agents.fake_model_server import FakeModelServer, Shell, Text
 from tests.conftest import events, start_session, tree_pids, wait_event, wait_for
 
@@ -124,6 +125,7 @@ def launch(e2e_home):
         mp.setenv("OPENAI_API_KEY", "sk-e2e")
         for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
             mp.setenv(var, server.url)  # anything for another host lands here as a stray
+        mp.setenv("NODE_USE_ENV_PROXY", "1")  # Node's own fetch honours the proxy variables too
         paths = start_session(home, f"{agent}-{name}", agent=agent, model=MODELS[agent], **fields)
         runs.append(Run(agent, paths, server))
         return runs[-1]
@@ -131,7 +133,7 @@ def launch(e2e_home):
     yield start
     for run in runs:  # a failed test must not leave a runner (or its CLI) behind
         if not run.paths.result.exists():
-            request(run.paths, "abort", source="test teardown")
+            control(run.paths, "abort", source="test teardown")
     for run in runs:
         try:
             wait_for(run.paths.result.exists, 30, f"{run.paths} to end")
@@ -255,7 +257,7 @@ def test_pause_holds_every_process_of_a_real_cli_still_and_abort_ends_it(launch)
         sleepers = wait_for(lambda: sleeping_pids(run.paths), 90, "the sleeping tool")
     except AssertionError as exc:
         raise AssertionError(f"{exc}{run.diagnose()}") from None
-    request(run.paths, "pause", source="test")
+    control(run.paths, "pause", source="test")
     wait_event(run.paths, "budget", state="paused", timeout=15)
     pids = tree_pids(run.paths)
     assert set(sleepers) <= set(pids) and len(pids) >= 3  # unshare, the CLI (and its helpers), the tool
@@ -267,7 +269,7 @@ def test_pause_holds_every_process_of_a_real_cli_still_and_abort_ends_it(launch)
         assert status in (psutil.STATUS_STOPPED, psutil.STATUS_DISK_SLEEP, "frozen"), (pid, status)
 
     t0 = time.monotonic()
-    request(run.paths, "abort", source="test")
+    control(run.paths, "abort", source="test")
     ended = run.ended(GRACE_S + 30)
     assert ended["reason"] == "aborted" and ended["paused_s"] > 0.9, ended
     assert time.monotonic() - t0 < GRACE_S + 20
