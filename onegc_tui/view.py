@@ -26,6 +26,17 @@ def clock(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
+COARSE_FROM_S = 600  # the table shows whole minutes above this: a per-second change repaints every row
+
+
+def table_clock(seconds: float | None) -> str:
+    """Budget left for the sessions table: minutes while there is plenty, seconds near the end."""
+    if seconds is None or seconds < COARSE_FROM_S:
+        return clock(seconds)
+    h, m = divmod(int(seconds // 60), 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m"
+
+
 def bar(fraction: float, width: int = BAR_WIDTH) -> str:
     fraction = min(1.0, max(0.0, fraction))
     full = int(fraction * width)
@@ -104,7 +115,7 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
     if row.get("state") in ("ended", "failed"):
         left_text = (row.get("end_reason") or "").replace("_", " ")
     else:
-        left_text = f"{bar(view.fraction_left(now), 8)} {clock(left)}"
+        left_text = f"{bar(view.fraction_left(now), 8)} {table_clock(left)}"
     util = row.get("gpu_util")
     return {
         "session": row["session_id"],

@@ -57,12 +57,15 @@ def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, sc
     w.close()
 
 
-def build_home(home: Path) -> Path:
-    """Four sessions: two scripted repeats that scored, a scripted one that failed, a paused command one."""
+def build_home(home: Path, full: bool = False) -> Path:
+    """An ended scripted session and a paused command one; with ``full`` (the monitor's tests) also a
+    second scripted repeat that scored and a third that failed, for the matrix, replay and analytics."""
     _session(home, "a-ended", "scripted", "completed", False, [0.41, 0.77, 0.93], gpu=[0, 85, 90, 5, 95, 97, 0, 60])
     _session(home, "b-paused", "command", None, True, [0.38, 0.52, 0.60])
-    _session(home, "c-ended", "scripted", "budget_exhausted", False, [0.50, 0.81, 0.88], gpu=[70, 80, 0, 0, 90], repeat=2)
-    _session(home, "d-failed", "scripted", "agent_failed", False, [], repeat=3)
+    if full:
+        _session(home, "c-ended", "scripted", "budget_exhausted", False, [0.50, 0.81, 0.88], gpu=[70, 80, 0, 0, 90],
+                 repeat=2)
+        _session(home, "d-failed", "scripted", "agent_failed", False, [], repeat=3)
     store = Store.open(home)
     Ingester(home, store).ingest_all()
     store.close()

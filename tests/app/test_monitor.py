@@ -16,7 +16,7 @@ SIZE = (160, 44)
 
 @pytest.fixture
 def app_home(tmp_path):
-    return build_home(tmp_path / "home")
+    return build_home(tmp_path / "home", full=True)
 
 
 def control_lines(home, sid) -> list[dict]:

@@ -13,7 +13,7 @@ SIZE = (160, 44)
 
 @pytest.fixture
 def app_home(tmp_path):
-    return build_home(tmp_path / "home")
+    return build_home(tmp_path / "home", full=True)
 
 
 async def test_marking_and_replay_side_by_side(app_home):

@@ -14,7 +14,7 @@ NOW = lambda: T0 + 100.0  # noqa: E731  frozen "now" for countdowns
 
 @pytest.fixture
 def app_home(tmp_path):
-    return build_home(tmp_path / "home")
+    return build_home(tmp_path / "home", full=True)
 
 
 def test_snapshot_of_the_live_screen(app_home, snap_compare):

@@ -1,0 +1,394 @@
+"""Monitor benchmark: input latency under load, history over 10 000 sessions, idle CPU.
+
+    python benchmarks/monitor_bench.py [--sessions 8] [--rate 200] [--presses 60]
+                                       [--history-sessions 10000] [--history-events 10000000]
+                                       [--idle-seconds 20] [--skip-history]
+
+1. Input latency. ``--sessions`` writer processes each append ``--rate`` transcript lines/s (plus a
+   GPU sample a second and a heartbeat every 5 s) to their ``events.jsonl`` with
+   ``runner.jsonl.EventWriter`` — scripted-like sessions without training, so the figure is the
+   monitor's. The real ``onegc monitor`` runs in a pseudo-terminal (160×45); a reader thread drains
+   the terminal output. Each sample presses Down or Up (changing the selected session) and times
+   until the header line with the newly selected session id has been written to the terminal.
+2. Idle CPU. The writers stop streaming (they stay alive, so the sessions stay "running", with
+   their countdowns); psutil measures the monitor's CPU over ``--idle-seconds``: once with no
+   events at all, once with each session sending 1 Hz GPU samples and a heartbeat every 5 s.
+3. History. A store of ``--history-sessions`` finished sessions (7 agents × the 7 tasks × repeats)
+   and ``--history-events`` event rows is generated directly in SQLite: the summary rows with
+   ``executemany``, the events with one ``INSERT … SELECT`` joining the sessions to a counter
+   table (C speed: no Python per row). It is cached under the temp folder and reused. Timed: the
+   query plus matrix build (``queries.outcomes`` + ``build_matrix``), and in the app, ``h``
+   pressed → the matrix drawn (Pilot, headless).
+
+Targets: latency p99 < 100 ms, history < 300 ms, idle monitor < 2 % of one core. The machine's
+load average is printed beside the figures: other work on the machine shows up in them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import json
+import os
+import pty
+import random
+import re
+import signal
+import socket
+import sqlite3
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+COLS, ROWS = 160, 45
+ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>78]|\x1b\][^\x07]*\x07")
+KEYS = {"down": b"\x1b[B", "up": b"\x1b[A"}
+PRESS_TIMEOUT_S = 5.0  # a press not shown within this counts as this long
+
+
+# ----------------------------------------------------------------------------- writer processes
+
+def writer(home: Path, sid: str, rate: float) -> None:
+    """One fake live session: stream transcript lines while ``home/phase`` says so."""
+    import psutil
+
+    from runner.config import SessionPaths
+    from runner.jsonl import EventWriter
+
+    paths = SessionPaths(home / "runs" / sid)
+    paths.runner_info.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                             "create_time": psutil.Process().create_time()}))
+    w = EventWriter(paths.events, sid)
+    budget = 3600.0
+    w.emit("session_started", task="t0_demo", agent="scripted", budget_s=budget, grace_s=30, contract={})
+    w.emit("budget", state="running", remaining_s=budget, deadline=time.time() + budget)
+    start, n, last_gpu, last_hb = time.time(), 0, 0.0, 0.0
+    tick = 0.05
+    while True:
+        phase = (home / "phase").read_text().strip() if (home / "phase").exists() else "stream"
+        now = time.time()
+        if phase == "stop":
+            return
+        if phase == "stream":
+            for _ in range(int(rate * tick)):
+                n += 1
+                w.emit("transcript", role="assistant", kind="text" if n % 3 else "tool_result",
+                       text=f"step {n}: epoch {n % 50} loss {1 / (1 + n % 97):.4f} val_acc {0.5 + (n % 41) / 100:.4f}")
+        if phase in ("stream", "tick"):
+            if now - last_gpu >= 1.0:
+                w.emit("gpu", index=0, util_pct=float(n % 100), mem_used_mb=4000, mem_total_mb=81920)
+                last_gpu = now
+            if now - last_hb >= 5.0:
+                w.emit("heartbeat", remaining_s=budget - (now - start), active_s=now - start, procs=2)
+                last_hb = now
+        time.sleep(tick)
+
+
+def start_writers(home: Path, n: int, rate: float) -> list[subprocess.Popen]:
+    from runner.config import SessionConfig
+    from runner.launch import create_session
+
+    procs = []
+    for i in range(n):
+        sid = f"bench-{i}"
+        create_session(SessionConfig(session_id=sid, task="t0", agent="scripted", budget_s=3600), home)
+        procs.append(subprocess.Popen([sys.executable, __file__, "--writer", str(home), sid, str(rate)]))
+        events = home / "runs" / sid / "events.jsonl"
+        deadline = time.monotonic() + 30
+        while not (events.exists() and events.stat().st_size) and time.monotonic() < deadline:
+            time.sleep(0.02)  # one after the other: the table's start order is bench-0, bench-1, …
+        time.sleep(0.05)
+    return procs
+
+
+# ----------------------------------------------------------------------------- the monitor in a pty
+
+# watchdog 7 reports a file being opened and closed without writing; the ingester's handler takes
+# them for changes, so each read of events.jsonl wakes the next one (a busy loop). The lead owns
+# onegc_tui/ingest.py; --ingest-fix measures the monitor with this one-line fix applied.
+INGEST_FIX = """
+import onegc_tui.ingest as ingest
+_any = ingest._Dirty.on_any_event
+def on_any_event(self, event):
+    if event.event_type not in ("opened", "closed_no_write"):
+        _any(self, event)
+ingest._Dirty.on_any_event = on_any_event
+"""
+
+
+class Terminal:
+    """``onegc monitor`` in a pseudo-terminal; the output is drained and kept as plain text."""
+
+    def __init__(self, home: Path, ingest_fix: bool = False):
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.environ.update(ONEGC_HOME=str(home), TERM="xterm-256color", PYTHONPATH=str(REPO))
+            code = (INGEST_FIX if ingest_fix else "") + "from onegc_tui.cli import main; main(['monitor'])"
+            os.execv(sys.executable, [sys.executable, "-c", code])
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        os.kill(pid, signal.SIGWINCH)
+        self.pid, self.fd = pid, fd
+        self.text = bytearray()
+        self.cond = threading.Condition()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.cond:
+                self.text += ANSI.sub(b"", chunk)
+                self.cond.notify_all()
+
+    def mark(self) -> int:
+        with self.cond:
+            return len(self.text)
+
+    def wait_for(self, needle: bytes, since: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while needle not in self.text[since:]:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(left)
+            return True
+
+    def press(self, key: str) -> None:
+        os.write(self.fd, KEYS.get(key, key.encode()))
+
+    def close(self) -> None:
+        try:
+            os.write(self.fd, b"q")
+            for _ in range(50):
+                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                    return
+                time.sleep(0.1)
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass
+
+
+def header(sid: str) -> bytes:
+    return f"monitor — {sid}".encode()
+
+
+def latency(term: Terminal, order: list[str], presses: int) -> list[float]:
+    """Down through the sessions and back up, timing each press until the new header is written."""
+    out, i, step = [], 0, 1
+    for _ in range(presses):
+        if not 0 <= i + step < len(order):
+            step = -step
+        i += step
+        since = term.mark()
+        t0 = time.perf_counter()
+        term.press("down" if step > 0 else "up")
+        ok = term.wait_for(header(order[i]), since, PRESS_TIMEOUT_S)
+        out.append(time.perf_counter() - t0 if ok else PRESS_TIMEOUT_S)
+        time.sleep(0.15)  # a person's pace between presses
+    return out
+
+
+def cpu_percent(pid: int, seconds: float) -> float:
+    import psutil
+
+    proc = psutil.Process(pid)
+    proc.cpu_percent(None)
+    time.sleep(seconds)
+    return proc.cpu_percent(None)
+
+
+# ----------------------------------------------------------------------------- history store
+
+AGENTS = ["claude-code (sonnet-4-6)", "claude-code (opus-4-7)", "codex (gpt-5.5)", "opencode (kimi-k2.6)",
+          "opencode (qwen-3.6)", "codex (gpt-5.4)", "claude-code (opus-4-6)"]
+
+
+def build_history_store(home: Path, n_sessions: int, n_events: int) -> tuple[float, int]:
+    """The summary rows and ``n_events`` event rows, straight into SQLite; returns (seconds, events)."""
+    from onegc_tui.store import Store
+    from tasks import benchmark_tasks
+
+    store = Store.open(home)
+    have = store.conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    if have == n_sessions:
+        events = store.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+        store.close()
+        return 0.0, events
+    t0 = time.perf_counter()
+    rng = random.Random(0)
+    tasks = benchmark_tasks()
+    rows = []
+    for k in range(n_sessions):
+        spec = tasks[k % len(tasks)]
+        agent, _, model = AGENTS[(k // len(tasks)) % len(AGENTS)].partition(" (")
+        base = spec.baseline_score or 1.0
+        failed = rng.random() < 0.1
+        score = None if failed else base * (1 + rng.uniform(-0.05, 0.2) * (1 if spec.higher_is_better else -1))
+        started = 1_700_000_000 + k * 60.0
+        rows.append((f"h{k:06d}", f"/nonexistent/h{k:06d}", "bench", spec.id, agent, model.rstrip(")"),
+                     1 + k // (len(tasks) * len(AGENTS)), "ended", spec.budget_minutes * 60, 30.0, None,
+                     spec.budget_minutes * 60 * rng.uniform(0.5, 1.0), started, started + 3600, started + 3600,
+                     n_events // n_sessions, "agent_failed" if failed else "completed", score, score,
+                     rng.randint(1, 12), rng.uniform(300, 1800), rng.randint(1, 30), "h" * 12))
+    with store.conn:
+        store.conn.executemany(
+            "INSERT INTO sessions (session_id, folder, study, task, agent, model, repeat, state, budget_s, grace_s,"
+            " remaining_s, active_s, started_ts, ended_ts, last_ts, last_seq, end_reason, score, best_live,"
+            " n_checkpoints, first_checkpoint_s, scripts_launched, contract_hash)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        store.conn.execute("INSERT OR IGNORE INTO studies (name, created) VALUES ('bench', 0)")
+    per = max(1, n_events // n_sessions)
+    with store.conn:
+        store.conn.execute("CREATE TEMP TABLE counter (i INTEGER PRIMARY KEY)")
+        store.conn.execute(f"WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < {per})"
+                           " INSERT INTO counter SELECT i FROM c")
+        # valid event lines (json_object, in SQLite): every 10th a GPU sample, the rest transcript text
+        store.conn.execute(
+            "INSERT INTO events (session_id, seq, ts, type, data) SELECT s.session_id, c.i, s.started_ts + c.i,"
+            " CASE WHEN c.i % 10 = 0 THEN 'gpu' ELSE 'transcript' END,"
+            " CASE WHEN c.i % 10 = 0 THEN json_object('v', 1, 'session_id', s.session_id, 'seq', c.i,"
+            "   'ts', s.started_ts + c.i, 'type', 'gpu', 'index', 0, 'util_pct', c.i % 100, 'mem_used_mb', 1000,"
+            "   'mem_total_mb', 80000)"
+            " ELSE json_object('v', 1, 'session_id', s.session_id, 'seq', c.i, 'ts', s.started_ts + c.i,"
+            "   'type', 'transcript', 'role', 'assistant', 'kind', 'text', 'text', 'step ' || c.i) END"
+            " FROM sessions s, counter c WHERE s.study = 'bench' ORDER BY s.session_id, c.i")
+    events = store.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+    store.close()
+    return time.perf_counter() - t0, events
+
+
+def history_figures(home: Path) -> tuple[list[float], list[float]]:
+    from onegc_tui import queries
+    from onegc_tui.analysis import build_matrix, paper_matrix
+    from onegc_tui.app import make_app
+    from onegc_tui.app.history import HistoryScreen
+    from onegc_tui.store import Store
+
+    paper_matrix()  # the task registry is read once per process
+    direct = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        store = Store.open(home)
+        matrix = build_matrix(queries.outcomes(store, None), study="ours")
+        store.close()
+        direct.append(time.perf_counter() - t0)
+    assert matrix.rows, "the generated store gave an empty matrix"
+
+    async def in_app() -> list[float]:
+        out = []
+        app = make_app(home, live=False, show_clock=False)
+        async with app.run_test(size=(COLS, ROWS)) as pilot:
+            await pilot.pause()
+            for _ in range(5):
+                t0 = time.perf_counter()
+                await pilot.press("h")
+                screen = app.screen
+                while not isinstance(screen, HistoryScreen) or screen.matrix is None:
+                    await asyncio.sleep(0.002)
+                    screen = app.screen
+                await pilot.pause()
+                out.append(time.perf_counter() - t0)
+                await pilot.press("escape")
+                await pilot.pause()
+        return out
+
+    return direct, asyncio.run(in_app())
+
+
+# ----------------------------------------------------------------------------- main
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=8)
+    ap.add_argument("--rate", type=float, default=200.0, help="transcript lines/s per session")
+    ap.add_argument("--presses", type=int, default=60)
+    ap.add_argument("--idle-seconds", type=float, default=20.0)
+    ap.add_argument("--history-sessions", type=int, default=10_000)
+    ap.add_argument("--history-events", type=int, default=10_000_000)
+    ap.add_argument("--skip-history", action="store_true")
+    ap.add_argument("--skip-live", action="store_true")
+    ap.add_argument("--ingest-fix", action="store_true", help="ignore watchdog's opened/closed-no-write events "
+                    "(the ingest busy loop; see INGEST_FIX)")
+    args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs · load average at start {os.getloadavg()[0]:.2f} "
+          f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+
+    if not args.skip_live:
+        with tempfile.TemporaryDirectory(prefix="onegc-monbench-") as tmp:
+            home = Path(tmp)
+            (home / "phase").write_text("stream")
+            writers = start_writers(home, args.sessions, args.rate)
+            term = Terminal(home, args.ingest_fix)
+            print(f"live monitor: {'with' if args.ingest_fix else 'without'} the ingest fix (--ingest-fix)")
+            try:
+                order = [f"bench-{i}" for i in range(args.sessions)]
+                if not term.wait_for(header(order[0]), 0, 60):
+                    sys.exit("the monitor did not show the first session within 60 s")
+                time.sleep(3)  # let the ingest catch up with the streams
+                lat = latency(term, order, args.presses)
+                load = os.getloadavg()[0]
+                print(f"input latency, {args.sessions} sessions × {args.rate:.0f} lines/s: "
+                      f"p50 {pct(lat, 0.5) * 1000:.0f} ms · p90 {pct(lat, 0.9) * 1000:.0f} ms · "
+                      f"p99 {pct(lat, 0.99) * 1000:.0f} ms · max {max(lat) * 1000:.0f} ms "
+                      f"({len(lat)} presses; target p99 < 100 ms) · load {load:.2f}")
+                busy = cpu_percent(term.pid, 5.0)
+                print(f"monitor CPU while streaming: {busy:.1f} % of one core")
+                (home / "phase").write_text("quiet")
+                time.sleep(5)  # drain what is in flight
+                quiet = cpu_percent(term.pid, args.idle_seconds)
+                print(f"idle monitor, {args.sessions} running sessions, no events: {quiet:.2f} % of one core "
+                      f"over {args.idle_seconds:.0f} s (target < 2 %) · load {os.getloadavg()[0]:.2f}")
+                (home / "phase").write_text("tick")
+                time.sleep(3)
+                tick = cpu_percent(term.pid, args.idle_seconds)
+                print(f"idle monitor, {args.sessions} sessions with 1 Hz GPU samples + 5 s heartbeats: "
+                      f"{tick:.2f} % of one core · load {os.getloadavg()[0]:.2f}")
+            finally:
+                (home / "phase").write_text("stop")
+                term.close()
+                for w in writers:
+                    try:
+                        w.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        w.kill()
+
+    if not args.skip_history:
+        home = Path(tempfile.gettempdir()) / f"onegc-histbench-{args.history_sessions}-{args.history_events}"
+        (home / "runs").mkdir(parents=True, exist_ok=True)
+        built, events = build_history_store(home, args.history_sessions, args.history_events)
+        size = (home / "onegc.db").stat().st_size / 2**30
+        print(f"history store: {args.history_sessions} sessions, {events} events, {size:.2f} GiB "
+              f"({'built in %.0f s' % built if built else 'cached'}; {home})")
+        direct, in_app = history_figures(home)
+        print(f"history matrix, query + build: median {statistics.median(direct) * 1000:.0f} ms · "
+              f"max {max(direct) * 1000:.0f} ms")
+        print(f"history screen, h pressed → matrix drawn: median {statistics.median(in_app) * 1000:.0f} ms · "
+              f"max {max(in_app) * 1000:.0f} ms (target < 300 ms) · load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--writer":
+        writer(Path(sys.argv[2]), sys.argv[3], float(sys.argv[4]))
+    else:
+        main()
