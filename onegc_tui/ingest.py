@@ -31,6 +31,7 @@ from runner.jsonl import JsonlTail, TailState
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines
 POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
 
+READ_ONLY_EVENTS = ("opened", "closed_no_write")  # watchdog >= 5 reports opens and read-only closes too
 OnEvents = Callable[[str, list[Event]], None]
 
 
@@ -141,6 +142,9 @@ class Ingester:
             reason = _reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
+                from runner.proctree import Freezer
+
+                Freezer.remove_stale(sid)  # a runner killed with -9 could not remove its cgroup
                 failed.append(sid)
         return failed
 
@@ -154,6 +158,8 @@ class _Dirty(FileSystemEventHandler):
         self.mark = mark
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in READ_ONLY_EVENTS:
+            return  # our own reads: reacting to them would read again, forever
         path = Path(getattr(event, "dest_path", "") or event.src_path)
         if path.name == "events.jsonl":
             self.mark(path.parent.name)

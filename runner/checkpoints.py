@@ -40,6 +40,7 @@ class FoundCheckpoint:
     snapshot: Path
     script: str | None
     self_reported: float | None
+    saved_at: float  # the file's mtime (epoch seconds)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class CheckpointWatcher:
         self._rescan_thread = threading.Thread(target=self._rescan_loop, name="ckpt-rescan", daemon=True)
 
     def start(self) -> None:
+        # import torch now, off the main thread, so the first checkpoint is not held up by it
+        threading.Thread(target=lambda: __import__("torch"), name="torch-import", daemon=True).start()
         self._observer.start()
         self._rescan_thread.start()
 
@@ -123,7 +126,7 @@ class CheckpointWatcher:
             except FileNotFoundError:
                 return
         script, reported = _peek(frozen)
-        self.on_found(FoundCheckpoint(path.name, label, frozen, snap, script, reported))
+        self.on_found(FoundCheckpoint(path.name, label, frozen, snap, script, reported, st.st_mtime))
 
 
 def _settled(path: Path, st: os.stat_result) -> bool:
@@ -155,6 +158,8 @@ class _Handler(FileSystemEventHandler):
         self.poke = poke
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return  # reads (ours, the scorer's) change nothing
         target = Path(getattr(event, "dest_path", "") or event.src_path)
         if not event.is_directory and is_checkpoint_file(target):
             self.poke()

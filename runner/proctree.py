@@ -22,12 +22,14 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
+NSINIT = Path(__file__).with_name("nsinit.py")  # PID 1 in the namespace: forwards signals, reaps
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 FREEZER_V1 = Path("/sys/fs/cgroup/freezer")
@@ -112,6 +114,17 @@ class Freezer:
             self.path.rmdir()
         except OSError:
             pass
+
+    @staticmethod
+    def remove_stale(name: str) -> None:
+        """Remove the cgroup of a session whose runner died (kill -9) once it is empty."""
+        for path in (FREEZER_V1 / "onegc" / name,):
+            try:
+                if path.is_dir() and not (path / "cgroup.procs").read_text().split():
+                    (path / "freezer.state").write_text("THAWED")
+                    path.rmdir()
+            except OSError:
+                pass
 
 
 def _own_v2_cgroup() -> Path | None:
@@ -202,7 +215,8 @@ class ProcessTree:
                 pass
 
     def _agent_pid(self) -> int | None:
-        """The agent process: under pidns it is unshare's child, else the root itself."""
+        """Who gets the agent's SIGINT: under pidns the namespace's init (unshare's child), which
+        forwards it to the agent; else the agent itself."""
         if not self.mode.startswith("pidns"):
             return self.root_pid
         try:
@@ -273,7 +287,7 @@ def start_tree(
     use_pidns = isolation == "pidns" or (isolation == "auto" and pidns_available())
     freezer = Freezer.create(name) if isolation != "subreaper-signals" else None
     if use_pidns:
-        full = ["unshare", "--pid", "--fork", "--kill-child", "--", *argv]
+        full = ["unshare", "--pid", "--fork", "--kill-child", "--", sys.executable, "-I", str(NSINIT), "--", *argv]
         mode = "pidns"
     else:
         _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

@@ -345,7 +345,7 @@ class Session:
                 cmd = proc.cmdline()
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
-            script = _python_script(cmd)
+            script = _python_script(cmd, self.paths.workspace)
             if script:
                 current[pid] = (script, " ".join(cmd)[:300])
         for pid, (script, cmd) in current.items():
@@ -384,7 +384,8 @@ class Session:
 
     # ------------------------------------------------------------------ checkpoints
     def _on_found(self, found: FoundCheckpoint, queue: ScoreQueue) -> None:
-        elapsed = self.clock.active_s()
+        # budget time when the file was written, not when we got round to it
+        elapsed = max(0.0, self.clock.active_s() - max(0.0, time.time() - found.saved_at))
         with self._lock:
             self.found[found.label] = found
             self.found_at[found.label] = elapsed
@@ -470,13 +471,17 @@ def _cuda_available() -> bool:
         return False
 
 
-def _python_script(cmd: list[str]) -> str | None:
-    """The ``*.py`` a python command line runs, if it is one (``python [-u] run_1.py ...``)."""
+def _python_script(cmd: list[str], workspace: Path) -> str | None:
+    """The workspace ``*.py`` a python command line runs (``python [-u] run_1.py ...``), if any;
+    harness helpers outside the workspace (the namespace init) do not count."""
     if not cmd or "python" not in Path(cmd[0]).name:
         return None
     for arg in cmd[1:]:
         if arg.endswith(".py"):
-            return Path(arg).name
+            path = Path(arg)
+            if path.is_absolute() and workspace not in path.parents:
+                return None
+            return path.name
         if arg in ("-c", "-m"):
             return None
     return None

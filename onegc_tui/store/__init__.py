@@ -138,9 +138,15 @@ class Store:
             t = e.type
             if t == "transcript":
                 transcript.append((e.session_id, e.seq, e.ts, e.role, e.kind, e.tool, e.call_id, e.exit_code, e.text))
-                for key, val in (("tokens_in", e.tokens_in), ("tokens_out", e.tokens_out), ("cost_usd", e.cost_usd)):
-                    if val:
-                        s[key] = s.get(key, 0) + val
+                if e.kind == "usage":  # increments
+                    for key, val in (("tokens_in", e.tokens_in), ("tokens_out", e.tokens_out), ("cost_usd", e.cost_usd)):
+                        if val:
+                            s[key] = s.get(key, 0) + val
+                elif e.kind == "result" and (e.tokens_in or e.tokens_out or e.cost_usd):
+                    # the CLI's own totals for the session: they replace what the increments added up to
+                    s["usage_totals"] = (e.tokens_in, e.tokens_out, e.cost_usd)
+                    for key in ("tokens_in", "tokens_out", "cost_usd"):
+                        s.pop(key, None)
             elif t == "gpu":
                 gpu.append((e.session_id, e.seq, e.ts, e.index, e.util_pct, e.mem_used_mb, e.mem_total_mb, e.power_w, e.temp_c))
                 s.update(gpu_util=e.util_pct, gpu_mem_mb=e.mem_used_mb, gpu_mem_total_mb=e.mem_total_mb)
@@ -199,6 +205,11 @@ class Store:
 
     def _update_summary(self, sid: str, s: dict) -> None:
         live = s.pop("live_values", None)
+        totals = s.pop("usage_totals", None)
+        if totals is not None:
+            tin, tout, cost = totals
+            self.conn.execute("UPDATE sessions SET tokens_in = COALESCE(?, tokens_in), tokens_out = COALESCE(?, tokens_out),"
+                              " cost_usd = COALESCE(?, cost_usd) WHERE session_id = ?", (tin, tout, cost, sid))
         first = s.pop("first_checkpoint_s", None)
         sets, args = [], []
         for key, val in s.items():

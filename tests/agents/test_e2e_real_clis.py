@@ -213,7 +213,7 @@ def test_session_runs_a_training_script_scores_its_checkpoint_and_counts_tokens(
         Ingester(home, store).ingest_all()
         row = store.session(run.paths.session_id)
         assert row["state"] == "ended" and row["end_reason"] == "completed" and row["agent"] == agent
-        assert row["tokens_in"] > 0 and row["tokens_out"] > 0, row
+        assert (row["tokens_in"], row["tokens_out"]) == tuple(run.server.usage.values()), row  # counted once
         rows = store.transcript(run.paths.session_id)
         assert any(r["kind"] == "tool_call" and "python run_1.py" in r["text"] for r in rows)
         assert any(r["kind"] == "tool_result" and r["exit_code"] == 0 for r in rows)
