@@ -36,7 +36,6 @@ import random
 import re
 import signal
 import socket
-import sqlite3
 import statistics
 import struct
 import subprocess
@@ -113,27 +112,14 @@ def start_writers(home: Path, n: int, rate: float) -> list[subprocess.Popen]:
 
 # ----------------------------------------------------------------------------- the monitor in a pty
 
-# watchdog 7 reports a file being opened and closed without writing; the ingester's handler takes
-# them for changes, so each read of events.jsonl wakes the next one (a busy loop). The lead owns
-# onegc_tui/ingest.py; --ingest-fix measures the monitor with this one-line fix applied.
-INGEST_FIX = """
-import onegc_tui.ingest as ingest
-_any = ingest._Dirty.on_any_event
-def on_any_event(self, event):
-    if event.event_type not in ("opened", "closed_no_write"):
-        _any(self, event)
-ingest._Dirty.on_any_event = on_any_event
-"""
-
-
 class Terminal:
     """``onegc monitor`` in a pseudo-terminal; the output is drained and kept as plain text."""
 
-    def __init__(self, home: Path, ingest_fix: bool = False):
+    def __init__(self, home: Path):
         pid, fd = pty.fork()
         if pid == 0:
             os.environ.update(ONEGC_HOME=str(home), TERM="xterm-256color", PYTHONPATH=str(REPO))
-            code = (INGEST_FIX if ingest_fix else "") + "from onegc_tui.cli import main; main(['monitor'])"
+            code = "from onegc_tui.cli import main; main(['monitor'])"
             os.execv(sys.executable, [sys.executable, "-c", code])
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         os.kill(pid, signal.SIGWINCH)
@@ -328,8 +314,6 @@ def main() -> None:
     ap.add_argument("--history-events", type=int, default=10_000_000)
     ap.add_argument("--skip-history", action="store_true")
     ap.add_argument("--skip-live", action="store_true")
-    ap.add_argument("--ingest-fix", action="store_true", help="ignore watchdog's opened/closed-no-write events "
-                    "(the ingest busy loop; see INGEST_FIX)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} CPUs · load average at start {os.getloadavg()[0]:.2f} "
           f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
@@ -339,8 +323,7 @@ def main() -> None:
             home = Path(tmp)
             (home / "phase").write_text("stream")
             writers = start_writers(home, args.sessions, args.rate)
-            term = Terminal(home, args.ingest_fix)
-            print(f"live monitor: {'with' if args.ingest_fix else 'without'} the ingest fix (--ingest-fix)")
+            term = Terminal(home)
             try:
                 order = [f"bench-{i}" for i in range(args.sessions)]
                 if not term.wait_for(header(order[0]), 0, 60):

@@ -30,6 +30,7 @@ from runner.jsonl import JsonlTail, TailState
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines
 POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
+RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): events arrive through watchdog
 
 READ_ONLY_EVENTS = ("opened", "closed_no_write")  # watchdog >= 5 reports opens and read-only closes too
 OnEvents = Callable[[str, list[Event]], None]
@@ -174,7 +175,7 @@ class LiveIngest:
     """
 
     def __init__(self, home: Path, on_events: OnEvents | None = None, on_error: Callable[[str], None] | None = None,
-                 on_sessions: Callable[[list[str]], None] | None = None, rescan_s: float = 2.0, polling: bool | None = None):
+                 on_sessions: Callable[[list[str]], None] | None = None, rescan_s: float = RESCAN_S, polling: bool | None = None):
         self.home = home
         self.on_events = on_events
         self.on_error = on_error

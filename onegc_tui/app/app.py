@@ -80,6 +80,7 @@ class MonitorApp(App):
         self.now = now or time.time  # injectable: snapshots freeze the countdowns
         self.selected: str | None = None
         self.loaded_seq = 0
+        self._summary = ""
         self.rows: dict[str, dict] = {}
         self.order: list[str] = []
         self.sort_by = "started"
@@ -198,9 +199,11 @@ class MonitorApp(App):
         n_paused = sum(1 for r in rows.values() if r["state"] == "paused")
         order = f"sorted by {self.sort_by}{' ↓' if self.sort_reverse else ''}"
         marks = f" · {len(self.marked)} marked for replay" if self.marked else ""
-        self.query_one("#summary", Static).update(
-            f"{len(rows)} sessions · {n_run} running · {n_paused} paused · {order}{marks}"
-            if rows else f"No sessions under {self.home / 'runs'} yet: press n, or run 'onegc demo' or 'onegc run'.")
+        summary = (f"{len(rows)} sessions · {n_run} running · {n_paused} paused · {order}{marks}" if rows else
+                   f"No sessions under {self.home / 'runs'} yet: press n, or run 'onegc demo' or 'onegc run'.")
+        if summary != self._summary:  # an update relayouts the screen: only when the text changes
+            self._summary = summary
+            self.query_one("#summary", Static).update(summary, layout=False)
         if self.selected is None and rows:
             waiting = self.focus_id and self.focus_id not in rows and time.monotonic() - self._mounted_at < FOCUS_WAIT_S
             if not waiting:

@@ -160,6 +160,15 @@ class BudgetPane(Vertical):
         if hasattr(self, "row"):
             self._draw()
 
+    def _set(self, selector: str, text: str, layout: bool = True) -> None:
+        """Update a Static only when its text changes (each update costs a repaint, or a relayout)."""
+        shown = getattr(self, "_shown", None)
+        if shown is None:
+            shown = self._shown = {}
+        if shown.get(selector) != text:
+            shown[selector] = text
+            self.query_one(selector, Static).update(text, layout=layout)
+
     def _draw(self) -> None:
         v = self.view
         left = v.remaining_now()
@@ -169,13 +178,13 @@ class BudgetPane(Vertical):
         else:
             label = {"paused": "  PAUSED", "queued": "  QUEUED"}.get(state, "")
             text = f"{clock(left)} left{label}"
-        self.query_one("#countdown", Static).update(text)
+        self._set("#countdown", text, layout=False)  # fixed size (app.tcss): no relayout every second
         self.query_one(ProgressBar).update(total=1.0, progress=v.fraction_left())
         row = getattr(self, "row", {}) or {}
         detail = f"budget {clock(v.budget_s)}"
         if row.get("end_reason"):
             detail += f" · {row['end_reason'].replace('_', ' ')}: {row.get('end_detail') or ''}"
-        self.query_one("#budget-detail", Static).update(detail)
+        self._set("#budget-detail", detail)
         self.set_class(state == "paused", "-paused")
         self.set_class(state == "failed", "-failed")
         self.set_class(state == "ended", "-ended")

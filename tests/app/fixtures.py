@@ -31,8 +31,8 @@ def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, sc
     w.emit("budget", state="running", remaining_s=120, deadline=T0 + 120)
     if not gpu:
         w.emit("warning", code="no_gpu", message="no GPU visible: NVML unavailable")
-    w.emit("transcript", role="assistant", kind="text", text=f"{sid}: I'll start by reading the task description.",
-           tokens_in=1200, tokens_out=300, cost_usd=0.02)
+    w.emit("transcript", role="assistant", kind="text", text=f"{sid}: I'll start by reading the task description.")
+    w.emit("transcript", role="system", kind="usage", tokens_in=1200, tokens_out=300, cost_usd=0.02)
     w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py", call_id="c1")
     w.emit("process", action="started", pid=4242, script="run_1.py", cmdline="python run_1.py")
     for util in gpu:

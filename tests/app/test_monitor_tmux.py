@@ -47,6 +47,11 @@ def test_monitor_in_tmux_select_pause_history_quit(home):
             wait_event(paths, "session_ended", timeout=120)
 
 
+def first_request(paths) -> str | None:
+    lines = paths.control.read_text().splitlines() if paths.control.exists() else []
+    return json.loads(lines[0])["action"] if lines else None  # the file exists a moment before its line
+
+
 def _drive(name, screen, s1, s2) -> None:
     if True:
         wait_for(lambda: "tm1" in screen() and "tm2" in screen(), 60, "both sessions on the monitor")
@@ -55,8 +60,7 @@ def _drive(name, screen, s1, s2) -> None:
         tmux("send-keys", "-t", name, "Down")
         wait_for(lambda: "tm2" in screen().splitlines()[0], 30, "the second session selected (header)")
         tmux("send-keys", "-t", name, "p")
-        wait_for(lambda: s2.control.exists() and json.loads(s2.control.read_text().splitlines()[0])["action"] == "pause",
-                 30, "a pause request in tm2's control.jsonl")
+        wait_for(lambda: first_request(s2) == "pause", 30, "a pause request in tm2's control.jsonl")
         assert not s1.control.exists()  # the selected session, not the other
         wait_for(lambda: "PAUSED" in screen(), 60, "the paused state on screen")
         tmux("send-keys", "-t", name, "h")
