@@ -366,8 +366,9 @@ def main() -> None:
         direct, in_app = history_figures(home)
         print(f"history matrix, query + build: median {statistics.median(direct) * 1000:.0f} ms · "
               f"max {max(direct) * 1000:.0f} ms")
-        print(f"history screen, h pressed → matrix drawn: median {statistics.median(in_app) * 1000:.0f} ms · "
-              f"max {max(in_app) * 1000:.0f} ms (target < 300 ms) · load {os.getloadavg()[0]:.2f}")
+        print(f"history screen, h pressed → matrix drawn: first {in_app[0] * 1000:.0f} ms (the screen is built), "
+              f"then median {statistics.median(in_app[1:]) * 1000:.0f} ms · max {max(in_app[1:]) * 1000:.0f} ms "
+              f"(target < 300 ms) · load {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

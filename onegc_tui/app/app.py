@@ -17,7 +17,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from textual import on
+from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
@@ -34,6 +34,7 @@ from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
 
+HISTORY_PREFETCH_S = 2.0  # after start-up: the history matrix is ready before anyone presses h
 FLUSH_HZ = 10  # drain new events into the panes this often (PERFORMANCE.md: frames, not lines)
 TABLE_REFRESH_S = 1.0  # the sessions table repaints every visible row on any change: 1 Hz
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
@@ -88,6 +89,7 @@ class MonitorApp(App):
         self.marked: list[str] = []
         self.alerts = Alerts()
         self.paper = None  # the paper's matrix, computed once by the history screen
+        self.history_cache: dict = {}  # (study, demo) -> HistoryScreen.Loaded; cleared when sessions start or end
         self._pending: deque[tuple[str, Event]] = deque(maxlen=MAX_PENDING)
         self._pending_lock = threading.Lock()
         self._errors: deque[str] = deque(maxlen=100)
@@ -119,6 +121,7 @@ class MonitorApp(App):
             self._ingest = LiveIngest(self.home, on_events=self._queue_events, on_error=self._queue_error)
             self._ingest.start()
         self.refresh_sessions()
+        self.set_timer(HISTORY_PREFETCH_S, self._prefetch_history)
         self.set_interval(1 / FLUSH_HZ, self.flush)
         self.set_interval(TABLE_REFRESH_S, self.refresh_sessions)
         self.set_interval(1.0, self.tick)
@@ -168,6 +171,8 @@ class MonitorApp(App):
                 self.notify(alert.message, severity=alert.severity, timeout=8 if alert.severity != "information" else 5)
         if any(e.type in ("session_started", "session_ended", "budget", "checkpoint_scored") for _, e in batch):
             self.refresh_sessions()
+        if any(e.type in ("session_started", "session_ended") for _, e in batch):
+            self.history_cache.clear()
 
     def refresh_sessions(self) -> None:
         if self.store is None:
@@ -363,11 +368,22 @@ class MonitorApp(App):
             return
         self.push_screen(ReplayScreen(list(self.marked)))
 
+    @work(thread=True, exit_on_error=False, exclusive=True, group="history")
+    def _prefetch_history(self) -> None:
+        """The default history view, computed ahead of the first ``h`` (cached until sessions change)."""
+        from onegc_tui.app.history import ALL, compute_history
+
+        if (ALL, None) not in self.history_cache:
+            loaded = compute_history(self.home, ALL, None, self.paper)
+            self.call_from_thread(self.history_cache.setdefault, (ALL, None), loaded)
+
     def action_history(self) -> None:
         from onegc_tui.app.history import HistoryScreen
 
         if not isinstance(self.screen, HistoryScreen):
-            self.push_screen(HistoryScreen())
+            if not self.is_screen_installed("history"):
+                self.install_screen(HistoryScreen(), name="history")  # kept when closed: reopening is instant
+            self.push_screen("history")
 
     def action_new_session(self) -> None:
         from onegc_tui.app.newsession import NewSessionScreen

@@ -33,6 +33,29 @@ ALL = None  # the study filter value meaning "every session"
 SEP = "\x1f"  # row keys: study SEP row label
 
 
+def compute_history(home: Path, study: str | None, demo: bool | None, paper: Matrix | None):
+    """The history screen's data (a ``HistoryScreen.Loaded``), from the per-session summary rows.
+
+    Runs on a worker thread, with its own connection; the app caches the result until a
+    session starts or ends, and computes the default view ahead of the first ``h``."""
+    import time
+
+    t0 = time.perf_counter()
+    store = Store.open(home)
+    try:
+        studies = queries.studies(store)
+        shown = bool(demo)
+        outcomes = queries.outcomes(store, study, include_demo=shown)
+        if demo is None and not outcomes:
+            shown = True
+            outcomes = queries.outcomes(store, study, include_demo=True)
+    finally:
+        store.close()
+    matrix = build_matrix(outcomes, study=study or "ours")
+    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown,
+                                time.perf_counter() - t0)
+
+
 def cell_text(cell, mode: str) -> str:
     if cell is None or (cell.n_total == 0 and not cell.running_ids):
         return "-"
@@ -93,27 +116,18 @@ class HistoryScreen(Screen):
         self.sub_title = "history"
         self.load()
 
+    def on_screen_resume(self) -> None:
+        if self.matrix is not None and (self.study, self.demo) not in self.app.history_cache:
+            self.load()  # sessions started or ended since it was drawn
+
     @work(thread=True, exit_on_error=False, exclusive=True)
     def load(self) -> None:
-        import time
-
-        t0 = time.perf_counter()
-        store = Store.open(self.app.home)
-        try:
-            studies = queries.studies(store)
-            demo = bool(self.demo)
-            outcomes = queries.outcomes(store, self.study, include_demo=demo)
-            if self.demo is None and not outcomes:
-                demo = True
-                outcomes = queries.outcomes(store, self.study, include_demo=True)
-        finally:
-            store.close()
-        paper = self.app.paper or paper_matrix()
-        matrix = build_matrix(outcomes, study=self.study or "ours")
-        self.post_message(self.Loaded(matrix, paper, studies, len(outcomes), demo, time.perf_counter() - t0))
+        cached = self.app.history_cache.get((self.study, self.demo))
+        self.post_message(cached or compute_history(self.app.home, self.study, self.demo, self.app.paper))
 
     def on_history_screen_loaded(self, msg: Loaded) -> None:
         self.app.paper = msg.paper
+        self.app.history_cache[(self.study, self.demo)] = msg
         self.matrix, self.paper, self.studies, self.demo_shown = msg.matrix, msg.paper, msg.studies, msg.demo
         self.loaded_in_s = msg.elapsed_s
         self.n_sessions = msg.n
@@ -224,21 +238,39 @@ class HistoryScreen(Screen):
         lines.append(f"best session {cell.best_session or '-'} · first checkpoint {clock(cell.first_checkpoint_mean_s)} "
                      f"(mean) · scripts {'-' if cell.scripts_mean is None else f'{cell.scripts_mean:.1f}'}"
                      f" · budget used {'-' if cell.budget_used_mean is None else f'{cell.budget_used_mean:.0%}'}")
-        store = self.app.store
-        busy = queries.gpu_busy_fraction(store, ids)
-        points = queries.score_points(store, ids)
-        col_spec = m.column(col)
-        budget = max((r["budget_s"] or 0 for r in store.sessions(f"session_id IN ({','.join('?' * len(ids))})", ids)),
-                     default=0.0) if ids else 0.0
-        curves = [anytime_curve(p, budget, col_spec.direction, sid) for sid, p in points.items()] if budget else []
+        detail.update("\n".join(lines + ["loading curves and GPU time…"]))
+        self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids))
+
+    class CellAnalytics(Message):
+        def __init__(self, lines: list[str], band, budget: float):
+            super().__init__()
+            self.lines, self.band, self.budget = lines, band, budget
+
+    @work(thread=True, exit_on_error=False, exclusive=True, group="cell")
+    def _cell_analytics(self, ids: list[str], direction: str, lines: list[str], running: int) -> None:
+        """Anytime curves and GPU time of a cell's sessions: SQLite work, off the drawing thread."""
+        store = Store.open(self.app.home)
+        try:
+            busy = queries.gpu_busy_fraction(store, ids)
+            points = queries.score_points(store, ids)
+            budget = max((r["budget_s"] or 0 for r in store.sessions(f"session_id IN ({','.join('?' * len(ids))})", ids)),
+                         default=0.0) if ids else 0.0
+        finally:
+            store.close()
+        curves = [anytime_curve(p, budget, direction, sid) for sid, p in points.items()] if budget else []
         band = anytime_band(curves) if curves else None
+        lines = list(lines)
         if band:
             at = {f: band.mean[round(f * (len(band.grid) - 1))] for f in FRACTIONS}
             lines.append("score at " + "  ".join(f"{f:.0%}: {fmt_score(v)}" for f, v in at.items())
                          + f"  (mean of {band.n_curves})")
         lines.append(f"GPU busy {'-' if busy is None else f'{busy:.0%}'} of sampled time · "
-                     f"{len(ids)} finished, {len(cell.running_ids)} running · Enter: list them")
-        detail.update("\n".join(lines))
+                     f"{len(ids)} finished, {running} running · Enter: list them")
+        self.post_message(self.CellAnalytics(lines, band, budget))
+
+    def on_history_screen_cell_analytics(self, msg: CellAnalytics) -> None:
+        self.query_one("#cell-detail", Static).update("\n".join(msg.lines))
+        band, budget, plot = msg.band, msg.budget, self.query_one("#band-plot", Plot)
         if band:
             mean = [(f * budget, v) for f, v in zip(band.grid, band.mean) if v is not None]
             lo = [(f * budget, v) for f, v in zip(band.grid, band.lo) if v is not None]
