@@ -80,7 +80,8 @@ class MonitorApp(App):
         self.live = live
         self.now = now or time.time  # injectable: snapshots freeze the countdowns
         self.selected: str | None = None
-        self.loaded_seq = 0
+        self.loaded_seq: int | None = 0  # None while the selected session's panes are being read
+        self._held: list[Event] = []
         self._summary = ""
         self.rows: dict[str, dict] = {}
         self.order: list[str] = []
@@ -160,12 +161,11 @@ class MonitorApp(App):
             self.notify(self._errors.popleft(), severity="warning", timeout=8)
         if not batch:
             return
-        mine = [e for sid, e in batch if sid == self.selected and e.seq > self.loaded_seq]
-        if mine:
-            self.query_one(TranscriptPane).add_events(mine)
-            self.query_one(BudgetPane).apply(mine)
-            self.query_one(GpuPane).apply(mine)
-            self.query_one(CheckpointsPane).apply(mine)
+        mine = [e for sid, e in batch if sid == self.selected]
+        if self.loaded_seq is None:
+            self._held.extend(mine)  # the panes are being read: apply these after
+        elif mine:
+            self._draw_selected([e for e in mine if e.seq > self.loaded_seq])
         for sid, e in batch:
             for alert in self.alerts.feed(sid, e):
                 self.notify(alert.message, severity=alert.severity, timeout=8 if alert.severity != "information" else 5)
@@ -256,20 +256,60 @@ class MonitorApp(App):
     def _chosen(self, event: DataTable.RowSelected) -> None:
         self.action_detail()
 
+    def _draw_selected(self, events: list[Event]) -> None:
+        if events:
+            self.query_one(TranscriptPane).add_events(events)
+            self.query_one(BudgetPane).apply(events)
+            self.query_one(GpuPane).apply(events)
+            self.query_one(CheckpointsPane).apply(events)
+
+    class Loaded(Message):
+        """A selected session's panes, read from SQLite on a worker."""
+
+        def __init__(self, sid: str, row: dict, seq: int, transcript, gpu, checkpoints):
+            super().__init__()
+            self.sid, self.row, self.seq = sid, row, seq
+            self.transcript, self.gpu, self.checkpoints = transcript, gpu, checkpoints
+
     def select(self, sid: str) -> None:
-        """Show one session in the panes, loaded from SQLite; live events follow."""
-        assert self.store is not None
-        self.selected = sid
-        row = self.rows.get(sid) or self.store.session(sid)
+        """Show one session: the header and budget at once, the panes when the worker has read them."""
+        row = self.rows.get(sid)
         if row is None:
             return
-        self.loaded_seq = self.store.max_seq(sid)  # queued events up to here are already in what we load
-        with self.batch_update():
-            self.query_one(TranscriptPane).load(sid, self.store)
-            self.query_one(BudgetPane).load(row)
-            self.query_one(GpuPane).load(sid, self.store)
-            self.query_one(CheckpointsPane).load(sid, row, self.store)
+        self.selected = sid
         self.sub_title = sid
+        self.query_one(BudgetPane).load(row)
+        self.loaded_seq = None  # live events for it are held until its panes are loaded
+        self._held.clear()
+        pane = self.query_one(TranscriptPane)
+        self._fetch_selected(sid, row, pane.mode, pane.query_text)
+
+    @work(thread=True, exit_on_error=False, exclusive=True, group="select")
+    def _fetch_selected(self, sid: str, row: dict, mode: str, query_text: str) -> None:
+        store = Store.open(self.home)
+        try:
+            with store.conn:  # one read transaction: the panes and the sequence number agree
+                store.conn.execute("BEGIN")
+                seq = store.max_seq(sid)
+                transcript = TranscriptPane.fetch(store, sid, mode, query_text)
+                gpu = GpuPane.fetch(store, sid)
+                checkpoints = CheckpointsPane.fetch(store, sid)
+        finally:
+            store.close()
+        self.post_message(self.Loaded(sid, row, seq, transcript, gpu, checkpoints))
+
+    def on_monitor_app_loaded(self, msg: Loaded) -> None:
+        if msg.sid != self.selected:
+            return  # the user moved on: a newer fetch is on its way
+        with self.batch_update():
+            self.query_one(TranscriptPane).show(msg.sid, msg.transcript)
+            self.query_one(GpuPane).show(msg.gpu)
+            self.query_one(CheckpointsPane).show(msg.row, msg.checkpoints)
+        self.loaded_seq = msg.seq
+        held = [e for e in self._held if e.seq > msg.seq]
+        self._held.clear()
+        if held:
+            self._draw_selected(held)
 
     # ------------------------------------------------------------------ actions
     def _selected_paths(self) -> SessionPaths | None:

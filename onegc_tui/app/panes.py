@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import deque
 
 from textual.app import ComposeResult
@@ -84,12 +83,21 @@ class TranscriptPane(Vertical):
         self.query_one("#transcript-title", Static).update(" · ".join(parts))
 
     def load(self, sid: str, store: Store) -> None:
+        self.show(sid, self.fetch(store, sid, self.mode, self.query_text))
+
+    @staticmethod
+    def fetch(store: Store, sid: str, mode: str, query_text: str) -> tuple[list[str], list[str]]:
+        """The pane's lines and corrupt-line notes (SQLite only: safe on a worker thread)."""
+        lines = pane_lines(store, sid, mode, query_text, TRANSCRIPT_LINES)
+        errors = [] if mode not in ("all", "errors") or search_words(query_text) else [
+            f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
+        return lines, errors
+
+    def show(self, sid: str, fetched: tuple[list[str], list[str]]) -> None:
         self.sid = sid
+        lines, errors = fetched
         log = self.query_one(Log)
         log.clear()
-        lines = pane_lines(store, sid, self.mode, self.query_text, TRANSCRIPT_LINES)
-        errors = [] if self.mode not in ("all", "errors") or self.words else [
-            f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
         empty = "(no transcript yet)" if self.mode == "all" and not self.words else "(nothing matches the filter)"
         log.write_lines(errors + lines if lines or errors else [empty])
         log.follow()
@@ -201,13 +209,21 @@ class GpuPane(Vertical):
         self.no_gpu: str | None = None
 
     def load(self, sid: str, store: Store) -> None:
-        self.history = deque((r["util_pct"] for r in store.gpu_samples(sid, GPU_HISTORY)), maxlen=GPU_HISTORY)
-        self.no_gpu = None
+        self.show(self.fetch(store, sid))
+
+    @staticmethod
+    def fetch(store: Store, sid: str) -> tuple[list[float], str | None, dict | None]:
+        samples = store.gpu_samples(sid, GPU_HISTORY)
+        no_gpu = None
         for w in store.events_of(sid, ["warning"]):
             if w.get("code") == "no_gpu":
-                self.no_gpu = w.get("message")
-        last = store.gpu_samples(sid, 1)
-        self._draw(last[-1] if last else None)
+                no_gpu = w.get("message")
+        return [r["util_pct"] for r in samples], no_gpu, (samples[-1] if samples else None)
+
+    def show(self, fetched: tuple[list[float], str | None, dict | None]) -> None:
+        utils, self.no_gpu, last = fetched
+        self.history = deque(utils, maxlen=GPU_HISTORY)
+        self._draw(last)
 
     def apply(self, events: list[Event]) -> None:
         last = None
@@ -258,6 +274,13 @@ class CheckpointsPane(Vertical):
         self.budget_s = 1.0
 
     def load(self, sid: str, row: dict, store: Store) -> None:
+        self.show(row, self.fetch(store, sid))
+
+    @staticmethod
+    def fetch(store: Store, sid: str) -> list[dict]:
+        return store.checkpoints(sid)
+
+    def show(self, row: dict, checkpoints: list[dict]) -> None:
         table = self.query_one(DataTable)
         table.clear()  # a different session: the cursor has nothing to keep
         self.values, self.at, self.best = {}, {}, None
@@ -269,7 +292,7 @@ class CheckpointsPane(Vertical):
         except UnknownTask:
             self.higher, metric = True, "score"
         self.query_one("#ckpt-title", Static).update(f"Checkpoint scores · {metric} {'↑' if self.higher else '↓'}")
-        for r in store.checkpoints(sid):
+        for r in checkpoints:
             self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"])
         self._mark_best()
 
