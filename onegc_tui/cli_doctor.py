@@ -45,6 +45,11 @@ def doctor() -> None:
           "not available: pause sends SIGSTOP to every process of the tree"))
     if probe:
         probe.remove()
+    from runner.network import namespaces_available
+
+    net_ok, net_why = namespaces_available()
+    _line(net_ok, "network policy api-only/none: " + ("available (network namespace + gate)" if net_ok else
+          f"not available ({net_why}): use --network open"))
     _line(shutil.which("sbatch") is not None, "slurm: " + ("sbatch found" if shutil.which("sbatch") else "sbatch not found (local launcher only)"))
     click.echo("GPUs:")
     n = gpu_count()

@@ -317,3 +317,38 @@ def test_the_fake_server_follows_its_script_in_all_three_protocols():
         assert server.usage == {"input_tokens": 6 * 1200, "output_tokens": 6 * 34}
         code, _ = _post("http://api.example.com/v1/messages", {}, proxy=server.url)
         assert code == 403 and server.stray == ["POST http://api.example.com/v1/messages"]
+
+
+REACH_OUT = """python -c "
+import socket
+try:
+    s = socket.create_connection(('10.9.9.9', 80), timeout=5)
+    s.sendall(b'GET / HTTP/1.0\\\\r\\\\n\\\\r\\\\n')
+    print('REACHED' if s.recv(64) else 'blocked: reset')
+except OSError as exc:
+    print('blocked:', exc)
+" """
+
+
+def test_api_only_lets_the_model_through_and_records_a_blocked_tool_call(launch):
+    """Policy api-only: the CLI keeps talking to its model endpoint while its tool's connection to
+    any other address fails and becomes a network_blocked warning."""
+    from runner.network import namespaces_available
+
+    ok, why = namespaces_available()
+    if not ok:
+        pytest.skip(f"network namespaces unavailable here: {why}")
+    agent = next((a for a in ("claude-code", "codex") if find_cli(CLIS[a][0])), None)
+    if agent is None:
+        pytest.skip("neither claude nor codex installed: run 'make agents'")
+    run = launch(agent, "apionly", [Shell(REACH_OUT, "try the internet"), Text("done")], budget_s=180, grace_s=5,
+                 network="api-only")
+    ended = run.ended(DONE_TIMEOUT_S)
+    assert ended["reason"] == "completed", f"{ended['detail']}{run.diagnose()}"
+    assert run.server.turns_served() == [0, 1], run.diagnose()  # the model answered after the tool ran
+    results = [e for e in run.transcript() if e["kind"] == "tool_result"]
+    assert results and "blocked" in results[0]["text"] and "REACHED" not in results[0]["text"], results
+    blocked = [e["message"] for e in events(run.paths) if e["type"] == "warning" and e["code"] == "network_blocked"]
+    assert any("10.9.9.9:80" in m for m in blocked), blocked
+    contract = next(e for e in events(run.paths) if e["type"] == "session_started")["contract"]
+    assert contract["network"] == "api-only" and contract["network_allowed"], contract
