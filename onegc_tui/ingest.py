@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (DirCreatedEvent, FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent,
+                             FileSystemEvent, FileSystemEventHandler)
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
@@ -33,6 +34,7 @@ POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
 COALESCE_S = 0.03  # after a change, wait this long for more: 1 600 lines/s become ~30 batches/s
 RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): events arrive through watchdog
 
+WRITE_EVENTS = [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
 READ_ONLY_EVENTS = ("opened", "closed_no_write")  # watchdog >= 5 reports opens and read-only closes too
 OnEvents = Callable[[str, list[Event]], None]
 
@@ -195,7 +197,8 @@ class LiveIngest:
     def start(self) -> None:
         (self.home / "runs").mkdir(parents=True, exist_ok=True)
         self._observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
-        self._observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True)
+        # only writes and new files: the kernel then never reports our own reads to us
+        self._observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True, event_filter=WRITE_EVENTS)
         self._observer.start()
         self._thread.start()
 

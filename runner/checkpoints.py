@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileSystemEvent,
+                             FileSystemEventHandler)
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
@@ -69,7 +70,8 @@ class CheckpointWatcher:
         self._stop = threading.Event()
         self._observer = PollingObserver(timeout=1) if polling else Observer()
         handler = _Handler(self._poke)
-        self._observer.schedule(handler, str(checkpoints), recursive=False)
+        self._observer.schedule(handler, str(checkpoints), recursive=False,
+                                event_filter=[FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent])
         self._rescan_thread = threading.Thread(target=self._rescan_loop, name="ckpt-rescan", daemon=True)
 
     def start(self) -> None:

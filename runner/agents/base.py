@@ -8,6 +8,7 @@ The runner stamps ``session_id``/``seq``/``ts`` and turns items into ``transcrip
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -80,3 +81,55 @@ class AgentAdapter:
 
     def find_executable(self) -> str | None:
         return shutil.which(self.executable) if self.executable else None
+
+
+def json_object(line: str) -> dict | None:
+    """One stdout line as a JSON object, or None (not JSON, or not an object)."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def text_of(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class JsonStreamAdapter(AgentAdapter):
+    """Base of the adapters for CLIs that print one JSON object per line (Claude Code, Codex,
+    OpenCode): the model, the price table, running usage totals and the never-raising parse."""
+
+    def __init__(self, model: str | None = None):
+        from runner.agents.pricing import UsageTotals, load_prices_safe
+
+        self.model = model
+        self.prices, self.price_warning = load_prices_safe()
+        self.totals = UsageTotals()
+
+    def configure(self, config: object) -> None:
+        """Take the model from a model id or from anything with a ``model`` attribute (SessionConfig)."""
+        model = getattr(config, "model", config)
+        self.model = model if isinstance(model, str) and model else None
+
+    def find_executable(self) -> str | None:
+        from runner.agents import locate
+
+        return locate.find_cli(self.executable or "")
+
+    def parse(self, line: str) -> list[TranscriptItem]:
+        if not line.strip():
+            return []
+        try:
+            data = json_object(line)
+            items = self._parse(data) if data is not None else None
+        except Exception:  # a CLI's new shape must never stop the session
+            items = None
+        return [raw_item(line)] if items is None else items
+
+    def _parse(self, data: dict) -> list[TranscriptItem] | None:
+        """Items for one decoded line; None when the shape is unknown (it becomes a raw item)."""
+        raise NotImplementedError
+
+    def usage_totals(self) -> dict:
+        return self.totals.as_dict()

@@ -31,31 +31,19 @@ import re
 import signal
 from typing import Any, ClassVar
 
-from runner.agents import credentials, locate
-from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
-from runner.agents.pricing import UsageTotals, format_usd, load_prices_safe
+from runner.agents import credentials
+from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, text_of
+from runner.agents.pricing import format_usd
 
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 EXIT_CODE_RE = re.compile(r"^Exit code (-?\d+)")
 INPUT_PREVIEW = 300  # characters of a non-shell tool input shown in a tool_call item
 
 
-def _decode(line: str) -> dict | None:
-    try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return 0
     return int(value)
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def render_tool_call(name: str, tool_input: Any) -> str:
@@ -77,40 +65,30 @@ def _result_text(content: Any) -> str:
         parts = []
         for block in content:
             if isinstance(block, dict) and block.get("type") == "text":
-                parts.append(_str(block.get("text")))
+                parts.append(text_of(block.get("text")))
             elif isinstance(block, dict):
-                parts.append(f"[{_str(block.get('type')) or 'block'}]")
+                parts.append(f"[{text_of(block.get('type')) or 'block'}]")
             elif isinstance(block, str):
                 parts.append(block)
         return "\n".join(parts)
     return "" if content is None else json.dumps(content, ensure_ascii=False)
 
 
-class ClaudeCodeAdapter(AgentAdapter):
+class ClaudeCodeAdapter(JsonStreamAdapter):
     name: ClassVar[str] = "claude-code"
     executable: ClassVar[str | None] = "claude"
     prompt_on_stdin: ClassVar[bool] = False  # the prompt is the -p argument; stdin is /dev/null
     graceful_signal: ClassVar[int] = signal.SIGINT  # ends the run, kills its tools, prints a result line
 
     def __init__(self, model: str | None = None):
-        self.model = model
-        self.prices, self.price_warning = load_prices_safe()
-        self.totals = UsageTotals()
+        super().__init__(model)
         self.final: dict | None = None  # the CLI's own totals from its result line
         self._cli_model: str | None = None  # the model the init line names
         self._tools: dict[str, str] = {}  # tool_use id -> tool name
         self._seen: dict[str, dict[str, int]] = {}  # message id -> usage counters reported so far
         self._stream_message: str | None = None  # message id of the partial-message stream in flight
 
-    def configure(self, config: Any) -> None:
-        """Take the model from a model id or from anything with a ``model`` attribute (SessionConfig)."""
-        model = getattr(config, "model", config)
-        self.model = model if isinstance(model, str) and model else None
-
     # ------------------------------------------------------------------ launch
-    def find_executable(self) -> str | None:
-        return locate.find_cli(self.executable or "")
-
     def argv(self, ctx: LaunchContext) -> list[str]:
         if self.model is None:
             self.model = ctx.model
@@ -134,16 +112,6 @@ class ClaudeCodeAdapter(AgentAdapter):
         (ctx.agent_home / ".claude").mkdir(exist_ok=True)
 
     # ------------------------------------------------------------------ transcript
-    def parse(self, line: str) -> list[TranscriptItem]:
-        if not line.strip():
-            return []
-        try:
-            data = _decode(line)
-            items = self._parse(data) if data is not None else None
-        except Exception:  # a CLI's new shape must never stop the session
-            items = None
-        return [raw_item(line)] if items is None else items
-
     def _parse(self, data: dict) -> list[TranscriptItem] | None:
         kind = data.get("type")
         if kind == "assistant":
@@ -161,9 +129,9 @@ class ClaudeCodeAdapter(AgentAdapter):
     def _system(self, data: dict) -> list[TranscriptItem] | None:
         subtype = data.get("subtype")
         if subtype == "init":
-            self._cli_model = _str(data.get("model")) or None
-            version = _str(data.get("claude_code_version"))
-            text = f"init: model {_str(data.get('model')) or '?'}, claude-code {version or '?'}, cwd {_str(data.get('cwd'))}"
+            self._cli_model = text_of(data.get("model")) or None
+            version = text_of(data.get("claude_code_version"))
+            text = f"init: model {text_of(data.get('model')) or '?'}, claude-code {version or '?'}, cwd {text_of(data.get('cwd'))}"
             return [TranscriptItem(role="system", kind="text", text=text)]
         if subtype == "api_retry":
             status = data.get("error_status")
@@ -177,8 +145,8 @@ class ClaudeCodeAdapter(AgentAdapter):
         if subtype in ("status", "task_started", "task_progress"):
             return []  # a Bash call's task bookkeeping: the tool_call/tool_result items say it all
         if subtype == "task_notification":  # how a tool's task ended; for a background command, its only trace
-            status, summary = _str(data.get("status")) or "?", _str(data.get("summary"))
-            text = f"task {_str(data.get('task_id'))} {status}" + (f": {summary}" if summary else "")
+            status, summary = text_of(data.get("status")) or "?", text_of(data.get("summary"))
+            text = f"task {text_of(data.get('task_id'))} {status}" + (f": {summary}" if summary else "")
             return [TranscriptItem(role="system", kind="text", text=text)]
         return None
 
@@ -227,18 +195,18 @@ class ClaudeCodeAdapter(AgentAdapter):
                 continue
             btype = block.get("type")
             if btype == "text":
-                text = _str(block.get("text"))
+                text = text_of(block.get("text"))
                 if synthetic_error:
                     items.append(TranscriptItem(role="system", kind="error", text=text))
                 elif text:
                     items.append(TranscriptItem(role="assistant", kind="text", text=text))
             elif btype == "thinking":
-                items.append(TranscriptItem(role="assistant", kind="thinking", text=_str(block.get("thinking"))))
+                items.append(TranscriptItem(role="assistant", kind="thinking", text=text_of(block.get("thinking"))))
             elif btype == "redacted_thinking":
                 items.append(TranscriptItem(role="assistant", kind="thinking", text="[redacted thinking]"))
             elif btype in ("tool_use", "server_tool_use", "mcp_tool_use"):
-                tool = _str(block.get("name")) or "tool"
-                call_id = _str(block.get("id")) or None
+                tool = text_of(block.get("name")) or "tool"
+                call_id = text_of(block.get("id")) or None
                 if call_id:
                     self._tools[call_id] = tool
                 items.append(
@@ -253,7 +221,7 @@ class ClaudeCodeAdapter(AgentAdapter):
             else:
                 items.append(TranscriptItem(role="assistant", kind="raw", text=json.dumps(block, ensure_ascii=False)))
         usage = message.get("usage")
-        message_id = _str(message.get("id"))
+        message_id = text_of(message.get("id"))
         if isinstance(usage, dict) and message_id and not synthetic_error:
             items += self._usage_increment(message_id, usage)
         return items
@@ -272,7 +240,7 @@ class ClaudeCodeAdapter(AgentAdapter):
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_result":
-                call_id = _str(block.get("tool_use_id")) or None
+                call_id = text_of(block.get("tool_use_id")) or None
                 tool = self._tools.get(call_id or "")
                 text = _result_text(block.get("content"))
                 is_error = block.get("is_error") is True
@@ -290,7 +258,7 @@ class ClaudeCodeAdapter(AgentAdapter):
                     )
                 )
             elif block.get("type") == "text":
-                items.append(TranscriptItem(role="user", kind="text", text=_str(block.get("text"))))
+                items.append(TranscriptItem(role="user", kind="text", text=text_of(block.get("text"))))
         return items
 
     def _stream_event(self, event: Any) -> list[TranscriptItem] | None:
@@ -299,7 +267,7 @@ class ClaudeCodeAdapter(AgentAdapter):
         etype = event.get("type")
         if etype == "message_start":
             message = event.get("message")
-            self._stream_message = _str(message.get("id")) if isinstance(message, dict) else None
+            self._stream_message = text_of(message.get("id")) if isinstance(message, dict) else None
             return []
         if etype == "message_delta":
             usage = event.get("usage")
@@ -321,10 +289,10 @@ class ClaudeCodeAdapter(AgentAdapter):
             "cost_usd": cost or 0.0,
             "cost_known": cost is not None,
         }
-        subtype = _str(data.get("subtype")) or "result"
+        subtype = text_of(data.get("subtype")) or "result"
         failed = data.get("is_error") is True or subtype != "success"
         outcome = "error" if failed and subtype == "success" else subtype  # an HTTP error still says "success"
-        answer = _str(data.get("result"))
+        answer = text_of(data.get("result"))
         items: list[TranscriptItem] = []
         if failed:
             errors = data.get("errors")

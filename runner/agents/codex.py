@@ -26,9 +26,9 @@ import shlex
 import signal
 from typing import Any, ClassVar
 
-from runner.agents import credentials, locate
-from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
-from runner.agents.pricing import UsageTotals, format_usd, load_prices_safe
+from runner.agents import credentials
+from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, json_object, text_of
+from runner.agents.pricing import format_usd
 
 PROVIDER_ID = "onegc"  # the model_providers entry written for a custom endpoint
 SILENCE = ("-c", "features.plugins=false", "-c", "analytics.enabled=false")  # no plugin sync, no analytics
@@ -39,22 +39,10 @@ SHELLS = ("bash", "sh", "zsh")
 RETRY_MARKERS = ("reconnecting", "waiting for network", "retrying")
 
 
-def _decode(line: str) -> dict | None:
-    try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _int(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return int(value)
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def unwrap_command(command: Any) -> str:
@@ -75,44 +63,34 @@ def unwrap_command(command: Any) -> str:
 
 def error_message(message: str) -> str:
     """Codex passes provider errors through as JSON text; keep the human part."""
-    data = _decode(message) if message.lstrip().startswith("{") else None
+    data = json_object(message) if message.lstrip().startswith("{") else None
     if data is not None:
         inner = data.get("error") if isinstance(data.get("error"), dict) else data
-        text = _str(inner.get("message")) or message
-        code = _str(inner.get("code")) or _str(inner.get("type"))
+        text = text_of(inner.get("message")) or message
+        code = text_of(inner.get("code")) or text_of(inner.get("type"))
         return f"{text} ({code})" if code and code not in text else text
     return message
 
 
-def toml_str(value: str) -> str:
+def tomltext_of(value: str) -> str:
     """A TOML basic string (JSON escapes are valid TOML escapes)."""
     return json.dumps(value, ensure_ascii=True)
 
 
-class CodexAdapter(AgentAdapter):
+class CodexAdapter(JsonStreamAdapter):
     name: ClassVar[str] = "codex"
     executable: ClassVar[str | None] = "codex"
     prompt_on_stdin: ClassVar[bool] = False  # the prompt is the last argument; stdin must be /dev/null
     graceful_signal: ClassVar[int] = signal.SIGINT  # ends the turn and kills its commands
 
     def __init__(self, model: str | None = None):
-        self.model = model
-        self.prices, self.price_warning = load_prices_safe()
-        self.totals = UsageTotals()
+        super().__init__(model)
         self.ended = False  # a turn.completed / turn.failed was seen
         self._started: set[str] = set()  # item ids whose tool_call was already emitted
         self._last_error = ""
         self._last_message = ""
 
-    def configure(self, config: Any) -> None:
-        """Take the model from a model id or from anything with a ``model`` attribute (SessionConfig)."""
-        model = getattr(config, "model", config)
-        self.model = model if isinstance(model, str) and model else None
-
     # ------------------------------------------------------------------ launch
-    def find_executable(self) -> str | None:
-        return locate.find_cli(self.executable or "")
-
     def argv(self, ctx: LaunchContext) -> list[str]:
         if self.model is None:
             self.model = ctx.model
@@ -145,14 +123,14 @@ class CodexAdapter(AgentAdapter):
         )
         lines = ["# Written by onegc for one session: the model endpoint from OPENAI_BASE_URL."]
         if ctx.model:
-            lines.append(f"model = {toml_str(ctx.model)}")
+            lines.append(f"model = {tomltext_of(ctx.model)}")
         lines += [
-            f"model_provider = {toml_str(PROVIDER_ID)}",
+            f"model_provider = {tomltext_of(PROVIDER_ID)}",
             "",
             f"[model_providers.{PROVIDER_ID}]",
-            f"name = {toml_str('onegc endpoint')}",
-            f"base_url = {toml_str(url)}",
-            f"env_key = {toml_str(key_var)}",
+            f"name = {tomltext_of('onegc endpoint')}",
+            f"base_url = {tomltext_of(url)}",
+            f"env_key = {tomltext_of(key_var)}",
             'wire_api = "responses"  # the only wire protocol Codex accepts',
         ]
         return "\n".join(lines) + "\n"
@@ -166,20 +144,10 @@ class CodexAdapter(AgentAdapter):
             (codex_home / "config.toml").write_text(config, encoding="utf-8")
 
     # ------------------------------------------------------------------ transcript
-    def parse(self, line: str) -> list[TranscriptItem]:
-        if not line.strip():
-            return []
-        try:
-            data = _decode(line)
-            items = self._parse(data) if data is not None else None
-        except Exception:  # a CLI's new shape must never stop the session
-            items = None
-        return [raw_item(line)] if items is None else items
-
     def _parse(self, data: dict) -> list[TranscriptItem] | None:
         kind = data.get("type")
         if kind == "thread.started":
-            return [TranscriptItem(role="system", kind="text", text=f"thread {_str(data.get('thread_id'))}".strip())]
+            return [TranscriptItem(role="system", kind="text", text=f"thread {text_of(data.get('thread_id'))}".strip())]
         if kind == "turn.started":
             return []
         if kind in ("item.started", "item.updated", "item.completed") and isinstance(data.get("item"), dict):
@@ -189,13 +157,13 @@ class CodexAdapter(AgentAdapter):
         if kind == "turn.failed":
             error = data.get("error")
             message = (
-                error_message(_str(error.get("message")) if isinstance(error, dict) else _str(error)) or "turn failed"
+                error_message(text_of(error.get("message")) if isinstance(error, dict) else text_of(error)) or "turn failed"
             )
             items = [] if message == self._last_error else [TranscriptItem(role="system", kind="error", text=message)]
             self.ended = True
             return items + [self._result(f"failed: {message}")]
         if kind == "error":
-            message = error_message(_str(data.get("message")))
+            message = error_message(text_of(data.get("message")))
             if any(marker in message.lower() for marker in RETRY_MARKERS):
                 return [TranscriptItem(role="system", kind="error", text=f"retry: {message}")]
             self._last_error = message
@@ -204,7 +172,7 @@ class CodexAdapter(AgentAdapter):
 
     def _item(self, event: str, item: dict) -> list[TranscriptItem] | None:
         itype = item.get("type")
-        item_id = _str(item.get("id")) or None
+        item_id = text_of(item.get("id")) or None
         done = event == "item.completed"
         if itype == "command_execution":
             items = []
@@ -220,8 +188,8 @@ class CodexAdapter(AgentAdapter):
                     )
                 )
             if done:
-                status = _str(item.get("status"))
-                text = _str(item.get("aggregated_output"))
+                status = text_of(item.get("status"))
+                text = text_of(item.get("aggregated_output"))
                 if status and status not in ("completed", "failed"):
                     text = f"[{status}] {text}"
                 items.append(
@@ -238,17 +206,17 @@ class CodexAdapter(AgentAdapter):
         if itype == "agent_message":
             if not done:
                 return []
-            self._last_message = _str(item.get("text"))
+            self._last_message = text_of(item.get("text"))
             return [TranscriptItem(role="assistant", kind="text", text=self._last_message)]
         if itype == "reasoning":
-            return [TranscriptItem(role="assistant", kind="thinking", text=_str(item.get("text")))] if done else []
+            return [TranscriptItem(role="assistant", kind="thinking", text=text_of(item.get("text")))] if done else []
         if itype == "error":
-            return [TranscriptItem(role="system", kind="error", text=_str(item.get("message")))] if done else []
+            return [TranscriptItem(role="system", kind="error", text=text_of(item.get("message")))] if done else []
         if itype == "todo_list":
             if done or not isinstance(item.get("items"), list):
                 return []
             steps = [
-                f"[{'x' if s.get('completed') else ' '}] {_str(s.get('text'))}"
+                f"[{'x' if s.get('completed') else ' '}] {text_of(s.get('text'))}"
                 for s in item["items"]
                 if isinstance(s, dict)
             ]
@@ -257,8 +225,8 @@ class CodexAdapter(AgentAdapter):
             if not done:
                 return []
             changes = item.get("changes") if isinstance(item.get("changes"), list) else []
-            text = ", ".join(f"{_str(c.get('kind'))} {_str(c.get('path'))}" for c in changes if isinstance(c, dict))
-            status = _str(item.get("status"))
+            text = ", ".join(f"{text_of(c.get('kind'))} {text_of(c.get('path'))}" for c in changes if isinstance(c, dict))
+            status = text_of(item.get("status"))
             return [
                 TranscriptItem(role="assistant", kind="tool_call", tool="apply_patch", call_id=item_id, text=text),
                 TranscriptItem(
@@ -271,7 +239,7 @@ class CodexAdapter(AgentAdapter):
                 ),
             ]
         if itype == "mcp_tool_call":
-            tool = f"{_str(item.get('server'))}.{_str(item.get('tool'))}"
+            tool = f"{text_of(item.get('server'))}.{text_of(item.get('tool'))}"
             items = []
             if item_id not in self._started:
                 self._started.add(item_id or "")
@@ -284,7 +252,7 @@ class CodexAdapter(AgentAdapter):
             if done:
                 error = item.get("error")
                 text = (
-                    f"[error] {_str(error.get('message'))}"
+                    f"[error] {text_of(error.get('message'))}"
                     if isinstance(error, dict)
                     else json.dumps(item.get("result"), ensure_ascii=False)
                 )
@@ -298,7 +266,7 @@ class CodexAdapter(AgentAdapter):
                         kind="tool_call",
                         tool="web_search",
                         call_id=item_id,
-                        text=f"search {_str(item.get('query'))}",
+                        text=f"search {text_of(item.get('query'))}",
                     )
                 ]
                 if done

@@ -28,9 +28,9 @@ import json
 import math
 from typing import Any, ClassVar
 
-from runner.agents import credentials, locate
-from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
-from runner.agents.pricing import UsageTotals, format_usd, load_prices_safe
+from runner.agents import credentials
+from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, text_of
+from runner.agents.pricing import format_usd
 
 PROVIDER_ID = "onegc"  # the provider OPENCODE_CONFIG_CONTENT declares for a custom endpoint
 INPUT_PREVIEW = 300  # characters of a non-shell tool input shown in a tool_call item
@@ -49,14 +49,6 @@ class ModelRequired(ValueError):
     """OpenCode cannot be started without a PROVIDER/MODEL it can resolve."""
 
 
-def _decode(line: str) -> dict | None:
-    try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
@@ -66,10 +58,6 @@ def _num(value: Any) -> float | None:
 def _int(value: Any) -> int:
     number = _num(value)
     return int(number) if number is not None else 0
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def render_tool_call(tool: str, tool_input: Any, title: str = "") -> str:
@@ -85,28 +73,18 @@ def render_tool_call(tool: str, tool_input: Any, title: str = "") -> str:
     return f"{tool} {json.dumps(tool_input, ensure_ascii=False)[:INPUT_PREVIEW]}".strip()
 
 
-class OpenCodeAdapter(AgentAdapter):
+class OpenCodeAdapter(JsonStreamAdapter):
     name: ClassVar[str] = "opencode"
     executable: ClassVar[str | None] = "opencode"
     prompt_on_stdin: ClassVar[bool] = False  # the prompt is the message argument; stdin is /dev/null
     graceful_signal: ClassVar[int | None] = None  # SIGINT just kills it, leaving its tools running: stop the tree
 
     def __init__(self, model: str | None = None):
-        self.model = model
-        self.prices, self.price_warning = load_prices_safe()
-        self.totals = UsageTotals()
+        super().__init__(model)
         self.ended = False  # a final step_finish was seen
         self._last_text = ""
 
-    def configure(self, config: Any) -> None:
-        """Take the model from a model id or from anything with a ``model`` attribute (SessionConfig)."""
-        model = getattr(config, "model", config)
-        self.model = model if isinstance(model, str) and model else None
-
     # ------------------------------------------------------------------ launch
-    def find_executable(self) -> str | None:
-        return locate.find_cli(self.executable or "")
-
     def model_arg(self, ctx: LaunchContext) -> str | None:
         """The ``-m`` value: ``onegc/MODEL`` for a custom endpoint, else PROVIDER/MODEL as given."""
         if credentials.base_url(self.name, ctx.base_env):
@@ -182,16 +160,6 @@ class OpenCodeAdapter(AgentAdapter):
         (config_dir / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n", encoding="utf-8")
 
     # ------------------------------------------------------------------ transcript
-    def parse(self, line: str) -> list[TranscriptItem]:
-        if not line.strip():
-            return []
-        try:
-            data = _decode(line)
-            items = self._parse(data) if data is not None else None
-        except Exception:  # a CLI's new shape must never stop the session
-            items = None
-        return [raw_item(line)] if items is None else items
-
     def _parse(self, data: dict) -> list[TranscriptItem] | None:
         kind = data.get("type")
         part = data.get("part") if isinstance(data.get("part"), dict) else None
@@ -202,10 +170,10 @@ class OpenCodeAdapter(AgentAdapter):
         if kind == "step_start":
             return []
         if kind == "text":
-            self._last_text = _str(part.get("text"))
+            self._last_text = text_of(part.get("text"))
             return [TranscriptItem(role="assistant", kind="text", text=self._last_text)]
         if kind == "reasoning":
-            return [TranscriptItem(role="assistant", kind="thinking", text=_str(part.get("text")))]
+            return [TranscriptItem(role="assistant", kind="thinking", text=text_of(part.get("text")))]
         if kind == "tool_use":
             return self._tool(part)
         if kind == "step_finish":
@@ -216,20 +184,20 @@ class OpenCodeAdapter(AgentAdapter):
         state = part.get("state")
         if not isinstance(state, dict):
             return None
-        tool = _str(part.get("tool")) or "tool"
-        call_id = _str(part.get("callID")) or _str(part.get("id")) or None
+        tool = text_of(part.get("tool")) or "tool"
+        call_id = text_of(part.get("callID")) or text_of(part.get("id")) or None
         call = TranscriptItem(
             role="assistant", kind="tool_call", tool=tool, call_id=call_id,
-            text=render_tool_call(tool, state.get("input"), _str(state.get("title"))),
+            text=render_tool_call(tool, state.get("input"), text_of(state.get("title"))),
         )  # fmt: skip
-        status = _str(state.get("status"))
+        status = text_of(state.get("status"))
         metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
         exit_code = metadata.get("exit")
         exit_code = int(exit_code) if _num(exit_code) is not None else None
         if status == "error":
-            text = f"[error] {_str(state.get('error'))}"
+            text = f"[error] {text_of(state.get('error'))}"
         else:
-            text = _str(state.get("output"))
+            text = text_of(state.get("output"))
             if status and status != "completed":
                 text = f"[{status}] {text}"
         return [
@@ -256,7 +224,7 @@ class OpenCodeAdapter(AgentAdapter):
                 tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
             )
         ]  # fmt: skip
-        reason = _str(part.get("reason"))
+        reason = text_of(part.get("reason"))
         if reason != "tool-calls":
             self.ended = True
             items.append(
@@ -266,10 +234,10 @@ class OpenCodeAdapter(AgentAdapter):
 
     def _error(self, error: Any) -> list[TranscriptItem]:
         if not isinstance(error, dict):
-            return [TranscriptItem(role="system", kind="error", text=_str(error) or "error")]
+            return [TranscriptItem(role="system", kind="error", text=text_of(error) or "error")]
         data = error.get("data") if isinstance(error.get("data"), dict) else {}
-        name = _str(error.get("name")) or "Error"
-        message = _str(data.get("message")) or name
+        name = text_of(error.get("name")) or "Error"
+        message = text_of(data.get("message")) or name
         status = data.get("statusCode")
         head = f"HTTP {status}: " if _num(status) is not None else ""
         retry = "retry: " if data.get("isRetryable") is True else ""
@@ -286,5 +254,3 @@ class OpenCodeAdapter(AgentAdapter):
     def finish(self) -> list[TranscriptItem]:
         return [] if self.ended else [self._result("ended without a final step (stopped, crashed or failed)")]
 
-    def usage_totals(self) -> dict:
-        return self.totals.as_dict()
