@@ -12,6 +12,7 @@ session detail (replay on one budget-time axis); ``r`` side-by-side replay of ma
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import deque
@@ -35,6 +36,7 @@ from runner.control import request
 from runner.events import Event
 
 HISTORY_PREFETCH_S = 2.0  # after start-up: the history matrix is ready before anyone presses h
+GIL_SWITCH_S = 0.001
 FLUSH_HZ = 10  # drain new events into the panes this often (PERFORMANCE.md: frames, not lines)
 TABLE_REFRESH_S = 1.0  # the sessions table repaints every visible row on any change: 1 Hz
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
@@ -118,6 +120,9 @@ class MonitorApp(App):
             table.add_column(label, key=key, width=width)
         self.store = Store.open(self.home)
         self._mounted_at = time.monotonic()
+        # the ingest thread parses while we draw: hand the GIL over sooner so a key press is not
+        # kept waiting behind a batch (Python's default switch interval is 5 ms)
+        sys.setswitchinterval(GIL_SWITCH_S)
         if self.live:
             self._ingest = LiveIngest(self.home, on_events=self._queue_events, on_error=self._queue_error)
             self._ingest.start()
