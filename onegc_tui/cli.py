@@ -20,7 +20,7 @@ from runner.config import (ConfigError, SessionConfig, SessionPaths, data_root, 
 from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
 
 DEMO_BUDGET_S = 120.0  # about two minutes: two scripted runs and their checkpoints fit easily
-DEMO_PACE_S = 1.5  # the scripted agent "thinks" this long between steps, so a person can follow
+DEMO_PACE_S = 3.0  # the scripted agent "thinks" this long between steps: the demo lasts about a minute
 
 
 class OnegcError(click.ClickException):

@@ -67,13 +67,13 @@ def test_scripted_session_end_to_end(home):
     transcript = [e for e in events(paths) if e["type"] == "transcript"]
     assert {"text", "tool_call", "tool_result"} <= {e["kind"] for e in transcript}
     started = [e for e in events(paths) if e["type"] == "process" and e["action"] == "started"]
-    assert {e["script"] for e in started} == {"run_1.py", "run_2.py"}
+    assert {e["script"] for e in started} == {"run_1.py", "run_2.py", "run_3.py"}  # t0 lists three edits
 
     store = Store.open(home)
     Ingester(home, store).ingest_all()
     row = store.session("demo1")
     assert row["state"] == "ended" and row["score"] == pytest.approx(result["value"])
-    assert row["scripts_launched"] == 2 and row["n_checkpoints"] == result["checkpoints_found"]
+    assert row["scripts_launched"] == 3 and row["n_checkpoints"] == result["checkpoints_found"]
     assert store.count_events("demo1") == len(paths.events.read_text().splitlines())
     store.close()
 
