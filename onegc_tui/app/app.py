@@ -79,6 +79,8 @@ class MonitorApp(App):
         self.show_clock = show_clock
         self.home = home
         self.focus_id = focus
+        # the table highlights its first row by itself: go on to the session asked for once it appears
+        self._focus_pending = focus is not None
         self.live = live
         self.now = now or time.time  # injectable: snapshots freeze the countdowns
         self.selected: str | None = None
@@ -221,7 +223,7 @@ class MonitorApp(App):
                 self.select(target)
                 table.move_cursor(row=table.get_row_index(target), animate=False)
         elif self.focus_id in rows and self.focus_id != self.selected and self._focus_pending:
-            self._focus_pending = False  # a session started from the form: go to it
+            self._focus_pending = False  # the session asked for (or started from the form): go to it
             table.move_cursor(row=table.get_row_index(self.focus_id), animate=False)
         elif self.selected in rows:
             self.query_one(BudgetPane).update_row(rows[self.selected])

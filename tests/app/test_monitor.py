@@ -150,3 +150,23 @@ async def test_live_events_raise_notifications(app_home):
         assert any("run_2-1 scored 0.7100" in m for m in messages)
         log = app.query_one("#transcript-log", Log)
         assert any("network_blocked" in line for line in log.lines)
+
+
+async def test_focus_goes_to_the_session_asked_for_even_when_it_appears_late(app_home, tmp_path):
+    """`onegc demo` opens the monitor before its session is ingested: the older session must not keep the selection."""
+    from runner.config import SessionConfig
+    from runner.jsonl import EventWriter
+    from runner.launch import create_session
+
+    app = make_app(app_home, focus="z-late", show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+        create_session(SessionConfig(session_id="z-late", task="t0", agent="scripted", budget_s=60), app_home)
+        w = EventWriter(app_home / "runs" / "z-late" / "events.jsonl", "z-late")
+        w.emit("session_started", task="t0_demo", agent="scripted", budget_s=60, grace_s=30, contract={})
+        w.close()
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if app.selected == "z-late":
+                break
+        assert app.selected == "z-late"
