@@ -250,8 +250,10 @@ class Alerts:
     ``feed`` sees every newly ingested event; ``check`` runs on a clock over the summary rows for
     what no single event says: 10 % of the budget left, a stall, a runner that died."""
 
-    def __init__(self, stall_s: float = STALL_S):
+    def __init__(self, stall_s: float = STALL_S, higher_is_better=lambda sid: True):
         self.stall_s = stall_s
+        self.higher_is_better = higher_is_better  # sid -> bool: the session's task direction
+        self.best: dict[str, float] = {}  # best live score per session: only a new best is news
         self.activity: dict[str, float] = {}  # last transcript / busy GPU / process event, epoch seconds
         self.training: dict[str, set[int]] = {}  # training processes alive
         self.low_sent: set[str] = set()
@@ -283,7 +285,12 @@ class Alerts:
             if e.error:
                 return [Alert(sid, f"{sid}: {e.name} failed scoring: {e.error}", "error")]
             if e.value is not None:
-                return [Alert(sid, f"{sid}: {e.name} scored {e.value:.4f} {e.metric} at {clock(e.budget_elapsed_s)}")]
+                old = self.best.get(sid)
+                higher = self.higher_is_better(sid)
+                if old is None or (e.value > old if higher else e.value < old):
+                    self.best[sid] = e.value
+                    return [Alert(sid, f"{sid}: new best, {e.name} scored {e.value:.4f} {e.metric} at "
+                                       f"{clock(e.budget_elapsed_s)}")]
         elif t == "warning" and e.code == "network_blocked":
             return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning")]
         elif t == "session_ended":

@@ -34,6 +34,7 @@ from onegc_tui.view import SORTS, Alerts, session_cells, sort_key
 from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
+from tasks import UnknownTask, get_task
 
 HISTORY_PREFETCH_S = 2.0  # after start-up: the history matrix is ready before anyone presses h
 GIL_SWITCH_S = 0.001
@@ -92,7 +93,7 @@ class MonitorApp(App):
         self.sort_by = "started"
         self.sort_reverse = False
         self.marked: list[str] = []
-        self.alerts = Alerts()
+        self.alerts = Alerts(higher_is_better=self._higher_is_better)
         self.paper = None  # the paper's matrix, computed once by the history screen
         self.history_cache: dict = {}  # (study, demo) -> HistoryScreen.Loaded; cleared when sessions start or end
         self._pending: deque[tuple[str, Event]] = deque(maxlen=MAX_PENDING)
@@ -248,6 +249,12 @@ class MonitorApp(App):
         self.order = want
         if self.selected in rank:
             table.move_cursor(row=rank[self.selected], animate=False)  # the cursor stays on its session
+
+    def _higher_is_better(self, sid: str) -> bool:
+        try:
+            return get_task(self.rows.get(sid, {}).get("task") or "").higher_is_better
+        except UnknownTask:
+            return True
 
     def tick(self) -> None:
         self.query_one(BudgetPane).tick()

@@ -147,7 +147,7 @@ async def test_live_events_raise_notifications(app_home):
         await pilot.pause()
         messages = [n.message for n in app._notifications]
         assert any("blocked network attempt: connect to pypi.org:443" in m for m in messages)
-        assert any("run_2-1 scored 0.7100" in m for m in messages)
+        assert any("new best, run_2-1 scored 0.7100" in m for m in messages)
         log = app.query_one("#transcript-log", Log)
         assert any("network_blocked" in line for line in log.lines)
 

@@ -87,3 +87,16 @@ def test_plot_draws_a_step_line_and_best_so_far():
     assert len(rows) == 3 and all(len(r) == 10 for r in rows)
     assert rows[-1].strip() and rows[0].strip()  # the low start and the high end are both drawn
     assert lo < 0.5 and hi > 0.8
+
+
+def test_only_a_new_best_score_is_announced_and_direction_counts():
+    from runner.events import CheckpointScored
+
+    def scored(seq, v):
+        return CheckpointScored(session_id="s", seq=seq, ts=T, name=f"c{seq}", value=v, metric="test_mse", split="test",
+                                budget_elapsed_s=1.0)
+
+    lower = Alerts(higher_is_better=lambda sid: False)  # T1/T6: lower is better
+    assert [len(lower.feed("s", scored(i, v))) for i, v in enumerate([0.40, 0.42, 0.38, 0.39], 1)] == [1, 0, 1, 0]
+    higher = Alerts()
+    assert [len(higher.feed("s", scored(i, v))) for i, v in enumerate([0.40, 0.42, 0.38], 1)] == [1, 1, 0]
