@@ -193,3 +193,20 @@ def save_state():
         return path
 
     return save
+
+
+@pytest.fixture
+def eval_here(kit, monkeypatch, capsys):
+    """``eval_here(prep, ckpt, code, data_dir) -> (exit, JSON)``: ``prepare.py --eval`` run in this
+    process on a fresh import of the pristine file (no new Python and torch start-up)."""
+
+    def run(prep, ckpt, code, data_dir) -> tuple[int, dict]:
+        monkeypatch.setattr(sys, "path", list(sys.path))  # the kit puts the script's folder first
+        monkeypatch.setitem(sys.modules, "prepare", prep)
+        monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
+        capsys.readouterr()
+        rc = kit.cli(prep, ["--eval", str(ckpt), "--code", str(code), "--data-dir", str(data_dir), "--device", "cpu"])
+        return rc, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    return run
+

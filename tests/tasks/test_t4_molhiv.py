@@ -189,7 +189,7 @@ def test_damaged_archive_fails_with_one_clear_line(damage, hiv, mols, tmp_path, 
 
 
 # --------------------------------------------------------------------------- end to end
-def test_train_checkpoint_and_score(prepared, make_workspace, save_state, kit, load_prepare, monkeypatch, capsys):
+def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_prepare, monkeypatch, eval_here):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
     ws = make_workspace(TASK, prepared)
     assert not (ws.path / "data" / "test_y.npy").exists() and (ws.path / "data" / "test_idx.npy").exists()
@@ -202,9 +202,9 @@ def test_train_checkpoint_and_score(prepared, make_workspace, save_state, kit, l
     assert 0.0 <= result["value"] <= 1.0
 
     prep = load_prepare(TASK)
-    rc, again = eval_here(kit, prep, ckpt, ws.path, prepared, monkeypatch, capsys)
+    rc, again = eval_here(prep, ckpt, ws.path, prepared)
     assert rc == 0 and again["value"] == result["value"]  # deterministic on CPU
-    rc, held_out = eval_here(kit, prep, ckpt, ws.path, ws.path / "data", monkeypatch, capsys)
+    rc, held_out = eval_here(prep, ckpt, ws.path, ws.path / "data")
     assert rc == 1 and not held_out["ok"] and "test labels are held out" in held_out["error"]
 
     import torch
@@ -212,18 +212,8 @@ def test_train_checkpoint_and_score(prepared, make_workspace, save_state, kit, l
     payload = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in payload["state_dict"].items()}
     bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, payload["config"])
-    rc, failed = eval_here(kit, prep, bad, ws.path, prepared, monkeypatch, capsys)
+    rc, failed = eval_here(prep, bad, ws.path, prepared)
     assert rc == 1 and not failed["ok"] and "'_orig_mod.'" in failed["error"]
-
-
-def eval_here(kit, prep, ckpt, code, data_dir, monkeypatch, capsys) -> tuple[int, dict]:
-    """``prepare.py --eval`` run in this process on a fresh import of the pristine file: (exit, JSON)."""
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the kit puts the script's folder first
-    monkeypatch.setitem(sys.modules, "prepare", prep)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
-    capsys.readouterr()
-    rc = kit.cli(prep, ["--eval", str(ckpt), "--code", str(code), "--data-dir", str(data_dir), "--device", "cpu"])
-    return rc, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
 # --------------------------------------------------------------------------- real data

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import shutil
 import sys
 
 import numpy as np
@@ -77,7 +76,7 @@ def test_split_sizes_from_the_real_class_counts(shared_data, load_prepare):
 
 
 def test_prepare_train_checkpoint_and_score(
-    raw_dir, prepare_fixture, make_workspace, save_state, kit, load_prepare, monkeypatch, capsys
+    raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, monkeypatch, eval_here
 ):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
     data = prepare_fixture(TASK, raw_dir)
@@ -103,9 +102,9 @@ def test_prepare_train_checkpoint_and_score(
     assert 0.0 <= result["value"] <= 1.0
 
     prep = load_prepare(TASK)
-    rc, again = eval_here(kit, prep, ckpt, ws.path, data, monkeypatch, capsys)
+    rc, again = eval_here(prep, ckpt, ws.path, data)
     assert rc == 0 and again["value"] == result["value"]  # deterministic on CPU
-    rc, held_out = eval_here(kit, prep, ckpt, ws.path, ws.path / "data", monkeypatch, capsys)
+    rc, held_out = eval_here(prep, ckpt, ws.path, ws.path / "data")
     assert rc == 1 and not held_out["ok"] and "test labels are held out" in held_out["error"]
 
     import torch
@@ -113,18 +112,8 @@ def test_prepare_train_checkpoint_and_score(
     payload = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in payload["state_dict"].items()}
     bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, payload["config"])
-    rc, failed = eval_here(kit, prep, bad, ws.path, data, monkeypatch, capsys)
+    rc, failed = eval_here(prep, bad, ws.path, data)
     assert rc == 1 and not failed["ok"] and "'_orig_mod.'" in failed["error"]
-
-
-def eval_here(kit, prep, ckpt, code, data_dir, monkeypatch, capsys) -> tuple[int, dict]:
-    """``prepare.py --eval`` run in this process on a fresh import of the pristine file: (exit, JSON)."""
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the kit puts the script's folder first
-    monkeypatch.setitem(sys.modules, "prepare", prep)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
-    capsys.readouterr()
-    rc = kit.cli(prep, ["--eval", str(ckpt), "--code", str(code), "--data-dir", str(data_dir), "--device", "cpu"])
-    return rc, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncated"])
