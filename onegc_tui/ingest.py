@@ -31,6 +31,7 @@ from runner.jsonl import JsonlTail, TailState
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines
 POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
+INGEST_NICE = 5
 COALESCE_S = 0.03  # after a change, wait this long for more: 1 600 lines/s become ~30 batches/s
 RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): events arrive through watchdog
 
@@ -219,6 +220,10 @@ class LiveIngest:
         self._wake.set()
 
     def _run(self) -> None:
+        try:  # below the drawing thread: on a busy machine a key press goes first (Linux: per-thread nice)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), INGEST_NICE)
+        except (OSError, AttributeError):
+            pass
         store = Store.open(self.home)
         ingester = Ingester(self.home, store, self.on_events, self.on_error)
         last_full = 0.0
