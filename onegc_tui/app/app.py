@@ -313,6 +313,11 @@ class MonitorApp(App):
         self.post_message(self.Loaded(sid, row, seq, transcript, gpu, checkpoints))
 
     def on_monitor_app_loaded(self, msg: Loaded) -> None:
+        # after the next frame: the header and budget of the new selection show first, the
+        # heavier panes a moment later (a key press must not wait for 500 transcript lines)
+        self.call_after_refresh(self._show_loaded, msg)
+
+    def _show_loaded(self, msg: Loaded) -> None:
         if msg.sid != self.selected:
             return  # the user moved on: a newer fetch is on its way
         with self.batch_update():

@@ -17,6 +17,7 @@ from runner.events import Event
 from tasks import UnknownTask, get_task
 
 TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite
+LOAD_LINES = 500  # read on selection: a screenful many times over, cheap enough to keep keys snappy
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
 
 
@@ -88,7 +89,7 @@ class TranscriptPane(Vertical):
     @staticmethod
     def fetch(store: Store, sid: str, mode: str, query_text: str) -> tuple[list[str], list[str]]:
         """The pane's lines and corrupt-line notes (SQLite only: safe on a worker thread)."""
-        lines = pane_lines(store, sid, mode, query_text, TRANSCRIPT_LINES)
+        lines = pane_lines(store, sid, mode, query_text, LOAD_LINES)
         errors = [] if mode not in ("all", "errors") or search_words(query_text) else [
             f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
         return lines, errors
