@@ -246,9 +246,7 @@ def sessions_cmd(as_json: bool) -> None:
 
     home = _home()
     store = Store.open(home)
-    ingester = Ingester(home, store)
-    ingester.ingest_all()
-    ingester.check_liveness()
+    Ingester(home, store).catch_up()
     rows = store.sessions()
     store.close()
     if as_json:

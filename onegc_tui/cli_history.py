@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from onegc_tui import queries
 from onegc_tui.analysis import build_matrix
 from onegc_tui.export import FORMATS, render_matrix, sessions_csv
 from onegc_tui.ingest import Ingester
@@ -25,10 +26,8 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     home = onegc_home()
     store = Store.open(home)
     try:
-        ingester = Ingester(home, store)
-        ingester.ingest_all()
-        ingester.check_liveness()
-        outcomes = store.outcomes(study, include_demo=demo)
+        Ingester(home, store).catch_up()
+        outcomes = queries.outcomes(store, study, include_demo=demo)
     finally:
         store.close()
     matrix = build_matrix(outcomes, study=study or "ours")

@@ -28,6 +28,8 @@ from onegc_tui.store import IngestBatch, Store
 from runner.config import SessionPaths
 from runner.events import Event, parse_event
 from runner.jsonl import JsonlTail, TailState
+from runner.reconcile import reconcile
+from runner.settings import observer_kind
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines
 POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
@@ -38,28 +40,6 @@ RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): event
 WRITE_EVENTS = [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
 READ_ONLY_EVENTS = ("opened", "closed_no_write")  # watchdog >= 5 reports opens and read-only closes too
 OnEvents = Callable[[str, list[Event]], None]
-
-
-def _observer_kind(home: Path) -> str:
-    try:
-        from runner.settings import observer_kind  # type: ignore[import-not-found]
-
-        return observer_kind(home)
-    except ImportError:
-        return os.environ.get("ONEGC_OBSERVER", "inotify")
-
-
-def _reconcile(paths: SessionPaths) -> str | None:
-    """Why a session without ``session_ended`` is dead, or None while it may live."""
-    try:
-        from runner.reconcile import reconcile  # type: ignore[import-not-found]
-
-        return reconcile(paths)
-    except ImportError:
-        from runner.launch import runner_alive
-
-        alive = runner_alive(paths)
-        return "the runner process died before the session ended" if alive is False else None
 
 
 @dataclass
@@ -134,6 +114,12 @@ class Ingester:
         self.discover()
         return sum(self.ingest_session(sid) for sid in list(self._known))
 
+    def catch_up(self) -> int:
+        """Everything new in every session folder, then the liveness check (the CLI's one-shot view)."""
+        n = self.ingest_all()
+        self.check_liveness()
+        return n
+
     def check_liveness(self) -> list[str]:
         """Mark sessions failed whose runner is gone; returns their ids."""
         failed = []
@@ -144,7 +130,7 @@ class Ingester:
             self.ingest_session(sid)  # a runner that just ended has written session_ended
             if self.store.session(sid)["state"] in ("ended", "failed"):
                 continue
-            reason = _reconcile(self._known[sid])
+            reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
                 from runner.proctree import Freezer
@@ -185,7 +171,7 @@ class LiveIngest:
         self.on_error = on_error
         self.on_sessions = on_sessions
         self.rescan_s = rescan_s
-        self.polling = _observer_kind(home) == "polling" if polling is None else polling
+        self.polling = observer_kind(home) == "polling" if polling is None else polling
         self._dirty: set[str] = set()
         self._rediscover = True
         self._wake = threading.Event()

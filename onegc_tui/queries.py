@@ -23,7 +23,7 @@ from onegc_tui.analysis import (
     anytime_curve,
     gpu_time_split,
 )
-from onegc_tui.store import Store
+from onegc_tui.store import Store, fts_query
 from onegc_tui.view import (
     BUSY_UTIL_PCT,
     FILTER_KINDS,
@@ -113,7 +113,7 @@ def pane_lines(store: Store, sid: str, mode: str = "all", search: str = "", limi
     if words:
         sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
         where.append("transcript_fts MATCH ?")
-        args.append(" ".join('"' + w.replace('"', '""') + '"' for w in words))
+        args.append(fts_query(words))
     if kinds:
         cond = f"t.kind IN ({','.join('?' * len(kinds))})"
         if mode == "errors":

@@ -170,18 +170,19 @@ class _Handler(FileSystemEventHandler):
 class Scorer:
     """Scores checkpoints one at a time with the pristine ``prepare.py``."""
 
-    def __init__(self, prepare_py: Path, data_dir: Path, split: str, timeout_s: float):
+    def __init__(self, prepare_py: Path, data_dir: Path, split: str, timeout_s: float, device: str = "cpu"):
         self.prepare_py = prepare_py
         self.data_dir = data_dir
         self.split = split
         self.timeout_s = timeout_s
+        self.device = device
         self.current: subprocess.Popen | None = None
 
-    def score(self, ckpt: Path, code: Path, device: str) -> Score:
+    def score(self, ckpt: Path, code: Path) -> Score:
         argv = [sys.executable, str(self.prepare_py), "--eval", str(ckpt), "--code", str(code),
-                "--split", self.split, "--data-dir", str(self.data_dir), "--device", device]
+                "--split", self.split, "--data-dir", str(self.data_dir), "--device", self.device]
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        if device == "cpu":
+        if self.device == "cpu":
             env["CUDA_VISIBLE_DEVICES"] = ""
         try:
             self.current = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
@@ -212,9 +213,8 @@ class LiveScorer(Scorer):
     checkpoint scores in a fraction of a second. A request past its timeout kills the server;
     the next request starts a fresh one."""
 
-    def __init__(self, *args, device: str = "cpu", **kwargs):
+    def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.device = device
         self.server: subprocess.Popen | None = None
 
     def _start(self) -> subprocess.Popen:
@@ -225,7 +225,7 @@ class LiveScorer(Scorer):
         return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env=env, text=True, bufsize=1, preexec_fn=lambda: os.nice(5))
 
-    def score(self, ckpt: Path, code: Path, device: str) -> Score:
+    def score(self, ckpt: Path, code: Path) -> Score:
         import selectors
 
         if self.server is None or self.server.poll() is not None:
@@ -270,9 +270,8 @@ class LiveScorer(Scorer):
 class ScoreQueue:
     """A worker thread that scores found checkpoints in arrival order."""
 
-    def __init__(self, scorer: Scorer, device: str, on_scored: Callable[[FoundCheckpoint, Score], None]):
+    def __init__(self, scorer: Scorer, on_scored: Callable[[FoundCheckpoint, Score], None]):
         self.scorer = scorer
-        self.device = device
         self.on_scored = on_scored
         self._queue: queue.Queue[FoundCheckpoint | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="scorer", daemon=True)
@@ -295,4 +294,4 @@ class ScoreQueue:
 
     def _run(self) -> None:
         while (found := self._queue.get()) is not None:
-            self.on_scored(found, self.scorer.score(found.path, found.snapshot, self.device))
+            self.on_scored(found, self.scorer.score(found.path, found.snapshot))

@@ -56,7 +56,10 @@ def gpu_count() -> int:
     try:
         nvml = _nvml()
         nvml.nvmlInit()
-        return int(nvml.nvmlDeviceGetCount())
+        try:
+            return int(nvml.nvmlDeviceGetCount())
+        finally:
+            nvml.nvmlShutdown()
     except Exception:  # no library, no driver, no device: all mean "no GPU"
         return 0
 

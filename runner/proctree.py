@@ -205,12 +205,12 @@ class ProcessTree:
             return
         self.signal_all(signal.SIGCONT)
 
-    def interrupt_root(self) -> None:
-        """SIGINT to the agent itself: Claude Code and Codex then end their tools cleanly."""
+    def interrupt_root(self, sig: int = signal.SIGINT) -> None:
+        """``sig`` to the agent itself: on SIGINT Claude Code and Codex end their tools cleanly."""
         target = self._agent_pid()
         if target:
             try:
-                os.kill(target, signal.SIGINT)
+                os.kill(target, sig)
             except ProcessLookupError:
                 pass
 

@@ -28,34 +28,23 @@ import psutil
 from runner import HARNESS_VERSION
 from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
+from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
 from runner.checkpoints import CheckpointWatcher, FoundCheckpoint, LiveScorer, Score, Scorer, ScoreQueue
-from runner.config import SessionConfig, SessionPaths, data_root
+from runner.config import SessionPaths, data_root
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import Candidate, pick_best, select_candidates
 from runner.proctree import ProcessTree, start_tree
 from runner.workspace import build_workspace, write_deadline
-from tasks import TaskSpec, get_task
+from tasks import get_task
 
 TICK_S = 0.2  # main loop period: control requests are applied within this
 HEARTBEAT_S = 5.0
 PROCESS_SCAN_S = 1.0
 STDERR_TAIL_LINES = 50  # kept in memory for the failure message; all of it is on disk
 LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scores in flight
-
-
-def _prompt_for(spec: TaskSpec, config: SessionConfig) -> str:
-    try:
-        from runner.agents.prompt import standard_prompt
-    except ImportError:  # the prompt module arrives with the real-agent adapters
-        return (
-            f"Read program.md and solve the task '{spec.title}'. Build on train.py, write your own "
-            f"run_{{x}}.py scripts, save checkpoints with prepare.save_checkpoint. You have "
-            f"{config.budget_s / 60:.0f} minutes on one GPU; the files here are yours to edit."
-        )
-    return standard_prompt(spec.title, config.budget_s / 60, spec.scored_split)
 
 
 class Session:
@@ -110,8 +99,7 @@ class Session:
             self.events.emit("budget", state="running", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
             if gpu_problem:
                 self.events.emit("warning", code="no_gpu", message=gpu_problem)
-            live = LiveScorer(*self._scorer_args(), device=self.config.live_eval_device)
-            scorer_q = ScoreQueue(live, self.config.live_eval_device, self._on_scored)
+            scorer_q = ScoreQueue(LiveScorer(*self._scorer_args(), self.config.live_eval_device), self._on_scored)
             scorer_q.start()
             watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
                                         lambda f: self._on_found(f, scorer_q))
@@ -213,7 +201,7 @@ class Session:
             workspace=self.paths.workspace,
             session_dir=self.paths.root,
             agent_home=self.paths.agent_home,
-            prompt=_prompt_for(self.spec, self.config),
+            prompt=standard_prompt(self.spec.title, self.config.budget_s / 60, self.spec.scored_split),
             model=self.config.model,
             deadline_file=self.paths.workspace / ".deadline",
             base_env=self._agent_env(),
@@ -357,7 +345,8 @@ class Session:
         self._known_procs = current
 
     def _stop_tree(self, grace_s: float) -> None:
-        """SIGINT to the agent, SIGTERM to the tree at a third of the grace, SIGKILL at its end."""
+        """The agent's graceful signal (SIGINT), SIGTERM to the tree at a third of the grace,
+        SIGKILL at its end."""
         tree = self.tree
         assert tree is not None
         if self.clock.paused:
@@ -365,9 +354,13 @@ class Session:
         if not tree.alive():
             tree.reap()
             return
-        tree.interrupt_root()
+        graceful = self.adapter.graceful_signal
+        if graceful is not None:
+            tree.interrupt_root(graceful)
+        else:
+            tree.signal_all(signal.SIGTERM)
         end = time.monotonic() + grace_s
-        termed = False
+        termed = graceful is None
         while time.monotonic() < end and tree.alive():
             if not termed and time.monotonic() >= end - grace_s * 2 / 3:
                 tree.signal_all(signal.SIGTERM)
@@ -409,13 +402,12 @@ class Session:
                 for label, f in self.found.items()
             ]
         chosen = select_candidates(cands, self.spec.higher_is_better)
-        scorer = Scorer(*self._scorer_args())
-        device = "cuda" if self.config.gpu and _cuda_available() else "cpu"
+        scorer = Scorer(*self._scorer_args(), "cuda" if self.config.gpu and _cuda_available() else "cpu")
         official: dict[str, float] = {}
         rows = []
         for cand in chosen:
             found = self.found[cand.label]
-            score = scorer.score(found.path, found.snapshot, device)
+            score = scorer.score(found.path, found.snapshot)
             self.events.emit("checkpoint_scored", name=cand.label, value=score.value, error=score.error,
                              metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
                              budget_elapsed_s=cand.elapsed_s, official=True)

@@ -38,9 +38,6 @@ def compute_history(home: Path, study: str | None, demo: bool | None, paper: Mat
 
     Runs on a worker thread, with its own connection; the app caches the result until a
     session starts or ends, and computes the default view ahead of the first ``h``."""
-    import time
-
-    t0 = time.perf_counter()
     store = Store.open(home)
     try:
         studies = queries.studies(store)
@@ -52,8 +49,7 @@ def compute_history(home: Path, study: str | None, demo: bool | None, paper: Mat
     finally:
         store.close()
     matrix = build_matrix(outcomes, study=study or "ours")
-    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown,
-                                time.perf_counter() - t0)
+    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown)
 
 
 def cell_text(cell, mode: str) -> str:
@@ -87,9 +83,9 @@ class HistoryScreen(Screen):
     ]
 
     class Loaded(Message):
-        def __init__(self, matrix: Matrix, paper: Matrix, studies: list[str], n: int, demo: bool, elapsed_s: float):
+        def __init__(self, matrix: Matrix, paper: Matrix, studies: list[str], n: int, demo: bool):
             super().__init__()
-            self.matrix, self.paper, self.studies, self.n, self.demo, self.elapsed_s = matrix, paper, studies, n, demo, elapsed_s
+            self.matrix, self.paper, self.studies, self.n, self.demo = matrix, paper, studies, n, demo
 
     def __init__(self, study: str | None = ALL):
         super().__init__()
@@ -99,7 +95,6 @@ class HistoryScreen(Screen):
         self.studies: list[str] = []
         self.matrix: Matrix | None = None
         self.paper: Matrix | None = None
-        self.loaded_in_s: float | None = None
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=self.app.show_clock)
@@ -129,7 +124,6 @@ class HistoryScreen(Screen):
         self.app.paper = msg.paper
         self.app.history_cache[(self.study, self.demo)] = msg
         self.matrix, self.paper, self.studies, self.demo_shown = msg.matrix, msg.paper, msg.studies, msg.demo
-        self.loaded_in_s = msg.elapsed_s
         self.n_sessions = msg.n
         self.draw()
 

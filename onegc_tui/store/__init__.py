@@ -38,6 +38,11 @@ class IngestBatch:
     bad: Sequence[tuple[int, str]] = ()
 
 
+def fts_query(words: Sequence[str]) -> str:
+    """An FTS5 query matching every word literally (quotes escaped; no operators)."""
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
 def contract_hash(contract: dict) -> str:
     """What makes two sessions comparable, hashed (host and Python excluded)."""
     keep = {k: v for k, v in contract.items() if k not in ("host", "python")}
@@ -268,10 +273,9 @@ class Store:
         sql = "SELECT t.* FROM transcript t"
         where, args = ["t.session_id = ?"], [session_id]
         if search:
-            terms = " ".join('"' + w.replace('"', '""') + '"' for w in search.split())  # every word, literally
             sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
             where.append("transcript_fts MATCH ?")
-            args.append(terms)
+            args.append(fts_query(search.split()))
         if kinds:
             where.append(f"t.kind IN ({','.join('?' * len(kinds))})")
             args += list(kinds)
@@ -287,41 +291,11 @@ class Store:
         rows = self.db.query("SELECT * FROM gpu_samples WHERE session_id=? ORDER BY seq DESC LIMIT ?", [session_id, limit])
         return list(reversed(list(rows)))
 
-    def outcomes(self, study: str | None = None, include_demo: bool = False):
-        """Every session as the analysis sees it (``SessionOutcome``), optionally one study's."""
-        from onegc_tui.analysis import SessionOutcome
-
-        where, args = ["1=1"], []
-        if study is not None:
-            where.append("study = ?")
-            args.append(study)
-        if not include_demo:
-            where.append("task != 't0_demo'")
-        out = []
-        for r in self.sessions(" AND ".join(where), args):
-            ended = r["state"] in ("ended", "failed")
-            out.append(SessionOutcome(
-                session_id=r["session_id"], study=r["study"], agent=r["agent"] or "?", model=r["model"],
-                task=r["task"] or "?", repeat=r["repeat"] or 1, score=r["score"],
-                end_reason=(r["end_reason"] or "harness_error") if ended else None, contract_hash=r["contract_hash"],
-                budget_s=r["budget_s"] or 0.0, active_s=r["active_s"], started_at=r["started_ts"],
-                scripts_launched=r["scripts_launched"], first_checkpoint_s=r["first_checkpoint_s"]))
-        return out
-
     def ingest_errors(self, session_id: str) -> list[dict]:
         return list(self.db.query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id]))
 
     def max_seq(self, session_id: str) -> int:
         return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
-
-    def recent_events(self, session_id: str, types: Sequence[str], limit: int) -> list[Event]:
-        """The last ``limit`` events of these types, oldest first, as typed events."""
-        from runner.events import parse_event
-
-        rows = self.conn.execute(
-            f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(types))}) ORDER BY seq DESC LIMIT ?",
-            (session_id, *types, limit)).fetchall()
-        return [parse_event(r[0]) for r in reversed(rows)]
 
     def events_of(self, session_id: str, types: Sequence[str] | None = None) -> list[dict]:
         sql, args = "SELECT data FROM events WHERE session_id=?", [session_id]
@@ -331,4 +305,4 @@ class Store:
         return [json.loads(r["data"]) for r in self.db.query(sql + " ORDER BY seq", args)]
 
 
-__all__ = ["DB_NAME", "IngestBatch", "SCHEMA_VERSION", "Store", "contract_hash"]
+__all__ = ["DB_NAME", "IngestBatch", "SCHEMA_VERSION", "Store", "contract_hash", "fts_query"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +52,9 @@ class AgentAdapter:
 
     name: ClassVar[str] = ""
     executable: ClassVar[str | None] = None  # the CLI binary, found on PATH (or the project prefix)
-    stdout_is_jsonl: ClassVar[bool] = True
+    # what asks the agent to end cleanly before the tree is stopped; None: the CLI has no clean
+    # stop (SIGINT kills OpenCode and leaves its tools running), so the tree gets SIGTERM at once
+    graceful_signal: ClassVar[int | None] = signal.SIGINT
     prompt_on_stdin: ClassVar[bool] = False  # else stdin is /dev/null (an open pipe hangs some CLIs)
 
     def argv(self, ctx: LaunchContext) -> list[str]:

@@ -8,7 +8,6 @@ from runner.config import SessionConfig
 
 class CommandAdapter(AgentAdapter):
     name = "command"
-    stdout_is_jsonl = False
 
     def __init__(self) -> None:
         self.command: list[str] = []

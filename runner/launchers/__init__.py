@@ -114,11 +114,6 @@ def abort_session(paths: SessionPaths, wait_s: float | None = None, poll_s: floa
     return f"{paths.session_id}: the runner did not end within {wait_s:.0f} s; " + cancel(paths)
 
 
-def launcher_kind(paths: SessionPaths) -> str | None:
-    record = read_record(paths)
-    return record.get("kind") if record else None
-
-
 def is_attempt_folder(folder: Path) -> bool:
     """``runs/<id>.attempt-<n>``: an earlier, failed attempt kept for the record (see runner.study)."""
     name = folder.name

@@ -57,17 +57,9 @@ def visible_gpus() -> list[str]:
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None and env.strip():
         return [p.strip() for p in env.split(",") if p.strip()]
-    from runner.gpu import _nvml
+    from runner.gpu import gpu_count
 
-    try:
-        nvml = _nvml()
-        nvml.nvmlInit()
-        try:
-            return [str(i) for i in range(nvml.nvmlDeviceGetCount())]
-        finally:
-            nvml.nvmlShutdown()
-    except Exception:  # no driver, no pynvml: a CPU-only machine
-        return []
+    return [str(i) for i in range(gpu_count())]
 
 
 def gpu_slots(spec: str | None = None) -> list[str | None]:
