@@ -74,6 +74,8 @@ class Ingester:
                 continue
             self.store.register_session(sid, str(folder), config)
             self._known[sid] = paths
+            if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
+                self._ended.add(sid)  # nothing more will come: the periodic rescan skips it
             added.append(sid)
         return added
 
@@ -113,6 +115,10 @@ class Ingester:
     def ingest_all(self) -> int:
         self.discover()
         return sum(self.ingest_session(sid) for sid in list(self._known))
+
+    @property
+    def ended(self) -> set[str]:
+        return set(self._ended)
 
     def catch_up(self) -> int:
         """Everything new in every session folder, then the liveness check (the CLI's one-shot view)."""
@@ -225,7 +231,9 @@ class LiveIngest:
                     added = ingester.discover()
                     if added and self.on_sessions:
                         self.on_sessions(added)
-                targets = set(ingester._known) if full else dirty | set(added)
+                # the safety-net rescan reads live sessions only (10 000 finished ones are not
+                # 10 000 file opens every few seconds); a write to any session still wakes us
+                targets = (set(ingester._known) - ingester.ended) if full else dirty | set(added)
                 for sid in sorted(targets):
                     try:
                         ingester.ingest_session(sid)

@@ -67,6 +67,7 @@ class Session:
         self._control = JsonlTail(paths.control)
         self._signal_stop: str | None = None
         self.net: NetworkSandbox | None = None
+        self.agent_version = self.adapter.version()  # once: `--version` of a Node CLI takes seconds
 
     # ------------------------------------------------------------------ lifecycle
     def run(self) -> int:
@@ -165,7 +166,7 @@ class Session:
             "grace_s": self.config.grace_s,
             "gpu": gpu_info,
             "agent": self.config.agent,
-            "agent_version": self.adapter.version(),
+            "agent_version": self.agent_version,
             "model": self.config.model,
             **(self.net.contract() if self.net else {"network": self.config.network}),
             "harness_version": HARNESS_VERSION,
@@ -228,7 +229,7 @@ class Session:
             finally:
                 self.tree.popen.stdin.close()  # an open stdin makes some CLIs wait forever
         self.events.emit("agent_started", pid=self.tree.root_pid, argv=[_short(a) for a in argv],
-                         containment=self.tree.mode, version=self.adapter.version())
+                         containment=self.tree.mode, version=self.agent_version)
 
     def _pump_stdout(self) -> None:
         assert self.tree is not None
