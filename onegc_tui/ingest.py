@@ -37,8 +37,9 @@ INGEST_NICE = 5
 COALESCE_S = 0.03  # after a change, wait this long for more: 1 600 lines/s become ~30 batches/s
 RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): events arrive through watchdog
 
+# Only writes and new files. watchdog >= 5 also reports opens and read-only closes; reacting to our
+# own reads would read again, forever (the filter keeps them out of the kernel's mask too).
 WRITE_EVENTS = [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
-READ_ONLY_EVENTS = ("opened", "closed_no_write")  # watchdog >= 5 reports opens and read-only closes too
 OnEvents = Callable[[str, list[Event]], None]
 
 
@@ -155,8 +156,6 @@ class _Dirty(FileSystemEventHandler):
         self.mark = mark
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in READ_ONLY_EVENTS:
-            return  # our own reads: reacting to them would read again, forever
         path = Path(getattr(event, "dest_path", "") or event.src_path)
         if path.name == "events.jsonl":
             self.mark(path.parent.name)

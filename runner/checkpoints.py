@@ -160,8 +160,6 @@ class _Handler(FileSystemEventHandler):
         self.poke = poke
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in ("opened", "closed_no_write"):
-            return  # reads (ours, the scorer's) change nothing
         target = Path(getattr(event, "dest_path", "") or event.src_path)
         if not event.is_directory and is_checkpoint_file(target):
             self.poke()
