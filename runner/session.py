@@ -204,7 +204,6 @@ class Session:
             agent_home=self.paths.agent_home,
             prompt=standard_prompt(self.spec.title, self.config.budget_s / 60, self.spec.scored_split),
             model=self.config.model,
-            deadline_file=self.paths.workspace / ".deadline",
             base_env=self._agent_env(),
             extra_args=tuple(self.config.agent_args),
         )

@@ -42,7 +42,6 @@ class LaunchContext:
     agent_home: Path  # a fresh per-session HOME/config folder: the user's own settings stay out
     prompt: str
     model: str | None
-    deadline_file: Path
     base_env: dict[str, str] = field(default_factory=dict)
     extra_args: tuple[str, ...] = ()
 

@@ -15,6 +15,7 @@ from runner.agents import claude_code, credentials, get_adapter, locate
 from runner.agents.base import LaunchContext, TranscriptItem
 from runner.agents.claude_code import ClaudeCodeAdapter
 from runner.agents.prompt import OWNERSHIP_NOTE, standard_prompt
+from tests.agents.context import launch_context
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "transcripts"
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/transcripts is not beside the repo")
@@ -187,18 +188,7 @@ def test_finish_owes_a_result_when_the_run_was_cut_off():
 
 # ----------------------------------------------------------------------------- launch
 def make_ctx(tmp_path: Path, model: str | None = None, env: dict | None = None, extra=()) -> LaunchContext:
-    return LaunchContext(
-        workspace=tmp_path / "workspace",
-        session_dir=tmp_path,
-        agent_home=tmp_path / "agent_home",
-        prompt="Read program.md. Budget: 2 minutes.",
-        model=model,
-        deadline_file=tmp_path / "workspace" / ".deadline",
-        base_env=env
-        if env is not None
-        else {"PATH": "/usr/bin", "HOME": "/root", "ANTHROPIC_API_KEY": "sk-ant-secret"},
-        extra_args=tuple(extra),
-    )
+    return launch_context(tmp_path, model, env if env is not None else {"PATH": "/usr/bin", "HOME": "/root", "ANTHROPIC_API_KEY": "sk-ant-secret"}, extra)
 
 
 def test_argv_is_the_headless_stream_json_invocation(tmp_path):

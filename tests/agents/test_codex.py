@@ -11,6 +11,7 @@ import pytest
 from runner.agents import credentials, get_adapter
 from runner.agents.base import LaunchContext, TranscriptItem
 from runner.agents.codex import CodexAdapter, error_message, unwrap_command
+from tests.agents.context import launch_context
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "transcripts"
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/transcripts is not beside the repo")
@@ -141,16 +142,7 @@ def test_helpers():
 
 # ----------------------------------------------------------------------------- launch
 def make_ctx(tmp_path: Path, model: str | None = "gpt-5", env: dict | None = None, extra=()) -> LaunchContext:
-    return LaunchContext(
-        workspace=tmp_path / "workspace",
-        session_dir=tmp_path,
-        agent_home=tmp_path / "agent_home",
-        prompt="Read program.md. Budget: 2 minutes.",
-        model=model,
-        deadline_file=tmp_path / "workspace" / ".deadline",
-        base_env=env if env is not None else {"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-openai-secret"},
-        extra_args=tuple(extra),
-    )
+    return launch_context(tmp_path, model, env if env is not None else {"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-openai-secret"}, extra)
 
 
 def test_argv_is_exec_json_with_the_prompt_last(tmp_path):

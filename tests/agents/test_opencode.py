@@ -11,6 +11,7 @@ import pytest
 from runner.agents import credentials, get_adapter
 from runner.agents.base import LaunchContext, TranscriptItem
 from runner.agents.opencode import ModelRequired, OpenCodeAdapter
+from tests.agents.context import launch_context
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "transcripts"
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/transcripts is not beside the repo")
@@ -130,19 +131,8 @@ def test_reasoning_failed_tools_retryable_errors_and_notices():
 
 
 # ----------------------------------------------------------------------------- launch
-def make_ctx(
-    tmp_path: Path, model: str | None = "openrouter/moonshotai/kimi-k2", env: dict | None = None, extra=()
-) -> LaunchContext:
-    return LaunchContext(
-        workspace=tmp_path / "workspace",
-        session_dir=tmp_path,
-        agent_home=tmp_path / "agent_home",
-        prompt="Read program.md. Budget: 2 minutes.",
-        model=model,
-        deadline_file=tmp_path / "workspace" / ".deadline",
-        base_env=env if env is not None else {"PATH": "/usr/bin", "OPENROUTER_API_KEY": "sk-or-secret"},
-        extra_args=tuple(extra),
-    )
+def make_ctx(tmp_path: Path, model: str | None = "openrouter/moonshotai/kimi-k2", env: dict | None = None, extra=()) -> LaunchContext:
+    return launch_context(tmp_path, model, env if env is not None else {"PATH": "/usr/bin", "OPENROUTER_API_KEY": "sk-or-secret"}, extra)
 
 
 def test_argv_passes_the_prompt_as_the_message_argument(tmp_path):
