@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO))
 
 COLS, ROWS = 160, 45
 ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>78]|\x1b\][^\x07]*\x07")
-KEYS = {"down": b"\x1b[B", "up": b"\x1b[A"}
+KEYS = {"down": b"\x1b[B", "up": b"\x1b[A", "escape": b"\x1b"}
 PRESS_TIMEOUT_S = 5.0  # a press not shown within this counts as this long
 
 
@@ -259,42 +259,51 @@ def build_history_store(home: Path, n_sessions: int, n_events: int) -> tuple[flo
     return time.perf_counter() - t0, events
 
 
-def history_figures(home: Path) -> tuple[list[float], list[float]]:
+def history_direct(home: Path) -> list[float]:
+    """The matrix alone: ``queries.outcomes`` + ``build_matrix``, five times."""
     from onegc_tui import queries
     from onegc_tui.analysis import build_matrix, paper_matrix
-    from onegc_tui.app import make_app
-    from onegc_tui.app.history import HistoryScreen
     from onegc_tui.store import Store
 
     paper_matrix()  # the task registry is read once per process
-    direct = []
+    out = []
     for _ in range(5):
         t0 = time.perf_counter()
         store = Store.open(home)
         matrix = build_matrix(queries.outcomes(store, None), study="ours")
         store.close()
-        direct.append(time.perf_counter() - t0)
+        out.append(time.perf_counter() - t0)
     assert matrix.rows, "the generated store gave an empty matrix"
+    return out
 
-    async def in_app() -> list[float]:
-        out = []
-        app = make_app(home, live=False, show_clock=False)
-        async with app.run_test(size=(COLS, ROWS)) as pilot:
-            await pilot.pause()
-            for _ in range(5):
-                t0 = time.perf_counter()
-                await pilot.press("h")
-                screen = app.screen
-                while not isinstance(screen, HistoryScreen) or screen.matrix is None:
-                    await asyncio.sleep(0.002)
-                    screen = app.screen
-                await pilot.pause()
-                out.append(time.perf_counter() - t0)
-                await pilot.press("escape")
-                await pilot.pause()
-        return out
 
-    return direct, asyncio.run(in_app())
+HISTORY_DRAWN = b"paper rows: its Table 4/6"  # the history summary line, written with the matrix
+
+
+def history_in_monitor(home: Path, reopens: int) -> tuple[float, float, list[float]]:
+    """The real monitor over the big store: (start → dashboard drawn, first h → matrix drawn, reopens)."""
+    t0 = time.perf_counter()
+    term = Terminal(home)
+    try:
+        if not term.wait_for("monitor — h0".encode(), 0, 120):
+            sys.exit("the monitor did not show the dashboard within 120 s")
+        started = time.perf_counter() - t0
+        times = []
+        for i in range(1 + reopens):
+            since = term.mark()
+            t0 = time.perf_counter()
+            term.press("h")
+            if not term.wait_for(HISTORY_DRAWN, since, 30):
+                sys.exit("the history matrix was not drawn within 30 s")
+            times.append(time.perf_counter() - t0)
+            time.sleep(0.5)
+            since = term.mark()
+            term.press("escape")
+            term.wait_for("monitor — h0".encode(), since, 10)
+            time.sleep(0.5)
+        return started, times[0], times[1:]
+    finally:
+        term.close()
 
 
 # ----------------------------------------------------------------------------- main
@@ -363,12 +372,13 @@ def main() -> None:
         size = (home / "onegc.db").stat().st_size / 2**30
         print(f"history store: {args.history_sessions} sessions, {events} events, {size:.2f} GiB "
               f"({'built in %.0f s' % built if built else 'cached'}; {home})")
-        direct, in_app = history_figures(home)
+        direct = history_direct(home)
         print(f"history matrix, query + build: median {statistics.median(direct) * 1000:.0f} ms · "
               f"max {max(direct) * 1000:.0f} ms")
-        print(f"history screen, h pressed → matrix drawn: first {in_app[0] * 1000:.0f} ms (the screen is built), "
-              f"then median {statistics.median(in_app[1:]) * 1000:.0f} ms · max {max(in_app[1:]) * 1000:.0f} ms "
-              f"(target < 300 ms) · load {os.getloadavg()[0]:.2f}")
+        started, first, again = history_in_monitor(home, reopens=5)
+        print(f"monitor over that store: dashboard drawn {started:.1f} s after start; h pressed at once → "
+              f"matrix drawn {first * 1000:.0f} ms, reopened median {statistics.median(again) * 1000:.0f} ms · "
+              f"max {max(again) * 1000:.0f} ms (target < 300 ms) · load {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -406,7 +406,8 @@ def build_matrix(
         if spec is None:
             unknown.add(o.task)
             continue
-        columns.setdefault(spec.short, TaskColumn.from_spec(spec))
+        if spec.short not in columns:
+            columns[spec.short] = TaskColumn.from_spec(spec)
         groups.setdefault((o.agent, o.model), {}).setdefault(spec.short, []).append(o)
     cols = tuple(sorted(columns.values(), key=lambda c: task_sort_key(c.task)))
     expected = _expected_tasks(cols, table, agg_tasks)

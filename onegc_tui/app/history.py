@@ -10,6 +10,7 @@ summary table only (no event scan), so it opens fast over thousands of sessions.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from rich.text import Text
@@ -50,6 +51,44 @@ def compute_history(home: Path, study: str | None, demo: bool | None, paper: Mat
         store.close()
     matrix = build_matrix(outcomes, study=study or "ours")
     return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown)
+
+
+class HistoryViews:
+    """The history screen's data per view (study, demo), computed once and shared.
+
+    ``get`` runs on worker threads: the first caller of a view computes it, a second caller
+    (the screen opened while the start-up prefetch is still running) waits for that result
+    instead of computing it again. ``invalidate`` (the app, when a session starts or ends) drops
+    every view; a computation in flight still answers its callers."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        self.paper: Matrix | None = None  # the paper's matrix: the same for every view
+        self._lock = threading.Lock()
+        self._views: dict[tuple, _View] = {}
+
+    def get(self, study: str | None, demo: bool | None) -> "HistoryScreen.Loaded":
+        with self._lock:
+            view = self._views.setdefault((study, demo), _View())
+        with view.lock:
+            if view.loaded is None:
+                view.loaded = compute_history(self.home, study, demo, self.paper)
+                self.paper = view.loaded.paper
+        return view.loaded
+
+    def ready(self, study: str | None, demo: bool | None) -> bool:
+        view = self._views.get((study, demo))
+        return view is not None and view.loaded is not None
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._views.clear()
+
+
+class _View:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.loaded: HistoryScreen.Loaded | None = None
 
 
 def cell_text(cell, mode: str) -> str:
@@ -112,17 +151,14 @@ class HistoryScreen(Screen):
         self.load()
 
     def on_screen_resume(self) -> None:
-        if self.matrix is not None and (self.study, self.demo) not in self.app.history_cache:
+        if self.matrix is not None and not self.app.history.ready(self.study, self.demo):
             self.load()  # sessions started or ended since it was drawn
 
     @work(thread=True, exit_on_error=False, exclusive=True)
     def load(self) -> None:
-        cached = self.app.history_cache.get((self.study, self.demo))
-        self.post_message(cached or compute_history(self.app.home, self.study, self.demo, self.app.paper))
+        self.post_message(self.app.history.get(self.study, self.demo))
 
     def on_history_screen_loaded(self, msg: Loaded) -> None:
-        self.app.paper = msg.paper
-        self.app.history_cache[(self.study, self.demo)] = msg
         self.matrix, self.paper, self.studies, self.demo_shown = msg.matrix, msg.paper, msg.studies, msg.demo
         self.n_sessions = msg.n
         self.draw()

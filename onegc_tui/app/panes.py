@@ -7,7 +7,7 @@ from collections import deque
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Input, Log, ProgressBar, Sparkline, Static
+from textual.widgets import DataTable, Input, Log, Sparkline, Static
 
 from onegc_tui.app.plot import Plot, Series
 from onegc_tui.queries import pane_lines
@@ -19,6 +19,7 @@ from tasks import UnknownTask, get_task
 TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite
 LOAD_LINES = 500  # read on selection: a screenful many times over, cheap enough to keep keys snappy
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
+BUDGET_BAR_WIDTH = 28  # the budget pane is 35 columns wide (app.tcss): the bar and " 100%"
 
 
 class FollowLog(Log):
@@ -142,7 +143,7 @@ class BudgetPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("Budget", classes="pane-title")
         yield Static("--:--", id="countdown")
-        yield ProgressBar(total=1.0, show_eta=False, show_percentage=True, id="budget-bar")
+        yield Static("", id="budget-bar")
         yield Static("", id="budget-detail")
 
     def on_mount(self) -> None:
@@ -188,7 +189,8 @@ class BudgetPane(Vertical):
             label = {"paused": "  PAUSED", "queued": "  QUEUED"}.get(state, "")
             text = f"{clock(left)} left{label}"
         self._set("#countdown", text, layout=False)  # fixed size (app.tcss): no relayout every second
-        self.query_one(ProgressBar).update(total=1.0, progress=v.fraction_left())
+        left_fraction = v.fraction_left()
+        self._set("#budget-bar", f"{bar(left_fraction, BUDGET_BAR_WIDTH)} {left_fraction:4.0%}", layout=False)
         row = getattr(self, "row", {}) or {}
         detail = f"budget {clock(v.budget_s)}"
         if row.get("end_reason"):
@@ -224,19 +226,26 @@ class GpuPane(Vertical):
     def show(self, fetched: tuple[list[float], str | None, dict | None]) -> None:
         utils, self.no_gpu, last = fetched
         self.history = deque(utils, maxlen=GPU_HISTORY)
+        self._pending = None
         self._draw(last)
 
     def apply(self, events: list[Event]) -> None:
-        last = None
+        """Take new samples; they are drawn at the next :meth:`tick` (samples come at 1 Hz)."""
         for e in events:
             if e.type == "gpu":
                 self.history.append(e.util_pct)
-                last = {"util_pct": e.util_pct, "mem_used_mb": e.mem_used_mb, "mem_total_mb": e.mem_total_mb,
-                        "power_w": e.power_w, "temp_c": e.temp_c}
+                self._pending = {"util_pct": e.util_pct, "mem_used_mb": e.mem_used_mb,
+                                 "mem_total_mb": e.mem_total_mb, "power_w": e.power_w, "temp_c": e.temp_c}
             elif e.type == "warning" and e.code == "no_gpu":
                 self.no_gpu = e.message
-        if last or any(e.type == "warning" for e in events):
-            self._draw(last)
+                self._pending = self._pending or {}
+
+    _pending: dict | None = None
+
+    def tick(self) -> None:
+        if self._pending is not None:
+            last, self._pending = self._pending, None
+            self._draw(last or None)
 
     def _draw(self, last: dict | None) -> None:
         spark = self.query_one(Sparkline)
@@ -253,7 +262,7 @@ class GpuPane(Vertical):
             extra += f" · {last['temp_c']:.0f}°C" if last.get("temp_c") else ""
             busy = sum(1 for u in self.history if u > 10) / max(1, len(self.history))
             figures.update(f"util {last['util_pct']:.0f}% {bar(last['util_pct'] / 100)} · mem {mem}{extra}\n"
-                           f"busy {busy:.0%} of the last {len(self.history)} s")
+                           f"busy {busy:.0%} of the last {len(self.history)} s", layout=False)
 
 
 class CheckpointsPane(Vertical):

@@ -156,15 +156,16 @@ class Store:
                 gpu.append((e.session_id, e.seq, e.ts, e.index, e.util_pct, e.mem_used_mb, e.mem_total_mb, e.power_w, e.temp_c))
                 s.update(gpu_util=e.util_pct, gpu_mem_mb=e.mem_used_mb, gpu_mem_total_mb=e.mem_total_mb)
             elif t == "heartbeat":
-                s.update(remaining_s=e.remaining_s, active_s=e.active_s, procs=e.procs)
+                s.update(remaining_s=e.remaining_s, remaining_ts=e.ts, active_s=e.active_s, procs=e.procs)
             elif t == "budget":
-                s.update(remaining_s=e.remaining_s, deadline=e.deadline)
+                s.update(remaining_s=e.remaining_s, remaining_ts=e.ts, deadline=e.deadline)
                 if e.state in ("paused", "resumed", "running"):
                     s["state"] = "paused" if e.state == "paused" else "running"
             elif t == "session_started":
                 gpus = e.contract.get("gpu") or []
                 s.update(state="running", started_ts=e.ts, study=e.study, task=e.task, agent=e.agent, model=e.model,
                          repeat=e.repeat, budget_s=e.budget_s, grace_s=e.grace_s, remaining_s=e.budget_s,
+                         remaining_ts=e.ts,
                          contract=json.dumps(e.contract), contract_hash=contract_hash(e.contract),
                          gpu_name=gpus[0].get("name") if gpus else None)
             elif t == "agent_started":
@@ -260,6 +261,10 @@ class Store:
     # ------------------------------------------------------------------ reading
     def sessions(self, where: str = "1=1", args: Iterable = ()) -> list[dict]:
         return list(self.db.query(f"SELECT * FROM sessions WHERE {where} ORDER BY started_ts IS NULL, started_ts, session_id", list(args)))
+
+    def sessions_since(self, rev: int) -> list[dict]:
+        """Summary rows written after revision ``rev`` (each write to a row gives it a new ``rev``)."""
+        return list(self.db.query("SELECT * FROM sessions WHERE rev > ? ORDER BY rev", [rev]))
 
     def session(self, session_id: str) -> dict | None:
         rows = self.sessions("session_id = ?", (session_id,))

@@ -69,6 +69,22 @@ MIGRATIONS: list[str] = [
     CREATE INDEX sessions_by_study ON sessions(study, agent, task);
     CREATE INDEX events_by_type ON events(session_id, type);
     """,
+    # 2: when remaining_s was measured (a later event of another kind is not a later countdown);
+    # a revision per summary row, bumped by every insert or update, so a reader fetches only the
+    # rows changed since it last looked (the monitor over 10 000 sessions)
+    """
+    ALTER TABLE sessions ADD COLUMN remaining_ts REAL;
+    UPDATE sessions SET remaining_ts = last_ts WHERE remaining_s IS NOT NULL;
+    ALTER TABLE sessions ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+    UPDATE sessions SET rev = rowid;
+    CREATE INDEX sessions_by_rev ON sessions(rev);
+    CREATE TRIGGER sessions_rev_insert AFTER INSERT ON sessions BEGIN
+        UPDATE sessions SET rev = (SELECT MAX(rev) FROM sessions) + 1 WHERE rowid = NEW.rowid;
+    END;
+    CREATE TRIGGER sessions_rev_update AFTER UPDATE ON sessions WHEN NEW.rev = OLD.rev BEGIN
+        UPDATE sessions SET rev = (SELECT MAX(rev) FROM sessions) + 1 WHERE rowid = NEW.rowid;
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

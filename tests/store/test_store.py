@@ -120,3 +120,20 @@ def test_live_ingest_with_a_real_watchdog_observer(home):
         assert seen == list(range(1, 17))
     finally:
         live.stop()
+
+
+def test_the_countdown_runs_from_the_last_heartbeat_not_from_the_last_event(home):
+    """A transcript line after a heartbeat must not make the sessions table show more time left."""
+    from onegc_tui.view import session_cells
+
+    w = fake_session(home, n_transcript=0)  # its events carry today's time: later than the heartbeat's
+    t = [1_000.0]
+    w.clock = lambda: t[0]
+    w.emit("heartbeat", remaining_s=50.0, active_s=10.0, procs=1)
+    t[0] = 1_008.0
+    w.emit("transcript", role="assistant", kind="text", text="still thinking")
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    row = store.session("s1")
+    assert (row["remaining_s"], row["remaining_ts"]) == (50.0, 1_000.0) and row["last_ts"] > 1_000.0
+    assert session_cells(row, now=1_010.0)["left"].endswith("00:40")
