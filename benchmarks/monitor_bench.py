@@ -129,6 +129,7 @@ class Terminal:
         threading.Thread(target=self._drain, daemon=True).start()
 
     def _drain(self) -> None:
+        carry = b""  # an escape sequence cut by the read: stripped with the next chunk
         while True:
             try:
                 chunk = os.read(self.fd, 65536)
@@ -136,6 +137,10 @@ class Terminal:
                 return
             if not chunk:
                 return
+            chunk, carry = carry + chunk, b""
+            cut = chunk.rfind(b"\x1b")
+            if cut >= 0 and not ANSI.match(chunk, cut):
+                chunk, carry = chunk[:cut], chunk[cut:]
             with self.cond:
                 self.text += ANSI.sub(b"", chunk)
                 self.cond.notify_all()
@@ -186,6 +191,10 @@ def latency(term: Terminal, order: list[str], presses: int) -> list[float]:
         term.press("down" if step > 0 else "up")
         ok = term.wait_for(header(order[i]), since, PRESS_TIMEOUT_S)
         out.append(time.perf_counter() - t0 if ok else PRESS_TIMEOUT_S)
+        if not ok:
+            shown = re.findall(rb"monitor \xe2\x80\x94 [\w-]+", bytes(term.text[since:]))
+            print(f"press {len(out)} ({'down' if step > 0 else 'up'} to {order[i]}) not shown within "
+                  f"{PRESS_TIMEOUT_S:.0f} s; headers written since: {[h.decode() for h in shown][-3:]}")
         time.sleep(0.15)  # a person's pace between presses
     return out
 

@@ -89,6 +89,7 @@ class JsonlTail:
     def __init__(self, path: Path, state: TailState | None = None):
         self.path = path
         self.state = state or TailState()
+        self.at_end = False  # the last read reached the end of the file: nothing more to read now
 
     def read_lines(self, max_bytes: int = 8 << 20) -> Iterator[tuple[int, bytes]]:
         """Yield ``(line_no, line)`` for each complete new line; advances the offset."""
@@ -97,7 +98,9 @@ class JsonlTail:
                 f.seek(self.state.offset)
                 chunk = f.read(max_bytes if max_bytes > 0 else -1)
         except FileNotFoundError:
+            self.at_end = True
             return
+        self.at_end = max_bytes <= 0 or len(chunk) < max_bytes
         end = chunk.rfind(b"\n")
         if end < 0:
             return

@@ -24,10 +24,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
 from onegc_tui import queries
 from onegc_tui.app.confirm import ConfirmScreen
+from onegc_tui.app.header import BeatClock, MonitorHeader
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane, TranscriptPane
 from onegc_tui.ingest import LiveIngest
@@ -122,7 +123,7 @@ class MonitorApp(App):
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.show_clock)
+        yield MonitorHeader(show_clock=self.show_clock)
         with Vertical(id="top"):
             yield Static("", id="summary")
             yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
@@ -309,6 +310,8 @@ class MonitorApp(App):
         self.refresh_sessions()
         self.query_one(BudgetPane).tick()
         self.query_one(GpuPane).tick()
+        for clock in self.screen.query(BeatClock):
+            clock.refresh()
         watched = self._unchecked | self._countdowns
         self._unchecked = set()
         for alert in self.alerts.check({sid: self.rows[sid] for sid in watched}, self.now()):
@@ -316,7 +319,12 @@ class MonitorApp(App):
 
     @on(DataTable.RowHighlighted, "#sessions")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key and event.row_key.value != self.selected:
+        table = event.data_table
+        if not event.row_key or not table.is_valid_row_index(table.cursor_row):
+            return
+        if table.coordinate_to_cell_key(table.cursor_coordinate).row_key != event.row_key:
+            return  # posted before a re-sort moved the rows: the cursor is on another session now
+        if event.row_key.value != self.selected:
             self.select(event.row_key.value)
 
     @on(DataTable.RowSelected, "#sessions")

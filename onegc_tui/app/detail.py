@@ -19,10 +19,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Log, Static
+from textual.widgets import Footer, Log, Static
 
 from onegc_tui import queries
 from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
+from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import GUTTER, Plot, Series
 from onegc_tui.queries import Timeline
 from onegc_tui.store import Store
@@ -169,7 +170,7 @@ class DetailScreen(CursorScreen):
         super().__init__([sid])
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.app.show_clock)
+        yield MonitorHeader(show_clock=self.app.show_clock)
         with Horizontal(id="detail-top"):
             with Vertical(id="detail-plots"):
                 yield Static("Scores against budget time (dots: each checkpoint, line: best so far)", classes="pane-title")
@@ -226,7 +227,7 @@ class ReplayScreen(CursorScreen):
     analytics = False
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.app.show_clock)
+        yield MonitorHeader(show_clock=self.app.show_clock)
         yield Static("Replay: sessions aligned by budget time · ←/→ move the cursor (shift: 10 %) · Home/End",
                      id="replay-summary")
         with Horizontal(id="replay"):

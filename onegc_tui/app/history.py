@@ -21,10 +21,11 @@ from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Footer, Static
 
 from onegc_tui import queries
 from onegc_tui.analysis import FRACTIONS, Matrix, anytime_band, anytime_curve, build_matrix, paper_matrix
+from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import Plot, Series
 from onegc_tui.export import render_matrix
 from onegc_tui.store import Store
@@ -136,7 +137,7 @@ class HistoryScreen(Screen):
         self.paper: Matrix | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.app.show_clock)
+        yield MonitorHeader(show_clock=self.app.show_clock)
         yield Static("loading the matrix…", id="hist-summary")
         yield DataTable(id="matrix", cursor_type="cell", zebra_stripes=True)
         with Horizontal(id="hist-bottom"):
@@ -374,7 +375,7 @@ class SessionsScreen(Screen):
         self.title_text, self.ids, self.marked = title, ids, []
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=self.app.show_clock)
+        yield MonitorHeader(show_clock=self.app.show_clock)
         yield Static(f"{self.title_text}: {len(self.ids)} sessions · Enter opens one · space marks · r replays",
                      id="drill-summary")
         yield DataTable(id="drill", cursor_type="row", zebra_stripes=True)

@@ -209,3 +209,22 @@ async def test_the_table_follows_rows_changed_by_another_process(app_home):
         assert table.get_cell("a-ended", "state") == "ended"
         assert any("b-paused FAILED" in n.message for n in app._notifications)
         assert app.rows["b-paused"]["state"] == "failed" and len(app.rows) == 4
+
+
+async def test_rows_read_out_of_order_do_not_move_the_selection_off_the_cursor(app_home):
+    """Rows arrive in write order and are then sorted: a highlight posted before the sort is stale."""
+    from onegc_tui.store import Store
+
+    store = Store.open(app_home)
+    with store.conn:  # a-ended was written last: it comes last from the store, first in the table
+        store.conn.execute("UPDATE sessions SET warnings = warnings WHERE session_id = 'a-ended'")
+    assert [r["session_id"] for r in store.sessions_since(0)][-1] == "a-ended"
+    store.close()
+    app = make_app(app_home, live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one("#sessions", DataTable)
+        assert app.selected == "a-ended" == app.order[table.cursor_row]
+        await pilot.press("down")
+        await pilot.pause()
+        assert app.selected == "b-paused" == app.order[table.cursor_row]

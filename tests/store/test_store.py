@@ -99,6 +99,26 @@ def test_schema_version_and_a_newer_database_is_refused(tmp_path):
         Store(tmp_path / "x.db")
 
 
+def test_a_first_schema_database_is_migrated_and_its_rows_get_revisions(tmp_path):
+    from onegc_tui.store.schema import MIGRATIONS
+
+    conn = sqlite3.connect(tmp_path / "old.db")
+    conn.executescript(MIGRATIONS[0] + "; PRAGMA user_version = 1;")
+    conn.executemany("INSERT INTO sessions (session_id, folder, state, remaining_s, last_ts) VALUES (?, 'f', ?, ?, ?)",
+                     [("old-a", "ended", None, 5.0), ("old-b", "running", 30.0, 7.0)])
+    conn.commit()
+    conn.close()
+    store = Store(tmp_path / "old.db")
+    assert store.schema_version == SCHEMA_VERSION
+    rows = {r["session_id"]: r for r in store.sessions_since(0)}
+    assert rows["old-a"]["rev"] > 0 and rows["old-b"]["remaining_ts"] == 7.0
+    since = max(r["rev"] for r in rows.values())
+    store.mark_failed("old-b", "runner gone")
+    assert [(r["session_id"], r["state"]) for r in store.sessions_since(since)] == [("old-b", "failed")]
+    store.register_session("new", "f2", {"task": "t0"})
+    assert [r["session_id"] for r in store.sessions_since(since)] == ["old-b", "new"]
+
+
 def test_live_ingest_with_a_real_watchdog_observer(home):
     seen: list[int] = []
     got = threading.Event()
