@@ -27,7 +27,6 @@ load average is printed beside the figures: other work on the machine shows up i
 from __future__ import annotations
 
 import argparse
-import asyncio
 import fcntl
 import json
 import os

@@ -17,6 +17,11 @@ KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result"
               "error": "✖", "raw": "·"}
 
 
+def count(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def clock(seconds: float | None) -> str:
     if seconds is None:
         return "--:--"

@@ -33,7 +33,7 @@ from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane, TranscriptPane
 from onegc_tui.ingest import LiveIngest
 from onegc_tui.store import Store
-from onegc_tui.view import SORTS, Alerts, session_cells, sort_key
+from onegc_tui.view import SORTS, Alerts, count, session_cells, sort_key
 from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
@@ -267,7 +267,7 @@ class MonitorApp(App):
         n_paused = sum(1 for r in rows.values() if r["state"] == "paused")
         order = f"sorted by {self.sort_by}{' ↓' if self.sort_reverse else ''}"
         marks = f" · {len(self.marked)} marked for replay" if self.marked else ""
-        summary = (f"{len(rows)} sessions · {len(self._countdowns)} running · {n_paused} paused · {order}{marks}" if rows else
+        summary = (f"{count(len(rows), 'session')} · {len(self._countdowns)} running · {n_paused} paused · {order}{marks}" if rows else
                    f"No sessions under {self.home / 'runs'} yet: press n, or run 'onegc demo' or 'onegc run'.")
         if summary != self._summary:  # an update relayouts the screen: only when the text changes
             self._summary = summary

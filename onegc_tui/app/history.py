@@ -29,7 +29,7 @@ from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import Plot, Series
 from onegc_tui.export import render_matrix
 from onegc_tui.store import Store
-from onegc_tui.view import clock, fmt_score
+from onegc_tui.view import clock, count, fmt_score
 
 ALL = None  # the study filter value meaning "every session"
 SEP = "\x1f"  # row keys: study SEP row label
@@ -207,7 +207,7 @@ class HistoryScreen(Screen):
         study = self.study or "all sessions"
         demo = " · demo tasks included" if self.demo_shown else ""
         self.query_one("#hist-summary", Static).update(
-            f"[b]{study}[/b]: {self.n_sessions} sessions{demo} · cells: {what} · bold: best per task · "
+            f"[b]{study}[/b]: {count(self.n_sessions, 'session')}{demo} · cells: {what} · bold: best per task · "
             f"Agg: mean relative improvement over the baselines (†: partial) · paper rows: its Table 4/6")
         if not self.matrix.rows:
             self.query_one("#cell-detail", Static).update(
@@ -376,7 +376,7 @@ class SessionsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield MonitorHeader(show_clock=self.app.show_clock)
-        yield Static(f"{self.title_text}: {len(self.ids)} sessions · Enter opens one · space marks · r replays",
+        yield Static(f"{self.title_text}: {count(len(self.ids), 'session')} · Enter opens one · space marks · r replays",
                      id="drill-summary")
         yield DataTable(id="drill", cursor_type="row", zebra_stripes=True)
         yield Footer()
