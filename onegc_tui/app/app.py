@@ -154,6 +154,7 @@ class MonitorApp(App):
         self.set_interval(1 / FLUSH_HZ, self._beat)
 
     def on_unmount(self) -> None:
+        gc.unfreeze()  # the process may go on (tests, 'onegc demo' after the monitor): collect as usual
         if self._ingest:
             self._ingest.stop()
         if self.store:
