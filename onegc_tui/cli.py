@@ -326,18 +326,17 @@ def reindex_cmd() -> None:
     click.echo(f"reindexed {sessions} sessions, {n} events into {db}")
 
 
-def _register_optional_commands() -> None:
+def _register_commands() -> None:
     """Commands that live in their own modules (studies, history, doctor)."""
-    for module, name in (("onegc_tui.cli_study", "study"), ("onegc_tui.cli_history", "history"),
-                         ("onegc_tui.cli_doctor", "doctor")):
-        try:
-            mod = __import__(module, fromlist=[name])
-        except ImportError:
-            continue
-        main.add_command(getattr(mod, name))
+    from onegc_tui.cli_doctor import doctor
+    from onegc_tui.cli_history import history
+    from onegc_tui.cli_study import study
+
+    for command in (study, history, doctor):
+        main.add_command(command)
 
 
-_register_optional_commands()
+_register_commands()
 
 
 def entry() -> None:

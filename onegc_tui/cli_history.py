@@ -28,9 +28,17 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     try:
         Ingester(home, store).catch_up()
         outcomes = queries.outcomes(store, study, include_demo=demo)
+        left_out = 0 if demo or outcomes else len(queries.outcomes(store, study, include_demo=True))
     finally:
         store.close()
     matrix = build_matrix(outcomes, study=study or "ours")
+    if not matrix.rows:
+        where = f" in study {study}" if study else ""
+        why = (f"{left_out} demo-task session{'s' if left_out != 1 else ''}{where} left out (--demo includes them)"
+               if left_out else f"no sessions{where} under {home / 'runs'}")
+        if no_paper:
+            raise click.ClickException(f"nothing to print: {why}")
+        click.echo(f"note: only the paper's rows: {why}", err=True)
     click.echo(render_matrix(matrix, fmt, include_paper=not no_paper), nl=False)
     if sessions_path is not None:
         sessions_path.write_text(sessions_csv(outcomes))

@@ -54,6 +54,7 @@ def contract_hash(contract: dict) -> str:
 class Store:
     def __init__(self, path: Path):
         self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)  # a new ONEGC_HOME: an empty store, not a traceback
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")

@@ -43,6 +43,18 @@ def test_sessions_history_and_export(home):
     assert r.exit_code == 0 and "scripted" in r.output and "paper" not in r.output
     r = run("history", "--format", "md")
     assert "Sonnet 4.6" in r.output and "+0.293" in r.output
+    assert "note: only the paper's rows: 2 demo-task sessions left out (--demo includes them)" in r.stderr
+    r = CliRunner().invoke(main, ["history", "--no-paper"])
+    assert r.exit_code == 1 and r.output.strip().splitlines() == [
+        "Error: nothing to print: 2 demo-task sessions left out (--demo includes them)"]
+
+
+def test_a_new_home_folder_is_an_empty_store_not_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("ONEGC_HOME", str(tmp_path / "not-yet"))
+    r = run("history", "--format", "csv")
+    assert r.exit_code == 0 and f"no sessions under {tmp_path / 'not-yet' / 'runs'}" in r.stderr
+    r = run("sessions")
+    assert r.exit_code == 0 and "no sessions under" in r.output
 
 
 def test_resume_of_an_ended_session_is_refused(home):
