@@ -41,9 +41,6 @@ from tasks import UnknownTask, get_task
 
 GIL_SWITCH_S = 0.001
 FLUSH_HZ = 10  # drain new events into the panes this often (PERFORMANCE.md: frames, not lines)
-# Once a second (every FLUSH_HZ-th flush, so in the same frame): the sessions table (it repaints
-# every visible row on any change), the countdowns and the GPU pane. Separate 1 Hz timers would
-# each cost a frame; an idle monitor's CPU is mostly frames.
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
 COLUMNS = [("mark", "", 1), ("session", "Session", 30), ("agent", "Agent", 12), ("model", "Model", 14),
            ("task", "Task", 4), ("rep", "#", 2), ("state", "State", 7), ("left", "Budget left", 15),
@@ -227,7 +224,7 @@ class MonitorApp(App):
                 self._show_row(table, sid, self.rows[sid], now)
             if changed or (moving and self.sort_by == "left"):
                 self._resort()
-        if changed:
+        if changed or not self._summary:
             self._show_summary()
         rows = self.rows
         if self.selected is None and rows:
@@ -301,6 +298,10 @@ class MonitorApp(App):
     _beats = 0
 
     def _beat(self) -> None:
+        """The app's one clock: new events at FLUSH_HZ, and every FLUSH_HZ-th beat, in the same
+        frame, what changes once a second (the sessions table, which repaints every visible row
+        on any change, the countdowns, the GPU pane, the clock). Separate 1 Hz timers would each
+        cost a frame, and an idle monitor's CPU is mostly frames."""
         self.flush()
         self._beats += 1
         if self._beats % FLUSH_HZ == 0:

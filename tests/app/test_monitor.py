@@ -228,3 +228,12 @@ async def test_rows_read_out_of_order_do_not_move_the_selection_off_the_cursor(a
         await pilot.press("down")
         await pilot.pause()
         assert app.selected == "b-paused" == app.order[table.cursor_row]
+
+
+async def test_an_empty_home_says_how_to_start_a_session(tmp_path):
+    home = tmp_path / "empty-home"
+    app = make_app(home, live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        summary = str(app.query_one("#summary").render())
+        assert f"No sessions under {home / 'runs'} yet" in summary and "onegc demo" in summary
