@@ -4,7 +4,6 @@ select, pause by key, open history, quit, reading the screen with ``tmux capture
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
