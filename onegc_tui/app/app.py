@@ -134,6 +134,7 @@ class MonitorApp(App):
 
     def on_mount(self) -> None:
         table = self.query_one("#sessions", DataTable)
+        self._dashboard = table  # held: a query fails once the app starts taking its widgets down
         for key, label, width in COLUMNS:
             table.add_column(label, key=key, width=width)
         self.store = Store.open(self.home)
@@ -302,6 +303,8 @@ class MonitorApp(App):
         frame, what changes once a second (the sessions table, which repaints every visible row
         on any change, the countdowns, the GPU pane, the clock). Separate 1 Hz timers would each
         cost a frame, and an idle monitor's CPU is mostly frames."""
+        if not self._dashboard.is_attached:
+            return  # the app is closing: its widgets are being taken down
         self.flush()
         self._beats += 1
         if self._beats % FLUSH_HZ == 0:

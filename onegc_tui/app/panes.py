@@ -19,7 +19,7 @@ from tasks import UnknownTask, get_task
 TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite
 LOAD_LINES = 500  # read on selection: a screenful many times over, cheap enough to keep keys snappy
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
-BUDGET_BAR_WIDTH = 28  # the budget pane is 35 columns wide (app.tcss): the bar and " 100%"
+BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
 
 
 class FollowLog(Log):
@@ -190,7 +190,9 @@ class BudgetPane(Vertical):
             text = f"{clock(left)} left{label}"
         self._set("#countdown", text, layout=False)  # fixed size (app.tcss): no relayout every second
         left_fraction = v.fraction_left()
-        self._set("#budget-bar", f"{bar(left_fraction, BUDGET_BAR_WIDTH)} {left_fraction:4.0%}", layout=False)
+        width = self.query_one("#budget-bar").size.width - 5  # room for " 100%"; redrawn each second
+        self._set("#budget-bar", f"{bar(left_fraction, width if width >= 4 else BUDGET_BAR_WIDTH)} "
+                                 f"{left_fraction:4.0%}", layout=False)
         row = getattr(self, "row", {}) or {}
         detail = f"budget {clock(v.budget_s)}"
         if row.get("end_reason"):
