@@ -191,7 +191,7 @@ def latency(term: Terminal, order: list[str], presses: int) -> list[float]:
         ok = term.wait_for(header(order[i]), since, PRESS_TIMEOUT_S)
         out.append(time.perf_counter() - t0 if ok else PRESS_TIMEOUT_S)
         if not ok:
-            shown = re.findall(rb"monitor \xe2\x80\x94 [\w-]+", bytes(term.text[since:]))
+            shown = re.findall(re.escape(header("")) + rb"[\w-]+", bytes(term.text[since:]))
             print(f"press {len(out)} ({'down' if step > 0 else 'up'} to {order[i]}) not shown within "
                   f"{PRESS_TIMEOUT_S:.0f} s; headers written since: {[h.decode() for h in shown][-3:]}")
         time.sleep(0.15)  # a person's pace between presses
@@ -293,11 +293,11 @@ def history_in_monitor(home: Path, reopens: int) -> tuple[float, float, list[flo
     t0 = time.perf_counter()
     term = Terminal(home)
     try:
-        if not term.wait_for("monitor — h0".encode(), 0, 120):
+        if not term.wait_for(header("h0"), 0, 120):
             sys.exit("the monitor did not show the dashboard within 120 s")
         started = time.perf_counter() - t0
         times = []
-        for i in range(1 + reopens):
+        for _ in range(1 + reopens):
             since = term.mark()
             t0 = time.perf_counter()
             term.press("h")
@@ -307,7 +307,7 @@ def history_in_monitor(home: Path, reopens: int) -> tuple[float, float, list[flo
             time.sleep(0.5)
             since = term.mark()
             term.press("escape")
-            term.wait_for("monitor — h0".encode(), since, 10)
+            term.wait_for(header("h0"), since, 10)
             time.sleep(0.5)
         return started, times[0], times[1:]
     finally:

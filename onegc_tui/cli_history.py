@@ -11,6 +11,7 @@ from onegc_tui.analysis import build_matrix
 from onegc_tui.export import FORMATS, render_matrix, sessions_csv
 from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
+from onegc_tui.view import count
 from runner.config import onegc_home
 
 
@@ -34,7 +35,7 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     matrix = build_matrix(outcomes, study=study or "ours")
     if not matrix.rows:
         where = f" in study {study}" if study else ""
-        why = (f"{left_out} demo-task session{'s' if left_out != 1 else ''}{where} left out (--demo includes them)"
+        why = (f"{count(left_out, 'demo-task session')}{where} left out (--demo includes them)"
                if left_out else f"no sessions{where} under {home / 'runs'}")
         if no_paper:
             raise click.ClickException(f"nothing to print: {why}")

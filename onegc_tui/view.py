@@ -81,7 +81,7 @@ class BudgetView:
         self.budget_s = row.get("budget_s")
         self.state = row.get("state") or "queued"
         self.remaining_s = row.get("remaining_s")
-        self.as_of = row.get("remaining_ts") or row.get("last_ts")
+        self.as_of = row.get("remaining_ts")
         if self.state in ("ended", "failed") and self.budget_s is not None:
             self.remaining_s = max(0.0, self.budget_s - (row.get("active_s") or 0.0))
 

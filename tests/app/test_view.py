@@ -17,7 +17,7 @@ T = 1_000_000.0
 
 
 def running(sid="s", remaining=600.0, budget=1000.0, started=T) -> dict:
-    return {"session_id": sid, "state": "running", "budget_s": budget, "remaining_s": remaining, "last_ts": started,
+    return {"session_id": sid, "state": "running", "budget_s": budget, "remaining_s": remaining, "remaining_ts": started, "last_ts": started,
             "started_ts": started}
 
 
