@@ -155,6 +155,7 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
     if agent == "command" and not command:
         raise OnegcError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
     ensure_prepared(spec, home)
+    command = [_absolute_if_file(a) for a in command]
     try:
         slots = gpu_slots(gpus)
     except ConfigError as exc:
@@ -174,6 +175,15 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
     if queued:
         start_daemon(home, slots)  # one session per slot (GPU, or the CPU), the rest wait
     return started
+
+
+def _absolute_if_file(arg: str) -> str:
+    """A command agent's file argument as an absolute path: the agent starts in its workspace
+    (inside its sandbox, where such a file is shown read-only at that path), not here."""
+    if arg.startswith("-") or not ("/" in arg or "." in arg):
+        return arg
+    path = Path(arg)
+    return str(path.absolute()) if not path.is_absolute() and path.is_file() else arg  # keep links: a venv's python
 
 
 def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:

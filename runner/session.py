@@ -30,12 +30,14 @@ from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
-from runner.checkpoints import CheckpointWatcher, FoundCheckpoint, LiveScorer, Score, Scorer, ScoreQueue
+from runner.checkpoints import (DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, LiveScorer, Score, Scorer,
+                                ScoreQueue)
 from runner.config import SessionPaths, data_root
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import Candidate, pick_best, select_candidates
+from runner import sandbox
 from runner.proctree import ProcessTree, start_tree
 from runner.workspace import build_workspace, write_deadline
 from tasks import get_task
@@ -67,14 +69,20 @@ class Session:
         self._control = JsonlTail(paths.control)
         self._signal_stop: str | None = None
         self.net: NetworkSandbox | None = None
+        self.gpu_info: list[dict] = []
         self.agent_version = self.adapter.version()  # once: `--version` of a Node CLI takes seconds
 
     # ------------------------------------------------------------------ lifecycle
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
         self._write_runner_info()
         try:
+            if self.config.sealed:
+                ready = sandbox.status()
+                if not ready.ok:
+                    raise sandbox.SandboxError(f"no sandbox for the agent: {ready.detail}")
             build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
             # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, allowed_endpoints(self.config.agent, os.environ, self.config.model),
@@ -83,13 +91,14 @@ class Session:
         except Exception as exc:  # data not prepared, no namespaces for the policy, ...
             self.net = None
             self._emit_start([])
-            code = "network" if isinstance(exc, NetworkUnavailable) else "workspace"
+            code = ("network" if isinstance(exc, NetworkUnavailable) else
+                    "sandbox" if isinstance(exc, sandbox.SandboxError) else "workspace")
             self.events.emit("warning", code=code, message=str(exc))
             self._write_result("harness_error", str(exc), rows=[], best=None, failure=str(exc), found=0)
             self._end("harness_error", str(exc))
             return 2
-        sampler, gpu_info, gpu_problem = self._open_gpu()
-        self._emit_start(gpu_info)
+        sampler, self.gpu_info, gpu_problem = self._open_gpu()
+        self._emit_start(self.gpu_info)
         for note in self.net.notes:
             self.events.emit("warning", code="network", message=note)
         threads = []
@@ -103,7 +112,8 @@ class Session:
             scorer_q = ScoreQueue(LiveScorer(*self._scorer_args(), self.config.live_eval_device), self._on_scored)
             scorer_q.start()
             watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
-                                        lambda f: self._on_found(f, scorer_q))
+                                        lambda f: self._on_found(f, scorer_q), started_at=self.began,
+                                        on_warning=lambda m: self.events.emit("warning", code="checkpoint", message=m))
             watcher.start()
             self._start_agent()
             threads = [
@@ -168,6 +178,7 @@ class Session:
             "agent": self.config.agent,
             "agent_version": self.agent_version,
             "model": self.config.model,
+            "sealed": self.config.sealed,
             **(self.net.contract() if self.net else {"network": self.config.network}),
             "harness_version": HARNESS_VERSION,
             "python": platform.python_version(),
@@ -214,21 +225,38 @@ class Session:
         prepare_home = getattr(self.adapter, "prepare_home", None)
         if prepare_home:
             prepare_home(ctx)
-        argv = self.adapter.argv(ctx)
+        argv = agent_argv = self.adapter.argv(ctx)
         env = self.adapter.env(ctx)
-        if self.net is not None:
+        if self.config.sealed:
+            argv, env = self._seal(argv, env)
+        if self.net is not None:  # joined from outside: the sandboxed agent could not enter it itself
             argv = self.net.wrap_argv(argv)
             env.update(self.net.env())
         stdin = subprocess.PIPE if self.adapter.prompt_on_stdin else subprocess.DEVNULL
-        self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, name=self.config.session_id)
+        self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, name=self.config.session_id, sandboxed=self.config.sealed)
         if self.adapter.prompt_on_stdin:
             try:
                 self.tree.popen.stdin.write(ctx.prompt.encode())
             finally:
                 self.tree.popen.stdin.close()  # an open stdin makes some CLIs wait forever
-        self.events.emit("agent_started", pid=self.tree.root_pid, argv=[_short(a) for a in argv],
+        self.events.emit("agent_started", pid=self.tree.root_pid, argv=[_short(a) for a in agent_argv],
                          containment=self.tree.mode, version=self.agent_version)
+
+    def _seal(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The agent's command line and environment inside its sandbox (runner/sandbox.py)."""
+        home = self.paths.root.parent.parent
+        known = {g["index"]: g for g in self.gpu_info}
+        indices = visible_indices(self.config.gpu)  # without NVML the index is the best guess of the node
+        minors = tuple(known[i]["minor"] if known.get(i, {}).get("minor") is not None else i for i in indices)
+        plan = sandbox.SandboxPlan(
+            workspace=self.paths.workspace, agent_home=self.paths.agent_home, private=self.paths.sandbox,
+            protected=(home,), read_only=tuple(self.adapter.read_only_paths() + sandbox.extra_read_only(os.environ)),
+            gpu_minors=minors, ids=sandbox.agent_ids(self.config.session_id))
+        ws = self.paths.workspace
+        sandbox.hand_over(plan, [ws, self.paths.checkpoints, ws / "train.py", ws / "program.md"])
+        return sandbox.wrap(plan, argv, sandbox.status().bwrap or "bwrap"), \
+            sandbox.sandbox_env(env, plan, [known.get(i, {}).get("uuid") for i in indices])
 
     def _pump_stdout(self) -> None:
         assert self.tree is not None
@@ -377,8 +405,10 @@ class Session:
 
     # ------------------------------------------------------------------ checkpoints
     def _on_found(self, found: FoundCheckpoint, queue: ScoreQueue) -> None:
-        # budget time when the file was written, not when we got round to it
-        elapsed = max(0.0, self.clock.active_s() - max(0.0, time.time() - found.saved_at))
+        # budget time when the file was written, not when we got round to it; the mtime is the
+        # agent's to set, so it may move a checkpoint earlier by the watcher's latency at most
+        lag = min(max(0.0, found.seen_at - found.saved_at), DISCOVERY_SLACK_S)
+        elapsed = max(0.0, self.clock.active_s() - max(0.0, time.time() - found.seen_at) - lag)
         with self._lock:
             self.found[found.label] = found
             self.found_at[found.label] = elapsed
