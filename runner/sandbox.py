@@ -244,7 +244,10 @@ def wrap(plan: SandboxPlan, argv: list[str], bwrap: str) -> list[str]:
             trees.append(path)
     args += _resolv_conf(trees)
     args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    for scratch in ("/dev/shm", "/tmp", "/var/tmp"):  # writable by the agent's uid (DataLoader workers use /dev/shm)
+        args += ["--perms", "01777", "--tmpfs", scratch]
+    args += ["--dir", "/run"]
     for name in other_gpu_entries(plan.gpu_minors, plan.nvidia_proc):
         args += ["--tmpfs", str(NVIDIA_PROC / name)]
     for node in gpu_nodes(plan.gpu_minors, plan.dev):
