@@ -78,16 +78,21 @@ class Session:
         signal.signal(signal.SIGINT, self._on_signal)
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
         self._write_runner_info()
+        # the sandbox probe (a real sandbox, tens of ms) runs while the workspace and network are made
+        probe = threading.Thread(target=sandbox.status, name="sandbox-probe", daemon=True)
+        if self.config.sealed:
+            probe.start()
         try:
-            if self.config.sealed:
-                ready = sandbox.status()
-                if not ready.ok:
-                    raise sandbox.SandboxError(f"no sandbox for the agent: {ready.detail}")
             build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
             # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, allowed_endpoints(self.config.agent, os.environ, self.config.model),
                                       self.paths.root, self._on_blocked)
             self.net.start()
+            if self.config.sealed:
+                probe.join()
+                ready = sandbox.status()
+                if not ready.ok:
+                    raise sandbox.SandboxError(f"no sandbox for the agent: {ready.detail}")
         except Exception as exc:  # data not prepared, no namespaces for the policy, ...
             self.net = None
             self._emit_start([])
