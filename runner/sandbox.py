@@ -96,13 +96,20 @@ def agent_ids(session_id: str) -> tuple[int, int] | None:
 
 @dataclass(frozen=True)
 class SandboxPlan:
-    """What one agent's sandbox shows. Paths are host paths; they appear at the same place inside."""
+    """What one sandbox shows. Paths are host paths; they appear at the same place inside."""
 
-    workspace: Path
-    agent_home: Path
+    workspace: Path  # the working folder
+    agent_home: Path  # HOME
     private: Path  # a runner-owned folder for the sandbox's passwd and group (never shown as a folder)
     protected: tuple[Path, ...] = ()  # no read-only mount may hold these ($ONEGC_HOME)
     read_only: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] | None = None  # None: the workspace and HOME (an agent); () for the scorer
+    mounts: tuple[tuple[Path, Path], ...] = ()  # (host path, path inside), read-only, elsewhere than on the host
+    scratch: tuple[Path, ...] = ()  # empty folders made inside (mount points for what the sandboxed process mounts)
+    network: bool = True  # False: a network namespace of its own with loopback only
+    # the sandboxed process is root of a user namespace of its own: capabilities over nothing but
+    # the namespaces it makes (the scorer gives each checkpoint its own); an agent is uid 1000
+    inner_root: bool = False
     gpu_minors: tuple[int, ...] = ()  # /dev/nvidia<minor> of the assigned GPUs
     ids: tuple[int, int] | None = None  # agent_ids(...)
     hostname: str = "onegc-sandbox"
@@ -229,8 +236,13 @@ def wrap(plan: SandboxPlan, argv: list[str], bwrap: str) -> list[str]:
     passwd, group = write_identity_files(plan)
     args = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", plan.hostname, "--die-with-parent", "--as-pid-1", "--new-session"]
+    inner = 0 if plan.inner_root else INNER_ID
+    if not plan.network:
+        args.append("--unshare-net")
     if plan.ids is None:
-        args += ["--unshare-user", "--uid", str(INNER_ID), "--gid", str(INNER_ID)]
+        args += ["--unshare-user", "--uid", str(inner), "--gid", str(inner)]
+        if plan.inner_root:
+            args += ["--cap-add", "ALL"]  # within its own user namespace only
     else:  # privileged bubblewrap: the init keeps only what it needs to give up root
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     trees: list[Path] = []
@@ -260,13 +272,19 @@ def wrap(plan: SandboxPlan, argv: list[str], bwrap: str) -> list[str]:
         _check_not_exposing(path, plan.protected)
         args += _parents(path, made, trees) + ["--ro-bind", str(path), str(path)]
         seen.append(path)
-    args += _parents(INSIDE / "nsinit.py", made, trees) + ["--ro-bind", str(NSINIT), str(INSIDE / "nsinit.py")]
-    for rw in (plan.workspace, plan.agent_home):
+    for src, dest in ((NSINIT, INSIDE / "nsinit.py"), *plan.mounts):
+        args += _parents(dest, made, trees) + ["--ro-bind", str(src), str(dest)]
+    for rw in (plan.workspace, plan.agent_home) if plan.writable is None else plan.writable:
         args += _parents(rw, made, trees) + ["--bind", str(rw), str(rw)]
+    for folder in plan.scratch:
+        args += _parents(folder, made, trees) + ["--perms", "0755", "--dir", str(folder)]
+    for folder in (plan.workspace, plan.agent_home):  # a read-only working folder and HOME where none is writable
+        if not _covered(folder, [*trees, *seen]) and plan.writable is not None and folder not in plan.writable:
+            args += _parents(folder, made, trees) + ["--perms", "0755", "--dir", str(folder)]
     args += ["--chdir", str(plan.workspace)]
     init = [sys.executable, "-I", str(INSIDE / "nsinit.py")]
     if plan.ids is not None:
-        init += ["--uid", str(plan.ids[0]), "--gid", str(plan.ids[1]), "--inner-id", str(INNER_ID)]
+        init += ["--uid", str(plan.ids[0]), "--gid", str(plan.ids[1]), "--inner-id", str(inner)]
     return args + ["--", *init, "--", *argv]
 
 

@@ -17,8 +17,20 @@ It is copied read-only into each workspace beside ``prepare.py``. It provides:
                                                                     on stdin (live scoring)
 
 A task module (its ``prepare.py``) defines ``TASK``, ``VERSION``, ``METRIC``, ``SCORED_SPLIT``,
-``RAW`` (file name -> url/sha256/md5/size), ``build(raw, out) -> {file: {split, private}}`` and
-``evaluate(model, split, device) -> float | {"value": float, "n": int}``.
+``RAW`` (file name -> url/sha256/md5/size), ``build(raw, out) -> {file: {split, private}}``, and
+its evaluation in three parts, so that the harness can run the model apart from the answers
+(the agent's code never runs beside the metric):
+
+- ``inputs(split) -> {name: numpy array}``: what the model is given for a split, and nothing
+  of its targets (the harness makes these once, outside the agent's reach);
+- ``predict(model, inputs, device) -> numpy array``: the model's predictions for those inputs
+  (this runs the agent's code: the harness runs it in a sandboxed worker per checkpoint);
+- ``judge(predictions, split) -> {"value": float, "n": int}``: checks the predictions (shape,
+  dtype, finiteness; :func:`check_predictions`) and computes the metric against the split's
+  targets (the harness runs it in its own, trusted process).
+
+``evaluate(model, split, device)`` is ``judge(predict(model, inputs(split), device), split)``
+(:func:`evaluate_split`): the same numbers in one call, for the agent's own validation.
 """
 
 from __future__ import annotations
@@ -298,6 +310,29 @@ def load_model(ckpt_path: Path, code: Path, task: ModuleType):
     except Exception as exc:
         raise KitError(_describe_mismatch(exc, list(state))) from None
     return model, ckpt
+
+
+def check_predictions(pred, shape: tuple, kinds: str, what: str):
+    """``pred`` as a numpy array if it is exactly what a judge accepts, else a :class:`KitError`.
+
+    ``shape``: the exact shape; ``kinds``: the dtype kinds allowed (``"iu"`` integers, ``"f"``
+    floats, ``"b"`` booleans); floats must all be finite. No object arrays, no pickles."""
+    import numpy as np
+
+    if not isinstance(pred, np.ndarray):
+        raise KitError(f"predict() must return a numpy array of {what}; got {type(pred).__name__}")
+    if pred.dtype.kind not in kinds:
+        raise KitError(f"predictions must be {what} (dtype kind {kinds!r}); got dtype {pred.dtype}")
+    if tuple(pred.shape) != tuple(shape):
+        raise KitError(f"predictions must have shape {tuple(shape)} ({what}); got {tuple(pred.shape)}")
+    if pred.dtype.kind == "f" and not bool(np.isfinite(pred).all()):
+        raise KitError("the model outputs NaN or inf")
+    return pred
+
+
+def evaluate_split(task: ModuleType, model, split: str, dev: str) -> dict:
+    """``judge(predict(model, inputs(split)))``: what a task's ``evaluate`` is."""
+    return task.judge(task.predict(model, task.inputs(split), dev), split)
 
 
 def evaluate_checkpoint(task: ModuleType, ckpt_path: Path, code: Path, split: str, dev: str) -> dict:
