@@ -3,21 +3,17 @@
 The watcher sees ``checkpoints/*.pt`` appear (watchdog, plus a periodic rescan so nothing is
 missed), and at once copies the checkpoint and freezes the workspace's ``*.py`` into
 ``snapshots/<name>-<k>/`` (each version its own copy: a later save under the same name, or an
-edit of the file in place, leaves the frozen one intact). The scorer runs
-``python <pristine prepare.py> --eval`` in a subprocess with a timeout and returns a value or an
-error that says why.
+edit of the file in place, leaves the frozen one intact). :class:`ScoreQueue` scores them in
+order with the sealed scorer (runner/scoring.py).
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import queue
 import shutil
 import stat
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +25,7 @@ from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileModifiedEven
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
+from runner.scoring import Score, SealedScorer
 from runner.workspace import OPEN_UNTRUSTED, snapshot_code
 
 SETTLE_S = 0.5  # a file written in place (not by rename) must keep its size this long
@@ -56,13 +53,6 @@ class FoundCheckpoint:
     self_reported: float | None
     saved_at: float  # the file's mtime (epoch seconds): the agent's claim, bounded by DISCOVERY_SLACK_S
     seen_at: float  # when the runner copied it (epoch seconds)
-
-
-@dataclass(frozen=True)
-class Score:
-    value: float | None
-    error: str | None
-    eval_s: float | None = None
 
 
 def is_checkpoint_file(path: Path) -> bool:
@@ -257,110 +247,10 @@ class _Handler(FileSystemEventHandler):
             self.poke()
 
 
-class Scorer:
-    """Scores checkpoints one at a time with the pristine ``prepare.py``."""
-
-    def __init__(self, prepare_py: Path, data_dir: Path, split: str, timeout_s: float, device: str = "cpu"):
-        self.prepare_py = prepare_py
-        self.data_dir = data_dir
-        self.split = split
-        self.timeout_s = timeout_s
-        self.device = device
-        self.current: subprocess.Popen | None = None
-
-    def score(self, ckpt: Path, code: Path) -> Score:
-        argv = [sys.executable, str(self.prepare_py), "--eval", str(ckpt), "--code", str(code),
-                "--split", self.split, "--data-dir", str(self.data_dir), "--device", self.device]
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        if self.device == "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        try:
-            self.current = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                            cwd=code, text=True, preexec_fn=lambda: os.nice(5))
-            out, err = self.current.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            self.current.kill()
-            self.current.communicate()
-            return Score(None, f"evaluation timed out after {self.timeout_s:.0f} s")
-        except OSError as exc:
-            return Score(None, f"could not start the evaluator: {exc}")
-        finally:
-            self.current = None
-        for line in reversed(out.strip().splitlines()):
-            try:
-                result = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if result.get("ok"):
-                return Score(float(result["value"]), None, result.get("eval_s"))
-            return Score(None, str(result.get("error", "unknown error")))
-        tail = (err or out).strip().splitlines()[-1:] or ["no output"]
-        return Score(None, f"evaluator crashed: {tail[0][:300]}")
-
-
-class LiveScorer(Scorer):
-    """Keeps one ``prepare.py --serve`` process per session: torch is imported once, so a
-    checkpoint scores in a fraction of a second. A request past its timeout kills the server;
-    the next request starts a fresh one."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.server: subprocess.Popen | None = None
-
-    def _start(self) -> subprocess.Popen:
-        argv = [sys.executable, str(self.prepare_py), "--serve", "--data-dir", str(self.data_dir), "--device", self.device]
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        if self.device == "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=env, text=True, bufsize=1, preexec_fn=lambda: os.nice(5))
-
-    def score(self, ckpt: Path, code: Path) -> Score:
-        import selectors
-
-        if self.server is None or self.server.poll() is not None:
-            try:
-                self.server = self._start()
-            except OSError as exc:
-                return Score(None, f"could not start the evaluator: {exc}")
-        self.current = self.server
-        try:
-            self.server.stdin.write(json.dumps({"ckpt": str(ckpt), "code": str(code), "split": self.split}) + "\n")
-            self.server.stdin.flush()
-            with selectors.DefaultSelector() as sel:
-                sel.register(self.server.stdout, selectors.EVENT_READ)
-                ready = sel.select(timeout=self.timeout_s)
-            line = self.server.stdout.readline() if ready else None
-        except (BrokenPipeError, OSError, ValueError):
-            line = ""
-        finally:
-            self.current = None
-        if line is None:
-            self.close()
-            return Score(None, f"evaluation timed out after {self.timeout_s:.0f} s")
-        try:
-            result = json.loads(line)
-        except json.JSONDecodeError:
-            self.close()
-            return Score(None, "evaluator crashed (no answer); see the checkpoint's script for import-time side effects")
-        if result.get("ok"):
-            return Score(float(result["value"]), None, result.get("eval_s"))
-        return Score(None, str(result.get("error", "unknown error")))
-
-    def close(self) -> None:
-        if self.server is not None:
-            try:
-                self.server.kill()
-                self.server.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            self.server = None
-
-
 class ScoreQueue:
-    """A worker thread that scores found checkpoints in arrival order."""
+    """A worker thread that scores found checkpoints in arrival order (the scorer warmed first)."""
 
-    def __init__(self, scorer: Scorer, on_scored: Callable[[FoundCheckpoint, Score], None]):
+    def __init__(self, scorer: SealedScorer, on_scored: Callable[[FoundCheckpoint, Score], None]):
         self.scorer = scorer
         self.on_scored = on_scored
         self._queue: queue.Queue[FoundCheckpoint | None] = queue.Queue()
@@ -376,12 +266,13 @@ class ScoreQueue:
         """Let queued work finish for up to ``wait_s``, then give up on the rest."""
         self._queue.put(None)
         self._thread.join(timeout=wait_s)
-        if self._thread.is_alive() and self.scorer.current is not None:
-            self.scorer.current.kill()
-            self._thread.join(timeout=5)
-        if isinstance(self.scorer, LiveScorer):
-            self.scorer.close()
+        self.scorer.close()  # a checkpoint still being scored fails, and the thread ends
+        self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        try:
+            self.scorer.start()  # torch imported before the first checkpoint needs it
+        except (OSError, RuntimeError):
+            pass  # each score says why (and tries again)
         while (found := self._queue.get()) is not None:
             self.on_scored(found, self.scorer.score(found.path, found.snapshot))

@@ -123,6 +123,7 @@ def _seal_child(mem_bytes: int | None, cpu_s: float) -> None:
                f"remount({shared.decode()})")
     for name in ("TMPDIR", "HOME"):
         os.environ[name] = str(SCRATCH)
+    os.chdir(SCRATCH)  # a script that writes where it runs (a checkpoint at import time) writes here
     if mem_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
     cpu = int(cpu_s) + 1
@@ -175,6 +176,10 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
     try:
         if isolated:
             _seal_child(req.get("mem_bytes"), float(req.get("cpu_s", 600)))
+        else:
+            import tempfile
+
+            os.chdir(tempfile.mkdtemp(prefix="onegc-score-"))
         import torch
 
         torch.set_num_threads(max(1, int(req.get("threads", 1))))

@@ -323,6 +323,22 @@ class SealedScorer:
             self._buf = bytearray()
 
 
+# A self-reported score this much better than the harness's (relative, plus a floor for metrics
+# near zero) is flagged: an honest run reports its own validation figure, which is close.
+CLAIM_RELATIVE = 0.10
+CLAIM_ABSOLUTE = 0.02
+
+
+def self_report_flag(spec: TaskSpec, reported: float | None, value: float | None) -> str | None:
+    """A flag when the agent's own score is far better than the harness's (the two may be of
+    different splits on T4-T6, where the harness scores test: a large gap is still worth a look)."""
+    if reported is None or value is None or reported != reported:
+        return None
+    if spec.better(reported, value) and abs(reported - value) > CLAIM_RELATIVE * abs(value) + CLAIM_ABSOLUTE:
+        return f"self-reported {reported:.4g} is far better than the harness's {value:.4g}"
+    return None
+
+
 def _lower_priority() -> None:
     os.nice(5)  # live scoring must not slow the training the budget is paying for
 

@@ -30,8 +30,8 @@ from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
-from runner.checkpoints import (DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, LiveScorer, Score, Scorer,
-                                ScoreQueue)
+from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
+from runner.scoring import Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.config import SessionPaths, data_root
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.jsonl import EventWriter, JsonlTail
@@ -84,6 +84,7 @@ class Session:
             probe.start()
         try:
             build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
+            self.judge = TaskJudge(self.spec, data_root(self.paths.root.parent.parent) / self.spec.id)
             # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, allowed_endpoints(self.config.agent, os.environ, self.config.model),
                                       self.paths.root, self._on_blocked)
@@ -114,7 +115,7 @@ class Session:
             self.events.emit("budget", state="running", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
             if gpu_problem:
                 self.events.emit("warning", code="no_gpu", message=gpu_problem)
-            scorer_q = ScoreQueue(LiveScorer(*self._scorer_args(), self.config.live_eval_device), self._on_scored)
+            scorer_q = ScoreQueue(self._scorer(self.config.live_eval_device), self._on_scored)
             scorer_q.start()
             watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
                                         lambda f: self._on_found(f, scorer_q), started_at=self.began,
@@ -193,9 +194,22 @@ class Session:
                          repeat=self.config.repeat, study=self.config.study, budget_s=self.config.budget_s,
                          grace_s=self.config.grace_s, contract=contract)
 
-    def _scorer_args(self) -> tuple:
-        return (self.spec.folder / "prepare.py", data_root(self.paths.root.parent.parent) / self.spec.id,
-                self.spec.scored_split, self.spec.eval_timeout_s)
+    def _gpus(self) -> tuple[tuple[int, ...], tuple[str | None, ...]]:
+        """The assigned GPUs' device-node minors and UUIDs (NVML's, where it answered)."""
+        known = {g["index"]: g for g in self.gpu_info}
+        indices = visible_indices(self.config.gpu)  # without NVML the index is the best guess of the node
+        minors = tuple(known[i]["minor"] if known.get(i, {}).get("minor") is not None else i for i in indices)
+        return minors, tuple(known.get(i, {}).get("uuid") for i in indices)
+
+    def _scorer(self, device: str) -> SealedScorer:
+        """A sealed scorer (runner/scoring.py) for this session on ``device``."""
+        minors, uuids = self._gpus()
+        self.paths.snapshots.mkdir(exist_ok=True)
+        return SealedScorer(WorkerPlan(
+            judge=self.judge, inputs=self.paths.root / "scoring" / "inputs", snapshots=self.paths.snapshots,
+            private=self.paths.root / "scoring" / device.split(":")[0], home=self.paths.root.parent.parent,
+            session_id=self.config.session_id, device=device, gpu_minors=minors, gpu_uuids=uuids,
+            timeout_s=self.spec.eval_timeout_s))
 
     # ------------------------------------------------------------------ the agent
     def _agent_env(self) -> dict[str, str]:
@@ -251,9 +265,7 @@ class Session:
     def _seal(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         """The agent's command line and environment inside its sandbox (runner/sandbox.py)."""
         home = self.paths.root.parent.parent
-        known = {g["index"]: g for g in self.gpu_info}
-        indices = visible_indices(self.config.gpu)  # without NVML the index is the best guess of the node
-        minors = tuple(known[i]["minor"] if known.get(i, {}).get("minor") is not None else i for i in indices)
+        minors, uuids = self._gpus()
         plan = sandbox.SandboxPlan(
             workspace=self.paths.workspace, agent_home=self.paths.agent_home, private=self.paths.sandbox,
             protected=(home,), read_only=tuple(self.adapter.read_only_paths() + sandbox.extra_read_only(os.environ)),
@@ -261,7 +273,7 @@ class Session:
         ws = self.paths.workspace
         sandbox.hand_over(plan, [ws, self.paths.checkpoints, ws / "train.py", ws / "program.md"])
         return sandbox.wrap(plan, argv, sandbox.status().bwrap or "bwrap"), \
-            sandbox.sandbox_env(env, plan, [known.get(i, {}).get("uuid") for i in indices])
+            sandbox.sandbox_env(env, plan, uuids)
 
     def _pump_stdout(self) -> None:
         assert self.tree is not None
@@ -427,7 +439,12 @@ class Session:
             self.live[found.label] = score
         self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
                          metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
-                         budget_elapsed_s=self.found_at.get(found.label, 0.0))
+                         budget_elapsed_s=self.found_at.get(found.label, 0.0), flags=self._flags(found, score))
+
+    def _flags(self, found: FoundCheckpoint, score: Score) -> list[str]:
+        flags = list(score.flags)
+        claim = self_report_flag(self.spec, found.self_reported, score.value)
+        return flags + [claim] if claim else flags
 
     def _official_result(self, reason: str, detail: str) -> tuple[float | None, str | None]:
         with self._lock:
@@ -437,19 +454,25 @@ class Session:
                 for label, f in self.found.items()
             ]
         chosen = select_candidates(cands, self.spec.higher_is_better)
-        scorer = Scorer(*self._scorer_args(), "cuda" if self.config.gpu and _cuda_available() else "cpu")
         official: dict[str, float] = {}
         rows = []
-        for cand in chosen:
-            found = self.found[cand.label]
-            score = scorer.score(found.path, found.snapshot)
-            self.events.emit("checkpoint_scored", name=cand.label, value=score.value, error=score.error,
-                             metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
-                             budget_elapsed_s=cand.elapsed_s, official=True)
-            rows.append({"checkpoint": cand.label, "window": int(cand.elapsed_s // 300), "budget_elapsed_s": round(cand.elapsed_s, 1),
-                         "live": cand.live, "self_reported": cand.reported, "official": score.value, "error": score.error})
-            if score.value is not None:
-                official[cand.label] = score.value
+        scorer = self._scorer("cuda" if self.config.gpu and _cuda_available() else "cpu") if chosen else None
+        try:
+            for cand in chosen:
+                found = self.found[cand.label]
+                score = scorer.score(found.path, found.snapshot)
+                flags = self._flags(found, score)
+                self.events.emit("checkpoint_scored", name=cand.label, value=score.value, error=score.error,
+                                 metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
+                                 budget_elapsed_s=cand.elapsed_s, official=True, flags=flags)
+                rows.append({"checkpoint": cand.label, "window": int(cand.elapsed_s // 300),
+                             "budget_elapsed_s": round(cand.elapsed_s, 1), "live": cand.live, "self_reported": cand.reported,
+                             "official": score.value, "error": score.error, "flags": flags})
+                if score.value is not None:
+                    official[cand.label] = score.value
+        finally:
+            if scorer is not None:
+                scorer.close()
         best = pick_best(official, self.spec.higher_is_better)
         failure = None
         if best is None:

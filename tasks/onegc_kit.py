@@ -13,8 +13,9 @@ It is copied read-only into each workspace beside ``prepare.py``. It provides:
     python prepare.py [--from DIR] [--data-dir DIR] [--force]      prepare the data once
     python prepare.py --eval CKPT --code DIR_OR_SCRIPT [--split S]  score a checkpoint,
                                                                     printing one JSON line
-    python prepare.py --serve                                       score checkpoints named
-                                                                    on stdin (live scoring)
+                                                                    (predict and judge in one
+                                                                    process: for people; the
+                                                                    harness keeps them apart)
 
 A task module (its ``prepare.py``) defines ``TASK``, ``VERSION``, ``METRIC``, ``SCORED_SPLIT``,
 ``RAW`` (file name -> url/sha256/md5/size), ``build(raw, out) -> {file: {split, private}}``, and
@@ -372,38 +373,6 @@ def evaluate_checkpoint(task: ModuleType, ckpt_path: Path, code: Path, split: st
     }
 
 
-def serve(task: ModuleType, dev: str) -> int:
-    """Score many checkpoints in one process (live scoring: torch is imported once).
-
-    Reads one JSON request per stdin line (``{"ckpt": ..., "code": ..., "split": ...}``) and
-    answers each with one JSON line. Modules imported from a request's code folder are dropped
-    afterwards, so one snapshot's helper modules never leak into the next.
-    """
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        before, saved_path, code_root = set(sys.modules), list(sys.path), ""
-        try:
-            req = json.loads(line)
-            code_root = str(Path(req["code"]).resolve())
-            out = evaluate_checkpoint(task, Path(req["ckpt"]), Path(req["code"]), req.get("split", task.SCORED_SPLIT), dev)
-        except KitError as exc:
-            out = {"ok": False, "error": str(exc)}
-        except Exception as exc:  # noqa: BLE001 - the server must answer every request
-            out = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        finally:
-            for name in set(sys.modules) - before:  # only the snapshot's own modules: torch's stay
-                mod = sys.modules.get(name)
-                origin = getattr(mod, "__file__", None) or ""
-                if name == "onegc_scored_script" or (code_root and origin.startswith(code_root)):
-                    del sys.modules[name]
-            sys.modules["prepare"] = task
-            sys.path[:] = saved_path
-        print(json.dumps(out), flush=True)
-    return 0
-
-
-
 # --------------------------------------------------------------------------- command line
 def cli(task: ModuleType, argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="prepare.py", description=(task.__doc__ or "").split("\n")[0])
@@ -414,13 +383,10 @@ def cli(task: ModuleType, argv: list[str] | None = None) -> int:
     parser.add_argument("--code", type=Path, help="the folder (or script) holding the checkpoint's run script")
     parser.add_argument("--split", default=task.SCORED_SPLIT, help=f"split to score (default {task.SCORED_SPLIT})")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    parser.add_argument("--serve", action="store_true", help="score checkpoints named on stdin, one JSON line each")
     args = parser.parse_args(argv)
     if args.data_dir:
         os.environ["ONEGC_DATA_DIR"] = str(args.data_dir.resolve())
     sys.modules["prepare"] = task
-    if args.serve:
-        return serve(task, args.device or device())
     if args.ckpt is None:
         try:
             prepare(task, data_dir(), args.from_dir, args.force)
