@@ -89,7 +89,8 @@ class CheckpointWatcher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._observer = PollingObserver(timeout=1) if polling else Observer()
-        handler = _Handler(self._poke)
+        self._complete: dict[str, tuple[int, int]] = {}  # name -> (inode, mtime_ns) renamed in or closed after writing
+        handler = _Handler(self._poke, self._mark_complete)
         self._observer.schedule(handler, str(checkpoints), recursive=False,
                                 event_filter=[FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent])
         self._rescan_thread = threading.Thread(target=self._rescan_loop, name="ckpt-rescan", daemon=True)
@@ -108,6 +109,14 @@ class CheckpointWatcher:
 
     def _poke(self) -> None:
         self.scan()
+
+    def _mark_complete(self, name: str) -> None:
+        """A rename into checkpoints/ (save_checkpoint's) or a close after writing: the file is whole."""
+        try:
+            st = os.stat(self.checkpoints / name, follow_symlinks=False)
+        except OSError:
+            return
+        self._complete[name] = (st.st_ino, st.st_mtime_ns)
 
     def _rescan_loop(self) -> None:
         while not self._stop.wait(RESCAN_S):
@@ -164,7 +173,8 @@ class CheckpointWatcher:
             self._seen[name] = key
             self._warn_once(f"refused:{name}:{key}", f"checkpoints/{name} {refused}: skipped")
             return
-        if not _settled(dfd, name, st):
+        whole = self._complete.get(name) == (st.st_ino, st.st_mtime_ns)
+        if not whole and not _settled(dfd, name, st):
             return  # written in place and still growing; the next scan takes it
         k = self._versions.get(name, 0) + 1
         label = f"{Path(name).stem}-{k}"
@@ -238,12 +248,15 @@ def _peek(path: Path) -> tuple[str | None, float | None]:
 
 
 class _Handler(FileSystemEventHandler):
-    def __init__(self, poke: Callable[[], None]):
+    def __init__(self, poke: Callable[[], None], complete: Callable[[str], None]):
         self.poke = poke
+        self.complete = complete
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         target = Path(getattr(event, "dest_path", "") or event.src_path)
         if not event.is_directory and is_checkpoint_file(target):
+            if isinstance(event, (FileMovedEvent, FileClosedEvent)):
+                self.complete(target.name)  # no need to wait SETTLE_S for it to stop growing
             self.poke()
 
 
@@ -257,22 +270,23 @@ class ScoreQueue:
         self._thread = threading.Thread(target=self._run, name="scorer", daemon=True)
 
     def start(self) -> None:
+        self.scorer.launch()  # from the caller's (long-lived) thread: the worker dies with the thread that made it
         self._thread.start()
 
     def put(self, found: FoundCheckpoint) -> None:
         self._queue.put(found)
 
-    def close(self, wait_s: float) -> None:
-        """Let queued work finish for up to ``wait_s``, then give up on the rest."""
+    def close(self, wait_s: float) -> bool:
+        """Let queued work finish for up to ``wait_s``, then give up on the rest; True when all
+        finished (the scorer is then left running, for the official phase to reuse)."""
         self._queue.put(None)
         self._thread.join(timeout=wait_s)
+        if not self._thread.is_alive():
+            return True
         self.scorer.close()  # a checkpoint still being scored fails, and the thread ends
         self._thread.join(timeout=5)
+        return False
 
     def _run(self) -> None:
-        try:
-            self.scorer.start()  # torch imported before the first checkpoint needs it
-        except (OSError, RuntimeError):
-            pass  # each score says why (and tries again)
         while (found := self._queue.get()) is not None:
             self.on_scored(found, self.scorer.score(found.path, found.snapshot))

@@ -152,12 +152,21 @@ class SealedScorer:
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self._buf = bytearray()
+        self.ready = False
         self._n = 0
         self.sealed = False
         self.note: str | None = None  # a degradation worth one warning (no sandbox for the scorer)
 
     # ------------------------------------------------------------------ the worker
     def start(self) -> None:
+        """Launch the worker and wait until it is warm."""
+        self.launch()
+        self.await_ready()
+
+    def launch(self) -> None:
+        """Start the worker without waiting for it (it imports torch meanwhile). Call this from
+        the thread that lives longest: the worker's sandbox dies with the thread that made it
+        (bubblewrap's parent-death signal is per thread)."""
         plan = self.plan
         plan.private.mkdir(parents=True, exist_ok=True)
         plan.judge.write_inputs(plan.inputs)
@@ -176,20 +185,27 @@ class SealedScorer:
             argv = [sys.executable, "-I", str(WORKER), "--task", str(plan.judge.spec.folder / "prepare.py"),
                     "--inputs", str(plan.inputs), "--fd", str(theirs.fileno())]
             self.note = f"the scorer runs without its sandbox: {status.detail}"
-        self.proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=open(plan.private / "worker.log", "ab"),
-                                     cwd=plan.inputs, preexec_fn=_lower_priority, start_new_session=True)
+        with open(plan.private / "worker.log", "ab") as log:
+            self.proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=log, cwd=plan.inputs,
+                                         preexec_fn=_lower_priority, start_new_session=True)
         theirs.close()
         self.sock = ours
         self._buf = bytearray()
+        self.ready = False
+
+    def await_ready(self) -> None:
+        if self.ready:
+            return
         try:
-            ready = self._read_header(START_TIMEOUT_S)
+            answer = self._read_header(START_TIMEOUT_S)
         except (OSError, ValueError):
-            ready = None
-        if not ready or not ready.get("ready"):
-            tail = _tail(plan.private / "worker.log")
+            answer = None
+        if not answer or not answer.get("ready"):
+            tail = _tail(self.plan.private / "worker.log")
             self.close()
             raise RuntimeError(f"the scorer did not start: {tail or 'no answer'}")
+        self.ready = True
 
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ONEGC_")}
@@ -234,12 +250,13 @@ class SealedScorer:
         """Predictions from a fresh child of the worker, judged here."""
         import numpy as np
 
-        if not self.alive():
-            try:
+        try:
+            if not self.alive():
                 self.close()
-                self.start()
-            except (OSError, RuntimeError) as exc:
-                return Score(None, f"could not start the scorer: {exc}")
+                self.launch()
+            self.await_ready()
+        except (OSError, RuntimeError) as exc:
+            return Score(None, f"could not start the scorer: {exc}")
         self._n += 1
         req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)), "device": self.plan.device,
                "timeout_s": self.plan.timeout_s, "threads": self.plan.threads,

@@ -108,14 +108,15 @@ class Session:
         for note in self.net.notes:
             self.events.emit("warning", code="network", message=note)
         threads = []
-        watcher = scorer_q = None
+        watcher = scorer_q = live = None
         try:
             self.clock.start()
             write_deadline(self.paths.workspace, self.clock.deadline())
             self.events.emit("budget", state="running", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
             if gpu_problem:
                 self.events.emit("warning", code="no_gpu", message=gpu_problem)
-            scorer_q = ScoreQueue(self._scorer(self.config.live_eval_device), self._on_scored)
+            live = self._scorer(self.config.live_eval_device)
+            scorer_q = ScoreQueue(live, self._on_scored)
             scorer_q.start()
             watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
                                         lambda f: self._on_found(f, scorer_q), started_at=self.began,
@@ -143,8 +144,8 @@ class Session:
                 t.join(timeout=5)
             if watcher is not None:
                 watcher.stop()
-            if scorer_q is not None:
-                scorer_q.close(LIVE_SCORE_DRAIN_S)
+            if scorer_q is not None and not scorer_q.close(LIVE_SCORE_DRAIN_S):
+                live = None
             if sampler is not None:
                 sampler.close()
             if self.tree is not None:
@@ -152,7 +153,11 @@ class Session:
             if self.net is not None:
                 self.net.stop()  # reports counted repeats of blocked attempts before session_ended
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
-        score, best = self._official_result(reason, detail)
+        try:
+            score, best = self._official_result(reason, detail, live)
+        finally:
+            if live is not None:
+                live.close()
         self._end(reason, detail, score, best)
         return 0
 
@@ -446,7 +451,9 @@ class Session:
         claim = self_report_flag(self.spec, found.self_reported, score.value)
         return flags + [claim] if claim else flags
 
-    def _official_result(self, reason: str, detail: str) -> tuple[float | None, str | None]:
+    def _official_result(self, reason: str, detail: str, live: SealedScorer | None) -> tuple[float | None, str | None]:
+        """Re-evaluate the candidates, each in a fresh child of a scorer on the session's device
+        (the live one where that is the same device: it is warm, and its children start clean)."""
         with self._lock:
             cands = [
                 Candidate(label, self.found_at[label], self.live.get(label).value if label in self.live else None,
@@ -456,7 +463,9 @@ class Session:
         chosen = select_candidates(cands, self.spec.higher_is_better)
         official: dict[str, float] = {}
         rows = []
-        scorer = self._scorer("cuda" if self.config.gpu and _cuda_available() else "cpu") if chosen else None
+        device = "cuda" if self.config.gpu and _cuda_available() else "cpu"
+        reuse = live is not None and live.alive() and live.plan.device == device
+        scorer = (live if reuse else self._scorer(device)) if chosen else None
         try:
             for cand in chosen:
                 found = self.found[cand.label]
@@ -471,7 +480,7 @@ class Session:
                 if score.value is not None:
                     official[cand.label] = score.value
         finally:
-            if scorer is not None:
+            if scorer is not None and scorer is not live:
                 scorer.close()
         best = pick_best(official, self.spec.higher_is_better)
         failure = None
