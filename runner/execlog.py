@@ -120,7 +120,6 @@ class ExecLog:
         self._dir_fd: int | None = None
         self._queue: queue.SimpleQueue[Launch] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._receive, name="execlog", daemon=True)
-        self.received = 0
 
     def start(self) -> ExecLog:
         self.bin_dir.mkdir(parents=True, exist_ok=True)
@@ -159,15 +158,17 @@ class ExecLog:
                 return out
 
     def close(self) -> None:
+        """Stop listening; every record sent before is then in :meth:`drain`'s hands."""
         if self._sock is not None:
+            self._read_pending()
             try:
                 self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            if self._thread.is_alive():
+                self._thread.join(timeout=2)  # it may hold one record it read last
             self._sock.close()
             self._sock = None
-        if self._thread.is_alive():
-            self._thread.join(timeout=2)
         if self._dir_fd is not None:
             os.close(self._dir_fd)
             self._dir_fd = None
@@ -175,17 +176,29 @@ class ExecLog:
     def _receive(self) -> None:
         sock = self._sock
         assert sock is not None
-        while True:
-            try:
-                data, ancdata, _flags, _addr = sock.recvmsg(RECORD_LIMIT + 1024, socket.CMSG_SPACE(UCRED.size))
-            except OSError:
-                return  # closed
-            if not data and not ancdata:
-                return  # shutdown
-            launch = _launch(data, ancdata)
-            if launch is not None:
-                self.received += 1
-                self._queue.put(launch)
+        while self._take(sock, 0):
+            pass
+
+    def _read_pending(self) -> None:
+        """Read what the socket holds now, beside the receiving thread (each datagram goes to one reader)."""
+        assert self._sock is not None
+        while self._take(self._sock, socket.MSG_DONTWAIT):
+            pass
+
+    def _take(self, sock: socket.socket, flags: int) -> bool:
+        """One datagram into the queue; False once the socket is empty (non-blocking) or shut."""
+        try:
+            data, ancdata, _flags, _addr = sock.recvmsg(RECORD_LIMIT + 1024, socket.CMSG_SPACE(UCRED.size), flags)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return False  # closed
+        if not data and not ancdata:
+            return False  # shut down
+        launch = _launch(data, ancdata)
+        if launch is not None:
+            self._queue.put(launch)
+        return True
 
 
 def _launch(data: bytes, ancdata: list) -> Launch | None:

@@ -14,6 +14,7 @@ import socket
 from collections.abc import Iterable
 
 PROBE_TIMEOUT_S = 3.0
+REQUEST_FAILED = "model request failed"  # how an adapter words a failure of the model endpoint (base.ErrorTrail)
 # Lines the CLIs print on every start; never the cause of anything.
 BANNERS = (
     re.compile(r"^Reading additional input from stdin"),  # codex exec, stdin at /dev/null
@@ -57,7 +58,7 @@ def end_detail(
     the other reasons carry it as "the agent's last error". ``endpoints``: the model endpoints,
     named beside a failure when nothing else names them."""
     named = ", ".join(f"{h}:{p}" for h, p in endpoints)
-    if failure and named and not endpoint_problem and named not in failure:
+    if failure and failure.startswith(REQUEST_FAILED) and named and not endpoint_problem and named not in failure:
         failure += f" (model endpoint {named})"
     causes = [c for c in (failure, endpoint_problem) if c]
     if reason == "agent_failed" and not causes:

@@ -127,6 +127,9 @@ class Session:
         finally:
             if self.tree is not None:
                 self._stop_tree(self.config.grace_s if self.stop_reason and self.stop_reason[0] != "harness_error" else 5)
+            self.launches.close()  # every launch record sent is in hand now
+            if self.tree is not None:
+                self._scan_processes()  # the last launches, and the end of every script
             self._done.set()
             self.clock.stop()
             for t in threads[:2]:
@@ -139,7 +142,6 @@ class Session:
                 sampler.close()
             if self.tree is not None:
                 self.tree.close()
-            self.launches.close()
             if self.net is not None:
                 self.net.stop()  # reports counted repeats of blocked attempts before session_ended
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
@@ -372,8 +374,9 @@ class Session:
         waited = self.stall.check(busy)
         if waited is not None:
             why = self.adapter.failure() or (self.net.endpoint_problem() if self.net else None)
-            self.events.emit("warning", code="stall", message=f"no model response for {waited / 60:.0f} min while "
-                             "the agent runs no tool" + (f"; its last error: {why}" if why else ""))  # fmt: skip
+            took = f"{waited / 60:.0f} min" if waited >= 90 else f"{waited:.0f} s"
+            self.events.emit("warning", code="stall", message=f"no model response for {took} while the agent runs "
+                             "no tool" + (f"; its last error: {why}" if why else ""))  # fmt: skip
 
     def _explain(self, reason: str, detail: str) -> str:
         """The end detail with its cause (runner/outcome.py)."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from runner.events import TranscriptFields, clip
+from runner.outcome import REQUEST_FAILED
 
 
 class TranscriptItem(TranscriptFields):
@@ -118,26 +119,36 @@ def text_of(value: object) -> str:
 
 
 class ErrorTrail:
-    """The errors an agent saw since its model last answered: what a failed session died of."""
+    """The errors an agent saw since its model last answered: what a failed session died of.
+
+    A failed model request (an HTTP error, a refused connection, a retry) is worded
+    "model request failed: ..." with the count of failed attempts in a row; runner/outcome.py
+    names the model endpoint beside it."""
 
     def __init__(self) -> None:
         self.last: str | None = None
+        self.request = False  # the last error was a failed model request
         self.attempts = 0  # failed model requests in a row (retries included)
 
-    def error(self, text: str, attempt: bool = True) -> None:
-        """An error the agent reported; ``attempt``: it stands for one failed model request."""
+    def request_failed(self, text: str, new_attempt: bool = True) -> None:
+        self.last, self.request = text or "no answer", True
+        self.attempts += 1 if new_attempt else 0
+
+    def error(self, text: str) -> None:
+        """Another error the agent reported (a turn limit, a tool the CLI could not run)."""
         if text:
-            self.last = text
-        self.attempts += 1 if attempt else 0
+            self.last, self.request = text, False
 
     def answered(self) -> None:
         """The model answered: earlier errors were got past."""
-        self.last, self.attempts = None, 0
+        self.last, self.request, self.attempts = None, False, 0
 
     def summary(self) -> str | None:
         if self.last is None:
             return None
-        return self.last + (f" ({self.attempts} failed attempts)" if self.attempts > 1 else "")
+        if not self.request:
+            return self.last
+        return f"{REQUEST_FAILED}: {self.last}" + (f" ({self.attempts} failed attempts)" if self.attempts > 1 else "")
 
 
 class JsonStreamAdapter(AgentAdapter):

@@ -167,7 +167,7 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
             delay = _int(data.get("retry_delay_ms")) / 1000
             cause = (f"HTTP {status}" if status is not None else "") + (
                 f"{': ' if status is not None else ''}{data['error']}" if data.get("error") else "")
-            self.errors.error(f"model request failed: {cause or 'no answer'}")
+            self.errors.request_failed(cause)
             text = f"retry: attempt {_int(data.get('attempt'))}/{_int(data.get('max_retries'))} in {delay:g}s" + (
                 f", {cause}" if cause else "")
             return [TranscriptItem(role="system", kind="error", text=text)]
@@ -261,8 +261,8 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
             btype = block.get("type")
             if btype == "text":
                 text = text_of(block.get("text"))
-                if synthetic_error:
-                    self.errors.error(text, attempt=False)
+                if synthetic_error:  # "API Error: 400 ...": the request that should have produced this message
+                    self.errors.request_failed(text, new_attempt=not self.errors.request)
                     items.append(TranscriptItem(role="system", kind="error", text=text))
                 elif text:
                     items.append(TranscriptItem(role="assistant", kind="text", text=text))
@@ -370,8 +370,9 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
             if data.get("terminal_reason") not in (None, "", "completed"):
                 head += f" ({data['terminal_reason']})"
             text = f"{head}: {answer or detail}" if answer or detail else head
-            if data.get("api_error_status") is not None or not self.errors.last:
-                self.errors.error(text, attempt=False)
+            interrupted = text_of(data.get("terminal_reason")).startswith("aborted")  # the harness's stop: no cause
+            if data.get("api_error_status") is None and not interrupted and not self.errors.request:
+                self.errors.error(text)
             items.append(TranscriptItem(role="system", kind="error", text=text))
         items += self.ledger.settle(totals, cost, "Claude Code's session totals")
         line = f"{outcome}: {answer}" if answer else outcome

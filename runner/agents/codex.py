@@ -184,16 +184,16 @@ class CodexAdapter(JsonStreamAdapter):
                 error_message(text_of(error.get("message")) if isinstance(error, dict) else text_of(error)) or "turn failed"
             )
             items = [] if message == self._last_error else [TranscriptItem(role="system", kind="error", text=message)]
-            self.errors.error(message, attempt=message != self._last_error)
+            self.errors.request_failed(message, new_attempt=message != self._last_error)
             self.ended = True
             return items + self._poll() + [self._result(f"failed: {message}")]
         if kind == "error":
             message = error_message(text_of(data.get("message")))
             if any(marker in message.lower() for marker in RETRY_MARKERS):
-                self.errors.error(f"model request failed: {message}")
+                self.errors.request_failed(message)
                 return [TranscriptItem(role="system", kind="error", text=f"retry: {message}")]
             self._last_error = message
-            self.errors.error(message)
+            self.errors.request_failed(message)
             return [TranscriptItem(role="system", kind="error", text=message)]
         return None
 

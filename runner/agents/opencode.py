@@ -251,7 +251,7 @@ class OpenCodeAdapter(JsonStreamAdapter):
 
     def _error(self, error: Any) -> list[TranscriptItem]:
         if not isinstance(error, dict):
-            self.errors.error(text_of(error) or "error")
+            self.errors.request_failed(text_of(error) or "error")
             return [TranscriptItem(role="system", kind="error", text=text_of(error) or "error")]
         data = error.get("data") if isinstance(error.get("data"), dict) else {}
         name = text_of(error.get("name")) or "Error"
@@ -260,7 +260,7 @@ class OpenCodeAdapter(JsonStreamAdapter):
         head = f"HTTP {status}: " if _num(status) is not None else ""
         retry = "retry: " if data.get("isRetryable") is True else ""
         suffix = f" ({name})" if name not in message else ""
-        self.errors.error(f"{head}{message}{suffix}")
+        self.errors.request_failed(f"{head}{message}{suffix}")
         return [TranscriptItem(role="system", kind="error", text=f"{retry}{head}{message}{suffix}")]
 
     # ------------------------------------------------------------------ the log
@@ -285,9 +285,9 @@ class OpenCodeAdapter(JsonStreamAdapter):
             return []
         text = f"{what}: {error}" if error else what
         if what == "stream error":  # a model request failed; OpenCode retries it
-            self.errors.error(f"model request failed: {error or 'no answer'}")
+            self.errors.request_failed(error)
             return [TranscriptItem(role="system", kind="error", text=f"retry: model request failed: {error}")]
-        self.errors.error(text, attempt=False)
+        self.errors.error(text)
         return [TranscriptItem(role="system", kind="error", text=f"OpenCode log: {text}")]
 
     def _finish(self) -> list[TranscriptItem]:

@@ -140,7 +140,7 @@ def test_http_400_is_an_error_without_usage():
     assert items[3][1].text == "error: API Error: 400 mock failure 400"
     assert adapter.usage_totals() == {"tokens_in": 0, "tokens_out": 0, "cache_read": 0, "cache_write": 0,
                                       "cost_usd": 0.0, "cost_known": True}  # fmt: skip
-    assert adapter.failure() == "error HTTP 400: API Error: 400 mock failure 400"
+    assert adapter.failure() == "model request failed: API Error: 400 mock failure 400"
 
 
 @needs_fixtures
