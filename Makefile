@@ -1,12 +1,15 @@
 # Project-local installs of the agent CLIs (git-ignored `.agents/`); `onegc doctor` and the
 # adapters find them there when they are not on PATH (runner/agents/locate.py).
 #
-#   make agents                               # the versions the transcript parsers were checked on
+#   make agents                               # the pinned versions (the newest that passed the end-to-end tests)
 #   make agents CLAUDE_CODE_VERSION=latest    # any version npm knows
+#   make agents CLAUDE_CODE_VERSION=latest CODEX_VERSION=latest OPENCODE_VERSION=latest AGENTS_PREFIX=.agents-latest
+#                                             # the newest beside the pins: the end-to-end tests run both
 
 AGENTS_PREFIX       ?= .agents
-# Pinned to the versions of shared/fixtures/transcripts/: newer CLIs may change their JSON output.
-CLAUDE_CODE_VERSION ?= 2.1.197
+# Pinned to the newest versions the end-to-end tests passed with (docs/agents.md lists them; the
+# fixtures of shared/fixtures/transcripts/ and tests/agents/fixtures/ are their output).
+CLAUDE_CODE_VERSION ?= 2.1.332
 CODEX_VERSION       ?= 0.171.0
 OPENCODE_VERSION    ?= 1.18.33
 NPM                 ?= npm

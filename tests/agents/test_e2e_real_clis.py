@@ -80,7 +80,8 @@ for i in 1 2 3; do python run_2.py; done"""
 TRAIN_SCRIPTS = ["run_1.py", "run_2.py", "run_2.py", "run_2.py"]  # the three instant ones each count
 BACKGROUND_S = 6  # the background training sleeps this long before it saves
 BG_CLAUDE = WRITE_RUN_1 + f"python run_1.py {BACKGROUND_S}"  # asked with run_in_background
-BG_START = WRITE_RUN_1 + f"nohup python run_1.py {BACKGROUND_S} > train.log 2>&1 &\necho started"
+# setsid: Codex ends a command's whole process group when its shell exits (a plain `&` dies with it)
+BG_START = WRITE_RUN_1 + f"setsid nohup python run_1.py {BACKGROUND_S} > train.log 2>&1 < /dev/null &\necho started"
 BG_WAIT = "while [ ! -f checkpoints/e2e.pt ]; do sleep 1; done; sleep 1; cat train.log"
 SLEEP = """python -c 'import time; open("sleep.started", "w").close(); time.sleep(600)'"""
 SLEEP_MARK = "time.sleep(600)"
