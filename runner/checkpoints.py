@@ -1,22 +1,21 @@
 """Checkpoint discovery, code snapshots and scoring with the pristine evaluator.
 
 The watcher sees ``checkpoints/*.pt`` appear (watchdog, plus a periodic rescan so nothing is
-missed), and at once freezes the workspace's ``*.py`` into ``snapshots/<name>-<k>/`` together
-with a hard link to the checkpoint file (``save_checkpoint`` replaces files by rename, so a
-later save under the same name leaves the linked version intact). The scorer runs
-``python <pristine prepare.py> --eval`` in a subprocess with a timeout and returns a value or an
-error that says why.
+missed), and at once copies the checkpoint and freezes the workspace's ``*.py`` into
+``snapshots/<name>-<k>/`` (each version its own copy: a later save under the same name, or an
+edit of the file in place, leaves the frozen one intact). :class:`ScoreQueue` scores them in
+order with the sealed scorer (runner/scoring.py).
 """
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import queue
 import shutil
-import subprocess
-import sys
+import stat
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,46 +25,67 @@ from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileModifiedEven
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from runner.workspace import snapshot_code
+from runner.scoring import Score, SealedScorer
+from runner.workspace import OPEN_UNTRUSTED, snapshot_code
 
 SETTLE_S = 0.5  # a file written in place (not by rename) must keep its size this long
 RESCAN_S = 3.0  # safety net behind the observer
 SNAPSHOT_CKPT = "checkpoint.pt"
+# The largest honest checkpoint of these tasks (a ViT-B backbone with its head, fp32) is well
+# under 1 GiB; a file this size is refused rather than copied (disk, and the copy's time).
+MAX_CHECKPOINT_BYTES = 16 << 30
+# A checkpoint's budget time is when the runner first saw it; its mtime (which the agent sets)
+# may move it earlier by at most the time the watcher can take to notice a file.
+DISCOVERY_SLACK_S = RESCAN_S + SETTLE_S + 1.0
+COPY_CHUNK = 8 << 20
+# "Dated before the session" allows for the wall clock stepping back (seen here: by 27 s): an
+# honest new file must never be refused, and a stolen one is minutes or hours old.
+PREDATES_SLACK_S = 600.0
 
 
 @dataclass(frozen=True)
 class FoundCheckpoint:
     name: str  # file name in checkpoints/
     label: str  # unique per version: "<stem>-<k>"
-    path: Path  # the frozen copy (hard link) in the snapshot
+    path: Path  # the runner's own copy in the snapshot
     snapshot: Path
     script: str | None
     self_reported: float | None
-    saved_at: float  # the file's mtime (epoch seconds)
-
-
-@dataclass(frozen=True)
-class Score:
-    value: float | None
-    error: str | None
-    eval_s: float | None = None
+    saved_at: float  # the file's mtime (epoch seconds): the agent's claim, bounded by DISCOVERY_SLACK_S
+    seen_at: float  # when the runner copied it (epoch seconds)
 
 
 def is_checkpoint_file(path: Path) -> bool:
     return path.suffix == ".pt" and not path.name.startswith(".")
 
 
+class _Unsettled(Exception):
+    """The file changed while it was copied: the next scan takes it."""
+
+
 class CheckpointWatcher:
-    """Calls ``on_found(FoundCheckpoint)`` once per new version of each checkpoint file."""
+    """Calls ``on_found(FoundCheckpoint)`` once per new version of each checkpoint file.
+
+    ``checkpoints/`` is the agent's and is read as untrusted input: the folder is opened without
+    following a symlink, only regular files with one link are taken (never a FIFO, device, socket
+    or folder named ``*.pt``), none dated before the session began, none over
+    :data:`MAX_CHECKPOINT_BYTES`; each is copied (not linked: the agent could rewrite a shared
+    inode after it was scored) from one descriptor that was checked before and after the copy.
+    What is refused is reported once through ``on_warning``.
+    """
 
     def __init__(self, checkpoints: Path, workspace: Path, snapshots: Path,
-                 on_found: Callable[[FoundCheckpoint], None], polling: bool = False):
+                 on_found: Callable[[FoundCheckpoint], None], polling: bool = False,
+                 on_warning: Callable[[str], None] | None = None, started_at: float | None = None):
         self.checkpoints = checkpoints
         self.workspace = workspace
         self.snapshots = snapshots
         self.on_found = on_found
-        self._seen: dict[str, tuple[int, int]] = {}  # name -> (inode, mtime_ns) handled
+        self.on_warning = on_warning or (lambda _m: None)
+        self.started_at = started_at if started_at is not None else time.time()
+        self._seen: dict[str, tuple[int, int, int]] = {}  # name -> (inode, mtime_ns, size) handled
         self._versions: dict[str, int] = {}
+        self._warned: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._observer = PollingObserver(timeout=1) if polling else Observer()
@@ -93,54 +113,116 @@ class CheckpointWatcher:
         while not self._stop.wait(RESCAN_S):
             self.scan()
 
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self.on_warning(message)
+
     def scan(self) -> None:
+        """One pass over ``checkpoints/``; never raises (a hostile entry must not stop the watcher)."""
         with self._lock:
             try:
-                entries = sorted(self.checkpoints.iterdir(), key=lambda p: p.stat().st_mtime_ns)
-            except (FileNotFoundError, OSError):
-                return
-            for path in entries:
-                if is_checkpoint_file(path):
-                    self._consider(path)
+                self._scan()
+            except Exception as exc:  # noqa: BLE001 - reported, and the next pass tries again
+                self._warn_once(f"scan:{type(exc).__name__}", f"checkpoint scan failed: {type(exc).__name__}: {exc}")
 
-    def _consider(self, path: Path) -> None:
+    def _scan(self) -> None:
         try:
-            st = path.stat()
+            dfd = os.open(self.checkpoints, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             return
-        key = (st.st_ino, st.st_mtime_ns)
-        if self._seen.get(path.name) == key:
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                self._warn_once("dir", "workspace/checkpoints is not a folder (a symbolic link?): not followed; "
+                                       "checkpoints are read from a real folder only")
+                return
+            raise
+        try:
+            entries = []
+            with os.scandir(dfd) as it:
+                for entry in it:
+                    if not is_checkpoint_file(Path(entry.name)):
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                    if not stat.S_ISREG(st.st_mode):
+                        kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode)
+                                else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+                        self._warn_once(f"kind:{entry.name}:{st.st_ino}", f"checkpoints/{entry.name} is {kind}: skipped")
+                        continue
+                    entries.append((st.st_mtime_ns, entry.name, st))
+            for _, name, st in sorted(entries):
+                self._consider(dfd, name, st)
+        finally:
+            os.close(dfd)
+
+    def _consider(self, dfd: int, name: str, st: os.stat_result) -> None:
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._seen.get(name) == key:
             return
-        if not _settled(path, st):
+        refused = self._refusal(name, st)
+        if refused:
+            self._seen[name] = key
+            self._warn_once(f"refused:{name}:{key}", f"checkpoints/{name} {refused}: skipped")
+            return
+        if not _settled(dfd, name, st):
             return  # written in place and still growing; the next scan takes it
-        self._seen[path.name] = key
-        k = self._versions.get(path.name, 0) + 1
-        self._versions[path.name] = k
-        label = f"{path.stem}-{k}"
+        k = self._versions.get(name, 0) + 1
+        label = f"{Path(name).stem}-{k}"
         snap = self.snapshots / label
-        snapshot_code(self.workspace, snap)
+        snap.mkdir(parents=True, exist_ok=True)
         frozen = snap / SNAPSHOT_CKPT
         try:
-            os.link(path, frozen)
-        except OSError:
-            try:
-                shutil.copyfile(path, frozen)
-            except FileNotFoundError:
-                return
+            _copy_untrusted(dfd, name, st, frozen)
+        except (_Unsettled, FileNotFoundError):
+            shutil.rmtree(snap, ignore_errors=True)
+            return
+        self._seen[name] = key
+        self._versions[name] = k
+        code = snapshot_code(self.workspace, snap)
+        if code.skipped:
+            self.on_warning(f"snapshot {label}: left out " + "; ".join(code.skipped[:5])
+                            + (f" (+{len(code.skipped) - 5} more)" if len(code.skipped) > 5 else ""))
         script, reported = _peek(frozen)
-        self.on_found(FoundCheckpoint(path.name, label, frozen, snap, script, reported, st.st_mtime))
+        self.on_found(FoundCheckpoint(name, label, frozen, snap, script, reported, st.st_mtime, time.time()))
+
+    def _refusal(self, name: str, st: os.stat_result) -> str | None:
+        if st.st_size > MAX_CHECKPOINT_BYTES:
+            return f"is {st.st_size / 2**30:.1f} GiB, over the {MAX_CHECKPOINT_BYTES >> 30} GiB a checkpoint may have"
+        if st.st_nlink != 1:
+            return f"has {st.st_nlink} hard links: a checkpoint must be a file of its own (save it with prepare.save_checkpoint)"
+        if st.st_mtime < self.started_at - PREDATES_SLACK_S:
+            return "is dated before this session began: not this session's checkpoint"
+        return None
 
 
-def _settled(path: Path, st: os.stat_result) -> bool:
-    import time
-
+def _settled(dfd: int, name: str, st: os.stat_result) -> bool:
     if time.time() - st.st_mtime >= SETTLE_S:
         return True
     time.sleep(SETTLE_S)
     try:
-        return path.stat().st_size == st.st_size
+        return os.stat(name, dir_fd=dfd, follow_symlinks=False).st_size == st.st_size
     except FileNotFoundError:
         return False
+
+
+def _copy_untrusted(dfd: int, name: str, st: os.stat_result, dest: Path) -> None:
+    """Copy the regular file ``name`` that ``st`` describes, from one descriptor; raises
+    :class:`_Unsettled` if it is not that file any more or changed while it was read."""
+    fd = os.open(name, OPEN_UNTRUSTED, dir_fd=dfd)
+    try:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode) or before.st_ino != st.st_ino:
+            raise _Unsettled(name)
+        with open(dest, "wb") as out:
+            while chunk := os.read(fd, COPY_CHUNK):
+                out.write(chunk)
+                if out.tell() > MAX_CHECKPOINT_BYTES:
+                    raise _Unsettled(name)
+        after = os.fstat(fd)
+        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+            raise _Unsettled(name)
+    finally:
+        os.close(fd)
 
 
 def _peek(path: Path) -> tuple[str | None, float | None]:
@@ -165,110 +247,10 @@ class _Handler(FileSystemEventHandler):
             self.poke()
 
 
-class Scorer:
-    """Scores checkpoints one at a time with the pristine ``prepare.py``."""
-
-    def __init__(self, prepare_py: Path, data_dir: Path, split: str, timeout_s: float, device: str = "cpu"):
-        self.prepare_py = prepare_py
-        self.data_dir = data_dir
-        self.split = split
-        self.timeout_s = timeout_s
-        self.device = device
-        self.current: subprocess.Popen | None = None
-
-    def score(self, ckpt: Path, code: Path) -> Score:
-        argv = [sys.executable, str(self.prepare_py), "--eval", str(ckpt), "--code", str(code),
-                "--split", self.split, "--data-dir", str(self.data_dir), "--device", self.device]
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        if self.device == "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        try:
-            self.current = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                            cwd=code, text=True, preexec_fn=lambda: os.nice(5))
-            out, err = self.current.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            self.current.kill()
-            self.current.communicate()
-            return Score(None, f"evaluation timed out after {self.timeout_s:.0f} s")
-        except OSError as exc:
-            return Score(None, f"could not start the evaluator: {exc}")
-        finally:
-            self.current = None
-        for line in reversed(out.strip().splitlines()):
-            try:
-                result = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if result.get("ok"):
-                return Score(float(result["value"]), None, result.get("eval_s"))
-            return Score(None, str(result.get("error", "unknown error")))
-        tail = (err or out).strip().splitlines()[-1:] or ["no output"]
-        return Score(None, f"evaluator crashed: {tail[0][:300]}")
-
-
-class LiveScorer(Scorer):
-    """Keeps one ``prepare.py --serve`` process per session: torch is imported once, so a
-    checkpoint scores in a fraction of a second. A request past its timeout kills the server;
-    the next request starts a fresh one."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.server: subprocess.Popen | None = None
-
-    def _start(self) -> subprocess.Popen:
-        argv = [sys.executable, str(self.prepare_py), "--serve", "--data-dir", str(self.data_dir), "--device", self.device]
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        if self.device == "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = ""
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                env=env, text=True, bufsize=1, preexec_fn=lambda: os.nice(5))
-
-    def score(self, ckpt: Path, code: Path) -> Score:
-        import selectors
-
-        if self.server is None or self.server.poll() is not None:
-            try:
-                self.server = self._start()
-            except OSError as exc:
-                return Score(None, f"could not start the evaluator: {exc}")
-        self.current = self.server
-        try:
-            self.server.stdin.write(json.dumps({"ckpt": str(ckpt), "code": str(code), "split": self.split}) + "\n")
-            self.server.stdin.flush()
-            with selectors.DefaultSelector() as sel:
-                sel.register(self.server.stdout, selectors.EVENT_READ)
-                ready = sel.select(timeout=self.timeout_s)
-            line = self.server.stdout.readline() if ready else None
-        except (BrokenPipeError, OSError, ValueError):
-            line = ""
-        finally:
-            self.current = None
-        if line is None:
-            self.close()
-            return Score(None, f"evaluation timed out after {self.timeout_s:.0f} s")
-        try:
-            result = json.loads(line)
-        except json.JSONDecodeError:
-            self.close()
-            return Score(None, "evaluator crashed (no answer); see the checkpoint's script for import-time side effects")
-        if result.get("ok"):
-            return Score(float(result["value"]), None, result.get("eval_s"))
-        return Score(None, str(result.get("error", "unknown error")))
-
-    def close(self) -> None:
-        if self.server is not None:
-            try:
-                self.server.kill()
-                self.server.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            self.server = None
-
-
 class ScoreQueue:
-    """A worker thread that scores found checkpoints in arrival order."""
+    """A worker thread that scores found checkpoints in arrival order (the scorer warmed first)."""
 
-    def __init__(self, scorer: Scorer, on_scored: Callable[[FoundCheckpoint, Score], None]):
+    def __init__(self, scorer: SealedScorer, on_scored: Callable[[FoundCheckpoint, Score], None]):
         self.scorer = scorer
         self.on_scored = on_scored
         self._queue: queue.Queue[FoundCheckpoint | None] = queue.Queue()
@@ -284,12 +266,13 @@ class ScoreQueue:
         """Let queued work finish for up to ``wait_s``, then give up on the rest."""
         self._queue.put(None)
         self._thread.join(timeout=wait_s)
-        if self._thread.is_alive() and self.scorer.current is not None:
-            self.scorer.current.kill()
-            self._thread.join(timeout=5)
-        if isinstance(self.scorer, LiveScorer):
-            self.scorer.close()
+        self.scorer.close()  # a checkpoint still being scored fails, and the thread ends
+        self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        try:
+            self.scorer.start()  # torch imported before the first checkpoint needs it
+        except (OSError, RuntimeError):
+            pass  # each score says why (and tries again)
         while (found := self._queue.get()) is not None:
             self.on_scored(found, self.scorer.score(found.path, found.snapshot))

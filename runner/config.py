@@ -51,6 +51,9 @@ class SessionConfig(BaseModel):
     grace_s: float = Field(default=GRACE_S, ge=0)
     gpu: str | None = None  # CUDA_VISIBLE_DEVICES for the agent; None = no GPU assigned
     network: NetworkPolicy = "open"
+    # the agent runs in the sandbox of runner/sandbox.py; False (`--unsealed`) is recorded in the
+    # contract and flagged wherever the session's results are shown
+    sealed: bool = True
     command: list[str] = Field(default_factory=list)  # the `command` agent's command line
     agent_args: list[str] = Field(default_factory=list)
     pace_s: float = Field(default=1.0, ge=0)  # scripted agent: seconds of "thinking" between steps
@@ -99,6 +102,7 @@ class SessionPaths:
     checkpoints = property(lambda self: self.root / "workspace" / "checkpoints")
     snapshots = property(lambda self: self.root / "snapshots")
     agent_home = property(lambda self: self.root / "agent_home")
+    sandbox = property(lambda self: self.root / "sandbox")  # the runner's files for the sandbox (passwd, group)
     result = property(lambda self: self.root / "result.json")
 
     def write_config(self, config: SessionConfig) -> None:

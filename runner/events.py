@@ -126,6 +126,7 @@ class CheckpointScored(_Event):
     eval_s: float | None = None
     budget_elapsed_s: float
     official: bool = False  # re-evaluated for result.json after the session
+    flags: list[str] = Field(default_factory=list)  # integrity flags: what the script did beyond predicting
 
 
 class ControlEvent(_Event):

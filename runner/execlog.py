@@ -21,10 +21,13 @@ in and is skipped by ``python -I``/``-S``. The shim changes nothing for the laun
 
 Its limits: a launch that names an interpreter by absolute path (``/usr/bin/python3 x.py``, a
 script's ``subprocess.run([sys.executable, ...])``) bypasses ``PATH``; the runner's scan of the
-tree still sees those that live through one scan. A sandbox that runs the tree must make the shim
-folder visible at the same path (read-only is enough: sending to a socket needs no write access
-to the filesystem). The socket is reached through ``/proc/self/fd/N/`` so its path length never
-hits the 108-byte limit of Unix socket addresses.
+tree still sees those that live through one scan.
+
+In the agent's sandbox (runner/sandbox.py) the folder is mounted read-only wherever ``seen_at``
+says (a socket on a read-only mount still takes datagrams); the shims find their folder from
+their own path, so nothing in them names the host path. The socket belongs to the agent's uid
+with mode 600: nobody else on the machine can add a launch. It is reached through
+``/proc/self/fd/N/`` so its path length never hits the 108-byte limit of Unix socket addresses.
 """
 
 from __future__ import annotations
@@ -68,9 +71,10 @@ def shim_names() -> tuple[str, ...]:
 
 
 # The helper: stdlib only, run with -I -S (no site, no environment): it must work for any agent.
+# Its folder is where it lies (the sandbox shows the folder elsewhere than the host).
 HELPER = r'''
 import json, os, socket, sys, time
-FOLDER, LIMIT, TIMEOUT = {folder!r}, {limit}, {timeout}
+FOLDER, LIMIT, TIMEOUT = os.path.dirname(os.path.abspath(__file__)), {limit}, {timeout}
 
 def target(name):
     here = os.path.realpath(os.path.join(FOLDER, "bin"))
@@ -112,8 +116,9 @@ os.execv(path, [path] + args)
 class ExecLog:
     """The shim folder and the socket behind it; ``start()``, then ``drain()`` as often as needed."""
 
-    def __init__(self, folder: Path, interpreter: str = sys.executable):
+    def __init__(self, folder: Path, seen_at: Path | None = None, interpreter: str = sys.executable):
         self.folder = folder
+        self.seen_at = seen_at or folder  # where the agent sees the folder
         self.interpreter = interpreter
         self.bin_dir = folder / "bin"
         self._sock: socket.socket | None = None
@@ -121,14 +126,15 @@ class ExecLog:
         self._queue: queue.SimpleQueue[Launch] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._receive, name="execlog", daemon=True)
 
-    def start(self) -> ExecLog:
+    def start(self, owner: tuple[int, int] | None = None) -> ExecLog:
+        """Write the shims and listen. ``owner``: the uid and gid the agent runs as, when not ours."""
         self.bin_dir.mkdir(parents=True, exist_ok=True)
         helper = self.folder / HELPER_NAME
-        helper.write_text(HELPER.format(folder=str(self.folder), limit=RECORD_LIMIT, timeout=SEND_TIMEOUT_S,
-                                        socket=SOCKET_NAME))  # fmt: skip
+        helper.write_text(HELPER.format(limit=RECORD_LIMIT, timeout=SEND_TIMEOUT_S, socket=SOCKET_NAME))
         for name in shim_names():
             shim = self.bin_dir / name
-            shim.write_text(f"#!/bin/sh\nexec {shlex.quote(self.interpreter)} -I -S {shlex.quote(str(helper))} "
+            # "${0%/bin/*}": this shim's folder, as the agent sees it
+            shim.write_text(f'#!/bin/sh\nexec {shlex.quote(self.interpreter)} -I -S "${{0%/bin/*}}/{HELPER_NAME}" '
                             f'"$0" "$@"\n')  # fmt: skip
             shim.chmod(stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
         self._dir_fd = os.open(self.folder, os.O_PATH)
@@ -138,6 +144,9 @@ class ExecLog:
         except FileNotFoundError:
             pass
         sock.bind(f"/proc/self/fd/{self._dir_fd}/{SOCKET_NAME}")
+        os.chmod(self.folder / SOCKET_NAME, stat.S_IRUSR | stat.S_IWUSR)
+        if owner is not None:
+            os.chown(self.folder / SOCKET_NAME, *owner)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUFFER)
         self._sock = sock
@@ -146,7 +155,11 @@ class ExecLog:
 
     def path_with_shims(self, path: str) -> str:
         """``PATH`` for the agent: the shims first."""
-        return str(self.bin_dir) + (os.pathsep + path if path else "")
+        return str(self.seen_at / "bin") + (os.pathsep + path if path else "")
+
+    def mount(self) -> tuple[Path, Path]:
+        """(host folder, where the agent sees it): a read-only mount of the agent's sandbox."""
+        return self.folder, self.seen_at
 
     def drain(self) -> list[Launch]:
         """The launches received since the last call, in arrival order."""

@@ -49,6 +49,10 @@ def nvmlDeviceGetUUID(h):
     return f"GPU-fake-{h}"
 
 
+def nvmlDeviceGetMinorNumber(h):
+    return h
+
+
 def nvmlDeviceGetUtilizationRates(h):
     return SimpleNamespace(gpu=min(100, int(psutil.cpu_percent(interval=None))), memory=0)
 

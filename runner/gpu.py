@@ -29,6 +29,7 @@ class GpuInfo:
     driver: str
     index: int
     uuid: str | None = None
+    minor: int | None = None  # /dev/nvidia<minor>: the node the sandbox shows (not always the NVML index)
 
 
 class NoGpu(RuntimeError):
@@ -87,12 +88,9 @@ class GpuSampler:
         driver = _text(self.nvml.nvmlSystemGetDriverVersion())
         out = []
         for i, h in self.handles:
-            uuid = None
-            try:
-                uuid = _text(self.nvml.nvmlDeviceGetUUID(h))
-            except self.nvml.NVMLError:
-                pass
-            out.append(GpuInfo(name=_text(self.nvml.nvmlDeviceGetName(h)), driver=driver, index=i, uuid=uuid))
+            uuid = self._optional(lambda: _text(self.nvml.nvmlDeviceGetUUID(h)))
+            minor = self._optional(lambda: int(self.nvml.nvmlDeviceGetMinorNumber(h)))
+            out.append(GpuInfo(name=_text(self.nvml.nvmlDeviceGetName(h)), driver=driver, index=i, uuid=uuid, minor=minor))
         return out
 
     def sample(self) -> list[Sample]:

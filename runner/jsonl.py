@@ -81,27 +81,48 @@ class BadLine:
 class TailState:
     offset: int = 0
     line_no: int = 0
+    in_long_line: bool = False  # skipping the rest of an oversized line (not persisted: a restart reports its tail)
+
+
+SCAN_CHUNK = 1 << 20
 
 
 class JsonlTail:
-    """Reads new whole lines from ``path`` starting at a byte offset."""
+    """Reads new whole lines from ``path`` starting at a byte offset.
+
+    A line longer than one read (``max_bytes``) is not one the runner writes (its events are
+    bounded); it is skipped up to its newline and reported, so it can never freeze the reader
+    the way a line that waits forever for its end would.
+    """
 
     def __init__(self, path: Path, state: TailState | None = None):
         self.path = path
         self.state = state or TailState()
         self.at_end = False  # the last read reached the end of the file: nothing more to read now
 
-    def read_lines(self, max_bytes: int = 8 << 20) -> Iterator[tuple[int, bytes]]:
-        """Yield ``(line_no, line)`` for each complete new line; advances the offset."""
+    def read_lines(self, max_bytes: int = 8 << 20) -> Iterator[tuple[int, bytes | None]]:
+        """Yield ``(line_no, line)`` for each complete new line, ``(line_no, None)`` for one that
+        was longer than ``max_bytes`` (skipped); advances the offset."""
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.state.offset)
+                if self.state.in_long_line and not self._skip_long_line(f):
+                    self.at_end = True
+                    return
                 chunk = f.read(max_bytes if max_bytes > 0 else -1)
+                end = chunk.rfind(b"\n")
+                if end < 0 and max_bytes > 0 and len(chunk) == max_bytes:
+                    self.state.line_no += 1
+                    self.state.offset += len(chunk)
+                    self.state.in_long_line = True
+                    yield self.state.line_no, None
+                    self._skip_long_line(f)
+                    self.at_end = False
+                    return
         except FileNotFoundError:
             self.at_end = True
             return
         self.at_end = max_bytes <= 0 or len(chunk) < max_bytes
-        end = chunk.rfind(b"\n")
         if end < 0:
             return
         for line in chunk[: end + 1].splitlines():
@@ -109,11 +130,28 @@ class JsonlTail:
             yield self.state.line_no, line
         self.state.offset += end + 1
 
+    def _skip_long_line(self, f) -> bool:
+        """Move past the newline that ends an oversized line; False while it has not come yet."""
+        while True:
+            block = f.read(SCAN_CHUNK)
+            if not block:
+                return False
+            nl = block.find(b"\n")
+            if nl >= 0:
+                self.state.offset += nl + 1
+                self.state.in_long_line = False
+                f.seek(self.state.offset)
+                return True
+            self.state.offset += len(block)
+
     def read_records(self, max_bytes: int = 1 << 20) -> tuple[list[dict], list[str]]:
         """New whole lines as JSON objects, plus a message for each line that is not one."""
         records: list[dict] = []
         bad: list[str] = []
         for line_no, line in self.read_lines(max_bytes):
+            if line is None:
+                bad.append(f"{self.path}:{line_no}: {too_long(max_bytes)}")
+                continue
             if not line.strip():
                 continue
             try:
@@ -129,6 +167,9 @@ class JsonlTail:
         events: list[Event] = []
         bad: list[BadLine] = []
         for line_no, line in self.read_lines(max_bytes):
+            if line is None:
+                bad.append(BadLine(self.path, line_no, too_long(max_bytes)))
+                continue
             if not line.strip():
                 continue
             try:
@@ -138,6 +179,10 @@ class JsonlTail:
                 where = ".".join(str(p) for p in first["loc"])
                 bad.append(BadLine(self.path, line_no, f"{where}: {first['msg']}"[:200]))
         return events, bad
+
+
+def too_long(max_bytes: int) -> str:
+    return f"a line of over {max_bytes >> 10} KiB (no event is that long): skipped"
 
 
 def read_all_events(path: Path) -> tuple[list[Event], list[BadLine]]:

@@ -3,6 +3,9 @@
 Real agent CLIs run their tools under ``setsid``, so a process group is not enough. Layers, best
 available first (the chosen ones are recorded in the session contract):
 
+- ``bwrap``: the agent's sandbox (runner/sandbox.py) has a PID namespace of its own whose init
+  is ``nsinit``; the tree dies with it, and bubblewrap's ``--die-with-parent`` ties it to the
+  runner. What follows is for sessions run ``--unsealed``.
 - ``pidns``: the agent runs as PID 1's child in a new PID namespace
   (``unshare --pid --fork --kill-child``). Every descendant, ``setsid`` or not, stays inside;
   when the namespace's init dies the kernel kills them all. ``unshare`` gets ``PDEATHSIG=SIGKILL``
@@ -215,9 +218,9 @@ class ProcessTree:
                 pass
 
     def _agent_pid(self) -> int | None:
-        """Who gets the agent's SIGINT: under pidns the namespace's init (unshare's child), which
-        forwards it to the agent; else the agent itself."""
-        if not self.mode.startswith("pidns"):
+        """Who gets the agent's SIGINT: in a PID namespace its init (the child of ``unshare`` or of
+        ``bwrap``), which forwards it to the agent; else the agent itself."""
+        if not self.mode.startswith(("pidns", "bwrap")):
             return self.root_pid
         try:
             kids = psutil.Process(self.root_pid).children()
@@ -281,12 +284,15 @@ def start_tree(
     stdout,
     stderr,
     name: str,
-    isolation: str = "auto",
+    sandboxed: bool = False,
 ) -> ProcessTree:
-    """Start ``argv`` as a contained tree. ``isolation``: auto, pidns or subreaper."""
-    use_pidns = isolation == "pidns" or (isolation == "auto" and pidns_available())
-    freezer = Freezer.create(name) if isolation != "subreaper-signals" else None
-    if use_pidns:
+    """Start ``argv`` as a contained tree. ``sandboxed``: ``argv`` is already a bubblewrap command
+    line (runner/sandbox.py), whose PID namespace holds the tree; else a PID namespace of
+    ``unshare`` where the machine allows one, or a child subreaper."""
+    freezer = Freezer.create(name)
+    if sandboxed:
+        full, mode = list(argv), "bwrap"
+    elif pidns_available():
         full = ["unshare", "--pid", "--fork", "--kill-child", "--", sys.executable, "-I", str(NSINIT), "--", *argv]
         mode = "pidns"
     else:

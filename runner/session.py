@@ -30,7 +30,8 @@ from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
-from runner.checkpoints import CheckpointWatcher, FoundCheckpoint, LiveScorer, Score, Scorer, ScoreQueue
+from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
+from runner.scoring import Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.config import SessionPaths, data_root
 from runner.execlog import ExecLog, Launch
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
@@ -38,6 +39,7 @@ from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import Candidate, pick_best, select_candidates
 from runner.outcome import end_detail, endpoint_problem
+from runner import sandbox
 from runner.proctree import ProcessTree, start_tree
 from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
@@ -70,8 +72,10 @@ class Session:
         self._control = JsonlTail(paths.control)
         self._signal_stop: str | None = None
         self.net: NetworkSandbox | None = None
+        self.gpu_info: list[dict] = []
         self.endpoints = allowed_endpoints(self.config.agent, os.environ, self.config.model)
-        self.launches = ExecLog(paths.root / "exec")  # every python the agent starts through PATH
+        # every python the agent starts through PATH (in the sandbox its folder is under /run/onegc)
+        self.launches = ExecLog(paths.root / "exec", sandbox.INSIDE / "exec" if self.config.sealed else None)
         self.stall = StallWatch(self.config.stall_s)
         self.agent_version = self.adapter.version()  # once: `--version` of a Node CLI takes seconds
 
@@ -79,23 +83,35 @@ class Session:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
         self._write_runner_info()
+        # the sandbox probe (a real sandbox, tens of ms) runs while the workspace and network are made
+        probe = threading.Thread(target=sandbox.status, name="sandbox-probe", daemon=True)
+        if self.config.sealed:
+            probe.start()
         try:
             build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
+            self.judge = TaskJudge(self.spec, data_root(self.paths.root.parent.parent) / self.spec.id)
             # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,
                                       self._on_endpoint)
             self.net.start()
+            if self.config.sealed:
+                probe.join()
+                ready = sandbox.status()
+                if not ready.ok:
+                    raise sandbox.SandboxError(f"no sandbox for the agent: {ready.detail}")
         except Exception as exc:  # data not prepared, no namespaces for the policy, ...
             self.net = None
             self._emit_start([])
-            code = "network" if isinstance(exc, NetworkUnavailable) else "workspace"
+            code = ("network" if isinstance(exc, NetworkUnavailable) else
+                    "sandbox" if isinstance(exc, sandbox.SandboxError) else "workspace")
             self.events.emit("warning", code=code, message=str(exc))
             self._write_result("harness_error", str(exc), rows=[], best=None, failure=str(exc), found=0)
             self._end("harness_error", str(exc))
             return 2
-        sampler, gpu_info, gpu_problem = self._open_gpu()
-        self._emit_start(gpu_info)
+        sampler, self.gpu_info, gpu_problem = self._open_gpu()
+        self._emit_start(self.gpu_info)
         for note in self.net.notes:
             self.events.emit("warning", code="network", message=note)
         threads = []
@@ -106,10 +122,11 @@ class Session:
             self.events.emit("budget", state="running", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
             if gpu_problem:
                 self.events.emit("warning", code="no_gpu", message=gpu_problem)
-            scorer_q = ScoreQueue(LiveScorer(*self._scorer_args(), self.config.live_eval_device), self._on_scored)
+            scorer_q = ScoreQueue(self._scorer(self.config.live_eval_device), self._on_scored)
             scorer_q.start()
             watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
-                                        lambda f: self._on_found(f, scorer_q))
+                                        lambda f: self._on_found(f, scorer_q), started_at=self.began,
+                                        on_warning=lambda m: self.events.emit("warning", code="checkpoint", message=m))
             watcher.start()
             self._start_agent()
             threads = [
@@ -178,6 +195,7 @@ class Session:
             "agent": self.config.agent,
             "agent_version": self.agent_version,
             "model": self.config.model,
+            "sealed": self.config.sealed,
             **(self.net.contract() if self.net else {"network": self.config.network}),
             "harness_version": HARNESS_VERSION,
             "python": platform.python_version(),
@@ -187,9 +205,22 @@ class Session:
                          repeat=self.config.repeat, study=self.config.study, budget_s=self.config.budget_s,
                          grace_s=self.config.grace_s, contract=contract)
 
-    def _scorer_args(self) -> tuple:
-        return (self.spec.folder / "prepare.py", data_root(self.paths.root.parent.parent) / self.spec.id,
-                self.spec.scored_split, self.spec.eval_timeout_s)
+    def _gpus(self) -> tuple[tuple[int, ...], tuple[str | None, ...]]:
+        """The assigned GPUs' device-node minors and UUIDs (NVML's, where it answered)."""
+        known = {g["index"]: g for g in self.gpu_info}
+        indices = visible_indices(self.config.gpu)  # without NVML the index is the best guess of the node
+        minors = tuple(known[i]["minor"] if known.get(i, {}).get("minor") is not None else i for i in indices)
+        return minors, tuple(known.get(i, {}).get("uuid") for i in indices)
+
+    def _scorer(self, device: str) -> SealedScorer:
+        """A sealed scorer (runner/scoring.py) for this session on ``device``."""
+        minors, uuids = self._gpus()
+        self.paths.snapshots.mkdir(exist_ok=True)
+        return SealedScorer(WorkerPlan(
+            judge=self.judge, inputs=self.paths.root / "scoring" / "inputs", snapshots=self.paths.snapshots,
+            private=self.paths.root / "scoring" / device.split(":")[0], home=self.paths.root.parent.parent,
+            session_id=self.config.session_id, device=device, gpu_minors=minors, gpu_uuids=uuids,
+            timeout_s=self.spec.eval_timeout_s))
 
     # ------------------------------------------------------------------ the agent
     def _agent_env(self) -> dict[str, str]:
@@ -208,7 +239,7 @@ class Session:
 
     def _start_agent(self) -> None:
         self.paths.agent_home.mkdir(exist_ok=True)
-        self.launches.start()
+        self.launches.start(sandbox.agent_ids(self.config.session_id) if self.config.sealed else None)
         ctx = LaunchContext(
             workspace=self.paths.workspace,
             session_dir=self.paths.root,
@@ -225,21 +256,36 @@ class Session:
         prepare_home = getattr(self.adapter, "prepare_home", None)
         if prepare_home:
             prepare_home(ctx)
-        argv = self.adapter.argv(ctx)
+        argv = agent_argv = self.adapter.argv(ctx)
         env = self.adapter.env(ctx)
-        if self.net is not None:
+        if self.config.sealed:
+            argv, env = self._seal(argv, env)
+        if self.net is not None:  # joined from outside: the sandboxed agent could not enter it itself
             argv = self.net.wrap_argv(argv)
             env.update(self.net.env())
         stdin = subprocess.PIPE if self.adapter.prompt_on_stdin else subprocess.DEVNULL
-        self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, name=self.config.session_id)
+        self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, name=self.config.session_id, sandboxed=self.config.sealed)
         if self.adapter.prompt_on_stdin:
             try:
                 self.tree.popen.stdin.write(ctx.prompt.encode())
             finally:
                 self.tree.popen.stdin.close()  # an open stdin makes some CLIs wait forever
-        self.events.emit("agent_started", pid=self.tree.root_pid, argv=[_short(a) for a in argv],
+        self.events.emit("agent_started", pid=self.tree.root_pid, argv=[_short(a) for a in agent_argv],
                          containment=self.tree.mode, version=self.agent_version)
+
+    def _seal(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The agent's command line and environment inside its sandbox (runner/sandbox.py)."""
+        home = self.paths.root.parent.parent
+        minors, uuids = self._gpus()
+        plan = sandbox.SandboxPlan(
+            workspace=self.paths.workspace, agent_home=self.paths.agent_home, private=self.paths.sandbox,
+            protected=(home,), read_only=tuple(self.adapter.read_only_paths() + sandbox.extra_read_only(os.environ)),
+            mounts=(self.launches.mount(),), gpu_minors=minors, ids=sandbox.agent_ids(self.config.session_id))
+        ws = self.paths.workspace
+        sandbox.hand_over(plan, [ws, self.paths.checkpoints, ws / "train.py", ws / "program.md"])
+        return sandbox.wrap(plan, argv, sandbox.status().bwrap or "bwrap"), \
+            sandbox.sandbox_env(env, plan, uuids)
 
     def _pump_stdout(self) -> None:
         assert self.tree is not None
@@ -370,7 +416,12 @@ class Session:
 
     def _check_stall(self) -> None:
         assert self.tree is not None
-        busy = self.clock.paused or bool(tool_pids(self.tree.pids(), os.getsid(self.tree.root_pid)))
+        # the agent's session: its init's (under bubblewrap --new-session, not the root's)
+        agent = self.tree._agent_pid() or self.tree.root_pid
+        try:
+            busy = self.clock.paused or bool(tool_pids(self.tree.pids(), os.getsid(agent), {self.tree.root_pid}))
+        except OSError:  # the agent is gone: the loop ends the session
+            return
         waited = self.stall.check(busy)
         if waited is not None:
             why = self.adapter.failure() or (self.net.endpoint_problem() if self.net else None)
@@ -423,8 +474,10 @@ class Session:
 
     # ------------------------------------------------------------------ checkpoints
     def _on_found(self, found: FoundCheckpoint, queue: ScoreQueue) -> None:
-        # budget time when the file was written, not when we got round to it
-        elapsed = max(0.0, self.clock.active_s() - max(0.0, time.time() - found.saved_at))
+        # budget time when the file was written, not when we got round to it; the mtime is the
+        # agent's to set, so it may move a checkpoint earlier by the watcher's latency at most
+        lag = min(max(0.0, found.seen_at - found.saved_at), DISCOVERY_SLACK_S)
+        elapsed = max(0.0, self.clock.active_s() - max(0.0, time.time() - found.seen_at) - lag)
         with self._lock:
             self.found[found.label] = found
             self.found_at[found.label] = elapsed
@@ -438,7 +491,12 @@ class Session:
             self.live[found.label] = score
         self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
                          metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
-                         budget_elapsed_s=self.found_at.get(found.label, 0.0))
+                         budget_elapsed_s=self.found_at.get(found.label, 0.0), flags=self._flags(found, score))
+
+    def _flags(self, found: FoundCheckpoint, score: Score) -> list[str]:
+        flags = list(score.flags)
+        claim = self_report_flag(self.spec, found.self_reported, score.value)
+        return flags + [claim] if claim else flags
 
     def _official_result(self, reason: str, detail: str) -> tuple[float | None, str | None]:
         with self._lock:
@@ -448,19 +506,25 @@ class Session:
                 for label, f in self.found.items()
             ]
         chosen = select_candidates(cands, self.spec.higher_is_better)
-        scorer = Scorer(*self._scorer_args(), "cuda" if self.config.gpu and _cuda_available() else "cpu")
         official: dict[str, float] = {}
         rows = []
-        for cand in chosen:
-            found = self.found[cand.label]
-            score = scorer.score(found.path, found.snapshot)
-            self.events.emit("checkpoint_scored", name=cand.label, value=score.value, error=score.error,
-                             metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
-                             budget_elapsed_s=cand.elapsed_s, official=True)
-            rows.append({"checkpoint": cand.label, "window": int(cand.elapsed_s // 300), "budget_elapsed_s": round(cand.elapsed_s, 1),
-                         "live": cand.live, "self_reported": cand.reported, "official": score.value, "error": score.error})
-            if score.value is not None:
-                official[cand.label] = score.value
+        scorer = self._scorer("cuda" if self.config.gpu and _cuda_available() else "cpu") if chosen else None
+        try:
+            for cand in chosen:
+                found = self.found[cand.label]
+                score = scorer.score(found.path, found.snapshot)
+                flags = self._flags(found, score)
+                self.events.emit("checkpoint_scored", name=cand.label, value=score.value, error=score.error,
+                                 metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
+                                 budget_elapsed_s=cand.elapsed_s, official=True, flags=flags)
+                rows.append({"checkpoint": cand.label, "window": int(cand.elapsed_s // 300),
+                             "budget_elapsed_s": round(cand.elapsed_s, 1), "live": cand.live, "self_reported": cand.reported,
+                             "official": score.value, "error": score.error, "flags": flags})
+                if score.value is not None:
+                    official[cand.label] = score.value
+        finally:
+            if scorer is not None:
+                scorer.close()
         best = pick_best(official, self.spec.higher_is_better)
         failure = None
         if best is None:

@@ -41,10 +41,14 @@ class StallWatch:
         return waited
 
 
-def tool_pids(pids: Iterable[int], agent_sid: int) -> list[int]:
-    """The processes of ``pids`` outside the agent's own session: its tools."""
+def tool_pids(pids: Iterable[int], agent_sid: int, scaffolding: Iterable[int] = ()) -> list[int]:
+    """The processes of ``pids`` outside the agent's own session: its tools. ``scaffolding``: the
+    harness's own processes around the agent (bubblewrap, ``unshare``), left out."""
     out = []
+    skip = set(scaffolding)
     for pid in pids:
+        if pid in skip:
+            continue
         try:
             if os.getsid(pid) != agent_sid:
                 out.append(pid)

@@ -50,8 +50,8 @@ WAIT_POLL_S = 2.0  # --wait: how often to look at the sessions
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ATTEMPT_FILE = "attempt.json"
 # What must match for sessions to be pooled in one cell (and, minus the agent's own, across agents).
-CONTRACT_KEYS = ("task_hash", "budget_s", "grace_s", "gpu", "agent_version", "model", "network", "harness_version")
-SHARED_KEYS = ("task_hash", "budget_s", "grace_s", "gpu", "network", "harness_version")
+CONTRACT_KEYS = ("task_hash", "budget_s", "grace_s", "gpu", "agent_version", "model", "sealed", "network", "harness_version")
+SHARED_KEYS = ("task_hash", "budget_s", "grace_s", "gpu", "sealed", "network", "harness_version")
 
 State = Literal["new", "unlaunched", "queued", "running", "done", "retry", "failed", "cancelled"]
 
@@ -144,6 +144,7 @@ class StudySpec(BaseModel):
     repeats: int = Field(default=1, ge=1)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
     network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, open for scripted/command
+    unsealed: bool = False  # agents without their sandbox: recorded in every contract, flagged in results
     max_attempts: int = Field(default=MAX_ATTEMPTS, ge=1)
     launcher: LauncherSpec = Field(default_factory=LauncherSpec)
 
@@ -237,7 +238,7 @@ def plan(study: StudySpec) -> list[Planned]:
                     session_id=session_id(study.name, agent.key, short, k), task=spec.id, agent=agent.adapter,
                     model=agent.model, repeat=k, study=study.name, budget_s=minutes * 60,
                     grace_s=study.budget.grace_s, network=study.network or default_network(agent.adapter), command=list(agent.command),
-                    agent_args=list(agent.args), **extra)
+                    agent_args=list(agent.args), sealed=not study.unsealed, **extra)
                 out.append(Planned(agent.key, short, k, config))
     return out
 
@@ -356,6 +357,11 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
     runs = runs_dir(home)
     runs.mkdir(parents=True, exist_ok=True)
     check_data(study, home)
+    if kind == "local" and not study.unsealed:
+        from runner.sandbox import status
+
+        if not status().ok:
+            raise StudyError(status().detail.replace("run with --unsealed", "set unsealed = true in the study"))
     if kind == "slurm" and not slurm.available():
         raise StudyError("sbatch not found: run the study on a Slurm login node, or set launcher.kind = \"local\"")
     slots = local.gpu_slots(gpus if gpus is not None else study.launcher.gpus) if kind == "local" else None

@@ -13,12 +13,25 @@ It is copied read-only into each workspace beside ``prepare.py``. It provides:
     python prepare.py [--from DIR] [--data-dir DIR] [--force]      prepare the data once
     python prepare.py --eval CKPT --code DIR_OR_SCRIPT [--split S]  score a checkpoint,
                                                                     printing one JSON line
-    python prepare.py --serve                                       score checkpoints named
-                                                                    on stdin (live scoring)
+                                                                    (predict and judge in one
+                                                                    process: for people; the
+                                                                    harness keeps them apart)
 
 A task module (its ``prepare.py``) defines ``TASK``, ``VERSION``, ``METRIC``, ``SCORED_SPLIT``,
-``RAW`` (file name -> url/sha256/md5/size), ``build(raw, out) -> {file: {split, private}}`` and
-``evaluate(model, split, device) -> float | {"value": float, "n": int}``.
+``RAW`` (file name -> url/sha256/md5/size), ``build(raw, out) -> {file: {split, private}}``, and
+its evaluation in three parts, so that the harness can run the model apart from the answers
+(the agent's code never runs beside the metric):
+
+- ``inputs(split) -> {name: numpy array}``: what the model is given for a split, and nothing
+  of its targets (the harness makes these once, outside the agent's reach);
+- ``predict(model, inputs, device) -> numpy array``: the model's predictions for those inputs
+  (this runs the agent's code: the harness runs it in a sandboxed worker per checkpoint);
+- ``judge(predictions, split) -> {"value": float, "n": int}``: checks the predictions (shape,
+  dtype, finiteness; :func:`check_predictions`) and computes the metric against the split's
+  targets (the harness runs it in its own, trusted process).
+
+``evaluate(model, split, device)`` is ``judge(predict(model, inputs(split), device), split)``
+(:func:`evaluate_split`): the same numbers in one call, for the agent's own validation.
 """
 
 from __future__ import annotations
@@ -300,6 +313,29 @@ def load_model(ckpt_path: Path, code: Path, task: ModuleType):
     return model, ckpt
 
 
+def check_predictions(pred, shape: tuple, kinds: str, what: str):
+    """``pred`` as a numpy array if it is exactly what a judge accepts, else a :class:`KitError`.
+
+    ``shape``: the exact shape; ``kinds``: the dtype kinds allowed (``"iu"`` integers, ``"f"``
+    floats, ``"b"`` booleans); floats must all be finite. No object arrays, no pickles."""
+    import numpy as np
+
+    if not isinstance(pred, np.ndarray):
+        raise KitError(f"predict() must return a numpy array of {what}; got {type(pred).__name__}")
+    if pred.dtype.kind not in kinds:
+        raise KitError(f"predictions must be {what} (dtype kind {kinds!r}); got dtype {pred.dtype}")
+    if tuple(pred.shape) != tuple(shape):
+        raise KitError(f"predictions must have shape {tuple(shape)} ({what}); got {tuple(pred.shape)}")
+    if pred.dtype.kind == "f" and not bool(np.isfinite(pred).all()):
+        raise KitError("the model outputs NaN or inf")
+    return pred
+
+
+def evaluate_split(task: ModuleType, model, split: str, dev: str) -> dict:
+    """``judge(predict(model, inputs(split)))``: what a task's ``evaluate`` is."""
+    return task.judge(task.predict(model, task.inputs(split), dev), split)
+
+
 def evaluate_checkpoint(task: ModuleType, ckpt_path: Path, code: Path, split: str, dev: str) -> dict:
     import torch
 
@@ -337,38 +373,6 @@ def evaluate_checkpoint(task: ModuleType, ckpt_path: Path, code: Path, split: st
     }
 
 
-def serve(task: ModuleType, dev: str) -> int:
-    """Score many checkpoints in one process (live scoring: torch is imported once).
-
-    Reads one JSON request per stdin line (``{"ckpt": ..., "code": ..., "split": ...}``) and
-    answers each with one JSON line. Modules imported from a request's code folder are dropped
-    afterwards, so one snapshot's helper modules never leak into the next.
-    """
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        before, saved_path, code_root = set(sys.modules), list(sys.path), ""
-        try:
-            req = json.loads(line)
-            code_root = str(Path(req["code"]).resolve())
-            out = evaluate_checkpoint(task, Path(req["ckpt"]), Path(req["code"]), req.get("split", task.SCORED_SPLIT), dev)
-        except KitError as exc:
-            out = {"ok": False, "error": str(exc)}
-        except Exception as exc:  # noqa: BLE001 - the server must answer every request
-            out = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        finally:
-            for name in set(sys.modules) - before:  # only the snapshot's own modules: torch's stay
-                mod = sys.modules.get(name)
-                origin = getattr(mod, "__file__", None) or ""
-                if name == "onegc_scored_script" or (code_root and origin.startswith(code_root)):
-                    del sys.modules[name]
-            sys.modules["prepare"] = task
-            sys.path[:] = saved_path
-        print(json.dumps(out), flush=True)
-    return 0
-
-
-
 # --------------------------------------------------------------------------- command line
 def cli(task: ModuleType, argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="prepare.py", description=(task.__doc__ or "").split("\n")[0])
@@ -379,13 +383,10 @@ def cli(task: ModuleType, argv: list[str] | None = None) -> int:
     parser.add_argument("--code", type=Path, help="the folder (or script) holding the checkpoint's run script")
     parser.add_argument("--split", default=task.SCORED_SPLIT, help=f"split to score (default {task.SCORED_SPLIT})")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present)")
-    parser.add_argument("--serve", action="store_true", help="score checkpoints named on stdin, one JSON line each")
     args = parser.parse_args(argv)
     if args.data_dir:
         os.environ["ONEGC_DATA_DIR"] = str(args.data_dir.resolve())
     sys.modules["prepare"] = task
-    if args.serve:
-        return serve(task, args.device or device())
     if args.ckpt is None:
         try:
             prepare(task, data_dir(), args.from_dir, args.force)

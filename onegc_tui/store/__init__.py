@@ -38,6 +38,15 @@ class IngestBatch:
     offset: int
     line_no: int
     bad: Sequence[tuple[int, str]] = ()
+    lines: Sequence[int] = ()  # the line number of each event, for the ones rejected here
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What a batch changed: the new events, and every line skipped (corrupt or in conflict)."""
+
+    events: list[Event]
+    rejected: list[tuple[int, str]]
 
 
 def fts_query(words: Sequence[str]) -> str:
@@ -93,46 +102,59 @@ class Store:
         row = self.conn.execute("SELECT offset, line_no FROM ingest_offsets WHERE path=?", (path,)).fetchone()
         return (row[0], row[1]) if row else (0, 0)
 
-    def ingest(self, batch: IngestBatch) -> list[Event]:
-        """Insert a batch in one transaction; returns the events that were new."""
+    def ingest(self, batch: IngestBatch) -> Ingested:
+        """Insert a batch in one transaction; returns the events that were new and the lines skipped.
+
+        The runner numbers its lines 1, 2, 3…; a second, different line claiming a number already
+        stored was not written by it (a forged or corrupted record): it is skipped and reported,
+        and the first one kept. The same line read twice (two ingesters) is no conflict."""
         conn = self.conn
         with conn:
-            new = self._only_new(batch.session_id, batch.events)
+            new, conflicts = self._only_new(batch.session_id, batch.events)
             conn.executemany(
                 "INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)",
                 [(e.session_id, e.seq, e.ts, e.type, raw) for e, raw in new],
             )
             self._derive([e for e, _ in new])
-            if batch.bad:
+            rejected = list(batch.bad) + [
+                (batch.lines[i] if i < len(batch.lines) else 0,
+                 f"a second line with seq {batch.events[i][0].seq}, other than the first: not the runner's (the first is kept)")
+                for i in conflicts]
+            if rejected:
                 conn.executemany(
                     "INSERT OR IGNORE INTO ingest_errors (path, line_no, session_id, error, ts) VALUES (?,?,?,?,?)",
-                    [(batch.path, n, batch.session_id, err, time.time()) for n, err in batch.bad],
+                    [(batch.path, n, batch.session_id, err, time.time()) for n, err in rejected],
                 )
-                conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (len(batch.bad), batch.session_id))
+                conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (len(rejected), batch.session_id))
             conn.execute(
                 "INSERT INTO ingest_offsets (path, session_id, offset, line_no) VALUES (?,?,?,?)"
                 " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no",
                 (batch.path, batch.session_id, batch.offset, batch.line_no),
             )
-        return [e for e, _ in new]
+        return Ingested([e for e, _ in new], rejected)
 
-    def _only_new(self, session_id: str, events: Sequence[tuple[Event, str]]) -> list[tuple[Event, str]]:
+    def _only_new(self, session_id: str, events: Sequence[tuple[Event, str]]) -> tuple[list[tuple[Event, str]], list[int]]:
+        """The events not stored yet, and the indices of lines whose seq is taken by another line."""
         if not events:
-            return []
+            return [], []
         seqs = [e.seq for e, _ in events]
         top = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
         if seqs[0] > top and all(a < b for a, b in zip(seqs, seqs[1:])) and all(e.session_id == session_id for e, _ in events):
-            return list(events)  # the common case: a tail of new, increasing lines
+            return list(events), []  # the common case: a tail of new, increasing lines
         lo, hi = min(seqs), max(seqs)
-        have = {r[0] for r in self.conn.execute(
-            "SELECT seq FROM events WHERE session_id=? AND seq BETWEEN ? AND ?", (session_id, lo, hi))}
-        seen: set[int] = set()
-        out = []
-        for e, raw in events:
-            if e.seq not in have and e.seq not in seen and e.session_id == session_id:
-                seen.add(e.seq)
-                out.append((e, raw))
-        return out
+        have = dict(self.conn.execute(
+            "SELECT seq, data FROM events WHERE session_id=? AND seq BETWEEN ? AND ?", (session_id, lo, hi)).fetchall())
+        out, conflicts = [], []
+        for i, (e, raw) in enumerate(events):
+            if e.session_id != session_id:
+                continue
+            if e.seq in have:
+                if have[e.seq].strip() != raw.strip():
+                    conflicts.append(i)
+                continue
+            have[e.seq] = raw
+            out.append((e, raw))
+        return out, conflicts
 
     def _derive(self, events: list[Event]) -> None:
         """Derived rows and the summary row, for events inserted just now."""
@@ -332,4 +354,4 @@ class Store:
         return [json.loads(r["data"]) for r in self.db.query(sql + " ORDER BY seq", args)]
 
 
-__all__ = ["DB_NAME", "IngestBatch", "SCHEMA_VERSION", "Store", "contract_hash", "fts_query"]
+__all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "Store", "contract_hash", "fts_query"]

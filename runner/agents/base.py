@@ -104,6 +104,13 @@ class AgentAdapter:
     def find_executable(self) -> str | None:
         return shutil.which(self.executable) if self.executable else None
 
+    def read_only_paths(self) -> list[Path]:
+        """Host paths the agent must read inside its sandbox (runner/sandbox.py) beyond the system
+        and the Python environment: by default the CLI's install and the interpreter it names."""
+        from runner.sandbox import runtime_paths
+
+        return runtime_paths(self.find_executable())
+
 
 def json_object(line: str) -> dict | None:
     """One stdout line as a JSON object, or None (not JSON, or not an object)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from runner.agents.base import AgentAdapter, LaunchContext
 from runner.config import SessionConfig
 
@@ -19,6 +21,12 @@ class CommandAdapter(AgentAdapter):
 
     def argv(self, ctx: LaunchContext) -> list[str]:
         return [*self.command, *ctx.extra_args]
+
+    def read_only_paths(self) -> list[Path]:
+        """The program and every file the command line names by absolute path, read-only."""
+        from runner.sandbox import command_files, runtime_paths
+
+        return runtime_paths(self.command[0] if self.command else None) + command_files(self.command)
 
     def version(self) -> str | None:
         return None

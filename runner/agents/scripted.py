@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
 from runner.config import SessionConfig
@@ -29,9 +30,14 @@ class ScriptedAdapter(AgentAdapter):
 
     def env(self, ctx: LaunchContext) -> dict[str, str]:
         env = dict(ctx.base_env)
-        root = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+        root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         return env
+
+    def read_only_paths(self) -> list[Path]:
+        """The agent's own two files, not the project: namespace packages make them importable."""
+        root = Path(__file__).resolve().parents[2]
+        return [root / "runner" / "agents" / "scripted_agent.py", root / "tasks" / "script_edit.py"]
 
     def version(self) -> str | None:
         from runner import HARNESS_VERSION

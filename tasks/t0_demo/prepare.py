@@ -6,7 +6,9 @@ Data (made here, deterministically; no download):
         y: int64 tensor [N], the spiral each point lies on (0, 1 or 2)
     splits: "train" (6 000 points), "val" (1 500 points, the scored split)
 
-Metric: val accuracy (higher is better), computed by ``evaluate``.
+Metric: val accuracy (higher is better), computed by ``evaluate(model, split, device)``, which is
+``judge(predict(model, inputs(split), device), split)``: the harness runs ``predict`` apart from
+the labels and ``judge`` apart from your code.
 
 Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
     import prepare
@@ -62,10 +64,30 @@ def load_split(split: str):
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
+# --------------------------------------------------------------------------- evaluation
+def inputs(split: str) -> dict:
+    """What the model is given: the points (float32 [N, 2])."""
+    return {"x": np.load(kit.require(data_dir() / f"{split}_x.npy"))}
+
+
+def predict(model, inputs: dict, device: str):
+    """The predicted spiral of each point: int64 [N]."""
+    import torch
+
+    x = torch.from_numpy(np.asarray(inputs["x"]))
+    return model(x.to(device)).argmax(dim=1).cpu().numpy()
+
+
+def judge(predictions, split: str) -> dict:
+    """Accuracy of int64 [N] predictions against the split's labels."""
+    y = np.load(kit.require(data_dir() / f"{split}_y.npy"))
+    pred = kit.check_predictions(predictions, y.shape, "iu", "one class index (0, 1 or 2) per point")
+    return {"value": float((pred == y).mean()), "n": len(y)}
+
+
 def evaluate(model, split: str, device: str) -> dict:
-    x, y = load_split(split)
-    pred = model(x.to(device)).argmax(dim=1).cpu()
-    return {"value": float((pred == y).float().mean()), "n": len(y)}
+    """Val accuracy in one call (what the harness computes, in two processes)."""
+    return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
 
 if __name__ == "__main__":

@@ -315,6 +315,8 @@ def test_session_runs_a_training_script_scores_its_checkpoint_and_counts_everyth
     assert not [e["text"] for e in transcript if e["kind"] == "raw"]  # every line of this CLI is understood
     assert run.scripts() == TRAIN_SCRIPTS  # the three instant launches included
 
+    agent_started = next(e for e in events(run.paths) if e["type"] == "agent_started")
+    assert agent_started["containment"].startswith("bwrap")  # the real CLI ran in its sandbox
     scored = [e for e in events(run.paths) if e["type"] == "checkpoint_scored"]
     live = [e for e in scored if not e.get("official")]
     assert [e["name"] for e in live] == ["e2e-1"] and live[0].get("value") is not None, scored

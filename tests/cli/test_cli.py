@@ -82,3 +82,22 @@ def test_malformed_session_config_is_a_one_line_error(home):
         assert str(exc).startswith(f"{folder / 'session.json'}: field ")
     else:
         raise AssertionError("a negative budget was accepted")
+
+
+def test_without_a_sandbox_run_refuses_in_one_line_and_unsealed_is_recorded(home, monkeypatch):
+    from runner import sandbox
+
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    sandbox.status.cache_clear()
+    try:
+        r = run("run", "t0", "--agent", "scripted", "--detach")
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+        assert "bubblewrap not found" in r.output and "--unsealed" in r.output
+        assert not (home / "runs").exists() or not any((home / "runs").iterdir())  # nothing started
+        r = CliRunner().invoke(main, ["run", "t0", "--agent", "scripted", "--detach", "--unsealed", "--budget", "0.05"],
+                               catch_exceptions=False)
+        assert r.exit_code == 0 and "--unsealed" in r.output
+        (config,) = [json.loads(p.read_text()) for p in (home / "runs").glob("*/session.json")]
+        assert config["sealed"] is False
+    finally:
+        sandbox.status.cache_clear()

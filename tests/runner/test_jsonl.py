@@ -64,3 +64,22 @@ def test_tail_resumes_from_a_saved_offset(tmp_path):
     first.read_events()
     again = JsonlTail(path, TailState(first.state.offset, first.state.line_no))
     assert again.read_events() == ([], [])
+
+
+def test_a_line_longer_than_a_read_is_skipped_and_reported_not_waited_for(tmp_path):
+    path = tmp_path / "events.jsonl"
+    w = EventWriter(path, "s1")
+    w.emit("heartbeat", remaining_s=10.0, active_s=0.0, procs=0)
+    with open(path, "ab") as f:
+        f.write(b"x" * (3 << 20))  # no newline yet: longer than a read, still being written
+    tail = JsonlTail(path)
+    events, bad = tail.read_events(max_bytes=1 << 20)
+    assert [e.seq for e in events] == [1] and bad == [] and not tail.at_end
+    events, bad = tail.read_events(max_bytes=1 << 20)
+    assert events == [] and len(bad) == 1 and "over 1024 KiB" in bad[0].error
+    with open(path, "ab") as f:
+        f.write(b"x" * 100 + b"\n")
+    w2 = EventWriter(path, "s1")
+    w2.emit("heartbeat", remaining_s=5.0, active_s=5.0, procs=0)
+    events, bad = tail.read_events(max_bytes=1 << 20)
+    assert [e.seq for e in events] == [2] and bad == []  # the long line ends; reading goes on after it

@@ -42,6 +42,7 @@ def test_tools_are_the_processes_outside_the_agents_session():
     own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
     try:
         assert tool_pids([same.pid, own.pid, 999_999_999], os.getsid(0)) == [own.pid]
+        assert tool_pids([same.pid, own.pid], os.getsid(0), scaffolding={own.pid}) == []
     finally:
         for p in (same, own):
             p.kill()

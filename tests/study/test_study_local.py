@@ -65,8 +65,11 @@ print("released")
 """
 
 
-def test_rerun_after_kill_9_of_everything_resumes_without_repeating(home, fake_gpus, reaper, tmp_path):
-    release = tmp_path / "release"
+def test_rerun_after_kill_9_of_everything_resumes_without_repeating(home, fake_gpus, reaper, tmp_path, monkeypatch):
+    signals = tmp_path / "signals"  # shown read-only inside the agents' sandboxes, live
+    signals.mkdir()
+    monkeypatch.setenv("ONEGC_SANDBOX_RO", str(signals))
+    release = signals / "release"
     study_file = write_study(tmp_path / "k.toml", f"""
         name = "k"
         tasks = ["t0"]

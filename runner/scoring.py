@@ -1,0 +1,362 @@
+"""Sealed scoring (INTEGRITY.md S1-S5): the agent's code never runs beside the metric, and each
+checkpoint is judged alone.
+
+Two sides, two processes:
+
+- the **worker** (:mod:`runner.score_worker`) runs in a sandbox of its own: read-only Python,
+  the checkpoint snapshots, the scored split's *inputs* and the pristine task module; no network,
+  no writable storage but a small private tmpfs per checkpoint, no target anywhere. A warm zygote
+  (torch imported once) forks a fresh child per checkpoint, in its own PID namespace, which
+  imports the run script, builds the model and returns predictions on a pipe of its own;
+- the **judge** (:class:`TaskJudge`, in the runner: trusted code only) checks the predictions
+  (shape, dtype, count, finiteness) and computes the metric against the split's targets with the
+  task's own ``judge``.
+
+The inputs are made once per session by the trusted side (``task.inputs(split)``) into the
+session's ``scoring/inputs/`` (hard links where an input is a whole prepared file), outside the
+agent's reach. Integrity flags — the script changed ``prepare``/``onegc_kit``, registered
+``atexit`` handlers, wrote to stdout, started processes, opened files outside its view, used the
+network — come back with each score; they are recorded, not blocking.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from runner import sandbox
+from tasks import KIT_FILE, TaskSpec
+
+WORKER = Path(__file__).with_name("score_worker.py")
+INSIDE = sandbox.INSIDE / "scorer"
+START_TIMEOUT_S = 120.0  # the zygote imports torch and the task once (seconds on a cold disk)
+ANSWER_MARGIN_S = 30.0  # past the evaluation's own timeout, for the transfer and the fork
+MEMORY_FRACTION = 0.5  # a CPU evaluation may take this share of the machine's memory
+MAX_HEADER_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Score:
+    value: float | None
+    error: str | None
+    eval_s: float | None = None
+    flags: tuple[str, ...] = ()
+
+
+class TaskJudge:
+    """The task's ``inputs`` and ``judge``, from its pristine ``prepare.py``, in this process."""
+
+    def __init__(self, spec: TaskSpec, data_dir: Path):
+        self.spec = spec
+        self.data_dir = data_dir
+        self.module = load_task_module(spec, data_dir)
+        self._lock = threading.Lock()  # live and official scoring may judge at once
+
+    def write_inputs(self, dest: Path) -> list[str]:
+        """The scored split's inputs as ``dest/<name>.npy``, once; returns their names."""
+        import numpy as np
+
+        done = dest / ".done"
+        if done.is_file():
+            return json.loads(done.read_text())
+        staging = dest.parent / f".{dest.name}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        arrays = self.module.inputs(self.spec.scored_split)
+        for name, arr in arrays.items():
+            target = staging / f"{name}.npy"
+            source = _whole_npy_file(arr)
+            if source is not None:
+                try:
+                    os.link(source, target)
+                    continue
+                except OSError:
+                    pass  # another filesystem: a copy
+            np.save(target, np.asarray(arr), allow_pickle=False)
+        names = sorted(arrays)
+        (staging / ".done").write_text(json.dumps(names))
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(staging, dest)
+        return names
+
+    def judge(self, predictions) -> tuple[float, int | None]:
+        kit = sys.modules["onegc_kit"]
+        with self._lock:
+            result = self.module.judge(predictions, self.spec.scored_split)
+        if not isinstance(result, dict):
+            result = {"value": result}
+        value = float(result["value"])
+        if value != value or value in (float("inf"), float("-inf")):
+            raise kit.KitError(f"the metric is {value}: the model outputs NaN or inf")
+        return value, result.get("n")
+
+
+def load_task_module(spec: TaskSpec, data_dir: Path) -> ModuleType:
+    """Import ``tasks/<id>/prepare.py`` under a name of its own, its data at ``data_dir``."""
+    os.environ["ONEGC_DATA_DIR"] = str(data_dir)  # the kit's data_dir(); the runner serves one task
+    saved = list(sys.path)
+    try:
+        mod_spec = importlib.util.spec_from_file_location(f"onegc_task_{spec.id}", spec.folder / "prepare.py")
+        module = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved  # prepare.py puts its folders first; the runner's imports stay its own
+    return module
+
+
+def _whole_npy_file(arr) -> str | None:
+    """The ``.npy`` file ``arr`` maps whole (np.load(..., mmap_mode="r")), if it is one."""
+    import numpy as np
+
+    name = getattr(arr, "filename", None)
+    if not isinstance(arr, np.memmap) or not name or not str(name).endswith(".npy"):
+        return None
+    whole = np.load(name, mmap_mode="r")
+    return str(name) if whole.shape == arr.shape and whole.dtype == arr.dtype and arr.base is not None else None
+
+
+@dataclass
+class WorkerPlan:
+    """Where one session's scorer runs."""
+
+    judge: TaskJudge
+    inputs: Path  # runs/<id>/scoring/inputs
+    snapshots: Path
+    private: Path  # runs/<id>/scoring/<device>
+    home: Path  # $ONEGC_HOME: never shown
+    session_id: str
+    device: str = "cpu"
+    gpu_minors: tuple[int, ...] = ()
+    gpu_uuids: tuple[str | None, ...] = ()
+    timeout_s: float = 600.0
+    threads: int = field(default_factory=lambda: max(1, (os.cpu_count() or 2) // 2))
+
+
+class SealedScorer:
+    """One warm worker per session and device; :meth:`score` is one fresh child per checkpoint."""
+
+    def __init__(self, plan: WorkerPlan):
+        self.plan = plan
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self._buf = bytearray()
+        self._n = 0
+        self.sealed = False
+        self.note: str | None = None  # a degradation worth one warning (no sandbox for the scorer)
+
+    # ------------------------------------------------------------------ the worker
+    def start(self) -> None:
+        plan = self.plan
+        plan.private.mkdir(parents=True, exist_ok=True)
+        plan.judge.write_inputs(plan.inputs)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        task_py = INSIDE / "task" / "prepare.py"
+        argv = [sys.executable, "-I", str(INSIDE / "score_worker.py"), "--task", str(task_py), "--inputs",
+                str(plan.inputs), "--fd", str(theirs.fileno())]
+        env = self._env()
+        status = sandbox.status()
+        self.sealed = status.ok
+        if status.ok:
+            argv = sandbox.wrap(self._sandbox_plan(), argv, status.bwrap or "bwrap")
+            env = sandbox.sandbox_env(env, self._sandbox_plan(), plan.gpu_uuids)
+            env["HOME"] = "/tmp"
+        else:  # the pristine files, where they are; per-checkpoint namespaces only where root
+            argv = [sys.executable, "-I", str(WORKER), "--task", str(plan.judge.spec.folder / "prepare.py"),
+                    "--inputs", str(plan.inputs), "--fd", str(theirs.fileno())]
+            self.note = f"the scorer runs without its sandbox: {status.detail}"
+        self.proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=open(plan.private / "worker.log", "ab"),
+                                     cwd=plan.inputs, preexec_fn=_lower_priority, start_new_session=True)
+        theirs.close()
+        self.sock = ours
+        self._buf = bytearray()
+        try:
+            ready = self._read_header(START_TIMEOUT_S)
+        except (OSError, ValueError):
+            ready = None
+        if not ready or not ready.get("ready"):
+            tail = _tail(plan.private / "worker.log")
+            self.close()
+            raise RuntimeError(f"the scorer did not start: {tail or 'no answer'}")
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ONEGC_")}
+        env.update(PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", TMPDIR="/tmp")
+        if self.plan.device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        weights = self._weights()
+        if weights is not None:
+            env["ONEGC_WEIGHTS_DIR"] = str(weights)
+        return env
+
+    def _weights(self) -> Path | None:
+        spec = self.plan.judge.spec
+        if not spec.pretrained_weights:
+            return None
+        folder = self.plan.judge.data_dir.parent / "_weights" / spec.id
+        return folder if folder.is_dir() else None
+
+    def _sandbox_plan(self) -> sandbox.SandboxPlan:
+        p = self.plan
+        spec = p.judge.spec
+        weights = self._weights()
+        return sandbox.SandboxPlan(
+            workspace=p.inputs, agent_home=p.inputs, private=p.private / "sandbox", protected=(p.home,),
+            read_only=(p.inputs, p.snapshots, *([weights] if weights else [])),
+            writable=(), scratch=(INSIDE / "scratch",),
+            mounts=((WORKER, INSIDE / "score_worker.py"), (spec.folder / "prepare.py", INSIDE / "task" / "prepare.py"),
+                    (KIT_FILE, INSIDE / "task" / KIT_FILE.name)),
+            network=False, inner_root=True, gpu_minors=p.gpu_minors if p.device.startswith("cuda") else (),
+            ids=sandbox.agent_ids(f"{p.session_id}/scorer"), hostname="onegc-scorer")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # ------------------------------------------------------------------ one checkpoint
+    def score(self, ckpt: Path, code: Path) -> Score:
+        """Predictions from a fresh child of the worker, judged here."""
+        import numpy as np
+
+        if not self.alive():
+            try:
+                self.close()
+                self.start()
+            except (OSError, RuntimeError) as exc:
+                return Score(None, f"could not start the scorer: {exc}")
+        self._n += 1
+        req = {"id": str(self._n), "ckpt": str(ckpt), "code": str(code), "device": self.plan.device,
+               "timeout_s": self.plan.timeout_s, "threads": self.plan.threads,
+               "cpu_s": self.plan.timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
+        try:
+            self.sock.sendall(json.dumps(req).encode() + b"\n")
+            answer = self._read_header(self.plan.timeout_s + ANSWER_MARGIN_S)
+            payload = self._read_exact(int(answer.get("bytes", 0))) if answer else b""
+        except (OSError, ValueError) as exc:
+            self.close()
+            return Score(None, f"the scorer failed: {exc}")
+        if answer is None:
+            self.close()
+            return Score(None, f"evaluation timed out after {self.plan.timeout_s:.0f} s")
+        flags = tuple(answer.get("flags") or ())
+        if not answer.get("ok"):
+            error = str(answer.get("error") or "unknown error")
+            out = (answer.get("stdout") or "").strip()
+            if out and "printed" not in error:
+                error += f" (the script printed: {out.splitlines()[-1][:160]})"
+            return Score(None, error, answer.get("eval_s"), flags)
+        started = time.perf_counter()
+        kit = sys.modules["onegc_kit"]
+        try:
+            predictions = np.load(io.BytesIO(payload), allow_pickle=False)
+            value, _ = self.plan.judge.judge(predictions)
+        except kit.KitError as exc:
+            return Score(None, str(exc), answer.get("eval_s"), flags)
+        except (ValueError, TypeError) as exc:
+            return Score(None, f"predictions unreadable: {exc}", answer.get("eval_s"), flags)
+        return Score(value, None, round((answer.get("eval_s") or 0) + time.perf_counter() - started, 3), flags)
+
+    def _read_header(self, timeout_s: float) -> dict | None:
+        """The next JSON line from the worker; None when none came within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buf:
+            if len(self._buf) > MAX_HEADER_BYTES:
+                raise ValueError("the scorer's answer has no header line")
+            if not self._recv(deadline):
+                return None
+        line, _, rest = bytes(self._buf).partition(b"\n")
+        self._buf = bytearray(rest)
+        return json.loads(line)
+
+    def _read_exact(self, n: int, timeout_s: float = ANSWER_MARGIN_S) -> bytes:
+        deadline = time.monotonic() + timeout_s
+        while len(self._buf) < n:
+            if not self._recv(deadline):
+                raise OSError("the scorer's answer was cut short")
+        data = bytes(self._buf[:n])
+        del self._buf[:n]
+        return data
+
+    def _recv(self, deadline: float) -> bool:
+        """One read into the buffer; False once the deadline passed with nothing read."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.sock.settimeout(min(left, 1.0))
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except TimeoutError:
+                if not self.alive():
+                    raise OSError("the scorer exited") from None
+                continue
+            if not chunk:
+                raise OSError("the scorer exited")
+            self._buf += chunk
+            return True
+
+    def kill(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.kill()  # bubblewrap's --die-with-parent takes the worker and its children
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            self.proc = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+            self._buf = bytearray()
+
+
+# A self-reported score this much better than the harness's (relative, plus a floor for metrics
+# near zero) is flagged: an honest run reports its own validation figure, which is close.
+CLAIM_RELATIVE = 0.10
+CLAIM_ABSOLUTE = 0.02
+
+
+def self_report_flag(spec: TaskSpec, reported: float | None, value: float | None) -> str | None:
+    """A flag when the agent's own score is far better than the harness's (the two may be of
+    different splits on T4-T6, where the harness scores test: a large gap is still worth a look)."""
+    if reported is None or value is None or reported != reported:
+        return None
+    if spec.better(reported, value) and abs(reported - value) > CLAIM_RELATIVE * abs(value) + CLAIM_ABSOLUTE:
+        return f"self-reported {reported:.4g} is far better than the harness's {value:.4g}"
+    return None
+
+
+def _lower_priority() -> None:
+    os.nice(5)  # live scoring must not slow the training the budget is paying for
+
+
+def _memory_cap(device: str) -> int | None:
+    """RLIMIT_AS for a CPU evaluation; none on CUDA (its driver reserves terabytes of address space)."""
+    if device != "cpu":
+        return None
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return None
+    return int(total * MEMORY_FRACTION)
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
