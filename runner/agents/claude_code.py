@@ -202,6 +202,8 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         return None
 
     def _task_ended(self, task: str, status: str) -> None:
+        """A background task that is stopped after a turn ended was stopped by the CLI on its way out
+        (2.1.197); one stopped during a turn was the model's or the harness's doing."""
         description = self._running.pop(task, None)
         if description is not None and status in ("killed", "stopped", "cancelled") and self._last_answer is not None:
             self._stopped.append(description)

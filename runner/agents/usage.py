@@ -41,10 +41,6 @@ class Tokens:
         """Prompt tokens billed at the plain input price."""
         return self.tokens_in - self.cache_read - self.cache_write
 
-    def describe(self) -> str:
-        cache = [f"{n} {what}" for n, what in ((self.cache_read, "cached"), (self.cache_write, "cache write")) if n]
-        return f"{self.tokens_in} in" + (f" ({', '.join(cache)})" if cache else "") + f" / {self.tokens_out} out"
-
 
 class Ledger:
     """Running usage of one session; every change comes out as a ``usage`` item."""
@@ -53,13 +49,11 @@ class Ledger:
         self.tokens = Tokens()
         self.cost = 0.0  # the sum of the costs that were known
         self.cost_known = True  # False once an increment could not be priced
-        self.steps = 0  # increments added (corrections not counted)
 
     def add(self, delta: Tokens, cost: float | None, note: str = "") -> list[TranscriptItem]:
         """One increment (a model response, or the part of one not counted yet)."""
         if not delta and not cost:
             return []
-        self.steps += 1
         return [self._apply(delta, cost, note)]
 
     def settle(self, total: Tokens, cost: float | None, note: str = "") -> list[TranscriptItem]:
