@@ -189,6 +189,8 @@ def launch(e2e_home):
     server and a runner pointed at it (or at ``endpoint``, e.g. a dead port)."""
     home, mp = e2e_home
     runs: list[Run] = []
+    outside = {REPO_ROOT, Path.cwd()}  # an agent's files must land in its workspace, never here
+    before = {f for d in outside for f in d.glob("run_*.py")}
 
     def start(agent: str, name: str, turns: list, prefix: Path = PINNED, fail_status: int | None = None,
               endpoint: str | None = None, **fields) -> Run:  # fmt: skip
@@ -217,6 +219,8 @@ def launch(e2e_home):
             wait_for(run.paths.result.exists, 60, f"{run.paths} to end")
         finally:
             run.server.stop()
+    strays = {f for d in outside for f in d.glob("run_*.py")} - before
+    assert not strays, f"an agent wrote outside its workspace: {sorted(strays)}"
 
 
 @pytest.fixture(scope="module")
