@@ -278,8 +278,9 @@ def sessions_cmd(as_json: bool) -> None:
     rows = store.sessions()
     store.close()
     if as_json:
-        for r in rows:
-            click.echo(json.dumps({k: v for k, v in r.items() if k != "contract"}))
+        for r in rows:  # "sealed": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+            sealed = json.loads(r["contract"]).get("sealed") if r.get("contract") else None
+            click.echo(json.dumps({**{k: v for k, v in r.items() if k != "contract"}, "sealed": sealed}))
         return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")

@@ -105,7 +105,6 @@ class SandboxPlan:
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] | None = None  # None: the workspace and HOME (an agent); () for the scorer
     mounts: tuple[tuple[Path, Path], ...] = ()  # (host path, path inside), read-only, elsewhere than on the host
-    scratch: tuple[Path, ...] = ()  # empty folders made inside (mount points for what the sandboxed process mounts)
     network: bool = True  # False: a network namespace of its own with loopback only
     # the sandboxed process is root of a user namespace of its own: capabilities over nothing but
     # the namespaces it makes (the scorer gives each checkpoint its own); an agent is uid 1000
@@ -276,10 +275,9 @@ def wrap(plan: SandboxPlan, argv: list[str], bwrap: str) -> list[str]:
         args += _parents(dest, made, trees) + ["--ro-bind", str(src), str(dest)]
     for rw in (plan.workspace, plan.agent_home) if plan.writable is None else plan.writable:
         args += _parents(rw, made, trees) + ["--bind", str(rw), str(rw)]
-    for folder in plan.scratch:
-        args += _parents(folder, made, trees) + ["--perms", "0755", "--dir", str(folder)]
+    inside = [dest for _, dest in plan.mounts]
     for folder in (plan.workspace, plan.agent_home):  # a read-only working folder and HOME where none is writable
-        if not _covered(folder, [*trees, *seen]) and plan.writable is not None and folder not in plan.writable:
+        if plan.writable is not None and folder not in plan.writable and not _covered(folder, [*trees, *seen, *inside]):
             args += _parents(folder, made, trees) + ["--perms", "0755", "--dir", str(folder)]
     args += ["--chdir", str(plan.workspace)]
     init = [sys.executable, "-I", str(INSIDE / "nsinit.py")]

@@ -11,7 +11,7 @@ fresh child, so nothing one checkpoint's code does at import time (monkeypatchin
 
 The child gives itself new PID, mount and IPC namespaces (it is root of the sandbox's user
 namespace, which owns nothing outside), then, as PID 1 of that namespace: a fresh size-capped
-tmpfs as its ``$TMPDIR`` and ``$HOME`` (the sandbox's ``/tmp`` read-only), memory and CPU-time limits, every capability dropped and no new privileges,
+``/tmp`` of its own (also its ``$HOME``), memory and CPU-time limits, every capability dropped and no new privileges,
 an audit hook that notes what it opens and starts. The zygote is not dumpable, so no child can
 read or write its memory or descriptors through ``/proc``. Only then does it
 import the checkpoint's run script (``build_model``), load the weights strictly and call the
@@ -39,11 +39,10 @@ from pathlib import Path
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 1 << 18
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 CAP_LAST = 63
-TMP_BYTES = 256 << 20  # the child's only writable storage, at SCRATCH ($TMPDIR and $HOME)
-SCRATCH = Path("/run/onegc/scorer/scratch")
+TMP_BYTES = 256 << 20  # the child's only writable storage: its own /tmp ($TMPDIR and $HOME)
 TAIL_BYTES = 8 << 10  # of stdout and stderr, for the error message
 MAX_PREDICTION_BYTES = 4 << 30  # T3's val predictions are 73 MB; anything near this is not predictions
 FLAG_LIMIT = 20
@@ -99,6 +98,8 @@ class Watch:
             self.note(f"started a process ({event})")
         elif event in ("socket.connect", "socket.bind"):
             self.note(f"used the network ({event})")
+        elif event in ("os.kill", "os.killpg"):
+            self.note(f"sent a signal ({event})")
 
 
 def _own_namespaces() -> str:
@@ -116,14 +117,13 @@ def _seal_child(mem_bytes: int | None, cpu_s: float) -> None:
 
     libc = _libc()
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount(private)")
-    _check(libc.mount(b"tmpfs", str(SCRATCH).encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                      f"size={TMP_BYTES},mode=1777".encode()), f"mount({SCRATCH})")
-    for shared in (b"/tmp", b"/var/tmp", b"/dev/shm"):  # the sandbox's: shared by every checkpoint, so read-only
-        _check(libc.mount(None, shared, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None),
-               f"remount({shared.decode()})")
+    for scratch, size in ((b"/tmp", TMP_BYTES), (b"/var/tmp", 1 << 20), (b"/dev/shm", 64 << 20)):
+        # fresh, private and size-capped: nothing is shared with the checkpoints before or after
+        _check(libc.mount(b"tmpfs", scratch, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777".encode()),
+               f"mount({scratch.decode()})")
     for name in ("TMPDIR", "HOME"):
-        os.environ[name] = str(SCRATCH)
-    os.chdir(SCRATCH)  # a script that writes where it runs (a checkpoint at import time) writes here
+        os.environ[name] = "/tmp"
+    os.chdir("/tmp")  # a script that writes where it runs (a checkpoint at import time) writes here
     if mem_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
     cpu = int(cpu_s) + 1
@@ -168,7 +168,7 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
     kit = sys.modules["onegc_kit"]
     device = req.get("device", "cpu")
     watch = Watch([sys.prefix, sys.base_prefix, sys.exec_prefix, req["code"], str(Path(req["ckpt"]).parent),
-                   req["inputs"], req["task_dir"], str(SCRATCH), "/tmp", "/proc", "/sys", "/dev", "/usr", "/etc", "/lib",
+                   req["inputs"], req["task_dir"], "/tmp", "/proc", "/sys", "/dev", "/usr", "/etc", "/lib",
                    req.get("weights") or "/nonexistent"])
     answer: dict = {"ok": False}
     payload = b""
@@ -275,6 +275,7 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes]:
             inner = os.fork()
             if inner == 0:
                 _check(_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+                os.setsid()  # kill(0, ...) from the script reaches its own group only, never the zygote's
                 os.dup2(out_w, 1)
                 os.dup2(err_w, 2)
                 sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)

@@ -164,7 +164,7 @@ class SealedScorer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         task_py = INSIDE / "task" / "prepare.py"
         argv = [sys.executable, "-I", str(INSIDE / "score_worker.py"), "--task", str(task_py), "--inputs",
-                str(plan.inputs), "--fd", str(theirs.fileno())]
+                str(INSIDE / "inputs"), "--fd", str(theirs.fileno())]
         env = self._env()
         status = sandbox.status()
         self.sealed = status.ok
@@ -198,8 +198,12 @@ class SealedScorer:
             env["CUDA_VISIBLE_DEVICES"] = ""
         weights = self._weights()
         if weights is not None:
-            env["ONEGC_WEIGHTS_DIR"] = str(weights)
+            env["ONEGC_WEIGHTS_DIR"] = str(INSIDE / "weights" if sandbox.status().ok else weights)
         return env
+
+    def _seen_as(self, path: Path) -> Path:
+        """A snapshot path as the worker sees it."""
+        return INSIDE / "snapshots" / path.relative_to(self.plan.snapshots) if self.sealed else path
 
     def _weights(self) -> Path | None:
         spec = self.plan.judge.spec
@@ -212,12 +216,13 @@ class SealedScorer:
         p = self.plan
         spec = p.judge.spec
         weights = self._weights()
+        # everything at fixed places of its own, none under /tmp: each checkpoint gets a fresh /tmp
         return sandbox.SandboxPlan(
-            workspace=p.inputs, agent_home=p.inputs, private=p.private / "sandbox", protected=(p.home,),
-            read_only=(p.inputs, p.snapshots, *([weights] if weights else [])),
-            writable=(), scratch=(INSIDE / "scratch",),
+            workspace=INSIDE / "inputs", agent_home=INSIDE / "inputs", private=p.private / "sandbox", protected=(p.home,),
+            writable=(),
             mounts=((WORKER, INSIDE / "score_worker.py"), (spec.folder / "prepare.py", INSIDE / "task" / "prepare.py"),
-                    (KIT_FILE, INSIDE / "task" / KIT_FILE.name)),
+                    (KIT_FILE, INSIDE / "task" / KIT_FILE.name), (p.inputs, INSIDE / "inputs"),
+                    (p.snapshots, INSIDE / "snapshots"), *([(weights, INSIDE / "weights")] if weights else [])),
             network=False, inner_root=True, gpu_minors=p.gpu_minors if p.device.startswith("cuda") else (),
             ids=sandbox.agent_ids(f"{p.session_id}/scorer"), hostname="onegc-scorer")
 
@@ -236,7 +241,7 @@ class SealedScorer:
             except (OSError, RuntimeError) as exc:
                 return Score(None, f"could not start the scorer: {exc}")
         self._n += 1
-        req = {"id": str(self._n), "ckpt": str(ckpt), "code": str(code), "device": self.plan.device,
+        req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)), "device": self.plan.device,
                "timeout_s": self.plan.timeout_s, "threads": self.plan.threads,
                "cpu_s": self.plan.timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
         try:

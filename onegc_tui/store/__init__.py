@@ -211,10 +211,13 @@ class Store:
                 s.setdefault("first_checkpoint_s", e.budget_elapsed_s)
             elif t == "checkpoint_scored":
                 conn.execute(
-                    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s)"
-                    " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
-                    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts",
-                    (e.session_id, e.name, int(e.official), e.seq, e.ts, e.budget_elapsed_s, e.value, e.error, e.eval_s))
+                    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s, flags)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
+                    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, flags=excluded.flags",
+                    (e.session_id, e.name, int(e.official), e.seq, e.ts, e.budget_elapsed_s, e.value, e.error, e.eval_s,
+                     json.dumps(e.flags) if e.flags else None))
+                if e.flags:
+                    s["flagged"] = s.get("flagged", 0) + 1
                 if e.value is not None and not e.official:
                     s.setdefault("live_values", []).append(e.value)
             elif t == "control":
@@ -238,7 +241,7 @@ class Store:
         for sid, s in summary.items():
             self._update_summary(sid, s)
 
-    _ADDITIVE = (*USAGE_COLUMNS, "scripts_launched", "n_checkpoints", "warnings")
+    _ADDITIVE = (*USAGE_COLUMNS, "scripts_launched", "n_checkpoints", "warnings", "flagged")
 
     def _update_progress(self, progress: dict[tuple[str, str], tuple]) -> list[tuple]:
         """Update each tool call's heartbeat row in place; returns the rows that are new."""

@@ -85,7 +85,13 @@ MIGRATIONS: list[str] = [
         UPDATE sessions SET rev = (SELECT MAX(rev) FROM sessions) + 1 WHERE rowid = NEW.rowid;
     END;
     """,
-    # 3: prompt-cache reads and writes (parts of tokens_in) where the agent CLI reports them; the
+    # 3: integrity flags of sealed scoring (INTEGRITY.md S1-S5): per score, and how many scores
+    # of a session carry one
+    """
+    ALTER TABLE checkpoints ADD COLUMN flags TEXT;
+    ALTER TABLE sessions ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 4: prompt-cache reads and writes (parts of tokens_in) where the agent CLI reports them; the
     # running tool's heartbeat row, one per tool call, found by call_id
     """
     ALTER TABLE sessions ADD COLUMN cache_read INTEGER DEFAULT 0;
