@@ -1,17 +1,21 @@
 # Project-local installs of the agent CLIs (git-ignored `.agents/`); `onegc doctor` and the
 # adapters find them there when they are not on PATH (runner/agents/locate.py).
 #
-#   make agents                               # the versions the transcript parsers were checked on
+#   make agents                               # the pinned versions (the newest that passed the end-to-end tests)
 #   make agents CLAUDE_CODE_VERSION=latest    # any version npm knows
+#   make agents-latest                        # the newest of each into .agents-latest: the end-to-end tests run both
 
 AGENTS_PREFIX       ?= .agents
-# Pinned to the versions of shared/fixtures/transcripts/: newer CLIs may change their JSON output.
-CLAUDE_CODE_VERSION ?= 2.1.197
+# Pinned to the newest versions the end-to-end tests passed with (docs/agents.md lists them; the
+# fixtures of shared/fixtures/transcripts/ and tests/agents/fixtures/ are their output).
+CLAUDE_CODE_VERSION ?= 2.1.332
 CODEX_VERSION       ?= 0.171.0
 OPENCODE_VERSION    ?= 1.18.33
 NPM                 ?= npm
 
-.PHONY: agents agents-versions agents-clean
+LATEST_PREFIX       ?= .agents-latest
+
+.PHONY: agents agents-latest agents-versions agents-clean
 
 agents:
 	@command -v $(NPM) >/dev/null || { echo "npm not found: install Node.js 20+ (https://nodejs.org) and rerun 'make agents'" >&2; exit 2; }
@@ -21,6 +25,11 @@ agents:
 		opencode-ai@$(OPENCODE_VERSION)
 	@$(MAKE) --no-print-directory agents-versions
 
+# the newest of each CLI beside the pins; the end-to-end tests run these too (once, if they are the pins)
+agents-latest:
+	@$(MAKE) --no-print-directory agents AGENTS_PREFIX=$(LATEST_PREFIX) \
+		CLAUDE_CODE_VERSION=latest CODEX_VERSION=latest OPENCODE_VERSION=latest
+
 agents-versions:
 	@for cli in claude codex opencode; do \
 		exe=$(AGENTS_PREFIX)/node_modules/.bin/$$cli; printf '%-9s ' $$cli; \
@@ -28,7 +37,7 @@ agents-versions:
 	done
 
 agents-clean:
-	rm -rf $(AGENTS_PREFIX)
+	rm -rf $(AGENTS_PREFIX) $(LATEST_PREFIX)
 
 # ---------------------------------------------------------------------------- set-up, demo, tests
 # Two commands on a fresh machine: `make demo` and `make test` (.ci/run calls `make test`).

@@ -13,7 +13,7 @@ from tasks import UnknownTask, get_task
 
 BAR_WIDTH = 10
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
-KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "usage": "$", "result": "■",
+KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "progress": "⏱", "usage": "$", "result": "■",
               "error": "✖", "raw": "·"}
 
 
@@ -159,7 +159,7 @@ PANE_EVENT_TYPES = ("transcript", "warning", "checkpoint_scored", "control", "pr
 def event_line(event: Event) -> str | None:
     """A transcript-pane line for an event: transcript steps and the harness's notable events."""
     if event.type == "transcript":
-        if event.kind == "usage":
+        if event.kind in ("usage", "progress"):  # a heartbeat updates its one stored row; it adds no line
             return None
         return transcript_line(event.ts, event.role, event.kind, event.tool, event.text, event.exit_code)
     stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
@@ -207,7 +207,8 @@ def sort_key(row: dict, by: str, now: float | None = None):
 # ----------------------------------------------------------------------------- transcript filters
 
 FILTERS = ("all", "text", "tools", "errors")  # 't' cycles through these
-FILTER_KINDS = {"text": ("text", "thinking", "result"), "tools": ("tool_call", "tool_result"), "errors": ("error",)}
+FILTER_KINDS = {"text": ("text", "thinking", "result"), "tools": ("tool_call", "tool_result", "progress"),
+                "errors": ("error",)}
 FAILED_REASONS = ("agent_failed", "harness_error")
 
 

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 GRACE_S = 30.0  # paper §3.3: 30 s between the stop request and SIGKILL
+STALL_S = 300.0  # a stall warning after 5 min without a model response while no tool runs (runner/stall.py)
 NetworkPolicy = Literal["open", "api-only", "none"]
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -57,6 +58,7 @@ class SessionConfig(BaseModel):
     agent_args: list[str] = Field(default_factory=list)
     pace_s: float = Field(default=1.0, ge=0)  # scripted agent: seconds of "thinking" between steps
     live_eval_device: str = "cpu"  # live scoring must not take the GPU the budget is paying for
+    stall_s: float = Field(default=STALL_S, gt=0)
     created: float = Field(default_factory=time.time)
 
     @field_validator("session_id")

@@ -16,7 +16,8 @@ TEXT_LIMIT = 4000  # characters of transcript text kept in an event; the raw lin
 
 EndReason = Literal["completed", "budget_exhausted", "aborted", "agent_failed", "harness_error"]
 Role = Literal["assistant", "user", "tool", "system"]
-Kind = Literal["text", "thinking", "tool_call", "tool_result", "usage", "result", "error", "raw"]
+# "progress": a running tool's heartbeat; the store keeps one row per tool call, updated in place
+Kind = Literal["text", "thinking", "tool_call", "tool_result", "progress", "usage", "result", "error", "raw"]
 
 
 class _Event(BaseModel):
@@ -59,8 +60,10 @@ class TranscriptFields(BaseModel):
     tool: str | None = None
     call_id: str | None = None
     exit_code: int | None = None
-    tokens_in: int | None = None
+    tokens_in: int | None = None  # every prompt token, cached and cache-written ones included
     tokens_out: int | None = None
+    cache_read: int | None = None  # the part of tokens_in read from the provider's prompt cache
+    cache_write: int | None = None  # the part of tokens_in written to it (Anthropic reports these)
     cost_usd: float | None = None
 
 

@@ -16,6 +16,13 @@ of listener:
 Allowed targets pass through; every refused attempt calls ``on_blocked(host, port, ts, detail)``.
 Repeats of one target within :data:`REPEAT_S` are counted and folded into the next report, so a
 retry loop cannot flood the event log.
+
+An allowed endpoint that fails is reported too (:class:`EndpointHealth`): a connection refused or
+not answered within :data:`CONNECT_TIMEOUT_S`, or, on plain HTTP, a first response with a 5xx
+status, calls ``on_endpoint(host, port, ts, message)`` at once ("model endpoint unreachable:
+HOST:PORT (N attempts: connection refused)") and then at most every :data:`ENDPOINT_REPORT_S`
+while it keeps failing, so a wrong key, URL or port shows within seconds instead of costing the
+whole budget. A 5xx inside TLS cannot be seen here (the agent's own transcript says it).
 """
 
 from __future__ import annotations
@@ -35,8 +42,60 @@ CHUNK = 65536
 REPEAT_S = 1.0  # one report per target per second at most; the rest are counted
 DNS_TTL_S = 60
 RESOLVE_EVERY_S = 5.0  # a direct connection to an unknown IP on an allowed port re-resolves at most this often
+ENDPOINT_REPORT_S = 10.0  # a failing model endpoint is reported at once, then at most this often
+HTTP_STATUS_HEAD = 12  # bytes of "HTTP/1.1 503" needed to read a status code
 
 OnBlocked = Callable[[str, int, float, str], None]
+OnEndpoint = Callable[[str, int, float, str], None]
+
+
+class EndpointHealth:
+    """Failed attempts on each allowed endpoint since it last answered; coalesced reports."""
+
+    def __init__(self, report: OnEndpoint, clock: Callable[[], float] = time.time):
+        self.report = report
+        self.clock = clock
+        self._failing: dict[tuple[str, int], list] = {}  # target -> [attempts, reported attempts, last report ts, why]
+        self._lock = threading.Lock()  # the gate's thread counts, the runner's asks
+
+    def failed(self, host: str, port: int, why: str) -> None:
+        now = self.clock()
+        with self._lock:
+            state = self._failing.setdefault((host, port), [0, 0, 0.0, why])
+            state[0] += 1
+            state[3] = why
+            due = state[1] == 0 or now - state[2] >= ENDPOINT_REPORT_S
+        if due:
+            self._report((host, port), state, now)
+
+    def answered(self, host: str, port: int) -> None:
+        with self._lock:
+            self._failing.pop((host, port), None)
+
+    def problem(self) -> str | None:
+        """The failing endpoint(s) now, as one line; ``None`` when every endpoint answers."""
+        with self._lock:
+            return "; ".join(self._message(t, s) for t, s in self._failing.items()) or None
+
+    def flush(self) -> None:
+        """Report attempts counted since the last report (at the end of the session)."""
+        with self._lock:
+            due = [(t, s) for t, s in self._failing.items() if s[0] > s[1]]
+        for target, state in due:
+            self._report(target, state, self.clock())
+
+    def _report(self, target: tuple[str, int], state: list, now: float) -> None:
+        state[1], state[2] = state[0], now
+        try:
+            self.report(target[0], target[1], now, self._message(target, state))
+        except Exception:  # a broken callback must not take the gate down
+            pass
+
+    @staticmethod
+    def _message(target: tuple[str, int], state: list) -> str:
+        attempts, why = state[0], state[3]
+        head = "failing" if why.startswith("HTTP ") else "unreachable"
+        return f"model endpoint {head}: {target[0]}:{target[1]} ({attempts} attempt{'s' if attempts != 1 else ''}: {why})"
 
 
 def norm_host(host: str) -> str:
@@ -93,9 +152,10 @@ def _is_ip(host: str) -> bool:
 class Gate:
     """Serve handed-over listeners on a private event loop; start()/stop() bound its life."""
 
-    def __init__(self, allow: Allowlist, on_blocked: OnBlocked):
+    def __init__(self, allow: Allowlist, on_blocked: OnBlocked, on_endpoint: OnEndpoint | None = None):
         self.allow = allow
         self.on_blocked = on_blocked
+        self.health = EndpointHealth(on_endpoint or (lambda *_: None))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="netgate", daemon=True)
         self.counts = {"allowed": 0, "blocked": 0, "bytes_up": 0, "bytes_down": 0}
@@ -117,6 +177,7 @@ class Gate:
         self.thread.join(timeout=5)
         self.loop.close()
         self._flush_suppressed()
+        self.health.flush()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -202,7 +263,7 @@ class Gate:
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
             upstream[1].write(rest)
-        await self._pipe(reader, writer, *upstream)
+        await self._pipe(reader, writer, *upstream, target=(host, port))
 
     async def _transparent(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._track()
@@ -220,26 +281,44 @@ class Gate:
         if upstream is None:
             _reset(writer)
             return
-        await self._pipe(reader, writer, *upstream)
+        await self._pipe(reader, writer, *upstream, target=(host, port))
 
     async def _open(self, host: str, port: int):
         try:
             upstream = await asyncio.wait_for(asyncio.open_connection(host, port, limit=CHUNK), CONNECT_TIMEOUT_S)
-        except (OSError, asyncio.TimeoutError):
+        except asyncio.TimeoutError:
+            self.health.failed(host, port, f"no answer within {CONNECT_TIMEOUT_S:.0f} s")
+            return None
+        except OSError as exc:
+            self.health.failed(host, port, _why(exc))
             return None
         self.counts["allowed"] += 1
         return upstream
 
-    async def _pipe(self, reader, writer, up_reader, up_writer) -> None:
+    async def _pipe(self, reader, writer, up_reader, up_writer, target: tuple[str, int]) -> None:
         await asyncio.gather(
-            self._copy(reader, up_writer, "bytes_up"), self._copy(up_reader, writer, "bytes_down"), return_exceptions=True
+            self._copy(reader, up_writer, "bytes_up"),
+            self._copy(up_reader, writer, "bytes_down", lambda head: self._first_answer(target, head)),
+            return_exceptions=True,
         )
         for w in (writer, up_writer):
             w.close()
 
-    async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, counter: str) -> None:
+    def _first_answer(self, target: tuple[str, int], head: bytes) -> None:
+        """The endpoint's first bytes on a connection: a plain-HTTP 5xx is a failure, anything else an answer."""
+        status = head[9:12] if head.startswith(b"HTTP/1.") else b""
+        if status.isdigit() and int(status) >= 500:
+            self.health.failed(*target, f"HTTP {int(status)}")
+        else:
+            self.health.answered(*target)
+
+    async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, counter: str,
+                    first: Callable[[bytes], None] | None = None) -> None:  # fmt: skip
         try:
             while data := await reader.read(CHUNK):
+                if first is not None:
+                    first(data[:HTTP_STATUS_HEAD])
+                    first = None
                 self.counts[counter] += len(data)
                 writer.write(data)
                 await writer.drain()
@@ -253,6 +332,12 @@ class Gate:
         if task is not None:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    return exc.strerror or type(exc).__name__
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from runner.agents import credentials
-from runner.netproxy import Allowlist, Gate, OnBlocked
+from runner.netproxy import Allowlist, Gate, OnBlocked, OnEndpoint
 
 POLICIES = ("open", "api-only", "none")
 CATCH_PORTS = (80, 443)  # direct connections on these ports (plus the allowed ones) are seen and reported
@@ -145,6 +145,7 @@ class NetworkSandbox:
         allowed: Iterable[str | tuple[str, int]] = (),
         session_dir: Path | None = None,
         on_blocked: OnBlocked | None = None,
+        on_endpoint: OnEndpoint | None = None,
     ):
         if policy not in POLICIES:
             raise ValueError(f"network policy {policy!r}: use one of {', '.join(POLICIES)}")
@@ -152,6 +153,7 @@ class NetworkSandbox:
         self.allowed = [parse_endpoint(a) for a in allowed] if policy == "api-only" else []
         self.session_dir = session_dir
         self.on_blocked: OnBlocked = on_blocked or (lambda *_: None)
+        self.on_endpoint = on_endpoint  # an allowed endpoint refuses, times out or answers 5xx
         self.gate: Gate | None = None
         self.proxy_port: int | None = None
         self.observes: list[str] = []  # what the gate can see: proxy, direct:<ports>, dns
@@ -183,7 +185,7 @@ class NetworkSandbox:
         kinds, socks, ns = self._make_namespace(ports)
         self._socks = socks
         self._ns_fds = ns
-        self.gate = Gate(allow, self.on_blocked)
+        self.gate = Gate(allow, self.on_blocked, self.on_endpoint)
         self.gate.start(list(zip(kinds, socks)))
         self.start_s = time.monotonic() - t0
 
@@ -272,6 +274,10 @@ class NetworkSandbox:
 
     def stats(self) -> dict:
         return dict(self.gate.counts) if self.gate else {}
+
+    def endpoint_problem(self) -> str | None:
+        """The allowed endpoint(s) failing right now, as the gate saw them; ``None`` if none."""
+        return self.gate.health.problem() if self.gate else None
 
 
 def _die_with_parent() -> None:  # child, between fork and exec: the helper dies with the runner

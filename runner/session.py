@@ -33,12 +33,15 @@ from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.scoring import Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.config import SessionPaths, data_root
+from runner.execlog import ExecLog, Launch
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import Candidate, pick_best, select_candidates
+from runner.outcome import end_detail, endpoint_problem
 from runner import sandbox
 from runner.proctree import ProcessTree, start_tree
+from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
 from tasks import get_task
 
@@ -70,6 +73,10 @@ class Session:
         self._signal_stop: str | None = None
         self.net: NetworkSandbox | None = None
         self.gpu_info: list[dict] = []
+        self.endpoints = allowed_endpoints(self.config.agent, os.environ, self.config.model)
+        # every python the agent starts through PATH (in the sandbox its folder is under /run/onegc)
+        self.launches = ExecLog(paths.root / "exec", sandbox.INSIDE / "exec" if self.config.sealed else None)
+        self.stall = StallWatch(self.config.stall_s)
         self.agent_version = self.adapter.version()  # once: `--version` of a Node CLI takes seconds
 
     # ------------------------------------------------------------------ lifecycle
@@ -86,8 +93,8 @@ class Session:
             build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
             self.judge = TaskJudge(self.spec, data_root(self.paths.root.parent.parent) / self.spec.id)
             # set up before the clock starts: the policy's start-up is not the agent's budget
-            self.net = NetworkSandbox(self.config.network, allowed_endpoints(self.config.agent, os.environ, self.config.model),
-                                      self.paths.root, self._on_blocked)
+            self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,
+                                      self._on_endpoint)
             self.net.start()
             if self.config.sealed:
                 probe.join()
@@ -138,6 +145,9 @@ class Session:
         finally:
             if self.tree is not None:
                 self._stop_tree(self.config.grace_s if self.stop_reason and self.stop_reason[0] != "harness_error" else 5)
+            self.launches.close()  # every launch record sent is in hand now
+            if self.tree is not None:
+                self._scan_processes()  # the last launches, and the end of every script
             self._done.set()
             self.clock.stop()
             for t in threads[:2]:
@@ -153,6 +163,7 @@ class Session:
             if self.net is not None:
                 self.net.stop()  # reports counted repeats of blocked attempts before session_ended
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
+        detail = self._explain(reason, detail)
         try:
             score, best = self._official_result(reason, detail, live)
         finally:
@@ -223,7 +234,7 @@ class Session:
             if key.startswith("ONEGC_") and key not in ("ONEGC_NVML_MODULE", "ONEGC_FAKE_GPUS"):
                 env.pop(key)
         bin_dir = str(Path(sys.executable).parent)
-        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        env["PATH"] = self.launches.path_with_shims(bin_dir + os.pathsep + env.get("PATH", ""))
         env["CUDA_VISIBLE_DEVICES"] = self.config.gpu or ""
         env["PWD"] = str(self.paths.workspace)  # OpenCode takes its working folder from $PWD, not the cwd
         env["ONEGC_DEADLINE"] = f"{self.clock.deadline():.3f}"
@@ -233,6 +244,7 @@ class Session:
 
     def _start_agent(self) -> None:
         self.paths.agent_home.mkdir(exist_ok=True)
+        self.launches.start(sandbox.agent_ids(self.config.session_id) if self.config.sealed else None)
         ctx = LaunchContext(
             workspace=self.paths.workspace,
             session_dir=self.paths.root,
@@ -274,7 +286,7 @@ class Session:
         plan = sandbox.SandboxPlan(
             workspace=self.paths.workspace, agent_home=self.paths.agent_home, private=self.paths.sandbox,
             protected=(home,), read_only=tuple(self.adapter.read_only_paths() + sandbox.extra_read_only(os.environ)),
-            gpu_minors=minors, ids=sandbox.agent_ids(self.config.session_id))
+            mounts=(self.launches.mount(),), gpu_minors=minors, ids=sandbox.agent_ids(self.config.session_id))
         ws = self.paths.workspace
         sandbox.hand_over(plan, [ws, self.paths.checkpoints, ws / "train.py", ws / "program.md"])
         return sandbox.wrap(plan, argv, sandbox.status().bwrap or "bwrap"), \
@@ -293,10 +305,14 @@ class Session:
                     items = self.adapter.parse(text)
                 except Exception:  # an adapter bug must not lose the line
                     items = [raw_item(text)]
-                for item in items:
-                    self.events.emit("transcript", raw_line=line_no, **item.bounded())
-            for item in self.adapter.finish():
-                self.events.emit("transcript", **item.bounded())
+                self._emit_items(items, line_no)
+            self._emit_items(self.adapter.finish())
+
+    def _emit_items(self, items, raw_line: int | None = None) -> None:
+        for item in items:
+            if item.role == "assistant" or item.kind == "usage":
+                self.stall.model_answered()
+            self.events.emit("transcript", raw_line=raw_line, **item.bounded())
 
     def _pump_stderr(self) -> None:
         assert self.tree is not None
@@ -324,6 +340,8 @@ class Session:
             now = time.monotonic()
             if now >= next_scan:
                 self._scan_processes()
+                self._emit_items(self.adapter.poll())  # side files: Codex's token totals, OpenCode's errors
+                self._check_stall()
                 next_scan = now + PROCESS_SCAN_S
             if now >= next_beat and not self.clock.paused:
                 write_deadline(self.paths.workspace, self.clock.deadline())
@@ -342,8 +360,7 @@ class Session:
                 if code == 0:
                     self.stop_reason = ("completed", "the agent finished")
                 else:
-                    tail = next((l for l in reversed(self.stderr_tail) if l.strip()), "")
-                    self.stop_reason = ("agent_failed", f"the agent exited with code {code}" + (f": {tail[:200]}" if tail else ""))
+                    self.stop_reason = ("agent_failed", f"the agent exited with code {code}")  # the cause: _explain
             else:
                 time.sleep(TICK_S)
 
@@ -375,24 +392,56 @@ class Session:
                 self.events.emit("warning", code="control", message=f"unknown control action {action!r} in {self.paths.control}")
 
     def _scan_processes(self) -> None:
+        """Training scripts started and ended. Every launch through the PATH shim is counted, however
+        short (runner/execlog.py); the scan adds those started by an absolute interpreter path that
+        live through one scan, and sees every known script end."""
         assert self.tree is not None
-        current: dict[int, tuple[str, str]] = {}
-        for pid in self.tree.pids():
+        for launch in self.launches.drain():  # first: a record is sent before its script starts
+            self._launched(launch)
+        pids = set(self.tree.pids())
+        for pid in pids - set(self._known_procs):
             try:
-                proc = psutil.Process(pid)
-                cmd = proc.cmdline()
+                cmd = psutil.Process(pid).cmdline()
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
             script = _python_script(cmd, self.paths.workspace)
             if script:
-                current[pid] = (script, " ".join(cmd)[:300])
-        for pid, (script, cmd) in current.items():
-            if pid not in self._known_procs:
-                self.events.emit("process", action="started", pid=pid, script=script, cmdline=cmd)
-        for pid, (script, cmd) in self._known_procs.items():
-            if pid not in current:
+                self._known_procs[pid] = (script, " ".join(cmd)[:300])
+                self.events.emit("process", action="started", pid=pid, script=script, cmdline=" ".join(cmd)[:300])
+        for pid, (script, cmd) in list(self._known_procs.items()):
+            if pid not in pids:
                 self.events.emit("process", action="ended", pid=pid, script=script, cmdline=cmd)
-        self._known_procs = current
+                del self._known_procs[pid]
+
+    def _launched(self, launch: Launch) -> None:
+        script = _python_script(list(launch.argv), self.paths.workspace, Path(launch.cwd) if launch.cwd else None)
+        if script and launch.pid not in self._known_procs:
+            self._known_procs[launch.pid] = (script, launch.cmdline[:300])
+            self.events.emit("process", action="started", pid=launch.pid, script=script, cmdline=launch.cmdline[:300])
+
+    def _check_stall(self) -> None:
+        assert self.tree is not None
+        # the agent's session: its init's (under bubblewrap --new-session, not the root's)
+        agent = self.tree._agent_pid() or self.tree.root_pid
+        try:
+            busy = self.clock.paused or bool(tool_pids(self.tree.pids(), os.getsid(agent), {self.tree.root_pid}))
+        except OSError:  # the agent is gone: the loop ends the session
+            return
+        waited = self.stall.check(busy)
+        if waited is not None:
+            why = self.adapter.failure() or (self.net.endpoint_problem() if self.net else None)
+            took = f"{waited / 60:.0f} min" if waited >= 90 else f"{waited:.0f} s"
+            self.events.emit("warning", code="stall", message=f"no model response for {took} while the agent runs "
+                             "no tool" + (f"; its last error: {why}" if why else ""))  # fmt: skip
+
+    def _explain(self, reason: str, detail: str) -> str:
+        """The end detail with its cause (runner/outcome.py)."""
+        failure = self.adapter.failure()
+        problem = self.net.endpoint_problem() if self.net is not None else None
+        if failure and problem is None and (self.net is None or not self.net.confined):
+            problem = endpoint_problem(self.endpoints)  # no gate saw the endpoint: probe it
+        return end_detail(reason, detail, failure=failure, notes=self.adapter.notes(), endpoint_problem=problem,
+                          endpoints=self.endpoints, stderr=self.stderr_tail)
 
     def _stop_tree(self, grace_s: float) -> None:
         """The agent's graceful signal (SIGINT), SIGTERM to the tree at a third of the grace,
@@ -424,6 +473,9 @@ class Session:
 
     def _on_blocked(self, host: str, port: int, ts: float, detail: str) -> None:  # the gate's thread
         self.events.emit("warning", code="network_blocked", message=f"blocked {host}:{port} ({detail})")
+
+    def _on_endpoint(self, host: str, port: int, ts: float, message: str) -> None:  # the gate's thread
+        self.events.emit("warning", code="endpoint", message=message)
 
     # ------------------------------------------------------------------ checkpoints
     def _on_found(self, found: FoundCheckpoint, queue: ScoreQueue) -> None:
@@ -530,14 +582,17 @@ def _cuda_available() -> bool:
         return False
 
 
-def _python_script(cmd: list[str], workspace: Path) -> str | None:
+def _python_script(cmd: list[str], workspace: Path, cwd: Path | None = None) -> str | None:
     """The workspace ``*.py`` a python command line runs (``python [-u] run_1.py ...``), if any;
-    harness helpers outside the workspace (the namespace init) do not count."""
+    harness helpers outside the workspace (the namespace init, the exec shim) do not count. A
+    relative path is taken from ``cwd`` when it is known."""
     if not cmd or "python" not in Path(cmd[0]).name:
         return None
     for arg in cmd[1:]:
         if arg.endswith(".py"):
             path = Path(arg)
+            if not path.is_absolute() and cwd is not None:
+                path = cwd / path
             if path.is_absolute() and workspace not in path.parents:
                 return None
             return path.name

@@ -24,6 +24,8 @@ from runner.events import Event
 
 DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
+# per-session usage: transcript ``usage`` items add to these, a ``result`` item replaces them
+USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,7 @@ class Store:
         """Derived rows and the summary row, for events inserted just now."""
         conn = self.conn
         transcript, gpu, controls = [], [], []
+        progress: dict[tuple[str, str], tuple] = {}  # (session, call id) -> the latest heartbeat row
         summary: dict[str, dict] = {}
         for e in events:
             s = summary.setdefault(e.session_id, {"last_ts": e.ts, "last_seq": e.seq})
@@ -165,15 +168,19 @@ class Store:
             s["last_seq"] = max(s["last_seq"], e.seq)
             t = e.type
             if t == "transcript":
-                transcript.append((e.session_id, e.seq, e.ts, e.role, e.kind, e.tool, e.call_id, e.exit_code, e.text))
-                if e.kind == "usage":  # increments
-                    for key, val in (("tokens_in", e.tokens_in), ("tokens_out", e.tokens_out), ("cost_usd", e.cost_usd)):
-                        if val:
+                row = (e.session_id, e.seq, e.ts, e.role, e.kind, e.tool, e.call_id, e.exit_code, e.text)
+                if e.kind == "progress" and e.call_id:
+                    progress[(e.session_id, e.call_id)] = row  # one row per tool call, updated in place
+                else:
+                    transcript.append(row)
+                if e.kind == "usage":  # increments (a correction may be negative)
+                    for key in USAGE_COLUMNS:
+                        if val := getattr(e, key):
                             s[key] = s.get(key, 0) + val
                 elif e.kind == "result" and (e.tokens_in or e.tokens_out or e.cost_usd):
-                    # the CLI's own totals for the session: they replace what the increments added up to
-                    s["usage_totals"] = (e.tokens_in, e.tokens_out, e.cost_usd)
-                    for key in ("tokens_in", "tokens_out", "cost_usd"):
+                    # the session's totals: they replace what the increments added up to
+                    s["usage_totals"] = tuple(getattr(e, key) for key in USAGE_COLUMNS)
+                    for key in USAGE_COLUMNS:
                         s.pop(key, None)
             elif t == "gpu":
                 gpu.append((e.session_id, e.seq, e.ts, e.index, e.util_pct, e.mem_used_mb, e.mem_total_mb, e.power_w, e.temp_c))
@@ -221,6 +228,7 @@ class Store:
                 s.update(state="ended" if e.reason in ("completed", "budget_exhausted", "aborted") else "failed",
                          ended_ts=e.ts, end_reason=e.reason, end_detail=e.detail, score=e.score,
                          best_checkpoint=e.best_checkpoint, active_s=e.active_s, remaining_s=None)
+        transcript += self._update_progress(progress)
         if transcript:
             last = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
             conn.executemany("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text)"
@@ -233,15 +241,28 @@ class Store:
         for sid, s in summary.items():
             self._update_summary(sid, s)
 
-    _ADDITIVE = ("tokens_in", "tokens_out", "cost_usd", "scripts_launched", "n_checkpoints", "warnings", "flagged")
+    _ADDITIVE = (*USAGE_COLUMNS, "scripts_launched", "n_checkpoints", "warnings", "flagged")
+
+    def _update_progress(self, progress: dict[tuple[str, str], tuple]) -> list[tuple]:
+        """Update each tool call's heartbeat row in place; returns the rows that are new."""
+        new = []
+        for (sid, call_id), row in progress.items():
+            old = self.conn.execute("SELECT rowid, text FROM transcript WHERE session_id=? AND kind='progress' AND call_id=?",
+                                    (sid, call_id)).fetchone()  # fmt: skip
+            if old is None:
+                new.append(row)
+                continue
+            self.conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) VALUES('delete', ?, ?)", old)
+            self.conn.execute("UPDATE transcript SET ts=?, text=? WHERE rowid=?", (row[2], row[8], old[0]))
+            self.conn.execute("INSERT INTO transcript_fts(rowid, text) VALUES (?, ?)", (old[0], row[8]))
+        return new
 
     def _update_summary(self, sid: str, s: dict) -> None:
         live = s.pop("live_values", None)
         totals = s.pop("usage_totals", None)
         if totals is not None:
-            tin, tout, cost = totals
-            self.conn.execute("UPDATE sessions SET tokens_in = COALESCE(?, tokens_in), tokens_out = COALESCE(?, tokens_out),"
-                              " cost_usd = COALESCE(?, cost_usd) WHERE session_id = ?", (tin, tout, cost, sid))
+            sets = ", ".join(f"{key} = COALESCE(?, {key})" for key in USAGE_COLUMNS)
+            self.conn.execute(f"UPDATE sessions SET {sets} WHERE session_id = ?", (*totals, sid))
         first = s.pop("first_checkpoint_s", None)
         sets, args = [], []
         for key, val in s.items():

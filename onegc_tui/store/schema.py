@@ -91,6 +91,13 @@ MIGRATIONS: list[str] = [
     ALTER TABLE checkpoints ADD COLUMN flags TEXT;
     ALTER TABLE sessions ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
     """,
+    # 4: prompt-cache reads and writes (parts of tokens_in) where the agent CLI reports them; the
+    # running tool's heartbeat row, one per tool call, found by call_id
+    """
+    ALTER TABLE sessions ADD COLUMN cache_read INTEGER DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN cache_write INTEGER DEFAULT 0;
+    CREATE INDEX transcript_progress ON transcript(session_id, call_id) WHERE kind = 'progress';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

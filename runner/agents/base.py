@@ -4,6 +4,11 @@ An adapter says how to start its CLI (``argv``, ``env``), how to read one line o
 (``parse`` -> normalised :class:`TranscriptItem` list; a line it cannot read becomes one
 ``kind="raw"`` item, never an exception) and which version is installed (``version``).
 The runner stamps ``session_id``/``seq``/``ts`` and turns items into ``transcript`` events.
+
+Besides stdout, an adapter may read files its CLI writes for the session (``poll``: Codex's
+rollout with its running token totals, OpenCode's log with the errors it prints nowhere else),
+and says why a session went wrong in the agent's own terms (``failure``: the last error the agent
+saw and did not get past; ``notes``: what else the end detail should say).
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ import json
 import shutil
 import signal
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
 from runner.events import TranscriptFields, clip
+from runner.outcome import REQUEST_FAILED
 
 
 class TranscriptItem(TranscriptFields):
@@ -71,6 +78,19 @@ class AgentAdapter:
         """Items owed at end of stream (e.g. a final usage total); default none."""
         return []
 
+    def poll(self) -> list[TranscriptItem]:
+        """Items from the CLI's side files since the last call (the runner calls it about once a
+        second, from another thread than ``parse``); default none."""
+        return []
+
+    def failure(self) -> str | None:
+        """The error the agent was stuck on when it ended (``None``: none, or it got past it)."""
+        return None
+
+    def notes(self) -> list[str]:
+        """Other facts the end detail should carry (a background task killed, usage left unreported)."""
+        return []
+
     def version(self) -> str | None:
         exe = self.find_executable()
         if exe is None:
@@ -105,16 +125,53 @@ def text_of(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+class ErrorTrail:
+    """The errors an agent saw since its model last answered: what a failed session died of.
+
+    A failed model request (an HTTP error, a refused connection, a retry) is worded
+    "model request failed: ..." with the count of failed attempts in a row; runner/outcome.py
+    names the model endpoint beside it."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+        self.request = False  # the last error was a failed model request
+        self.attempts = 0  # failed model requests in a row (retries included)
+
+    def request_failed(self, text: str, new_attempt: bool = True) -> None:
+        self.last, self.request = text or "no answer", True
+        self.attempts += 1 if new_attempt else 0
+
+    def error(self, text: str) -> None:
+        """Another error the agent reported (a turn limit, a tool the CLI could not run)."""
+        if text:
+            self.last, self.request = text, False
+
+    def answered(self) -> None:
+        """The model answered: earlier errors were got past."""
+        self.last, self.request, self.attempts = None, False, 0
+
+    def summary(self) -> str | None:
+        if self.last is None:
+            return None
+        if not self.request:
+            return self.last
+        return f"{REQUEST_FAILED}: {self.last}" + (f" ({self.attempts} failed attempts)" if self.attempts > 1 else "")
+
+
 class JsonStreamAdapter(AgentAdapter):
     """Base of the adapters for CLIs that print one JSON object per line (Claude Code, Codex,
-    OpenCode): the model, the price table, running usage totals and the never-raising parse."""
+    OpenCode): the model, the price table, the usage ledger, the error trail and the never-raising
+    parse. ``parse``, ``poll`` and ``finish`` hold one lock: the runner calls them from two threads."""
 
     def __init__(self, model: str | None = None):
-        from runner.agents.pricing import UsageTotals, load_prices_safe
+        from runner.agents.pricing import load_prices_safe
+        from runner.agents.usage import Ledger
 
         self.model = model
         self.prices, self.price_warning = load_prices_safe()
-        self.totals = UsageTotals()
+        self.ledger = Ledger()
+        self.errors = ErrorTrail()
+        self._lock = threading.RLock()
 
     def configure(self, config: object) -> None:
         """Take the model from a model id or from anything with a ``model`` attribute (SessionConfig)."""
@@ -129,16 +186,43 @@ class JsonStreamAdapter(AgentAdapter):
     def parse(self, line: str) -> list[TranscriptItem]:
         if not line.strip():
             return []
-        try:
-            data = json_object(line)
-            items = self._parse(data) if data is not None else None
-        except Exception:  # a CLI's new shape must never stop the session
-            items = None
+        with self._lock:
+            try:
+                data = json_object(line)
+                items = self._parse(data) if data is not None else None
+            except Exception:  # a CLI's new shape must never stop the session
+                items = None
         return [raw_item(line)] if items is None else items
 
     def _parse(self, data: dict) -> list[TranscriptItem] | None:
         """Items for one decoded line; None when the shape is unknown (it becomes a raw item)."""
         raise NotImplementedError
 
+    def poll(self) -> list[TranscriptItem]:
+        with self._lock:
+            try:
+                return self._poll()
+            except Exception:  # a side file in a shape we do not know must not stop the session
+                return []
+
+    def _poll(self) -> list[TranscriptItem]:
+        return []
+
+    def finish(self) -> list[TranscriptItem]:
+        with self._lock:
+            try:
+                items = self._poll()
+            except Exception:
+                items = []
+            return items + self._finish()
+
+    def _finish(self) -> list[TranscriptItem]:
+        return []
+
+    def failure(self) -> str | None:
+        with self._lock:
+            return self.errors.summary()
+
     def usage_totals(self) -> dict:
-        return self.totals.as_dict()
+        with self._lock:
+            return self.ledger.totals()

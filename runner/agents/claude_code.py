@@ -1,23 +1,32 @@
-"""Claude Code in headless mode: ``claude -p PROMPT --output-format stream-json --verbose``.
+"""Claude Code in headless mode: ``claude -p PROMPT --output-format stream-json --verbose
+--include-partial-messages``.
 
-What :meth:`ClaudeCodeAdapter.parse` makes of each stdout line (fixtures in
-``shared/fixtures/transcripts/claude-*.jsonl``):
+What :meth:`ClaudeCodeAdapter.parse` makes of each stdout line (fixtures: the 2.1.197 ones in
+``shared/fixtures/transcripts/claude-*.jsonl``, the 2.1.332 ones in ``tests/agents/fixtures/``):
 
 - ``system/init`` -> a system text (model, CLI version); ``system/api_retry`` -> an error item
-  whose text starts with ``retry:``; ``system/status`` and ``task_started`` -> nothing;
-  ``task_notification`` (how a Bash call's task ended) -> a system text.
+  whose text starts with ``retry:``; ``system/status``, ``task_started``, ``task_progress``,
+  ``task_updated`` and ``background_tasks_changed`` -> nothing (they update which background
+  tasks are running); ``task_notification`` (how a tool's task ended) -> a system text.
+- ``tool_progress`` (2.1.332: a heartbeat every 30 s while a tool runs) -> one ``progress``
+  item for the tool call; the store keeps one row per call and updates it in place.
 - ``assistant`` -> one item per content block: text, thinking, tool_call (``$ cmd`` for Bash);
   a synthetic "API Error" message -> error. Its usage becomes a ``usage`` item holding the
   increase over what that message id already reported (the CLI repeats a message's usage on
-  every content block), so usage items can be summed; priced from ``prices.toml`` when the
-  model is known, as a live estimate.
+  every content block; its output count there is provisional, 1).
+- ``stream_event`` (``--include-partial-messages``) -> nothing except ``message_delta``, whose
+  output-token count is the real one: a usage increment for the message in flight. So the live
+  output figure is exact, even for a session cut off before its result line.
 - ``user`` -> tool_result (exit code 0 for a Bash success, N from "Exit code N", else none;
   ``[error]`` in front of other failed results) or a user text (e.g. an interrupt).
-- ``stream_event`` (``--include-partial-messages``) -> nothing except ``message_delta``, whose
-  final output-token count becomes a usage increment; the assistant line carries the content.
-- ``result`` -> an error item when it is an error, then a ``result`` item carrying the CLI's own
-  session totals (tokens, ``total_cost_usd``). Those totals are authoritative: per-message
-  output counts in stream-json are provisional.
+- ``result`` -> an error item when it is an error, then the CLI's cumulative totals: the sum of
+  ``modelUsage`` over models (every model the session used, side requests included) and
+  ``total_cost_usd``, settled into the ledger (a correcting usage item when they differ from the
+  running sum). Since 2.1.332 the CLI waits for ``run_in_background`` tasks in ``-p`` mode and
+  each finished task starts a new turn with its own ``init`` and ``result``; a turn's
+  ``usage`` covers that turn only, ``modelUsage`` and ``total_cost_usd`` the session. A result
+  while background tasks still run is a system text ("turn ended, waiting for ..."); the
+  ``result`` item comes with the last turn.
 
 Anything else becomes a ``raw`` item. Nothing here raises.
 """
@@ -33,11 +42,13 @@ from typing import Any, ClassVar
 
 from runner.agents import credentials
 from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, text_of
-from runner.agents.pricing import format_usd
+from runner.agents.usage import Tokens
 
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 EXIT_CODE_RE = re.compile(r"^Exit code (-?\d+)")
+HEARTBEAT_RE = re.compile(r"-heartbeat-\d+$")  # tool_progress ids: "<tool_use_id>-heartbeat-<n>"
 INPUT_PREVIEW = 300  # characters of a non-shell tool input shown in a tool_call item
+TASK_ENDED = ("completed", "failed", "killed", "stopped", "cancelled")
 
 
 def _int(value: Any) -> int:
@@ -82,9 +93,14 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
 
     def __init__(self, model: str | None = None):
         super().__init__(model)
-        self.final: dict | None = None  # the CLI's own totals from its result line
+        self.ended = False  # a result line arrived with no background task left running
+        self._last_answer: str | None = None  # the last result line's answer (None: no result line yet)
+        self._turn_sum = Tokens()  # results without modelUsage, added up
         self._cli_model: str | None = None  # the model the init line names
         self._tools: dict[str, str] = {}  # tool_use id -> tool name
+        self._background_calls: set[str] = set()  # tool_use ids of run_in_background calls
+        self._running: dict[str, str] = {}  # background task id -> description, while it runs
+        self._stopped: list[str] = []  # background tasks that ended stopped/killed after the last turn
         self._seen: dict[str, dict[str, int]] = {}  # message id -> usage counters reported so far
         self._stream_message: str | None = None  # message id of the partial-message stream in flight
 
@@ -93,7 +109,10 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         if self.model is None:
             self.model = ctx.model
         exe = self.find_executable() or "claude"
-        cmd = [exe, "-p", ctx.prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
+        # --include-partial-messages: message_delta carries each response's real output count
+        # (the assistant lines hold a provisional 1), so live and cut-off figures are exact
+        cmd = [exe, "-p", ctx.prompt, "--output-format", "stream-json", "--verbose", "--include-partial-messages",
+               "--dangerously-skip-permissions"]  # fmt: skip
         if ctx.model:
             cmd += ["--model", ctx.model]
         return cmd + list(ctx.extra_args)
@@ -124,7 +143,17 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
             return self._stream_event(data.get("event"))
         if kind == "system":
             return self._system(data)
+        if kind == "tool_progress":
+            return self._progress(data)
         return None
+
+    def _progress(self, data: dict) -> list[TranscriptItem] | None:
+        call_id = text_of(data.get("parent_tool_use_id")) or HEARTBEAT_RE.sub("", text_of(data.get("tool_use_id")))
+        if not call_id:
+            return None
+        tool = text_of(data.get("tool_name")) or self._tools.get(call_id) or "tool"
+        elapsed = _int(data.get("elapsed_time_seconds"))
+        return [TranscriptItem(role="tool", kind="progress", tool=tool, call_id=call_id, text=f"running for {elapsed} s")]
 
     def _system(self, data: dict) -> list[TranscriptItem] | None:
         subtype = data.get("subtype")
@@ -136,19 +165,48 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         if subtype == "api_retry":
             status = data.get("error_status")
             delay = _int(data.get("retry_delay_ms")) / 1000
-            text = (
-                f"retry: attempt {_int(data.get('attempt'))}/{_int(data.get('max_retries'))} in {delay:g}s"
-                + (f", HTTP {status}" if status is not None else "")
-                + (f": {data['error']}" if data.get("error") else "")
-            )
+            cause = (f"HTTP {status}" if status is not None else "") + (
+                f"{': ' if status is not None else ''}{data['error']}" if data.get("error") else "")
+            self.errors.request_failed(cause)
+            text = f"retry: attempt {_int(data.get('attempt'))}/{_int(data.get('max_retries'))} in {delay:g}s" + (
+                f", {cause}" if cause else "")
             return [TranscriptItem(role="system", kind="error", text=text)]
-        if subtype in ("status", "task_started", "task_progress"):
+        if subtype in ("status", "task_progress"):
             return []  # a Bash call's task bookkeeping: the tool_call/tool_result items say it all
+        if subtype == "task_started":
+            task = text_of(data.get("task_id"))
+            background = data.get("is_backgrounded") is True or text_of(data.get("tool_use_id")) in self._background_calls
+            if task and background:
+                self._running[task] = text_of(data.get("description")) or task
+            return []
+        if subtype == "task_updated":
+            patch = data.get("patch") if isinstance(data.get("patch"), dict) else {}
+            status = text_of(patch.get("status"))
+            if status in TASK_ENDED:
+                self._task_ended(text_of(data.get("task_id")), status)
+            return []
+        if subtype == "background_tasks_changed":
+            tasks = data.get("tasks") if isinstance(data.get("tasks"), list) else []
+            running = {text_of(t.get("task_id")): text_of(t.get("description")) for t in tasks if isinstance(t, dict)}
+            for task in set(self._running) - set(running):
+                self._running.pop(task, None)
+            for task, description in running.items():
+                if task:
+                    self._running.setdefault(task, description or task)
+            return []
         if subtype == "task_notification":  # how a tool's task ended; for a background command, its only trace
             status, summary = text_of(data.get("status")) or "?", text_of(data.get("summary"))
+            self._task_ended(text_of(data.get("task_id")), status)
             text = f"task {text_of(data.get('task_id'))} {status}" + (f": {summary}" if summary else "")
             return [TranscriptItem(role="system", kind="text", text=text)]
         return None
+
+    def _task_ended(self, task: str, status: str) -> None:
+        """A background task that is stopped after a turn ended was stopped by the CLI on its way out
+        (2.1.197); one stopped during a turn was the model's or the harness's doing."""
+        description = self._running.pop(task, None)
+        if description is not None and status in ("killed", "stopped", "cancelled") and self._last_answer is not None:
+            self._stopped.append(description)
 
     def _usage_increment(self, message_id: str, usage: dict) -> list[TranscriptItem]:
         """A usage item for what ``usage`` adds to what ``message_id`` already reported."""
@@ -161,28 +219,37 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
                 seen[field] = max(value, seen[field])
             else:
                 delta[field] = 0
-        d_in = delta["input_tokens"] + delta["cache_creation_input_tokens"] + delta["cache_read_input_tokens"]
-        d_out = delta["output_tokens"]
-        if not d_in and not d_out:
-            return []
-        cost = self.prices.cost(
-            self.model or self._cli_model,
-            delta["input_tokens"],
-            d_out,
-            cached_input_tokens=delta["cache_read_input_tokens"],
-            cache_write_tokens=delta["cache_creation_input_tokens"],
+        tokens = Tokens(
+            tokens_in=delta["input_tokens"] + delta["cache_creation_input_tokens"] + delta["cache_read_input_tokens"],
+            tokens_out=delta["output_tokens"],
+            cache_read=delta["cache_read_input_tokens"],
+            cache_write=delta["cache_creation_input_tokens"],
         )
-        self.totals.add(d_in, d_out, cost)
-        text = f"+{d_in} in / +{d_out} out, {format_usd(cost)}" + (" (estimate)" if cost is not None else "")
-        return [TranscriptItem(role="system", kind="usage", text=text, tokens_in=d_in, tokens_out=d_out, cost_usd=cost)]
+        if not tokens:
+            return []
+        self.errors.answered()
+        cost = self.prices.cost(self.model or self._cli_model, tokens.fresh_in(), tokens.tokens_out,
+                                cached_input_tokens=tokens.cache_read, cache_write_tokens=tokens.cache_write)
+        return self.ledger.add(tokens, cost, "estimate" if cost is not None else "")
 
     @staticmethod
-    def _input_tokens(usage: dict) -> int:
-        return (
-            _int(usage.get("input_tokens"))
-            + _int(usage.get("cache_creation_input_tokens"))
-            + _int(usage.get("cache_read_input_tokens"))
-        )
+    def _session_totals(data: dict) -> Tokens | None:
+        """The session's cumulative tokens from a result line's ``modelUsage`` (all models)."""
+        per_model = data.get("modelUsage")
+        if not isinstance(per_model, dict) or not per_model:
+            return None
+        total = Tokens()
+        for usage in per_model.values():
+            if isinstance(usage, dict):
+                read, write = _int(usage.get("cacheReadInputTokens")), _int(usage.get("cacheCreationInputTokens"))
+                total = total + Tokens(_int(usage.get("inputTokens")) + read + write, _int(usage.get("outputTokens")),
+                                       read, write)  # fmt: skip
+        return total
+
+    @staticmethod
+    def _turn_tokens(usage: dict) -> Tokens:
+        read, write = _int(usage.get("cache_read_input_tokens")), _int(usage.get("cache_creation_input_tokens"))
+        return Tokens(_int(usage.get("input_tokens")) + read + write, _int(usage.get("output_tokens")), read, write)
 
     def _assistant(self, data: dict) -> list[TranscriptItem] | None:
         message = data.get("message")
@@ -196,7 +263,8 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
             btype = block.get("type")
             if btype == "text":
                 text = text_of(block.get("text"))
-                if synthetic_error:
+                if synthetic_error:  # "API Error: 400 ...": the request that should have produced this message
+                    self.errors.request_failed(text, new_attempt=not self.errors.request)
                     items.append(TranscriptItem(role="system", kind="error", text=text))
                 elif text:
                     items.append(TranscriptItem(role="assistant", kind="text", text=text))
@@ -209,6 +277,9 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
                 call_id = text_of(block.get("id")) or None
                 if call_id:
                     self._tools[call_id] = tool
+                    tool_input = block.get("input")
+                    if isinstance(tool_input, dict) and tool_input.get("run_in_background") is True:
+                        self._background_calls.add(call_id)
                 items.append(
                     TranscriptItem(
                         role="assistant",
@@ -280,19 +351,17 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
 
     def _result(self, data: dict) -> list[TranscriptItem]:
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        tokens_in, tokens_out = self._input_tokens(usage), _int(usage.get("output_tokens"))
         cost = data.get("total_cost_usd")
         cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
-        self.final = {
-            "tokens_in": tokens_in,
-            "tokens_out": tokens_out,
-            "cost_usd": cost or 0.0,
-            "cost_known": cost is not None,
-        }
+        totals = self._session_totals(data)
+        if totals is None:  # no modelUsage: a turn's usage covers that turn (2.1.332); add it up
+            self._turn_sum = self._turn_sum + self._turn_tokens(usage)
+            totals = self._turn_sum
         subtype = text_of(data.get("subtype")) or "result"
         failed = data.get("is_error") is True or subtype != "success"
         outcome = "error" if failed and subtype == "success" else subtype  # an HTTP error still says "success"
         answer = text_of(data.get("result"))
+        self._last_answer = answer
         items: list[TranscriptItem] = []
         if failed:
             errors = data.get("errors")
@@ -302,42 +371,36 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
                 head += f" HTTP {data['api_error_status']}"
             if data.get("terminal_reason") not in (None, "", "completed"):
                 head += f" ({data['terminal_reason']})"
-            items.append(
-                TranscriptItem(
-                    role="system", kind="error", text=f"{head}: {answer or detail}" if answer or detail else head
-                )
-            )
-        items.append(
-            TranscriptItem(
-                role="system",
-                kind="result",
-                text=f"{outcome}: {answer}" if answer else outcome,
-                tokens_in=tokens_in,
-                tokens_out=tokens_out,
-                cost_usd=cost,
-            )
-        )
+            text = f"{head}: {answer or detail}" if answer or detail else head
+            interrupted = text_of(data.get("terminal_reason")).startswith("aborted")  # the harness's stop: no cause
+            if data.get("api_error_status") is None and not interrupted and not self.errors.request:
+                self.errors.error(text)
+            items.append(TranscriptItem(role="system", kind="error", text=text))
+        items += self.ledger.settle(totals, cost, "Claude Code's session totals")
+        line = f"{outcome}: {answer}" if answer else outcome
+        if self._running:  # the CLI waits for its background tasks; each ending starts a new turn
+            self.ended = False
+            waiting = ", ".join(f"'{d}'" for d in self._running.values())
+            items.append(TranscriptItem(role="system", kind="text", text=f"turn ended, waiting for background task {waiting}: {line}"))
+        else:
+            self.ended = True
+            self._stopped.clear()
+            items.append(self.ledger.result(line))
         return items
 
-    def finish(self) -> list[TranscriptItem]:
-        if self.final is not None:
+    def _finish(self) -> list[TranscriptItem]:
+        if self.ended:
             return []
-        t = self.usage_totals()
-        cost = t["cost_usd"] if t["cost_known"] else None
-        text = f"ended without a result line (stopped or crashed); {format_usd(cost)}" + (
-            " (estimate)" if cost is not None else ""
-        )
-        return [
-            TranscriptItem(
-                role="system",
-                kind="result",
-                text=text,
-                tokens_in=t["tokens_in"],
-                tokens_out=t["tokens_out"],
-                cost_usd=cost,
-            )
-        ]
+        text = "ended without a final result line (stopped or crashed); the cost is onegc's estimate"
+        if self._stopped or self._running:
+            text = "ended with background task(s) unfinished: " + ", ".join(
+                f"'{d}'" for d in [*self._stopped, *self._running.values()])
+        return [self.ledger.result(text)]
 
-    def usage_totals(self) -> dict:
-        """The CLI's totals once its result line arrived, else the running sum (cost unknown)."""
-        return dict(self.final) if self.final is not None else self.totals.as_dict()
+    def notes(self) -> list[str]:
+        with self._lock:
+            unfinished = [*self._stopped, *self._running.values()]
+        if not unfinished:
+            return []
+        which = ", ".join(f"'{d}'" for d in unfinished)
+        return [f"background task {which} was still running when Claude Code ended (the CLI stops its tasks when it exits)"]

@@ -11,9 +11,20 @@ What :meth:`CodexAdapter.parse` makes of each stdout line (fixtures in
   (non-fatal warnings) -> error.
 - top-level ``error`` -> error; one about reconnecting ("Reconnecting... 2/5", "waiting for
   network") -> an error whose text starts with ``retry:``.
-- ``turn.completed`` -> a usage item (Codex reports tokens, not money: priced from
-  ``prices.toml`` when the model is known, else "price unknown") and a ``result`` item with the
-  session totals; ``turn.failed`` -> error (unless the same message was just reported) + result.
+- ``turn.completed`` -> usage (the turn's tokens, settled into the ledger) and a ``result``
+  item with the session totals; ``turn.failed`` -> error (unless the same message was just
+  reported) + result.
+
+Tokens also come from Codex's rollout file (``$CODEX_HOME/sessions/Y/M/D/rollout-*.jsonl``;
+``--ephemeral`` would turn it off, so it is not passed): one ``token_usage_record`` per model
+response, written as the response completes, and ``token_count`` events with the running
+``total_token_usage``. :meth:`CodexAdapter.poll` reads what is new about once a second, so the
+live figure follows every response and a session stopped mid-turn (the normal end at the
+budget: ``codex exec`` is one turn) keeps its tokens; stdout says nothing until the turn ends.
+Whichever source is ahead is what the ledger holds. Codex reports tokens, not money: the cost
+is priced from ``prices.toml`` when the model is known, else "price unknown". The rollout also
+names the class of a failed turn (``codex_error_info``, e.g. ``internal_server_error`` for an
+HTTP 5xx that Codex words as "high demand"), which goes into the failure detail.
 
 Anything else becomes a ``raw`` item. Nothing here raises.
 """
@@ -24,11 +35,13 @@ import json
 import math
 import shlex
 import signal
+from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.agents import credentials
 from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, json_object, text_of
-from runner.agents.pricing import format_usd
+from runner.agents.usage import Tokens
+from runner.jsonl import JsonlTail
 
 PROVIDER_ID = "onegc"  # the model_providers entry written for a custom endpoint
 SILENCE = ("-c", "features.plugins=false", "-c", "analytics.enabled=false")  # no plugin sync, no analytics
@@ -37,6 +50,7 @@ SILENCE = ("-c", "features.plugins=false", "-c", "analytics.enabled=false")  # n
 NO_LOGIN_SHELL = ("-c", "allow_login_shell=false")
 SHELLS = ("bash", "sh", "zsh")
 RETRY_MARKERS = ("reconnecting", "waiting for network", "retrying")
+ROLLOUT_GLOB = "sessions/*/*/*/rollout-*.jsonl"  # under $CODEX_HOME, one per thread
 
 
 def _int(value: Any) -> int | None:
@@ -86,17 +100,25 @@ class CodexAdapter(JsonStreamAdapter):
     def __init__(self, model: str | None = None):
         super().__init__(model)
         self.ended = False  # a turn.completed / turn.failed was seen
+        self.codex_home: Path | None = None  # set by prepare_home/env: where the rollout is written
         self._started: set[str] = set()  # item ids whose tool_call was already emitted
         self._last_error = ""
         self._last_message = ""
+        self._thread = ""  # thread id (names the rollout file)
+        self._rollout: JsonlTail | None = None
+        self._turns = Tokens()  # summed turn.completed usage (stdout)
+        self._records: dict[str, Tokens] = {}  # rollout token_usage_record per response id
+        self._rollout_total = Tokens()  # the rollout's latest total_token_usage
+        self._error_info = ""  # codex_error_info of a failed turn (from the rollout)
 
     # ------------------------------------------------------------------ launch
     def argv(self, ctx: LaunchContext) -> list[str]:
         if self.model is None:
             self.model = ctx.model
         exe = self.find_executable() or "codex"
+        # no --ephemeral: the rollout file it would turn off holds the running token totals
         cmd = [
-            exe, "exec", "--json", "--skip-git-repo-check", "--ephemeral",
+            exe, "exec", "--json", "--skip-git-repo-check",
             "--dangerously-bypass-approvals-and-sandbox", "-C", str(ctx.workspace),
         ]  # fmt: skip
         if ctx.model:
@@ -106,7 +128,8 @@ class CodexAdapter(JsonStreamAdapter):
     def env(self, ctx: LaunchContext) -> dict[str, str]:
         env = credentials.agent_env(self.name, ctx.base_env, ctx.agent_home)
         env["PWD"] = str(ctx.workspace)  # the runner's PWD must not leak in: OpenCode takes its project folder from it
-        env["CODEX_HOME"] = str(ctx.agent_home / ".codex")
+        self.codex_home = ctx.agent_home / ".codex"
+        env["CODEX_HOME"] = str(self.codex_home)
         if env.get("OPENAI_API_KEY") and not env.get("CODEX_API_KEY"):
             env["CODEX_API_KEY"] = env["OPENAI_API_KEY"]  # what `codex exec` reads without a login
         return env
@@ -137,7 +160,7 @@ class CodexAdapter(JsonStreamAdapter):
 
     def prepare_home(self, ctx: LaunchContext) -> None:
         credentials.make_home(ctx.agent_home)
-        codex_home = ctx.agent_home / ".codex"
+        codex_home = self.codex_home = ctx.agent_home / ".codex"
         codex_home.mkdir(exist_ok=True)
         config = self.config_toml(ctx)
         if config is not None:
@@ -147,7 +170,8 @@ class CodexAdapter(JsonStreamAdapter):
     def _parse(self, data: dict) -> list[TranscriptItem] | None:
         kind = data.get("type")
         if kind == "thread.started":
-            return [TranscriptItem(role="system", kind="text", text=f"thread {text_of(data.get('thread_id'))}".strip())]
+            self._thread = text_of(data.get("thread_id"))
+            return [TranscriptItem(role="system", kind="text", text=f"thread {self._thread}".strip())]
         if kind == "turn.started":
             return []
         if kind in ("item.started", "item.updated", "item.completed") and isinstance(data.get("item"), dict):
@@ -160,13 +184,16 @@ class CodexAdapter(JsonStreamAdapter):
                 error_message(text_of(error.get("message")) if isinstance(error, dict) else text_of(error)) or "turn failed"
             )
             items = [] if message == self._last_error else [TranscriptItem(role="system", kind="error", text=message)]
+            self.errors.request_failed(message, new_attempt=message != self._last_error)
             self.ended = True
-            return items + [self._result(f"failed: {message}")]
+            return items + self._poll() + [self._result(f"failed: {message}")]
         if kind == "error":
             message = error_message(text_of(data.get("message")))
             if any(marker in message.lower() for marker in RETRY_MARKERS):
+                self.errors.request_failed(message)
                 return [TranscriptItem(role="system", kind="error", text=f"retry: {message}")]
             self._last_error = message
+            self.errors.request_failed(message)
             return [TranscriptItem(role="system", kind="error", text=message)]
         return None
 
@@ -175,6 +202,7 @@ class CodexAdapter(JsonStreamAdapter):
         item_id = text_of(item.get("id")) or None
         done = event == "item.completed"
         if itype == "command_execution":
+            self.errors.answered()  # the model asked for it
             items = []
             if item_id not in self._started:
                 self._started.add(item_id or "")
@@ -206,6 +234,7 @@ class CodexAdapter(JsonStreamAdapter):
         if itype == "agent_message":
             if not done:
                 return []
+            self.errors.answered()
             self._last_message = text_of(item.get("text"))
             return [TranscriptItem(role="assistant", kind="text", text=self._last_message)]
         if itype == "reasoning":
@@ -276,34 +305,89 @@ class CodexAdapter(JsonStreamAdapter):
 
     def _turn_completed(self, usage: Any) -> list[TranscriptItem]:
         usage = usage if isinstance(usage, dict) else {}
-        tokens_in = _int(usage.get("input_tokens")) or 0
-        cached = _int(usage.get("cached_input_tokens")) or 0
-        tokens_out = _int(usage.get("output_tokens")) or 0  # reasoning tokens are counted in here
-        cost = self.prices.cost(self.model, tokens_in - cached, tokens_out, cached_input_tokens=cached)
-        self.totals.add(tokens_in, tokens_out, cost)
+        self._turns = self._turns + Tokens(
+            tokens_in=_int(usage.get("input_tokens")) or 0,
+            tokens_out=_int(usage.get("output_tokens")) or 0,  # reasoning tokens are counted in here
+            cache_read=_int(usage.get("cached_input_tokens")) or 0,
+        )
         self.ended = True
-        priced = format_usd(cost) if cost is not None else f"price unknown for {self.model or 'the default model'}"
-        usage_item = TranscriptItem(
-            role="system", kind="usage", text=f"{tokens_in} in ({cached} cached) / {tokens_out} out, {priced}",
-            tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
-        )  # fmt: skip
-        return [usage_item, self._result(f"completed: {self._last_message}" if self._last_message else "completed")]
+        self.errors.answered()
+        items = self._poll() + self._settle()
+        return items + [self._result(f"completed: {self._last_message}" if self._last_message else "completed")]
+
+    # ------------------------------------------------------------------ the rollout
+    def _poll(self) -> list[TranscriptItem]:
+        rollout = self._rollout or self._find_rollout()
+        if rollout is None:
+            return []
+        records, _bad = rollout.read_records(max_bytes=-1)  # a rollout line can be large (a tool's output)
+        for data in records:
+            self._rollout_record(data)
+        return self._settle()
+
+    def _find_rollout(self) -> JsonlTail | None:
+        if self.codex_home is None:
+            return None
+        found = sorted(self.codex_home.glob(ROLLOUT_GLOB))
+        mine = [f for f in found if self._thread and self._thread in f.name] or found
+        if mine:
+            self._rollout = JsonlTail(mine[-1])
+        return self._rollout
+
+    def _rollout_record(self, data: dict) -> None:
+        payload = data.get("payload") if isinstance(data.get("payload"), dict) else {}
+        if data.get("type") == "token_usage_record" and isinstance(payload.get("usage"), dict):
+            key = text_of(payload.get("response_id")) or f"#{len(self._records)}"
+            self._records[key] = _rollout_tokens(payload["usage"])
+        elif data.get("type") == "event_msg" and payload.get("type") == "token_count":
+            info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+            if isinstance(info.get("total_token_usage"), dict):
+                self._rollout_total = _rollout_tokens(info["total_token_usage"])
+        elif data.get("type") == "event_msg" and payload.get("type") == "task_complete":
+            error = payload.get("error") if isinstance(payload.get("error"), dict) else {}
+            self._error_info = text_of(error.get("codex_error_info"))
+
+    def _settle(self) -> list[TranscriptItem]:
+        """Bring the ledger to the furthest of the three running totals (Codex's own counts)."""
+        records = sum(self._records.values(), Tokens())
+        total = _furthest(self._turns, records, self._rollout_total)
+        cost = self.prices.cost(self.model, total.fresh_in(), total.tokens_out, cached_input_tokens=total.cache_read,
+                                cache_write_tokens=total.cache_write)  # fmt: skip
+        note = "" if cost is not None else f"price unknown for {self.model or 'the default model'}"
+        return self.ledger.settle(total, cost, note)
 
     def _result(self, text: str) -> TranscriptItem:
-        if not self.totals.steps:  # Codex reports usage only when a turn completes
+        if not self.ledger.tokens:
             return TranscriptItem(role="system", kind="result", text=f"{text} (no usage reported)")
-        t = self.usage_totals()
-        cost = t["cost_usd"] if t["cost_known"] else None
-        return TranscriptItem(
-            role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost
-        )
+        return self.ledger.result(text)
 
-    def finish(self) -> list[TranscriptItem]:
+    def _finish(self) -> list[TranscriptItem]:
         return [] if self.ended else [self._result("ended without a completed turn (stopped or crashed)")]
 
+    def failure(self) -> str | None:
+        with self._lock:
+            summary = self.errors.summary()
+        if summary and self._error_info and self._error_info not in summary:
+            summary += f" [codex: {self._error_info}]"
+        return summary
+
     def usage_totals(self) -> dict:
-        """Sums over completed turns. Before the first one Codex has reported nothing: unknown."""
-        totals = self.totals.as_dict()
-        if not self.totals.steps:
+        """Codex's counts so far; before any usage arrived the cost is unknown, not $0."""
+        totals = super().usage_totals()
+        if not self.ledger.tokens:
             totals["cost_known"] = False
         return totals
+
+
+def _rollout_tokens(usage: dict) -> Tokens:
+    return Tokens(
+        tokens_in=_int(usage.get("input_tokens")) or 0,
+        tokens_out=_int(usage.get("output_tokens")) or 0,
+        cache_read=_int(usage.get("cached_input_tokens")) or 0,
+        cache_write=_int(usage.get("cache_write_input_tokens")) or 0,
+    )
+
+
+def _furthest(*totals: Tokens) -> Tokens:
+    """The running total that counted most: counts only grow, so the largest is the most recent."""
+    return max(totals, key=lambda t: (t.tokens_in + t.tokens_out, t.tokens_out))

@@ -1,11 +1,12 @@
-"""OpenCode in headless mode: ``opencode run --format json -m PROVIDER/MODEL --pure PROMPT``.
+"""OpenCode in headless mode: ``opencode run --format json -m PROVIDER/MODEL --pure --title T PROMPT``.
 
 The prompt is passed as the message argument and stdin is /dev/null: ``opencode run`` appends
 whatever stdin holds when it is not a terminal, so /dev/null adds nothing and an open pipe would
 hang it (shared/fixtures/transcripts/README.md). A custom OpenAI-compatible endpoint
 (``OPENAI_BASE_URL``) becomes a provider named ``onegc`` in ``OPENCODE_CONFIG_CONTENT``; the
 model is then the endpoint's own model id. That config also turns off auto-update, sharing and
-the per-step git snapshot of the workspace.
+the per-step git snapshot of the workspace. ``--title`` names the session: without it OpenCode
+asks the session's model for a title, a request whose usage it reports nowhere.
 
 What :meth:`OpenCodeAdapter.parse` makes of each stdout line (fixtures in
 ``shared/fixtures/transcripts/opencode-*.jsonl``):
@@ -18,6 +19,15 @@ What :meth:`OpenCodeAdapter.parse` makes of each stdout line (fixtures in
   unknown"); a ``step_finish`` whose reason is not ``tool-calls`` ends the run -> ``result``.
 - ``error`` -> error ("HTTP 400: ...").
 
+OpenCode prints nothing while its model endpoint fails (HTTP 5xx, nothing listening): it retries
+for ever and only its log (``$XDG_DATA_HOME/opencode/log/*.log``) says why. :meth:`poll` reads
+that log's ``ERROR`` lines as ``retry:`` error items, so the transcript, the stall alert and the
+end detail name the failure.
+
+OpenCode reports a step's tokens only at ``step_finish``, once the step's tool calls have ended
+(its stdout, log and database hold nothing before). The usage of a step whose tool is still
+running when the session stops is therefore unknown; the end detail says so (:meth:`notes`).
+
 Anything else (including OpenCode's plain-text notices) becomes a ``raw`` item. Nothing here
 raises.
 """
@@ -26,11 +36,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.agents import credentials
 from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, text_of
-from runner.agents.pricing import format_usd
+from runner.agents.usage import Tokens
+from runner.jsonl import JsonlTail
 
 PROVIDER_ID = "onegc"  # the provider OPENCODE_CONFIG_CONTENT declares for a custom endpoint
 INPUT_PREVIEW = 300  # characters of a non-shell tool input shown in a tool_call item
@@ -43,6 +56,8 @@ QUIET_ENV = {
 # OpenCode installs its plugin package into every config folder in the background unless that
 # folder's lock file already lists it; --pure loads no plugins, so marking it present is enough.
 PLUGIN_PACKAGE = "@opencode-ai/plugin"
+LOG_GLOB = "opencode/log/*.log"  # under XDG_DATA_HOME
+LOGFMT_RE = re.compile(r'([\w.]+)=("(?:[^"\\]|\\.)*"|\S*)')  # key=value or key="quoted value"
 
 
 class ModelRequired(ValueError):
@@ -82,7 +97,10 @@ class OpenCodeAdapter(JsonStreamAdapter):
     def __init__(self, model: str | None = None):
         super().__init__(model)
         self.ended = False  # a final step_finish was seen
+        self.data_home: Path | None = None  # XDG_DATA_HOME of the session (its log is there)
         self._last_text = ""
+        self._step_open = False  # a step_start without its step_finish yet
+        self._logs: dict[Path, JsonlTail] = {}
 
     # ------------------------------------------------------------------ launch
     def model_arg(self, ctx: LaunchContext) -> str | None:
@@ -106,7 +124,8 @@ class OpenCodeAdapter(JsonStreamAdapter):
         cmd = [exe, "run", "--format", "json"]
         if model:
             cmd += ["-m", model]
-        return cmd + ["--pure"] + list(ctx.extra_args) + [ctx.prompt]
+        title = ["--title", f"onegc {ctx.session_dir.name}"]  # else a title request, counted nowhere
+        return cmd + ["--pure", *title] + list(ctx.extra_args) + [ctx.prompt]
 
     def config_content(self, ctx: LaunchContext) -> str:
         """``OPENCODE_CONFIG_CONTENT``: quiet settings, plus the custom endpoint when there is one."""
@@ -145,6 +164,7 @@ class OpenCodeAdapter(JsonStreamAdapter):
 
     def env(self, ctx: LaunchContext) -> dict[str, str]:
         env = credentials.agent_env(self.name, ctx.base_env, ctx.agent_home)
+        self.data_home = Path(env["XDG_DATA_HOME"])
         env["PWD"] = str(ctx.workspace)  # the runner's PWD must not leak in: OpenCode takes its project folder from it
         env.update(QUIET_ENV)
         env["OPENCODE_CONFIG_CONTENT"] = self.config_content(ctx)
@@ -168,6 +188,7 @@ class OpenCodeAdapter(JsonStreamAdapter):
         if part is None:
             return None
         if kind == "step_start":
+            self._step_open = True
             return []
         if kind == "text":
             self._last_text = text_of(part.get("text"))
@@ -175,6 +196,7 @@ class OpenCodeAdapter(JsonStreamAdapter):
         if kind == "reasoning":
             return [TranscriptItem(role="assistant", kind="thinking", text=text_of(part.get("text")))]
         if kind == "tool_use":
+            self.errors.answered()
             return self._tool(part)
         if kind == "step_finish":
             return self._step_finish(part)
@@ -206,34 +228,30 @@ class OpenCodeAdapter(JsonStreamAdapter):
         ]
 
     def _step_finish(self, part: dict) -> list[TranscriptItem]:
+        self._step_open = False
+        self.errors.answered()
         tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
         cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
         fresh, read, write = _int(tokens.get("input")), _int(cache.get("read")), _int(cache.get("write"))
-        tokens_in = fresh + read + write
-        tokens_out = _int(tokens.get("output")) + _int(tokens.get("reasoning"))
+        step = Tokens(fresh + read + write, _int(tokens.get("output")) + _int(tokens.get("reasoning")), read, write)
         cost = _num(part.get("cost"))
         note = ""
-        if cost is not None and cost == 0 and (tokens_in or tokens_out):
+        if cost is not None and cost == 0 and step:
             # OpenCode puts 0 on models it has no price for: ours, or unknown.
-            cost = self.prices.cost(self.model, fresh, tokens_out, cached_input_tokens=read, cache_write_tokens=write)
-            note = " (onegc price)" if cost is not None else f" for {self.model or 'this model'} (OpenCode reported $0)"
-        self.totals.add(tokens_in, tokens_out, cost)
-        items = [
-            TranscriptItem(
-                role="system", kind="usage", text=f"{tokens_in} in / {tokens_out} out, {format_usd(cost)}{note}",
-                tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost,
-            )
-        ]  # fmt: skip
+            cost = self.prices.cost(self.model, fresh, step.tokens_out, cached_input_tokens=read, cache_write_tokens=write)
+            note = "onegc price" if cost is not None else f"no price for {self.model or 'this model'}; OpenCode reported $0"
+        items = self.ledger.add(step, cost, note)
         reason = text_of(part.get("reason"))
         if reason != "tool-calls":
             self.ended = True
             items.append(
-                self._result(f"{reason or 'stop'}: {self._last_text}" if self._last_text else reason or "stop")
+                self.ledger.result(f"{reason or 'stop'}: {self._last_text}" if self._last_text else reason or "stop")
             )
         return items
 
     def _error(self, error: Any) -> list[TranscriptItem]:
         if not isinstance(error, dict):
+            self.errors.request_failed(text_of(error) or "error")
             return [TranscriptItem(role="system", kind="error", text=text_of(error) or "error")]
         data = error.get("data") if isinstance(error.get("data"), dict) else {}
         name = text_of(error.get("name")) or "Error"
@@ -242,15 +260,45 @@ class OpenCodeAdapter(JsonStreamAdapter):
         head = f"HTTP {status}: " if _num(status) is not None else ""
         retry = "retry: " if data.get("isRetryable") is True else ""
         suffix = f" ({name})" if name not in message else ""
+        self.errors.request_failed(f"{head}{message}{suffix}")
         return [TranscriptItem(role="system", kind="error", text=f"{retry}{head}{message}{suffix}")]
 
-    def _result(self, text: str) -> TranscriptItem:
-        t = self.usage_totals()
-        cost = t["cost_usd"] if t["cost_known"] else None
-        return TranscriptItem(
-            role="system", kind="result", text=text, tokens_in=t["tokens_in"], tokens_out=t["tokens_out"], cost_usd=cost
-        )
+    # ------------------------------------------------------------------ the log
+    def _poll(self) -> list[TranscriptItem]:
+        if self.data_home is None:
+            return []
+        for path in sorted(self.data_home.glob(LOG_GLOB)):
+            self._logs.setdefault(path, JsonlTail(path))
+        items = []
+        for tail in self._logs.values():
+            for _, line in tail.read_lines(max_bytes=-1):
+                items += self._log_line(line.decode("utf-8", errors="replace"))
+        return items
 
-    def finish(self) -> list[TranscriptItem]:
-        return [] if self.ended else [self._result("ended without a final step (stopped, crashed or failed)")]
+    def _log_line(self, line: str) -> list[TranscriptItem]:
+        fields = {k: v[1:-1].replace('\\"', '"') if v.startswith('"') else v for k, v in LOGFMT_RE.findall(line)}
+        if fields.get("level") != "ERROR":
+            return []
+        error = next((v for k, v in fields.items() if k.startswith("error")), "")
+        what = fields.get("message") or "error"
+        if fields.get("agent") == "title":  # the session title (not asked for with --title)
+            return []
+        text = f"{what}: {error}" if error else what
+        if what == "stream error":  # a model request failed; OpenCode retries it
+            self.errors.request_failed(error)
+            return [TranscriptItem(role="system", kind="error", text=f"retry: model request failed: {error}")]
+        self.errors.error(text)
+        return [TranscriptItem(role="system", kind="error", text=f"OpenCode log: {text}")]
 
+    def _finish(self) -> list[TranscriptItem]:
+        if self.ended:
+            return []
+        return [self.ledger.result("ended without a final step (stopped, crashed or failed)")]
+
+    def notes(self) -> list[str]:
+        with self._lock:
+            unreported = self._step_open and not self.ended
+        if not unreported:
+            return []
+        return ["OpenCode was stopped inside a step, whose usage it reports only once the step and its tool calls "
+                "end: that step's model response is not in the token totals"]

@@ -4,7 +4,7 @@
 glob pattern) and lays ``$ONEGC_HOME/prices.toml`` over it. :meth:`PriceTable.price` finds a
 model's :class:`Price`; :meth:`PriceTable.cost` prices one usage record and returns ``None``
 when the model is unknown, so callers can say "price unknown" instead of showing $0.
-:class:`UsageTotals` is the per-session running sum every adapter keeps.
+(The per-session running sums live in ``runner/agents/usage.py``.)
 """
 
 from __future__ import annotations
@@ -145,31 +145,3 @@ def format_usd(cost: float | None) -> str:
     if cost is None:
         return "price unknown"
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
-
-
-@dataclass
-class UsageTotals:
-    """Running per-session totals; ``cost_known`` turns false once any step could not be priced."""
-
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    cost_known: bool = True
-    steps: int = 0
-
-    def add(self, tokens_in: int, tokens_out: int, cost_usd: float | None) -> None:
-        self.tokens_in += max(tokens_in, 0)
-        self.tokens_out += max(tokens_out, 0)
-        self.steps += 1
-        if cost_usd is None:
-            self.cost_known = False
-        else:
-            self.cost_usd += cost_usd
-
-    def as_dict(self) -> dict:
-        return {
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "cost_usd": round(self.cost_usd, 6),
-            "cost_known": self.cost_known,
-        }

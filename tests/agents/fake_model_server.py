@@ -12,9 +12,18 @@ answer). Which turn a request gets follows from the conversation it carries: the
 results in it. Side requests (titles, topic checks: no tools offered) get a short text and do not
 move the script, so retries and extra calls cannot shift it. Codex returns from a command after
 at most 30 s with "Process running with session ID N"; the server then waits on it with a
-``write_stdin`` poll, as a model would, and moves on only when the command has ended. Every response reports usage
-(:data:`TOKENS_IN`, :data:`TOKENS_OUT`), and :attr:`FakeModelServer.usage` sums what the script
-turns reported, so a test can check the harness counted the same tokens.
+``write_stdin`` poll, as a model would, and moves on only when the command has ended.
+
+Every response reports usage, and no two responses report the same figures (:func:`usage_for`:
+the n-th response's prompt, cached, cache-write and output counts all grow with n), so a harness
+that drops, repeats or mixes up one response is caught. :meth:`FakeModelServer.handed_out` sums
+what every response reported, side requests included; :attr:`FakeModelServer.usage` sums the
+script turns only. Anthropic responses first report 1 output token (``message_start``) and the
+real count at the end (``message_delta``), as the real API does.
+
+``fail_status=500`` answers every model request with that HTTP status (and counts the
+attempts), for the "endpoint fails forever" sessions; a ``Shell(..., background=True)`` turn asks
+Claude Code for a ``run_in_background`` Bash call.
 
 Set ``HTTP(S)_PROXY`` to :attr:`FakeModelServer.url` (with ``NO_PROXY`` for loopback) and any
 request a CLI makes to another host arrives here as a proxy request: it is refused and recorded in
@@ -27,12 +36,11 @@ import json
 import re
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-TOKENS_IN = 1200  # prompt tokens reported per model response
-TOKENS_OUT = 34  # completion tokens reported per model response
+TOKENS_IN = 1200  # count_tokens answer (Claude Code's side requests)
 TITLE = "E2E session"  # the answer to side requests (no tools offered)
 SHELL_TIMEOUT_MS = 600_000  # asked of every shell tool: Codex's default is 10 s, Claude's and OpenCode's 2 min
 POLL_MS = 30_000  # Codex returns from a command after at most 30 s; the script then waits on it like a model would
@@ -45,6 +53,7 @@ class Shell:
 
     command: str
     description: str = "run a command"
+    background: bool = False  # Claude Code: run_in_background (the other CLIs: the command uses &)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,31 @@ class Text:
 
 
 Turn = Shell | Text
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one response reported, in the harness's terms: ``tokens_in`` counts every prompt token
+    (cached and cache-written ones included), ``cache_read``/``cache_write`` are parts of it."""
+
+    tokens_in: int
+    tokens_out: int
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.tokens_in + other.tokens_in, self.tokens_out + other.tokens_out,
+                     self.cache_read + other.cache_read, self.cache_write + other.cache_write)  # fmt: skip
+
+
+def usage_for(api: str, n: int) -> Usage:
+    """The usage of the n-th response (0-based): distinct figures for every response. Only
+    Anthropic reports cache writes; the OpenAI APIs count cached tokens inside the prompt."""
+    fresh, cached, out = 1000 + 10 * n, 500 + 5 * n, 30 + n
+    if api == "messages":
+        write = 40 + n
+        return Usage(fresh + cached + write, out, cached, write)
+    return Usage(fresh + cached, out, cached, 0)
 
 
 @dataclass
@@ -68,6 +102,8 @@ class Request:
     stream: bool
     poll: bool = False  # a wait on the turn's command, which is still running (Codex)
     body: dict = field(default_factory=dict, repr=False)  # the request as received
+    usage: Usage | None = None  # what the response reported (None: no usage, e.g. an HTTP error)
+    status: int = 200
 
 
 def _tool_names(body: dict) -> list[str]:
@@ -181,11 +217,26 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json({"input_tokens": TOKENS_IN})
         for suffix, api in (("/messages", "messages"), ("/responses", "responses"), ("/chat/completions", "chat")):
             if path.endswith(suffix):
+                if self.server.owner.fail_status is not None:
+                    return self._fail(api, path, body)
                 return self._answer(api, path, body)
         self.server.owner._record(Request("other", path, None, _tool_names(body), bool(body.get("stream"))))
         self._json({"error": {"type": "not_found", "message": f"POST {path} is not served"}}, 404)
 
     # ------------------------------------------------------------------ the script
+    def _fail(self, api: str, path: str, body: dict) -> None:
+        """Every model request fails with the server's ``fail_status`` (an endpoint that is down)."""
+        status = self.server.owner.fail_status
+        tools = _tool_names(body)
+        self.server.owner._record(Request(api, path, None, tools, bool(body.get("stream")), body=body, status=status))
+        message = f"mock failure {status}"
+        if api == "messages":
+            error = {"type": "error", "error": {"type": "api_error", "message": message}}
+        else:
+            error = {"error": {"type": "server_error", "code": "server_error", "message": message}}
+        self.close_connection = True
+        self._json(error, status)
+
     def _answer(self, api: str, path: str, body: dict) -> None:
         owner = self.server.owner
         tools = _tool_names(body)
@@ -196,27 +247,31 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             index, turn = None, Text(TITLE)
         session = _running_session(body) if api == "responses" and tools else None
-        owner._record(Request(api, path, index, tools, stream, session is not None, body))
+        usage = owner._record(Request(api, path, index, tools, stream, session is not None, body), api)
         model = str(body.get("model") or "fake-model")
         if api == "messages":
-            self._messages(turn, model, stream)
+            self._messages(turn, model, stream, usage)
         elif api == "responses":
-            self._responses(turn, model, tools, session)
+            self._responses(turn, model, tools, session, usage)
         else:
-            self._chat(turn, model, stream)
+            self._chat(turn, model, stream, usage)
 
-    def _messages(self, turn: Turn, model: str, stream: bool) -> None:
+    def _messages(self, turn: Turn, model: str, stream: bool, usage: Usage) -> None:
         mid = "msg_" + uuid.uuid4().hex[:16]
         if isinstance(turn, Shell):
             args = {"command": turn.command, "description": turn.description, "timeout": SHELL_TIMEOUT_MS}
+            if turn.background:
+                args["run_in_background"] = True
             block = {"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:16], "name": "Bash", "input": args}
             stop = "tool_use"
         else:
             block, stop = {"type": "text", "text": turn.text}, "end_turn"
-        usage = {"input_tokens": TOKENS_IN, "output_tokens": TOKENS_OUT}
+        prompt = {"input_tokens": usage.tokens_in - usage.cache_read - usage.cache_write,
+                  "cache_creation_input_tokens": usage.cache_write, "cache_read_input_tokens": usage.cache_read}  # fmt: skip
         if not stream:
             return self._json({"id": mid, "type": "message", "role": "assistant", "model": model, "content": [block],
-                               "stop_reason": stop, "stop_sequence": None, "usage": usage})  # fmt: skip
+                               "stop_reason": stop, "stop_sequence": None,
+                               "usage": {**prompt, "output_tokens": usage.tokens_out}})  # fmt: skip
         if block["type"] == "tool_use":
             start = {**block, "input": {}}
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
@@ -224,15 +279,16 @@ class _Handler(BaseHTTPRequestHandler):
             start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
         self._sse([
             {"type": "message_start", "message": {"id": mid, "type": "message", "role": "assistant", "model": model,
-             "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": TOKENS_IN, "output_tokens": 1}}},
+             "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**prompt, "output_tokens": 1}}},
             {"type": "content_block_start", "index": 0, "content_block": start},
             {"type": "content_block_delta", "index": 0, "delta": delta},
             {"type": "content_block_stop", "index": 0},
-            {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": TOKENS_OUT}},
+            {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+             "usage": {"output_tokens": usage.tokens_out}},
             {"type": "message_stop"},
         ])  # fmt: skip
 
-    def _responses(self, turn: Turn, model: str, tools: list[str], running: int | None) -> None:
+    def _responses(self, turn: Turn, model: str, tools: list[str], running: int | None, usage: Usage) -> None:
         rid = "resp_" + uuid.uuid4().hex[:16]
         if running is not None:  # wait on the command of this turn, as a model does
             args = {"session_id": running, "chars": "", "yield_time_ms": POLL_MS}
@@ -250,17 +306,18 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             item = {"type": "message", "id": "msg_" + rid, "role": "assistant", "status": "completed",
                     "content": [{"type": "output_text", "text": turn.text, "annotations": []}]}  # fmt: skip
-        usage = {"input_tokens": TOKENS_IN, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": TOKENS_OUT,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": TOKENS_IN + TOKENS_OUT}  # fmt: skip
+        reported = {"input_tokens": usage.tokens_in, "input_tokens_details": {"cached_tokens": usage.cache_read},
+                    "output_tokens": usage.tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": usage.tokens_in + usage.tokens_out}  # fmt: skip
         base = {"id": rid, "object": "response", "created_at": 0, "model": model, "status": "in_progress", "output": []}
         self._sse([
             {"type": "response.created", "response": base},
             {"type": "response.output_item.added", "output_index": 0, "item": item},
             {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": {**base, "status": "completed", "output": [item], "usage": usage}},
+            {"type": "response.completed", "response": {**base, "status": "completed", "output": [item], "usage": reported}},
         ])  # fmt: skip
 
-    def _chat(self, turn: Turn, model: str, stream: bool) -> None:
+    def _chat(self, turn: Turn, model: str, stream: bool, usage: Usage) -> None:
         cid = "chatcmpl-" + uuid.uuid4().hex[:16]
         if isinstance(turn, Shell):
             args = {"command": turn.command, "description": turn.description, "timeout": SHELL_TIMEOUT_MS}
@@ -269,17 +326,19 @@ class _Handler(BaseHTTPRequestHandler):
             message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
         else:
             message, finish = {"role": "assistant", "content": turn.text}, "stop"
-        usage = {"prompt_tokens": TOKENS_IN, "completion_tokens": TOKENS_OUT, "total_tokens": TOKENS_IN + TOKENS_OUT}
+        reported = {"prompt_tokens": usage.tokens_in, "completion_tokens": usage.tokens_out,
+                    "total_tokens": usage.tokens_in + usage.tokens_out,
+                    "prompt_tokens_details": {"cached_tokens": usage.cache_read}}  # fmt: skip
         head = {"id": cid, "created": 0, "model": model}
         if not stream:
             choice = {"index": 0, "message": message, "finish_reason": finish}
-            return self._json({**head, "object": "chat.completion", "choices": [choice], "usage": usage})
+            return self._json({**head, "object": "chat.completion", "choices": [choice], "usage": reported})
         delta = {k: v for k, v in message.items() if v is not None}
         chunk = {**head, "object": "chat.completion.chunk"}
         self._sse([
             {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
             {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-            {**chunk, "choices": [], "usage": usage},
+            {**chunk, "choices": [], "usage": reported},
             "[DONE]",
         ], named=False)  # fmt: skip
 
@@ -292,10 +351,11 @@ class _Server(ThreadingHTTPServer):
 class FakeModelServer:
     """The scripted server; use as a context manager (``with FakeModelServer(turns) as server``)."""
 
-    def __init__(self, turns: list[Turn]):
+    def __init__(self, turns: list[Turn], fail_status: int | None = None):
         if not turns:
             raise ValueError("a script needs at least one turn")
         self.turns = list(turns)
+        self.fail_status = fail_status  # answer every model request with this HTTP status
         self.requests: list[Request] = []
         self.stray: list[str] = []  # proxy requests for hosts other than this server
         self.usage = {"input_tokens": 0, "output_tokens": 0}  # summed over script turns (side requests left out)
@@ -327,19 +387,32 @@ class FakeModelServer:
         with self._lock:
             return [r.turn for r in self.requests if r.turn is not None and not r.poll]
 
+    def handed_out(self) -> Usage:
+        """The usage every response reported, summed (side requests included)."""
+        with self._lock:
+            return sum((r.usage for r in self.requests if r.usage is not None), Usage(0, 0))
+
+    def failed_attempts(self) -> int:
+        """Model requests answered with an HTTP error."""
+        with self._lock:
+            return sum(1 for r in self.requests if r.status >= 400 and r.api in ("messages", "responses", "chat"))
+
     def describe(self) -> str:
         """One line per request, for assertion messages."""
         with self._lock:
             lines = [f"{r.api} {r.path} turn={r.turn}{' (poll)' if r.poll else ''} stream={r.stream} tools={len(r.tools)}"
-                     for r in self.requests]  # fmt: skip
+                     f" status={r.status} usage={r.usage}" for r in self.requests]  # fmt: skip
             return "\n".join(lines + [f"STRAY {s}" for s in self.stray]) or "(no requests)"
 
-    def _record(self, request: Request) -> None:
+    def _record(self, request: Request, api: str | None = None) -> Usage:
+        """Keep ``request``; with ``api``, it is a model response: give it the next usage figures."""
         with self._lock:
-            self.requests.append(request)
-            if request.turn is not None:
-                self.usage["input_tokens"] += TOKENS_IN
-                self.usage["output_tokens"] += TOKENS_OUT
+            usage = usage_for(api, sum(1 for r in self.requests if r.usage is not None)) if api else None
+            self.requests.append(replace(request, usage=usage))
+            if request.turn is not None and usage is not None:
+                self.usage["input_tokens"] += usage.tokens_in
+                self.usage["output_tokens"] += usage.tokens_out
+            return usage
 
     def _record_stray(self, what: str) -> None:
         with self._lock:

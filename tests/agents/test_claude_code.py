@@ -50,7 +50,7 @@ def test_two_tool_calls_then_done():
         (6, "tool_call", "Bash", None),
         (7, "tool_result", "Bash", 0),
         (8, "text", None, None), (8, "usage", None, None),
-        (9, "result", None, None),
+        (9, "usage", None, None), (9, "result", None, None),  # the result's totals settle the provisional counts
     ]  # fmt: skip
     by_kind = {}
     for _, it in items:
@@ -60,13 +60,16 @@ def test_two_tool_calls_then_done():
     assert by_kind["tool_result"][1].text == "step1"
     assert by_kind["text"][0].role == "system" and "claude-opus-4-8[1m]" in by_kind["text"][0].text
     assert [it.text for it in by_kind["text"][1:]] == ["I'll run step 1.", "I'll run step 2.", "all steps done"]
-    # the CLI repeats a message's usage on each content block: counted once per message id
-    assert [(u.tokens_in, u.tokens_out) for u in by_kind["usage"]] == [(120, 1)] * 3
+    # the CLI repeats a message's usage on each content block: counted once per message id; without
+    # partial messages the output count is a provisional 1 until the result line corrects it
+    assert [(u.tokens_in, u.tokens_out) for u in by_kind["usage"]] == [(120, 1)] * 3 + [(0, 87)]
     (result,) = by_kind["result"]
     assert result.text == "success: all steps done"
     assert (result.tokens_in, result.tokens_out, result.cost_usd) == (360, 90, 0.00405)
-    assert adapter.usage_totals() == {"tokens_in": 360, "tokens_out": 90, "cost_usd": 0.00405, "cost_known": True}
-    assert adapter.finish() == []
+    assert sum(u.cost_usd for u in by_kind["usage"]) == pytest.approx(0.00405)  # live sum == final
+    assert adapter.usage_totals() == {"tokens_in": 360, "tokens_out": 90, "cache_read": 0, "cache_write": 0,
+                                      "cost_usd": 0.00405, "cost_known": True}  # fmt: skip
+    assert adapter.finish() == [] and adapter.failure() is None and adapter.notes() == []
 
 
 @needs_fixtures
@@ -95,13 +98,14 @@ def test_partial_messages_add_only_usage_and_match_the_result():
 @needs_fixtures
 def test_max_turns_is_an_error_then_a_result():
     adapter, items = run_fixture("claude-maxturns.jsonl")
-    assert signature(items)[-4:] == [
+    assert signature(items)[-5:] == [
         (3, "tool_call", "Bash", None),
         (4, "tool_result", "Bash", 0),
         (5, "error", None, None),
+        (5, "usage", None, None),
         (5, "result", None, None),
     ]
-    error = items[-2][1]
+    error = items[-3][1]
     assert error.text == "error_max_turns (max_turns): Reached maximum number of turns (1)"
     assert items[-1][1].cost_usd == 0.00135 and adapter.usage_totals()["tokens_out"] == 30
 
@@ -115,13 +119,14 @@ def test_interrupt_marks_the_rejected_tool_and_the_aborted_run():
         (3, "tool_call", "Bash", None),
         (4, "tool_result", "Bash", None),
         (5, "text", None, None),
-        (6, "error", None, None), (6, "result", None, None),
+        (6, "error", None, None), (6, "usage", None, None), (6, "result", None, None),
     ]  # fmt: skip
     assert items[3][1].text == "$ sleep 30 && echo late > late.txt"
     assert items[4][1].text.startswith("[error] The user doesn't want to proceed")
     assert (items[5][1].role, items[5][1].text) == ("user", "[Request interrupted by user for tool use]")
     assert items[6][1].text.startswith("error_during_execution (aborted_tools)")
-    assert items[7][1].text == "error_during_execution"
+    assert (items[7][1].tokens_in, items[7][1].tokens_out) == (0, 29)  # the provisional output count, corrected
+    assert items[8][1].text == "error_during_execution"
 
 
 @needs_fixtures
@@ -133,7 +138,9 @@ def test_http_400_is_an_error_without_usage():
     assert items[1][1].text == "API Error: 400 mock failure 400"
     assert items[2][1].text == "error HTTP 400: API Error: 400 mock failure 400"
     assert items[3][1].text == "error: API Error: 400 mock failure 400"
-    assert adapter.usage_totals() == {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cost_known": True}
+    assert adapter.usage_totals() == {"tokens_in": 0, "tokens_out": 0, "cache_read": 0, "cache_write": 0,
+                                      "cost_usd": 0.0, "cost_known": True}  # fmt: skip
+    assert adapter.failure() == "model request failed: API Error: 400 mock failure 400"
 
 
 @needs_fixtures
@@ -179,7 +186,7 @@ def test_finish_owes_a_result_when_the_run_was_cut_off():
         '{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1000,"cache_read_input_tokens":9000,"output_tokens":500}}}'
     )
     (result,) = a.finish()
-    assert result.kind == "result" and "without a result line" in result.text
+    assert result.kind == "result" and "without a final result line" in result.text
     assert (result.tokens_in, result.tokens_out) == (10000, 500)
     # sonnet: 1000 x $3 + 9000 x $0.30 cached + 500 x $15 per million
     assert result.cost_usd == pytest.approx((1000 * 3 + 9000 * 0.3 + 500 * 15) / 1e6)
@@ -196,7 +203,8 @@ def test_argv_is_the_headless_stream_json_invocation(tmp_path):
     argv = ClaudeCodeAdapter().argv(ctx)
     assert Path(argv[0]).name == "claude"
     assert argv[1:] == [
-        "-p", ctx.prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions",
+        "-p", ctx.prompt, "--output-format", "stream-json", "--verbose", "--include-partial-messages",
+        "--dangerously-skip-permissions",
         "--model", "claude-sonnet-4-5", "--max-turns", "50",
     ]  # fmt: skip
     assert "--model" not in ClaudeCodeAdapter().argv(make_ctx(tmp_path))

@@ -56,7 +56,8 @@ def test_two_commands_then_done_with_unknown_price():
         90,
         None,
     )
-    assert adapter.usage_totals() == {"tokens_in": 360, "tokens_out": 90, "cost_usd": 0.0, "cost_known": False}
+    assert adapter.usage_totals() == {"tokens_in": 360, "tokens_out": 90, "cache_read": 0, "cache_write": 0,
+                                      "cost_usd": 0.0, "cost_known": False}  # fmt: skip
     assert adapter.finish() == []
 
 
@@ -150,7 +151,7 @@ def test_argv_is_exec_json_with_the_prompt_last(tmp_path):
     argv = CodexAdapter().argv(ctx)
     assert Path(argv[0]).name == "codex"
     assert argv[1:] == [
-        "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--dangerously-bypass-approvals-and-sandbox",
+        "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
         "-C", str(tmp_path / "workspace"), "-m", "gpt-5",
         "-c", "features.plugins=false", "-c", "analytics.enabled=false", "-c", "allow_login_shell=false",
         "-c", 'model_reasoning_effort="high"', ctx.prompt,

@@ -149,7 +149,7 @@ def test_plausible_shapes_in_sequence(agent, data):
     for obj in data.draw(st.lists(plausible(agent), min_size=1, max_size=6)):
         check_strict(adapter, obj)
     totals = adapter.usage_totals()
-    assert set(totals) == {"tokens_in", "tokens_out", "cost_usd", "cost_known"}
+    assert set(totals) == {"tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd", "cost_known"}
     assert totals["tokens_in"] >= 0 and totals["tokens_out"] >= 0 and isinstance(totals["cost_known"], bool)
     check(adapter.finish())
 

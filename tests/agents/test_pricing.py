@@ -9,7 +9,6 @@ from runner.agents.pricing import (
     Price,
     PriceFileError,
     PriceTable,
-    UsageTotals,
     format_usd,
     load_prices,
     load_prices_safe,
@@ -102,11 +101,5 @@ def test_a_broken_user_file_names_the_file_and_entry(no_user_file, content, mess
     assert table.price("gpt-5") is not None and "using the packaged prices" in warning
 
 
-def test_usage_totals_and_formatting():
-    totals = UsageTotals()
-    assert totals.as_dict() == {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "cost_known": True}
-    totals.add(100, 10, 0.5)
-    totals.add(50, 5, None)
-    assert totals.as_dict() == {"tokens_in": 150, "tokens_out": 15, "cost_usd": 0.5, "cost_known": False}
-    assert totals.steps == 2
+def test_format_usd():
     assert format_usd(None) == "price unknown" and format_usd(0.00135) == "$0.0014" and format_usd(12.345) == "$12.35"

@@ -223,3 +223,68 @@ def test_api_only_reaches_the_endpoint_and_records_the_rest(servers):
 def test_wrap_before_start_is_an_error():
     with pytest.raises(RuntimeError, match="before start"):
         NetworkSandbox("none").wrap_argv(["true"])
+
+
+class Fails(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_):
+        pass
+
+
+def test_failing_endpoint_reports_are_coalesced_and_the_problem_clears_when_it_answers():
+    now = [100.0]
+    seen = []
+    health = netproxy.EndpointHealth(lambda *a: seen.append(a), clock=lambda: now[0])
+    for _ in range(4):  # a retry loop: one report at once, the rest counted
+        health.failed("api.example", 443, "connection refused")
+    assert [s[3] for s in seen] == ["model endpoint unreachable: api.example:443 (1 attempt: connection refused)"]
+    now[0] += netproxy.ENDPOINT_REPORT_S
+    health.failed("api.example", 443, "connection refused")
+    assert seen[-1][3] == "model endpoint unreachable: api.example:443 (5 attempts: connection refused)"
+    health.failed("api.example", 443, "connection refused")
+    health.flush()  # the end of the session: the last count is reported too
+    assert seen[-1][3].startswith("model endpoint unreachable: api.example:443 (6 attempts")
+    assert health.problem() == seen[-1][3]
+    health.answered("api.example", 443)
+    assert health.problem() is None
+    health.failed("api.example", 443, "HTTP 502")
+    assert seen[-1][3] == "model endpoint failing: api.example:443 (1 attempt: HTTP 502)"
+
+
+@needs_ns
+def test_api_only_names_an_allowed_endpoint_that_refuses_or_answers_5xx(servers):
+    """The gate's own connections to allowed endpoints: refused (nothing listening) and HTTP 503."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    failing = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fails)
+    threading.Thread(target=failing.serve_forever, daemon=True).start()
+    down = failing.server_address[1]
+    good, _ = servers
+    reports = []
+    allowed = [f"http://127.0.0.1:{p}" for p in (good, dead, down)]
+    sandbox = NetworkSandbox("api-only", allowed, None, None, lambda *a: reports.append(a))
+    sandbox.start()
+    try:
+        out = run_inside(sandbox, [
+            ("good", "get", f"http://127.0.0.1:{good}/"),
+            ("dead", "get", f"http://127.0.0.1:{dead}/"),
+            ("dead_again", "get", f"http://127.0.0.1:{dead}/"),
+            ("down", "get", f"http://127.0.0.1:{down}/"),
+        ])  # fmt: skip
+        problem = sandbox.endpoint_problem()
+    finally:
+        sandbox.stop()
+        failing.shutdown()
+        failing.server_close()
+    assert out["good"] == "ok:allowed" and out["dead"].startswith("fail:") and "503" in out["down"]
+    messages = [r[3] for r in reports]
+    assert f"model endpoint unreachable: 127.0.0.1:{dead} (1 attempt: connection refused)" in messages
+    assert f"model endpoint failing: 127.0.0.1:{down} (1 attempt: HTTP 503)" in messages
+    assert f"127.0.0.1:{dead} (2 attempts: connection refused)" in problem and f"127.0.0.1:{good}" not in problem

@@ -78,6 +78,40 @@ def test_scripted_session_end_to_end(home):
     store.close()
 
 
+QUICK = "echo 'print(1)' > run_q.py; for i in 1 2 3; do python run_q.py; done; echo done"
+
+
+def test_every_script_launch_is_counted_however_short(home):
+    """Three instant launches: a once-a-second scan of the tree would see none or one."""
+    paths = start_session(home, "quick1", agent="command", command=["sh", "-c", QUICK], budget_s=60)
+    ended = wait_event(paths, "session_ended", timeout=90)
+    assert ended["reason"] == "completed", ended
+    procs = [(e["action"], e["script"]) for e in events(paths) if e["type"] == "process"]
+    assert sorted(procs) == [("ended", "run_q.py")] * 3 + [("started", "run_q.py")] * 3
+    store = Store.open(home)
+    try:
+        Ingester(home, store).ingest_all()
+        assert store.session("quick1")["scripts_launched"] == 3
+    finally:
+        store.close()
+
+
+# the agent: a word, a 4 s tool (its own session, as the CLIs start tools), a word, then 5 s of
+# silence without a tool: the only wait on "the model" longer than stall_s
+STALLING = "echo hello; setsid -w sleep 4; echo mid; sleep 5; echo bye"
+
+
+def test_a_stall_is_waiting_on_the_model_not_running_a_tool(home):
+    paths = start_session(home, "stall1", agent="command", command=["sh", "-c", STALLING], budget_s=60, stall_s=2)
+    ended = wait_event(paths, "session_ended", timeout=90)
+    assert ended["reason"] == "completed", ended
+    evs = events(paths)
+    stalls = [e for e in evs if e["type"] == "warning" and e["code"] == "stall"]
+    mid = next(e for e in evs if e["type"] == "transcript" and e["text"] == "mid")
+    assert len(stalls) == 1 and stalls[0]["seq"] > mid["seq"], stalls  # none while the tool ran
+    assert stalls[0]["message"].startswith("no model response for") and "runs no tool" in stalls[0]["message"]
+
+
 def test_pause_freezes_the_whole_tree_and_the_clock_then_resume_and_abort(home, tmp_path):
     cmd = write_agent(tmp_path, "busy_agent.py", BUSY_AGENT)
     paths = start_session(home, "pause1", agent="command", command=cmd, budget_s=120, grace_s=6)

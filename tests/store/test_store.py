@@ -156,3 +156,46 @@ def test_the_countdown_runs_from_the_last_heartbeat_not_from_the_last_event(home
     row = store.session("s1")
     assert (row["remaining_s"], row["remaining_ts"]) == (50.0, 1_000.0) and row["last_ts"] > 1_000.0
     assert session_cells(row, now=1_010.0)["left"].endswith("00:40")
+
+
+def test_usage_adds_up_with_cache_and_corrections_and_a_result_sets_the_totals(home):
+    w = fake_session(home, "u1", n_transcript=0)
+    store = Store.open(home)
+    ing = Ingester(home, store)
+    w.emit("transcript", role="system", kind="usage", tokens_in=1540, tokens_out=1, cache_read=500, cache_write=40,
+           cost_usd=0.0033)  # fmt: skip
+    ing.ingest_all()  # a live figure, between two batches
+    row = store.session("u1")
+    assert (row["tokens_in"], row["tokens_out"], row["cache_read"], row["cache_write"]) == (1540, 1, 500, 40)
+    w.emit("transcript", role="system", kind="usage", tokens_in=0, tokens_out=29, cost_usd=0.0004)
+    w.emit("transcript", role="system", kind="usage", tokens_in=-40, tokens_out=0, cache_write=-40, cost_usd=-0.0001)
+    ing.ingest_all()
+    row = store.session("u1")
+    assert (row["tokens_in"], row["tokens_out"], row["cache_read"], row["cache_write"]) == (1500, 30, 500, 0)
+    assert row["cost_usd"] == pytest.approx(0.0036)
+    w.emit("transcript", role="system", kind="result", text="done", tokens_in=1500, tokens_out=30, cache_read=500,
+           cost_usd=0.0036)  # fmt: skip
+    w.emit("transcript", role="system", kind="usage", tokens_in=100, tokens_out=3, cost_usd=0.0001)  # a later turn
+    ing.ingest_all()
+    row = store.session("u1")
+    assert (row["tokens_in"], row["tokens_out"], row["cache_read"]) == (1600, 33, 500)
+    store.close()
+
+
+def test_a_tools_heartbeats_are_one_row_updated_in_place(home):
+    w = fake_session(home, "p1", n_transcript=0)
+    store = Store.open(home)
+    ing = Ingester(home, store)
+    w.emit("transcript", role="assistant", kind="tool_call", tool="Bash", call_id="t1", text="$ python run_1.py")
+    for elapsed in (30, 60):
+        w.emit("transcript", role="tool", kind="progress", tool="Bash", call_id="t1", text=f"running for {elapsed} s")
+    ing.ingest_all()
+    w.emit("transcript", role="tool", kind="progress", tool="Bash", call_id="t1", text="running for 90 s")
+    w.emit("transcript", role="tool", kind="progress", tool="Bash", call_id="t2", text="running for 30 s")
+    ing.ingest_all()
+    rows = [(r["kind"], r["call_id"], r["text"]) for r in store.transcript("p1")]
+    assert rows == [("tool_call", "t1", "$ python run_1.py"), ("progress", "t1", "running for 90 s"),
+                    ("progress", "t2", "running for 30 s")]  # fmt: skip
+    assert [r["text"] for r in store.transcript("p1", search="90")] == ["running for 90 s"]
+    assert store.transcript("p1", search="60") == []  # the search index follows the update
+    store.close()
