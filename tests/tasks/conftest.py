@@ -16,6 +16,15 @@ Fixtures (names are stable; other task tests reuse them):
   (the pristine ``tasks/<id>/prepare.py --eval`` in a subprocess, like the official scorer).
 - ``save_state(path, state_dict, config, script)``: write a checkpoint file by hand (e.g. a
   state dict with ``_orig_mod.`` keys) in the format ``save_checkpoint`` writes.
+- ``score_both(prep, old_source, ckpt, code, data_dir, split=None) -> (old, new)``: one
+  checkpoint scored in this process by a frozen copy of a task's ``evaluate`` from before sealed
+  scoring (its source, run against ``prep``'s helpers) and by ``judge(predict(model,
+  inputs(split)))``, on one and the same model.
+- ``rejects(judge, predictions, split) -> message``: asserts that the judge refuses
+  ``predictions`` with a one-line ``KitError`` and returns that line.
+- ``hostile(good, classes=None) -> {name: predictions}``: what a hostile ``predict`` might return
+  in place of the honest array ``good`` (wrong shape or dtype, objects, NaN, classes out of
+  ``0..classes-1``); every one must be refused.
 """
 
 from __future__ import annotations
@@ -210,3 +219,70 @@ def eval_here(kit, monkeypatch, capsys):
 
     return run
 
+
+
+@pytest.fixture
+def score_both(kit, monkeypatch):
+    def run(prep, old_source: str, ckpt: Path, code: Path, data_dir: Path, split: str | None = None):
+        import torch
+
+        monkeypatch.setattr(sys, "path", list(sys.path))  # the kit puts the script's folder first
+        monkeypatch.setitem(sys.modules, "prepare", prep)
+        monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
+        split = split or prep.SCORED_SPLIT
+        frozen = dict(vars(prep))  # the old evaluate, verbatim, against the module's own helpers
+        exec(compile(old_source, f"<old evaluate of {prep.TASK}>", "exec"), frozen)
+        model, _ = kit.load_model(Path(ckpt), Path(code), prep)
+        model.eval()
+        with torch.no_grad():  # as the scorer runs both
+            torch.manual_seed(0)
+            old = frozen["evaluate"](model, split, "cpu")
+            torch.manual_seed(0)
+            new = prep.judge(prep.predict(model, prep.inputs(split), "cpu"), split)
+        print(f"{prep.TASK} {split}: old {old['value']!r} new {new['value']!r} |old - new| {abs(old['value'] - new['value']):.3g}")
+        return old, new
+
+    return run
+
+
+@pytest.fixture
+def rejects(kit):
+    def check(judge, predictions, split: str) -> str:
+        with pytest.raises(kit.KitError) as info:
+            judge(predictions, split)
+        message = str(info.value)
+        assert message.strip() and "\n" not in message, message
+        return message
+
+    return check
+
+
+@pytest.fixture
+def hostile():
+    import numpy as np
+
+    def cases(good, classes: int | None = None) -> dict:
+        out = {
+            "a list": good.tolist(),
+            "objects": good.astype(object),
+            "strings": good.astype(str),
+            "complex": good.astype(np.complex128),
+            "booleans": np.ones(good.shape, dtype=bool),
+            "one too few": good[:-1],
+            "one too many": np.concatenate([good, good[:1]]),
+            "an extra axis": good[..., None],
+            "flattened": good.reshape(-1) if good.ndim > 1 else good.reshape(-1, 1),
+            "a scalar": np.asarray(good.flat[0]),
+        }
+        if good.dtype.kind == "f":
+            nan, inf = good.copy(), good.copy()
+            nan.flat[0], inf.flat[-1] = np.nan, -np.inf
+            out.update(NaN=nan, inf=inf, integers=good.astype(np.int64))
+        else:
+            negative, above = good.astype(np.int64), good.astype(np.int64)
+            negative.flat[0], above.flat[-1] = -1, classes
+            out.update(floats=good.astype(np.float64), negative=negative, **{"past the last class": above},
+                       huge=np.full(good.shape, 2**63, dtype=np.uint64))
+        return out
+
+    return cases
