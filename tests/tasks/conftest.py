@@ -136,12 +136,13 @@ def kit():
 
 
 @pytest.fixture
-def load_prepare(kit):
+def load_prepare(kit, monkeypatch):
     def load(task_id: str):
         path = TASKS_DIR / task_id / "prepare.py"
         name = f"onegc_test_prepare_{task_id}_{next(_module_ids)}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, module)  # as an import does: evaluate() finds its module there
         spec.loader.exec_module(module)
         return module
 
