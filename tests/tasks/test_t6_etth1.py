@@ -2,6 +2,7 @@
 inputs without targets, predict, judge; the same numbers as the evaluate it replaced)."""
 
 import csv
+import json
 import re
 import shutil
 import subprocess
@@ -12,7 +13,9 @@ import numpy as np
 import pytest
 import torch
 
+from runner.sandbox import status
 from tasks import get_task
+from tests.conftest import events, start_session, wait_event, write_agent
 
 TASK = "t6_etth1"
 COLUMNS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
@@ -47,6 +50,17 @@ class Zero(nn.Module):
 def build_model(config):
     return Zero()
 '''
+
+
+FEW_STEPS_AGENT = """
+import re, subprocess, sys
+from pathlib import Path
+text = Path("train.py").read_text()
+for name, value in (("MAX_STEPS", "3"), ("EPOCHS", "2"), ("DEVICE", '"cpu"')):
+    text = re.sub(rf"^{name}\\s*=.*$", f"{name} = {value}", text, count=1, flags=re.M)
+Path("run_1.py").write_text(text)
+subprocess.run([sys.executable, "run_1.py"], check=True)
+"""
 
 
 def write_etth1(path, rows=14_450, seed=0):
@@ -165,6 +179,38 @@ def test_predict_reports_a_wrong_forecast_shape(load_prepare):
 
     with pytest.raises(prepare.kit.KitError, match=r"must return \[B, 96, 7\]; got \(512, 24, 7\)"):
         prepare.predict(Short(), {"series": np.zeros((1000, 7), np.float32)}, "cpu")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")
+def test_real_session_scores_as_prepare_eval_does(raw_dir, prepare_fixture, home, tmp_path):
+    """A real runner and its sealed scorer (a sandboxed worker predicts, the runner judges): the
+    live and the official score of the session's checkpoint are what ``prepare.py --eval`` gives."""
+    data = home / "data" / TASK
+    shutil.copytree(prepare_fixture(TASK, raw_dir), data)
+    cmd = write_agent(tmp_path, "few_steps_agent.py", FEW_STEPS_AGENT)
+    paths = start_session(home, "t6sealed", task="t6", agent="command", command=cmd, budget_s=240)
+    ended = wait_event(paths, "session_ended", timeout=400)
+    assert ended["reason"] == "completed", ended
+    scored = [e for e in events(paths) if e["type"] == "checkpoint_scored"]
+    live = [e for e in scored if not e.get("official")]
+    official = [e for e in scored if e.get("official")]
+    assert len(live) == len(official) == 1 and live[0]["name"] == official[0]["name"], scored
+    assert live[0].get("error") is None and official[0].get("error") is None, scored
+    # the worker noted nothing odd (the synthetic series' val is easier than its test: the
+    # runner's self-report flag may fire, which is about the numbers, not the code)
+    assert all(f.startswith("self-reported") for f in live[0]["flags"] + official[0]["flags"]), scored
+
+    ckpt = paths.workspace / "checkpoints" / "run_1_epoch1.pt"
+    proc = subprocess.run([sys.executable, str(get_task(TASK).folder / "prepare.py"), "--eval", str(ckpt),
+                           "--code", str(paths.workspace), "--data-dir", str(data), "--device", "cpu"],
+                          capture_output=True, text=True, timeout=120)
+    by_hand = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert by_hand["ok"] and by_hand["n"] == 2785, by_hand
+    assert live[0]["value"] == pytest.approx(by_hand["value"], abs=1e-6)
+    assert official[0]["value"] == pytest.approx(by_hand["value"], abs=1e-6)
+    assert json.loads(paths.result.read_text())["value"] == official[0]["value"]
+    print(f"t6 session: live {live[0]['value']!r} official {official[0]['value']!r} --eval {by_hand['value']!r}")
 
 
 def test_corrupt_fixture_fails_checksum_and_leaves_nothing(raw_dir, tmp_path, kit, load_prepare, pin_raw):
