@@ -4,8 +4,10 @@ Fixtures (names are stable; other task tests reuse them):
 
 - ``shared_data``: the offline raw copies in ``shared/data`` beside the repo (skips when absent).
 - ``kit``: the locked helper ``tasks/onegc_kit.py`` (``KitError``, ``prepare``, ``file_digest``).
-- ``load_prepare(task_id)``: a fresh import of ``tasks/<id>/prepare.py`` under a unique module
-  name, so patching its ``RAW`` cannot leak into other tests.
+- ``load_prepare(task_id, data_dir=None)``: a fresh import of ``tasks/<id>/prepare.py`` under a
+  unique module name, so patching its ``RAW`` cannot leak into other tests; with ``data_dir``,
+  its data is there (``$ONEGC_DATA_DIR`` for the test).
+- ``without_labels(data_dir)``: a copy of a prepared folder without its ``*_y.npy`` label files.
 - ``pin_raw(module, raw_dir)``: re-pin ``module.RAW`` to the size and sha256 of the files in
   ``raw_dir`` (the test's tiny fixtures written in the real raw format).
 - ``prepare_fixture(task_id, raw_dir)``: ``pin_raw`` + the kit's atomic ``prepare`` into a
@@ -137,7 +139,9 @@ def kit():
 
 @pytest.fixture
 def load_prepare(kit, monkeypatch):
-    def load(task_id: str):
+    def load(task_id: str, data_dir: Path | None = None):
+        if data_dir is not None:
+            monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
         path = TASKS_DIR / task_id / "prepare.py"
         name = f"onegc_test_prepare_{task_id}_{next(_module_ids)}"
         spec = importlib.util.spec_from_file_location(name, path)
@@ -147,6 +151,16 @@ def load_prepare(kit, monkeypatch):
         return module
 
     return load
+
+
+@pytest.fixture
+def without_labels(tmp_path):
+    def copy(data_dir: Path) -> Path:
+        out = tmp_path / f"{data_dir.name}-unlabelled"
+        shutil.copytree(data_dir, out, ignore=shutil.ignore_patterns("*_y.npy"))
+        return out
+
+    return copy
 
 
 @pytest.fixture

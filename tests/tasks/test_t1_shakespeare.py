@@ -99,12 +99,11 @@ def test_eval_windows_reject_a_too_short_split(load_prepare):
         prepare.eval_windows(256)
 
 
-def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, monkeypatch, load_prepare,
-                                        score_both):
+def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare,
+                                         score_both):
     text = (raw_dir / "input.txt").read_text()
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, data)
     assert prepare.vocab() == "".join(sorted(set(text)))
     train, val = prepare.load_split("train"), prepare.load_split("val")
     assert train.dtype == np.uint16 and len(train) == int(0.9 * len(text)) and len(train) + len(val) == len(text)
@@ -138,10 +137,9 @@ def test_wrong_logit_shape_is_reported(raw_dir, prepare_fixture, make_workspace,
     assert not result["ok"] and "must return logits" in result["error"]
 
 
-def test_inputs_are_the_windows_the_model_is_fed(raw_dir, prepare_fixture, load_prepare, monkeypatch):
+def test_inputs_are_the_windows_the_model_is_fed(raw_dir, prepare_fixture, load_prepare):
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, data)
     ids = np.asarray(prepare.load_split("val"))
     spans = prepare.eval_windows(len(ids))
     given = prepare.inputs("val")
@@ -159,10 +157,9 @@ def test_inputs_are_the_windows_the_model_is_fed(raw_dir, prepare_fixture, load_
     assert np.array_equal(logits.argmax(-1), given["x"])
 
 
-def test_judge_takes_logits_and_refuses_the_rest(raw_dir, prepare_fixture, load_prepare, monkeypatch, rejects, hostile):
+def test_judge_takes_logits_and_refuses_the_rest(raw_dir, prepare_fixture, load_prepare, rejects, hostile):
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, data)
     v = len(prepare.vocab())
     w = len(prepare.eval_windows(len(prepare.load_split("val"))))
     good = np.zeros((w, 256, v), dtype=np.float32)

@@ -122,8 +122,7 @@ def test_augment_crops_flips_and_jitters_on_whole_batches(monkeypatch, load_prep
     import torch
 
     data, _ = prepared
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, data)
     monkeypatch.setitem(__import__("sys").modules, "prepare", prep)
     spec = importlib.util.spec_from_file_location("t2_train_under_test", REPO / "tasks" / TASK / "train.py")
     train = importlib.util.module_from_spec(spec)
@@ -183,16 +182,11 @@ def test_evaluate_is_top1_accuracy(prepared, make_workspace, save_state, load_pr
     assert old == new == {"value": result["value"], "n": 6}
 
 
-def test_inputs_hold_no_label(prepared, load_prepare, monkeypatch, tmp_path):
-    import shutil
-
+def test_inputs_hold_no_label(prepared, load_prepare, without_labels):
     import torch
 
     data, expected = prepared
-    unlabelled = tmp_path / "unlabelled"
-    shutil.copytree(data, unlabelled, ignore=shutil.ignore_patterns("*_y.npy"))
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(unlabelled))  # inputs() works without the label files
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, without_labels(data))  # inputs() needs no label file
     given = prep.inputs("val")
     assert list(given) == ["x"] and given["x"].dtype == np.uint8
     np.testing.assert_array_equal(given["x"], expected["val_x"])
@@ -207,10 +201,9 @@ def test_inputs_hold_no_label(prepared, load_prepare, monkeypatch, tmp_path):
     assert pred.dtype == np.int64 and np.array_equal(pred, want)
 
 
-def test_judge_counts_class_indices_and_refuses_the_rest(prepared, load_prepare, monkeypatch, rejects, hostile):
+def test_judge_counts_class_indices_and_refuses_the_rest(prepared, load_prepare, rejects, hostile):
     data, expected = prepared
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, data)
     y = expected["val_y"].astype(np.int64)
     for name, bad in hostile(y, classes=200).items():
         assert "class ind" in rejects(prep.judge, bad, "val"), name

@@ -256,8 +256,7 @@ def build_model(config):
 '''
 
 
-def test_sealed_scoring_equals_the_old_evaluate(prepared, make_workspace, save_state, load_prepare, score_both,
-                                                monkeypatch):
+def test_sealed_scoring_equals_the_old_evaluate(prepared, make_workspace, save_state, load_prepare, score_both):
     import torch
 
     data, _ = prepared
@@ -270,29 +269,22 @@ def test_sealed_scoring_equals_the_old_evaluate(prepared, make_workspace, save_s
     old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 4
     assert 0 < new["value"] < 1  # many classes predicted: a real test of the per-pixel classes
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, data)
     classes = prep.predict(prep.kit.load_model(ckpt, ws.path, prep)[0].eval(), prep.inputs("val"), "cpu")
     assert classes.dtype == np.uint8 and classes.shape == (4, 224, 224) and len(np.unique(classes)) > 3
 
 
-def test_inputs_hold_no_mask(prepared, load_prepare, monkeypatch, tmp_path):
-    import shutil
-
+def test_inputs_hold_no_mask(prepared, load_prepare, without_labels):
     data, source = prepared
-    unlabelled = tmp_path / "unlabelled"
-    shutil.copytree(data, unlabelled, ignore=shutil.ignore_patterns("*_y.npy"))
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(unlabelled))  # inputs() works without the mask files
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, without_labels(data))  # inputs() needs no mask file
     given = prep.inputs("val")
     assert list(given) == ["x"] and given["x"].dtype == np.uint8 and given["x"].shape == (4, 224, 224, 3)
     assert np.array_equal(given["x"], np.load(data / "val_x.npy"))
 
 
-def test_judge_counts_pixel_classes_and_refuses_the_rest(prepared, load_prepare, monkeypatch, rejects, hostile):
+def test_judge_counts_pixel_classes_and_refuses_the_rest(prepared, load_prepare, rejects, hostile):
     data, _ = prepared
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, data)
     y = np.load(data / "val_y.npy")
     truth = np.where(y == 255, 0, y).astype(np.uint8)  # right on every pixel that counts
     for name, bad in hostile(truth, classes=21).items():

@@ -159,11 +159,10 @@ def test_prepared_arrays_follow_the_raw_files(prepared, mols):
         assert np.array_equal(np.load(prepared / f"{ours}_y.npy"), mols["labels"][idx])
 
 
-def test_collate_graphs_offsets_atom_ids(prepared, mols, load_prepare, monkeypatch):
+def test_collate_graphs_offsets_atom_ids(prepared, mols, load_prepare):
     import torch
 
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(prepared))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, prepared)
     graphs = prep.load_graphs()
     pick = [5, 3, 0, 17]  # 3 has no bonds
     batch = prep.collate_graphs(graphs, pick)
@@ -244,12 +243,11 @@ def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_p
     assert rc == 1 and not failed["ok"] and "'_orig_mod.'" in failed["error"]
 
 
-def test_inputs_hold_no_label(prepared, mols, make_workspace, load_prepare, monkeypatch):
+def test_inputs_hold_no_label(prepared, mols, make_workspace, load_prepare):
     import torch
 
     ws = make_workspace(TASK, prepared)  # its data/ has no test labels: inputs() needs none
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(ws.path / "data"))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, ws.path / "data")
     given = prep.inputs("test")
     assert sorted(given) == sorted([*GRAPH_FILES, "idx"])
     assert np.array_equal(given["idx"], mols["split"]["test"])
@@ -267,9 +265,8 @@ def test_inputs_hold_no_label(prepared, mols, make_workspace, load_prepare, monk
         prep.judge(scores, "test")
 
 
-def test_judge_ranks_finite_scores_and_refuses_the_rest(prepared, mols, load_prepare, monkeypatch, rejects, hostile):
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(prepared))
-    prep = load_prepare(TASK)
+def test_judge_ranks_finite_scores_and_refuses_the_rest(prepared, mols, load_prepare, rejects, hostile):
+    prep = load_prepare(TASK, prepared)
     y = mols["labels"][mols["split"]["test"]].astype(np.float32)
     for name, bad in hostile(np.zeros(6, np.float32)).items():
         message = rejects(prep.judge, bad, "test")

@@ -135,13 +135,12 @@ def test_prepare_train_checkpoint_and_score(
     assert rc == 1 and not failed["ok"] and "'_orig_mod.'" in failed["error"]
 
 
-def test_inputs_hold_no_label(raw_dir, prepare_fixture, make_workspace, load_prepare, monkeypatch):
+def test_inputs_hold_no_label(raw_dir, prepare_fixture, make_workspace, load_prepare):
     import torch
 
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)  # its data/ has no test labels: inputs() needs none
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(ws.path / "data"))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, ws.path / "data")
     given = prep.inputs("test")
     assert list(given) == ["x"] and given["x"].dtype == np.float32 and given["x"].shape == (71, 54)
     assert np.array_equal(given["x"], np.load(data / "test_x.npy"))
@@ -156,11 +155,9 @@ def test_inputs_hold_no_label(raw_dir, prepare_fixture, make_workspace, load_pre
         prep.judge(pred, "test")
 
 
-def test_judge_counts_class_indices_and_refuses_the_rest(raw_dir, prepare_fixture, load_prepare, monkeypatch, rejects,
-                                                          hostile):
+def test_judge_counts_class_indices_and_refuses_the_rest(raw_dir, prepare_fixture, load_prepare, rejects, hostile):
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, data)
     y = np.load(data / "test_y.npy")
     for name, bad in hostile(y.copy(), classes=7).items():
         assert "class ind" in rejects(prep.judge, bad, "test"), name

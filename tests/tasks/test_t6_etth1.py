@@ -112,8 +112,7 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
 
 def test_fixture_splits_windows_and_scaling(raw_dir, prepare_fixture, load_prepare, monkeypatch):
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, data)
     sizes = {s: len(prepare.load_series(s)) for s in ("train", "val", "test")}
     assert sizes == {"train": 8640, "val": 3216, "test": 3216}
     train = prepare.load_series("train").double()
@@ -133,10 +132,9 @@ def test_fixture_splits_windows_and_scaling(raw_dir, prepare_fixture, load_prepa
         prepare.load_series("test")
 
 
-def test_inputs_are_the_look_backs_and_nothing_after_them(raw_dir, prepare_fixture, load_prepare, monkeypatch):
+def test_inputs_are_the_look_backs_and_nothing_after_them(raw_dir, prepare_fixture, load_prepare):
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, data)
     series = np.load(data / "test.npy")
     given = prepare.inputs("test")
     assert list(given) == ["series"] and given["series"].dtype == np.float32
@@ -155,10 +153,9 @@ def test_inputs_are_the_look_backs_and_nothing_after_them(raw_dir, prepare_fixtu
     assert np.array_equal(pred[:, 0], series[335 : 335 + 2785])
 
 
-def test_judge_refuses_what_no_model_returns(raw_dir, prepare_fixture, load_prepare, monkeypatch, rejects, hostile):
+def test_judge_refuses_what_no_model_returns(raw_dir, prepare_fixture, load_prepare, rejects, hostile):
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, data)
     _, y = prepare.windows("test")
     good = np.zeros((2785, 96, 7), dtype=np.float32)
     for name, bad in hostile(good).items():

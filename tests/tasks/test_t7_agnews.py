@@ -7,7 +7,6 @@ official test file (the scored "val" split) only.
 
 import csv
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -122,12 +121,9 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     assert result["returncode"] == 1 and not result["ok"] and "_orig_mod." in result["error"]
 
 
-def test_inputs_hold_no_label(raw_dir, prepare_fixture, load_prepare, monkeypatch, tmp_path):
+def test_inputs_hold_no_label(raw_dir, prepare_fixture, load_prepare, without_labels):
     data = prepare_fixture(TASK, raw_dir)
-    unlabelled = tmp_path / "unlabelled"
-    shutil.copytree(data, unlabelled, ignore=shutil.ignore_patterns("*_y.npy"))
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(unlabelled))  # inputs() works without the label files
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, without_labels(data))  # inputs() needs no label file
     given = prepare.inputs("val")
     assert list(given) == ["x"] and given["x"].dtype == np.uint8
     assert np.array_equal(given["x"], np.load(data / "val_x.npy"))
@@ -141,11 +137,9 @@ def test_inputs_hold_no_label(raw_dir, prepare_fixture, load_prepare, monkeypatc
     assert pred.dtype == np.int64 and np.array_equal(pred, np.load(data / "val_x.npy")[:, 0] % 4)
 
 
-def test_judge_counts_class_indices_and_refuses_the_rest(raw_dir, prepare_fixture, load_prepare, monkeypatch, rejects,
-                                                          hostile):
+def test_judge_counts_class_indices_and_refuses_the_rest(raw_dir, prepare_fixture, load_prepare, rejects, hostile):
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, data)
     y = np.load(data / "val_y.npy")
     for name, bad in hostile(y.copy(), classes=4).items():
         message = rejects(prepare.judge, bad, "val")
