@@ -22,6 +22,9 @@ Fixtures (names are stable; other task tests reuse them):
   checkpoint scored in this process by a frozen copy of a task's ``evaluate`` from before sealed
   scoring (its source, run against ``prep``'s helpers) and by ``judge(predict(model,
   inputs(split)))``, on one and the same model.
+- ``sealed_score(task_id, data_dir, ckpt, code) -> runner.scoring.Score``: the checkpoint scored
+  as a session scores it: a snapshot of ``code``'s scripts and the checkpoint, the split's inputs
+  made by the trusted side, a fresh child of the sandboxed worker predicting, the runner judging.
 - ``rejects(judge, predictions, split) -> message``: asserts that the judge refuses
   ``predictions`` with a one-line ``KitError`` and returns that line.
 - ``hostile(good, classes=None) -> {name: predictions}``: what a hostile ``predict`` might return
@@ -301,3 +304,29 @@ def hostile():
         return out
 
     return cases
+
+
+@pytest.fixture
+def sealed_score(tmp_path, monkeypatch):
+    def score(task_id: str, data_dir: Path, ckpt: Path, code: Path):
+        from runner.checkpoints import SNAPSHOT_CKPT
+        from runner.scoring import SealedScorer, TaskJudge, WorkerPlan
+        from runner.workspace import snapshot_code
+        from tasks import get_task
+
+        spec = get_task(task_id)
+        monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))  # the judge sets it too: restored after the test
+        root = tmp_path / "sealed-home" / "runs" / "s1"
+        snap = root / "snapshots" / f"{ckpt.stem}-1"
+        snapshot_code(code, snap)
+        shutil.copy(ckpt, snap / SNAPSHOT_CKPT)
+        scorer = SealedScorer(WorkerPlan(
+            judge=TaskJudge(spec, data_dir), inputs=root / "scoring" / "inputs", snapshots=root / "snapshots",
+            private=root / "scoring" / "cpu", home=tmp_path / "sealed-home", session_id="s1",
+            timeout_s=spec.eval_timeout_s, threads=1))
+        try:
+            return scorer.score(snap / SNAPSHOT_CKPT, snap)
+        finally:
+            scorer.close()
+
+    return score

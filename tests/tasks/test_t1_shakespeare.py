@@ -100,7 +100,7 @@ def test_eval_windows_reject_a_too_short_split(load_prepare):
 
 
 def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare,
-                                         score_both):
+                                         score_both, sealed_score):
     text = (raw_dir / "input.txt").read_text()
     data = prepare_fixture(TASK, raw_dir)
     prepare = load_prepare(TASK, data)
@@ -120,6 +120,8 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == result["n"]
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
     state = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}

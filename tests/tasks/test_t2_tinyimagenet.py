@@ -146,7 +146,7 @@ def test_augment_crops_flips_and_jitters_on_whole_batches(monkeypatch, load_prep
     assert torch.isfinite(jittered).all() and not torch.allclose(jittered, out)
 
 
-def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace, load_prepare, score_both):
+def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace, load_prepare, score_both, sealed_score):
     data, expected = prepared
     ws = make_workspace(TASK, data)
     ws.set_constants(WIDTHS=(8, 16, 16, 32), BATCH_SIZE=4, EPOCHS=2, MAX_STEPS=4, LOG_EVERY=1, DEVICE="cpu")
@@ -163,6 +163,8 @@ def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace, loa
     old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpts[-1], ws.path, data)
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 6
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpts[-1], ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
 
 def test_evaluate_is_top1_accuracy(prepared, make_workspace, save_state, load_prepare, score_both):

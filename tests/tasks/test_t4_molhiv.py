@@ -211,7 +211,8 @@ def test_damaged_archive_fails_with_one_clear_line(damage, hiv, mols, tmp_path, 
 
 
 # --------------------------------------------------------------------------- end to end
-def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both):
+def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both,
+                                    sealed_score):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
     ws = make_workspace(TASK, prepared)
     assert not (ws.path / "data" / "test_y.npy").exists() and (ws.path / "data" / "test_idx.npy").exists()
@@ -229,6 +230,8 @@ def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_p
     old, new = score_both(prep, OLD_EVALUATE, ckpt, ws.path, prepared)
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 6
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, prepared, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
     old, new = score_both(prep, OLD_EVALUATE, ckpt, ws.path, prepared, split="val")
     assert abs(old["value"] - new["value"]) <= 1e-6
     rc, held_out = eval_here(prep, ckpt, ws.path, ws.path / "data")

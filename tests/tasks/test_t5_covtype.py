@@ -92,7 +92,7 @@ def test_split_sizes_from_the_real_class_counts(shared_data, load_prepare):
 
 
 def test_prepare_train_checkpoint_and_score(
-    raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both
+    raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both, sealed_score
 ):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
     data = prepare_fixture(TASK, raw_dir)
@@ -123,6 +123,8 @@ def test_prepare_train_checkpoint_and_score(
     old, new = score_both(prep, OLD_EVALUATE, ckpt, ws.path, data)
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 71
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
     rc, held_out = eval_here(prep, ckpt, ws.path, ws.path / "data")
     assert rc == 1 and not held_out["ok"] and "test labels are held out" in held_out["error"]
 

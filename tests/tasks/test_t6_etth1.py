@@ -85,7 +85,8 @@ def raw_dir(tmp_path):
     return raw
 
 
-def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both):
+def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both,
+                                         sealed_score):
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)
     assert (data / "test.npy").exists() and not (ws.path / "data" / "test.npy").exists()
@@ -102,6 +103,8 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpts[0], ws.path, data)
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 2785
     assert first["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpts[0], ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
     state = torch.load(ckpts[0], weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}

@@ -99,7 +99,8 @@ def test_bad_row_is_reported(tmp_path, load_prepare):
         prepare.encode_csv(tmp_path / "test.csv")
 
 
-def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both):
+def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both,
+                                         sealed_score):
     data = prepare_fixture(TASK, raw_dir)
     assert np.load(data / "train_x.npy").shape == (40, 1014) and np.load(data / "val_y.npy").shape == (12,)
     ws = make_workspace(TASK, data)
@@ -113,6 +114,8 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 12
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
     state = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}
