@@ -165,7 +165,7 @@ def judge(predictions, split: str) -> dict:
     y = torch.from_numpy(_rows(ids, spans, shift=1))  # the next character of each position
     total, count = 0.0, 0
     for b in range(0, len(spans), EVAL_BATCH):  # batch by batch, as the model ran: the same sums
-        batch = torch.from_numpy(np.asarray(logits[b : b + EVAL_BATCH], dtype=np.float64))  # float64: exact sums
+        batch = torch.from_numpy(np.ascontiguousarray(logits[b : b + EVAL_BATCH], dtype=np.float64))  # exact sums
         nll = F.cross_entropy(batch.reshape(-1, vocab_size), y[b : b + EVAL_BATCH].reshape(-1), reduction="none")
         nll = nll.view(len(batch), EVAL_WINDOW)
         for row, (_, first) in enumerate(spans[b : b + EVAL_BATCH]):

@@ -162,7 +162,7 @@ def judge(predictions, split: str) -> dict:
     pred = kit.check_predictions(predictions, tuple(y.shape), "f", f"a float forecast [N, {HORIZON}, {N_VARS}] per window")
     total = 0.0
     for i in range(0, len(y), EVAL_BATCH):  # batch by batch, as the model ran: the same sums
-        batch = torch.from_numpy(np.asarray(pred[i : i + EVAL_BATCH], dtype=np.float64))
+        batch = torch.from_numpy(np.ascontiguousarray(pred[i : i + EVAL_BATCH], dtype=np.float64))
         total += float(((batch - y[i : i + EVAL_BATCH].double()) ** 2).sum())
     n = len(y)
     return {"value": total / (n * HORIZON * N_VARS), "n": n}

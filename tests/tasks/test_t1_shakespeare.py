@@ -171,6 +171,7 @@ def test_judge_takes_logits_and_refuses_the_rest(raw_dir, prepare_fixture, load_
     rejects(prepare.judge, np.zeros((w, 256, v + 1), np.float32), "val")  # another vocabulary
 
     uniform = prepare.judge(good, "val")
+    assert prepare.judge(good.astype(np.float64)[::-1], "val") == uniform  # any memory layout (negative strides)
     assert uniform == {"value": pytest.approx(math.log2(v), abs=1e-12), "n": len(prepare.load_split("val")) - 1}
     # not probabilities: the judge normalises whatever comes, so large or one-hot values gain nothing
     assert prepare.judge(np.full_like(good, 1e30), "val")["value"] == pytest.approx(math.log2(v), abs=1e-12)

@@ -167,6 +167,7 @@ def test_judge_refuses_what_no_model_returns(raw_dir, prepare_fixture, load_prep
     zero = prepare.judge(good, "test")
     assert zero["n"] == 2785 and zero["value"] == pytest.approx(float((y.double() ** 2).mean()), rel=1e-12)
     assert prepare.judge(good.astype(np.float16), "test") == zero  # any float width, the same number
+    assert prepare.judge(good.astype(np.float64)[::-1], "test") == zero  # any memory layout (negative strides)
     assert prepare.judge(y.numpy().copy(), "test")["value"] == 0.0  # the floor: what a perfect model gets
 
 
