@@ -244,6 +244,7 @@ def evaluate(model, split: str, device: str) -> dict:
     """Val mIoU in one call (what the harness computes in two processes)."""
     return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
+
 # --------------------------------------------------------------------------- pretrained backbones
 def _timm():
     try:

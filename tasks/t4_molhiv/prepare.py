@@ -24,7 +24,7 @@ Graphs (all of them, the test molecules' structure included; only test labels ar
         x [n, 9] int64, edge_index [2, e] int64 (atom ids offset into the batch),
         edge_attr [e, 3] int64, batch [n] int64 (graph of each atom, 0..B-1), num_graphs B;
         batch.to(device) moves it
-    auroc(y, scores) -> float: ROC AUC, rank-based with ties averaged (evaluate uses it)
+    auroc(y, scores) -> float: ROC AUC, rank-based with ties averaged (judge uses it)
 
 Metric: ROC AUC on the test split (higher is better), given in one call by ``evaluate(model,
 split, device)`` (score yourself on "val"). It is ``judge(predict(model, inputs(split), device),
@@ -297,6 +297,7 @@ def judge(predictions, split: str) -> dict:
 def evaluate(model, split: str, device: str) -> dict:
     """ROC AUC on ``split`` in one call (what the harness computes in two processes)."""
     return kit.evaluate_split(sys.modules[__name__], model, split, device)
+
 
 if __name__ == "__main__":
     sys.exit(kit.cli(sys.modules[__name__]))

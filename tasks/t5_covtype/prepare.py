@@ -177,6 +177,7 @@ def evaluate(model, split: str, device: str) -> dict:
     """Accuracy on ``split`` in one call (what the harness computes in two processes)."""
     return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
+
 if __name__ == "__main__":
     sys.modules["prepare"] = sys.modules[__name__]  # so data_dir() resolves beside this file
     sys.exit(kit.cli(sys.modules[__name__]))

@@ -148,5 +148,6 @@ def evaluate(model, split: str, device: str) -> dict:
     """Accuracy on ``split`` in one call (what the harness computes in two processes)."""
     return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
+
 if __name__ == "__main__":
     sys.exit(kit.cli(sys.modules[__name__]))
