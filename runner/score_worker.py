@@ -68,10 +68,12 @@ def load_task(prepare_py: Path):
     return task
 
 
-def load_inputs(folder: Path) -> dict:
+def load_inputs(folder: Path) -> dict[str, dict]:
+    """``{split: {name: array}}`` from ``folder/<split>/<name>.npy`` (memory-mapped, read-only)."""
     import numpy as np
 
-    return {p.stem: np.load(p, mmap_mode="r", allow_pickle=False) for p in sorted(folder.glob("*.npy"))}
+    return {d.name: {p.stem: np.load(p, mmap_mode="r", allow_pickle=False) for p in sorted(d.glob("*.npy"))}
+            for d in sorted(folder.iterdir()) if d.is_dir()}
 
 
 # ----------------------------------------------------------------------------- the child
@@ -160,7 +162,8 @@ def _public(module) -> dict[str, int]:
 
 
 def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> int:
-    """Predict for one checkpoint; the answer (JSON line + .npy) goes to ``result_fd``."""
+    """Predict for one checkpoint on each split asked for; the answer (a JSON line, then one
+    ``.npy`` per split) goes to ``result_fd``."""
     import atexit
 
     import numpy as np
@@ -203,22 +206,28 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
             model.to(device).eval()
         except Exception as exc:
             raise kit.KitError(f"moving the model to {device} failed: {type(exc).__name__}: {str(exc)[:200]}") from None
-        with torch.no_grad():
-            try:
-                pred = predict(model, inputs, device)
-            except kit.KitError:
-                raise
-            except Exception as exc:
-                raise kit.KitError(f"evaluation failed: {type(exc).__name__}: {str(exc)[:300]}") from None
+        parts, blobs = [], []
+        for split in req.get("splits") or sorted(inputs):
+            if split not in inputs:
+                raise kit.KitError(f"no inputs for split {split!r} in the scorer")
+            with torch.no_grad():
+                try:
+                    pred = predict(model, inputs[split], device)
+                except kit.KitError:
+                    raise
+                except Exception as exc:
+                    raise kit.KitError(f"evaluation failed: {type(exc).__name__}: {str(exc)[:300]}") from None
+            if isinstance(pred, torch.Tensor):
+                pred = pred.detach().cpu().numpy()
+            if not isinstance(pred, np.ndarray) or pred.dtype.kind not in "biuf":
+                raise kit.KitError(f"predict() returned {type(pred).__name__}, not a numeric numpy array")
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(pred), allow_pickle=False)
+            blobs.append(buf.getvalue())
+            parts.append({"split": split, "bytes": len(blobs[-1])})
         watch.armed = False
-        if isinstance(pred, torch.Tensor):
-            pred = pred.detach().cpu().numpy()
-        if not isinstance(pred, np.ndarray) or pred.dtype.kind not in "biuf":
-            raise kit.KitError(f"predict() returned {type(pred).__name__}, not a numeric numpy array")
-        buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(pred), allow_pickle=False)
-        payload = buf.getvalue()
-        answer = {"ok": True, "script": ckpt.get("script"), "self_reported": ckpt.get("score")}
+        payload = b"".join(blobs)
+        answer = {"ok": True, "parts": parts, "script": ckpt.get("script"), "self_reported": ckpt.get("score")}
     except kit.KitError as exc:
         answer = {"ok": False, "error": str(exc)}
     except MemoryError:

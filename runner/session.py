@@ -31,13 +31,13 @@ from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
-from runner.scoring import Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
+from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.config import SessionPaths, data_root
 from runner.execlog import ExecLog, Launch
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
-from runner.official import Candidate, pick_best, select_candidates
+from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, select
 from runner.outcome import end_detail, endpoint_problem
 from runner import sandbox
 from runner.proctree import ProcessTree, start_tree
@@ -50,6 +50,7 @@ HEARTBEAT_S = 5.0
 PROCESS_SCAN_S = 1.0
 STDERR_TAIL_LINES = 50  # kept in memory for the failure message; all of it is on disk
 LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scores in flight
+MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many more of the ranking are tried
 
 
 class Session:
@@ -201,6 +202,7 @@ class Session:
             "agent_version": self.agent_version,
             "model": self.config.model,
             "sealed": self.config.sealed,
+            "selection": SELECTION,
             **(self.net.contract() if self.net else {"network": self.config.network}),
             "harness_version": HARNESS_VERSION,
             "python": platform.python_version(),
@@ -495,55 +497,68 @@ class Session:
         with self._lock:
             self.live[found.label] = score
         self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
-                         metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
+                         metric=self.spec.metric, split=SELECTION_SPLIT, eval_s=score.eval_s,
                          budget_elapsed_s=self.found_at.get(found.label, 0.0), flags=self._flags(found, score))
 
-    def _flags(self, found: FoundCheckpoint, score: Score) -> list[str]:
-        flags = list(score.flags)
-        claim = self_report_flag(self.spec, found.self_reported, score.value)
-        return flags + [claim] if claim else flags
+    def _flags(self, found: FoundCheckpoint, val: Score, flags: tuple[str, ...] = ()) -> list[str]:
+        """The scorer's integrity flags, and one more when the agent's own validation figure is far
+        better than the harness's."""
+        claim = self_report_flag(self.spec, found.self_reported, val.value)
+        out = list(flags or val.flags)
+        return out + [claim] if claim else out
 
     def _official_result(self, reason: str, detail: str, live: SealedScorer | None) -> tuple[float | None, str | None]:
-        """Re-evaluate the candidates, each in a fresh child of a scorer on the session's device
-        (the live one where that is the same device: it is warm, and its children start clean)."""
+        """Paper step 5 by the harness's own validation scores (runner/official.py), each
+        re-evaluation a fresh child of a scorer on the session's device (the warm live one where
+        that is the CPU too)."""
+        scored = self.spec.scored_split
+        splits = sorted({SELECTION_SPLIT, scored})
         with self._lock:
-            cands = [
-                Candidate(label, self.found_at[label], self.live.get(label).value if label in self.live else None,
-                          f.self_reported, live_failed=label in self.live and self.live[label].value is None)
-                for label, f in self.found.items()
-            ]
-        chosen = select_candidates(cands, self.spec.higher_is_better)
-        official: dict[str, float] = {}
-        rows = []
+            cands = [Candidate(label, self.found_at.get(label, 0.0), self.live[label].value if label in self.live else None)
+                     for label in self.found]
+        live_val = {c.label: c.val for c in cands}
+        elapsed = {c.label: c.elapsed_s for c in cands}
+        rows: dict[str, dict] = {}
         device = "cuda" if self.config.gpu and _cuda_available() else "cpu"
         reuse = live is not None and live.alive() and live.plan.device == device
-        scorer = (live if reuse else self._scorer(device)) if chosen else None
+        scorer: SealedScorer | None = None
+
+        def evaluate(label: str) -> Evaluation:
+            nonlocal scorer
+            scorer = scorer or (live if reuse else self._scorer(device))
+            found = self.found[label]
+            scores = scorer.score(found.path, found.snapshot, splits)
+            sel, off = scores[SELECTION_SPLIT], scores[scored]
+            flags = self._flags(found, sel, off.flags)
+            self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=self.spec.metric,
+                             split=scored, eval_s=off.eval_s, budget_elapsed_s=elapsed[label], official=True,
+                             flags=flags, val=sel.value if scored != SELECTION_SPLIT else None)
+            rows[label] = {"checkpoint": label, "window": int(elapsed[label] // WINDOW_S),
+                           "budget_elapsed_s": round(elapsed[label], 1), "live_val": live_val[label], "val": sel.value,
+                           "self_reported": found.self_reported, "official": off.value,
+                           "error": off.error or sel.error, "flags": flags}
+            return Evaluation(sel.value, off.value, off.error or sel.error)
+
         try:
-            for cand in chosen:
-                found = self.found[cand.label]
-                score = scorer.score(found.path, found.snapshot)
-                flags = self._flags(found, score)
-                self.events.emit("checkpoint_scored", name=cand.label, value=score.value, error=score.error,
-                                 metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
-                                 budget_elapsed_s=cand.elapsed_s, official=True, flags=flags)
-                rows.append({"checkpoint": cand.label, "window": int(cand.elapsed_s // 300),
-                             "budget_elapsed_s": round(cand.elapsed_s, 1), "live": cand.live, "self_reported": cand.reported,
-                             "official": score.value, "error": score.error, "flags": flags})
-                if score.value is not None:
-                    official[cand.label] = score.value
+            chosen = select(cands, self.spec.better, evaluate, MAX_FALLBACK)
         finally:
             if scorer is not None and scorer is not live:
                 scorer.close()
-        best = pick_best(official, self.spec.higher_is_better)
+        trajectory = [{"window": rows[label]["window"], "checkpoint": label, "val": chosen.vals[label],
+                       "official": rows[label]["official"]} for label in chosen.trajectory]
+        best = (chosen.best, rows[chosen.best]["official"]) if chosen.best else None
         failure = None
         if best is None:
-            failure = "no checkpoint was saved" if not cands else "no checkpoint could be scored: " + (
-                next((r["error"] for r in rows if r["error"]), "") or "unknown")
-        self._write_result(reason, detail, rows, best, failure, len(cands))
+            failure = "no checkpoint was saved" if not self.found else "no checkpoint could be scored: " + (
+                next((r["error"] for r in rows.values() if r["error"]), "")
+                or next((s.error for s in self.live.values() if s.error), "") or "unknown")
+        self._write_result(reason, detail, sorted(rows.values(), key=lambda r: r["budget_elapsed_s"]), best, failure,
+                           len(self.found), trajectory, chosen.vals.get(chosen.best) if chosen.best else None)
         return (best[1], best[0]) if best else (None, None)
 
     def _write_result(self, reason: str, detail: str, rows: list[dict], best: tuple[str, float] | None,
-                      failure: str | None, found: int) -> None:
+                      failure: str | None, found: int, trajectory: list[dict] | None = None,
+                      val: float | None = None) -> None:
         result = {
             "session_id": self.config.session_id,
             "task": self.spec.id,
@@ -556,11 +571,15 @@ class Session:
             "split": self.spec.scored_split,
             "value": best[1] if best else None,
             "checkpoint": best[0] if best else None,
+            "selection": SELECTION,  # the checkpoint is the best by the harness's validation score
+            "selection_split": SELECTION_SPLIT,
+            "val": val,
             "end_reason": reason,
             "end_detail": detail,
             "failure": failure,
             "checkpoints_found": found,
             "evaluated": rows,
+            "trajectory": trajectory or [],  # each 5-minute window's val-best on the scored split
         }
         tmp = self.paths.root / ".result.json.tmp"
         tmp.write_text(json.dumps(result, indent=2))

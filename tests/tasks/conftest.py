@@ -325,7 +325,7 @@ def sealed_score(tmp_path, monkeypatch):
             private=root / "scoring" / "cpu", home=tmp_path / "sealed-home", session_id="s1",
             timeout_s=spec.eval_timeout_s, threads=1))
         try:
-            return scorer.score(snap / SNAPSHOT_CKPT, snap)
+            return scorer.score(snap / SNAPSHOT_CKPT, snap, [spec.scored_split])[spec.scored_split]
         finally:
             scorer.close()
 

@@ -203,15 +203,115 @@ def test_real_session_scores_as_prepare_eval_does(raw_dir, prepare_fixture, home
     assert all(f.startswith("self-reported") for f in live[0]["flags"] + official[0]["flags"]), scored
 
     ckpt = paths.workspace / "checkpoints" / "run_1_epoch1.pt"
-    proc = subprocess.run([sys.executable, str(get_task(TASK).folder / "prepare.py"), "--eval", str(ckpt),
-                           "--code", str(paths.workspace), "--data-dir", str(data), "--device", "cpu"],
-                          capture_output=True, text=True, timeout=120)
-    by_hand = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert by_hand["ok"] and by_hand["n"] == 2785, by_hand
-    assert live[0]["value"] == pytest.approx(by_hand["value"], abs=1e-6)
-    assert official[0]["value"] == pytest.approx(by_hand["value"], abs=1e-6)
+    by_hand = {split: eval_by_hand(ckpt, paths.workspace, data, split) for split in ("val", "test")}
+    assert by_hand["test"]["n"] == 2785, by_hand
+    # live: the trusted validation score, which ranks checkpoints; official: the test score
+    assert live[0]["split"] == "val" and live[0]["value"] == pytest.approx(by_hand["val"]["value"], abs=1e-6)
+    assert official[0]["split"] == "test" and official[0]["value"] == pytest.approx(by_hand["test"]["value"], abs=1e-6)
+    assert official[0]["val"] == pytest.approx(by_hand["val"]["value"], abs=1e-6)
     assert json.loads(paths.result.read_text())["value"] == official[0]["value"]
-    print(f"t6 session: live {live[0]['value']!r} official {official[0]['value']!r} --eval {by_hand['value']!r}")
+    print(f"t6 session: live val {live[0]['value']!r} official {official[0]['value']!r} --eval {by_hand!r}")
+
+
+def eval_by_hand(ckpt, code, data, split="test") -> dict:
+    proc = subprocess.run([sys.executable, str(get_task(TASK).folder / "prepare.py"), "--eval", str(ckpt),
+                           "--code", str(code), "--data-dir", str(data), "--device", "cpu", "--split", split],
+                          capture_output=True, text=True, timeout=120)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ok"], out
+    return out
+
+
+CONST_SCRIPT = '''
+import json, sys, time
+import torch
+import torch.nn as nn
+import prepare
+
+
+class Const(nn.Module):  # forecasts one value everywhere
+    def __init__(self, c):
+        super().__init__()
+        self.c = nn.Parameter(torch.tensor(float(c)))
+
+    def forward(self, x):
+        return self.c.expand(x.shape[0], prepare.HORIZON, x.shape[2]).clone()
+
+
+def build_model(config):
+    if time.time() < config["not_before"]:  # stands in for a model that runs only on the GPU
+        raise RuntimeError("this model needs CUDA (simulated)")
+    return Const(config["c"])
+
+
+if __name__ == "__main__":
+    for name, c, not_before in json.loads(sys.argv[1]):
+        prepare.save_checkpoint(Const(c), {"c": c, "not_before": not_before}, name)
+'''
+
+CONSTANT_AGENT = f"""
+import json, subprocess, sys, time
+from pathlib import Path
+Path("run_const.py").write_text({CONST_SCRIPT!r})
+plan = json.loads(sys.argv[1])
+subprocess.run([sys.executable, "run_const.py", json.dumps(plan)], check=True)
+time.sleep(max(0.0, max(p[2] for p in plan) - time.time()) + 4)  # the live scores in, then the end
+"""
+
+
+def constant_fits(home) -> tuple[float, float]:
+    """Constant forecasts fitted to val's and to test's targets (the fixture's series drifts, so
+    val and test rank the two constant models in opposite orders)."""
+    import importlib.util
+    import os
+
+    os.environ["ONEGC_DATA_DIR"] = str(home / "data" / TASK)
+    try:
+        spec = importlib.util.spec_from_file_location("t6_fits", get_task(TASK).folder / "prepare.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return float(module.windows("val")[1].mean()), float(module.windows("test")[1].mean())
+    finally:
+        os.environ.pop("ONEGC_DATA_DIR", None)
+
+
+def selection_session(home, raw_dir, prepare_fixture, tmp_path, sid, fit_val_not_before):
+    shutil.copytree(prepare_fixture(TASK, raw_dir), home / "data" / TASK)
+    c_val, c_test = constant_fits(home)
+    plan = [["fit_val", c_val, fit_val_not_before()], ["fit_test", c_test, 0]]
+    cmd = write_agent(tmp_path, "constant_agent.py", CONSTANT_AGENT) + [json.dumps(plan)]
+    paths = start_session(home, sid, task="t6", agent="command", command=cmd, budget_s=240)
+    ended = wait_event(paths, "session_ended", timeout=400)
+    assert ended["reason"] == "completed", ended
+    data = home / "data" / TASK
+    snaps = {name: paths.snapshots / f"{name}-1" for name in ("fit_val", "fit_test")}
+    by_hand = {name: {split: eval_by_hand(snap / "checkpoint.pt", snap, data, split)["value"] for split in ("val", "test")}
+               for name, snap in snaps.items()}
+    return paths, json.loads(paths.result.read_text()), by_hand
+
+
+def test_the_val_best_checkpoint_is_official_although_another_has_the_better_test_score(
+        raw_dir, prepare_fixture, home, tmp_path):
+    paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel1", lambda: 0)
+    assert by_hand["fit_val"]["val"] < by_hand["fit_test"]["val"]  # val prefers fit_val...
+    assert by_hand["fit_test"]["test"] < by_hand["fit_val"]["test"]  # ...test prefers fit_test
+    assert result["checkpoint"] == "fit_val-1" and result["selection"] == "val-best"
+    assert result["value"] == pytest.approx(by_hand["fit_val"]["test"], abs=1e-6)  # its test score: the worse one
+    assert result["val"] == pytest.approx(by_hand["fit_val"]["val"], abs=1e-6)
+    started = next(e for e in events(paths) if e["type"] == "session_started")
+    assert started["contract"]["selection"] == "val-best"
+
+
+def test_a_best_checkpoint_whose_live_scoring_failed_still_gets_its_official_score(
+        raw_dir, prepare_fixture, home, tmp_path):
+    import time
+
+    paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel2", lambda: time.time() + 8)
+    live = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}
+    assert live["fit_val-1"].get("value") is None and "needs CUDA" in live["fit_val-1"]["error"]
+    assert live["fit_test-1"]["value"] is not None
+    assert result["checkpoint"] == "fit_val-1"  # judged again after the session, on the session's device
+    assert result["value"] == pytest.approx(by_hand["fit_val"]["test"], abs=1e-6)
 
 
 def test_corrupt_fixture_fails_checksum_and_leaves_nothing(raw_dir, tmp_path, kit, load_prepare, pin_raw):
