@@ -12,7 +12,6 @@ from runner.events import Event
 from tasks import UnknownTask, get_task
 
 BAR_WIDTH = 10
-STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
 KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "usage": "$", "result": "■",
               "error": "✖", "raw": "·"}
 
@@ -112,33 +111,6 @@ class BudgetView:
         return left / self.budget_s
 
 
-def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
-    """The sessions-table cells of one summary row, keyed by column."""
-    view = BudgetView()
-    view.update_from_row(row)
-    left = view.remaining_now(now)
-    if row.get("state") in ("ended", "failed"):
-        left_text = (row.get("end_reason") or "").replace("_", " ")
-    else:
-        left_text = f"{bar(view.fraction_left(now), 8)} {table_clock(left)}"
-    util = row.get("gpu_util")
-    return {
-        "session": row["session_id"],
-        "task": short_task(row.get("task")),
-        "agent": row.get("agent") or "",
-        "model": row.get("model") or "-",
-        "rep": str(row.get("repeat") or 1),
-        "state": STATE_LABELS.get(row.get("state") or "", row.get("state") or ""),
-        "left": left_text,
-        "best": fmt_score(row.get("score") if row.get("score") is not None else row.get("best_live")),
-        "gpu": "-" if util is None else f"{util:.0f}%",
-        "ckpts": str(row.get("n_checkpoints") or 0),
-        "scripts": str(row.get("scripts_launched") or 0),
-        "tokens": fmt_tokens((row.get("tokens_in") or 0) + (row.get("tokens_out") or 0)),
-        "cost": "-" if not row.get("cost_usd") else f"${row['cost_usd']:.2f}",
-    }
-
-
 def transcript_line(ts: float, role: str, kind: str, tool: str | None, text: str, exit_code: int | None = None) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(ts))
     mark = KIND_MARKS.get(kind, "·")
@@ -175,33 +147,6 @@ def event_line(event: Event) -> str | None:
     if event.type == "session_ended":
         return f"{stamp} ■ session ended: {event.reason} ({event.detail})"
     return None
-
-
-# ----------------------------------------------------------------------------- the sessions table
-
-SORTS = ("started", "agent", "task", "state", "left", "best", "gpu", "cost")  # 's' cycles through these
-STATE_ORDER = {"running": 0, "paused": 1, "queued": 2, "failed": 3, "ended": 4}
-
-
-def sort_key(row: dict, by: str, now: float | None = None):
-    """A sortable key of a summary row for one of :data:`SORTS` (None values last)."""
-    if by == "left":
-        view = BudgetView()
-        view.update_from_row(row)
-        left = view.remaining_now(now)
-        return (left is None, left or 0.0)
-    if by == "best":
-        best = row.get("score") if row.get("score") is not None else row.get("best_live")
-        return (best is None, -(best or 0.0))  # best first
-    if by == "gpu":
-        return (row.get("gpu_util") is None, -(row.get("gpu_util") or 0.0))
-    if by == "cost":
-        return (False, -(row.get("cost_usd") or 0.0))
-    if by == "state":
-        return (False, STATE_ORDER.get(row.get("state") or "", 9), row.get("started_ts") or 0.0)
-    if by in ("agent", "task"):
-        return (row.get(by) is None, str(row.get(by) or ""), row.get("repeat") or 0)
-    return (row.get("started_ts") is None, row.get("started_ts") or 0.0, row["session_id"])
 
 
 # ----------------------------------------------------------------------------- transcript filters

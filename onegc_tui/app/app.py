@@ -33,7 +33,9 @@ from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane, TranscriptPane
 from onegc_tui.ingest import LiveIngest
 from onegc_tui.store import Store
-from onegc_tui.view import SORTS, Alerts, count, session_cells, sort_key
+from onegc_tui.app.sessions import SessionsTable
+from onegc_tui.sessions_view import sort_arrow
+from onegc_tui.view import Alerts, count
 from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
@@ -42,10 +44,6 @@ from tasks import UnknownTask, get_task
 GIL_SWITCH_S = 0.001
 FLUSH_HZ = 10  # drain new events into the panes this often (PERFORMANCE.md: frames, not lines)
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
-COLUMNS = [("mark", "", 1), ("session", "Session", 30), ("agent", "Agent", 12), ("model", "Model", 14),
-           ("task", "Task", 4), ("rep", "#", 2), ("state", "State", 7), ("left", "Budget left", 15),
-           ("best", "Best", 7), ("gpu", "GPU", 4), ("tokens", "Tokens", 6), ("cost", "Cost", 6),
-           ("scripts", "Scripts", 7)]
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}
 MAX_REPLAY = 4  # sessions side by side in the replay screen
@@ -101,14 +99,8 @@ class MonitorApp(App):
         self.loaded_seq: int | None = 0  # None while the selected session's panes are being read
         self._held: list[Event] = []
         self._summary = ""
-        self.rows: dict[str, dict] = {}  # session id -> its summary row
-        self._cells: dict[str, dict[str, str]] = {}  # session id -> the table cells shown
         self._countdowns: set[str] = set()  # sessions whose countdown moves
         self._unchecked: set[str] = set()  # rows changed since the alerts last looked
-        self.order: list[str] = []
-        self.sort_by = "started"
-        self.sort_reverse = False
-        self.marked: list[str] = []
         self.alerts = Alerts(higher_is_better=self._higher_is_better)
         self.history = HistoryViews(home)  # the history screen's data; dropped when sessions start or end
         self._pending: deque[tuple[str, Event]] = deque(maxlen=MAX_PENDING)
@@ -123,7 +115,7 @@ class MonitorApp(App):
         yield MonitorHeader(show_clock=self.show_clock)
         with Vertical(id="top"):
             yield Static("", id="summary")
-            yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+            yield SessionsTable(id="sessions", now=self.now)
         with Grid(id="panes"):
             yield TranscriptPane(id="transcript")
             with Vertical(id="side"):
@@ -133,10 +125,7 @@ class MonitorApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#sessions", DataTable)
-        self._dashboard = table  # held: a query fails once the app starts taking its widgets down
-        for key, label, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+        self._dashboard = self.query_one(SessionsTable)  # held: a query fails once the app starts taking its widgets down
         self.store = Store.open(self.home)
         self._mounted_at = time.monotonic()
         # the ingest thread parses while we draw: hand the GIL over sooner so a key press is not
@@ -199,6 +188,19 @@ class MonitorApp(App):
         if any(e.type in ("session_started", "session_ended") for _, e in batch):
             self.history.invalidate()
 
+    @property
+    def table(self) -> SessionsTable:
+        return self._dashboard
+
+    @property
+    def rows(self) -> dict[str, dict]:
+        """Every session's summary row (the table's, filtered or not)."""
+        return self._dashboard.summaries
+
+    @property
+    def marked(self) -> list[str]:
+        return self._dashboard.marked
+
     def refresh_sessions(self) -> None:
         """Bring the sessions table up to date: the rows changed since the last look, and the
         countdowns of running sessions. Over a store of 10 000 finished sessions this reads and
@@ -215,58 +217,54 @@ class MonitorApp(App):
         moving = [sid for sid in self._countdowns if sid not in changed]  # their countdowns
         if not changed and not moving and self._summary:
             return
-        table = self.query_one("#sessions", DataTable)
+        table = self.table
         now = self.now()
         with self.batch_update():
+            new = [sid for sid in changed if sid not in table.summaries]
+            relaid = table.relayout(self.size.width, new)  # a longer id may widen the session column
             for sid, row in changed.items():
-                self._show_row(table, sid, row, now)
+                table.put(sid, row, now)
+                self._track(sid, row, first=sid in new)
             self._unchecked.update(changed)
             for sid in moving:
-                self._show_row(table, sid, self.rows[sid], now)
-            if changed or (moving and self.sort_by == "left"):
-                self._resort()
+                table.put(sid, table.summaries[sid], now)
+            if changed or relaid or (moving and table.sort_by == "left"):
+                table.resort()
         if changed or not self._summary:
             self._show_summary()
         rows = self.rows
-        if self.selected is None and rows:
+        if self.selected is None and table.order:
             waiting = self.focus_id and self.focus_id not in rows and time.monotonic() - self._mounted_at < FOCUS_WAIT_S
             if not waiting:
-                target = self.focus_id if self.focus_id in rows else self.order[0]
+                # on attach: the session asked for, else the top row (the most recent running one)
+                target = self.focus_id if self.focus_id in table.order else table.order[0]
                 self.select(target)
-                table.move_cursor(row=table.get_row_index(target), animate=False)
-        elif self.focus_id in rows and self.focus_id != self.selected and self._focus_pending:
+                table.go_to(target)
+        elif self.focus_id in table.order and self.focus_id != self.selected and self._focus_pending:
             self._focus_pending = False  # the session asked for (or started from the form): go to it
-            table.move_cursor(row=table.get_row_index(self.focus_id), animate=False)
+            table.go_to(self.focus_id)
         elif self.selected in changed:
             self.query_one(BudgetPane).update_row(rows[self.selected])
 
     _rev = 0  # the newest sessions-row revision shown
     _focus_pending = False
 
-    def _show_row(self, table: DataTable, sid: str, row: dict, now: float) -> None:
-        cells = session_cells(row, now)
-        cells["mark"] = "◆" if sid in self.marked else ""
-        old = self._cells.get(sid)
-        if old is None:
-            table.add_row(*(cells[k] for k, _, _ in COLUMNS), key=sid)
+    def _track(self, sid: str, row: dict, first: bool) -> None:
+        if first:
             self._first_sight(sid, row)
-        else:
-            for key, _, _ in COLUMNS:
-                if cells[key] != old[key]:
-                    table.update_cell(sid, key, cells[key])
-        self._cells[sid] = cells
-        self.rows[sid] = row
         if row["state"] == "running":
             self._countdowns.add(sid)
         else:
             self._countdowns.discard(sid)
 
     def _show_summary(self) -> None:
-        rows = self.rows
+        rows, table = self.rows, self.table
         n_paused = sum(1 for r in rows.values() if r["state"] == "paused")
-        order = f"sorted by {self.sort_by}{' ↓' if self.sort_reverse else ''}"
+        order = f"sorted by {table.sort_by} {sort_arrow(table.sort_by, table.sort_reverse)}"
         marks = f" · {len(self.marked)} marked for replay" if self.marked else ""
-        summary = (f"{count(len(rows), 'session')} · {len(self._countdowns)} running · {n_paused} paused · {order}{marks}" if rows else
+        shown = f" · filter “{table.filter_text}”: {len(table.order)} shown" if table.row_filter else ""
+        summary = (f"{count(len(rows), 'session')} · {len(self._countdowns)} running · {n_paused} paused{shown} · "
+                   f"{order}{marks}" if rows else
                    f"No sessions under {self.home / 'runs'} yet: press n, or run 'onegc demo' or 'onegc run'.")
         if summary != self._summary:  # an update relayouts the screen: only when the text changes
             self._summary = summary
@@ -277,18 +275,6 @@ class MonitorApp(App):
             last, alive = queries.activity(self.store, sid)
             self.alerts.seed(sid, last, alive)
         self.alerts.states[sid] = row["state"]
-
-    def _resort(self) -> None:
-        now = self.now()
-        want = sorted(self.rows, key=lambda sid: sort_key(self.rows[sid], self.sort_by, now), reverse=self.sort_reverse)
-        if want == self.order:
-            return
-        table = self.query_one("#sessions", DataTable)
-        rank = {sid: i for i, sid in enumerate(want)}
-        table.sort("session", key=rank.__getitem__)
-        self.order = want
-        if self.selected in rank:
-            table.move_cursor(row=rank[self.selected], animate=False)  # the cursor stays on its session
 
     def _higher_is_better(self, sid: str) -> bool:
         try:
@@ -453,13 +439,18 @@ class MonitorApp(App):
             event.stop()
 
     def action_sort(self) -> None:
-        self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)]
-        self._resort()
+        """The next of the columns on screen, in its natural direction."""
+        table = self.table
+        sorts = [c.sort for c, _ in table.fitted if c.sort]
+        by = sorts[(sorts.index(table.sort_by) + 1) % len(sorts)] if table.sort_by in sorts else sorts[0]
+        table.set_sort(by, False)
         self._show_summary()
 
     def action_reverse(self) -> None:
-        self.sort_reverse = not self.sort_reverse
-        self._resort()
+        self.table.set_sort(self.table.sort_by, not self.table.sort_reverse)
+        self._show_summary()
+
+    def on_sessions_table_sort_changed(self, _: SessionsTable.SortChanged) -> None:
         self._show_summary()
 
     def action_mark(self) -> None:
@@ -473,8 +464,7 @@ class MonitorApp(App):
             return
         else:
             self.marked.append(sid)
-        mark = self._cells[sid]["mark"] = "◆" if sid in self.marked else ""
-        self.query_one("#sessions", DataTable).update_cell(sid, "mark", mark)
+        self.table.set_mark(sid)
         self._show_summary()
 
     def action_detail(self) -> None:

@@ -54,13 +54,12 @@ def first_request(paths) -> str | None:
 def _drive(name, screen, s1, s2) -> None:
     if True:
         wait_for(lambda: "tm1" in screen() and "tm2" in screen(), 60, "both sessions on the monitor")
-        wait_for(lambda: "monitor — tm1" in screen() or "monitor—tm1" in screen().replace(" ", ""), 30,
-                 "the first session selected")
+        wait_for(lambda: "tm2" in screen().splitlines()[0], 30, "the most recent running session selected (header)")
         tmux("send-keys", "-t", name, "Down")
-        wait_for(lambda: "tm2" in screen().splitlines()[0], 30, "the second session selected (header)")
+        wait_for(lambda: "tm1" in screen().splitlines()[0], 30, "the other session selected (header)")
         tmux("send-keys", "-t", name, "p")
-        wait_for(lambda: first_request(s2) == "pause", 30, "a pause request in tm2's control.jsonl")
-        assert not s1.control.exists()  # the selected session, not the other
+        wait_for(lambda: first_request(s1) == "pause", 30, "a pause request in tm1's control.jsonl")
+        assert not s2.control.exists()  # the selected session, not the other
         wait_for(lambda: "PAUSED" in screen(), 60, "the paused state on screen")
         tmux("send-keys", "-t", name, "h")
         wait_for(lambda: "Sonnet 4.6" in screen() and "history" in screen(), 60, "the history matrix with the paper")

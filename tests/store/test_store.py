@@ -143,7 +143,7 @@ def test_live_ingest_with_a_real_watchdog_observer(home):
 
 def test_the_countdown_runs_from_the_last_heartbeat_not_from_the_last_event(home):
     """A transcript line after a heartbeat must not make the sessions table show more time left."""
-    from onegc_tui.view import session_cells
+    from onegc_tui.sessions_view import session_cells
 
     w = fake_session(home, n_transcript=0)  # its events carry today's time: later than the heartbeat's
     t = [1_000.0]
