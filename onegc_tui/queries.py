@@ -96,8 +96,9 @@ def gpu_busy_fraction(store: Store, session_ids: Sequence[str]) -> float | None:
 # ----------------------------------------------------------------------------- transcript pane
 
 
-def pane_lines(store: Store, sid: str, mode: str = "all", search: str = "", limit: int = 2000) -> list[str]:
-    """The transcript pane's lines for a filter mode and search words, oldest first.
+def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", limit: int = 2000) -> list[tuple[int, str]]:
+    """The transcript pane's lines for a filter mode and search words, oldest first, each with
+    the sequence number of its event.
 
     Transcript steps come from the transcript table (search through its full-text index); the
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
@@ -106,7 +107,8 @@ def pane_lines(store: Store, sid: str, mode: str = "all", search: str = "", limi
         rows = store.conn.execute(
             f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(PANE_EVENT_TYPES))})"
             " ORDER BY seq DESC LIMIT ?", (sid, *PANE_EVENT_TYPES, limit)).fetchall()
-        return [line for (data,) in reversed(rows) if (line := event_line(parse_event(data)))]
+        events = (parse_event(data) for (data,) in reversed(rows))
+        return [(e.seq, line) for e in events if (line := event_line(e))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t"
     where, args = ["t.session_id = ?", "t.kind != 'usage'"], [sid]
@@ -131,7 +133,7 @@ def pane_lines(store: Store, sid: str, mode: str = "all", search: str = "", limi
             if event_matches(e, mode, words) and (line := event_line(e)):
                 lines.append((e.seq, line))
     lines.sort()
-    return [line for _, line in lines[-limit:]]
+    return lines[-limit:]
 
 
 # ----------------------------------------------------------------------------- alerts

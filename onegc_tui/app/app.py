@@ -30,7 +30,8 @@ from onegc_tui import queries
 from onegc_tui.app.confirm import ConfirmScreen
 from onegc_tui.app.header import BeatClock, MonitorHeader
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
-from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane, TranscriptPane
+from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane
+from onegc_tui.app.transcript import TranscriptPane
 from onegc_tui.ingest import LiveIngest
 from onegc_tui.store import Store
 from onegc_tui.app.sessions import SessionsTable
@@ -66,6 +67,9 @@ def settle_gc() -> None:
 class MonitorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "onegc monitor"
+    # size classes the stylesheet lays the screens out by (80x24 works; 200x50 uses the room)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-medium"), (150, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
     BINDINGS = [
         Binding("p", "toggle_pause", "Pause/resume"),
         Binding("a", "abort", "Abort"),

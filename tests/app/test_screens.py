@@ -24,7 +24,7 @@ async def test_marking_and_replay_side_by_side(app_home):
         await pilot.pause()
         await pilot.press("r")  # nothing marked: a hint, no screen
         assert not isinstance(app.screen, ReplayScreen)
-        await pilot.press("space", "down", "down", "space", "r")
+        await pilot.press("space", "down", "space", "r")
         await app.workers.wait_for_complete()
         await pilot.pause()
         screen = app.screen

@@ -35,7 +35,7 @@ def test_snapshot_of_the_history_matrix(app_home, snap_compare):
 
 def test_snapshot_of_the_replay(app_home, snap_compare):
     async def replay(pilot):
-        await pilot.press("space", "down", "down", "space", "r")
+        await pilot.press("space", "down", "space", "r")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         await pilot.press(*["left"] * 10)
