@@ -14,6 +14,16 @@ from tasks import UnknownTask, get_task
 BAR_WIDTH = 10
 KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "usage": "$", "result": "■",
               "error": "✖", "raw": "·"}
+# the marks of the harness's own lines in the transcript pane (event_line)
+EVENT_MARKS = {"warning": "⚠", "checkpoint_scored": "★", "control": "⏯", "process": "⚙", "session_ended": "■"}
+# what each mark in the transcript pane means (the help screen shows this; a test keeps it complete)
+MARK_LEGEND: dict[str, str] = {
+    "»": "the agent's text", "…": "the agent thinking", "▶": "a tool call [tool]", "◀": "its result [exit code]",
+    "■": "the agent's final result; the session's end", "✖": "an error", "·": "a raw line the parser did not know",
+    "$": "token usage (not shown as a line)", "⚠": "a warning from the harness (blocked network, no GPU…)",
+    "★": "a checkpoint scored (ERROR: scoring failed)", "⏯": "pause/resume/abort, accepted or refused",
+    "⚙": "a training script started or ended",
+}
 
 
 def count(n: int, noun: str) -> str:
@@ -135,17 +145,18 @@ def event_line(event: Event) -> str | None:
             return None
         return transcript_line(event.ts, event.role, event.kind, event.tool, event.text, event.exit_code)
     stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
+    mark = EVENT_MARKS.get(event.type)
     if event.type == "warning":
-        return f"{stamp} ⚠ {event.code}: {event.message}"
+        return f"{stamp} {mark} {event.code}: {event.message}"
     if event.type == "checkpoint_scored":
         what = fmt_score(event.value) if event.value is not None else f"ERROR {event.error}"
-        return f"{stamp} ★ {'official ' if event.official else ''}{event.name}: {what}"
+        return f"{stamp} {mark} {'official ' if event.official else ''}{event.name}: {what}"
     if event.type == "control":
-        return f"{stamp} ⏯ {event.action} {'accepted' if event.accepted else 'refused: ' + event.detail}"
+        return f"{stamp} {mark} {event.action} {'accepted' if event.accepted else 'refused: ' + event.detail}"
     if event.type == "process":
-        return f"{stamp} ⚙ {event.script} {event.action}"
+        return f"{stamp} {mark} {event.script} {event.action}"
     if event.type == "session_ended":
-        return f"{stamp} ■ session ended: {event.reason} ({event.detail})"
+        return f"{stamp} {mark} session ended: {event.reason} ({event.detail})"
     return None
 
 

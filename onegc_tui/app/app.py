@@ -20,11 +20,11 @@ from collections import deque
 from pathlib import Path
 
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from onegc_tui import queries
 from onegc_tui.app.confirm import ConfirmScreen
@@ -35,7 +35,9 @@ from onegc_tui.app.transcript import TranscriptPane
 from onegc_tui.ingest import LiveIngest
 from onegc_tui.store import Store
 from onegc_tui.app.sessions import SessionsTable
-from onegc_tui.sessions_view import sort_arrow
+from onegc_tui.app.footer import KeyFooter
+from onegc_tui.app.help import HelpScreen, key_sections, pane_name
+from onegc_tui.sessions_view import FILTER_HELP, sort_arrow
 from onegc_tui.view import Alerts, count
 from runner.config import SessionPaths
 from runner.control import request
@@ -49,7 +51,7 @@ FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; s
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}
 MAX_REPLAY = 4  # sessions side by side in the replay screen
 DASHBOARD_ACTIONS = {"toggle_pause", "abort", "follow", "filter", "search", "sort", "reverse", "mark", "detail",
-                     "replay"}
+                     "replay", "filter_sessions", "dismiss"}
 
 
 def settle_gc() -> None:
@@ -67,22 +69,27 @@ def settle_gc() -> None:
 class MonitorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "onegc monitor"
+    AUTO_FOCUS = "#sessions"  # the filter box comes first in the layout, but the table has the keyboard
     # size classes the stylesheet lays the screens out by (80x24 works; 200x50 uses the room)
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-medium"), (150, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
+    # in the footer's order; a narrow footer drops keys from the end (? and q always stay)
     BINDINGS = [
+        Binding("question_mark", "help", "Help"),
         Binding("p", "toggle_pause", "Pause/resume"),
         Binding("a", "abort", "Abort"),
+        Binding("backslash", "filter_sessions", "Filter sessions"),
+        Binding("slash", "search", "Search transcript"),
+        Binding("d", "detail", "Detail"),
+        Binding("h", "history", "History"),
+        Binding("t", "filter", "Transcript kinds"),
         Binding("f", "follow", "Follow"),
-        Binding("t", "filter", "Filter"),
-        Binding("slash", "search", "Search"),
         Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse sort", show=False),
         Binding("space", "mark", "Mark"),
-        Binding("d", "detail", "Detail"),
         Binding("r", "replay", "Replay"),
-        Binding("h", "history", "History"),
-        Binding("n", "new_session", "New"),
+        Binding("n", "new_session", "New session"),
+        Binding("escape", "dismiss", "Close boxes and notifications", show=False),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -119,6 +126,8 @@ class MonitorApp(App):
         yield MonitorHeader(show_clock=self.show_clock)
         with Vertical(id="top"):
             yield Static("", id="summary")
+            yield Input(placeholder=f"filter sessions: {FILTER_HELP} · Enter keeps it, Esc clears it",
+                        id="session-filter")
             yield SessionsTable(id="sessions", now=self.now)
         with Grid(id="panes"):
             yield TranscriptPane(id="transcript")
@@ -126,7 +135,7 @@ class MonitorApp(App):
                 yield BudgetPane(id="budget")
                 yield GpuPane(id="gpu")
             yield CheckpointsPane(id="checkpoints")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._dashboard = self.query_one(SessionsTable)  # held: a query fails once the app starts taking its widgets down
@@ -434,13 +443,72 @@ class MonitorApp(App):
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:
         self.query_one(TranscriptPane).set_search(event.value, self.store)
-        self.query_one("#sessions", DataTable).focus()
+        self.table.focus()
+
+    # ------------------------------------------------------------------ the sessions filter
+    LIVE_FILTER_MAX = 2_000  # up to this many sessions the table follows each key typed; beyond, Enter applies
+
+    def action_filter_sessions(self) -> None:
+        box = self.query_one("#session-filter", Input)
+        box.set_class(True, "-open")
+        box.focus()
+
+    @on(Input.Changed, "#session-filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        if len(self.rows) <= self.LIVE_FILTER_MAX:
+            self._apply_filter(event.value)
+
+    @on(Input.Submitted, "#session-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self._apply_filter(event.value)
+        if not event.value.strip():
+            event.input.set_class(False, "-open")
+        self.table.focus()
+
+    def _apply_filter(self, query: str) -> None:
+        table = self.table
+        table.set_filter(query)
+        self._show_summary()
+        if self.selected not in table.order and table.order:
+            self.select(table.order[0])  # the selection was filtered out: the first that matches
+            table.go_to(table.order[0])
+        elif self.selected in table.order:
+            table.go_to(self.selected)
 
     def on_key(self, event) -> None:
-        if event.key == "escape" and isinstance(self.focused, Input) and self.focused.id == "search":
+        """Esc in a text box: clear it and give the keyboard back to the sessions table."""
+        if event.key != "escape" or not isinstance(self.focused, Input):
+            return
+        box = self.focused
+        if box.id == "search":
             self.query_one(TranscriptPane).set_search("", self.store)
-            self.query_one("#sessions", DataTable).focus()
-            event.stop()
+        elif box.id == "session-filter":
+            box.value = ""
+            self._apply_filter("")
+            box.set_class(False, "-open")
+        else:
+            return
+        self.table.focus()
+        event.stop()
+
+    def action_dismiss(self) -> None:
+        """Esc on the dashboard: close the notifications."""
+        self.clear_notifications()
+
+    # ------------------------------------------------------------------ help
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(key_sections(self.screen), pane_name(self.screen.focused)))
+
+    def get_system_commands(self, screen):
+        """The palette's "Keys" opens the same help as ``?`` (Textual's panel did not close on Esc)."""
+        for command in super().get_system_commands(screen):
+            if command.title == "Keys":
+                yield SystemCommand("Keys", "Every key for the focused pane, and what the marks mean (?)",
+                                    self.action_help)
+            else:
+                yield command
 
     def action_sort(self) -> None:
         """The next of the columns on screen, in its natural direction."""

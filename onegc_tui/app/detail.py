@@ -19,10 +19,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Log, Static
 
 from onegc_tui import queries
 from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
+from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import GUTTER, Plot, Series
 from onegc_tui.queries import Timeline
@@ -180,7 +181,7 @@ class DetailScreen(CursorScreen):
             yield Static("loading…", id="analytics")
         yield Static("Transcript up to the cursor", classes="pane-title")
         yield CursorLog(id="detail-log", max_lines=DETAIL_LINES, auto_scroll=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"detail · {self.ids[0]}"
@@ -233,7 +234,7 @@ class ReplayScreen(CursorScreen):
         with Horizontal(id="replay"):
             for _ in self.ids:
                 yield ReplayColumn()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"replay · {len(self.ids)} sessions"

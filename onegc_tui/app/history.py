@@ -21,10 +21,11 @@ from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from onegc_tui import queries
 from onegc_tui.analysis import FRACTIONS, Matrix, anytime_band, anytime_curve, build_matrix, paper_matrix
+from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import Plot, Series
 from onegc_tui.export import render_matrix
@@ -145,7 +146,7 @@ class HistoryScreen(Screen):
             with Vertical(id="band-box"):
                 yield Static("Anytime: best so far against budget (mean, band = min…max)", classes="pane-title")
                 yield Plot(id="band-plot", empty="highlight one of our cells to see its anytime curves")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "history"
@@ -379,7 +380,7 @@ class SessionsScreen(Screen):
         yield Static(f"{self.title_text}: {count(len(self.ids), 'session')} · Enter opens one · space marks · r replays",
                      id="drill-summary")
         yield DataTable(id="drill", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = self.title_text

@@ -167,6 +167,7 @@ def cut(text: str) -> Text:
 
 
 class CheckpointsPane(Vertical):
+    help_name = "Checkpoint scores"
     # name, score, when it appeared, and a note (an error, "scoring…", "★ best"); in a narrow
     # pane the name gives way first, then the time, so the score and the note stay in sight
     LABELS = {"name": "Checkpoint", "score": "Score", "at": "At", "note": ""}

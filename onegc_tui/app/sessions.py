@@ -44,6 +44,7 @@ class IdText(Text):
 
 
 class SessionsTable(DataTable):
+    help_name = "Sessions table"
     BINDINGS = [
         # htop and friends: Home/End go to the first and last row (DataTable scrolls sideways)
         Binding("home", "scroll_top", "First session", show=False),
@@ -121,7 +122,7 @@ class SessionsTable(DataTable):
         texts["mark"] = "◆" if sid in self.marked else ""
         return {c.key: (texts[c.key], cell_tone(c.key, row)) for c, _ in self.fitted}
 
-    def _render(self, key: str, cell: tuple[str, str], width: int, sid: str) -> Text:
+    def _cell(self, key: str, cell: tuple[str, str], width: int, sid: str) -> Text:
         text, tone = cell
         if key == "session":
             out = IdText(middle_cut(text, width))
@@ -131,7 +132,7 @@ class SessionsTable(DataTable):
 
     def _add(self, sid: str, row: dict, now: float) -> None:
         cells = self._cells_of(sid, row, now)
-        self.add_row(*(self._render(c.key, cells[c.key], w, sid) for c, w in self.fitted), key=sid)
+        self.add_row(*(self._cell(c.key, cells[c.key], w, sid) for c, w in self.fitted), key=sid)
         self._cells[sid] = cells
 
     def put(self, sid: str, row: dict, now: float) -> bool:
@@ -153,7 +154,7 @@ class SessionsTable(DataTable):
         old = self._cells[sid]
         for col, width in self.fitted:
             if cells[col.key] != old[col.key]:
-                self.update_cell(sid, col.key, self._render(col.key, cells[col.key], width, sid))
+                self.update_cell(sid, col.key, self._cell(col.key, cells[col.key], width, sid))
         self._cells[sid] = cells
         return False
 

@@ -38,6 +38,7 @@ class TranscriptLog(Log):
     line cursor while it has the keyboard. It stops following new lines when the user moves up
     or scrolls back, and follows again at the end (``End`` or ``f``)."""
 
+    help_name = "Transcript"
     BINDINGS = [
         Binding("up", "cursor(-1)", "Line up", show=False),
         Binding("down", "cursor(1)", "Line down", show=False),
