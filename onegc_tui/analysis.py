@@ -517,9 +517,13 @@ def anytime_band(curves: Sequence[AnytimeCurve], grid: Sequence[float] | None = 
     return AnytimeBand(pts, tuple(mean), tuple(std), tuple(lo), tuple(hi), tuple(n), len(curves))
 
 
-def scores_at(curve: AnytimeCurve, fractions: Sequence[float] = FRACTIONS) -> dict[float, float | None]:
-    """Best score reached by each budget fraction (``None``: no checkpoint yet)."""
-    return {f: curve.at(f) for f in fractions}
+def scores_at(
+    curve: AnytimeCurve, fractions: Sequence[float] = FRACTIONS, reached: float = 1.0
+) -> dict[float, float | None]:
+    """Best score reached by each budget fraction (``None``: no checkpoint by then). A session
+    still running has ``reached`` only part of its budget: later fractions are left out (its
+    score at 100 % is not today's best)."""
+    return {f: curve.at(f) for f in fractions if f <= reached + 1e-9}
 
 
 def time_to_first_checkpoint(points: Iterable[ScorePoint], scored_only: bool = False) -> float | None:

@@ -31,14 +31,14 @@ from onegc_tui.app.confirm import ConfirmScreen
 from onegc_tui.app.header import BeatClock, MonitorHeader
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane
-from onegc_tui.app.transcript import TranscriptPane
+from onegc_tui.app.transcript import TranscriptLog, TranscriptPane
 from onegc_tui.ingest import LiveIngest
 from onegc_tui.store import Store
 from onegc_tui.app.sessions import SessionsTable
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.help import HelpScreen, key_sections, pane_name
 from onegc_tui.sessions_view import FILTER_HELP, sort_arrow
-from onegc_tui.view import Alerts, count
+from onegc_tui.view import Alert, Alerts, Coalescer, Note, count
 from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
@@ -50,6 +50,7 @@ MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dr
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}
 MAX_REPLAY = 4  # sessions side by side in the replay screen
+NOTE_TIMEOUT_S = {"information": 5, "warning": 8, "error": 10}
 DASHBOARD_ACTIONS = {"toggle_pause", "abort", "follow", "filter", "search", "sort", "reverse", "mark", "detail",
                      "replay", "filter_sessions", "dismiss"}
 
@@ -113,6 +114,7 @@ class MonitorApp(App):
         self._countdowns: set[str] = set()  # sessions whose countdown moves
         self._unchecked: set[str] = set()  # rows changed since the alerts last looked
         self.alerts = Alerts(higher_is_better=self._higher_is_better)
+        self.coalescer = Coalescer()
         self.history = HistoryViews(home)  # the history screen's data; dropped when sessions start or end
         self._pending: deque[tuple[str, Event]] = deque(maxlen=MAX_PENDING)
         self._pending_lock = threading.Lock()
@@ -184,8 +186,10 @@ class MonitorApp(App):
         with self._pending_lock:
             batch = list(self._pending)
             self._pending.clear()
+        errors = []
         while self._errors:
-            self.notify(self._errors.popleft(), severity="warning", timeout=8)
+            errors.append(Alert("", self._errors.popleft(), "warning", "ingest_error"))
+        self._notify(errors)
         if not batch:
             return
         mine = [e for sid, e in batch if sid == self.selected]
@@ -193,9 +197,7 @@ class MonitorApp(App):
             self._held.extend(mine)  # the panes are being read: apply these after
         elif mine:
             self._draw_selected([e for e in mine if e.seq > self.loaded_seq])
-        for sid, e in batch:
-            for alert in self.alerts.feed(sid, e):
-                self.notify(alert.message, severity=alert.severity, timeout=8 if alert.severity != "information" else 5)
+        self._notify([alert for sid, e in batch for alert in self.alerts.feed(sid, e)])
         if any(e.type in ("session_started", "session_ended", "budget", "checkpoint_scored") for _, e in batch):
             self.refresh_sessions()
         if any(e.type in ("session_started", "session_ended") for _, e in batch):
@@ -318,8 +320,18 @@ class MonitorApp(App):
             clock.refresh()
         watched = self._unchecked | self._countdowns
         self._unchecked = set()
-        for alert in self.alerts.check({sid: self.rows[sid] for sid in watched}, self.now()):
-            self.notify(alert.message, severity=alert.severity, timeout=10)
+        self._notify(self.alerts.check({sid: self.rows[sid] for sid in watched}, self.now()))
+        for note in self.coalescer.due(time.monotonic(), self.selected):
+            self._show_note(note)
+
+    def _notify(self, alerts: list[Alert]) -> None:
+        """Alerts become at most one notification per kind every few seconds (view.Coalescer)."""
+        if alerts:
+            for note in self.coalescer.add(alerts, time.monotonic(), self.selected):
+                self._show_note(note)
+
+    def _show_note(self, note: Note) -> None:
+        self.notify(note.message, severity=note.severity, timeout=NOTE_TIMEOUT_S[note.severity])
 
     @on(DataTable.RowHighlighted, "#sessions")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -439,6 +451,11 @@ class MonitorApp(App):
 
     def action_search(self) -> None:
         self.query_one(TranscriptPane).open_search()
+
+    def on_transcript_log_open(self, msg: TranscriptLog.Open) -> None:
+        from onegc_tui.app.viewer import LineScreen
+
+        self.push_screen(LineScreen(msg.ref, msg.line))
 
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:

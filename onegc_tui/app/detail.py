@@ -12,6 +12,8 @@ Timelines are read in a worker (its own SQLite connection) and handed over by me
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -92,8 +94,10 @@ def analytics_text(t: Timeline) -> Text:
              f"state {t.row.get('state')}" + (f" · {t.row['end_reason'].replace('_', ' ')}" if t.row.get("end_reason") else ""),
              f"official score {fmt_score(t.row.get('score'))} · {t.metric} {'↑' if t.higher else '↓'}", ""]
     if t.curve is not None:
-        at = scores_at(t.curve, FRACTIONS)
-        lines.append("[b]score at budget[/b]  " + "  ".join(f"{f:.0%} {fmt_score(v)}" for f, v in at.items()))
+        live = t.row.get("state") not in ("ended", "failed")
+        at = scores_at(t.curve, FRACTIONS, reached=t.end_s / t.budget_s if live else 1.0)
+        lines.append("[b]score at budget[/b]  " + "  ".join(
+            f"{f:.0%} {fmt_score(at[f]) if f in at else 'not yet'}" for f in FRACTIONS))
     lines.append(f"first checkpoint at {clock(t.first_checkpoint_s)} · {len(t.scores())} scored · "
                  f"scripts launched {t.row.get('scripts_launched') or 0}")
     if t.split is not None and t.split.total_s > 0:
@@ -167,8 +171,21 @@ class CursorScreen(Screen):
 
 
 class DetailScreen(CursorScreen):
+    BINDINGS = [Binding("l", "raw_files", "Raw logs")]
+    help_name = "Session detail"
+
     def __init__(self, sid: str):
         super().__init__([sid])
+
+    def action_raw_files(self) -> None:
+        """agent.stdout.jsonl, agent.stderr.log, runner.log and events.jsonl of this session."""
+        from onegc_tui.app.viewer import RawFileScreen
+
+        row = self.app.store.session(self.ids[0]) if self.app.store else None
+        if row is None:
+            self.notify(f"no session {self.ids[0]} in the store", severity="warning")
+            return
+        self.app.push_screen(RawFileScreen(Path(row["folder"])))
 
     def compose(self) -> ComposeResult:
         yield MonitorHeader(show_clock=self.app.show_clock)
