@@ -69,8 +69,17 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
             session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
             score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
             budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
-            first_checkpoint_s=first))
+            first_checkpoint_s=first, label=study_label(sid, st)))
     return out
+
+
+def study_label(session_id: str, study: str | None) -> str | None:
+    """The study's agent label of a study session: its id is ``<study>--<label>--<task>--r<k>``
+    (runner/study.py keeps it stable); None for a session run by hand."""
+    if not study or not session_id.startswith(f"{study}--"):
+        return None
+    parts = session_id[len(study) + 2:].split("--")
+    return parts[0] if len(parts) == 3 and parts[0] else None
 
 
 def score_points(store: Store, session_ids: Sequence[str]) -> dict[str, list[ScorePoint]]:
