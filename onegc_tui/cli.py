@@ -235,11 +235,25 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
 
 @main.command("monitor")
 @click.option("--session", "focus", default=None, help="select this session at start")
-def monitor_cmd(focus: str | None) -> None:
-    """Open the live monitor over every session under $ONEGC_HOME."""
-    from onegc_tui.app import make_app
+@click.option("--web", is_flag=True, help="serve the monitor to a browser instead (textual-serve)")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="with --web: the port")
+@click.option("--host", default="localhost", show_default=True,
+              help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network)")
+def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
+    """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser)."""
+    if not web:
+        from onegc_tui.app import make_app
 
-    make_app(_home(), focus=focus).run()
+        make_app(_home(), focus=focus).run()
+        return
+    try:
+        from onegc_tui.app.web import serve
+    except ImportError as exc:
+        raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
+    try:
+        serve(_home(), host=host, port=port, focus=focus)
+    except OSError as exc:
+        raise OnegcError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another with --port") from None
 
 
 @main.command("sessions")
