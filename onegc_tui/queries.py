@@ -215,8 +215,10 @@ def budget_clock(store: Store, sid: str, row: dict) -> BudgetClock:
     return BudgetClock(anchors)
 
 
-def timeline(store: Store, sid: str, analytics: bool = True) -> Timeline | None:
-    """Everything the detail view draws for one session, mapped onto budget time."""
+def timeline(store: Store, sid: str, analytics: bool = True, now: float | None = None) -> Timeline | None:
+    """Everything the detail view draws for one session, mapped onto budget time (a live
+    session's up to ``now``, default the wall clock)."""
+    now = time.time() if now is None else now
     row = store.session(sid)
     if row is None:
         return None
@@ -241,7 +243,7 @@ def timeline(store: Store, sid: str, analytics: bool = True) -> Timeline | None:
     if row.get("state") in ("ended", "failed"):
         end_s = row.get("active_s") or (clock_.anchors[-1][1] if clock_.anchors else 0.0)
     else:
-        end_s = clock_.at(time.time()) if row.get("state") == "running" else (clock_.anchors[-1][1] if clock_.anchors else 0.0)
+        end_s = clock_.at(now) if row.get("state") == "running" else (clock_.anchors[-1][1] if clock_.anchors else 0.0)
     end_s = min(end_s, budget_s + (row.get("grace_s") or 0.0))
     points = [ScorePoint(sid, t, v) for t, v, _, official in ckpts if not official]
     curve = anytime_curve(points, budget_s, "higher" if higher else "lower", sid) if budget_s > 0 else None
@@ -250,9 +252,9 @@ def timeline(store: Store, sid: str, analytics: bool = True) -> Timeline | None:
         events = [parse_event(d) for (d,) in store.conn.execute(
             f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(ACTIVITY_TYPES))}) ORDER BY seq",
             (sid, *ACTIVITY_TYPES))]
-        end_ts = None if row.get("ended_ts") else time.time()
+        end_ts = None if row.get("ended_ts") else now
         acts = tuple(activities_from_events(events, end_ts=end_ts))
-        window = (row["started_ts"], row.get("ended_ts") or time.time()) if row.get("started_ts") else None
+        window = (row["started_ts"], row.get("ended_ts") or now) if row.get("started_ts") else None
         split = gpu_time_split([UtilSample(ts, util, g or 0) for ts, util, g in gpu_rows], acts, window=window)
     return Timeline(row=row, budget_s=budget_s, higher=higher, metric=metric, checkpoints=ckpts, gpu=gpu,
                     lines=tuple(lines), end_s=end_s, curve=curve, split=split,

@@ -144,7 +144,8 @@ class CursorScreen(Screen):
     def load(self) -> None:
         store = Store.open(self.app.home)
         try:
-            out = [t for sid in self.ids if (t := queries.timeline(store, sid, analytics=self.analytics)) is not None]
+            now = self.app.now()
+            out = [t for sid in self.ids if (t := queries.timeline(store, sid, self.analytics, now)) is not None]
         finally:
             store.close()
         self.post_message(TimelinesLoaded(out))

@@ -76,7 +76,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
-            yield Static(self._content(), id="help-text")
+            yield Static(self.body(), id="help-text")
 
     def on_mount(self) -> None:
         box = self.query_one("#help")
@@ -84,27 +84,28 @@ class HelpScreen(ModalScreen[None]):
         box.border_subtitle = "Esc closes"
         box.focus()
 
-    def _content(self) -> Group:
+    def body(self) -> Group:
+        """The keys and the legend, as one renderable."""
         parts = []
         for title, entries in self.sections:
             table = Table.grid(padding=(0, 2))
             table.add_column(style="bold", min_width=8, no_wrap=True)
             table.add_column()
             for key, what in entries:
-                table.add_row(key, what)
+                table.add_row(Text(key), Text(what))  # Text: "[tool]" is not markup
             parts += [Text(title, style="bold underline"), table, Text("")]
         if self.legend:
             marks = Table.grid(padding=(0, 2))
             marks.add_column(style="bold", min_width=8)
             marks.add_column()
             for mark, meaning in MARK_LEGEND.items():
-                marks.add_row(mark, meaning)
+                marks.add_row(Text(mark), Text(meaning))
             parts += [Text("Transcript marks", style="bold underline"), marks, Text("")]
             states = Table.grid(padding=(0, 2))
             states.add_column(min_width=8)
             states.add_column()
             tones = {"running": "green", "PAUSED": "bold yellow", "FAILED": "bold red", "ended": "dim"}
             for label, meaning in STATE_LEGEND:
-                states.add_row(Text(label, style=tones[label]), meaning)
+                states.add_row(Text(label, style=tones[label]), Text(meaning))
             parts += [Text("Session states", style="bold underline"), states]
         return Group(*parts)

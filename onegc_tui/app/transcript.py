@@ -96,7 +96,7 @@ class TranscriptLog(Log):
         shown = min(width, self.scrollable_content_region.width)  # not under the scrollbar
         if cell_len(line) > shown > 1:  # cut at the edge: say so
             strip = Strip.join([strip.crop(0, shown - 1), Strip([Segment(ELLIPSIS, self.rich_style)]),
-                                strip.crop(shown, width)])
+                                Strip.blank(width - shown, self.rich_style)])
         if y == self.cursor and self.has_focus:
             strip = strip.apply_style(Style(reverse=True))
         return strip.apply_offsets(scroll_x, y)
