@@ -23,11 +23,13 @@ class Clock:
 
 
 def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, scores: list[float],
-             gpu: list[float] = (), repeat: int = 1, start: float = T0, model: str | None = None) -> None:
+             gpu: list[float] = (), repeat: int = 1, start: float = T0, model: str | None = None,
+             study: str | None = None) -> None:
     create_session(SessionConfig(session_id=sid, task="t0", agent=agent, model=model, budget_s=120, created=start,
-                                 repeat=repeat), home)
+                                 repeat=repeat, study=study), home)
     w = EventWriter(home / "runs" / sid / "events.jsonl", sid, clock=Clock(start))
-    w.emit("session_started", task="t0_demo", agent=agent, model=model, repeat=repeat, budget_s=120, grace_s=30,
+    w.emit("session_started", task="t0_demo", agent=agent, model=model, repeat=repeat, study=study, budget_s=120,
+           grace_s=30,
            contract={"task_hash": "h"})
     w.emit("budget", state="running", remaining_s=120, deadline=start + 120)
     if not gpu:
@@ -92,6 +94,19 @@ def build_crowd(home: Path, n_ended: int = 20) -> Path:
                  repeat=1 + i % 2, start=T0 + 1_000.0 * i, model=model)
     _session(home, CROWD_RUNNING, "claude-code", None, False, [0.52, 0.61], gpu=[85, 90, 92],
              start=CROWD_NOW - 60.0, model="claude-sonnet-4-6")
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    return home
+
+
+def build_demo_study(home: Path) -> Path:
+    """``examples/demo_study.toml`` as it ends: two configurations of the scripted agent (quick,
+    steady) × t0 × 2 repeats, ids as the study makes them, means 0.9723 and 0.6793."""
+    for label, scores in (("quick", (0.97, 0.9746)), ("steady", (0.70, 0.6586))):
+        for k, score in enumerate(scores, 1):
+            _session(home, f"demo--{label}--t0--r{k}", "scripted", "completed", False, [score / 2, score], repeat=k,
+                     study="demo", start=T0 + 100.0 * k)
     store = Store.open(home)
     Ingester(home, store).ingest_all()
     store.close()
