@@ -121,10 +121,10 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t"
     where, args = ["t.session_id = ?", "t.kind != 'usage'"], [sid]
-    if words:
+    if words and (match := fts_query(words)):
         sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
         where.append("transcript_fts MATCH ?")
-        args.append(fts_query(words))
+        args.append(match)
     if kinds:
         cond = f"t.kind IN ({','.join('?' * len(kinds))})"
         if mode == "errors":
@@ -132,7 +132,8 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
         where.append(cond)
         args += kinds
     rows = store.conn.execute(sql + " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?", (*args, limit)).fetchall()
-    lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
+    lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows
+             if all(w in (text or "").lower() for w in words)]  # the index found the tokens: now the words
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
         for (data,) in store.conn.execute(

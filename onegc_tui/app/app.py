@@ -50,6 +50,7 @@ MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dr
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}
 MAX_REPLAY = 4  # sessions side by side in the replay screen
+BOX_ACTIONS = {"filter_sessions", "search"}  # priority keys that open a text box
 NOTE_TIMEOUT_S = {"information": 5, "warning": 8, "error": 10}
 DASHBOARD_ACTIONS = {"toggle_pause", "abort", "follow", "filter", "search", "sort", "reverse", "mark", "detail",
                      "replay", "filter_sessions", "dismiss"}
@@ -79,8 +80,10 @@ class MonitorApp(App):
         Binding("question_mark", "help", "Help"),
         Binding("p", "toggle_pause", "Pause/resume"),
         Binding("a", "abort", "Abort"),
-        Binding("backslash", "filter_sessions", "Filter sessions"),
-        Binding("slash", "search", "Search transcript"),
+        # priority: the app opens the box before it hands on the next key, so keys typed fast (or
+        # pasted) behind \\ or / go into the box, not to the table ("a" would ask to abort)
+        Binding("backslash", "filter_sessions", "Filter sessions", priority=True),
+        Binding("slash", "search", "Search transcript", priority=True),
         Binding("d", "detail", "Detail"),
         Binding("h", "history", "History"),
         Binding("t", "filter", "Transcript kinds"),
@@ -141,6 +144,7 @@ class MonitorApp(App):
 
     def on_mount(self) -> None:
         self._dashboard = self.query_one(SessionsTable)  # held: a query fails once the app starts taking its widgets down
+        self.query_one("#session-filter").display = False  # opened by \\
         self.store = Store.open(self.home)
         self._mounted_at = time.monotonic()
         # the ingest thread parses while we draw: hand the GIL over sooner so a key press is not
@@ -166,6 +170,8 @@ class MonitorApp(App):
         """Dashboard keys act on the dashboard only (hidden from the footer elsewhere)."""
         if action in DASHBOARD_ACTIONS and len(self.screen_stack) > 1:
             return False
+        if action in BOX_ACTIONS and isinstance(self.focused, Input):
+            return False  # typing in a box: \\ and / are characters
         return True
 
     # ------------------------------------------------------------------ threads -> app
@@ -222,6 +228,7 @@ class MonitorApp(App):
         redraws only what moved (reading every row each second was ~170 ms of the drawing thread)."""
         if self.store is None:
             return
+        caught_up = self._ingest is None or self._ingest.ready.is_set()  # before reading: its rows are in
         version = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
         changed: dict[str, dict] = {}
         if version != self._data_version:
@@ -260,8 +267,18 @@ class MonitorApp(App):
             table.go_to(self.focus_id)
         elif self.selected in changed:
             self.query_one(BudgetPane).update_row(rows[self.selected])
+        if self._auto_pick and caught_up and table.order:
+            # the store may lag the session folders when no monitor ran: once the ingester has
+            # caught up, the top row (the most recent running session) is the one to show, unless
+            # the user has moved since
+            self._auto_pick = False
+            top = table.order[0]
+            if top != self.selected and not self.focus_id:
+                self.select(top)
+                table.go_to(top)
 
     _rev = 0  # the newest sessions-row revision shown
+    _auto_pick = True  # the selection was made for the user, not by them
     _focus_pending = False
 
     def _track(self, sid: str, row: dict, first: bool) -> None:
@@ -341,6 +358,7 @@ class MonitorApp(App):
         if table.coordinate_to_cell_key(table.cursor_coordinate).row_key != event.row_key:
             return  # posted before a re-sort moved the rows: the cursor is on another session now
         if event.row_key.value != self.selected:
+            self._auto_pick = False  # the user moved: their choice stands
             self.select(event.row_key.value)
 
     @on(DataTable.RowSelected, "#sessions")
@@ -467,8 +485,9 @@ class MonitorApp(App):
 
     def action_filter_sessions(self) -> None:
         box = self.query_one("#session-filter", Input)
-        box.set_class(True, "-open")
-        box.focus()
+        box.display = True
+        # at once, not after this event: keys typed (or pasted) right behind the \\ go into the box
+        self.screen.set_focus(box)
 
     @on(Input.Changed, "#session-filter")
     def _filter_typed(self, event: Input.Changed) -> None:
@@ -479,7 +498,7 @@ class MonitorApp(App):
     def _filter_done(self, event: Input.Submitted) -> None:
         self._apply_filter(event.value)
         if not event.value.strip():
-            event.input.set_class(False, "-open")
+            event.input.display = False
         self.table.focus()
 
     def _apply_filter(self, query: str) -> None:
@@ -502,7 +521,7 @@ class MonitorApp(App):
         elif box.id == "session-filter":
             box.value = ""
             self._apply_filter("")
-            box.set_class(False, "-open")
+            box.display = False
         else:
             return
         self.table.focus()

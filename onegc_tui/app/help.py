@@ -51,15 +51,15 @@ def key_sections(screen) -> list[Section]:
     app = screen.app
     focused, groups = screen.focused, {}
     for _, (node, binding, enabled, _tooltip) in screen.active_bindings.items():
-        if not _useful(node, binding):
-            continue
+        if not enabled or not _useful(node, binding):
+            continue  # a key that does nothing here is not worth a line
         if node is app:
             title = "Everywhere"
         elif node is screen:
             title = "On this screen"
         else:
             title = f"{pane_name(focused)} (has the keyboard: Tab moves it)"
-        entry = (app.get_key_display(binding), binding.description + ("" if enabled else " (not here)"))
+        entry = (app.get_key_display(binding), binding.description)
         if entry not in groups.setdefault(title, []):
             groups[title].append(entry)
     order = sorted(groups, key=lambda t: (t == "Everywhere", t == "On this screen"))

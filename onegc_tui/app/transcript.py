@@ -234,8 +234,9 @@ class TranscriptPane(Vertical):
 
     def open_search(self) -> None:
         box = self.query_one("#search", Input)
+        box.value = ""  # a new search (Esc clears the last one)
         box.display = True
-        box.focus()
+        self.screen.set_focus(box)  # at once: the keys typed right behind the / go into the box
 
     def set_search(self, text: str, store: Store) -> None:
         self.query_text = text.strip()

@@ -79,10 +79,10 @@ CROWD_RUNNING = "20260901-093015-t0-claude-code-r1-7f3a"  # the one live session
 CROWD_NOW = T0 + 100_000.0  # "now" for the crowd: the running session started 60 s before
 
 
-def build_crowd(home: Path, n_ended: int = 20) -> Path:
+def build_crowd(home: Path, n_ended: int = 20, running: bool = True) -> Path:
     """What a user attaches to after a day of work: ``n_ended`` finished sessions (ids as
-    ``onegc run`` makes them, several started in the same second, a few FAILED) and one running
-    session, the most recent, started last. The store lists it last."""
+    ``onegc run`` makes them, several started in the same second, a few FAILED) and (``running``)
+    one running session, the most recent, started last. The store lists it last."""
     agents = [("scripted", None), ("claude-code", "claude-sonnet-4-6"), ("codex", "gpt-5")]
     for i in range(n_ended):
         agent, model = agents[(i // 2) % len(agents)]
@@ -92,8 +92,9 @@ def build_crowd(home: Path, n_ended: int = 20) -> Path:
         _session(home, sid, agent, "agent_failed" if failed else ("completed" if i % 3 else "budget_exhausted"), False,
                  [] if failed else [0.3 + 0.01 * i, 0.5 + 0.02 * i], gpu=[40, 80, 90] if i % 2 else (),
                  repeat=1 + i % 2, start=T0 + 1_000.0 * i, model=model)
-    _session(home, CROWD_RUNNING, "claude-code", None, False, [0.52, 0.61], gpu=[85, 90, 92],
-             start=CROWD_NOW - 60.0, model="claude-sonnet-4-6")
+    if running:
+        _session(home, CROWD_RUNNING, "claude-code", None, False, [0.52, 0.61], gpu=[85, 90, 92],
+                 start=CROWD_NOW - 60.0, model="claude-sonnet-4-6")
     store = Store.open(home)
     Ingester(home, store).ingest_all()
     store.close()

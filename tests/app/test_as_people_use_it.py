@@ -394,3 +394,21 @@ async def test_raw_logs_open_from_the_detail_screen(tmp_path):
         assert any('"session_started"' in line for line in log.lines)
         await pilot.press("escape")
         assert not isinstance(app.screen, RawFileScreen)
+
+
+async def test_keys_typed_fast_behind_backslash_go_into_the_filter_box(crowd):
+    """A terminal hands over '\\state:failed' in one read: the letters were lost (or 'a' aborted)."""
+    from textual import events
+
+    app = crowd_app(crowd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        for ch in "\\state:failed":
+            app.post_message(events.Key("backslash" if ch == "\\" else ch, ch))  # no pause between keys
+        await pilot.pause()
+        await pilot.pause()
+        assert app.query_one("#session-filter").value == "state:failed"
+        assert app.table.sort_by == "state"  # the "s" did not sort
+        from onegc_tui.app.confirm import ConfirmScreen
+
+        assert not isinstance(app.screen, ConfirmScreen)  # the 'a' did not ask to abort

@@ -156,3 +156,21 @@ def test_the_countdown_runs_from_the_last_heartbeat_not_from_the_last_event(home
     row = store.session("s1")
     assert (row["remaining_s"], row["remaining_ts"]) == (50.0, 1_000.0) and row["last_ts"] > 1_000.0
     assert session_cells(row, now=1_010.0)["left"].endswith("00:40")
+
+
+def test_search_finds_words_of_several_tokens(home):
+    """'run_1.py' is three tokens to FTS5 and the index keeps no positions: searching it crashed
+    the monitor ("phrase queries are not supported"); now the tokens find rows and the word is checked."""
+    from onegc_tui.queries import pane_entries
+
+    w = fake_session(home, n_transcript=0)
+    w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py")
+    w.emit("transcript", role="tool", kind="tool_result", text="epoch 1 val_acc 0.52")
+    w.emit("transcript", role="assistant", kind="text", text="run it, then 1 more .py file")  # tokens, not the word
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    assert [line.split(" ", 2)[2] for _, line in pane_entries(store, "s1", "all", "run_1.py")] == ["[bash] python run_1.py"]
+    assert len(pane_entries(store, "s1", "all", "val_acc")) == 1
+    assert len(pane_entries(store, "s1", "all", "val_ac")) == 1  # a word typed in part
+    assert [r["text"] for r in store.transcript("s1", search="run_1.py")] == ["python run_1.py"]
+    assert store.transcript("s1", search="::") == []  # no token at all: nothing matches, no error
