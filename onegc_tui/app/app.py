@@ -243,7 +243,7 @@ class MonitorApp(App):
         now = self.now()
         with self.batch_update():
             new = [sid for sid in changed if sid not in table.summaries]
-            relaid = table.relayout(self.size.width, new)  # a longer id may widen the session column
+            relaid = bool(new) and table.relayout(self.size.width, new)  # a longer id may widen the session column
             for sid, row in changed.items():
                 table.put(sid, row, now)
                 self._track(sid, row, first=sid in new)

@@ -93,8 +93,8 @@ class TranscriptLog(Log):
         tone = self._tones.get(line[MARK_AT:MARK_AT + 1])
         if tone:
             strip = strip.apply_style(tone)
-        shown = min(width, self.scrollable_content_region.width)  # not under the scrollbar
-        if cell_len(line) > shown > 1:  # cut at the edge: say so
+        shown = width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
+        if len(line) > shown > 1 and cell_len(line) > shown:  # cut at the edge (not under the scrollbar): say so
             strip = Strip.join([strip.crop(0, shown - 1), Strip([Segment(ELLIPSIS, self.rich_style)]),
                                 Strip.blank(width - shown, self.rich_style)])
         if y == self.cursor and self.has_focus:
