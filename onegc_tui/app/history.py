@@ -192,6 +192,8 @@ class HistoryScreen(Screen):
         self.query_one("#hist-summary", Static).update(
             f"[b]{study}[/b]: {count(self.n_sessions, 'session')}{demo} · cells: {what} · bold: best per task · "
             f"Agg: mean relative improvement over the baselines (†: partial) · paper rows: its Table 4/6")
+        if not self.matrix.rows and has_demo and self.focused is not self.query_one("#demo-matrix"):
+            self.query_one("#demo-matrix").focus()  # nothing of ours beside the paper: start on the demo's cells
         if not self.matrix.rows:
             self.query_one("#cell-detail", Static).update(
                 "No finished sessions of ours on the paper's tasks for this filter: only the paper's reference rows are shown."

@@ -57,7 +57,7 @@ class BudgetPane(Vertical):
         self._draw()
 
     def tick(self) -> None:
-        if hasattr(self, "row"):
+        if hasattr(self, "row") and self.query("#budget-bar"):  # not while the app takes its widgets down
             self._draw()
 
     def _set(self, selector: str, text: str, layout: bool = True) -> None:

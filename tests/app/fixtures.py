@@ -112,3 +112,16 @@ def build_demo_study(home: Path) -> Path:
     Ingester(home, store).ingest_all()
     store.close()
     return home
+
+
+async def settled(pilot) -> None:
+    """Until the first frame is whole: the selected session's panes read and the footer built
+    (a bounded number of passes through the app's queue, not a timer)."""
+    from textual.widgets._footer import FooterKey
+
+    app = pilot.app
+    for _ in range(50):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.query(FooterKey) and app.loaded_seq is not None:
+            return

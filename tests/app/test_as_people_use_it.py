@@ -12,7 +12,7 @@ from onegc_tui.app import make_app
 from onegc_tui.app.help import HelpScreen
 from onegc_tui.app.transcript import TranscriptLog
 from onegc_tui.view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
-from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home
+from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
 
 SIZES = [(80, 24), (100, 30), (120, 40), (200, 50)]
 
@@ -120,7 +120,7 @@ async def test_the_sessions_filter_narrows_the_table_and_esc_clears_it(crowd):
 async def test_state_budget_and_best_are_on_screen_at_every_size(crowd, size):
     app = crowd_app(crowd)
     async with app.run_test(size=size) as pilot:
-        await pilot.pause()
+        await settled(pilot)
         shown = visible_columns(app.table)
         assert {"state", "left", "best", "session"} <= set(shown)
         assert app.table.max_scroll_x == 0  # no column runs off to the right
@@ -134,9 +134,7 @@ async def test_state_budget_and_best_are_on_screen_at_every_size(crowd, size):
 async def test_the_checkpoint_score_is_on_screen(crowd, size):
     app = crowd_app(crowd)
     async with app.run_test(size=size) as pilot:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settled(pilot)
         ckpts = app.query_one("#ckpt-table", DataTable)
         assert "score" in visible_columns(ckpts)
         assert "0.6100" in screen_text(app)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onegc_tui.app import make_app
-from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home
+from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
 
 SIZE = (160, 44)
 NOW = lambda: T0 + 100.0  # noqa: E731  frozen "now" for countdowns
@@ -27,8 +27,7 @@ def test_snapshot_of_the_dashboard_with_a_running_session_among_20_ended(crowd, 
     """What a user attaches to: the running session on top and selected, the columns that matter
     first, panes and footer laid out for the terminal's size."""
     async def settle(pilot):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await settled(pilot)
         assert pilot.app.selected == CROWD_RUNNING
 
     app = make_app(crowd, live=False, show_clock=False, now=lambda: CROWD_NOW)
@@ -37,7 +36,7 @@ def test_snapshot_of_the_dashboard_with_a_running_session_among_20_ended(crowd, 
 
 def test_snapshot_of_the_help_screen(crowd, snap_compare):
     async def help_(pilot):
-        await pilot.app.workers.wait_for_complete()
+        await settled(pilot)
         await pilot.press("question_mark")
         await pilot.pause()
 
