@@ -90,9 +90,6 @@ class TranscriptLog(Log):
         if y >= len(self.lines):
             return strip
         line = self.lines[y]
-        tone = self._tones.get(line[MARK_AT:MARK_AT + 1])
-        if tone:
-            strip = strip.apply_style(tone)
         shown = width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
         if len(line) > shown > 1 and cell_len(line) > shown:  # cut at the edge (not under the scrollbar): say so
             strip = Strip.join([strip.crop(0, shown - 1), Strip([Segment(ELLIPSIS, self.rich_style)]),
@@ -100,6 +97,17 @@ class TranscriptLog(Log):
         if y == self.cursor and self.has_focus:
             strip = strip.apply_style(Style(reverse=True))
         return strip.apply_offsets(scroll_x, y)
+
+    def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
+        """The whole line (Log caches it), in its mark's colour: errors, warnings, scores."""
+        strip = super()._render_line_strip(y, rich_style)
+        tone = self._tones.get(self.lines[y][MARK_AT:MARK_AT + 1]) if y < len(self.lines) else None
+        if tone is None:
+            return strip
+        strip = strip.apply_style(tone)
+        if y in self._render_line_cache:
+            self._render_line_cache[y] = strip
+        return strip
 
     def on_mount(self) -> None:
         theme = self.app.get_css_variables()
