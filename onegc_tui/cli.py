@@ -63,14 +63,19 @@ def main() -> None:
 @main.command("tasks")
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
+    from onegc_tui.text_table import terminal_width, text_table
+
     home = _home()
-    click.echo(f"{'id':4} {'task':52} {'metric':28} {'budget':>7} {'baseline':>9}  data")
+    rows = []
     for spec in all_tasks().values():
         ready = (data_root(home) / spec.id / "manifest.json").is_file()
         arrow = "↑" if spec.higher_is_better else "↓"
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
-        click.echo(f"{spec.short:4} {spec.title[:52]:52} {spec.metric_label[:26] + ' ' + arrow:28} "
-                   f"{spec.budget_minutes:>5.0f} m {base:>9}  {'prepared' if ready else 'not prepared'}")
+        rows.append([spec.short, spec.title, f"{spec.metric_label} {arrow}", f"{spec.budget_minutes:.0f} m", base,
+                     "prepared" if ready else "not prepared"])
+    header = ["id", "task", "metric", "budget", "baseline", "data"]
+    for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
+        click.echo(line)
 
 
 PROGRESS_RE = re.compile(r"^progress: (?P<name>\S+) (?P<done>\d+)/(?P<total>\d+)$")
@@ -258,11 +263,25 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
 
 @main.command("monitor")
 @click.option("--session", "focus", default=None, help="select this session at start")
-def monitor_cmd(focus: str | None) -> None:
-    """Open the live monitor over every session under $ONEGC_HOME."""
-    from onegc_tui.app import make_app
+@click.option("--web", is_flag=True, help="serve the monitor to a browser instead (textual-serve)")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="with --web: the port")
+@click.option("--host", default="localhost", show_default=True,
+              help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network)")
+def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
+    """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser)."""
+    if not web:
+        from onegc_tui.app import make_app
 
-    make_app(_home(), focus=focus).run()
+        make_app(_home(), focus=focus).run()
+        return
+    try:
+        from onegc_tui.app.web import serve
+    except ImportError as exc:
+        raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
+    try:
+        serve(_home(), host=host, port=port, focus=focus)
+    except OSError as exc:
+        raise OnegcError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another with --port") from None
 
 
 @main.command("sessions")
@@ -285,14 +304,19 @@ def sessions_cmd(as_json: bool) -> None:
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
-    click.echo(f"{'session':44} {'task':4} {'agent':12} {'state':8} {'left':>6} {'ckpts':>5} {'best':>8} {'score':>8}  end")
+    from onegc_tui.text_table import terminal_width, text_table
+
+    table = []
     for r in rows:
         short = get_task(r["task"]).short if r["task"] else "?"
         left = "" if r["remaining_s"] is None else f"{int(r['remaining_s']) // 60}:{int(r['remaining_s']) % 60:02d}"
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = "" if r["score"] is None else f"{r['score']:.4f}"
-        click.echo(f"{r['session_id'][:44]:44} {short:4} {(r['agent'] or '')[:12]:12} {r['state']:8} {left:>6} "
-                   f"{r['n_checkpoints'] or 0:>5} {best:>8} {score:>8}  {r['end_reason'] or ''}")
+        table.append([r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best,
+                      score, r["end_reason"] or ""])
+    header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
+    for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
+        click.echo(line)
 
 
 def _control(session_id: str, action: str) -> None:

@@ -297,6 +297,7 @@ MATRIX_CSV_FIELDS = (
     "study",
     "agent",
     "model",
+    "label",
     "task",
     "direction",
     "baseline",
@@ -338,6 +339,7 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     m.study,
                     r.agent,
                     r.model,
+                    r.label,
                     task,
                     col.direction,
                     col.baseline,
@@ -362,6 +364,7 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         m.study,
                         r.agent,
                         r.model,
+                        r.label,
                         "agg",
                         "higher",
                         None,
@@ -449,6 +452,29 @@ def render_matrix(
     return _RENDERERS[key](_studies(matrix, include_paper, paper))
 
 
+DEMO_TITLE = "Demo tasks: not part of the benchmark, so not compared with the paper (Agg over these tasks only)"
+
+
+def render_history(
+    benchmark: Matrix,
+    demo: Matrix | None,
+    fmt: str,
+    include_paper: bool = True,
+    paper: Matrix | None = None,
+) -> str:
+    """The history as ``onegc history`` and the monitor's export write it: the paper's tasks
+    beside the paper's rows, and the demo tasks (``demo``, when it has rows) on their own — a
+    second table in the text formats, a study of its own in CSV and JSON."""
+    key = fmt.strip().lower()
+    if demo is None or not demo.rows:
+        return render_matrix(benchmark, key, include_paper, paper)
+    if key in ("csv", "json"):
+        return render_matrix([m for m in (benchmark, demo) if m.rows or m is demo], key, include_paper, paper)
+    first = render_matrix(benchmark, key, include_paper, paper) if benchmark.rows or include_paper else ""
+    title = {"md": f"**{DEMO_TITLE}**\n\n", "latex": f"% {DEMO_TITLE}\n"}.get(key, f"{DEMO_TITLE}\n")
+    return first + ("\n" if first else "") + title + render_matrix(demo, key, include_paper=False)
+
+
 SESSION_FIELDS = tuple(f.name for f in dataclasses.fields(SessionOutcome))
 SESSIONS_CSV_FIELDS = (*SESSION_FIELDS, "direction", "baseline", "relative_improvement")
 
@@ -477,6 +503,7 @@ __all__ = [
     "SESSIONS_CSV_FIELDS",
     "Format",
     "matrix_to_dict",
+    "render_history",
     "render_matrix",
     "sessions_csv",
 ]

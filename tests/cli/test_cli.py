@@ -101,3 +101,32 @@ def test_without_a_sandbox_run_refuses_in_one_line_and_unsealed_is_recorded(home
         assert config["sealed"] is False
     finally:
         sandbox.status.cache_clear()
+
+
+def test_history_keeps_a_studys_agent_configurations_apart_and_the_demo_on_its_own(home):
+    """demo_study.toml's quick and steady agents (one adapter) were one row 'scripted 0.8258±0.1888'
+    beside the paper's seven-task Agg (issue 15)."""
+    from tests.app.fixtures import build_demo_study
+
+    build_demo_study(home)
+    r = run("history", "--demo")
+    assert r.exit_code == 0, r.output
+    paper, _, demo = r.output.partition("Demo tasks: not part of the benchmark")
+    assert demo, r.output
+    assert "Sonnet 4.6" in paper and "T0" not in paper  # the paper's table: the paper's tasks only
+    assert "quick (scripted)" in demo and "0.9723" in demo
+    assert "steady (scripted)" in demo and "0.6793" in demo
+    assert "0.8258" not in r.output and "Sonnet" not in demo
+    r = run("history", "--demo", "--format", "csv")
+    lines = [l.split(",") for l in r.output.splitlines()]
+    labels = {row[3] for row in lines[1:] if row[0] == "ours (demo tasks)"}
+    assert labels == {"quick (scripted)", "steady (scripted)"}  # as the tables name the rows
+
+
+def test_tasks_prints_every_title_and_metric_whole(home):
+    from tasks import all_tasks
+
+    r = run("tasks")
+    for spec in all_tasks().values():
+        assert spec.title in r.output and spec.metric_label in r.output  # e.g. "(official test file)"
+    assert "…" not in r.output  # not a terminal: nothing is cut
