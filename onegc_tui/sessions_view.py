@@ -102,6 +102,21 @@ def _best(row: dict) -> float | None:
     return row.get("score") if row.get("score") is not None else row.get("best_live")
 
 
+INTEGRITY_MARK = "⚠"
+
+
+def integrity_note(row: dict) -> str | None:
+    """Why a session's result needs a second look, or None: it ran ``--unsealed`` (the agent saw
+    the host), or some of its scores carry integrity flags (what the scored code did)."""
+    notes = []
+    containment = row.get("containment") or ""
+    if containment and not containment.startswith("bwrap"):
+        notes.append("unsealed: the agent saw the host (not comparable)")
+    if row.get("flagged"):
+        notes.append(f"{row['flagged']} score{'s' if row['flagged'] != 1 else ''} with integrity flags")
+    return "; ".join(notes) or None
+
+
 def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
     """The sessions-table cells of one summary row, keyed by column."""
     view = BudgetView()
@@ -115,7 +130,7 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
     started = row.get("started_ts")
     return {
         "mark": "",
-        "session": row["session_id"],
+        "session": (f"{INTEGRITY_MARK} " if integrity_note(row) else "") + row["session_id"],
         "task": short_task(row.get("task")),
         "agent": row.get("agent") or "",
         "model": row.get("model") or "-",
@@ -133,8 +148,10 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
 
 def cell_tone(key: str, row: dict) -> str:
     """What a cell should look like, by meaning (the app maps these to theme colours):
-    ``failed``, ``paused``, ``running``, ``ended`` or ``""`` (plain)."""
+    ``failed``, ``paused``, ``running``, ``ended``, ``flagged`` or ``""`` (plain)."""
     state = row.get("state") or ""
+    if key == "session":
+        return "flagged" if integrity_note(row) else ""
     if key == "state":
         return state if state in ("failed", "paused", "running", "ended") else ""
     if key == "left" and state == "failed":

@@ -30,6 +30,7 @@ from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import GUTTER, Plot, Series
 from onegc_tui.queries import Timeline
 from onegc_tui.store import Store
+from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
 from onegc_tui.view import best_so_far, clock, fmt_score, level_strip, short_task
 
 STEP = 0.01  # of the budget per left/right press
@@ -92,7 +93,12 @@ def analytics_text(t: Timeline) -> Text:
     lines = [f"[b]{t.session_id}[/b]", f"{short_task(t.row.get('task'))} · {t.row.get('agent')}"
              + (f" · {t.row.get('model')}" if t.row.get("model") else "") + f" · repeat {t.row.get('repeat') or 1}",
              f"state {t.row.get('state')}" + (f" · {t.row['end_reason'].replace('_', ' ')}" if t.row.get("end_reason") else ""),
-             f"official score {fmt_score(t.row.get('score'))} · {t.metric} {'↑' if t.higher else '↓'}", ""]
+             f"official score {fmt_score(t.row.get('score'))} · {t.metric} {'↑' if t.higher else '↓'}"
+             + (f" · checkpoint {t.row['best_checkpoint']} (best by the harness's val score)" if t.row.get("best_checkpoint") else "")]
+    note = integrity_note(t.row)
+    if note:
+        lines.append(f"[b yellow]{INTEGRITY_MARK} {note}[/b yellow] (the checkpoints pane lists the flags)")
+    lines.append("")
     if t.curve is not None:
         live = t.row.get("state") not in ("ended", "failed")
         at = scores_at(t.curve, FRACTIONS, reached=t.end_s / t.budget_s if live else 1.0)

@@ -107,5 +107,7 @@ class HelpScreen(ModalScreen[None]):
             tones = {"running": "green", "PAUSED": "bold yellow", "FAILED": "bold red", "ended": "dim"}
             for label, meaning in STATE_LEGEND:
                 states.add_row(Text(label, style=tones[label]), Text(meaning))
+            states.add_row(Text("⚠ id", style="bold yellow"), Text("before a session id: it ran --unsealed, or some of its "
+                                                                 "scores carry integrity flags (the detail screen says which)"))
             parts += [Text("Session states", style="bold underline"), states]
         return Group(*parts)

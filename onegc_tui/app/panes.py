@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from collections import deque
 
 from rich.text import Text
@@ -225,7 +227,8 @@ class CheckpointsPane(Vertical):
         table = self.query_one(DataTable)
         table.clear()  # a different session: the cursor has nothing to keep
         self.cells.clear()
-        self.values, self.at, self.best = {}, {}, None
+        self.values, self.at, self.best, self.notes = {}, {}, None, {}
+        self.official = row.get("best_checkpoint")  # the session's official checkpoint, once it ended
         self.budget_s = row.get("budget_s") or 1.0
         try:
             spec = get_task(row.get("task") or "")
@@ -235,7 +238,9 @@ class CheckpointsPane(Vertical):
             self.higher, metric = True, "score"
         self.query_one("#ckpt-title", Static).update(f"Checkpoint scores · {metric} {'↑' if self.higher else '↓'}")
         for r in checkpoints:
-            self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"])
+            flags = json.loads(r["flags"]) if r.get("flags") else []
+            self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"],
+                      flags)
         self._mark_best()
 
     def apply(self, events: list[Event]) -> None:
@@ -245,7 +250,10 @@ class CheckpointsPane(Vertical):
                 self._put(e.name, False, e.budget_elapsed_s, None, None, e.self_reported)
                 changed = True
             elif e.type == "checkpoint_scored":
-                self._put(e.name, e.official, e.budget_elapsed_s, e.value, e.error, None)
+                self._put(e.name, e.official, e.budget_elapsed_s, e.value, e.error, None, e.flags)
+                changed = True
+            elif e.type == "session_ended":
+                self.official = e.best_checkpoint
                 changed = True
         if changed:
             self._mark_best()
@@ -257,7 +265,7 @@ class CheckpointsPane(Vertical):
                 self.query_one(DataTable).update_cell(key, col, cut(text))
 
     def _put(self, name: str, official: bool, at: float | None, value: float | None, error: str | None,
-             reported: float | None) -> None:
+             reported: float | None, flags: list[str] | None = None) -> None:
         key = f"{name}#official" if official else name
         label = f"{name} (official)" if official else name
         if error:
@@ -266,6 +274,11 @@ class CheckpointsPane(Vertical):
             note = "scoring…" + (f" (self-reported {reported:.4f})" if reported is not None else "")
         else:
             note = ""
+        if flags:  # what the scored code did beyond predicting (sealed scoring): noted, not held against it
+            note = (note + " " if note else "") + "⚠ " + "; ".join(flags)
+        if not (key in self.notes and value is None and not error and self.notes[key]):
+            self.notes[key] = note  # keep what we knew (e.g. the error) until a score arrives
+        note = ("★ " if key == self.best else "") + self.notes[key]
         cells = {"name": label, "score": fmt_score(value), "at": clock(at), "note": note}
         if key in self.cells:
             for col, text in cells.items():
@@ -286,15 +299,18 @@ class CheckpointsPane(Vertical):
                                   self.budget_s)
 
     def _mark_best(self) -> None:
+        """★ on the official checkpoint once the session has one (chosen by validation, which is
+        not always the best official figure on T4-T6), else on the best live score."""
         self._plot()
-        if not self.values:
+        if self.official and f"{self.official}#official" in self.cells:
+            best = f"{self.official}#official"
+        elif self.values:
+            live = {k: v for k, v in self.values.items() if not k.endswith("#official")} or self.values
+            best = (max if self.higher else min)(live, key=live.__getitem__)
+        else:
             return
-        pick = max if self.higher else min
-        official = {k: v for k, v in self.values.items() if k.endswith("#official")}
-        pool = official or self.values  # once re-evaluated, the official figure is the one that counts
-        best = pick(pool, key=pool.__getitem__)
         if self.best and self.best != best and self.best in self.cells:
-            self._set(self.best, "note", "")
+            self._set(self.best, "note", self.notes.get(self.best, ""))
         if best in self.cells:
-            self._set(best, "note", "★ best")
+            self._set(best, "note", "★ " + (self.notes.get(best) or "best"))
         self.best = best

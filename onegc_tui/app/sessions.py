@@ -75,7 +75,8 @@ class SessionsTable(DataTable):
     def _resolve_tones(self) -> None:
         v = self.app.get_css_variables()
         self._tones = {"failed": f"bold {v.get('error', 'red')}", "paused": f"bold {v.get('warning', 'yellow')}",
-                       "running": v.get("success", "green"), "ended": v.get("text-muted", "grey50")}
+                       "running": v.get("success", "green"), "ended": v.get("text-muted", "grey50"),
+                       "flagged": f"bold {v.get('warning', 'yellow')}"}
 
     def on_resize(self) -> None:
         if self._relayout_timer is not None:
@@ -125,7 +126,7 @@ class SessionsTable(DataTable):
     def _cell(self, key: str, cell: tuple[str, str], width: int, sid: str) -> Text:
         text, tone = cell
         if key == "session":
-            out = IdText(middle_cut(text, width))
+            out = IdText(middle_cut(text, width), style=self._tones.get(tone, ""))
             out.sid = sid
             return out
         return Text(end_cut(text, width), style=self._tones.get(tone, ""))

@@ -93,3 +93,15 @@ def test_the_filter_matches_fields_and_words():
     assert not SessionFilter.parse("agent:codex").matches(r)
     assert not SessionFilter.parse("")  # empty: keeps everything
     assert SessionFilter.parse("nofield:x").words == ("nofield:x",)  # unknown fields are words
+
+
+def test_unsealed_or_integrity_flagged_sessions_are_marked_in_the_session_column():
+    from onegc_tui.sessions_view import cell_tone, integrity_note, session_cells
+
+    sealed = {"session_id": "s1", "state": "ended", "containment": "bwrap+freezer", "flagged": 0}
+    unsealed = dict(sealed, session_id="s2", containment="pidns+freezer")
+    flagged = dict(sealed, session_id="s3", flagged=2)
+    assert integrity_note(sealed) is None and session_cells(sealed)["session"] == "s1"
+    assert cell_tone("session", sealed) == ""
+    assert "unsealed" in integrity_note(unsealed) and session_cells(unsealed)["session"] == "⚠ s2"
+    assert integrity_note(flagged) == "2 scores with integrity flags" and cell_tone("session", flagged) == "flagged"
