@@ -93,6 +93,9 @@ class SessionOutcome:
     gpu_busy_s: float | None = None
     gpu_idle_s: float | None = None
     label: str | None = None  # the study's agent label (one configuration: adapter, model, args)
+    disqualified: str | None = None  # why a person or an integrity rule struck the result (the paper's violations)
+    flagged: int = 0  # scores with integrity flags (sealed scoring's notes: what the scored code did)
+    sealed: bool | None = None  # None: the session predates the record
 
     @property
     def finished(self) -> bool:
@@ -100,7 +103,9 @@ class SessionOutcome:
 
     @property
     def succeeded(self) -> bool:
-        return self.finished and self.score is not None and math.isfinite(self.score)
+        """Finished with a score that counts: a disqualified session counts as the paper's protocol
+        violations do, in n/N but not in the mean."""
+        return self.finished and self.score is not None and math.isfinite(self.score) and not self.disqualified
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +187,9 @@ class Cell:
     first_checkpoint_mean_s: float | None = None
     budget_used_mean: float | None = None  # mean active_s / budget_s
     gpu_busy_fraction: float | None = None  # busy / (busy + idle), pooled over sessions
+    n_disqualified: int = 0  # finished sessions struck out (counted in n_total, not in the mean)
+    n_flagged: int = 0  # finished sessions with integrity-flagged scores
+    n_unsealed: int = 0  # finished sessions run --unsealed
 
     @property
     def mixed_contracts(self) -> bool:
@@ -391,6 +399,9 @@ def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cel
         first_checkpoint_mean_s=_mean(first_ck),
         budget_used_mean=_mean(used),
         gpu_busy_fraction=busy / (busy + idle) if busy + idle > 0 else None,
+        n_disqualified=sum(1 for s in done if s.disqualified),
+        n_flagged=sum(1 for s in done if s.flagged),
+        n_unsealed=sum(1 for s in done if s.sealed is False),
     )
 
 

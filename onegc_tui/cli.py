@@ -358,6 +358,30 @@ def abort_cmd(session_id: str, no_wait: bool) -> None:
     click.echo(abort_session(paths, escalate=not no_wait))
 
 
+@main.command("disqualify")
+@click.argument("session_id")
+@click.option("--reason", "-r", default=None, help="why (shown in history and the exports); required unless --clear")
+@click.option("--clear", is_flag=True, help="take a disqualification back")
+def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
+    """Strike a session's result out of the statistics (the paper's protocol violations: it stays
+    in n/N, not in the mean), with a reason that history and the exports show."""
+    from onegc_tui.store import Store
+    from runner import verdicts
+
+    if clear == bool(reason):
+        raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
+    home = _home()
+    paths = _session(home, session_id)
+    verdicts.record(paths, None if clear else reason.strip())
+    _, standing = verdicts.current(paths)
+    store = Store.open(home)
+    try:
+        store.set_disqualified(paths.session_id, standing)
+    finally:
+        store.close()
+    click.echo(f"{paths.session_id}: " + (f"disqualified: {standing}" if standing else "counts again"))
+
+
 @main.command("reindex")
 def reindex_cmd() -> None:
     """Rebuild onegc.db from the session folders (events.jsonl is the source of truth)."""

@@ -41,7 +41,8 @@ TIMELINE_LINES = 20_000  # transcript lines a detail/replay view keeps (the newe
 ACTIVITY_TYPES = ("session_started", "agent_started", "transcript", "process", "budget", "session_ended")
 
 _OUTCOME_COLUMNS = ("session_id, study, agent, model, task, repeat, score, state, end_reason, contract_hash, "
-                    "budget_s, active_s, started_ts, scripts_launched, first_checkpoint_s")
+                    "budget_s, active_s, started_ts, scripts_launched, first_checkpoint_s, disqualified, flagged, "
+                    "containment")
 
 
 # ----------------------------------------------------------------------------- history
@@ -63,13 +64,14 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
     cur = store.conn.execute(f"SELECT {_OUTCOME_COLUMNS} FROM sessions WHERE {' AND '.join(where)}", args)
     out = []
     for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first) in cur:
+         scripts, first, disqualified, flagged, containment) in cur:
         ended = state in ("ended", "failed")
         out.append(SessionOutcome(
             session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
             score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
             budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
-            first_checkpoint_s=first, label=study_label(sid, st)))
+            first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
+            sealed=None if not containment else containment.startswith("bwrap")))
     return out
 
 

@@ -39,7 +39,7 @@ from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, select
 from runner.outcome import end_detail, endpoint_problem
-from runner import sandbox
+from runner import sandbox, verdicts
 from runner.proctree import ProcessTree, start_tree
 from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
@@ -552,13 +552,16 @@ class Session:
             failure = "no checkpoint was saved" if not self.found else "no checkpoint could be scored: " + (
                 next((r["error"] for r in rows.values() if r["error"]), "")
                 or next((s.error for s in self.live.values() if s.error), "") or "unknown")
+        struck = verdicts.integrity_rule(rows[chosen.best]["flags"]) if chosen.best else None
+        if struck:
+            verdicts.record(self.paths, struck, by="integrity rule")
         self._write_result(reason, detail, sorted(rows.values(), key=lambda r: r["budget_elapsed_s"]), best, failure,
-                           len(self.found), trajectory, chosen.vals.get(chosen.best) if chosen.best else None)
+                           len(self.found), trajectory, chosen.vals.get(chosen.best) if chosen.best else None, struck)
         return (best[1], best[0]) if best else (None, None)
 
     def _write_result(self, reason: str, detail: str, rows: list[dict], best: tuple[str, float] | None,
                       failure: str | None, found: int, trajectory: list[dict] | None = None,
-                      val: float | None = None) -> None:
+                      val: float | None = None, disqualified: str | None = None) -> None:
         result = {
             "session_id": self.config.session_id,
             "task": self.spec.id,
@@ -580,6 +583,7 @@ class Session:
             "checkpoints_found": found,
             "evaluated": rows,
             "trajectory": trajectory or [],  # each 5-minute window's val-best on the scored split
+            "disqualified": disqualified,  # an integrity rule's verdict (runner/verdicts.py); people add theirs later
         }
         tmp = self.paths.root / ".result.json.tmp"
         tmp.write_text(json.dumps(result, indent=2))

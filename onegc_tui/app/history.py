@@ -29,7 +29,7 @@ from onegc_tui.analysis import (FRACTIONS, Matrix, anytime_band, anytime_curve, 
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import Plot, Series
-from onegc_tui.export import DEMO_TITLE, render_history
+from onegc_tui.export import DEMO_TITLE, integrity_marks, render_history
 from onegc_tui.store import Store
 from onegc_tui.view import clock, count, fmt_score
 
@@ -104,11 +104,11 @@ def cell_text(cell, mode: str) -> str:
         return f"({len(cell.running_ids)} running)"
     counts = f" {cell.n_success}/{cell.n_total}" if cell.n_success < cell.n_total else ""
     if cell.mean is None:
-        return "N/A" + counts
+        return "N/A" + counts + integrity_marks(cell)
     if mode == "best":
-        return f"{cell.best:.4f}" + counts
+        return f"{cell.best:.4f}" + counts + integrity_marks(cell)
     body = f"{cell.mean:.4f}" if cell.std is None else f"{cell.mean:.4f}±{cell.std:.4f}"
-    return body + counts + ("*" if cell.mixed_contracts else "")
+    return body + counts + ("*" if cell.mixed_contracts else "") + integrity_marks(cell)
 
 
 def agg_text(agg) -> str:

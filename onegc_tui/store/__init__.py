@@ -305,6 +305,11 @@ class Store:
         except UnknownTask:
             return True
 
+    def set_disqualified(self, session_id: str, reason: str | None) -> None:
+        """A verdict (runner/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
+        with self.conn:
+            self.conn.execute("UPDATE sessions SET disqualified=? WHERE session_id=?", (reason, session_id))
+
     def mark_failed(self, session_id: str, reason: str) -> None:
         """A session whose runner died without ``session_ended`` (kept out of events.jsonl)."""
         with self.conn:

@@ -98,6 +98,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN cache_write INTEGER DEFAULT 0;
     CREATE INDEX transcript_progress ON transcript(session_id, call_id) WHERE kind = 'progress';
     """,
+    # 5: a session struck out of the statistics, and why (a person with 'onegc disqualify', or an
+    # integrity rule of the runner's); counted in n/N, not in the mean, as the paper's violations
+    """
+    ALTER TABLE sessions ADD COLUMN disqualified TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

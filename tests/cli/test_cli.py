@@ -130,3 +130,43 @@ def test_tasks_prints_every_title_and_metric_whole(home):
     for spec in all_tasks().values():
         assert spec.title in r.output and spec.metric_label in r.output  # e.g. "(official test file)"
     assert "…" not in r.output  # not a terminal: nothing is cut
+
+
+def test_disqualify_strikes_a_result_from_the_mean_keeps_it_in_n_over_n_and_survives_reindex(home):
+    from onegc_tui.analysis import build_matrix
+    from onegc_tui.ingest import Ingester
+    from onegc_tui.queries import outcomes
+    from onegc_tui.store import Store
+
+    build_home(home)
+    store = Store.open(home)
+    Ingester(home, store).catch_up()
+    rows = [r for r in store.sessions() if r["state"] == "ended" and r["score"] is not None]
+    store.close()
+    target = rows[0]["session_id"]
+    r = run("disqualify", target)
+    assert r.exit_code == 2 and "--reason" in r.output
+    r = run("disqualify", target, "--reason", "read the test labels")
+    assert r.exit_code == 0 and "disqualified: read the test labels" in r.output
+
+    def cell_of(reindex: bool):
+        if reindex:
+            assert run("reindex").exit_code == 0
+        s = Store.open(home)
+        try:
+            outs = outcomes(s, include_demo=True)
+            row = s.session(target)
+        finally:
+            s.close()
+        mine = next(o for o in outs if o.session_id == target)
+        peers = [o for o in outs if (o.agent, o.model, o.task, o.label) == (mine.agent, mine.model, mine.task, mine.label)]
+        cell = next(iter(build_matrix(peers).rows[0].cells.values()))
+        return row, cell, peers
+
+    for reindex in (False, True):
+        row, cell, peers = cell_of(reindex)
+        assert row["disqualified"].startswith("read the test labels")
+        assert cell.n_disqualified == 1 and cell.n_total == len(peers) and cell.n_success == len(peers) - 1
+    assert run("disqualify", target, "--clear").exit_code == 0
+    row, cell, _ = cell_of(True)
+    assert row["disqualified"] is None and cell.n_disqualified == 0

@@ -69,3 +69,13 @@ def test_no_scorable_checkpoint_and_the_fallback_is_bounded():
     sel = select(cands, HIGHER, evaluate, max_fallback=5)
     assert sel.best is None and len(calls) == 1 + 5  # the val-best, then five more
     assert select([], HIGHER, evaluate).best is None
+
+
+def test_the_integrity_rule_strikes_only_a_replaced_evaluation():
+    from runner.verdicts import integrity_rule
+
+    assert integrity_rule(["changed prepare: EVAL_BATCH", "wrote to stdout"]) is None
+    assert integrity_rule(["changed onegc_kit: check_predictions"]) == \
+        "the official checkpoint's code replaced the evaluation (onegc_kit.check_predictions)"
+    assert "prepare.judge" in integrity_rule(["registered atexit handlers", "changed prepare: judge, EVAL_BATCH"])
+    assert integrity_rule([]) is None
