@@ -81,7 +81,10 @@ MEMBERS = {  # path under hiv/ in the archive -> pinned size and sha256 (mapping
     "raw/num-edge-list.csv.gz": {"size": 36509, "sha256": "fa058f23514328fd69bc9c4c31fd8f5938c4ce18726855489d0c0e2dfeaddd37"},
 }
 SPLITS = {"train": "train", "val": "valid", "test": "test"}  # ours -> OGB's file name
-ATOM_FEATURE_DIMS = [119, 4, 12, 12, 10, 6, 6, 2, 2]  # ogb.utils.features.get_atom_feature_dims()
+# Value counts per atom feature. Recent ogb releases list a fifth chirality value ('misc'), so their
+# get_atom_feature_dims() is [119, 5, 12, ...]; ogbg-molhiv's released features use four (build()
+# checks every feature against these sizes), so an embedding of 4 chirality rows covers them.
+ATOM_FEATURE_DIMS = [119, 4, 12, 12, 10, 6, 6, 2, 2]
 BOND_FEATURE_DIMS = [5, 6, 2]  # ogb.utils.features.get_bond_feature_dims()
 GRAPH_FILES = ("node_feat", "edges", "edge_feat", "node_ptr", "edge_ptr")
 EVAL_BATCH = 1024
