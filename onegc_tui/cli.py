@@ -136,6 +136,12 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
     for spec in specs:
         click.echo(f"{spec.short}: {spec.title}", err=True)
         prepare_task(spec, home, from_dir, extra, weights_from)
+        if spec.pretrained_weights:  # T3's backbones are timm models: the agents' Python must import them
+            from runner.agent_env import torchvision_problem
+
+            problem = torchvision_problem()
+            if problem:
+                click.echo(f"note: {spec.short}'s baseline cannot run here: {problem}", err=True)
 
 
 def ensure_prepared(spec: TaskSpec, home: Path) -> None:

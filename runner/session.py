@@ -39,7 +39,7 @@ from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, select
 from runner.outcome import end_detail, endpoint_problem
-from runner import sandbox, verdicts
+from runner import agent_env, sandbox, verdicts
 from runner.proctree import ProcessTree, start_tree
 from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
@@ -87,9 +87,8 @@ class Session:
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
         self._write_runner_info()
         # the sandbox probe (a real sandbox, tens of ms) runs while the workspace and network are made
-        probe = threading.Thread(target=sandbox.status, name="sandbox-probe", daemon=True)
-        if self.config.sealed:
-            probe.start()
+        probe = threading.Thread(target=lambda: (sandbox.status(), agent_env.freeze()), name="sandbox-probe", daemon=True)
+        probe.start()
         try:
             build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
             self.judge = TaskJudge(self.spec, data_root(self.paths.root.parent.parent) / self.spec.id)
@@ -97,8 +96,9 @@ class Session:
             self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,
                                       self._on_endpoint)
             self.net.start()
+            probe.join()
+            (self.paths.root / "agent_env.txt").write_text("\n".join(agent_env.freeze()) + "\n")
             if self.config.sealed:
-                probe.join()
                 ready = sandbox.status()
                 if not ready.ok:
                     raise sandbox.SandboxError(f"no sandbox for the agent: {ready.detail}")
@@ -203,6 +203,7 @@ class Session:
             "model": self.config.model,
             "sealed": self.config.sealed,
             "selection": SELECTION,
+            "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/agent_env.py)
             **(self.net.contract() if self.net else {"network": self.config.network}),
             "harness_version": HARNESS_VERSION,
             "python": platform.python_version(),
