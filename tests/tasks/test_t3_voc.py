@@ -490,3 +490,42 @@ def test_weights_cli_copies_checks_and_refuses_offline(offline, weights, tmp_pat
     cmd[cmd.index(str(weights))] = str(wrong)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=dict(os.environ))
     assert proc.returncode == 2 and "do not fit timm's model" in proc.stderr
+
+
+T3_AGENT = """
+import re, subprocess, sys
+from pathlib import Path
+import timm, torchvision.ops  # what the paper's agents had: they must import here, in the sandbox
+text = Path("train.py").read_text()
+for name, value in (("LR", "0.0"), ("BATCH_SIZE", "2"), ("EPOCHS", "1"), ("MAX_STEPS", "1"), ("DEVICE", '"cpu"')):
+    text = re.sub(rf"^{name}\\s*=.*$", f"{name} = {value}", text, count=1, flags=re.M)
+Path("run_1.py").write_text(text)
+subprocess.run([sys.executable, "run_1.py"], check=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_sandboxed_session_runs_the_baseline_from_weights(prepared, weights, home, tmp_path):
+    """The T3 baseline in a real session: timm and torchvision import inside the sandbox, the
+    backbone loads from the workspace's weights/, and the checkpoint is scored (live and official)."""
+    import shutil
+
+    from runner.agent_env import torchvision_problem
+    from runner.sandbox import status
+    from tests.conftest import events, start_session, wait_event, write_agent
+
+    if not status().ok:
+        pytest.skip(f"no sandbox here: {status().detail}")
+    problem = torchvision_problem()
+    if problem:
+        pytest.skip(f"the agents' Python cannot run T3's backbones here: {problem}")
+    data, _ = prepared
+    shutil.copytree(data, home / "data" / TASK)
+    shutil.copytree(weights, home / "data" / "_weights" / TASK)
+    paths = start_session(home, "t3env", task="t3", agent="command", budget_s=600,
+                          command=write_agent(tmp_path, "t3_agent.py", T3_AGENT))
+    ended = wait_event(paths, "session_ended", timeout=900)
+    assert ended["reason"] == "completed", (ended, paths.agent_stderr.read_text()[-2000:])
+    scored = [e for e in events(paths) if e["type"] == "checkpoint_scored"]
+    assert scored and all(e.get("value") is not None for e in scored), scored
+    assert ended["score"] is not None
