@@ -70,8 +70,11 @@ class TaskJudge:
         """Each judged split's inputs as ``dest/<split>/<name>.npy``, once per session."""
         import numpy as np
 
-        if (dest / ".done").is_file():
-            return
+        try:
+            if json.loads((dest / ".done").read_text()) == self.splits:
+                return
+        except (OSError, ValueError):
+            pass
         staging = dest.parent / f".{dest.name}.partial"
         shutil.rmtree(staging, ignore_errors=True)
         for split in self.splits:
