@@ -15,8 +15,16 @@ from pathlib import Path
 
 import click
 
-from runner.config import (ConfigError, SessionConfig, SessionPaths, data_root, default_network, new_session_id,
-                           onegc_home, runs_dir)
+from runner.config import (
+    ConfigError,
+    SessionConfig,
+    SessionPaths,
+    data_root,
+    default_network,
+    new_session_id,
+    onegc_home,
+    runs_dir,
+)
 from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
 
 DEMO_BUDGET_S = 120.0  # about two minutes: two scripted runs and their checkpoints fit easily

@@ -55,7 +55,8 @@ def doctor() -> None:
     net_ok, net_why = namespaces_available()
     _line(net_ok, "network policy api-only/none: " + ("available (network namespace + gate)" if net_ok else
           f"not available ({net_why}): use --network open"))
-    _line(shutil.which("sbatch") is not None, "slurm: " + ("sbatch found" if shutil.which("sbatch") else "sbatch not found (local launcher only)"))
+    sbatch = shutil.which("sbatch") is not None
+    _line(sbatch, "slurm: " + ("sbatch found" if sbatch else "sbatch not found (local launcher only)"))
     click.echo("agent environment (what the sandboxed agent can import; requirements-agent.txt):")
     from runner.agent_env import check, fingerprint
 

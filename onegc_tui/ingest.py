@@ -19,8 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
-from watchdog.events import (DirCreatedEvent, FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent,
-                             FileSystemEvent, FileSystemEventHandler)
+from watchdog.events import (
+    DirCreatedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 

@@ -88,8 +88,8 @@ def score_points(store: Store, session_ids: Sequence[str]) -> dict[str, list[Sco
     """Scored checkpoints by session: the live scores (the anytime curve is about when they appeared)."""
     out: dict[str, list[ScorePoint]] = {sid: [] for sid in session_ids}
     for sid in session_ids:
-        for name, at, value in store.conn.execute(
-                "SELECT name, budget_elapsed_s, value FROM checkpoints WHERE session_id=? AND official=0", (sid,)):
+        for at, value in store.conn.execute(
+                "SELECT budget_elapsed_s, value FROM checkpoints WHERE session_id=? AND official=0", (sid,)):
             out[sid].append(ScorePoint(sid, at or 0.0, value))
     return out
 
@@ -211,8 +211,8 @@ def budget_clock(store: Store, sid: str, row: dict) -> BudgetClock:
     if row.get("started_ts"):
         anchors.append((row["started_ts"], 0.0))
     for ts, active in store.conn.execute(
-            "SELECT ts, json_extract(data, '$.active_s') FROM events WHERE session_id=? AND type IN ('heartbeat', 'session_ended')",
-            (sid,)):
+            "SELECT ts, json_extract(data, '$.active_s') FROM events"
+            " WHERE session_id=? AND type IN ('heartbeat', 'session_ended')", (sid,)):
         if active is not None:
             anchors.append((ts, float(active)))
     return BudgetClock(anchors)

@@ -101,7 +101,10 @@ class BudgetView:
         elif t in ("heartbeat", "budget"):
             self.remaining_s, self.as_of = event.remaining_s, event.ts
             if t == "budget":
-                self.state = "paused" if event.state == "paused" else ("running" if event.state in ("running", "resumed") else self.state)
+                if event.state == "paused":
+                    self.state = "paused"
+                elif event.state in ("running", "resumed"):
+                    self.state = "running"
         elif t == "session_ended":
             self.state = "ended" if event.reason in ("completed", "budget_exhausted", "aborted") else "failed"
             self.remaining_s = max(0.0, (self.budget_s or 0) - event.active_s)
@@ -303,9 +306,7 @@ class Alerts:
 
     def feed(self, sid: str, e: Event) -> list[Alert]:
         t = e.type
-        if t == "transcript":
-            self._active(sid, e.ts)
-        elif t == "gpu" and e.util_pct > BUSY_UTIL_PCT:
+        if t == "transcript" or t == "gpu" and e.util_pct > BUSY_UTIL_PCT:
             self._active(sid, e.ts)
         elif t == "process" and e.training:
             pids = self.training.setdefault(sid, set())

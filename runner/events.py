@@ -7,7 +7,7 @@ and ``ts`` (epoch seconds). :data:`Event` is a pydantic union discriminated on `
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -155,21 +155,24 @@ class SessionEnded(_Event):
     best_checkpoint: str | None = None
 
 
-EVENT_CLASSES: tuple[type[_Event], ...] = (
-    SessionStarted,
-    AgentStarted,
-    TranscriptEvent,
-    GpuSample,
-    Heartbeat,
-    BudgetEvent,
-    ProcessEvent,
-    CheckpointFound,
-    CheckpointScored,
-    ControlEvent,
-    Warning_,
-    SessionEnded,
-)
-Event = Annotated[Union[EVENT_CLASSES], Field(discriminator="type")]
+# Written out (not built from a tuple) so that a type checker sees every member; a new event
+# class goes here, and tests/runner/test_events.py fails until it does.
+Event: TypeAlias = Annotated[
+    SessionStarted
+    | AgentStarted
+    | TranscriptEvent
+    | GpuSample
+    | Heartbeat
+    | BudgetEvent
+    | ProcessEvent
+    | CheckpointFound
+    | CheckpointScored
+    | ControlEvent
+    | Warning_
+    | SessionEnded,
+    Field(discriminator="type"),
+]
+EVENT_CLASSES: tuple[type[_Event], ...] = get_args(get_args(Event)[0])
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 EVENT_TYPES: dict[str, type[_Event]] = {cls.model_fields["type"].default: cls for cls in EVENT_CLASSES}
 

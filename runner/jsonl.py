@@ -34,7 +34,7 @@ class EventWriter:
         self.clock = clock
         self._lock = threading.Lock()
         self._seq = _last_seq(path)
-        self._file = open(path, "ab", buffering=0)
+        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - held for the writer's life; close() closes it
 
     @property
     def seq(self) -> int:

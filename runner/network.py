@@ -128,7 +128,8 @@ def namespaces_available() -> tuple[bool, str]:
         try:
             probe = subprocess.run(["unshare", *_unshare_flags(), "true"], capture_output=True, text=True, timeout=10)
             err = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
-            how = "" if root else " (not root: needs unprivileged user namespaces, e.g. sysctl kernel.unprivileged_userns_clone=1)"
+            how = "" if root else (" (not root: needs unprivileged user namespaces, "
+                                   "e.g. sysctl kernel.unprivileged_userns_clone=1)")
             result = (True, "") if probe.returncode == 0 else (False, f"cannot create a network namespace: {err}{how}")
         except (OSError, subprocess.TimeoutExpired) as exc:
             result = (False, f"cannot create a network namespace: {exc}")
@@ -186,7 +187,7 @@ class NetworkSandbox:
         self._socks = socks
         self._ns_fds = ns
         self.gate = Gate(allow, self.on_blocked, self.on_endpoint)
-        self.gate.start(list(zip(kinds, socks)))
+        self.gate.start(list(zip(kinds, socks, strict=True)))
         self.start_s = time.monotonic() - t0
 
     def _make_namespace(self, ports: list[int]) -> tuple[list[str], list[socket.socket], dict[str, int]]:

@@ -68,5 +68,5 @@ def _last_log_line(paths: SessionPaths) -> str:
             lines = f.read().decode("utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return ""
-    line = next((l.strip() for l in reversed(lines) if l.strip()), "")
+    line = next((x.strip() for x in reversed(lines) if x.strip()), "")
     return line[:200]

@@ -392,7 +392,7 @@ def serve(task, inputs: dict, sock: socket.socket, task_dir: str, inputs_dir: st
 
 
 def main(argv: list[str]) -> int:
-    args = dict(zip(argv[::2], argv[1::2]))
+    args = dict(zip(argv[::2], argv[1::2], strict=False))  # a lone last word has no value
     prepare_py, inputs_dir, fd = Path(args["--task"]), Path(args["--inputs"]), int(args["--fd"])
     sock = socket.socket(fileno=fd)
     _check(_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(DUMPABLE)")  # children cannot trace us

@@ -25,7 +25,6 @@ import importlib.util
 import io
 import json
 import os
-import select
 import shutil
 import socket
 import subprocess

@@ -25,13 +25,12 @@ from pathlib import Path
 
 import psutil
 
-from runner import HARNESS_VERSION
+from runner import HARNESS_VERSION, agent_env, sandbox, verdicts
 from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
-from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.config import SessionPaths, data_root
 from runner.execlog import ExecLog, Launch
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
@@ -39,8 +38,8 @@ from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, select
 from runner.outcome import end_detail, endpoint_problem
-from runner import agent_env, sandbox, verdicts
 from runner.proctree import ProcessTree, start_tree
+from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
 from tasks import get_task
@@ -378,7 +377,8 @@ class Session:
                 if ok:
                     self.tree.pause()
                     self.clock.pause()
-                    self.events.emit("budget", state="paused", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
+                    self.events.emit("budget", state="paused", remaining_s=self.clock.remaining_s(),
+                                     deadline=self.clock.deadline())
                 self.events.emit("control", action="pause", request_id=rid, accepted=ok, detail="" if ok else "already paused")
             elif action == "resume":
                 ok = self.clock.paused and self.tree is not None
@@ -386,7 +386,8 @@ class Session:
                     self.clock.resume()
                     write_deadline(self.paths.workspace, self.clock.deadline())
                     self.tree.resume()
-                    self.events.emit("budget", state="resumed", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
+                    self.events.emit("budget", state="resumed", remaining_s=self.clock.remaining_s(),
+                                     deadline=self.clock.deadline())
                 self.events.emit("control", action="resume", request_id=rid, accepted=ok, detail="" if ok else "not paused")
             elif action == "abort":
                 self.events.emit("control", action="abort", request_id=rid, accepted=True, detail=str(req.get("source", "")))

@@ -39,7 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from runner.config import GRACE_S, NetworkPolicy, default_network, SessionConfig, SessionPaths, data_root, runs_dir
+from runner.config import GRACE_S, NetworkPolicy, SessionConfig, SessionPaths, data_root, default_network, runs_dir
 from runner.launch import create_session
 from runner.launchers import has_started, read_record, session_ended
 from runner.launchers.slurm import SlurmOptions
@@ -237,8 +237,8 @@ def plan(study: StudySpec) -> list[Planned]:
                 config = SessionConfig(
                     session_id=session_id(study.name, agent.key, short, k), task=spec.id, agent=agent.adapter,
                     model=agent.model, repeat=k, study=study.name, budget_s=minutes * 60,
-                    grace_s=study.budget.grace_s, network=study.network or default_network(agent.adapter), command=list(agent.command),
-                    agent_args=list(agent.args), sealed=not study.unsealed, **extra)
+                    grace_s=study.budget.grace_s, network=study.network or default_network(agent.adapter),
+                    command=list(agent.command), agent_args=list(agent.args), sealed=not study.unsealed, **extra)
                 out.append(Planned(agent.key, short, k, config))
     return out
 

@@ -28,16 +28,16 @@ from textual.widgets import DataTable, Input, Static
 
 from onegc_tui import queries
 from onegc_tui.app.confirm import ConfirmScreen
+from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import BeatClock, MonitorHeader
+from onegc_tui.app.help import HelpScreen, key_sections, pane_name
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane
+from onegc_tui.app.sessions import SessionsTable
 from onegc_tui.app.transcript import TranscriptLog, TranscriptPane
 from onegc_tui.ingest import LiveIngest
-from onegc_tui.store import Store
-from onegc_tui.app.sessions import SessionsTable
-from onegc_tui.app.footer import KeyFooter
-from onegc_tui.app.help import HelpScreen, key_sections, pane_name
 from onegc_tui.sessions_view import FILTER_HELP, sort_arrow
+from onegc_tui.store import Store
 from onegc_tui.view import Alert, Alerts, Coalescer, Note, count
 from runner.config import SessionPaths
 from runner.control import request
@@ -170,9 +170,7 @@ class MonitorApp(App):
         """Dashboard keys act on the dashboard only (hidden from the footer elsewhere)."""
         if action in DASHBOARD_ACTIONS and len(self.screen_stack) > 1:
             return False
-        if action in BOX_ACTIONS and isinstance(self.focused, Input):
-            return False  # typing in a box: \\ and / are characters
-        return True
+        return not (action in BOX_ACTIONS and isinstance(self.focused, Input))  # in a box \\ and / are characters
 
     # ------------------------------------------------------------------ threads -> app
     def _queue_events(self, sid: str, events: list[Event]) -> None:  # ingest thread

@@ -29,8 +29,8 @@ from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import GUTTER, Plot, Series
 from onegc_tui.queries import Timeline
-from onegc_tui.store import Store
 from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
+from onegc_tui.store import Store
 from onegc_tui.view import best_so_far, clock, fmt_score, level_strip, short_task
 
 STEP = 0.01  # of the budget per left/right press
@@ -94,7 +94,8 @@ def analytics_text(t: Timeline) -> Text:
              + (f" · {t.row.get('model')}" if t.row.get("model") else "") + f" · repeat {t.row.get('repeat') or 1}",
              f"state {t.row.get('state')}" + (f" · {t.row['end_reason'].replace('_', ' ')}" if t.row.get("end_reason") else ""),
              f"official score {fmt_score(t.row.get('score'))} · {t.metric} {'↑' if t.higher else '↓'}"
-             + (f" · checkpoint {t.row['best_checkpoint']} (best by the harness's val score)" if t.row.get("best_checkpoint") else "")]
+             + (f" · checkpoint {t.row['best_checkpoint']} (best by the harness's val score)"
+                if t.row.get("best_checkpoint") else "")]
     note = integrity_note(t.row)
     if note:
         lines.append(f"[b yellow]{INTEGRITY_MARK} {note}[/b yellow] (the checkpoints pane lists the flags)")
@@ -271,13 +272,13 @@ class ReplayScreen(CursorScreen):
             pad = (max(y) - min(y)) * 0.05 or 0.01
             y_range = (min(y) - pad, max(y) + pad)  # one y scale: columns compare at a glance
         self.y_range = y_range
-        for col, t in zip(self.query(ReplayColumn), self.timelines):
+        for col, t in zip(self.query(ReplayColumn), self.timelines, strict=False):
             col.query_one(".replay-title", Static).update(
                 f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · {fmt_score(t.row.get('score'))}")
         self.move()
 
     def move(self) -> None:
-        for col, t in zip(self.query(ReplayColumn), self.timelines):
+        for col, t in zip(self.query(ReplayColumn), self.timelines, strict=False):
             plot = col.query_one(Plot)
             plot.show(score_series(t, min(self.cursor, t.end_s)), self.x_max, self.cursor, self.y_range)
             col.query_one(".replay-gpu", Static).update(gpu_line(t, plot.size.width or 40, self.x_max, self.cursor))

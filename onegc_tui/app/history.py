@@ -24,8 +24,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from onegc_tui import queries
-from onegc_tui.analysis import (FRACTIONS, Matrix, anytime_band, anytime_curve, build_matrix, paper_matrix, split_demo,
-                                task_sort_key)
+from onegc_tui.analysis import (
+    FRACTIONS,
+    Matrix,
+    anytime_band,
+    anytime_curve,
+    build_matrix,
+    paper_matrix,
+    split_demo,
+    task_sort_key,
+)
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import Plot, Series
@@ -73,7 +81,7 @@ class HistoryViews:
         self._lock = threading.Lock()
         self._views: dict[tuple, _View] = {}
 
-    def get(self, study: str | None, demo: bool | None) -> "HistoryScreen.Loaded":
+    def get(self, study: str | None, demo: bool | None) -> HistoryScreen.Loaded:
         with self._lock:
             view = self._views.setdefault((study, demo), _View())
         with view.lock:
@@ -329,9 +337,9 @@ class HistoryScreen(Screen):
         self.query_one("#cell-detail", Static).update("\n".join(msg.lines))
         band, budget, plot = msg.band, msg.budget, self.query_one("#band-plot", Plot)
         if band:
-            mean = [(f * budget, v) for f, v in zip(band.grid, band.mean) if v is not None]
-            lo = [(f * budget, v) for f, v in zip(band.grid, band.lo) if v is not None]
-            hi = [(f * budget, v) for f, v in zip(band.grid, band.hi) if v is not None]
+            mean = [(f * budget, v) for f, v in zip(band.grid, band.mean, strict=True) if v is not None]
+            lo = [(f * budget, v) for f, v in zip(band.grid, band.lo, strict=True) if v is not None]
+            hi = [(f * budget, v) for f, v in zip(band.grid, band.hi, strict=True) if v is not None]
             plot.show([Series(tuple(lo), "dim cyan", "line"), Series(tuple(hi), "dim cyan", "line"),
                        Series(tuple(mean), "bold green", "line")], budget)
         else:

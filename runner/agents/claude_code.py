@@ -160,7 +160,8 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         if subtype == "init":
             self._cli_model = text_of(data.get("model")) or None
             version = text_of(data.get("claude_code_version"))
-            text = f"init: model {text_of(data.get('model')) or '?'}, claude-code {version or '?'}, cwd {text_of(data.get('cwd'))}"
+            text = (f"init: model {text_of(data.get('model')) or '?'}, claude-code {version or '?'}, "
+                    f"cwd {text_of(data.get('cwd'))}")
             return [TranscriptItem(role="system", kind="text", text=text)]
         if subtype == "api_retry":
             status = data.get("error_status")
@@ -381,7 +382,8 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         if self._running:  # the CLI waits for its background tasks; each ending starts a new turn
             self.ended = False
             waiting = ", ".join(f"'{d}'" for d in self._running.values())
-            items.append(TranscriptItem(role="system", kind="text", text=f"turn ended, waiting for background task {waiting}: {line}"))
+            text = f"turn ended, waiting for background task {waiting}: {line}"
+            items.append(TranscriptItem(role="system", kind="text", text=text))
         else:
             self.ended = True
             self._stopped.clear()

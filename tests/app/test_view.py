@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from onegc_tui.sessions_view import sort_key
 from onegc_tui.view import (
     LOW_BUDGET_FRACTION,
     Alerts,
@@ -10,15 +11,14 @@ from onegc_tui.view import (
     event_matches,
     plot_series,
 )
-from onegc_tui.sessions_view import sort_key
 from runner.events import GpuSample, ProcessEvent, SessionEnded, TranscriptEvent, Warning_
 
 T = 1_000_000.0
 
 
 def running(sid="s", remaining=600.0, budget=1000.0, started=T) -> dict:
-    return {"session_id": sid, "state": "running", "budget_s": budget, "remaining_s": remaining, "remaining_ts": started, "last_ts": started,
-            "started_ts": started}
+    return {"session_id": sid, "state": "running", "budget_s": budget, "remaining_s": remaining, "remaining_ts": started,
+            "last_ts": started, "started_ts": started}
 
 
 def test_low_budget_alert_fires_once_at_ten_percent():

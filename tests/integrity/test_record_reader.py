@@ -52,7 +52,7 @@ def test_an_oversized_line_neither_freezes_nor_hides_the_session(home):
 
 
 def test_a_garbage_session_json_does_not_hide_the_session(home):
-    w = fake_session(home, "s3")
+    fake_session(home, "s3")
     (home / "runs" / "s3" / "session.json").write_text("garbage")
     messages = []
     store = Store.open(home)

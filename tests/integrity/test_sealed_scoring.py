@@ -117,7 +117,8 @@ def test_an_official_checkpoint_whose_code_replaced_the_evaluator_is_disqualifie
     paths, ended, live, official = run_attack(home, "dq", "monkeypatch", "--alone")
     assert_scored_as_its_weights(paths, live, official, "monkeypatch-1", tmp_path)  # the score is still its own
     result = json.loads(paths.result.read_text())
-    assert result["checkpoint"] == "monkeypatch-1" and "replaced the evaluation (prepare.evaluate, judge)" in result["disqualified"]
+    assert result["checkpoint"] == "monkeypatch-1"
+    assert "replaced the evaluation (prepare.evaluate, judge)" in result["disqualified"]
     store = Store.open(home)
     Ingester(home, store).ingest_all()
     assert store.session("dq")["disqualified"].startswith("the official checkpoint's code replaced the evaluation")

@@ -76,7 +76,8 @@ def test_the_pid_is_the_runners_view_across_a_pid_namespace(log, tmp_path):
                 break
             time.sleep(0.05)
         (launch,) = launches
-        nspid = next(l for l in Path(f"/proc/{launch.pid}/status").read_text().splitlines() if l.startswith("NSpid:"))
+        status = Path(f"/proc/{launch.pid}/status").read_text().splitlines()
+        nspid = next(line for line in status if line.startswith("NSpid:"))
         assert nspid.split()[1:] == [str(launch.pid), str(inner)]  # outer (ours), then the namespace's own
     finally:
         proc.wait(timeout=30)

@@ -98,7 +98,7 @@ def _ended(paths: SessionPaths, reason: str, value=0.5, budget_s=60.0, gpu_name=
                 "agent_version": "x", "model": None, "network": "open", "harness_version": "0.1.0"}
     lines = [{"type": "session_started", "seq": 1, "ts": time.time(), "contract": contract},
              {"type": "session_ended", "seq": 2, "ts": time.time(), "reason": reason, "detail": f"{reason} detail"}]
-    paths.events.write_text("".join(json.dumps(l) + "\n" for l in lines))
+    paths.events.write_text("".join(json.dumps(e) + "\n" for e in lines))
     paths.runner_info.write_text(json.dumps({"pid": 1, "host": "elsewhere"}))
     paths.result.write_text(json.dumps({"value": value, "end_reason": reason, "failure": None}))
 
@@ -167,7 +167,8 @@ def test_reconcile_names_a_dead_local_runner(home):
 
     paths.runner_info.write_text(json.dumps({"pid": proc.pid, "host": socket.gethostname(), "create_time": 1.0}))
     paths.runner_log.write_text("Traceback (most recent call last):\nMemoryError: out of memory\n")
-    assert reconcile(paths) == f"runner (pid {proc.pid} on {socket.gethostname()}) died before the session ended: MemoryError: out of memory"
+    assert reconcile(paths) == (f"runner (pid {proc.pid} on {socket.gethostname()}) died before the session ended: "
+                                "MemoryError: out of memory")
     paths.events.write_text(json.dumps({"type": "session_ended", "reason": "completed"}) + "\n")
     assert reconcile(paths) is None
 

@@ -32,7 +32,8 @@ def evaluate(model, split: str, device: str) -> dict:
         target = y[i : i + EVAL_BATCH]
         if not isinstance(pred, torch.Tensor) or pred.shape != target.shape:
             got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
-            raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; got {got} for x of shape {tuple(x[i:i+EVAL_BATCH].shape)}")
+            raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; "
+                               f"got {got} for x of shape {tuple(x[i:i+EVAL_BATCH].shape)}")
         total += float(((pred.detach().double().cpu() - target.double()) ** 2).sum())
     n = len(x)
     return {"value": total / (n * HORIZON * N_VARS), "n": n}
@@ -359,7 +360,8 @@ def test_real_file_checksum(shared_data, kit, load_prepare):
 def _prepare_real(shared_data, tmp_path):
     data = tmp_path / "data" / TASK
     proc = subprocess.run(
-        [sys.executable, str(get_task(TASK).folder / "prepare.py"), "--from", str(shared_data / "etth1"), "--data-dir", str(data)],
+        [sys.executable, str(get_task(TASK).folder / "prepare.py"), "--from", str(shared_data / "etth1"),
+         "--data-dir", str(data)],
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 0, proc.stderr

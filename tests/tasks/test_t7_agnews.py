@@ -81,7 +81,8 @@ def raw_dir(tmp_path):
 
 def test_encoding(raw_dir, load_prepare):
     prepare = load_prepare(TASK)
-    rows = list(csv.reader(open(raw_dir / "test.csv", newline="")))
+    with open(raw_dir / "test.csv", newline="") as f:
+        rows = list(csv.reader(f))
     x, y = prepare.encode_csv(raw_dir / "test.csv")
     assert x.dtype == np.uint8 and x.shape == (12, 1014) and y.dtype == np.int64
     assert y.tolist() == [int(r[0]) - 1 for r in rows]
@@ -195,7 +196,8 @@ def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prep
     np.save(data / "val_x.npy", x)
     np.save(data / "val_y.npy", y)
     (data / "manifest.json").write_text('{"files": {}}')
-    labels = [row[0] for row in csv.reader(open(raw, newline=""))]
+    with open(raw, newline="") as f:
+        labels = [row[0] for row in csv.reader(f)]
     expected = labels.count("3") / len(labels)  # class 3 in the file = id 2 (Business)
 
     ws = make_workspace(TASK, data)
