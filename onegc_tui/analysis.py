@@ -361,7 +361,8 @@ def split_demo(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskSpec] | N
     """(the paper's tasks, the rest): only the first are compared with the paper; the demo task's
     matrix is shown on its own (its Agg is over T0 alone, not comparable with a seven-task Agg)."""
     table = _resolve(specs)
-    bench, other = [], []
+    bench: list[SessionOutcome] = []
+    other: list[SessionOutcome] = []
     for o in outcomes:
         spec = table.get(o.task.strip().lower())
         (bench if spec is not None and spec.paper else other).append(o)

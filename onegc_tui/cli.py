@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -106,6 +107,7 @@ def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, bufsize=1)
     last_line = ""
     bar_shown = False
+    assert proc.stderr is not None  # stderr=PIPE gives a stream
     for line in proc.stderr:
         line = line.rstrip()
         m = PROGRESS_RE.match(line)
@@ -333,7 +335,7 @@ def sessions_cmd(as_json: bool) -> None:
         click.echo(line)
 
 
-def _control(session_id: str, action: str) -> None:
+def _control(session_id: str, action: Literal["pause", "resume", "abort"]) -> None:
     from runner.control import request
 
     home = _home()
@@ -386,7 +388,7 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
         raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
     home = _home()
     paths = _session(home, session_id)
-    verdicts.record(paths, None if clear else reason.strip())
+    verdicts.record(paths, None if clear or reason is None else reason.strip())
     _, standing = verdicts.current(paths)
     store = Store.open(home)
     try:

@@ -37,9 +37,9 @@ def doctor() -> None:
         cred = credential_report(agent)
         _line(cred.ok, cred.message)
     click.echo("containment:")
-    from runner.sandbox import status
+    from runner.sandbox import status as sandbox_status
 
-    sandbox = status()
+    sandbox = sandbox_status()
     _line(sandbox.ok, "sandbox: " + (sandbox.detail if sandbox.ok else f"NOT AVAILABLE: {sandbox.detail}"))
     pidns = pidns_available()
     _line(pidns or None, "--unsealed sessions: PID namespace (unshare --pid) " + (

@@ -126,7 +126,7 @@ class Allowlist:
             if _is_ip(host):
                 continue
             try:
-                found = {a[4][0] for a in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+                found = {str(a[4][0]) for a in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
                 self.ips[host] = self.ips[host] | found  # rebind, never mutate: the gate's thread reads these
             except OSError:
                 failed.append(host)
@@ -264,7 +264,7 @@ class Gate:
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
             upstream[1].write(rest)
-        await self._pipe(reader, writer, *upstream, target=(host, port))
+        await self._pipe(reader, writer, upstream[0], upstream[1], target=(host, port))
 
     async def _transparent(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._track()
@@ -282,9 +282,9 @@ class Gate:
         if upstream is None:
             _reset(writer)
             return
-        await self._pipe(reader, writer, *upstream, target=(host, port))
+        await self._pipe(reader, writer, upstream[0], upstream[1], target=(host, port))
 
-    async def _open(self, host: str, port: int):
+    async def _open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         try:
             upstream = await asyncio.wait_for(asyncio.open_connection(host, port, limit=CHUNK), CONNECT_TIMEOUT_S)
         except TimeoutError:
@@ -436,7 +436,7 @@ def _family(ip: str) -> int:
 
 
 def _read_name(data: bytes, pos: int) -> tuple[str, int]:
-    labels = []
+    labels: list[str] = []
     while True:
         length = data[pos]
         if length == 0:

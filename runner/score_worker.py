@@ -62,6 +62,8 @@ def load_task(prepare_py: Path):
     """The pristine task module as ``prepare`` (what run scripts import), with its kit."""
     sys.path[:0] = [str(prepare_py.parent)]
     spec = importlib.util.spec_from_file_location("prepare", prepare_py)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {prepare_py}")
     task = importlib.util.module_from_spec(spec)
     sys.modules["prepare"] = task
     spec.loader.exec_module(task)
@@ -317,12 +319,14 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes]:
                 sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
                 sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
                 os._exit(run_child(task, inputs, dict(req, isolation=why), res_w, isolated=not why))
-            os.close(res_w), os.close(out_w), os.close(err_w)
+            for fd in (res_w, out_w, err_w):
+                os.close(fd)
             _, status = os.waitpid(inner, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException:
             os._exit(70)
-    os.close(res_w), os.close(out_w), os.close(err_w)
+    for fd in (res_w, out_w, err_w):
+        os.close(fd)
     deadline = time.monotonic() + float(req.get("timeout_s", 600))
     result, out_tail, err_tail = bytearray(), bytearray(), bytearray()
     open_fds = {res_r, out_r, err_r}

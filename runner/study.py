@@ -394,6 +394,7 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
                 local.enqueue(paths, study=study.name)
                 report.launched.append(paths.session_id)
     if kind == "local":
+        assert slots is not None  # local: one per GPU, or [None] for the CPU
         if to_launch or report.active:
             local.start_daemon(home, slots)
         report.where = "local queue on " + (", ".join(f"GPU {s}" for s in slots) if slots != [None] else "the CPU, one at a time")

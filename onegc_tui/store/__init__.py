@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 
@@ -268,10 +269,11 @@ class Store:
         live = s.pop("live_values", None)
         totals = s.pop("usage_totals", None)
         if totals is not None:
-            sets = ", ".join(f"{key} = COALESCE(?, {key})" for key in USAGE_COLUMNS)
-            self.conn.execute(f"UPDATE sessions SET {sets} WHERE session_id = ?", (*totals, sid))
+            usage = ", ".join(f"{key} = COALESCE(?, {key})" for key in USAGE_COLUMNS)
+            self.conn.execute(f"UPDATE sessions SET {usage} WHERE session_id = ?", (*totals, sid))
         first = s.pop("first_checkpoint_s", None)
-        sets, args = [], []
+        sets: list[str] = []
+        args: list[Any] = []
         for key, val in s.items():
             if key in self._ADDITIVE:
                 sets.append(f"{key} = COALESCE({key}, 0) + ?")
@@ -335,7 +337,8 @@ class Store:
     def transcript(self, session_id: str, limit: int = 1000, kinds: Sequence[str] | None = None,
                    search: str | None = None) -> list[dict]:
         sql = "SELECT t.* FROM transcript t"
-        where, args = ["t.session_id = ?"], [session_id]
+        where = ["t.session_id = ?"]
+        args: list[Any] = [session_id]
         words = [w.lower() for w in (search or "").split()]
         if words and (match := fts_query(words)):
             sql += " JOIN transcript_fts f ON f.rowid = t.rowid"

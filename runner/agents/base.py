@@ -125,6 +125,19 @@ def text_of(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+def dict_at(data: dict, key: str) -> dict:
+    """``data[key]`` where it is a JSON object, else an empty one: a CLI's field may be missing,
+    null or of another type, and a parser must not raise on it."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_at(data: dict, key: str) -> list:
+    """``data[key]`` where it is a JSON array, else an empty one (see :func:`dict_at`)."""
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
 class ErrorTrail:
     """The errors an agent saw since its model last answered: what a failed session died of.
 

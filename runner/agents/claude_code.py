@@ -41,7 +41,7 @@ import signal
 from typing import Any, ClassVar
 
 from runner.agents import credentials
-from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, text_of
+from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, dict_at, list_at, text_of
 from runner.agents.usage import Tokens
 
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
@@ -181,13 +181,13 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
                 self._running[task] = text_of(data.get("description")) or task
             return []
         if subtype == "task_updated":
-            patch = data.get("patch") if isinstance(data.get("patch"), dict) else {}
+            patch = dict_at(data, "patch")
             status = text_of(patch.get("status"))
             if status in TASK_ENDED:
                 self._task_ended(text_of(data.get("task_id")), status)
             return []
         if subtype == "background_tasks_changed":
-            tasks = data.get("tasks") if isinstance(data.get("tasks"), list) else []
+            tasks = list_at(data, "tasks")
             running = {text_of(t.get("task_id")): text_of(t.get("description")) for t in tasks if isinstance(t, dict)}
             for task in set(self._running) - set(running):
                 self._running.pop(task, None)
@@ -351,7 +351,7 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         return None
 
     def _result(self, data: dict) -> list[TranscriptItem]:
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = dict_at(data, "usage")
         cost = data.get("total_cost_usd")
         cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
         totals = self._session_totals(data)
