@@ -37,7 +37,7 @@ from runner import verdicts
 from runner.config import SessionPaths
 from runner.events import Event, parse_event
 from runner.jsonl import JsonlTail, TailState, too_long
-from runner.reconcile import reconcile
+from runner.reconcile import clean_up_after, reconcile
 from runner.settings import observer_kind
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines (and no event line is longer)
@@ -186,9 +186,7 @@ class Ingester:
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
-                from runner.proctree import Freezer
-
-                Freezer.remove_stale(sid)  # a runner killed with -9 could not remove its cgroup
+                clean_up_after(self._known[sid])
                 failed.append(sid)
         return failed
 

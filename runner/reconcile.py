@@ -36,6 +36,15 @@ def reconcile(paths: SessionPaths) -> str | None:
     return reason
 
 
+def clean_up_after(paths: SessionPaths) -> None:
+    """Undo what a runner that died without ending (killed with -9, its machine rebooted) left
+    behind on this host: its freezer cgroup, once empty. Whoever finds a runner dead through
+    :func:`reconcile` calls this; a runner that ends removes its own."""
+    from runner.proctree import Freezer
+
+    Freezer.remove_stale(paths.session_id)
+
+
 def _local_reason(paths: SessionPaths, record: dict) -> str | None:
     state = record.get("state")
     if state == "cancelled" and not has_started(paths):

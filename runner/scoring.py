@@ -1,4 +1,4 @@
-"""Sealed scoring (INTEGRITY.md S1-S5): the agent's code never runs beside the metric, and each
+"""Sealed scoring (../shared/INTEGRITY.md S1-S5): the agent's code never runs beside the metric, and each
 checkpoint is judged alone.
 
 Two sides, two processes:

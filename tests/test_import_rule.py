@@ -1,4 +1,4 @@
-"""DESIGN.md §2: the core never loads textual or rich; only onegc_tui/app does."""
+"""../shared/DESIGN.md §2: the core never loads textual or rich; only onegc_tui/app does."""
 
 import subprocess
 import sys
@@ -7,7 +7,9 @@ import sys
 def test_core_imports_neither_textual_nor_rich():
     code = (
         "import sys, runner, runner.session, runner.agents, tasks, onegc_tui.store, onegc_tui.ingest, "
-        "onegc_tui.plain, onegc_tui.view, onegc_tui.cli, onegc_tui.analysis, onegc_tui.export\n"
+        "onegc_tui.plain, onegc_tui.format, onegc_tui.alerts, onegc_tui.plot, onegc_tui.timeline, "
+        "onegc_tui.transcript_view, onegc_tui.sessions_view, onegc_tui.queries, onegc_tui.store.queries, "
+        "onegc_tui.cli, onegc_tui.analysis, onegc_tui.export\n"
         "from runner.agents import ADAPTERS, get_adapter\n"
         "[get_adapter(n) for n in ADAPTERS]\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))\n"

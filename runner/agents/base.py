@@ -27,7 +27,7 @@ from runner.outcome import REQUEST_FAILED
 
 
 class TranscriptItem(TranscriptFields):
-    """One normalised step of an agent's transcript (DESIGN.md §4 "Transcript events")."""
+    """One normalised step of an agent's transcript (../shared/DESIGN.md §4 "Transcript events")."""
 
     def bounded(self) -> dict:
         data = self.model_dump(exclude_none=True)

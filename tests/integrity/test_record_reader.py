@@ -1,4 +1,4 @@
-"""The reader trusts only what the runner wrote (INTEGRITY.md A3, A5): a line that claims another
+"""The reader trusts only what the runner wrote (../shared/INTEGRITY.md A3, A5): a line that claims another
 line's seq, another session's event, an oversized line or a garbage ``session.json`` is reported
 and skipped, and can neither hide a session nor freeze it."""
 
