@@ -3,7 +3,10 @@
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_core_imports_neither_textual_nor_rich():
     code = (
         "import sys, runner, runner.session, runner.agents, tasks, onegc_tui.store, onegc_tui.ingest, "
@@ -19,6 +22,7 @@ def test_core_imports_neither_textual_nor_rich():
     assert out.stdout.strip() == "", f"loaded: {out.stdout.strip()}"
 
 
+@pytest.mark.slow
 def test_the_app_does_load_textual():  # the check above can fail: importing the app is caught
     code = "import sys, onegc_tui.app; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

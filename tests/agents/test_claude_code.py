@@ -264,6 +264,7 @@ def test_credential_report_names_variables_never_values():
 
 
 # ----------------------------------------------------------------------------- prompt
+@pytest.mark.slow
 def test_standard_prompt_states_the_rules_and_a_working_deadline_check(tmp_path):
     prompt = standard_prompt("Demo: classify spirals", 40, "test")
     assert prompt.startswith(OWNERSHIP_NOTE)
@@ -297,6 +298,7 @@ def fake_cli(prefix: Path, name: str, version_line: str) -> Path:
     return exe
 
 
+@pytest.mark.slow
 def test_project_prefix_wins_over_path_and_version_runs_it(tmp_path, monkeypatch):
     prefix_cli = fake_cli(tmp_path / "prefix", "claude", "2.1.197 (Claude Code)")
     path_cli = fake_cli(tmp_path / "global", "claude", "9.9.9 (Claude Code)")

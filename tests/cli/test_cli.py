@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from onegc_tui.cli import main
@@ -64,6 +65,7 @@ def test_resume_of_an_ended_session_is_refused(home):
     assert r.exit_code == 2 and "already ended" in r.output
 
 
+@pytest.mark.slow
 def test_doctor_reports_containment_and_data(home):
     r = run("doctor")
     assert r.exit_code == 0 and "PID namespace" in r.output and "t0 prepared" in r.output
@@ -84,6 +86,7 @@ def test_malformed_session_config_is_a_one_line_error(home):
         raise AssertionError("a negative budget was accepted")
 
 
+@pytest.mark.slow
 def test_without_a_sandbox_run_refuses_in_one_line_and_unsealed_is_recorded(home, monkeypatch):
     from runner import sandbox
 

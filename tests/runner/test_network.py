@@ -164,6 +164,7 @@ def test_unavailable_says_why(monkeypatch):
 
 # ---------------------------------------------------------------------- real namespaces
 @needs_ns
+@pytest.mark.slow
 def test_none_reaches_nothing(servers):
     port, _ = servers
     blocked = []
@@ -183,6 +184,7 @@ def test_none_reaches_nothing(servers):
 
 
 @needs_ns
+@pytest.mark.slow
 def test_api_only_reaches_the_endpoint_and_records_the_rest(servers):
     good, bad = servers
     blocked = []
@@ -257,6 +259,7 @@ def test_failing_endpoint_reports_are_coalesced_and_the_problem_clears_when_it_a
 
 
 @needs_ns
+@pytest.mark.slow
 def test_api_only_names_an_allowed_endpoint_that_refuses_or_answers_5xx(servers):
     """The gate's own connections to allowed endpoints: refused (nothing listening) and HTTP 503."""
     import socket

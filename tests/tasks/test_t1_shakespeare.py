@@ -101,6 +101,7 @@ def test_eval_windows_reject_a_too_short_split(load_prepare):
         prepare.eval_windows(256)
 
 
+@pytest.mark.slow
 def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare,
                                          score_both, sealed_score):
     text = (raw_dir / "input.txt").read_text()
@@ -132,6 +133,7 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     assert result["returncode"] == 1 and not result["ok"] and "_orig_mod." in result["error"]
 
 
+@pytest.mark.slow
 def test_wrong_logit_shape_is_reported(raw_dir, prepare_fixture, make_workspace, save_state):
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)
@@ -203,6 +205,7 @@ def test_train_script_defines_the_edited_constants():
 
 
 # --------------------------------------------------------------------------- the real file
+@pytest.mark.slow
 def test_real_file_splits_and_uniform_model(shared_data, tmp_path, kit, make_workspace, save_state, load_prepare, score_both):
     raw = shared_data / "tinyshakespeare" / "input.txt"
     assert kit.file_digest(raw) == "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"

@@ -215,6 +215,7 @@ def build_model(config):
 '''
 
 
+@pytest.mark.slow
 def test_evaluate_is_one_confusion_matrix_over_the_split(prepared, make_workspace, save_state, load_prepare, score_both):
     data, _ = prepared
     ws = make_workspace(TASK, data)
@@ -256,6 +257,7 @@ def build_model(config):
 '''
 
 
+@pytest.mark.slow
 def test_sealed_scoring_equals_the_old_evaluate(prepared, make_workspace, save_state, load_prepare, score_both,
                                                 sealed_score):
     import torch
@@ -392,6 +394,7 @@ def offline(monkeypatch, timm_setup):
         monkeypatch.setenv(key, value)
 
 
+@pytest.mark.slow
 def test_the_hook_really_blocks_the_network(offline):
     import os
 

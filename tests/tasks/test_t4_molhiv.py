@@ -211,6 +211,7 @@ def test_damaged_archive_fails_with_one_clear_line(damage, hiv, mols, tmp_path, 
 
 
 # --------------------------------------------------------------------------- end to end
+@pytest.mark.slow
 def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both,
                                     sealed_score):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower

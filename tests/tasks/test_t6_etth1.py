@@ -86,6 +86,7 @@ def raw_dir(tmp_path):
     return raw
 
 
+@pytest.mark.slow
 def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both,
                                          sealed_score):
     data = prepare_fixture(TASK, raw_dir)
@@ -291,6 +292,7 @@ def selection_session(home, raw_dir, prepare_fixture, tmp_path, sid, fit_val_not
     return paths, json.loads(paths.result.read_text()), by_hand
 
 
+@pytest.mark.slow
 def test_the_val_best_checkpoint_is_official_although_another_has_the_better_test_score(
         raw_dir, prepare_fixture, home, tmp_path):
     paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel1", lambda: 0)
@@ -303,6 +305,7 @@ def test_the_val_best_checkpoint_is_official_although_another_has_the_better_tes
     assert started["contract"]["selection"] == "val-best"
 
 
+@pytest.mark.slow
 def test_a_best_checkpoint_whose_live_scoring_failed_still_gets_its_official_score(
         raw_dir, prepare_fixture, home, tmp_path):
     import time
@@ -368,6 +371,7 @@ def _prepare_real(shared_data, tmp_path):
     return data
 
 
+@pytest.mark.slow
 def test_real_splits_and_zero_forecast_mse(shared_data, tmp_path, make_workspace, save_state, load_prepare, score_both):
     data = _prepare_real(shared_data, tmp_path)
     assert {s: len(np.load(data / f"{s}.npy")) for s in ("train", "val", "test")} == {"train": 8640, "val": 3216, "test": 3216}
@@ -393,6 +397,7 @@ def test_real_splits_and_zero_forecast_mse(shared_data, tmp_path, make_workspace
     assert old == new and new["value"] == result["value"]
 
 
+@pytest.mark.slow
 def test_real_truncated_file_fails_on_the_command_line(shared_data, tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()

@@ -100,6 +100,7 @@ def test_bad_row_is_reported(tmp_path, load_prepare):
         prepare.encode_csv(tmp_path / "test.csv")
 
 
+@pytest.mark.slow
 def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both,
                                          sealed_score):
     data = prepare_fixture(TASK, raw_dir)
@@ -178,6 +179,7 @@ def test_train_script_defines_the_edited_constants():
 
 
 # --------------------------------------------------------------------------- the real test file
+@pytest.mark.slow
 def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prepare, make_workspace, save_state,
                                            score_both):
     prepare = load_prepare(TASK)
@@ -210,6 +212,7 @@ def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prep
     assert old == new == {"value": 0.25, "n": 7600}
 
 
+@pytest.mark.slow
 def test_reproduction_stops_with_one_line_without_train_csv(shared_data, tmp_path):
     script = TASKS_DIR.parent / "benchmarks" / "reproduce_baselines.py"
     proc = subprocess.run([sys.executable, str(script), "t7", "--from", str(shared_data / "ag_news"), "--device", "cpu",
