@@ -23,6 +23,7 @@ import sqlite_utils
 
 from onegc_tui.store.schema import SCHEMA_VERSION, migrate
 from runner.events import Event
+from tasks import Direction, best_of, direction_of
 
 DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
@@ -286,8 +287,9 @@ class Store:
             sets.append("first_checkpoint_s = COALESCE(first_checkpoint_s, ?)")
             args.append(first)
         if live:
-            better = "MAX" if self._higher_is_better(sid) else "MIN"
-            best = max(live) if better == "MAX" else min(live)
+            direction = self._direction(sid)
+            better = "MAX" if direction == "higher" else "MIN"  # best_of in SQL
+            best = best_of(live, direction)
             sets.append(f"best_live = CASE WHEN best_live IS NULL THEN ? ELSE {better}(best_live, ?) END")
             args += [best, best]
         # a session that ended must not be flipped back to running by a late budget event
@@ -296,16 +298,9 @@ class Store:
             sets[idx] = "state = CASE WHEN state IN ('ended', 'failed') THEN state ELSE ? END"
         self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_id = ?", (*args, sid))
 
-    def _higher_is_better(self, sid: str) -> bool:
+    def _direction(self, sid: str) -> Direction:
         row = self.conn.execute("SELECT task FROM sessions WHERE session_id=?", (sid,)).fetchone()
-        if not row or not row[0]:
-            return True
-        from tasks import UnknownTask, get_task
-
-        try:
-            return get_task(row[0]).higher_is_better
-        except UnknownTask:
-            return True
+        return direction_of(row[0] if row else None)
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
         """A verdict (runner/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
