@@ -8,7 +8,10 @@ running sessions does not repaint every row every second.
 
 from __future__ import annotations
 
-from tasks import Direction, UnknownTask, get_task
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the registry (pydantic) is imported once a task is named: `onegc sessions` starts without it
+    from tasks import Direction
 
 BAR_WIDTH = 10
 COARSE_FROM_S = 600  # the sessions table shows whole minutes above this: a per-second change repaints every row
@@ -45,6 +48,8 @@ def short_task(task: str | None) -> str:
     """``T6`` for ``t6_etth1``; an unknown task as it is named."""
     if not task:
         return "?"
+    from tasks import UnknownTask, get_task
+
     try:
         return get_task(task).short.upper()
     except UnknownTask:

@@ -17,13 +17,15 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
 from onegc_tui.store.schema import SCHEMA_VERSION, migrate
 from runner.events import Event
-from tasks import Direction, best_of, direction_of
+
+if TYPE_CHECKING:
+    from tasks import Direction
 
 DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
@@ -287,6 +289,8 @@ class Store:
             sets.append("first_checkpoint_s = COALESCE(first_checkpoint_s, ?)")
             args.append(first)
         if live:
+            from tasks import best_of
+
             direction = self._direction(sid)
             better = "MAX" if direction == "higher" else "MIN"  # best_of in SQL
             best = best_of(live, direction)
@@ -300,6 +304,8 @@ class Store:
 
     def _direction(self, sid: str) -> Direction:
         row = self.conn.execute("SELECT task FROM sessions WHERE session_id=?", (sid,)).fetchone()
+        from tasks import direction_of
+
         return direction_of(row[0] if row else None)
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
