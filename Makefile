@@ -40,13 +40,13 @@ agents-clean:
 	rm -rf $(AGENTS_PREFIX) $(LATEST_PREFIX)
 
 # ---------------------------------------------------------------------------- set-up, demo, tests
-# Two commands on a fresh machine: `make demo` and `make test` (.ci/run calls `make test`).
+# Two commands on a fresh machine: `make demo` and `make test` (.ci/run calls `make lint` and `make test`).
 PYTHON ?= python3
 VENV   ?= .venv
 # The CPU build first; the project's own range admits it, so pip keeps it (no multi-GB CUDA build).
 TORCH  ?= torch==2.13.0
 
-.PHONY: venv demo test bench
+.PHONY: venv demo test test-fast lint bench
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -72,6 +72,17 @@ demo: venv
 
 test: venv
 	$(VENV)/bin/python -m pytest -q
+
+# unit and Pilot tests only, two at a time (one per core): no test that starts a process or
+# trains (those are marked slow; tests/conftest.py fails one that starts a process unmarked)
+test-fast: venv
+	$(VENV)/bin/python -m pytest -q -m "not slow" -n 2
+
+# style, types and the layers (configured in pyproject.toml); .ci/run runs this before the tests
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: venv
 	$(VENV)/bin/python benchmarks/ingest_bench.py

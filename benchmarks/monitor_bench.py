@@ -379,7 +379,7 @@ def main() -> None:
         built, events = build_history_store(home, args.history_sessions, args.history_events)
         size = (home / "onegc.db").stat().st_size / 2**30
         print(f"history store: {args.history_sessions} sessions, {events} events, {size:.2f} GiB "
-              f"({'built in %.0f s' % built if built else 'cached'}; {home})")
+              f"({f'built in {built:.0f} s' if built else 'cached'}; {home})")
         direct = history_direct(home)
         print(f"history matrix, query + build: median {statistics.median(direct) * 1000:.0f} ms · "
               f"max {max(direct) * 1000:.0f} ms")

@@ -46,9 +46,8 @@ from runner.events import (
     SessionStarted,
     TranscriptEvent,
 )
-from tasks import TaskSpec, all_tasks
+from tasks import Direction, TaskSpec, all_tasks, best_of, better
 
-Direction = Literal["higher", "lower"]
 ActivityKind = Literal["paused", "model_thinking", "tool_running", "no_training_process"]
 
 PAPER_STUDY = "paper"  # the study name under which the paper's Table 4/6 rows appear
@@ -157,13 +156,11 @@ class TaskColumn:
         )
 
     def better(self, a: float, b: float) -> bool:
-        return a > b if self.direction == "higher" else a < b
+        return better(a, b, self.direction)
 
     def best(self, values: Iterable[float]) -> float | None:
         vals = list(values)
-        if not vals:
-            return None
-        return max(vals) if self.direction == "higher" else min(vals)
+        return best_of(vals, self.direction) if vals else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +358,8 @@ def split_demo(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskSpec] | N
     """(the paper's tasks, the rest): only the first are compared with the paper; the demo task's
     matrix is shown on its own (its Agg is over T0 alone, not comparable with a seven-task Agg)."""
     table = _resolve(specs)
-    bench, other = [], []
+    bench: list[SessionOutcome] = []
+    other: list[SessionOutcome] = []
     for o in outcomes:
         spec = table.get(o.task.strip().lower())
         (bench if spec is not None and spec.paper else other).append(o)
@@ -534,7 +532,7 @@ def anytime_curve(
         if p.value is None or not math.isfinite(p.value):
             continue
         frac = min(1.0, max(0.0, p.budget_elapsed_s / budget_s))
-        if steps and not (p.value > steps[-1][1] if direction == "higher" else p.value < steps[-1][1]):
+        if steps and not better(p.value, steps[-1][1], direction):
             continue
         if steps and steps[-1][0] == frac:
             steps.pop()  # two checkpoints at the same moment: keep the better

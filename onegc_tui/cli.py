@@ -12,11 +12,20 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import click
 
-from runner.config import (ConfigError, SessionConfig, SessionPaths, data_root, default_network, new_session_id,
-                           onegc_home, runs_dir)
+from runner.config import (
+    ConfigError,
+    SessionConfig,
+    SessionPaths,
+    data_root,
+    default_network,
+    new_session_id,
+    onegc_home,
+    runs_dir,
+)
 from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
 
 DEMO_BUDGET_S = 120.0  # about two minutes: two scripted runs and their checkpoints fit easily
@@ -63,15 +72,15 @@ def main() -> None:
 @main.command("tasks")
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
+    from onegc_tui.format import arrow
     from onegc_tui.text_table import terminal_width, text_table
 
     home = _home()
     rows = []
     for spec in all_tasks().values():
         ready = (data_root(home) / spec.id / "manifest.json").is_file()
-        arrow = "↑" if spec.higher_is_better else "↓"
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
-        rows.append([spec.short, spec.title, f"{spec.metric_label} {arrow}", f"{spec.budget_minutes:.0f} m", base,
+        rows.append([spec.short, spec.title, f"{spec.metric_label} {arrow(spec.direction)}", f"{spec.budget_minutes:.0f} m", base,
                      "prepared" if ready else "not prepared"])
     header = ["id", "task", "metric", "budget", "baseline", "data"]
     for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
@@ -98,6 +107,7 @@ def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, bufsize=1)
     last_line = ""
     bar_shown = False
+    assert proc.stderr is not None  # stderr=PIPE gives a stream
     for line in proc.stderr:
         line = line.rstrip()
         m = PROGRESS_RE.match(line)
@@ -310,12 +320,13 @@ def sessions_cmd(as_json: bool) -> None:
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
+    from onegc_tui.format import clock
     from onegc_tui.text_table import terminal_width, text_table
 
     table = []
     for r in rows:
         short = get_task(r["task"]).short if r["task"] else "?"
-        left = "" if r["remaining_s"] is None else f"{int(r['remaining_s']) // 60}:{int(r['remaining_s']) % 60:02d}"
+        left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = "" if r["score"] is None else f"{r['score']:.4f}"
         table.append([r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best,
@@ -325,7 +336,7 @@ def sessions_cmd(as_json: bool) -> None:
         click.echo(line)
 
 
-def _control(session_id: str, action: str) -> None:
+def _control(session_id: str, action: Literal["pause", "resume", "abort"]) -> None:
     from runner.control import request
 
     home = _home()
@@ -378,7 +389,7 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
         raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
     home = _home()
     paths = _session(home, session_id)
-    verdicts.record(paths, None if clear else reason.strip())
+    verdicts.record(paths, None if clear or reason is None else reason.strip())
     _, standing = verdicts.current(paths)
     store = Store.open(home)
     try:

@@ -37,9 +37,9 @@ def doctor() -> None:
         cred = credential_report(agent)
         _line(cred.ok, cred.message)
     click.echo("containment:")
-    from runner.sandbox import status
+    from runner.sandbox import status as sandbox_status
 
-    sandbox = status()
+    sandbox = sandbox_status()
     _line(sandbox.ok, "sandbox: " + (sandbox.detail if sandbox.ok else f"NOT AVAILABLE: {sandbox.detail}"))
     pidns = pidns_available()
     _line(pidns or None, "--unsealed sessions: PID namespace (unshare --pid) " + (
@@ -55,7 +55,8 @@ def doctor() -> None:
     net_ok, net_why = namespaces_available()
     _line(net_ok, "network policy api-only/none: " + ("available (network namespace + gate)" if net_ok else
           f"not available ({net_why}): use --network open"))
-    _line(shutil.which("sbatch") is not None, "slurm: " + ("sbatch found" if shutil.which("sbatch") else "sbatch not found (local launcher only)"))
+    sbatch = shutil.which("sbatch") is not None
+    _line(sbatch, "slurm: " + ("sbatch found" if sbatch else "sbatch not found (local launcher only)"))
     click.echo("agent environment (what the sandboxed agent can import; requirements-agent.txt):")
     from runner.agent_env import check, fingerprint
 

@@ -9,9 +9,9 @@ import click
 from onegc_tui import queries
 from onegc_tui.analysis import build_matrix, split_demo
 from onegc_tui.export import FORMATS, render_history, sessions_csv
+from onegc_tui.format import count
 from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
-from onegc_tui.view import count
 from runner.config import onegc_home
 
 

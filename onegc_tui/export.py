@@ -37,7 +37,8 @@ from onegc_tui.analysis import (
     resolve_task,
     task_sort_key,
 )
-from tasks import TaskSpec
+from onegc_tui.format import arrow
+from tasks import TaskSpec, best_of
 
 Format = Literal["table", "csv", "md", "latex", "json"]
 FORMATS: tuple[str, ...] = get_args(Format)
@@ -84,7 +85,7 @@ def _best_means(studies: Sequence[Matrix], cols: Sequence[TaskColumn]) -> dict[s
             if (c := r.cell(col.task)) and c.mean is not None
         ]
         if vals:
-            best[col.task] = max(vals) if col.direction == "higher" else min(vals)
+            best[col.task] = best_of(vals, col.direction)
     return best
 
 
@@ -132,28 +133,35 @@ def integrity_marks(cell: Cell | None) -> str:
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
-def _cell_text(cell: Cell | None, with_counts: bool = True) -> str:
-    if cell is None or cell.n_total == 0:
+def cell_text(cell: Cell | None, mode: str = "mean", live: bool = False) -> str:
+    """The one rendering of a matrix cell, in the text and Markdown tables and the monitor's
+    matrix: mean±std (``mode="best"``: the best of N), then n/N where some repeats failed, ``*``
+    for mixed contracts and the integrity marks; ``-`` for no session, ``N/A`` when none
+    succeeded. ``live`` (the monitor): the counts bare (`` 2/3``) for its narrow columns, and a
+    cell whose sessions all still run says how many."""
+    running = len(cell.running_ids) if cell is not None and live else 0
+    if cell is None or (cell.n_total == 0 and not running):
         return MISSING
+    if cell.n_total == 0:
+        return f"({running} running)"
+    counts = ""
+    if cell.n_success < cell.n_total:
+        counts = f" {cell.n_success}/{cell.n_total}" if live else f" ({cell.n_success}/{cell.n_total})"
     if cell.mean is None:
         text = FAILED
+    elif mode == "best" and cell.best is not None:
+        text = _num(cell.best)
     elif cell.std is None:
         text = _num(cell.mean)
     else:
         text = f"{_num(cell.mean)}±{_num(cell.std)}"
-    if with_counts and cell.n_success < cell.n_total:
-        text += f" ({cell.n_success}/{cell.n_total})"
-    return text + (MIXED_MARK if cell.mixed_contracts else "") + integrity_marks(cell)
+    return text + counts + (MIXED_MARK if cell.mixed_contracts else "") + integrity_marks(cell)
 
 
 def _agg_text(agg: Aggregate) -> str:
     if agg.value is None:
         return FAILED if agg.expected else MISSING
     return _agg_num(agg.value) + (PARTIAL_MARK if agg.partial else "")
-
-
-def _arrow(col: TaskColumn) -> str:
-    return "↑" if col.direction == "higher" else "↓"
 
 
 def _grid(studies: Sequence[Matrix], bold: tuple[str, str] | None) -> tuple[list[str], list[list[str]]]:
@@ -168,11 +176,11 @@ def _grid(studies: Sequence[Matrix], bold: tuple[str, str] | None) -> tuple[list
     def b(text: str, on: bool) -> str:
         return f"{bold[0]}{text}{bold[1]}" if bold and on else text
 
-    header = ["study", "agent", *(f"{c.label} {_arrow(c)}" for c in cols), "Agg", "Agg_max"]
+    header = ["study", "agent", *(f"{c.label} {arrow(c.direction)}" for c in cols), "Agg", "Agg_max"]
     body = []
     for m in studies:
         for r in m.rows:
-            cells = [b(_cell_text(r.cell(c.task)), _is_best(r.cell(c.task), c.task, best)) for c in cols]
+            cells = [b(cell_text(r.cell(c.task)), _is_best(r.cell(c.task), c.task, best)) for c in cols]
             agg = b(_agg_text(r.agg), _agg_is_best(r.agg, best_agg))
             agg_max = b(_agg_text(r.agg_max), _agg_is_best(r.agg_max, best_max))
             body.append([m.study, r.label, *cells, agg, agg_max])

@@ -19,9 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
-from watchdog.events import (DirCreatedEvent, FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent,
-                             FileSystemEvent, FileSystemEventHandler)
+from watchdog.events import (
+    DirCreatedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from onegc_tui.store import IngestBatch, Store
@@ -29,7 +37,7 @@ from runner import verdicts
 from runner.config import SessionPaths
 from runner.events import Event, parse_event
 from runner.jsonl import JsonlTail, TailState, too_long
-from runner.reconcile import reconcile
+from runner.reconcile import clean_up_after, reconcile
 from runner.settings import observer_kind
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines (and no event line is longer)
@@ -65,7 +73,7 @@ class Ingester:
 
     def discover(self) -> list[str]:
         """Register session folders not seen before; returns their ids."""
-        added = []
+        added: list[str] = []
         if not self.runs.is_dir():
             return added
         for folder in sorted(self.runs.iterdir()):
@@ -127,8 +135,8 @@ class Ingester:
                 try:
                     event = parse_event(line)
                 except ValidationError as exc:
-                    err = exc.errors()[0]
-                    bad.append((n, f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"[:200]))
+                    first = exc.errors()[0]
+                    bad.append((n, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"[:200]))
                     continue
                 if event.session_id != sid:  # only this session's runner writes this file
                     bad.append((n, f"an event of session {event.session_id[:60]!r} in {sid}'s file: skipped"))
@@ -173,14 +181,12 @@ class Ingester:
             if sid not in self._known:
                 continue
             self.ingest_session(sid)  # a runner that just ended has written session_ended
-            if self.store.session(sid)["state"] in ("ended", "failed"):
+            if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
                 continue
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
-                from runner.proctree import Freezer
-
-                Freezer.remove_stale(sid)  # a runner killed with -9 could not remove its cgroup
+                clean_up_after(self._known[sid])
                 failed.append(sid)
         return failed
 
@@ -194,7 +200,7 @@ class _Dirty(FileSystemEventHandler):
         self.mark = mark
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        path = Path(getattr(event, "dest_path", "") or event.src_path)
+        path = Path(os.fsdecode(getattr(event, "dest_path", "") or event.src_path))
         if path.name == "events.jsonl":
             self.mark(path.parent.name)
         elif path.name == "session.json" or (event.is_directory and path.parent.name == "runs"):
@@ -221,15 +227,16 @@ class LiveIngest:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="ingest", daemon=True)
-        self._observer = None
+        self._observer: BaseObserver | None = None
         self.ready = threading.Event()
 
     def start(self) -> None:
         (self.home / "runs").mkdir(parents=True, exist_ok=True)
-        self._observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
+        observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
         # only writes and new files: the kernel then never reports our own reads to us
-        self._observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True, event_filter=WRITE_EVENTS)
-        self._observer.start()
+        observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True, event_filter=WRITE_EVENTS)
+        observer.start()
+        self._observer = observer
         self._thread.start()
 
     def stop(self) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
+from onegc_tui.format import clock
 from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
 from runner.events import Event
@@ -20,20 +21,13 @@ PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
 
 
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "--:--"
-    seconds = max(0, int(seconds))
-    return f"{seconds // 60:02d}:{seconds % 60:02d}"
-
-
 def describe(event: Event) -> str | None:
     """The one-line form of a notable event, or None for the routine ones."""
     t = event.type
     if t == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
         return (f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
-                f"budget {_clock(event.budget_s)}{unsealed}")
+                f"budget {clock(event.budget_s)}{unsealed}")
     if t == "agent_started":
         return f"agent running (pid {event.pid}, containment {event.containment})"
     if t == "transcript" and event.kind in ("tool_call", "error", "result"):
@@ -44,7 +38,7 @@ def describe(event: Event) -> str | None:
         what = f"{event.value:.4f}" if event.value is not None else f"ERROR {event.error}"
         return f"{'official' if event.official else 'checkpoint'} {event.name}: {event.metric} {what}"
     if t == "budget" and event.state != "running":
-        return f"budget {event.state}, {_clock(event.remaining_s)} left"
+        return f"budget {event.state}, {clock(event.remaining_s)} left"
     if t == "control":
         return f"control {event.action}: {'accepted' if event.accepted else 'refused'} {event.detail}".rstrip()
     if t == "warning":
@@ -81,7 +75,7 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
             if time.monotonic() >= next_progress:
                 for sid, r in rows.items():
                     best = f"{r['best_live']:.4f}" if r["best_live"] is not None else "-"
-                    print(f"[{time.strftime('%H:%M:%S')}] {sid}: {r['state']}, {_clock(r['remaining_s'])} left, "
+                    print(f"[{time.strftime('%H:%M:%S')}] {sid}: {r['state']}, {clock(r['remaining_s'])} left, "
                           f"{r['n_checkpoints']} checkpoints, best {best}", file=out, flush=True)
                 next_progress = time.monotonic() + PROGRESS_EVERY_S
             if rows and len(rows) == len(wanted) and all(r["state"] in ("ended", "failed") for r in rows.values()):

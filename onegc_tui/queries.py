@@ -1,20 +1,18 @@
-"""Read queries of the monitor beyond the store's API: the matrix input, transcript views,
-activity for stall alerts, and one session's timeline for the detail and replay screens.
+"""What the monitor reads, as records: the matrix input, the transcript pane's lines, activity
+for stall alerts, and one session's timeline for the detail and replay screens.
 
-Each function takes a ``Store`` opened on the calling thread (one connection per thread) and
-returns plain records; nothing here imports textual.
+Each function takes a ``Store`` opened on the calling thread (one connection per thread); the SQL
+is in onegc_tui/store/queries.py, and nothing here imports textual.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from onegc_tui.analysis import (
+    BUSY_UTIL_PCT,
     Activity,
-    AnytimeCurve,
     GpuSplit,
     ScorePoint,
     SessionOutcome,
@@ -23,26 +21,23 @@ from onegc_tui.analysis import (
     anytime_curve,
     gpu_time_split,
 )
-from onegc_tui.store import Store, fts_query
-from onegc_tui.view import (
-    BUSY_UTIL_PCT,
+from onegc_tui.store import Store
+from onegc_tui.store import queries as sql
+from onegc_tui.timeline import BudgetAxis, Timeline
+from onegc_tui.transcript_view import (
     FILTER_KINDS,
     PANE_EVENT_TYPES,
-    BudgetClock,
     event_line,
     event_matches,
     search_words,
     transcript_line,
 )
 from runner.events import parse_event
-from tasks import UnknownTask, get_task
+from tasks import UnknownTask, direction_of, get_task
 
 TIMELINE_LINES = 20_000  # transcript lines a detail/replay view keeps (the newest); SQLite has them all
 ACTIVITY_TYPES = ("session_started", "agent_started", "transcript", "process", "budget", "session_ended")
 
-_OUTCOME_COLUMNS = ("session_id, study, agent, model, task, repeat, score, state, end_reason, contract_hash, "
-                    "budget_s, active_s, started_ts, scripts_launched, first_checkpoint_s, disqualified, flagged, "
-                    "containment")
 
 
 # ----------------------------------------------------------------------------- history
@@ -50,21 +45,14 @@ _OUTCOME_COLUMNS = ("session_id, study, agent, model, task, repeat, score, state
 
 def studies(store: Store) -> list[str]:
     """Study names that have sessions, sorted."""
-    return [r[0] for r in store.conn.execute("SELECT DISTINCT study FROM sessions WHERE study IS NOT NULL ORDER BY study")]
+    return sql.study_names(store)
 
 
 def outcomes(store: Store, study: str | None = None, include_demo: bool = False) -> list[SessionOutcome]:
     """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
-    where, args = ["1=1"], []
-    if study is not None:
-        where.append("study = ?")
-        args.append(study)
-    if not include_demo:
-        where.append("COALESCE(task, '') NOT IN ('t0_demo', 't0')")
-    cur = store.conn.execute(f"SELECT {_OUTCOME_COLUMNS} FROM sessions WHERE {' AND '.join(where)}", args)
     out = []
     for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first, disqualified, flagged, containment) in cur:
+         scripts, first, disqualified, flagged, containment) in sql.outcome_rows(store, study, include_demo):
         ended = state in ("ended", "failed")
         out.append(SessionOutcome(
             session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
@@ -88,9 +76,7 @@ def score_points(store: Store, session_ids: Sequence[str]) -> dict[str, list[Sco
     """Scored checkpoints by session: the live scores (the anytime curve is about when they appeared)."""
     out: dict[str, list[ScorePoint]] = {sid: [] for sid in session_ids}
     for sid in session_ids:
-        for name, at, value in store.conn.execute(
-                "SELECT name, budget_elapsed_s, value FROM checkpoints WHERE session_id=? AND official=0", (sid,)):
-            out[sid].append(ScorePoint(sid, at or 0.0, value))
+        out[sid] = [ScorePoint(sid, at or 0.0, value) for at, value in sql.live_scores(store, sid)]
     return out
 
 
@@ -98,8 +84,7 @@ def gpu_busy_fraction(store: Store, session_ids: Sequence[str]) -> float | None:
     """Share of GPU samples above the busy threshold, pooled over sessions (one sample ≈ one second)."""
     busy = total = 0
     for sid in session_ids:
-        b, n = store.conn.execute("SELECT COALESCE(SUM(util_pct > ?), 0), COUNT(*) FROM gpu_samples WHERE session_id=?",
-                                  (BUSY_UTIL_PCT, sid)).fetchone()
+        b, n = sql.gpu_busy_counts(store, sid, BUSY_UTIL_PCT)
         busy, total = busy + b, total + n
     return busy / total if total else None
 
@@ -115,32 +100,15 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
     words = search_words(search)
     if mode == "all" and not words:
-        rows = store.conn.execute(
-            f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(PANE_EVENT_TYPES))})"
-            " ORDER BY seq DESC LIMIT ?", (sid, *PANE_EVENT_TYPES, limit)).fetchall()
-        events = (parse_event(data) for (data,) in reversed(rows))
+        events = (parse_event(data) for data in sql.event_data(store, sid, PANE_EVENT_TYPES, limit))
         return [(e.seq, line) for e in events if (line := event_line(e))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
-    sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t"
-    where, args = ["t.session_id = ?", "t.kind != 'usage'"], [sid]
-    if words and (match := fts_query(words)):
-        sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
-        where.append("transcript_fts MATCH ?")
-        args.append(match)
-    if kinds:
-        cond = f"t.kind IN ({','.join('?' * len(kinds))})"
-        if mode == "errors":
-            cond = f"({cond} OR (t.kind = 'tool_result' AND COALESCE(t.exit_code, 0) != 0))"
-        where.append(cond)
-        args += kinds
-    rows = store.conn.execute(sql + " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?", (*args, limit)).fetchall()
+    rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
     lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows
              if all(w in (text or "").lower() for w in words)]  # the index found the tokens: now the words
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
-        for (data,) in store.conn.execute(
-                f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(harness))})"
-                " ORDER BY seq DESC LIMIT ?", (sid, *harness, limit)):
+        for data in sql.event_data(store, sid, harness, limit):
             e = parse_event(data)
             if event_matches(e, mode, words) and (line := event_line(e)):
                 lines.append((e.seq, line))
@@ -153,69 +121,15 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
 
 def activity(store: Store, sid: str) -> tuple[float | None, set[int]]:
     """Last sign of life (transcript step, busy GPU sample) and the training processes alive, for stall alerts."""
-    c = store.conn
-    t = c.execute("SELECT ts FROM transcript WHERE session_id=? ORDER BY seq DESC LIMIT 1", (sid,)).fetchone()
-    g = c.execute("SELECT ts FROM gpu_samples WHERE session_id=? AND util_pct > ? ORDER BY seq DESC LIMIT 1",
-                  (sid, BUSY_UTIL_PCT)).fetchone()
-    alive: set[int] = set()
-    for (data,) in c.execute("SELECT data FROM events WHERE session_id=? AND type='process' ORDER BY seq", (sid,)):
-        p = json.loads(data)
-        if p.get("training", True):
-            (alive.add if p["action"] == "started" else alive.discard)(p["pid"])
-    last = max([x[0] for x in (t, g) if x] or [None], key=lambda v: v or 0.0)
-    return last, alive
+    return sql.last_activity(store, sid, BUSY_UTIL_PCT), sql.training_pids(store, sid)
 
 
 # ----------------------------------------------------------------------------- one session's timeline
 
 
-@dataclass(frozen=True)
-class Timeline:
-    """One session on its budget-time axis (seconds of active budget) for the detail and replay views."""
-
-    row: dict
-    budget_s: float
-    higher: bool
-    metric: str
-    checkpoints: tuple[tuple[float, float | None, str, bool], ...]  # (budget s, value, name, official)
-    gpu: tuple[tuple[float, float], ...]  # (budget s, util %)
-    lines: tuple[tuple[float, str], ...]  # (budget s, transcript-pane line)
-    end_s: float  # budget time the session reached (now, for a live one)
-    curve: AnytimeCurve | None = None
-    split: GpuSplit | None = None
-    first_checkpoint_s: float | None = None
-    activities: tuple[Activity, ...] = field(default=())
-
-    @property
-    def session_id(self) -> str:
-        return self.row["session_id"]
-
-    def scores(self) -> list[tuple[float, float]]:
-        return [(t, v) for t, v, _, official in self.checkpoints if v is not None and not official]
-
-    def lines_until(self, t: float, n: int) -> list[str]:
-        import bisect
-
-        i = bisect.bisect_right([x for x, _ in self.lines], t)
-        return [line for _, line in self.lines[max(0, i - n):i]]
-
-    def index_at(self, t: float) -> int:
-        """Index of the last transcript line at or before budget time ``t`` (-1: none)."""
-        import bisect
-
-        return bisect.bisect_right([x for x, _ in self.lines], t) - 1
-
-
-def budget_clock(store: Store, sid: str, row: dict) -> BudgetClock:
-    anchors = []
-    if row.get("started_ts"):
-        anchors.append((row["started_ts"], 0.0))
-    for ts, active in store.conn.execute(
-            "SELECT ts, json_extract(data, '$.active_s') FROM events WHERE session_id=? AND type IN ('heartbeat', 'session_ended')",
-            (sid,)):
-        if active is not None:
-            anchors.append((ts, float(active)))
-    return BudgetClock(anchors)
+def budget_axis(store: Store, sid: str, row: dict) -> BudgetAxis:
+    start = [(row["started_ts"], 0.0)] if row.get("started_ts") else []
+    return BudgetAxis(start + sql.budget_anchors(store, sid))
 
 
 def timeline(store: Store, sid: str, analytics: bool = True, now: float | None = None) -> Timeline | None:
@@ -225,21 +139,18 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     row = store.session(sid)
     if row is None:
         return None
+    direction = direction_of(row.get("task"))
     try:
-        spec = get_task(row.get("task") or "")
-        higher, metric = spec.higher_is_better, spec.metric_label
+        metric = get_task(row.get("task") or "").metric_label
     except UnknownTask:
-        higher, metric = True, "score"
-    clock_ = budget_clock(store, sid, row)
+        metric = "score"
+    clock_ = budget_axis(store, sid, row)
     budget_s = row.get("budget_s") or 1.0
     ckpts = tuple((r["budget_elapsed_s"] or 0.0, r["value"], r["name"], bool(r["official"])) for r in store.checkpoints(sid))
-    gpu_rows = store.conn.execute("SELECT ts, util_pct, gpu FROM gpu_samples WHERE session_id=? ORDER BY seq", (sid,)).fetchall()
+    gpu_rows = sql.gpu_series(store, sid)
     gpu = tuple((clock_.at(ts), util) for ts, util, _ in gpu_rows)
     lines = []
-    rows = store.conn.execute(
-        f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(PANE_EVENT_TYPES))})"
-        " ORDER BY seq DESC LIMIT ?", (sid, *PANE_EVENT_TYPES, TIMELINE_LINES)).fetchall()
-    for (data,) in reversed(rows):
+    for data in sql.event_data(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
         e = parse_event(data)
         if line := event_line(e):
             lines.append((clock_.at(e.ts), line))
@@ -249,16 +160,15 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
         end_s = clock_.at(now) if row.get("state") == "running" else (clock_.anchors[-1][1] if clock_.anchors else 0.0)
     end_s = min(end_s, budget_s + (row.get("grace_s") or 0.0))
     points = [ScorePoint(sid, t, v) for t, v, _, official in ckpts if not official]
-    curve = anytime_curve(points, budget_s, "higher" if higher else "lower", sid) if budget_s > 0 else None
-    split, acts = None, ()
+    curve = anytime_curve(points, budget_s, direction, sid) if budget_s > 0 else None
+    split: GpuSplit | None = None
+    acts: tuple[Activity, ...] = ()
     if analytics:
-        events = [parse_event(d) for (d,) in store.conn.execute(
-            f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(ACTIVITY_TYPES))}) ORDER BY seq",
-            (sid, *ACTIVITY_TYPES))]
+        events = [parse_event(d) for d in sql.event_data(store, sid, ACTIVITY_TYPES)]
         end_ts = None if row.get("ended_ts") else now
         acts = tuple(activities_from_events(events, end_ts=end_ts))
         window = (row["started_ts"], row.get("ended_ts") or now) if row.get("started_ts") else None
         split = gpu_time_split([UtilSample(ts, util, g or 0) for ts, util, g in gpu_rows], acts, window=window)
-    return Timeline(row=row, budget_s=budget_s, higher=higher, metric=metric, checkpoints=ckpts, gpu=gpu,
+    return Timeline(row=row, budget_s=budget_s, direction=direction, metric=metric, checkpoints=ckpts, gpu=gpu,
                     lines=tuple(lines), end_s=end_s, curve=curve, split=split,
                     first_checkpoint_s=min((t for t, *_ in ckpts), default=None), activities=acts)

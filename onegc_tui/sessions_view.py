@@ -16,7 +16,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from onegc_tui.view import BudgetView, bar, fmt_score, fmt_tokens, short_task, table_clock
+from onegc_tui.format import bar, clock, fmt_score, fmt_tokens, short_task
+from onegc_tui.timeline import Countdown
 
 ELLIPSIS = "…"
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
@@ -119,13 +120,12 @@ def integrity_note(row: dict) -> str | None:
 
 def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
     """The sessions-table cells of one summary row, keyed by column."""
-    view = BudgetView()
-    view.update_from_row(row)
-    left = view.remaining_now(now)
+    countdown = Countdown.of_row(row)
+    left = countdown.remaining_now(now)
     if row.get("state") in ("ended", "failed"):
         left_text = (row.get("end_reason") or "").replace("_", " ")
     else:
-        left_text = f"{bar(view.fraction_left(now), 8)} {table_clock(left)}"
+        left_text = f"{bar(countdown.fraction_left(now), 8)} {clock(left, coarse=True)}"
     util = row.get("gpu_util")
     started = row.get("started_ts")
     return {
@@ -172,9 +172,7 @@ def sort_key(row: dict, by: str, now: float | None = None):
     recent first within each; the value columns marked ``descending`` put the largest first."""
     started = row.get("started_ts") or 0.0
     if by == "left":
-        view = BudgetView()
-        view.update_from_row(row)
-        left = view.remaining_now(now)
+        left = Countdown.of_row(row).remaining_now(now)
         return (left is None or row.get("state") in ("ended", "failed"), left or 0.0)
     if by == "best":
         best = _best(row)

@@ -31,7 +31,7 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: froz
 
     def line(row: Sequence[str]) -> str:
         cells = []
-        for i, (value, w) in enumerate(zip(row, widths)):
+        for i, (value, w) in enumerate(zip(row, widths, strict=False)):
             text = cut(str(value), w) if i == shrink else str(value)
             cells.append(text.rjust(w) if i in right else text.ljust(w))
         return "  ".join(cells).rstrip()

@@ -72,8 +72,9 @@ def check() -> list[Check]:
     for dist, module in DECLARED.items():
         version = _version(dist)
         if version is None:
-            out.append(Check(dist, None, False, "not installed" + (f": {torchvision_fix()}" if dist in ("torchvision", "timm") else
-                                                                   ": make venv installs it (requirements-agent.txt)")))
+            fix = (f": {torchvision_fix()}" if dist in ("torchvision", "timm")
+                   else ": make venv installs it (requirements-agent.txt)")
+            out.append(Check(dist, None, False, "not installed" + fix))
             continue
         probe = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
         if probe.returncode == 0:

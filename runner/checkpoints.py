@@ -20,8 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileSystemEvent,
-                             FileSystemEventHandler)
+from watchdog.events import (
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
@@ -76,7 +82,7 @@ class CheckpointWatcher:
 
     def __init__(self, checkpoints: Path, workspace: Path, snapshots: Path,
                  on_found: Callable[[FoundCheckpoint], None], polling: bool = False,
-                 on_warning: Callable[[str], None] | None = None, started_at: float | None = None):
+                 on_warning: Callable[[str], object] | None = None, started_at: float | None = None):
         self.checkpoints = checkpoints
         self.workspace = workspace
         self.snapshots = snapshots
@@ -253,7 +259,7 @@ class _Handler(FileSystemEventHandler):
         self.complete = complete
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        target = Path(getattr(event, "dest_path", "") or event.src_path)
+        target = Path(os.fsdecode(getattr(event, "dest_path", "") or event.src_path))
         if not event.is_directory and is_checkpoint_file(target):
             if isinstance(event, (FileMovedEvent, FileClosedEvent)):
                 self.complete(target.name)  # no need to wait SETTLE_S for it to stop growing

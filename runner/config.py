@@ -32,7 +32,7 @@ class ConfigError(ValueError):
 
 
 def onegc_home() -> Path:
-    """All state lives here: ``data/``, ``runs/``, ``onegc.db`` (DESIGN.md §6)."""
+    """All state lives here: ``data/``, ``runs/``, ``onegc.db`` (../shared/DESIGN.md §6)."""
     return Path(os.environ.get("ONEGC_HOME") or Path.cwd()).resolve()
 
 
@@ -82,7 +82,7 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
 
 @dataclass(frozen=True)
 class SessionPaths:
-    """Where everything of one session lives (DESIGN.md §3)."""
+    """Where everything of one session lives (../shared/DESIGN.md §3)."""
 
     root: Path
 

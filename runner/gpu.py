@@ -88,8 +88,8 @@ class GpuSampler:
         driver = _text(self.nvml.nvmlSystemGetDriverVersion())
         out = []
         for i, h in self.handles:
-            uuid = self._optional(lambda: _text(self.nvml.nvmlDeviceGetUUID(h)))
-            minor = self._optional(lambda: int(self.nvml.nvmlDeviceGetMinorNumber(h)))
+            uuid = self._optional(lambda h=h: _text(self.nvml.nvmlDeviceGetUUID(h)))
+            minor = self._optional(lambda h=h: int(self.nvml.nvmlDeviceGetMinorNumber(h)))
             out.append(GpuInfo(name=_text(self.nvml.nvmlDeviceGetName(h)), driver=driver, index=i, uuid=uuid, minor=minor))
         return out
 
@@ -104,8 +104,8 @@ class GpuSampler:
                     util_pct=float(util.gpu),
                     mem_used_mb=mem.used / 2**20,
                     mem_total_mb=mem.total / 2**20,
-                    power_w=self._optional(lambda: self.nvml.nvmlDeviceGetPowerUsage(h) / 1000.0),
-                    temp_c=self._optional(lambda: float(self.nvml.nvmlDeviceGetTemperature(h, 0))),
+                    power_w=self._optional(lambda h=h: self.nvml.nvmlDeviceGetPowerUsage(h) / 1000.0),
+                    temp_c=self._optional(lambda h=h: float(self.nvml.nvmlDeviceGetTemperature(h, 0))),
                 )
             )
         return out

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -34,7 +34,7 @@ class EventWriter:
         self.clock = clock
         self._lock = threading.Lock()
         self._seq = _last_seq(path)
-        self._file = open(path, "ab", buffering=0)
+        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - held for the writer's life; close() closes it
 
     @property
     def seq(self) -> int:
@@ -46,7 +46,7 @@ class EventWriter:
             event = cls(session_id=self.session_id, seq=self._seq + 1, ts=self.clock(), **fields)
             self._file.write(dump_event(event).encode() + b"\n")
             self._seq += 1
-        return event
+        return cast("Event", event)  # an instance of one of the union's classes
 
     def close(self) -> None:
         with self._lock:

@@ -126,7 +126,7 @@ class Allowlist:
             if _is_ip(host):
                 continue
             try:
-                found = {a[4][0] for a in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+                found = {str(a[4][0]) for a in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
                 self.ips[host] = self.ips[host] | found  # rebind, never mutate: the gate's thread reads these
             except OSError:
                 failed.append(host)
@@ -232,7 +232,7 @@ class Gate:
         self._track()
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, OSError):
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             writer.close()
             return
         lines = head.decode("latin-1").split("\r\n")
@@ -246,7 +246,8 @@ class Gate:
             rest = b""
         elif target.startswith("http://"):
             host, port, path = _split_url(target)
-            kept = [l for l in lines[1:] if l and not l.lower().startswith(("proxy-connection:", "connection:", "proxy-authorization:"))]
+            hop = ("proxy-connection:", "connection:", "proxy-authorization:")
+            kept = [line for line in lines[1:] if line and not line.lower().startswith(hop)]
             rest = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""]).encode("latin-1")
         else:
             await _reply(writer, 400, "Bad Request", "only CONNECT and http:// requests are proxied")
@@ -263,7 +264,7 @@ class Gate:
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
             upstream[1].write(rest)
-        await self._pipe(reader, writer, *upstream, target=(host, port))
+        await self._pipe(reader, writer, upstream[0], upstream[1], target=(host, port))
 
     async def _transparent(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._track()
@@ -281,12 +282,12 @@ class Gate:
         if upstream is None:
             _reset(writer)
             return
-        await self._pipe(reader, writer, *upstream, target=(host, port))
+        await self._pipe(reader, writer, upstream[0], upstream[1], target=(host, port))
 
-    async def _open(self, host: str, port: int):
+    async def _open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         try:
             upstream = await asyncio.wait_for(asyncio.open_connection(host, port, limit=CHUNK), CONNECT_TIMEOUT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.health.failed(host, port, f"no answer within {CONNECT_TIMEOUT_S:.0f} s")
             return None
         except OSError as exc:
@@ -415,7 +416,8 @@ class _Dns(asyncio.DatagramProtocol):
     def _answer(self, ident, flags, question, qtype, host, addr) -> None:
         family = {1: socket.AF_INET, 28: socket.AF_INET6}.get(qtype)
         ips = sorted(ip for ip in self.gate.allow.ips.get(host, ()) if family and _family(ip) == family)
-        self._send(ident, flags, question, 0 if self.gate.allow.ips.get(host) else 2, [(qtype, ip) for ip in ips], addr)  # 2: SERVFAIL
+        rcode = 0 if self.gate.allow.ips.get(host) else 2  # 2: SERVFAIL
+        self._send(ident, flags, question, rcode, [(qtype, ip) for ip in ips], addr)
 
     def _send(self, ident: int, flags: int, question: bytes, rcode: int, answers, addr) -> None:
         rd = flags & 0x0100
@@ -434,7 +436,7 @@ def _family(ip: str) -> int:
 
 
 def _read_name(data: bytes, pos: int) -> tuple[str, int]:
-    labels = []
+    labels: list[str] = []
     while True:
         length = data[pos]
         if length == 0:

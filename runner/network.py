@@ -30,7 +30,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -128,7 +127,8 @@ def namespaces_available() -> tuple[bool, str]:
         try:
             probe = subprocess.run(["unshare", *_unshare_flags(), "true"], capture_output=True, text=True, timeout=10)
             err = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
-            how = "" if root else " (not root: needs unprivileged user namespaces, e.g. sysctl kernel.unprivileged_userns_clone=1)"
+            how = "" if root else (" (not root: needs unprivileged user namespaces, "
+                                   "e.g. sysctl kernel.unprivileged_userns_clone=1)")
             result = (True, "") if probe.returncode == 0 else (False, f"cannot create a network namespace: {err}{how}")
         except (OSError, subprocess.TimeoutExpired) as exc:
             result = (False, f"cannot create a network namespace: {exc}")
@@ -158,7 +158,6 @@ class NetworkSandbox:
         self.proxy_port: int | None = None
         self.observes: list[str] = []  # what the gate can see: proxy, direct:<ports>, dns
         self.notes: list[str] = []  # degradations worth a warning (unresolvable host, no iproute2, ...)
-        self.start_s: float | None = None
         self._ns_fds: dict[str, int] = {}
         self._socks: list[socket.socket] = []
 
@@ -177,7 +176,6 @@ class NetworkSandbox:
         ok, reason = self.available()
         if not ok:
             raise NetworkUnavailable(f"network policy {self.policy} needs a network namespace: {reason}; or use --network open")
-        t0 = time.monotonic()
         allow = Allowlist(self.allowed)
         for host in allow.resolve():
             self.notes.append(f"cannot resolve allowed host {host} now; it stays allowed through the proxy only")
@@ -186,8 +184,7 @@ class NetworkSandbox:
         self._socks = socks
         self._ns_fds = ns
         self.gate = Gate(allow, self.on_blocked, self.on_endpoint)
-        self.gate.start(list(zip(kinds, socks)))
-        self.start_s = time.monotonic() - t0
+        self.gate.start(list(zip(kinds, socks, strict=True)))
 
     def _make_namespace(self, ports: list[int]) -> tuple[list[str], list[socket.socket], dict[str, int]]:
         """Run the helper in a fresh namespace; receive its sockets; keep the namespace open by fd."""

@@ -35,11 +35,12 @@ def _known(c: Candidate) -> bool:
 
 def ranked(cands: list[Candidate], better: Callable[[float, float], bool]) -> list[Candidate]:
     """Checkpoints with a validation score, best first (ties: the earlier checkpoint)."""
-    out: list[Candidate] = []
+    out: list[tuple[float, Candidate]] = []
     for c in sorted((c for c in cands if _known(c)), key=lambda c: c.elapsed_s):
-        at = next((i for i, o in enumerate(out) if better(c.val, o.val)), len(out))
-        out.insert(at, c)
-    return out
+        val = c.val if c.val is not None else math.nan  # known: never None
+        at = next((i for i, (o, _) in enumerate(out) if better(val, o)), len(out))
+        out.insert(at, (val, c))
+    return [c for _, c in out]
 
 
 def window_best(cands: list[Candidate], better: Callable[[float, float], bool],

@@ -52,7 +52,8 @@ def pidns_available() -> bool:
     if not shutil.which("unshare"):
         return False
     try:
-        return subprocess.run(["unshare", "--pid", "--fork", "--kill-child", "true"], capture_output=True, timeout=10).returncode == 0
+        probe = ["unshare", "--pid", "--fork", "--kill-child", "true"]
+        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 

@@ -36,6 +36,15 @@ def reconcile(paths: SessionPaths) -> str | None:
     return reason
 
 
+def clean_up_after(paths: SessionPaths) -> None:
+    """Undo what a runner that died without ending (killed with -9, its machine rebooted) left
+    behind on this host: its freezer cgroup, once empty. Whoever finds a runner dead through
+    :func:`reconcile` calls this; a runner that ends removes its own."""
+    from runner.proctree import Freezer
+
+    Freezer.remove_stale(paths.session_id)
+
+
 def _local_reason(paths: SessionPaths, record: dict) -> str | None:
     state = record.get("state")
     if state == "cancelled" and not has_started(paths):
@@ -68,5 +77,5 @@ def _last_log_line(paths: SessionPaths) -> str:
             lines = f.read().decode("utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return ""
-    line = next((l.strip() for l in reversed(lines) if l.strip()), "")
+    line = next((x.strip() for x in reversed(lines) if x.strip()), "")
     return line[:200]

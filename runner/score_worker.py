@@ -62,6 +62,8 @@ def load_task(prepare_py: Path):
     """The pristine task module as ``prepare`` (what run scripts import), with its kit."""
     sys.path[:0] = [str(prepare_py.parent)]
     spec = importlib.util.spec_from_file_location("prepare", prepare_py)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {prepare_py}")
     task = importlib.util.module_from_spec(spec)
     sys.modules["prepare"] = task
     spec.loader.exec_module(task)
@@ -317,12 +319,14 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes]:
                 sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
                 sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
                 os._exit(run_child(task, inputs, dict(req, isolation=why), res_w, isolated=not why))
-            os.close(res_w), os.close(out_w), os.close(err_w)
+            for fd in (res_w, out_w, err_w):
+                os.close(fd)
             _, status = os.waitpid(inner, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException:
             os._exit(70)
-    os.close(res_w), os.close(out_w), os.close(err_w)
+    for fd in (res_w, out_w, err_w):
+        os.close(fd)
     deadline = time.monotonic() + float(req.get("timeout_s", 600))
     result, out_tail, err_tail = bytearray(), bytearray(), bytearray()
     open_fds = {res_r, out_r, err_r}
@@ -392,7 +396,7 @@ def serve(task, inputs: dict, sock: socket.socket, task_dir: str, inputs_dir: st
 
 
 def main(argv: list[str]) -> int:
-    args = dict(zip(argv[::2], argv[1::2]))
+    args = dict(zip(argv[::2], argv[1::2], strict=False))  # a lone last word has no value
     prepare_py, inputs_dir, fd = Path(args["--task"]), Path(args["--inputs"]), int(args["--fd"])
     sock = socket.socket(fileno=fd)
     _check(_libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(DUMPABLE)")  # children cannot trace us

@@ -1,4 +1,4 @@
-"""Sealed scoring (INTEGRITY.md S1-S5): the agent's code never runs beside the metric, and each
+"""Sealed scoring (../shared/INTEGRITY.md S1-S5): the agent's code never runs beside the metric, and each
 checkpoint is judged alone.
 
 Two sides, two processes:
@@ -25,7 +25,6 @@ import importlib.util
 import io
 import json
 import os
-import select
 import shutil
 import socket
 import subprocess
@@ -111,6 +110,8 @@ def load_task_module(spec: TaskSpec, data_dir: Path) -> ModuleType:
     saved = list(sys.path)
     try:
         mod_spec = importlib.util.spec_from_file_location(f"onegc_task_{spec.id}", spec.folder / "prepare.py")
+        if mod_spec is None or mod_spec.loader is None:
+            raise ImportError(f"cannot import {spec.folder / 'prepare.py'}")
         module = importlib.util.module_from_spec(mod_spec)
         mod_spec.loader.exec_module(module)
     finally:
@@ -272,7 +273,7 @@ class SealedScorer:
                "timeout_s": self.plan.timeout_s, "threads": self.plan.threads,
                "cpu_s": self.plan.timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
         try:
-            self.sock.sendall(json.dumps(req).encode() + b"\n")
+            self._channel().sendall(json.dumps(req).encode() + b"\n")
             answer = self._read_header(self.plan.timeout_s + ANSWER_MARGIN_S)
             payload = self._read_exact(int(answer.get("bytes", 0))) if answer else b""
         except (OSError, ValueError) as exc:
@@ -333,15 +334,21 @@ class SealedScorer:
         del self._buf[:n]
         return data
 
+    def _channel(self) -> socket.socket:
+        if self.sock is None:
+            raise OSError("the scorer is not running")
+        return self.sock
+
     def _recv(self, deadline: float) -> bool:
         """One read into the buffer; False once the deadline passed with nothing read."""
+        sock = self._channel()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            self.sock.settimeout(min(left, 1.0))
+            sock.settimeout(min(left, 1.0))
             try:
-                chunk = self.sock.recv(1 << 20)
+                chunk = sock.recv(1 << 20)
             except TimeoutError:
                 if not self.alive():
                     raise OSError("the scorer exited") from None

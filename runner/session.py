@@ -1,4 +1,4 @@
-"""The runner: one process per session (DESIGN.md §3).
+"""The runner: one process per session (../shared/DESIGN.md §3).
 
     python -m runner.session RUNS/<session_id>
 
@@ -25,13 +25,12 @@ from pathlib import Path
 
 import psutil
 
-from runner import HARNESS_VERSION
+from runner import HARNESS_VERSION, agent_env, sandbox, verdicts
 from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
-from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.config import SessionPaths, data_root
 from runner.execlog import ExecLog, Launch
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
@@ -39,8 +38,8 @@ from runner.jsonl import EventWriter, JsonlTail
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, select
 from runner.outcome import end_detail, endpoint_problem
-from runner import agent_env, sandbox, verdicts
 from runner.proctree import ProcessTree, start_tree
+from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
 from tasks import get_task
@@ -259,8 +258,9 @@ class Session:
         )
         if hasattr(self.adapter, "configure"):
             self.adapter.configure(self.config)
-        if getattr(self.adapter, "price_warning", None):
-            self.events.emit("warning", code="prices", message=self.adapter.price_warning)
+        price_warning = getattr(self.adapter, "price_warning", None)
+        if price_warning:
+            self.events.emit("warning", code="prices", message=price_warning)
         prepare_home = getattr(self.adapter, "prepare_home", None)
         if prepare_home:
             prepare_home(ctx)
@@ -274,7 +274,7 @@ class Session:
         stdin = subprocess.PIPE if self.adapter.prompt_on_stdin else subprocess.DEVNULL
         self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, name=self.config.session_id, sandboxed=self.config.sealed)
-        if self.adapter.prompt_on_stdin:
+        if self.adapter.prompt_on_stdin and self.tree.popen.stdin is not None:  # stdin=PIPE gives a stream
             try:
                 self.tree.popen.stdin.write(ctx.prompt.encode())
             finally:
@@ -296,7 +296,7 @@ class Session:
             sandbox.sandbox_env(env, plan, uuids)
 
     def _pump_stdout(self) -> None:
-        assert self.tree is not None
+        assert self.tree is not None and self.tree.popen.stdout is not None
         line_no = 0
         with open(self.paths.agent_stdout, "ab") as raw:
             for line in iter(self.tree.popen.stdout.readline, b""):
@@ -318,7 +318,7 @@ class Session:
             self.events.emit("transcript", raw_line=raw_line, **item.bounded())
 
     def _pump_stderr(self) -> None:
-        assert self.tree is not None
+        assert self.tree is not None and self.tree.popen.stderr is not None
         with open(self.paths.agent_stderr, "ab") as log:
             for line in iter(self.tree.popen.stderr.readline, b""):
                 log.write(line)
@@ -374,19 +374,23 @@ class Session:
         for req in events:
             action, rid = req.get("action"), str(req.get("id", ""))
             if action == "pause":
-                ok = not self.clock.paused and self.tree is not None
-                if ok:
-                    self.tree.pause()
+                tree = self.tree if not self.clock.paused else None
+                ok = tree is not None
+                if tree is not None:
+                    tree.pause()
                     self.clock.pause()
-                    self.events.emit("budget", state="paused", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
+                    self.events.emit("budget", state="paused", remaining_s=self.clock.remaining_s(),
+                                     deadline=self.clock.deadline())
                 self.events.emit("control", action="pause", request_id=rid, accepted=ok, detail="" if ok else "already paused")
             elif action == "resume":
-                ok = self.clock.paused and self.tree is not None
-                if ok:
+                tree = self.tree if self.clock.paused else None
+                ok = tree is not None
+                if tree is not None:
                     self.clock.resume()
                     write_deadline(self.paths.workspace, self.clock.deadline())
-                    self.tree.resume()
-                    self.events.emit("budget", state="resumed", remaining_s=self.clock.remaining_s(), deadline=self.clock.deadline())
+                    tree.resume()
+                    self.events.emit("budget", state="resumed", remaining_s=self.clock.remaining_s(),
+                                     deadline=self.clock.deadline())
                 self.events.emit("control", action="resume", request_id=rid, accepted=ok, detail="" if ok else "not paused")
             elif action == "abort":
                 self.events.emit("control", action="abort", request_id=rid, accepted=True, detail=str(req.get("source", "")))
@@ -411,9 +415,9 @@ class Session:
             if script:
                 self._known_procs[pid] = (script, " ".join(cmd)[:300])
                 self.events.emit("process", action="started", pid=pid, script=script, cmdline=" ".join(cmd)[:300])
-        for pid, (script, cmd) in list(self._known_procs.items()):
+        for pid, (script, cmdline) in list(self._known_procs.items()):
             if pid not in pids:
-                self.events.emit("process", action="ended", pid=pid, script=script, cmdline=cmd)
+                self.events.emit("process", action="ended", pid=pid, script=script, cmdline=cmdline)
                 del self._known_procs[pid]
 
     def _launched(self, launch: Launch) -> None:
@@ -526,7 +530,8 @@ class Session:
 
         def evaluate(label: str) -> Evaluation:
             nonlocal scorer
-            scorer = scorer or (live if reuse else self._scorer(device))
+            if scorer is None:
+                scorer = live if reuse and live is not None else self._scorer(device)
             found = self.found[label]
             scores = scorer.score(found.path, found.snapshot, splits)
             sel, off = scores[SELECTION_SPLIT], scores[scored]

@@ -39,7 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from runner.config import GRACE_S, NetworkPolicy, default_network, SessionConfig, SessionPaths, data_root, runs_dir
+from runner.config import GRACE_S, NetworkPolicy, SessionConfig, SessionPaths, data_root, default_network, runs_dir
 from runner.launch import create_session
 from runner.launchers import has_started, read_record, session_ended
 from runner.launchers.slurm import SlurmOptions
@@ -237,8 +237,8 @@ def plan(study: StudySpec) -> list[Planned]:
                 config = SessionConfig(
                     session_id=session_id(study.name, agent.key, short, k), task=spec.id, agent=agent.adapter,
                     model=agent.model, repeat=k, study=study.name, budget_s=minutes * 60,
-                    grace_s=study.budget.grace_s, network=study.network or default_network(agent.adapter), command=list(agent.command),
-                    agent_args=list(agent.args), sealed=not study.unsealed, **extra)
+                    grace_s=study.budget.grace_s, network=study.network or default_network(agent.adapter),
+                    command=list(agent.command), agent_args=list(agent.args), sealed=not study.unsealed, **extra)
                 out.append(Planned(agent.key, short, k, config))
     return out
 
@@ -394,6 +394,7 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
                 local.enqueue(paths, study=study.name)
                 report.launched.append(paths.session_id)
     if kind == "local":
+        assert slots is not None  # local: one per GPU, or [None] for the CPU
         if to_launch or report.active:
             local.start_daemon(home, slots)
         report.where = "local queue on " + (", ".join(f"GPU {s}" for s in slots) if slots != [None] else "the CPU, one at a time")

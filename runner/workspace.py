@@ -137,7 +137,8 @@ def snapshot_code(workspace: Path, dest: Path) -> CodeSnapshot:
                     snap.skipped.append(f"{rel}: not a regular file")
                     continue
                 if st.st_size > MAX_CODE_FILE_BYTES:
-                    snap.skipped.append(f"{rel}: {st.st_size >> 20} MiB, over the {MAX_CODE_FILE_BYTES >> 20} MiB a script may have")
+                    snap.skipped.append(f"{rel}: {st.st_size >> 20} MiB, "
+                                        f"over the {MAX_CODE_FILE_BYTES >> 20} MiB a script may have")
                     continue
                 data = os.read(fd, MAX_CODE_FILE_BYTES + 1)
             finally:

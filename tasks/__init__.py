@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 TASKS_DIR = Path(__file__).resolve().parent
+Direction = Literal["higher", "lower"]  # which way a task's metric improves
+T = TypeVar("T")
 KIT_FILE = TASKS_DIR / "onegc_kit.py"
 TASK_FILES = ("task.toml", "program.md", "prepare.py", "train.py")
 
@@ -60,7 +63,7 @@ class TaskSpec(BaseModel):
     version: str
     metric: str
     metric_label: str
-    direction: Literal["higher", "lower"]
+    direction: Direction
     budget_minutes: float
     scored_split: str
     baseline_score: float | None
@@ -82,7 +85,7 @@ class TaskSpec(BaseModel):
 
     def better(self, a: float, b: float) -> bool:
         """True when score ``a`` beats score ``b`` on this task's metric."""
-        return a > b if self.higher_is_better else a < b
+        return better(a, b, self.direction)
 
     def version_hash(self) -> str:
         """Hash of the task's locked files: two sessions compare only if these match."""
@@ -126,6 +129,27 @@ def get_task(name: str) -> TaskSpec:
             return spec
     known = ", ".join(s.short for s in all_tasks().values())
     raise UnknownTask(f"unknown task '{name}': choose one of {known} (see 'onegc tasks')")
+
+
+def better(a: float, b: float, direction: Direction) -> bool:
+    """Does score ``a`` beat score ``b`` (strictly)? Every direction question in the harness, the
+    store and the monitor comes here, through :meth:`TaskSpec.better` or with a task's direction."""
+    return a > b if direction == "higher" else a < b
+
+
+def best_of(values: Iterable[T], direction: Direction, key: Callable[[T], float] | None = None) -> T:
+    """The best of ``values`` (not empty) in ``direction``, compared by ``key``; the first of equals."""
+    pick = max if direction == "higher" else min
+    return pick(values, key=key) if key is not None else pick(values)  # type: ignore[type-var]  # T is a float without key
+
+
+def direction_of(task: str | None) -> Direction:
+    """The direction of a task named by folder or short id; "higher" for none or an unknown one
+    (a session folder from a checkout with other tasks)."""
+    try:
+        return get_task(task or "").direction
+    except UnknownTask:
+        return "higher"
 
 
 def benchmark_tasks() -> list[TaskSpec]:

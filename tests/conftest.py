@@ -110,3 +110,43 @@ def tree_pids(paths) -> list[int]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
+
+
+# ----------------------------------------------------------------------------- test tiers
+# `make test-fast` runs -m "not slow": unit and Pilot tests. A test whose body starts a process
+# (a runner, an agent, bwrap, tmux, Slurm, Chromium, a Python child) is slow, and must say so:
+# this hook fails it otherwise. It watches the test's call only (a session-scoped fixture such as
+# demo_data runs once per run), through the interpreter's audit events for process creation.
+PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec",
+                            "os.system"})
+_watched: list[pytest.Item] = []  # the test whose call is running, if it is not marked slow
+
+
+def _audit(event: str, _args: tuple) -> None:
+    if event in PROCESS_EVENTS and _watched:
+        _watched[0].stash[_STARTED] = event
+
+
+_STARTED = pytest.StashKey[str]()
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    if item.get_closest_marker("slow") is None:
+        _watched.append(item)
+    try:
+        yield
+    finally:
+        _watched.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    report = outcome.get_result()
+    started = item.stash.get(_STARTED, None)
+    if call.when == "call" and started and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} started a process ({started}) but is not marked slow: "
+                           "add @pytest.mark.slow (make test-fast leaves such tests out)")

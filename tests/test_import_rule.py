@@ -1,13 +1,18 @@
-"""DESIGN.md §2: the core never loads textual or rich; only onegc_tui/app does."""
+"""../shared/DESIGN.md §2: the core never loads textual or rich; only onegc_tui/app does."""
 
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_core_imports_neither_textual_nor_rich():
     code = (
         "import sys, runner, runner.session, runner.agents, tasks, onegc_tui.store, onegc_tui.ingest, "
-        "onegc_tui.plain, onegc_tui.view, onegc_tui.cli, onegc_tui.analysis, onegc_tui.export\n"
+        "onegc_tui.plain, onegc_tui.format, onegc_tui.alerts, onegc_tui.plot, onegc_tui.timeline, "
+        "onegc_tui.transcript_view, onegc_tui.sessions_view, onegc_tui.queries, onegc_tui.store.queries, "
+        "onegc_tui.cli, onegc_tui.analysis, onegc_tui.export\n"
         "from runner.agents import ADAPTERS, get_adapter\n"
         "[get_adapter(n) for n in ADAPTERS]\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))\n"
@@ -17,6 +22,7 @@ def test_core_imports_neither_textual_nor_rich():
     assert out.stdout.strip() == "", f"loaded: {out.stdout.strip()}"
 
 
+@pytest.mark.slow
 def test_the_app_does_load_textual():  # the check above can fail: importing the app is caught
     code = "import sys, onegc_tui.app; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -27,25 +27,27 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from onegc_tui import queries
+from onegc_tui.alerts import Alert, Alerts, Coalescer, Note
 from onegc_tui.app.confirm import ConfirmScreen
+from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import BeatClock, MonitorHeader
+from onegc_tui.app.help import HelpScreen, key_sections, pane_name
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane
-from onegc_tui.app.transcript import TranscriptLog, TranscriptPane
-from onegc_tui.ingest import LiveIngest
-from onegc_tui.store import Store
 from onegc_tui.app.sessions import SessionsTable
-from onegc_tui.app.footer import KeyFooter
-from onegc_tui.app.help import HelpScreen, key_sections, pane_name
+from onegc_tui.app.transcript import TranscriptLog, TranscriptPane
+from onegc_tui.format import count
+from onegc_tui.ingest import LiveIngest
 from onegc_tui.sessions_view import FILTER_HELP, sort_arrow
-from onegc_tui.view import Alert, Alerts, Coalescer, Note, count
+from onegc_tui.store import Store
+from onegc_tui.store import queries as store_queries
 from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
-from tasks import UnknownTask, get_task
+from tasks import direction_of
 
 GIL_SWITCH_S = 0.001
-FLUSH_HZ = 10  # drain new events into the panes this often (PERFORMANCE.md: frames, not lines)
+FLUSH_HZ = 10  # drain new events into the panes this often (../shared/PERFORMANCE.md: frames, not lines)
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}
@@ -116,7 +118,7 @@ class MonitorApp(App):
         self._summary = ""
         self._countdowns: set[str] = set()  # sessions whose countdown moves
         self._unchecked: set[str] = set()  # rows changed since the alerts last looked
-        self.alerts = Alerts(higher_is_better=self._higher_is_better)
+        self.alerts = Alerts(direction=lambda sid: direction_of(self.rows.get(sid, {}).get("task")))
         self.coalescer = Coalescer()
         self.history = HistoryViews(home)  # the history screen's data; dropped when sessions start or end
         self._pending: deque[tuple[str, Event]] = deque(maxlen=MAX_PENDING)
@@ -170,9 +172,7 @@ class MonitorApp(App):
         """Dashboard keys act on the dashboard only (hidden from the footer elsewhere)."""
         if action in DASHBOARD_ACTIONS and len(self.screen_stack) > 1:
             return False
-        if action in BOX_ACTIONS and isinstance(self.focused, Input):
-            return False  # typing in a box: \\ and / are characters
-        return True
+        return not (action in BOX_ACTIONS and isinstance(self.focused, Input))  # in a box \\ and / are characters
 
     # ------------------------------------------------------------------ threads -> app
     def _queue_events(self, sid: str, events: list[Event]) -> None:  # ingest thread
@@ -229,7 +229,7 @@ class MonitorApp(App):
         if self.store is None:
             return
         caught_up = self._ingest is None or self._ingest.ready.is_set()  # before reading: its rows are in
-        version = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
+        version = store_queries.data_version(self.store)
         changed: dict[str, dict] = {}
         if version != self._data_version:
             self._data_version = version
@@ -307,12 +307,6 @@ class MonitorApp(App):
             last, alive = queries.activity(self.store, sid)
             self.alerts.seed(sid, last, alive)
         self.alerts.states[sid] = row["state"]
-
-    def _higher_is_better(self, sid: str) -> bool:
-        try:
-            return get_task(self.rows.get(sid, {}).get("task") or "").higher_is_better
-        except UnknownTask:
-            return True
 
     _beats = 0
 
@@ -397,8 +391,7 @@ class MonitorApp(App):
     def _fetch_selected(self, sid: str, row: dict, mode: str, query_text: str) -> None:
         store = Store.open(self.home)
         try:
-            with store.conn:  # one read transaction: the panes and the sequence number agree
-                store.conn.execute("BEGIN")
+            with store_queries.snapshot(store):  # the panes and the sequence number agree
                 seq = store.max_seq(sid)
                 transcript = TranscriptPane.fetch(store, sid, mode, query_text)
                 gpu = GpuPane.fetch(store, sid)

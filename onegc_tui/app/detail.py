@@ -28,13 +28,13 @@ from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import GUTTER, Plot, Series
-from onegc_tui.queries import Timeline
-from onegc_tui.store import Store
+from onegc_tui.format import arrow, clock, fmt_score, short_task
+from onegc_tui.plot import best_so_far, level_strip
 from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
-from onegc_tui.view import best_so_far, clock, fmt_score, level_strip, short_task
+from onegc_tui.store import Store
+from onegc_tui.timeline import Timeline
 
 STEP = 0.01  # of the budget per left/right press
-BIG_STEP = 0.10  # with shift
 RELOAD_S = 5.0  # a live session's timeline is re-read this often while the cursor sits at its end
 REPLAY_LINES = 200  # transcript lines per replay column
 DETAIL_LINES = 2_000  # transcript lines up to the cursor in the detail view (SQLite has them all)
@@ -64,7 +64,7 @@ class TimelinesLoaded(Message):
 
 def score_series(t: Timeline, until: float | None = None) -> list[Series]:
     scores = t.scores()
-    return [Series(tuple(best_so_far(scores, t.higher, until if until is not None else t.end_s)), "green", "step"),
+    return [Series(tuple(best_so_far(scores, t.direction, until if until is not None else t.end_s)), "green", "step"),
             Series(tuple(scores), "bold cyan", "dots")]  # dots last: each checkpoint stays visible
 
 
@@ -81,7 +81,7 @@ def gpu_line(t: Timeline, width: int, x_max: float, cursor: float | None) -> Tex
 
 def at_cursor(t: Timeline, cursor: float) -> str:
     best = None
-    for x, v in best_so_far(t.scores(), t.higher):
+    for x, v in best_so_far(t.scores(), t.direction):
         if x <= cursor:
             best = v
     util = [u for x, u in t.gpu if x <= cursor]
@@ -93,8 +93,9 @@ def analytics_text(t: Timeline) -> Text:
     lines = [f"[b]{t.session_id}[/b]", f"{short_task(t.row.get('task'))} · {t.row.get('agent')}"
              + (f" · {t.row.get('model')}" if t.row.get("model") else "") + f" · repeat {t.row.get('repeat') or 1}",
              f"state {t.row.get('state')}" + (f" · {t.row['end_reason'].replace('_', ' ')}" if t.row.get("end_reason") else ""),
-             f"official score {fmt_score(t.row.get('score'))} · {t.metric} {'↑' if t.higher else '↓'}"
-             + (f" · checkpoint {t.row['best_checkpoint']} (best by the harness's val score)" if t.row.get("best_checkpoint") else "")]
+             f"official score {fmt_score(t.row.get('score'))} · {t.metric} {arrow(t.direction)}"
+             + (f" · checkpoint {t.row['best_checkpoint']} (best by the harness's val score)"
+                if t.row.get("best_checkpoint") else "")]
     note = integrity_note(t.row)
     if note:
         lines.append(f"[b yellow]{INTEGRITY_MARK} {note}[/b yellow] (the checkpoints pane lists the flags)")
@@ -271,13 +272,13 @@ class ReplayScreen(CursorScreen):
             pad = (max(y) - min(y)) * 0.05 or 0.01
             y_range = (min(y) - pad, max(y) + pad)  # one y scale: columns compare at a glance
         self.y_range = y_range
-        for col, t in zip(self.query(ReplayColumn), self.timelines):
+        for col, t in zip(self.query(ReplayColumn), self.timelines, strict=False):
             col.query_one(".replay-title", Static).update(
                 f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · {fmt_score(t.row.get('score'))}")
         self.move()
 
     def move(self) -> None:
-        for col, t in zip(self.query(ReplayColumn), self.timelines):
+        for col, t in zip(self.query(ReplayColumn), self.timelines, strict=False):
             plot = col.query_one(Plot)
             plot.show(score_series(t, min(self.cursor, t.end_s)), self.x_max, self.cursor, self.y_range)
             col.query_one(".replay-gpu", Static).update(gpu_line(t, plot.size.width or 40, self.x_max, self.cursor))

@@ -30,7 +30,7 @@ def plan(items: list[tuple[str, str, str]], width: int) -> tuple[bool, list[tupl
     for compact, pairs in ((False, full), (True, full), (True, short)):
         if cost(pairs, compact) <= width:
             return compact, pairs, cost(pairs, compact) + PALETTE_W <= width
-    kept = list(zip((a for a, _, _ in items), short))
+    kept = list(zip((a for a, _, _ in items), short, strict=True))
     while cost([p for _, p in kept], True) > width:
         droppable = [i for i, (action, _) in enumerate(kept) if action not in KEEP]
         if not droppable:

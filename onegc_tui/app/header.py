@@ -1,6 +1,6 @@
 """The header of every monitor screen: Textual's, with a clock the app redraws in its own
 once-a-second frame. ``HeaderClock`` keeps a 1 Hz timer of its own, and on an idle monitor each
-extra frame a second is a visible share of the CPU (PERFORMANCE.md: CPU follows frames)."""
+extra frame a second is a visible share of the CPU (../shared/PERFORMANCE.md: CPU follows frames)."""
 
 from __future__ import annotations
 

@@ -24,14 +24,23 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from onegc_tui import queries
-from onegc_tui.analysis import (FRACTIONS, Matrix, anytime_band, anytime_curve, build_matrix, paper_matrix, split_demo,
-                                task_sort_key)
+from onegc_tui.analysis import (
+    FRACTIONS,
+    Matrix,
+    anytime_band,
+    anytime_curve,
+    build_matrix,
+    paper_matrix,
+    split_demo,
+    task_sort_key,
+)
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import Plot, Series
-from onegc_tui.export import DEMO_TITLE, integrity_marks, render_history
+from onegc_tui.export import DEMO_TITLE, cell_text, render_history
+from onegc_tui.format import arrow, clock, count, fmt_score
 from onegc_tui.store import Store
-from onegc_tui.view import clock, count, fmt_score
+from onegc_tui.store import queries as store_queries
 
 ALL = None  # the study filter value meaning "every session"
 SEP = "\x1f"  # row keys: study SEP row label
@@ -73,7 +82,7 @@ class HistoryViews:
         self._lock = threading.Lock()
         self._views: dict[tuple, _View] = {}
 
-    def get(self, study: str | None, demo: bool | None) -> "HistoryScreen.Loaded":
+    def get(self, study: str | None, demo: bool | None) -> HistoryScreen.Loaded:
         with self._lock:
             view = self._views.setdefault((study, demo), _View())
         with view.lock:
@@ -95,20 +104,6 @@ class _View:
     def __init__(self):
         self.lock = threading.Lock()
         self.loaded: HistoryScreen.Loaded | None = None
-
-
-def cell_text(cell, mode: str) -> str:
-    if cell is None or (cell.n_total == 0 and not cell.running_ids):
-        return "-"
-    if cell.n_total == 0:
-        return f"({len(cell.running_ids)} running)"
-    counts = f" {cell.n_success}/{cell.n_total}" if cell.n_success < cell.n_total else ""
-    if cell.mean is None:
-        return "N/A" + counts + integrity_marks(cell)
-    if mode == "best":
-        return f"{cell.best:.4f}" + counts + integrity_marks(cell)
-    body = f"{cell.mean:.4f}" if cell.std is None else f"{cell.mean:.4f}±{cell.std:.4f}"
-    return body + counts + ("*" if cell.mixed_contracts else "") + integrity_marks(cell)
 
 
 def agg_text(agg) -> str:
@@ -208,8 +203,8 @@ class HistoryScreen(Screen):
         table.add_column("Agent", key="agent", width=max([len(r.label) for m in matrices for r in m.rows] + [5]))
         rows = [(m, r) for m in matrices for r in m.rows]
         for c in cols:  # as wide as the widest cell: the whole matrix fits where it can
-            width = max([len(cell_text(r.cell(c.task), self.mode)) for _, r in rows] + [4])
-            table.add_column(f"{c.label} {'↑' if c.direction == 'higher' else '↓'}", key=c.task, width=width)
+            width = max([len(cell_text(r.cell(c.task), self.mode, live=True)) for _, r in rows] + [4])
+            table.add_column(f"{c.label} {arrow(c.direction)}", key=c.task, width=width)
         table.add_column("Agg", key="agg", width=7)
         table.add_column("Agg_max", key="agg_max", width=7)
         best: dict[str, float] = {}
@@ -222,7 +217,7 @@ class HistoryScreen(Screen):
             cells = []
             for c in cols:
                 cell = r.cell(c.task)
-                text = cell_text(cell, self.mode)
+                text = cell_text(cell, self.mode, live=True)
                 value = None if cell is None or cell.mean is None else (cell.mean if self.mode == "mean" else cell.best)
                 cells.append(Text(text, style="bold" if value is not None and value == best.get(c.task) else "",
                                   justify="right"))
@@ -310,8 +305,7 @@ class HistoryScreen(Screen):
         try:
             busy = queries.gpu_busy_fraction(store, ids)
             points = queries.score_points(store, ids)
-            budget = max((r["budget_s"] or 0 for r in store.sessions(f"session_id IN ({','.join('?' * len(ids))})", ids)),
-                         default=0.0) if ids else 0.0
+            budget = max((r["budget_s"] or 0 for r in store_queries.sessions_by_id(store, ids).values()), default=0.0)
         finally:
             store.close()
         curves = [anytime_curve(p, budget, direction, sid) for sid, p in points.items()] if budget else []
@@ -329,9 +323,9 @@ class HistoryScreen(Screen):
         self.query_one("#cell-detail", Static).update("\n".join(msg.lines))
         band, budget, plot = msg.band, msg.budget, self.query_one("#band-plot", Plot)
         if band:
-            mean = [(f * budget, v) for f, v in zip(band.grid, band.mean) if v is not None]
-            lo = [(f * budget, v) for f, v in zip(band.grid, band.lo) if v is not None]
-            hi = [(f * budget, v) for f, v in zip(band.grid, band.hi) if v is not None]
+            mean = [(f * budget, v) for f, v in zip(band.grid, band.mean, strict=True) if v is not None]
+            lo = [(f * budget, v) for f, v in zip(band.grid, band.lo, strict=True) if v is not None]
+            hi = [(f * budget, v) for f, v in zip(band.grid, band.hi, strict=True) if v is not None]
             plot.show([Series(tuple(lo), "dim cyan", "line"), Series(tuple(hi), "dim cyan", "line"),
                        Series(tuple(mean), "bold green", "line")], budget)
         else:
@@ -412,8 +406,7 @@ class SessionsScreen(Screen):
         table = self.query_one(DataTable)
         for key, label, width in self.COLUMNS:
             table.add_column(label, key=key, width=width)
-        rows = {r["session_id"]: r for r in self.app.store.sessions(
-            f"session_id IN ({','.join('?' * len(self.ids))})", self.ids)} if self.ids else {}
+        rows = store_queries.sessions_by_id(self.app.store, self.ids)
         for sid in self.ids:
             r = rows.get(sid)
             if r is None:

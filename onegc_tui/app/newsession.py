@@ -42,8 +42,8 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
                 yield Select([(f"{s.short.upper()} · {s.title[:40]}", s.short) for s in tasks], value=tasks[0].short,
                              allow_blank=False, id="task")
                 yield Label("Agent")
-                yield Select([(a, a) for a in ADAPTERS], value=DEFAULT_AGENT if DEFAULT_AGENT in ADAPTERS else next(iter(ADAPTERS)),
-                             allow_blank=False, id="agent")
+                agent = DEFAULT_AGENT if DEFAULT_AGENT in ADAPTERS else next(iter(ADAPTERS))
+                yield Select([(a, a) for a in ADAPTERS], value=agent, allow_blank=False, id="agent")
                 yield Label("Model")
                 yield Input(placeholder="model id (empty: the agent's default)", id="model")
                 yield Label("Repeats")

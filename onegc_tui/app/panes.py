@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 from collections import deque
 
 from rich.text import Text
@@ -12,16 +11,18 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Sparkline, Static
 
 from onegc_tui.app.plot import Plot, Series
+from onegc_tui.format import arrow, bar, clock, fmt_score
+from onegc_tui.plot import best_so_far
 from onegc_tui.store import Store
-from onegc_tui.view import BudgetView, bar, best_so_far, clock, fmt_score
+from onegc_tui.timeline import Countdown
 from runner.events import Event
-from tasks import UnknownTask, get_task
+from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
 BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
 
 
-def budget_bar_text(view: BudgetView, now: float, width: int) -> str:
+def budget_bar_text(view: Countdown, now: float, width: int) -> str:
     """The budget bar: the share left while a session runs, the share used once it has ended
     (an ended session has nothing left: what matters is how much of the budget it took)."""
     ended = view.state in ("ended", "failed")
@@ -39,11 +40,10 @@ class BudgetPane(Vertical):
         yield Static("", id="budget-detail")
 
     def on_mount(self) -> None:
-        self.view = BudgetView()
+        self.view = Countdown()
 
     def load(self, row: dict) -> None:
-        self.view = BudgetView()
-        self.view.update_from_row(row)
+        self.view = Countdown.of_row(row)
         self.row = row
         self._draw()
 
@@ -108,9 +108,6 @@ class GpuPane(Vertical):
     def on_mount(self) -> None:
         self.history: deque[float] = deque(maxlen=GPU_HISTORY)
         self.no_gpu: str | None = None
-
-    def load(self, sid: str, store: Store) -> None:
-        self.show(self.fetch(store, sid))
 
     @staticmethod
     def fetch(store: Store, sid: str) -> tuple[list[float], str | None, dict | None]:
@@ -182,7 +179,7 @@ class CheckpointsPane(Vertical):
         yield Plot(id="score-plot")
 
     def on_mount(self) -> None:
-        self.higher = True
+        self.direction: Direction = "higher"
         self.values: dict[str, float] = {}
         self.at: dict[str, float] = {}
         self.best: str | None = None
@@ -216,9 +213,6 @@ class CheckpointsPane(Vertical):
         for key, cells in self.cells.items():
             table.add_row(*(cut(cells[c]) for c in widths), key=key)
 
-    def load(self, sid: str, row: dict, store: Store) -> None:
-        self.show(row, self.fetch(store, sid))
-
     @staticmethod
     def fetch(store: Store, sid: str) -> list[dict]:
         return store.checkpoints(sid)
@@ -230,13 +224,12 @@ class CheckpointsPane(Vertical):
         self.values, self.at, self.best, self.notes = {}, {}, None, {}
         self.official = row.get("best_checkpoint")  # the session's official checkpoint, once it ended
         self.budget_s = row.get("budget_s") or 1.0
+        self.direction = direction_of(row.get("task"))
         try:
-            spec = get_task(row.get("task") or "")
-            self.higher = spec.higher_is_better
-            metric = spec.metric_label
+            metric = get_task(row.get("task") or "").metric_label
         except UnknownTask:
-            self.higher, metric = True, "score"
-        self.query_one("#ckpt-title", Static).update(f"Checkpoint scores · {metric} {'↑' if self.higher else '↓'}")
+            metric = "score"
+        self.query_one("#ckpt-title", Static).update(f"Checkpoint scores · {metric} {arrow(self.direction)}")
         for r in checkpoints:
             flags = json.loads(r["flags"]) if r.get("flags") else []
             self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"],
@@ -294,8 +287,8 @@ class CheckpointsPane(Vertical):
 
     def _plot(self) -> None:
         live = [(self.at[k], v) for k, v in self.values.items() if not k.endswith("#official")]
-        best = best_so_far(live, self.higher)
-        self.query_one(Plot).show([Series(tuple(best), "green", "step"), Series(tuple(live), "bold cyan", "dots")],
+        steps = best_so_far(live, self.direction)
+        self.query_one(Plot).show([Series(tuple(steps), "green", "step"), Series(tuple(live), "bold cyan", "dots")],
                                   self.budget_s)
 
     def _mark_best(self) -> None:
@@ -306,7 +299,7 @@ class CheckpointsPane(Vertical):
             best = f"{self.official}#official"
         elif self.values:
             live = {k: v for k, v in self.values.items() if not k.endswith("#official")} or self.values
-            best = (max if self.higher else min)(live, key=live.__getitem__)
+            best = best_of(live, self.direction, key=live.__getitem__)
         else:
             return
         if self.best and self.best != best and self.best in self.cells:

@@ -1,6 +1,6 @@
 """A small braille plot widget: scores (or any series) against budget time, with an optional cursor.
 
-Drawing happens in :func:`onegc_tui.view.plot_series` (pure); this widget only sizes, colours and
+Drawing happens in :func:`onegc_tui.plot.plot_series` (pure); this widget only sizes, colours and
 labels it. No plotting dependency: textual-plotext would pull in plotext for four lines of plot.
 """
 
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widget import Widget
 
-from onegc_tui.view import clock, plot_series
+from onegc_tui.format import clock
+from onegc_tui.plot import plot_series
 
 GUTTER = 8  # characters of y labels left of the plot
 STYLES = ("bold green", "cyan", "magenta", "yellow", "bright_blue", "red")

@@ -23,7 +23,7 @@ from textual.widgets import Input, Log, Static
 from onegc_tui.queries import pane_entries
 from onegc_tui.sessions_view import ELLIPSIS
 from onegc_tui.store import Store
-from onegc_tui.view import FILTERS, event_line, event_matches, search_words
+from onegc_tui.transcript_view import FILTERS, event_line, event_matches, search_words
 from runner.events import Event
 
 TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
 from onegc_tui.store import Store
+from onegc_tui.store import queries as store_queries
 from runner.config import SessionPaths
 
 RAW_FILES = ("agent.stdout.jsonl", "agent.stderr.log", "runner.log", "events.jsonl")
@@ -53,10 +54,9 @@ def tail(path: Path, limit: int = TAIL_BYTES) -> tuple[list[str], bool]:
 def describe_event(store: Store, sid: str, seq: int) -> tuple[str, str]:
     """A heading and the full text of one event: the step's whole text and the CLI's raw line
     for a transcript step, the event itself for the harness's own lines."""
-    row = store.conn.execute("SELECT data FROM events WHERE session_id=? AND seq=?", (sid, seq)).fetchone()
-    if row is None:
+    event = store_queries.event_json(store, sid, seq)
+    if event is None:
         return f"{sid} · event {seq}", "(this event is not in the store)"
-    event = json.loads(row[0])
     if event.get("type") != "transcript":
         return f"{sid} · event {seq} · {event.get('type')}", json.dumps(event, indent=2, ensure_ascii=False)
     head = f"{sid} · event {seq} · {event.get('role')} {event.get('kind')}"

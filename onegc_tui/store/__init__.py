@@ -17,11 +17,15 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
 from onegc_tui.store.schema import SCHEMA_VERSION, migrate
 from runner.events import Event
+
+if TYPE_CHECKING:
+    from tasks import Direction
 
 DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
@@ -268,10 +272,11 @@ class Store:
         live = s.pop("live_values", None)
         totals = s.pop("usage_totals", None)
         if totals is not None:
-            sets = ", ".join(f"{key} = COALESCE(?, {key})" for key in USAGE_COLUMNS)
-            self.conn.execute(f"UPDATE sessions SET {sets} WHERE session_id = ?", (*totals, sid))
+            usage = ", ".join(f"{key} = COALESCE(?, {key})" for key in USAGE_COLUMNS)
+            self.conn.execute(f"UPDATE sessions SET {usage} WHERE session_id = ?", (*totals, sid))
         first = s.pop("first_checkpoint_s", None)
-        sets, args = [], []
+        sets: list[str] = []
+        args: list[Any] = []
         for key, val in s.items():
             if key in self._ADDITIVE:
                 sets.append(f"{key} = COALESCE({key}, 0) + ?")
@@ -284,8 +289,11 @@ class Store:
             sets.append("first_checkpoint_s = COALESCE(first_checkpoint_s, ?)")
             args.append(first)
         if live:
-            better = "MAX" if self._higher_is_better(sid) else "MIN"
-            best = max(live) if better == "MAX" else min(live)
+            from tasks import best_of
+
+            direction = self._direction(sid)
+            better = "MAX" if direction == "higher" else "MIN"  # best_of in SQL
+            best = best_of(live, direction)
             sets.append(f"best_live = CASE WHEN best_live IS NULL THEN ? ELSE {better}(best_live, ?) END")
             args += [best, best]
         # a session that ended must not be flipped back to running by a late budget event
@@ -294,16 +302,11 @@ class Store:
             sets[idx] = "state = CASE WHEN state IN ('ended', 'failed') THEN state ELSE ? END"
         self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_id = ?", (*args, sid))
 
-    def _higher_is_better(self, sid: str) -> bool:
+    def _direction(self, sid: str) -> Direction:
         row = self.conn.execute("SELECT task FROM sessions WHERE session_id=?", (sid,)).fetchone()
-        if not row or not row[0]:
-            return True
-        from tasks import UnknownTask, get_task
+        from tasks import direction_of
 
-        try:
-            return get_task(row[0]).higher_is_better
-        except UnknownTask:
-            return True
+        return direction_of(row[0] if row else None)
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
         """A verdict (runner/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
@@ -335,7 +338,8 @@ class Store:
     def transcript(self, session_id: str, limit: int = 1000, kinds: Sequence[str] | None = None,
                    search: str | None = None) -> list[dict]:
         sql = "SELECT t.* FROM transcript t"
-        where, args = ["t.session_id = ?"], [session_id]
+        where = ["t.session_id = ?"]
+        args: list[Any] = [session_id]
         words = [w.lower() for w in (search or "").split()]
         if words and (match := fts_query(words)):
             sql += " JOIN transcript_fts f ON f.rowid = t.rowid"

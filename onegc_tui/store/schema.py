@@ -85,7 +85,7 @@ MIGRATIONS: list[str] = [
         UPDATE sessions SET rev = (SELECT MAX(rev) FROM sessions) + 1 WHERE rowid = NEW.rowid;
     END;
     """,
-    # 3: integrity flags of sealed scoring (INTEGRITY.md S1-S5): per score, and how many scores
+    # 3: integrity flags of sealed scoring (../shared/INTEGRITY.md S1-S5): per score, and how many scores
     # of a session carry one
     """
     ALTER TABLE checkpoints ADD COLUMN flags TEXT;

@@ -27,7 +27,7 @@ from runner.outcome import REQUEST_FAILED
 
 
 class TranscriptItem(TranscriptFields):
-    """One normalised step of an agent's transcript (DESIGN.md §4 "Transcript events")."""
+    """One normalised step of an agent's transcript (../shared/DESIGN.md §4 "Transcript events")."""
 
     def bounded(self) -> dict:
         data = self.model_dump(exclude_none=True)
@@ -123,6 +123,19 @@ def json_object(line: str) -> dict | None:
 
 def text_of(value: object) -> str:
     return value if isinstance(value, str) else ""
+
+
+def dict_at(data: dict, key: str) -> dict:
+    """``data[key]`` where it is a JSON object, else an empty one: a CLI's field may be missing,
+    null or of another type, and a parser must not raise on it."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def list_at(data: dict, key: str) -> list:
+    """``data[key]`` where it is a JSON array, else an empty one (see :func:`dict_at`)."""
+    value = data.get(key)
+    return value if isinstance(value, list) else []
 
 
 class ErrorTrail:

@@ -41,7 +41,7 @@ import signal
 from typing import Any, ClassVar
 
 from runner.agents import credentials
-from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, text_of
+from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, dict_at, list_at, text_of
 from runner.agents.usage import Tokens
 
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
@@ -160,7 +160,8 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         if subtype == "init":
             self._cli_model = text_of(data.get("model")) or None
             version = text_of(data.get("claude_code_version"))
-            text = f"init: model {text_of(data.get('model')) or '?'}, claude-code {version or '?'}, cwd {text_of(data.get('cwd'))}"
+            text = (f"init: model {text_of(data.get('model')) or '?'}, claude-code {version or '?'}, "
+                    f"cwd {text_of(data.get('cwd'))}")
             return [TranscriptItem(role="system", kind="text", text=text)]
         if subtype == "api_retry":
             status = data.get("error_status")
@@ -180,13 +181,13 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
                 self._running[task] = text_of(data.get("description")) or task
             return []
         if subtype == "task_updated":
-            patch = data.get("patch") if isinstance(data.get("patch"), dict) else {}
+            patch = dict_at(data, "patch")
             status = text_of(patch.get("status"))
             if status in TASK_ENDED:
                 self._task_ended(text_of(data.get("task_id")), status)
             return []
         if subtype == "background_tasks_changed":
-            tasks = data.get("tasks") if isinstance(data.get("tasks"), list) else []
+            tasks = list_at(data, "tasks")
             running = {text_of(t.get("task_id")): text_of(t.get("description")) for t in tasks if isinstance(t, dict)}
             for task in set(self._running) - set(running):
                 self._running.pop(task, None)
@@ -350,7 +351,7 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         return None
 
     def _result(self, data: dict) -> list[TranscriptItem]:
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = dict_at(data, "usage")
         cost = data.get("total_cost_usd")
         cost = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
         totals = self._session_totals(data)
@@ -381,7 +382,8 @@ class ClaudeCodeAdapter(JsonStreamAdapter):
         if self._running:  # the CLI waits for its background tasks; each ending starts a new turn
             self.ended = False
             waiting = ", ".join(f"'{d}'" for d in self._running.values())
-            items.append(TranscriptItem(role="system", kind="text", text=f"turn ended, waiting for background task {waiting}: {line}"))
+            text = f"turn ended, waiting for background task {waiting}: {line}"
+            items.append(TranscriptItem(role="system", kind="text", text=text))
         else:
             self.ended = True
             self._stopped.clear()

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.agents import credentials
-from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, json_object, text_of
+from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, dict_at, json_object, list_at, text_of
 from runner.agents.usage import Tokens
 from runner.jsonl import JsonlTail
 
@@ -79,7 +79,8 @@ def error_message(message: str) -> str:
     """Codex passes provider errors through as JSON text; keep the human part."""
     data = json_object(message) if message.lstrip().startswith("{") else None
     if data is not None:
-        inner = data.get("error") if isinstance(data.get("error"), dict) else data
+        error = data.get("error")
+        inner = error if isinstance(error, dict) else data
         text = text_of(inner.get("message")) or message
         code = text_of(inner.get("code")) or text_of(inner.get("type"))
         return f"{text} ({code})" if code and code not in text else text
@@ -253,7 +254,7 @@ class CodexAdapter(JsonStreamAdapter):
         if itype == "file_change":
             if not done:
                 return []
-            changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+            changes = list_at(item, "changes")
             text = ", ".join(f"{text_of(c.get('kind'))} {text_of(c.get('path'))}" for c in changes if isinstance(c, dict))
             status = text_of(item.get("status"))
             return [
@@ -335,16 +336,16 @@ class CodexAdapter(JsonStreamAdapter):
         return self._rollout
 
     def _rollout_record(self, data: dict) -> None:
-        payload = data.get("payload") if isinstance(data.get("payload"), dict) else {}
+        payload = dict_at(data, "payload")
         if data.get("type") == "token_usage_record" and isinstance(payload.get("usage"), dict):
             key = text_of(payload.get("response_id")) or f"#{len(self._records)}"
             self._records[key] = _rollout_tokens(payload["usage"])
         elif data.get("type") == "event_msg" and payload.get("type") == "token_count":
-            info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+            info = dict_at(payload, "info")
             if isinstance(info.get("total_token_usage"), dict):
                 self._rollout_total = _rollout_tokens(info["total_token_usage"])
         elif data.get("type") == "event_msg" and payload.get("type") == "task_complete":
-            error = payload.get("error") if isinstance(payload.get("error"), dict) else {}
+            error = dict_at(payload, "error")
             self._error_info = text_of(error.get("codex_error_info"))
 
     def _settle(self) -> list[TranscriptItem]:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.agents import credentials
-from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, text_of
+from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, dict_at, text_of
 from runner.agents.usage import Tokens
 from runner.jsonl import JsonlTail
 
@@ -213,9 +213,9 @@ class OpenCodeAdapter(JsonStreamAdapter):
             text=render_tool_call(tool, state.get("input"), text_of(state.get("title"))),
         )  # fmt: skip
         status = text_of(state.get("status"))
-        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
-        exit_code = metadata.get("exit")
-        exit_code = int(exit_code) if _num(exit_code) is not None else None
+        metadata = dict_at(state, "metadata")
+        exit_num = _num(metadata.get("exit"))
+        exit_code = int(exit_num) if exit_num is not None else None
         if status == "error":
             text = f"[error] {text_of(state.get('error'))}"
         else:
@@ -230,8 +230,8 @@ class OpenCodeAdapter(JsonStreamAdapter):
     def _step_finish(self, part: dict) -> list[TranscriptItem]:
         self._step_open = False
         self.errors.answered()
-        tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        tokens = dict_at(part, "tokens")
+        cache = dict_at(tokens, "cache")
         fresh, read, write = _int(tokens.get("input")), _int(cache.get("read")), _int(cache.get("write"))
         step = Tokens(fresh + read + write, _int(tokens.get("output")) + _int(tokens.get("reasoning")), read, write)
         cost = _num(part.get("cost"))
@@ -253,7 +253,7 @@ class OpenCodeAdapter(JsonStreamAdapter):
         if not isinstance(error, dict):
             self.errors.request_failed(text_of(error) or "error")
             return [TranscriptItem(role="system", kind="error", text=text_of(error) or "error")]
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        data = dict_at(error, "data")
         name = text_of(error.get("name")) or "Error"
         message = text_of(data.get("message")) or name
         status = data.get("statusCode")
@@ -272,7 +272,8 @@ class OpenCodeAdapter(JsonStreamAdapter):
         items = []
         for tail in self._logs.values():
             for _, line in tail.read_lines(max_bytes=-1):
-                items += self._log_line(line.decode("utf-8", errors="replace"))
+                if line is not None:  # never, with no line length limit
+                    items += self._log_line(line.decode("utf-8", errors="replace"))
         return items
 
     def _log_line(self, line: str) -> list[TranscriptItem]:

@@ -38,6 +38,7 @@ def run_script(call_id: str, script: str) -> int:
     say(type="tool_call", id=call_id, tool="bash", input=f"python {script}")
     proc = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
+    assert proc.stdout is not None  # stdout=PIPE gives a stream
     for line in proc.stdout:
         say(type="tool_output", id=call_id, text=line.rstrip("\n"))
     code = proc.wait()

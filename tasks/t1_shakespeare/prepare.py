@@ -146,7 +146,8 @@ def predict(model, inputs: dict, device: str):
             ok = isinstance(logits, torch.Tensor) and logits.dim() == 3 and tuple(logits.shape[:2]) == tuple(idx.shape)
             if not ok or (out and logits.shape[2] != out[0].shape[2]):  # one vocabulary for every batch
                 got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-                raise kit.KitError(f"model(idx) must return logits [B, {EVAL_WINDOW}, vocab]; got {got} for idx {tuple(idx.shape)}")
+                raise kit.KitError(f"model(idx) must return logits [B, {EVAL_WINDOW}, vocab]; "
+                                   f"got {got} for idx {tuple(idx.shape)}")
             out.append(logits.cpu() if logits.dtype == torch.float64 else logits.float().cpu())
     return torch.cat(out).numpy()
 

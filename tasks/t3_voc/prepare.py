@@ -139,7 +139,7 @@ def _write_split(tar, members: dict, ids: list[str], out: Path, split: str) -> N
 
 def build(raw: dict, out: Path) -> dict:
     try:
-        tar = tarfile.open(raw[ARCHIVE], mode="r:")  # random access: members are read one by one
+        tar = tarfile.open(raw[ARCHIVE], mode="r:")  # noqa: SIM115 - closed by `with tar` below; members read one by one
     except tarfile.TarError as exc:
         raise kit.KitError(f"{ARCHIVE} is not a tar archive ({exc}): fetch it again") from None
     files = {}

@@ -149,7 +149,8 @@ def predict(model, inputs: dict, device: str):
             pred = model(batch.to(device))
             if not isinstance(pred, torch.Tensor) or pred.shape != (len(batch), HORIZON, N_VARS):
                 got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
-                raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; got {got} for x of shape {tuple(batch.shape)}")
+                raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; "
+                                   f"got {got} for x of shape {tuple(batch.shape)}")
             out.append(pred.cpu() if pred.dtype == torch.float64 else pred.float().cpu())
     return torch.cat(out).numpy()
 

@@ -87,7 +87,8 @@ def main() -> None:
         with torch.no_grad():
             val_mse = prepare.evaluate(model, "val", DEVICE)["value"]
         best = min(best, val_mse)
-        print(f"epoch {epoch}/{EPOCHS} train_loss {loss.item():.4f} val_mse {val_mse:.4f} ({time.time() - started:.1f}s)", flush=True)
+        took = time.time() - started
+        print(f"epoch {epoch}/{EPOCHS} train_loss {loss.item():.4f} val_mse {val_mse:.4f} ({took:.1f}s)", flush=True)
         prepare.save_checkpoint(model, config, f"{run}_epoch{epoch}", score=val_mse)
         if MAX_STEPS and steps >= MAX_STEPS:
             break

@@ -78,7 +78,8 @@ def encode_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
     with open(path, newline="", encoding="utf-8") as f:
         for line, row in enumerate(csv.reader(f), start=1):
             if len(row) != 3 or row[0] not in ("1", "2", "3", "4"):
-                raise kit.KitError(f"{path.name} line {line}: expected class 1-4, title, description; got {row[:1]} and {len(row)} fields")
+                raise kit.KitError(f"{path.name} line {line}: expected class 1-4, title, description; "
+                                   f"got {row[:1]} and {len(row)} fields")
             labels.append(int(row[0]) - 1)
             texts.append(f"{row[1]} {row[2]}"[:SEQ_LEN])
     x = np.zeros((len(texts), SEQ_LEN), dtype=np.uint8)

@@ -161,11 +161,13 @@ def test_retry_exit_codes_thinking_and_unknown_shapes():
     )
     assert (retry.kind, retry.text) == ("error", "retry: attempt 2/10 in 1.5s, HTTP 529: overloaded")
     (call,) = a.parse(
-        '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"python run_1.py"}}]}}'
+        '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash",'
+        '"input":{"command":"python run_1.py"}}]}}'
     )
     assert call.text == "$ python run_1.py"
     (res,) = a.parse(
-        '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Exit code 2\\nTraceback"}]}}'
+        '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,'
+        '"content":"Exit code 2\\nTraceback"}]}}'
     )
     assert (res.tool, res.exit_code, res.call_id) == ("Bash", 2, "t1")
     (think,) = a.parse('{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"try a wider net"}]}}')
@@ -195,7 +197,8 @@ def test_finish_owes_a_result_when_the_run_was_cut_off():
 
 # ----------------------------------------------------------------------------- launch
 def make_ctx(tmp_path: Path, model: str | None = None, env: dict | None = None, extra=()) -> LaunchContext:
-    return launch_context(tmp_path, model, env if env is not None else {"PATH": "/usr/bin", "HOME": "/root", "ANTHROPIC_API_KEY": "sk-ant-secret"}, extra)
+    env = env if env is not None else {"PATH": "/usr/bin", "HOME": "/root", "ANTHROPIC_API_KEY": "sk-ant-secret"}
+    return launch_context(tmp_path, model, env, extra)
 
 
 def test_argv_is_the_headless_stream_json_invocation(tmp_path):
@@ -215,7 +218,8 @@ def test_argv_is_the_headless_stream_json_invocation(tmp_path):
 def test_env_has_a_fresh_home_and_only_claude_credentials(tmp_path, monkeypatch):
     base = {
         "PATH": "/usr/bin", "HOME": "/root", "ANTHROPIC_API_KEY": "sk-ant-secret", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
-        "OPENAI_API_KEY": "sk-openai", "OPENROUTER_API_KEY": "sk-or", "CLAUDE_CONFIG_DIR": "/root/.claude", "ONEGC_DEADLINE": "123.000",
+        "OPENAI_API_KEY": "sk-openai", "OPENROUTER_API_KEY": "sk-or", "CLAUDE_CONFIG_DIR": "/root/.claude",
+        "ONEGC_DEADLINE": "123.000",
     }  # fmt: skip
     ctx = make_ctx(tmp_path, env=base)
     monkeypatch.setattr(claude_code.os, "geteuid", lambda: 0)
@@ -260,6 +264,7 @@ def test_credential_report_names_variables_never_values():
 
 
 # ----------------------------------------------------------------------------- prompt
+@pytest.mark.slow
 def test_standard_prompt_states_the_rules_and_a_working_deadline_check(tmp_path):
     prompt = standard_prompt("Demo: classify spirals", 40, "test")
     assert prompt.startswith(OWNERSHIP_NOTE)
@@ -293,6 +298,7 @@ def fake_cli(prefix: Path, name: str, version_line: str) -> Path:
     return exe
 
 
+@pytest.mark.slow
 def test_project_prefix_wins_over_path_and_version_runs_it(tmp_path, monkeypatch):
     prefix_cli = fake_cli(tmp_path / "prefix", "claude", "2.1.197 (Claude Code)")
     path_cli = fake_cli(tmp_path / "global", "claude", "9.9.9 (Claude Code)")

@@ -98,7 +98,8 @@ def test_retries_other_items_and_a_cut_off_run():
     assert wait.text.startswith("retry:")
     # a command seen only on completion still gets its call
     call, result = a.parse(
-        '{"type":"item.completed","item":{"id":"i9","type":"command_execution","command":["bash","-lc","python run_1.py"],"aggregated_output":"Traceback","exit_code":1,"status":"failed"}}'
+        '{"type":"item.completed","item":{"id":"i9","type":"command_execution","command":["bash","-lc","python run_1.py"],'
+        '"aggregated_output":"Traceback","exit_code":1,"status":"failed"}}'
     )
     assert (call.text, result.exit_code, result.text) == ("$ python run_1.py", 1, "Traceback")
     (thought,) = a.parse('{"type":"item.completed","item":{"id":"i1","type":"reasoning","text":"bigger batch"}}')
@@ -143,7 +144,8 @@ def test_helpers():
 
 # ----------------------------------------------------------------------------- launch
 def make_ctx(tmp_path: Path, model: str | None = "gpt-5", env: dict | None = None, extra=()) -> LaunchContext:
-    return launch_context(tmp_path, model, env if env is not None else {"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-openai-secret"}, extra)
+    env = env if env is not None else {"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-openai-secret"}
+    return launch_context(tmp_path, model, env, extra)
 
 
 def test_argv_is_exec_json_with_the_prompt_last(tmp_path):

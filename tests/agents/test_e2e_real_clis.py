@@ -120,8 +120,8 @@ def install(request) -> Install:
     """Each CLI install in turn (module scope: all of one install's tests run before the next's)."""
     inst: Install = request.param
     if inst.exe is None:
-        pytest.skip(f"{inst.agent} is not installed in {inst.prefix}: run 'make agents' to test it end to end"
-                    + (" (or AGENTS_PREFIX=.agents-latest with the *_VERSION=latest variables)" if inst.label == "latest" else ""))
+        latest = " (or AGENTS_PREFIX=.agents-latest with the *_VERSION=latest variables)" if inst.label == "latest" else ""
+        pytest.skip(f"{inst.agent} is not installed in {inst.prefix}: run 'make agents' to test it end to end{latest}")
     if inst.label != "pinned":
         pinned = Install(inst.agent, "pinned", PINNED)
         version = cli_version(inst.exe)
@@ -261,7 +261,10 @@ def stored(run: Run, home: Path) -> dict:
         store.close()
 
 
-def assert_tokens_as_handed_out(run: Run, row: dict, missing: Usage = Usage(0, 0)) -> None:
+NOTHING_MISSING = Usage(0, 0)
+
+
+def assert_tokens_as_handed_out(run: Run, row: dict, missing: Usage = NOTHING_MISSING) -> None:
     """The stored tokens are what the server's responses reported (less ``missing``: what the CLI
     itself never reported), the live running sum is the same, and the cost is the CLI's own
     (Claude Code) or onegc's price of those tokens."""

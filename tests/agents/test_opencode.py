@@ -133,8 +133,10 @@ def test_reasoning_failed_tools_retryable_errors_and_notices():
 
 
 # ----------------------------------------------------------------------------- launch
-def make_ctx(tmp_path: Path, model: str | None = "openrouter/moonshotai/kimi-k2", env: dict | None = None, extra=()) -> LaunchContext:
-    return launch_context(tmp_path, model, env if env is not None else {"PATH": "/usr/bin", "OPENROUTER_API_KEY": "sk-or-secret"}, extra)
+def make_ctx(tmp_path: Path, model: str | None = "openrouter/moonshotai/kimi-k2", env: dict | None = None,
+             extra=()) -> LaunchContext:
+    env = env if env is not None else {"PATH": "/usr/bin", "OPENROUTER_API_KEY": "sk-or-secret"}
+    return launch_context(tmp_path, model, env, extra)
 
 
 def test_argv_passes_the_prompt_as_the_message_argument(tmp_path):

@@ -410,6 +410,7 @@ def test_live_session_timeline_ends_at_end_ts():
 # ----------------------------------------------------------------------------- the core/UI split
 
 
+@pytest.mark.slow
 def test_analysis_and_export_import_no_ui_library():
     code = (
         "import sys, onegc_tui.analysis, onegc_tui.export; "

@@ -5,13 +5,15 @@ Pilot tests over 20 ended sessions and one running one (``fixtures.build_crowd``
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from textual.widgets import DataTable, Static
 
 from onegc_tui.app import make_app
 from onegc_tui.app.help import HelpScreen
 from onegc_tui.app.transcript import TranscriptLog
-from onegc_tui.view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
+from onegc_tui.transcript_view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
 from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
 
 SIZES = [(80, 24), (100, 30), (120, 40), (200, 50)]
@@ -37,9 +39,10 @@ def screen_text(app) -> str:
 def help_text(screen: HelpScreen) -> str:
     from rich.console import Console
 
-    console = Console(width=120, record=True, file=open("/dev/null", "w"))
-    console.print(screen.body())
-    return console.export_text()
+    with open(os.devnull, "w") as sink:
+        console = Console(width=120, record=True, file=sink)
+        console.print(screen.body())
+        return console.export_text()
 
 
 def visible_columns(table: DataTable) -> list[str]:
@@ -231,12 +234,10 @@ async def test_a_burst_of_new_bests_is_one_notification_with_the_selected_sessio
 
 
 async def test_long_transcript_lines_end_in_an_ellipsis_and_enter_opens_them(tmp_path):
-    from runner.events import TranscriptEvent
-
-    from onegc_tui.app.viewer import LineScreen
 
     import json
 
+    from onegc_tui.app.viewer import LineScreen
     from onegc_tui.ingest import Ingester
     from onegc_tui.store import Store
 
@@ -272,13 +273,12 @@ async def test_long_transcript_lines_end_in_an_ellipsis_and_enter_opens_them(tmp
 
 
 async def test_the_placeholder_goes_when_the_first_line_arrives(tmp_path):
+    from onegc_tui.ingest import Ingester
+    from onegc_tui.store import Store
     from runner.config import SessionConfig
     from runner.events import TranscriptEvent
     from runner.jsonl import EventWriter
     from runner.launch import create_session
-
-    from onegc_tui.ingest import Ingester
-    from onegc_tui.store import Store
 
     home = tmp_path / "home"
     create_session(SessionConfig(session_id="fresh", task="t0", agent="scripted", budget_s=120), home)

@@ -21,7 +21,7 @@ def app_home(tmp_path):
 
 def control_lines(home, sid) -> list[dict]:
     path = home / "runs" / sid / "control.jsonl"
-    return [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 async def test_selection_shows_the_session_in_the_panes(app_home):

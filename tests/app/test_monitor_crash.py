@@ -16,7 +16,8 @@ from tests.conftest import REPO, start_session, wait_event, wait_for
 
 pytestmark = pytest.mark.slow
 
-MONITOR = "import sys; from pathlib import Path; from onegc_tui.app import make_app; make_app(Path(sys.argv[1])).run(headless=True)"
+MONITOR = ("import sys; from pathlib import Path; from onegc_tui.app import make_app; "
+           "make_app(Path(sys.argv[1])).run(headless=True)")
 
 
 def monitor(home):

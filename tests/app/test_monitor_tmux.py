@@ -130,7 +130,7 @@ def test_monitor_at_80x24_help_filter_and_search(home):
         for word in ("run_1.py", "val_acc"):
             tmux("send-keys", "-t", name, "-l", f"/{word}")
             tmux("send-keys", "-t", name, "Enter")
-            wait_for(lambda: f"“{word}”" in screen() and transcript_lines(screen()), 30, f"the search for {word}")
+            wait_for(lambda word=word: f"“{word}”" in screen() and transcript_lines(screen()), 30, f"the search for {word}")
             lines = transcript_lines(screen())
             assert all(word in line or line.endswith("…") for line in lines), lines
             assert any(word in line for line in lines), lines

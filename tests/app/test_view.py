@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from onegc_tui.view import (
-    LOW_BUDGET_FRACTION,
-    Alerts,
-    BudgetClock,
-    best_so_far,
-    event_matches,
-    plot_series,
-)
+from onegc_tui.alerts import LOW_BUDGET_FRACTION, Alerts
+from onegc_tui.plot import best_so_far, plot_series
 from onegc_tui.sessions_view import sort_key
+from onegc_tui.timeline import BudgetAxis
+from onegc_tui.transcript_view import event_matches
 from runner.events import GpuSample, ProcessEvent, SessionEnded, TranscriptEvent, Warning_
 
 T = 1_000_000.0
 
 
 def running(sid="s", remaining=600.0, budget=1000.0, started=T) -> dict:
-    return {"session_id": sid, "state": "running", "budget_s": budget, "remaining_s": remaining, "remaining_ts": started, "last_ts": started,
-            "started_ts": started}
+    return {"session_id": sid, "state": "running", "budget_s": budget, "remaining_s": remaining, "remaining_ts": started,
+            "last_ts": started, "started_ts": started}
 
 
 def test_low_budget_alert_fires_once_at_ten_percent():
@@ -75,12 +71,12 @@ def test_sort_keys_put_missing_values_last():
 
 
 def test_budget_clock_stands_still_while_paused():
-    clock = BudgetClock([(T, 0.0), (T + 10, 10.0), (T + 70, 10.0), (T + 80, 20.0)])
+    clock = BudgetAxis([(T, 0.0), (T + 10, 10.0), (T + 70, 10.0), (T + 80, 20.0)])
     assert clock.at(T + 5) == 5.0 and clock.at(T + 40) == 10.0 and clock.at(T + 75) == 15.0
 
 
 def test_plot_draws_a_step_line_and_best_so_far():
-    best = best_so_far([(10, 0.5), (20, 0.4), (30, 0.8)], higher=True, until=60)
+    best = best_so_far([(10, 0.5), (20, 0.4), (30, 0.8)], "higher", until=60)
     assert best == [(10, 0.5), (30, 0.8), (60, 0.8)]
     canvas, (lo, hi) = plot_series([best], 10, 3, 60)
     rows = canvas.rows()
@@ -96,7 +92,7 @@ def test_only_a_new_best_score_is_announced_and_direction_counts():
         return CheckpointScored(session_id="s", seq=seq, ts=T, name=f"c{seq}", value=v, metric="test_mse", split="test",
                                 budget_elapsed_s=1.0)
 
-    lower = Alerts(higher_is_better=lambda sid: False)  # T1/T6: lower is better
+    lower = Alerts(direction=lambda sid: "lower")  # T1/T6: lower is better
     assert [len(lower.feed("s", scored(i, v))) for i, v in enumerate([0.40, 0.42, 0.38, 0.39], 1)] == [1, 0, 1, 0]
     higher = Alerts()
     assert [len(higher.feed("s", scored(i, v))) for i, v in enumerate([0.40, 0.42, 0.38], 1)] == [1, 1, 0]

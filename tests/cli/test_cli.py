@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from onegc_tui.cli import main
@@ -31,13 +32,13 @@ def test_tasks_lists_all_eight_with_their_data_state(home):
     r = run("tasks")
     assert r.exit_code == 0
     assert "t0 " in r.output and "prepared" in r.output and "not prepared" in r.output
-    assert len([l for l in r.output.splitlines() if l[:2] in {f"t{i}" for i in range(8)}]) == 8
+    assert len([line for line in r.output.splitlines() if line[:2] in {f"t{i}" for i in range(8)}]) == 8
 
 
 def test_sessions_history_and_export(home):
     build_home(home)
     r = run("sessions", "--json")
-    rows = [json.loads(l) for l in r.output.splitlines()]
+    rows = [json.loads(line) for line in r.output.splitlines()]
     assert {r["session_id"] for r in rows} == {"a-ended", "b-paused"}
     r = run("history", "--demo", "--format", "csv", "--no-paper")
     assert r.exit_code == 0 and "scripted" in r.output and "paper" not in r.output
@@ -64,6 +65,7 @@ def test_resume_of_an_ended_session_is_refused(home):
     assert r.exit_code == 2 and "already ended" in r.output
 
 
+@pytest.mark.slow
 def test_doctor_reports_containment_and_data(home):
     r = run("doctor")
     assert r.exit_code == 0 and "PID namespace" in r.output and "t0 prepared" in r.output
@@ -84,6 +86,7 @@ def test_malformed_session_config_is_a_one_line_error(home):
         raise AssertionError("a negative budget was accepted")
 
 
+@pytest.mark.slow
 def test_without_a_sandbox_run_refuses_in_one_line_and_unsealed_is_recorded(home, monkeypatch):
     from runner import sandbox
 
@@ -118,7 +121,7 @@ def test_history_keeps_a_studys_agent_configurations_apart_and_the_demo_on_its_o
     assert "steady (scripted)" in demo and "0.6793" in demo
     assert "0.8258" not in r.output and "Sonnet" not in demo
     r = run("history", "--demo", "--format", "csv")
-    lines = [l.split(",") for l in r.output.splitlines()]
+    lines = [line.split(",") for line in r.output.splitlines()]
     labels = {row[3] for row in lines[1:] if row[0] == "ours (demo tasks)"}
     assert labels == {"quick (scripted)", "steady (scripted)"}  # as the tables name the rows
 

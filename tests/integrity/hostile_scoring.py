@@ -1,4 +1,4 @@
-"""A command agent whose run scripts attack the scorer (INTEGRITY.md S1-S5): ``python
+"""A command agent whose run scripts attack the scorer (../shared/INTEGRITY.md S1-S5): ``python
 hostile_scoring.py ATTACK SESSION_DIR``. It writes ``run_<attack>.py`` — an ordinary t0 run
 script whose top level (what the scorer executes when it imports the script for
 ``build_model``) carries the attack — runs it to save a checkpoint, then saves an honest one

@@ -1,4 +1,4 @@
-"""The reader trusts only what the runner wrote (INTEGRITY.md A3, A5): a line that claims another
+"""The reader trusts only what the runner wrote (../shared/INTEGRITY.md A3, A5): a line that claims another
 line's seq, another session's event, an oversized line or a garbage ``session.json`` is reported
 and skipped, and can neither hide a session nor freeze it."""
 
@@ -52,7 +52,7 @@ def test_an_oversized_line_neither_freezes_nor_hides_the_session(home):
 
 
 def test_a_garbage_session_json_does_not_hide_the_session(home):
-    w = fake_session(home, "s3")
+    fake_session(home, "s3")
     (home / "runs" / "s3" / "session.json").write_text("garbage")
     messages = []
     store = Store.open(home)

@@ -1,4 +1,4 @@
-"""The sealed agent (INTEGRITY.md A1-A9): each attack is a real session of the command agent
+"""The sealed agent (../shared/INTEGRITY.md A1-A9): each attack is a real session of the command agent
 running ``hostile.py``, which tries it from inside its sandbox. Each test asserts that the
 attack got nothing and that the record (``events.jsonl``, ``result.json``, the store, other
 sessions, the install) is what the runner alone made it."""

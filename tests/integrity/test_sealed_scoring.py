@@ -1,4 +1,4 @@
-"""Sealed scoring (INTEGRITY.md S1-S5): a run script's import-time code attacks the scorer. Each
+"""Sealed scoring (../shared/INTEGRITY.md S1-S5): a run script's import-time code attacks the scorer. Each
 test is a real session of the command agent (``hostile_scoring.py``) and asserts that the
 attacking checkpoint gets exactly the score its weights earn (computed here with a clean copy of
 its script), that the honest checkpoint after it is untouched, that the record is the runner's,
@@ -117,7 +117,8 @@ def test_an_official_checkpoint_whose_code_replaced_the_evaluator_is_disqualifie
     paths, ended, live, official = run_attack(home, "dq", "monkeypatch", "--alone")
     assert_scored_as_its_weights(paths, live, official, "monkeypatch-1", tmp_path)  # the score is still its own
     result = json.loads(paths.result.read_text())
-    assert result["checkpoint"] == "monkeypatch-1" and "replaced the evaluation (prepare.evaluate, judge)" in result["disqualified"]
+    assert result["checkpoint"] == "monkeypatch-1"
+    assert "replaced the evaluation (prepare.evaluate, judge)" in result["disqualified"]
     store = Store.open(home)
     Ingester(home, store).ingest_all()
     assert store.session("dq")["disqualified"].startswith("the official checkpoint's code replaced the evaluation")

@@ -1,4 +1,4 @@
-"""The checkpoint watcher reads checkpoints/ as untrusted input (INTEGRITY.md A7)."""
+"""The checkpoint watcher reads checkpoints/ as untrusted input (../shared/INTEGRITY.md A7)."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ def run(log: ExecLog, script: str, cwd: Path, **kw) -> subprocess.CompletedProce
     return subprocess.run(["sh", "-c", script], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, **kw)
 
 
+@pytest.mark.slow
 def test_three_instant_launches_are_three_records(log, tmp_path):
     (tmp_path / "run_2.py").write_text("print('quick')\n")
     out = run(log, "for i in 1 2 3; do python run_2.py; done; python3 -c 'raise SystemExit(3)' || echo rc=$?", tmp_path)
@@ -40,18 +41,21 @@ def test_three_instant_launches_are_three_records(log, tmp_path):
     assert len({launch.pid for launch in launches}) == 4
 
 
+@pytest.mark.slow
 def test_the_launched_interpreter_is_the_one_path_names(log, tmp_path):
     out = run(log, "python -c 'import sys; print(sys.executable); print(sys.prefix); print(input())'", tmp_path,
               input="from stdin\n")  # fmt: skip
     assert out.stdout.splitlines() == [str(Path(VENV_BIN) / "python"), sys.prefix, "from stdin"], out.stderr
 
 
+@pytest.mark.slow
 def test_a_python_not_on_the_rest_of_path_is_not_found(log, tmp_path):
     env = {"PATH": log.path_with_shims("/nonexistent")}
     out = subprocess.run([str(log.bin_dir / "python"), "-c", "print(1)"], env=env, capture_output=True, text=True)
     assert out.returncode == 127 and "python: command not found" in out.stderr
 
 
+@pytest.mark.slow
 def test_without_a_listener_the_script_still_runs(log, tmp_path):
     log.close()
     out = run(log, "python -c 'print(42)'", tmp_path)
@@ -60,6 +64,7 @@ def test_without_a_listener_the_script_still_runs(log, tmp_path):
 
 
 @pytest.mark.skipif(not pidns_available(), reason="no PID namespaces here (unshare --pid)")
+@pytest.mark.slow
 def test_the_pid_is_the_runners_view_across_a_pid_namespace(log, tmp_path):
     """The kernel translates the sender's PID (SCM_CREDENTIALS) into the receiver's namespace."""
     script = "python -c 'import os, time; print(os.getpid(), flush=True); time.sleep(3)' & sleep 1; wait"
@@ -76,7 +81,8 @@ def test_the_pid_is_the_runners_view_across_a_pid_namespace(log, tmp_path):
                 break
             time.sleep(0.05)
         (launch,) = launches
-        nspid = next(l for l in Path(f"/proc/{launch.pid}/status").read_text().splitlines() if l.startswith("NSpid:"))
+        status = Path(f"/proc/{launch.pid}/status").read_text().splitlines()
+        nspid = next(line for line in status if line.startswith("NSpid:"))
         assert nspid.split()[1:] == [str(launch.pid), str(inner)]  # outer (ours), then the namespace's own
     finally:
         proc.wait(timeout=30)

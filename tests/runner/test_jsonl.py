@@ -17,7 +17,7 @@ def test_writer_numbers_events_and_continues_after_reopen(tmp_path):
     w2.close()
     assert e.seq == 3
     lines = path.read_text().splitlines()
-    assert [json.loads(l)["seq"] for l in lines] == [1, 2, 3]
+    assert [json.loads(line)["seq"] for line in lines] == [1, 2, 3]
     assert parse_event(lines[1]).remaining_s == 5
 
 

@@ -58,7 +58,8 @@ for name, kind, arg in probes:
             out[name] = "ok:" + s.recv(100).decode(errors="replace")
         elif kind == "rawdns":  # ask the resolv.conf nameserver directly: what does the stub answer?
             ns = [l.split()[1] for l in open("/etc/resolv.conf") if l.startswith("nameserver")][0]
-            q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + b"".join(bytes([len(p)]) + p.encode() for p in arg.split(".")) + b"\x00\x00\x01\x00\x01"
+            qname = b"".join(bytes([len(p)]) + p.encode() for p in arg.split("."))
+            q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + qname + b"\x00\x00\x01\x00\x01"
             u = socket.socket(socket.AF_INET6 if ":" in ns else socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(5)
             u.sendto(q, (ns, 53)); r = u.recv(512)
             out[name] = f"rcode{r[3] & 15}:" + (socket.inet_ntoa(r[-4:]) if r[7] else "")
@@ -163,6 +164,7 @@ def test_unavailable_says_why(monkeypatch):
 
 # ---------------------------------------------------------------------- real namespaces
 @needs_ns
+@pytest.mark.slow
 def test_none_reaches_nothing(servers):
     port, _ = servers
     blocked = []
@@ -182,6 +184,7 @@ def test_none_reaches_nothing(servers):
 
 
 @needs_ns
+@pytest.mark.slow
 def test_api_only_reaches_the_endpoint_and_records_the_rest(servers):
     good, bad = servers
     blocked = []
@@ -256,6 +259,7 @@ def test_failing_endpoint_reports_are_coalesced_and_the_problem_clears_when_it_a
 
 
 @needs_ns
+@pytest.mark.slow
 def test_api_only_names_an_allowed_endpoint_that_refuses_or_answers_5xx(servers):
     """The gate's own connections to allowed endpoints: refused (nothing listening) and HTTP 503."""
     import socket

@@ -7,7 +7,8 @@ import socket
 from runner.outcome import end_detail, endpoint_problem, probe, stderr_cause
 
 CODEX_STDERR = [
-    'WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries under temporary dir "/tmp"',
+    "WARNING: proceeding, even though we could not create PATH aliases: "
+    'Refusing to create helper binaries under temporary dir "/tmp"',
     "Reading additional input from stdin...",
     "",
 ]

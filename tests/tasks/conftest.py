@@ -257,7 +257,8 @@ def score_both(kit, monkeypatch):
             old = frozen["evaluate"](model, split, "cpu")
             torch.manual_seed(0)
             new = prep.judge(prep.predict(model, prep.inputs(split), "cpu"), split)
-        print(f"{prep.TASK} {split}: old {old['value']!r} new {new['value']!r} |old - new| {abs(old['value'] - new['value']):.3g}")
+        gap = abs(old["value"] - new["value"])
+        print(f"{prep.TASK} {split}: old {old['value']!r} new {new['value']!r} |old - new| {gap:.3g}")
         return old, new
 
     return run

@@ -34,8 +34,10 @@ def evaluate(model, split: str, device: str) -> dict:
         logits = out[0] if isinstance(out, (tuple, list)) else out
         if not isinstance(logits, torch.Tensor) or logits.shape != (len(batch), EVAL_WINDOW, vocab_size):
             got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-            raise kit.KitError(f"model(idx) must return logits [B, {EVAL_WINDOW}, {vocab_size}]; got {got} for idx {tuple(x.shape)}")
-        nll = F.cross_entropy(logits.double().reshape(-1, vocab_size), y.to(device).reshape(-1), reduction="none")  # float64: exact sums
+            raise kit.KitError(f"model(idx) must return logits [B, {EVAL_WINDOW}, {vocab_size}]; "
+                               f"got {got} for idx {tuple(x.shape)}")
+        # float64: exact sums
+        nll = F.cross_entropy(logits.double().reshape(-1, vocab_size), y.to(device).reshape(-1), reduction="none")
         nll = nll.view(len(batch), EVAL_WINDOW).cpu()
         for row, (_, first) in enumerate(batch):
             total += float(nll[row, first:].sum())
@@ -88,7 +90,7 @@ def test_eval_windows_score_every_character_once(n, load_prepare):
     prepare = load_prepare(TASK)
     seen = np.zeros(n, dtype=int)
     for start, first in prepare.eval_windows(n):
-        assert 0 <= start and start + 256 + 1 <= n  # inputs [start, start+256), targets one further
+        assert start >= 0 and start + 256 + 1 <= n  # inputs [start, start+256), targets one further
         seen[start + 1 + first : start + 257] += 1
     assert seen[0] == 0 and (seen[1:] == 1).all()
 
@@ -99,6 +101,7 @@ def test_eval_windows_reject_a_too_short_split(load_prepare):
         prepare.eval_windows(256)
 
 
+@pytest.mark.slow
 def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare,
                                          score_both, sealed_score):
     text = (raw_dir / "input.txt").read_text()
@@ -130,6 +133,7 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     assert result["returncode"] == 1 and not result["ok"] and "_orig_mod." in result["error"]
 
 
+@pytest.mark.slow
 def test_wrong_logit_shape_is_reported(raw_dir, prepare_fixture, make_workspace, save_state):
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)
@@ -146,7 +150,7 @@ def test_inputs_are_the_windows_the_model_is_fed(raw_dir, prepare_fixture, load_
     spans = prepare.eval_windows(len(ids))
     given = prepare.inputs("val")
     assert list(given) == ["x"] and given["x"].dtype == np.uint16 and given["x"].shape == (len(spans), 256)
-    for row, (start, _) in zip(given["x"], spans):
+    for row, (start, _) in zip(given["x"], spans, strict=True):
         assert np.array_equal(row, ids[start : start + 256])
     assert max(start for start, _ in spans) + 256 == len(ids) - 1  # the last character is a target only
 
@@ -201,6 +205,7 @@ def test_train_script_defines_the_edited_constants():
 
 
 # --------------------------------------------------------------------------- the real file
+@pytest.mark.slow
 def test_real_file_splits_and_uniform_model(shared_data, tmp_path, kit, make_workspace, save_state, load_prepare, score_both):
     raw = shared_data / "tinyshakespeare" / "input.txt"
     assert kit.file_digest(raw) == "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"

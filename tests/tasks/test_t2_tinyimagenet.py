@@ -146,6 +146,7 @@ def test_augment_crops_flips_and_jitters_on_whole_batches(monkeypatch, load_prep
     assert torch.isfinite(jittered).all() and not torch.allclose(jittered, out)
 
 
+@pytest.mark.slow
 def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace, load_prepare, score_both, sealed_score):
     data, expected = prepared
     ws = make_workspace(TASK, data)
@@ -167,6 +168,7 @@ def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace, loa
     assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
 
+@pytest.mark.slow
 def test_evaluate_is_top1_accuracy(prepared, make_workspace, save_state, load_prepare, score_both):
     import torch
 

@@ -109,7 +109,7 @@ def make_tar(raw_dir: Path) -> dict:
     """Write ``raw_dir/VOCtrainval_11-May-2012.tar``; return the source images and masks."""
     rng = np.random.default_rng(0)
     members, train = {}, []
-    for image_id, (h, w) in zip(TRAIN_IDS, [(45, 60), (70, 50), (40, 40)]):
+    for image_id, (h, w) in zip(TRAIN_IDS, [(45, 60), (70, 50), (40, 40)], strict=True):
         mask = rng.choice(np.array([0, 3, 15], np.uint8), size=(h, w))
         mask[h // 2] = 255
         image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
@@ -117,7 +117,7 @@ def make_tar(raw_dir: Path) -> dict:
         members[f"{ROOT}SegmentationClass/{image_id}.png"] = _png(mask)
         members[f"{ROOT}SegmentationObject/{image_id}.png"] = _png(mask > 0)  # not used
         train.append(mask)
-    for image_id, mask, cls in zip(VAL_IDS, val_masks(), VAL_PREDICTED):
+    for image_id, mask, cls in zip(VAL_IDS, val_masks(), VAL_PREDICTED, strict=True):
         members[f"{ROOT}JPEGImages/{image_id}.jpg"] = _jpeg(flat(cls))
         members[f"{ROOT}SegmentationClass/{image_id}.png"] = _png(mask)
     members[f"{ROOT}JPEGImages/2012_999999.jpg"] = _jpeg(flat(3))  # in no segmentation split
@@ -215,6 +215,7 @@ def build_model(config):
 '''
 
 
+@pytest.mark.slow
 def test_evaluate_is_one_confusion_matrix_over_the_split(prepared, make_workspace, save_state, load_prepare, score_both):
     data, _ = prepared
     ws = make_workspace(TASK, data)
@@ -256,6 +257,7 @@ def build_model(config):
 '''
 
 
+@pytest.mark.slow
 def test_sealed_scoring_equals_the_old_evaluate(prepared, make_workspace, save_state, load_prepare, score_both,
                                                 sealed_score):
     import torch
@@ -392,6 +394,7 @@ def offline(monkeypatch, timm_setup):
         monkeypatch.setenv(key, value)
 
 
+@pytest.mark.slow
 def test_the_hook_really_blocks_the_network(offline):
     import os
 

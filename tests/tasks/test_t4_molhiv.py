@@ -58,7 +58,7 @@ def make_molecules(seed: int = 0) -> dict:
     n_nodes[3] = 1  # a lone atom: a graph with no bonds
     bonds = [np.array([(rng.integers(0, j), j) for j in range(1, n)], dtype=np.int64).reshape(-1, 2) for n in n_nodes]
     order = rng.permutation(g)
-    split = dict(zip(SPLIT_SIZES, np.split(order, np.cumsum(list(SPLIT_SIZES.values()))[:-1])))
+    split = dict(zip(SPLIT_SIZES, np.split(order, np.cumsum(list(SPLIT_SIZES.values()))[:-1]), strict=True))
     labels = np.zeros(g, dtype=np.int64)
     for name, k in (("train", 4), ("valid", 2), ("test", 2)):  # both classes in every split
         labels[split[name][:k]] = 1
@@ -74,7 +74,7 @@ def write_hiv_zip(path, mols: dict, tamper: str | None = None, drop: str | None 
     members = {
         "mapping/mol.csv.gz": gzip.compress(
             ("HIV_active,smiles,mol_id\n" + "".join(f"{y},{'C' * n},{i}\n" for i, (y, n) in
-             enumerate(zip(mols["labels"], mols["n_nodes"])))).encode(), mtime=0),
+             enumerate(zip(mols["labels"], mols["n_nodes"], strict=True)))).encode(), mtime=0),
         **{f"split/scaffold/{s}.csv.gz": _gz_csv(idx) for s, idx in mols["split"].items()},
         "raw/edge.csv.gz": _gz_csv(np.concatenate(mols["bonds"])),
         "raw/edge-feat.csv.gz": _gz_csv(mols["bond_feat"]),
@@ -211,6 +211,7 @@ def test_damaged_archive_fails_with_one_clear_line(damage, hiv, mols, tmp_path, 
 
 
 # --------------------------------------------------------------------------- end to end
+@pytest.mark.slow
 def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both,
                                     sealed_score):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower

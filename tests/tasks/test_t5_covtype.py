@@ -91,6 +91,7 @@ def test_split_sizes_from_the_real_class_counts(shared_data, load_prepare):
         assert figure in program
 
 
+@pytest.mark.slow
 def test_prepare_train_checkpoint_and_score(
     raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both, sealed_score
 ):

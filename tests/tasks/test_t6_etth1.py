@@ -32,7 +32,8 @@ def evaluate(model, split: str, device: str) -> dict:
         target = y[i : i + EVAL_BATCH]
         if not isinstance(pred, torch.Tensor) or pred.shape != target.shape:
             got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
-            raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; got {got} for x of shape {tuple(x[i:i+EVAL_BATCH].shape)}")
+            raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; "
+                               f"got {got} for x of shape {tuple(x[i:i+EVAL_BATCH].shape)}")
         total += float(((pred.detach().double().cpu() - target.double()) ** 2).sum())
     n = len(x)
     return {"value": total / (n * HORIZON * N_VARS), "n": n}
@@ -85,6 +86,7 @@ def raw_dir(tmp_path):
     return raw
 
 
+@pytest.mark.slow
 def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both,
                                          sealed_score):
     data = prepare_fixture(TASK, raw_dir)
@@ -290,6 +292,7 @@ def selection_session(home, raw_dir, prepare_fixture, tmp_path, sid, fit_val_not
     return paths, json.loads(paths.result.read_text()), by_hand
 
 
+@pytest.mark.slow
 def test_the_val_best_checkpoint_is_official_although_another_has_the_better_test_score(
         raw_dir, prepare_fixture, home, tmp_path):
     paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel1", lambda: 0)
@@ -302,6 +305,7 @@ def test_the_val_best_checkpoint_is_official_although_another_has_the_better_tes
     assert started["contract"]["selection"] == "val-best"
 
 
+@pytest.mark.slow
 def test_a_best_checkpoint_whose_live_scoring_failed_still_gets_its_official_score(
         raw_dir, prepare_fixture, home, tmp_path):
     import time
@@ -359,13 +363,15 @@ def test_real_file_checksum(shared_data, kit, load_prepare):
 def _prepare_real(shared_data, tmp_path):
     data = tmp_path / "data" / TASK
     proc = subprocess.run(
-        [sys.executable, str(get_task(TASK).folder / "prepare.py"), "--from", str(shared_data / "etth1"), "--data-dir", str(data)],
+        [sys.executable, str(get_task(TASK).folder / "prepare.py"), "--from", str(shared_data / "etth1"),
+         "--data-dir", str(data)],
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     return data
 
 
+@pytest.mark.slow
 def test_real_splits_and_zero_forecast_mse(shared_data, tmp_path, make_workspace, save_state, load_prepare, score_both):
     data = _prepare_real(shared_data, tmp_path)
     assert {s: len(np.load(data / f"{s}.npy")) for s in ("train", "val", "test")} == {"train": 8640, "val": 3216, "test": 3216}
@@ -391,6 +397,7 @@ def test_real_splits_and_zero_forecast_mse(shared_data, tmp_path, make_workspace
     assert old == new and new["value"] == result["value"]
 
 
+@pytest.mark.slow
 def test_real_truncated_file_fails_on_the_command_line(shared_data, tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()

@@ -81,7 +81,8 @@ def raw_dir(tmp_path):
 
 def test_encoding(raw_dir, load_prepare):
     prepare = load_prepare(TASK)
-    rows = list(csv.reader(open(raw_dir / "test.csv", newline="")))
+    with open(raw_dir / "test.csv", newline="") as f:
+        rows = list(csv.reader(f))
     x, y = prepare.encode_csv(raw_dir / "test.csv")
     assert x.dtype == np.uint8 and x.shape == (12, 1014) and y.dtype == np.int64
     assert y.tolist() == [int(r[0]) - 1 for r in rows]
@@ -99,6 +100,7 @@ def test_bad_row_is_reported(tmp_path, load_prepare):
         prepare.encode_csv(tmp_path / "test.csv")
 
 
+@pytest.mark.slow
 def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both,
                                          sealed_score):
     data = prepare_fixture(TASK, raw_dir)
@@ -177,6 +179,7 @@ def test_train_script_defines_the_edited_constants():
 
 
 # --------------------------------------------------------------------------- the real test file
+@pytest.mark.slow
 def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prepare, make_workspace, save_state,
                                            score_both):
     prepare = load_prepare(TASK)
@@ -195,7 +198,8 @@ def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prep
     np.save(data / "val_x.npy", x)
     np.save(data / "val_y.npy", y)
     (data / "manifest.json").write_text('{"files": {}}')
-    labels = [row[0] for row in csv.reader(open(raw, newline=""))]
+    with open(raw, newline="") as f:
+        labels = [row[0] for row in csv.reader(f)]
     expected = labels.count("3") / len(labels)  # class 3 in the file = id 2 (Business)
 
     ws = make_workspace(TASK, data)
@@ -208,6 +212,7 @@ def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prep
     assert old == new == {"value": 0.25, "n": 7600}
 
 
+@pytest.mark.slow
 def test_reproduction_stops_with_one_line_without_train_csv(shared_data, tmp_path):
     script = TASKS_DIR.parent / "benchmarks" / "reproduce_baselines.py"
     proc = subprocess.run([sys.executable, str(script), "t7", "--from", str(shared_data / "ag_news"), "--device", "cpu",

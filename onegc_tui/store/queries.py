@@ -1,0 +1,157 @@
+"""The monitor's read queries beyond :class:`Store`'s own: the SQL behind the matrix, the
+transcript pane, stall alerts, the detail and replay views and the event viewer.
+
+Each function takes a ``Store`` opened on the calling thread (one connection per thread) and
+returns rows as tuples, dicts or JSON text; what they mean is composed in onegc_tui/queries.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from onegc_tui.store import Store, fts_query
+
+OUTCOME_COLUMNS = ("session_id", "study", "agent", "model", "task", "repeat", "score", "state", "end_reason",
+                   "contract_hash", "budget_s", "active_s", "started_ts", "scripts_launched", "first_checkpoint_s",
+                   "disqualified", "flagged", "containment")
+DEMO_TASKS = ("t0_demo", "t0")
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+@contextmanager
+def snapshot(store: Store) -> Iterator[None]:
+    """One read transaction: every query inside it sees the same state of the store."""
+    with store.conn:
+        store.conn.execute("BEGIN")
+        yield
+
+
+def data_version(store: Store) -> int:
+    """SQLite's change counter for this connection: it moves when another connection commits."""
+    return store.conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+def study_names(store: Store) -> list[str]:
+    """Study names that have sessions, sorted."""
+    return [r[0] for r in store.conn.execute("SELECT DISTINCT study FROM sessions WHERE study IS NOT NULL ORDER BY study")]
+
+
+def outcome_rows(store: Store, study: str | None = None, include_demo: bool = False) -> list[tuple]:
+    """The :data:`OUTCOME_COLUMNS` of every session (of ``study``; without the demo task unless
+    ``include_demo``), from the summary table only."""
+    where, args = ["1=1"], []
+    if study is not None:
+        where.append("study = ?")
+        args.append(study)
+    if not include_demo:
+        where.append(f"COALESCE(task, '') NOT IN ({_marks(len(DEMO_TASKS))})")
+        args += DEMO_TASKS
+    sql = f"SELECT {', '.join(OUTCOME_COLUMNS)} FROM sessions WHERE {' AND '.join(where)}"
+    return store.conn.execute(sql, args).fetchall()
+
+
+def sessions_by_id(store: Store, session_ids: Sequence[str]) -> dict[str, dict]:
+    """The summary rows of these sessions, by id (ids not in the store left out)."""
+    if not session_ids:
+        return {}
+    return {r["session_id"]: r for r in store.sessions(f"session_id IN ({_marks(len(session_ids))})", session_ids)}
+
+
+# ----------------------------------------------------------------------------- scores and GPU
+
+
+def live_scores(store: Store, sid: str) -> list[tuple[float | None, float | None]]:
+    """``(budget_elapsed_s, value)`` of each live-scored checkpoint of a session."""
+    return store.conn.execute(
+        "SELECT budget_elapsed_s, value FROM checkpoints WHERE session_id=? AND official=0", (sid,)).fetchall()
+
+
+def gpu_busy_counts(store: Store, sid: str, busy_pct: float) -> tuple[int, int]:
+    """GPU samples of a session above ``busy_pct``, and all of them."""
+    busy, total = store.conn.execute(
+        "SELECT COALESCE(SUM(util_pct > ?), 0), COUNT(*) FROM gpu_samples WHERE session_id=?", (busy_pct, sid)).fetchone()
+    return busy, total
+
+
+def gpu_series(store: Store, sid: str) -> list[tuple[float, float, int | None]]:
+    """``(ts, util_pct, gpu)`` of every GPU sample of a session, in order."""
+    return store.conn.execute("SELECT ts, util_pct, gpu FROM gpu_samples WHERE session_id=? ORDER BY seq", (sid,)).fetchall()
+
+
+# ----------------------------------------------------------------------------- events
+
+
+def event_data(store: Store, sid: str, types: Sequence[str], limit: int | None = None) -> list[str]:
+    """The JSON of a session's events of these types, oldest first; ``limit``: only the newest."""
+    sql = f"SELECT data FROM events WHERE session_id=? AND type IN ({_marks(len(types))})"
+    if limit is None:
+        rows = store.conn.execute(sql + " ORDER BY seq", (sid, *types)).fetchall()
+        return [d for (d,) in rows]
+    rows = store.conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (sid, *types, limit)).fetchall()
+    return [d for (d,) in reversed(rows)]
+
+
+def event_json(store: Store, sid: str, seq: int) -> dict | None:
+    """One event as stored, or None."""
+    row = store.conn.execute("SELECT data FROM events WHERE session_id=? AND seq=?", (sid, seq)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def budget_anchors(store: Store, sid: str) -> list[tuple[float, float]]:
+    """``(ts, active_s)`` of a session's heartbeats and end: the points its budget axis runs through."""
+    rows = store.conn.execute(
+        "SELECT ts, json_extract(data, '$.active_s') FROM events"
+        " WHERE session_id=? AND type IN ('heartbeat', 'session_ended')", (sid,))
+    return [(ts, float(active)) for ts, active in rows if active is not None]
+
+
+def training_pids(store: Store, sid: str) -> set[int]:
+    """The training processes of a session that started and have not ended."""
+    alive: set[int] = set()
+    for (data,) in store.conn.execute("SELECT data FROM events WHERE session_id=? AND type='process' ORDER BY seq", (sid,)):
+        p = json.loads(data)
+        if p.get("training", True):
+            (alive.add if p["action"] == "started" else alive.discard)(p["pid"])
+    return alive
+
+
+def last_activity(store: Store, sid: str, busy_pct: float) -> float | None:
+    """When a session last showed life: its newest transcript step or GPU sample above ``busy_pct``."""
+    c = store.conn
+    t = c.execute("SELECT ts FROM transcript WHERE session_id=? ORDER BY seq DESC LIMIT 1", (sid,)).fetchone()
+    g = c.execute("SELECT ts FROM gpu_samples WHERE session_id=? AND util_pct > ? ORDER BY seq DESC LIMIT 1",
+                  (sid, busy_pct)).fetchone()
+    return max([x[0] for x in (t, g) if x] or [None], key=lambda v: v or 0.0)
+
+
+# ----------------------------------------------------------------------------- transcript
+
+
+def transcript_rows(store: Store, sid: str, words: Sequence[str], kinds: Sequence[str] | None, errors: bool,
+                    limit: int) -> list[tuple[Any, ...]]:
+    """``(seq, ts, role, kind, tool, text, exit_code)`` of a session's transcript steps (no usage
+    rows), the newest ``limit`` first: those holding the ``words``' tokens (the full-text index;
+    the caller checks the words), of ``kinds``, and with ``errors`` also failed tool results."""
+    sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t"
+    where, args = ["t.session_id = ?", "t.kind != 'usage'"], [sid]
+    if words and (match := fts_query(words)):
+        sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
+        where.append("transcript_fts MATCH ?")
+        args.append(match)
+    if kinds:
+        cond = f"t.kind IN ({_marks(len(kinds))})"
+        if errors:
+            cond = f"({cond} OR (t.kind = 'tool_result' AND COALESCE(t.exit_code, 0) != 0))"
+        where.append(cond)
+        args += kinds
+    return store.conn.execute(sql + " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?",
+                              (*args, limit)).fetchall()

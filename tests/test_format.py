@@ -1,0 +1,26 @@
+"""One formatter per quantity: the same time span reads the same in the monitor, --plain and
+'onegc sessions'; only the sessions table coarsens it."""
+
+from __future__ import annotations
+
+from onegc_tui.format import COARSE_FROM_S, arrow, clock
+from onegc_tui.plain import describe
+from onegc_tui.sessions_view import session_cells
+from runner.events import BudgetEvent
+
+
+def test_one_clock_for_a_time_span():
+    assert clock(7200) == "2:00:00" and clock(65) == "01:05" and clock(None) == "--:--" and clock(-3) == "00:00"
+    assert clock(7200, coarse=True) == "2h00m" and clock(2520, coarse=True) == "42m"
+    assert clock(COARSE_FROM_S - 1, coarse=True) == clock(COARSE_FROM_S - 1) == "09:59"  # seconds near the end
+
+
+def test_plain_and_the_sessions_table_use_it():
+    e = BudgetEvent(session_id="s", seq=3, ts=0.0, state="paused", remaining_s=7200.0, deadline=0.0)
+    assert describe(e) == "budget paused, 2:00:00 left"
+    row = {"session_id": "s", "state": "paused", "budget_s": 9000.0, "remaining_s": 7200.0, "remaining_ts": 0.0}
+    assert session_cells(row, now=0.0)["left"].endswith(" 2h00m")
+
+
+def test_arrows_follow_the_direction():
+    assert (arrow("higher"), arrow("lower")) == ("↑", "↓")
