@@ -12,7 +12,7 @@ from onegc_tui.export import FORMATS, render_matrix, sessions_csv
 from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
 from onegc_tui.view import count
-from runner.config import onegc_home
+from runner.config import usable_home
 
 
 @click.command("history")
@@ -24,7 +24,7 @@ from runner.config import onegc_home
               help="also write one CSV line per session to this file")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
-    home = onegc_home()
+    home = usable_home()
     store = Store.open(home)
     try:
         Ingester(home, store).catch_up()

@@ -5,7 +5,9 @@ where ``runs/`` lives on a network filesystem); each drain reads to the end of t
 the persisted byte offset, takes whole lines only, and commits the batch together with its new
 offset. A corrupt line is recorded with its file and line number and skipped. Watchdog calls
 are only "something changed" hints (it drops repeats under load), and a periodic rescan backs
-them up. Sessions whose runner died without ``session_ended`` are marked failed.
+them up. Sessions whose runner died without ``session_ended`` (or whose folder vanished) are
+marked failed in the store; that verdict is lifted if the session's own events later show it
+alive (a session created, then launched late).
 """
 
 from __future__ import annotations
@@ -158,9 +160,11 @@ class Ingester:
         return n
 
     def check_liveness(self) -> list[str]:
-        """Mark sessions failed whose runner is gone; returns their ids."""
+        """Mark sessions failed whose runner is gone (runner/reconcile.py): running ones, and
+        queued ones too — a runner that died before its first event, a folder deleted before it
+        started; returns their ids."""
         failed = []
-        for row in self.store.sessions("state IN ('running', 'paused')"):
+        for row in self.store.sessions("state IN ('queued', 'running', 'paused')"):
             sid = row["session_id"]
             if sid not in self._known:
                 continue

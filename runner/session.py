@@ -32,10 +32,14 @@ from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.scoring import Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
+from runner.coalesce import WarningFolder
 from runner.config import SessionPaths, data_root
+from runner.diskguard import DiskGuard
+from runner.errors import DiskFull, is_no_space
 from runner.execlog import ExecLog, Launch
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
-from runner.jsonl import EventWriter, JsonlTail
+from runner.jsonl import EventWriter, JsonlTail, RawLog
+from runner.liveness import RunnerLock, main_with_lock
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import Candidate, pick_best, select_candidates
 from runner.outcome import end_detail, endpoint_problem
@@ -53,12 +57,15 @@ LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scor
 
 
 class Session:
-    def __init__(self, paths: SessionPaths):
+    def __init__(self, paths: SessionPaths, lock: RunnerLock | None = None):
         self.paths = paths
+        self.lock = lock  # the runner's claim on its folder (runner/liveness.py)
         self.config = paths.read_config()
         self.spec = get_task(self.config.task)
         self.clock = BudgetClock(self.config.budget_s)
-        self.events = EventWriter(paths.events, self.config.session_id)
+        self.guard = DiskGuard(paths.root)  # room to end the session if the disk fills up
+        self.events = EventWriter(paths.events, self.config.session_id, fold=WarningFolder(),
+                                  on_no_space=self.guard.trip)
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
         self.stop_reason: tuple[str, str] | None = None  # (reason, detail) once decided
@@ -84,7 +91,6 @@ class Session:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
-        self._write_runner_info()
         # the sandbox probe (a real sandbox, tens of ms) runs while the workspace and network are made
         probe = threading.Thread(target=sandbox.status, name="sandbox-probe", daemon=True)
         if self.config.sealed:
@@ -101,14 +107,19 @@ class Session:
                 ready = sandbox.status()
                 if not ready.ok:
                     raise sandbox.SandboxError(f"no sandbox for the agent: {ready.detail}")
-        except Exception as exc:  # data not prepared, no namespaces for the policy, ...
+        except Exception as exc:  # data not prepared, no namespaces for the policy, no room, ...
             self.net = None
+            if is_no_space(exc):
+                self.guard.trip(exc)
+            if self.guard.full:
+                self._make_room()  # nothing runs yet that could take it
+            why = self.guard.reason if self.guard.full else str(exc)
             self._emit_start([])
-            code = ("network" if isinstance(exc, NetworkUnavailable) else
+            code = ("disk_full" if self.guard.full else "network" if isinstance(exc, NetworkUnavailable) else
                     "sandbox" if isinstance(exc, sandbox.SandboxError) else "workspace")
-            self.events.emit("warning", code=code, message=str(exc))
-            self._write_result("harness_error", str(exc), rows=[], best=None, failure=str(exc), found=0)
-            self._end("harness_error", str(exc))
+            self.events.emit("warning", code=code, message=why)
+            self._write_result("harness_error", why, rows=[], best=None, failure=why, found=0)
+            self._end("harness_error", why)
             return 2
         sampler, self.gpu_info, gpu_problem = self._open_gpu()
         self._emit_start(self.gpu_info)
@@ -140,8 +151,12 @@ class Session:
                 t.start()
             self._loop()
         except Exception as exc:  # the harness itself broke: say so, and still clean up
-            self.stop_reason = self.stop_reason or ("harness_error", f"{type(exc).__name__}: {exc}")
-            traceback.print_exc()
+            if is_no_space(exc):
+                self.guard.trip(exc)
+                self.stop_reason = self.stop_reason or self._disk_full()
+            else:
+                self.stop_reason = self.stop_reason or ("harness_error", f"{type(exc).__name__}: {exc}")
+                traceback.print_exc()
         finally:
             if self.tree is not None:
                 self._stop_tree(self.config.grace_s if self.stop_reason and self.stop_reason[0] != "harness_error" else 5)
@@ -162,6 +177,14 @@ class Session:
                 self.tree.close()
             if self.net is not None:
                 self.net.stop()  # reports counted repeats of blocked attempts before session_ended
+            if self.guard.full:
+                self._make_room()  # the agent's tree is gone: it cannot take the room back
+        if self.lock is not None and not self.lock.in_place():
+            if live is not None:
+                live.close()
+            print(f"onegc runner: {self.stop_reason[1] if self.stop_reason else 'session folder gone'}: "
+                  "nothing more can be recorded", file=sys.stderr, flush=True)
+            return 2
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
         detail = self._explain(reason, detail)
         try:
@@ -175,10 +198,29 @@ class Session:
     def _on_signal(self, signum, _frame) -> None:
         self._signal_stop = signal.Signals(signum).name
 
-    def _write_runner_info(self) -> None:
-        me = psutil.Process()
-        info = {"pid": me.pid, "create_time": me.create_time(), "host": socket.gethostname(), "started": time.time()}
-        self.paths.runner_info.write_text(json.dumps(info))
+    def _check_footing(self) -> None:
+        """A full disk or a vanished session folder ends the session now (runner/diskguard.py,
+        runner/liveness.py)."""
+        if self.guard.check():
+            self.stop_reason = self._disk_full()
+        elif self.lock is not None and not self.lock.in_place():
+            self.stop_reason = ("harness_error", f"the session folder {self.paths.root} was deleted or moved "
+                                                 "while the session ran")
+
+    def _disk_full(self) -> tuple[str, str]:
+        self.events.emit("warning", code="disk_full", message=self.guard.reason)
+        return "harness_error", self.guard.reason
+
+    def _make_room(self) -> None:
+        """Give back the disk reserve and write what was held while the disk was full."""
+        self.guard.release()
+        try:
+            self.events.release_held()
+        except DiskFull as exc:  # the room was taken after all: what is held stays unwritten
+            print(f"onegc runner: {exc}", file=sys.stderr, flush=True)
+        if self.events.dropped:
+            lost = ", ".join(f"{n} {kind}" for kind, n in sorted(self.events.dropped.items()))
+            self.events.emit("warning", code="not_recorded", message=f"while the disk was full: {lost} events were not recorded")
 
     def _open_gpu(self):
         indices = visible_indices(self.config.gpu)
@@ -295,10 +337,10 @@ class Session:
     def _pump_stdout(self) -> None:
         assert self.tree is not None
         line_no = 0
-        with open(self.paths.agent_stdout, "ab") as raw:
+        raw = RawLog(self.paths.agent_stdout, self.guard.trip)  # read on whatever happens to the copy
+        try:
             for line in iter(self.tree.popen.stdout.readline, b""):
                 raw.write(line)
-                raw.flush()
                 line_no += 1
                 text = line.decode("utf-8", errors="replace")
                 try:
@@ -307,6 +349,8 @@ class Session:
                     items = [raw_item(text)]
                 self._emit_items(items, line_no)
             self._emit_items(self.adapter.finish())
+        finally:
+            raw.close()
 
     def _emit_items(self, items, raw_line: int | None = None) -> None:
         for item in items:
@@ -316,11 +360,13 @@ class Session:
 
     def _pump_stderr(self) -> None:
         assert self.tree is not None
-        with open(self.paths.agent_stderr, "ab") as log:
+        log = RawLog(self.paths.agent_stderr, self.guard.trip)
+        try:
             for line in iter(self.tree.popen.stderr.readline, b""):
                 log.write(line)
-                log.flush()
                 self.stderr_tail.append(line.decode("utf-8", errors="replace").rstrip())
+        finally:
+            log.close()
 
     def _sample_gpu(self, sampler: GpuSampler) -> None:
         while not self._done.wait(SAMPLE_PERIOD_S):
@@ -339,6 +385,9 @@ class Session:
             self._apply_controls()
             now = time.monotonic()
             if now >= next_scan:
+                self._check_footing()
+                if self.stop_reason is not None:
+                    break
                 self._scan_processes()
                 self._emit_items(self.adapter.poll())  # side files: Codex's token totals, OpenCode's errors
                 self._check_stall()
@@ -570,6 +619,9 @@ class Session:
         self.events.emit("session_ended", reason=reason, detail=detail, active_s=self.clock.active_s(),
                          wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=score, best_checkpoint=best)
         self.events.close()
+        self.guard.release()
+        outcome = f"score {score:.6g} ({best})" if score is not None else "no score"
+        print(f"onegc runner: session {self.config.session_id} ended: {reason}, {outcome}: {detail}", flush=True)
 
 
 def _cuda_available() -> bool:
@@ -610,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m runner.session RUNS/<session_id>", file=sys.stderr)
         return 2
-    return Session(SessionPaths(Path(args[0]).resolve())).run()
+    return main_with_lock(SessionPaths(Path(args[0]).resolve()), lambda lock: Session(lock.paths, lock).run())
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import sqlite_utils
 
-from onegc_tui.store.schema import SCHEMA_VERSION, migrate
+from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
+from runner.errors import OnegcError
 from runner.events import Event
 
 DB_NAME = "onegc.db"
@@ -49,6 +50,15 @@ class Ingested:
     rejected: list[tuple[int, str]]
 
 
+def unusable(path: Path, exc: sqlite3.Error) -> str:
+    """One line for a store SQLite refuses: what it said, and the way out."""
+    said = str(exc) or type(exc).__name__
+    if "locked" in said or "busy" in said:
+        return f"{path}: {said}: another onegc holds it too long; try again"
+    return (f"{path}: {said}: move it aside and run 'onegc reindex' (the session folders are the source of truth, "
+            "nothing is lost)")
+
+
 def fts_query(words: Sequence[str]) -> str:
     """An FTS5 query matching every word literally (quotes escaped; no operators)."""
     return " ".join('"' + w.replace('"', '""') + '"' for w in words)
@@ -62,15 +72,27 @@ def contract_hash(contract: dict) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]
 
 
+class StoreUnusable(OnegcError):
+    """``onegc.db`` cannot be opened or brought to this schema (the message names the fix)."""
+
+
 class Store:
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)  # a new ONEGC_HOME: an empty store, not a traceback
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        migrate(conn)
+        conn = None
+        try:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            migrate(conn)
+        except (sqlite3.Error, SchemaTooNew) as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, SchemaTooNew):
+                raise
+            raise StoreUnusable(unusable(path, exc)) from None
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
 
@@ -121,14 +143,18 @@ class Store:
                  f"a second line with seq {batch.events[i][0].seq}, other than the first: not the runner's (the first is kept)")
                 for i in conflicts]
             if rejected:
-                conn.executemany(
+                # two ingesters (a monitor and `onegc sessions`) both meet a bad line: it counts once,
+                # for the one whose insert took (the other's is ignored)
+                recorded = conn.executemany(
                     "INSERT OR IGNORE INTO ingest_errors (path, line_no, session_id, error, ts) VALUES (?,?,?,?,?)",
                     [(batch.path, n, batch.session_id, err, time.time()) for n, err in rejected],
-                )
-                conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (len(rejected), batch.session_id))
+                ).rowcount
+                if recorded > 0:
+                    conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (recorded, batch.session_id))
             conn.execute(
                 "INSERT INTO ingest_offsets (path, session_id, offset, line_no) VALUES (?,?,?,?)"
-                " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no",
+                " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no"
+                " WHERE excluded.offset > ingest_offsets.offset",  # another ingester may have gone further
                 (batch.path, batch.session_id, batch.offset, batch.line_no),
             )
         return Ingested([e for e, _ in new], rejected)
@@ -222,8 +248,8 @@ class Store:
                     s.setdefault("live_values", []).append(e.value)
             elif t == "control":
                 controls.append((e.session_id, e.seq, e.ts, e.action, e.request_id, int(e.accepted), e.detail))
-            elif t == "warning":
-                s["warnings"] = s.get("warnings", 0) + 1
+            elif t == "warning":  # one event may stand for many warnings of one cause (runner/coalesce.py)
+                s["warnings"] = s.get("warnings", 0) + e.count
             elif t == "session_ended":
                 s.update(state="ended" if e.reason in ("completed", "budget_exhausted", "aborted") else "failed",
                          ended_ts=e.ts, end_reason=e.reason, end_detail=e.detail, score=e.score,
@@ -281,10 +307,14 @@ class Store:
             best = max(live) if better == "MAX" else min(live)
             sets.append(f"best_live = CASE WHEN best_live IS NULL THEN ? ELSE {better}(best_live, ?) END")
             args += [best, best]
-        # a session that ended must not be flipped back to running by a late budget event
+        # a session that ended (session_ended: ended_ts) must not be flipped back to running by a
+        # late budget event; a liveness verdict (mark_failed: no ended_ts) gives way to the
+        # session's own events showing it alive
         if "state" in s and s["state"] in ("running", "paused"):
             idx = list(s).index("state")
-            sets[idx] = "state = CASE WHEN state IN ('ended', 'failed') THEN state ELSE ? END"
+            sets[idx] = "state = CASE WHEN ended_ts IS NOT NULL THEN state ELSE ? END"
+            sets += ["end_reason = CASE WHEN ended_ts IS NOT NULL THEN end_reason END",
+                     "end_detail = CASE WHEN ended_ts IS NOT NULL THEN end_detail END"]
         self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_id = ?", (*args, sid))
 
     def _higher_is_better(self, sid: str) -> bool:
@@ -357,4 +387,5 @@ class Store:
         return [json.loads(r["data"]) for r in self.db.query(sql + " ORDER BY seq", args)]
 
 
-__all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "Store", "contract_hash", "fts_query"]
+__all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "SchemaTooNew", "Store", "StoreUnusable",
+           "contract_hash", "fts_query", "unusable"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from runner.errors import OnegcError
+
 MIGRATIONS: list[str] = [
     # 1: the first schema
     """
@@ -103,8 +105,8 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class SchemaTooNew(RuntimeError):
-    pass
+class SchemaTooNew(OnegcError, RuntimeError):
+    """A store written by a newer onegc: this one cannot read it."""
 
 
 def migrate(conn: sqlite3.Connection) -> int:
