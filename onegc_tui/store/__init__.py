@@ -215,7 +215,7 @@ class Store:
                 s.update(remaining_s=e.remaining_s, remaining_ts=e.ts, active_s=e.active_s, procs=e.procs)
             elif t == "budget":
                 s.update(remaining_s=e.remaining_s, remaining_ts=e.ts, deadline=e.deadline)
-                if e.state in ("paused", "resumed", "running"):
+                if e.state in ("paused", "resumed", "running") and "ended_ts" not in s:  # not after session_ended
                     s["state"] = "paused" if e.state == "paused" else "running"
             elif t == "session_started":
                 gpus = e.contract.get("gpu") or []
