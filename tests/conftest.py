@@ -114,15 +114,16 @@ def tree_pids(paths) -> list[int]:
 
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    """``small_tmpfs(size)`` mounts a tmpfs of that size (e.g. "30m") under ``tmp_path`` and
-    returns its folder: a real filesystem that fills up. Needs root (or CAP_SYS_ADMIN); the
-    test is skipped with the reason elsewhere."""
+    """``small_tmpfs(size, options="")`` mounts a tmpfs of that size (e.g. "30m"; options such as
+    "ro") under ``tmp_path`` and returns its folder: a real filesystem that fills up. Needs root
+    (or CAP_SYS_ADMIN); the test is skipped with the reason elsewhere."""
     mounted: list[Path] = []
 
-    def mount(size: str) -> Path:
+    def mount(size: str, options: str = "") -> Path:
         target = tmp_path / f"tmpfs{len(mounted)}"
         target.mkdir()
-        out = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(target)],
+        opts = f"size={size},mode=0755" + (f",{options}" if options else "")
+        out = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(target)],
                              capture_output=True, text=True)
         if out.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here (needs root): {out.stderr.strip() or out.returncode}")
