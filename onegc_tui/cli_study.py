@@ -20,7 +20,7 @@ import click
 
 from onegc_tui.cli_base import OnegcGroup
 from runner.config import SessionPaths, runs_dir, usable_home
-from runner.study import StudySpec, launch, load_study, plan, status_json, status_report, survey, wait
+from runner.study import StudySpec, check_agents, launch, load_study, plan, status_json, status_report, survey, wait
 
 
 class _RunByDefault(OnegcGroup):
@@ -60,6 +60,8 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
                            f"{st.planned.session_id}: {c.agent}{' ' + c.model if c.model else ''}, "
                            f"{c.budget_s / 60:g} min")
         return
+    if (kind or spec.launcher.kind) == "local":
+        check_agents(spec)
     report = launch(spec, home, gpus=gpus, kind=kind)
     total = len(plan(spec))
     click.echo(f"study {spec.name}: {total} sessions — {report.skipped_done} done, {len(report.created)} new, "

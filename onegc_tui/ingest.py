@@ -104,6 +104,10 @@ class Ingester:
         if paths is None:
             return 0
         key = str(paths.events)
+        file_id = _file_id(paths.events)
+        known = self.store.ingested_file(key)
+        if known is not None and file_id is not None and known != file_id:
+            self._start_over(sid, paths)  # another attempt in this folder (a study retry)
         offset, line_no = self.store.offset(key)
         tail = self._tails.get(sid)
         if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
@@ -132,7 +136,8 @@ class Ingester:
                 lines.append(n)
             if tail.state.offset == offset:
                 break
-            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad, lines))
+            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad, lines,
+                                                file_id))
             for n, err in new.rejected:
                 self._error(f"{paths.events}:{n}: event line skipped ({err})")
             offset = tail.state.offset
@@ -144,6 +149,12 @@ class Ingester:
             if tail.at_end:
                 break  # no second open just to find nothing more
         return total
+
+    def _start_over(self, sid: str, paths: SessionPaths) -> None:
+        self.store.forget_session(sid)
+        self.store.register_session(sid, str(paths.root), self._read_config(paths))
+        self._tails.pop(sid, None)
+        self._ended.discard(sid)
 
     def ingest_all(self) -> int:
         self.discover()
@@ -174,15 +185,28 @@ class Ingester:
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
+                from runner.diskguard import RESERVE_NAME
                 from runner.proctree import Freezer
 
                 Freezer.remove_stale(sid)  # a runner killed with -9 could not remove its cgroup
+                try:
+                    (self._known[sid].root / RESERVE_NAME).unlink(missing_ok=True)  # nor give back its disk reserve
+                except OSError:  # another user's folder: its owner's next ingest does it
+                    pass
                 failed.append(sid)
         return failed
 
     def _error(self, message: str) -> None:
         if self.on_error:
             self.on_error(message)
+
+
+def _file_id(path: Path) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_dev}:{st.st_ino}"
 
 
 class _Dirty(FileSystemEventHandler):

@@ -22,6 +22,10 @@ class OnegcError(Exception):
         text = super().__str__()
         return " ".join(text.split()) if "\n" in text else text  # one line, whatever the source said
 
+    @property
+    def message(self) -> str:  # the name click's errors give it (the monitor's form reads it)
+        return str(self)
+
 
 class DiskFull(OnegcError):
     """A write that could not be made whole because there is no room (nothing of it was kept)."""

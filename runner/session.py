@@ -612,8 +612,12 @@ class Session:
             "evaluated": rows,
         }
         tmp = self.paths.root / ".result.json.tmp"
-        tmp.write_text(json.dumps(result, indent=2))
-        os.replace(tmp, self.paths.result)
+        try:
+            tmp.write_text(json.dumps(result, indent=2))
+            os.replace(tmp, self.paths.result)
+        except OSError as exc:  # no room even in the reserve: session_ended still says how it ended
+            tmp.unlink(missing_ok=True)
+            print(f"onegc runner: {self.paths.result} not written: {exc}", file=sys.stderr, flush=True)
 
     def _end(self, reason: str, detail: str, score: float | None = None, best: str | None = None) -> None:
         self.events.emit("session_ended", reason=reason, detail=detail, active_s=self.clock.active_s(),

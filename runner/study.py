@@ -353,6 +353,18 @@ def check_data(study: StudySpec, home: Path) -> None:
             raise StudyError(f"{exc} (ONEGC_HOME={home})") from None
 
 
+def check_agents(study: StudySpec) -> None:
+    """Each agent's CLI found, its credentials set, a model where it needs one (runner/agents/preflight.py):
+    ``onegc study`` asks before a local launch; on Slurm the CLIs live on the compute nodes."""
+    from runner.agents.preflight import preflight
+
+    for agent in study.agents:
+        try:
+            preflight(agent.adapter, agent.model)
+        except OnegcError as exc:
+            raise StudyError(f"agent {agent.key}: {exc}") from None
+
+
 def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str | None = None) -> LaunchReport:
     """Create, retry and launch whatever the study still needs; leave the rest alone."""
     from runner.launchers import local, slurm

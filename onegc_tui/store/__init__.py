@@ -40,6 +40,7 @@ class IngestBatch:
     line_no: int
     bad: Sequence[tuple[int, str]] = ()
     lines: Sequence[int] = ()  # the line number of each event, for the ones rejected here
+    file_id: str | None = None  # the file read ("device:inode"): a new file under the same path starts over
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,23 @@ class Store:
         row = self.conn.execute("SELECT offset, line_no FROM ingest_offsets WHERE path=?", (path,)).fetchone()
         return (row[0], row[1]) if row else (0, 0)
 
+    def ingested_file(self, path: str) -> str | None:
+        """The ``file_id`` the offset of ``path`` was measured in (None: not recorded)."""
+        row = self.conn.execute("SELECT file_id FROM ingest_offsets WHERE path=?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop every row of a session, its summary included, in one transaction: its folder now
+        holds another attempt (a study retry), which is ingested afresh. The earlier attempt's
+        record is its folder ``runs/<id>.attempt-<n>``."""
+        conn = self.conn
+        with conn:
+            conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) "
+                         "SELECT 'delete', rowid, text FROM transcript WHERE session_id=?", (session_id,))
+            for table in ("events", "transcript", "gpu_samples", "checkpoints", "controls", "ingest_errors",
+                          "ingest_offsets", "sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
+
     def ingest(self, batch: IngestBatch) -> Ingested:
         """Insert a batch in one transaction; returns the events that were new and the lines skipped.
 
@@ -152,10 +170,11 @@ class Store:
                 if recorded > 0:
                     conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (recorded, batch.session_id))
             conn.execute(
-                "INSERT INTO ingest_offsets (path, session_id, offset, line_no) VALUES (?,?,?,?)"
-                " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no"
+                "INSERT INTO ingest_offsets (path, session_id, offset, line_no, file_id) VALUES (?,?,?,?,?)"
+                " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no,"
+                " file_id=COALESCE(excluded.file_id, file_id)"
                 " WHERE excluded.offset > ingest_offsets.offset",  # another ingester may have gone further
-                (batch.path, batch.session_id, batch.offset, batch.line_no),
+                (batch.path, batch.session_id, batch.offset, batch.line_no, batch.file_id),
             )
         return Ingested([e for e, _ in new], rejected)
 

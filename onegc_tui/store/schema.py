@@ -100,6 +100,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN cache_write INTEGER DEFAULT 0;
     CREATE INDEX transcript_progress ON transcript(session_id, call_id) WHERE kind = 'progress';
     """,
+    # 5: which file an offset belongs to (device:inode): a study retry moves the folder aside and
+    # starts a new events.jsonl under the same session id, which must be read from its start
+    """
+    ALTER TABLE ingest_offsets ADD COLUMN file_id TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

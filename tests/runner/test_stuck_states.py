@@ -16,18 +16,9 @@ from onegc_tui.store import Store
 from runner.config import SessionConfig
 from runner.launch import create_session, spawn_local
 from tests.conftest import start_session, tree_pids, wait_event, wait_for, write_agent
+from tests.runner.test_session_e2e import BUSY_AGENT
 
 pytestmark = pytest.mark.slow
-
-BUSY_AGENT = """
-import subprocess, sys, time
-from pathlib import Path
-Path("run_busy.py").write_text("import time\\nwhile True:\\n    time.sleep(0.05)\\n")
-subprocess.Popen([sys.executable, "run_busy.py"], start_new_session=True)
-print("training", flush=True)
-while True:
-    time.sleep(0.05)
-"""
 
 
 def test_a_runner_killed_before_its_first_event_ends_failed(home):
