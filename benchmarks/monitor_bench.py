@@ -100,7 +100,7 @@ def start_writers(home: Path, n: int, rate: float) -> list[subprocess.Popen]:
         events = home / "runs" / sid / "events.jsonl"
         deadline = time.monotonic() + 30
         while not (events.exists() and events.stat().st_size) and time.monotonic() < deadline:
-            time.sleep(0.02)  # one after the other: the table's start order is bench-0, bench-1, …
+            time.sleep(0.02)  # one after the other: running, newest first, the table shows bench-N-1 … bench-0
         time.sleep(0.05)
     return procs
 
@@ -338,7 +338,7 @@ def main() -> None:
             writers = start_writers(home, args.sessions, args.rate)
             term = Terminal(home)
             try:
-                order = [f"bench-{i}" for i in range(args.sessions)]
+                order = [f"bench-{i}" for i in reversed(range(args.sessions))]  # all running: newest first
                 if not term.wait_for(header(order[0]), 0, 60):
                     sys.exit("the monitor did not show the first session within 60 s")
                 time.sleep(3)  # let the ingest catch up with the streams

@@ -6,9 +6,11 @@
 It prepares the task's data with the pristine ``tasks/<id>/prepare.py`` (from DIR, or by
 downloading), builds a fresh workspace the way a session gets one (prepare.py, onegc_kit.py,
 train.py and only the public prepared files), runs the unmodified baseline ``train.py`` there,
-then scores every checkpoint it saved with the pristine ``prepare.py --eval`` on the scored split,
-as the harness does after a session, and reports the best beside ``task.toml``'s
-``baseline_score``, with the training wall time, the best checkpoint's --eval wall time, the
+then scores every checkpoint it saved with the pristine ``prepare.py --eval`` on val and on the
+scored split, picks the official one as the harness does after a session (the best by val:
+runner/official.py), and reports its score beside ``task.toml``'s ``baseline_score`` — and, for
+T4-T6, what picking by the scored split itself would have reported (the selection bias the
+harness avoids), with the training wall time, the best checkpoint's --eval wall time, the
 device and the machine. ``--max-minutes`` stops training early (the figures are then marked
 incomplete). Exit status: 0 when a checkpoint was scored, 1 when none was, 2 on a usage or data error.
 """
@@ -31,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from runner.official import Candidate, ranked  # noqa: E402
 from tasks import KIT_FILE, UnknownTask, get_task  # noqa: E402
 
 KILL_GRACE_S = 10  # after SIGTERM at --max-minutes, before SIGKILL
@@ -163,19 +166,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{spec.id}: training the baseline in {ws} on {device}", flush=True)
     train_s, completed, code = train(ws, args.max_minutes)
     ckpts = sorted((ws / "checkpoints").glob("*.pt"), key=lambda p: p.stat().st_mtime)
-    print(f"{spec.id}: scoring {len(ckpts)} checkpoint(s) on '{spec.scored_split}' with the pristine prepare.py", flush=True)
+    splits = ["val"] if spec.scored_split == "val" else ["val", spec.scored_split]
+    print(f"{spec.id}: scoring {len(ckpts)} checkpoint(s) on {' and '.join(splits)} with the pristine prepare.py", flush=True)
     results = []
-    for ckpt in ckpts:
+    for k, ckpt in enumerate(ckpts):
         r = score(spec.id, ckpt, ws, data_dir, spec.scored_split, device, spec.eval_timeout_s)
-        r["checkpoint"] = ckpt.name
+        val = r if spec.scored_split == "val" else score(spec.id, ckpt, ws, data_dir, "val", device, spec.eval_timeout_s)
+        r["checkpoint"], r["val"], r["order"] = ckpt.name, val.get("value") if val.get("ok") else None, k
         results.append(r)
         shown = f"{r['value']:.4f}" if r.get("ok") else f"failed: {r.get('error')}"
-        print(f"  {ckpt.name:<32} {spec.metric} {shown}  (--eval {r['wall_s']:.1f} s)", flush=True)
+        v = f"val {r['val']:.4f}  " if r["val"] is not None and spec.scored_split != "val" else ""
+        print(f"  {ckpt.name:<32} {v}{spec.metric} {shown}  (--eval {r['wall_s']:.1f} s)", flush=True)
     scored = [r for r in results if r.get("ok")]
-    best = None
+    by_name = {r["checkpoint"]: r for r in scored}
+    order = ranked([Candidate(r["checkpoint"], r["order"], r["val"]) for r in scored], spec.better)
+    best = by_name[order[0].label] if order else None  # the harness's rule: the best by val
+    by_scored = None  # the alternative it avoids on T4-T6: the best by the scored split itself
     for r in scored:
-        if best is None or spec.better(r["value"], best["value"]):
-            best = r
+        if by_scored is None or spec.better(r["value"], by_scored["value"]):
+            by_scored = r
     summary = {
         "task": spec.id,
         "metric": spec.metric,
@@ -183,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         "split": spec.scored_split,
         "score": best["value"] if best else None,
         "best_checkpoint": best["checkpoint"] if best else None,
+        "selection": "val-best",
+        "val": best["val"] if best else None,
+        "if_picked_by_scored_split": by_scored["value"] if by_scored else None,
+        "selection_bias": round(by_scored["value"] - best["value"], 4) if best and by_scored else None,
         "paper_baseline": spec.baseline_score,
         "difference": round(best["value"] - spec.baseline_score, 4) if best and spec.baseline_score is not None else None,
         "checkpoints_scored": f"{len(scored)}/{len(results)}",
@@ -195,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(device),
         "max_minutes": args.max_minutes,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "all": [{k: r.get(k) for k in ("checkpoint", "value", "wall_s", "error") if r.get(k) is not None} for r in results],
+        "all": [{k: r.get(k) for k in ("checkpoint", "val", "value", "wall_s", "error") if r.get(k) is not None}
+                for r in results],
     }
     print()
     for key, value in summary.items():

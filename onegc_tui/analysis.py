@@ -92,6 +92,10 @@ class SessionOutcome:
     first_checkpoint_s: float | None = None  # budget seconds to the first checkpoint
     gpu_busy_s: float | None = None
     gpu_idle_s: float | None = None
+    label: str | None = None  # the study's agent label (one configuration: adapter, model, args)
+    disqualified: str | None = None  # why a person or an integrity rule struck the result (the paper's violations)
+    flagged: int = 0  # scores with integrity flags (sealed scoring's notes: what the scored code did)
+    sealed: bool | None = None  # None: the session predates the record
 
     @property
     def finished(self) -> bool:
@@ -99,7 +103,9 @@ class SessionOutcome:
 
     @property
     def succeeded(self) -> bool:
-        return self.finished and self.score is not None and math.isfinite(self.score)
+        """Finished with a score that counts: a disqualified session counts as the paper's protocol
+        violations do, in n/N but not in the mean."""
+        return self.finished and self.score is not None and math.isfinite(self.score) and not self.disqualified
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +187,9 @@ class Cell:
     first_checkpoint_mean_s: float | None = None
     budget_used_mean: float | None = None  # mean active_s / budget_s
     gpu_busy_fraction: float | None = None  # busy / (busy + idle), pooled over sessions
+    n_disqualified: int = 0  # finished sessions struck out (counted in n_total, not in the mean)
+    n_flagged: int = 0  # finished sessions with integrity-flagged scores
+    n_unsealed: int = 0  # finished sessions run --unsealed
 
     @property
     def mixed_contracts(self) -> bool:
@@ -330,9 +339,33 @@ def _expected_tasks(
     return tuple(c.task for c in columns if c.baseline is not None)
 
 
-def row_label(agent: str, model: str | None) -> str:
-    """How a row is named: the agent, with its model when there is one."""
-    return agent if not model else f"{agent} ({model})"
+def row_label(agent: str, model: str | None, label: str | None = None, study: str | None = None) -> str:
+    """How a row is named: the agent, with its model when there is one; a study's agent
+    configuration by its label, with what it runs (``quick (scripted)``), and its study in front
+    when the matrix pools several studies (``demo/quick (scripted)``)."""
+    runs = agent if not model else f"{agent} ({model})"
+    if label is None:
+        return runs
+    named = f"{label} ({agent}{', ' + model if model else ''})"
+    return f"{study}/{named}" if study else named
+
+
+def row_key(o: SessionOutcome) -> tuple[str | None, str | None, str, str | None]:
+    """What makes a matrix row: a study's agent label (within its study: two studies may use the
+    same label for different configurations), else the adapter and model."""
+    return (o.study, o.label, o.agent, o.model) if o.label else (None, None, o.agent, o.model)
+
+
+def split_demo(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskSpec] | None = None
+               ) -> tuple[list[SessionOutcome], list[SessionOutcome]]:
+    """(the paper's tasks, the rest): only the first are compared with the paper; the demo task's
+    matrix is shown on its own (its Agg is over T0 alone, not comparable with a seven-task Agg)."""
+    table = _resolve(specs)
+    bench, other = [], []
+    for o in outcomes:
+        spec = table.get(o.task.strip().lower())
+        (bench if spec is not None and spec.paper else other).append(o)
+    return bench, other
 
 
 def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cell:
@@ -366,6 +399,9 @@ def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cel
         first_checkpoint_mean_s=_mean(first_ck),
         budget_used_mean=_mean(used),
         gpu_busy_fraction=busy / (busy + idle) if busy + idle > 0 else None,
+        n_disqualified=sum(1 for s in done if s.disqualified),
+        n_flagged=sum(1 for s in done if s.flagged),
+        n_unsealed=sum(1 for s in done if s.sealed is False),
     )
 
 
@@ -392,13 +428,14 @@ def build_matrix(
 ) -> Matrix:
     """The agent × task matrix of ``outcomes`` (pooled as given: filter by study first).
 
-    Rows are (agent, model) pairs, sorted by label; columns are the tasks that appear, in task
+    Rows are agent configurations (:func:`row_key`: a study's agent label, else the adapter and
+    model), sorted by label; columns are the tasks that appear, in task
     order. ``specs`` defaults to the task registry; names that match no spec are reported in
     ``unknown_tasks`` and left out. ``agg_tasks`` fixes the aggregate's task set (default: see
     :func:`_expected_tasks`).
     """
     table = _resolve(specs)
-    groups: dict[tuple[str, str | None], dict[str, list[SessionOutcome]]] = {}
+    groups: dict[tuple, dict[str, list[SessionOutcome]]] = {}
     unknown: set[str] = set()
     columns: dict[str, TaskColumn] = {}
     for o in outcomes:
@@ -408,16 +445,18 @@ def build_matrix(
             continue
         if spec.short not in columns:
             columns[spec.short] = TaskColumn.from_spec(spec)
-        groups.setdefault((o.agent, o.model), {}).setdefault(spec.short, []).append(o)
+        groups.setdefault(row_key(o), {}).setdefault(spec.short, []).append(o)
     cols = tuple(sorted(columns.values(), key=lambda c: task_sort_key(c.task)))
     expected = _expected_tasks(cols, table, agg_tasks)
     rows = []
-    for (agent, model), by_task in groups.items():
+    several_studies = len({k[0] for k in groups if k[1] is not None}) > 1
+    for (row_study, label, agent, model), by_task in groups.items():
         cells = {
             t: _cell(t, sessions, columns[t])
             for t, sessions in sorted(by_task.items(), key=lambda kv: task_sort_key(kv[0]))
         }
-        rows.append(_row(row_label(agent, model), agent, model, cells, cols, expected))
+        name = row_label(agent, model, label, row_study if several_studies else None)
+        rows.append(_row(name, agent, model, cells, cols, expected))
     rows.sort(key=lambda r: r.label.lower())
     return Matrix(study, cols, tuple(rows), tuple(sorted(unknown)))
 
@@ -517,9 +556,13 @@ def anytime_band(curves: Sequence[AnytimeCurve], grid: Sequence[float] | None = 
     return AnytimeBand(pts, tuple(mean), tuple(std), tuple(lo), tuple(hi), tuple(n), len(curves))
 
 
-def scores_at(curve: AnytimeCurve, fractions: Sequence[float] = FRACTIONS) -> dict[float, float | None]:
-    """Best score reached by each budget fraction (``None``: no checkpoint yet)."""
-    return {f: curve.at(f) for f in fractions}
+def scores_at(
+    curve: AnytimeCurve, fractions: Sequence[float] = FRACTIONS, reached: float = 1.0
+) -> dict[float, float | None]:
+    """Best score reached by each budget fraction (``None``: no checkpoint by then). A session
+    still running has ``reached`` only part of its budget: later fractions are left out (its
+    score at 100 % is not today's best)."""
+    return {f: curve.at(f) for f in fractions if f <= reached + 1e-9}
 
 
 def time_to_first_checkpoint(points: Iterable[ScorePoint], scored_only: bool = False) -> float | None:
@@ -769,7 +812,9 @@ __all__ = [
     "paper_matrix",
     "relative_improvement",
     "resolve_task",
+    "row_key",
     "row_label",
+    "split_demo",
     "sample_std",
     "scores_at",
     "scripts_per_cell",

@@ -52,14 +52,19 @@ def main() -> None:
 @main.command("tasks")
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
+    from onegc_tui.text_table import terminal_width, text_table
+
     home = usable_home()
-    click.echo(f"{'id':4} {'task':52} {'metric':28} {'budget':>7} {'baseline':>9}  data")
+    rows = []
     for spec in all_tasks().values():
         ready = (data_root(home) / spec.id / "manifest.json").is_file()
         arrow = "↑" if spec.higher_is_better else "↓"
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
-        click.echo(f"{spec.short:4} {spec.title[:52]:52} {spec.metric_label[:26] + ' ' + arrow:28} "
-                   f"{spec.budget_minutes:>5.0f} m {base:>9}  {'prepared' if ready else 'not prepared'}")
+        rows.append([spec.short, spec.title, f"{spec.metric_label} {arrow}", f"{spec.budget_minutes:.0f} m", base,
+                     "prepared" if ready else "not prepared"])
+    header = ["id", "task", "metric", "budget", "baseline", "data"]
+    for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
+        click.echo(line)
 
 
 PROGRESS_RE = re.compile(r"^progress: (?P<name>\S+) (?P<done>\d+)/(?P<total>\d+)$")
@@ -120,6 +125,12 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
     for spec in specs:
         click.echo(f"{spec.short}: {spec.title}", err=True)
         prepare_task(spec, home, from_dir, extra, weights_from)
+        if spec.pretrained_weights:  # T3's backbones are timm models: the agents' Python must import them
+            from runner.agent_env import torchvision_problem
+
+            problem = torchvision_problem()
+            if problem:
+                click.echo(f"note: {spec.short}'s baseline cannot run here: {problem}", err=True)
 
 
 def ensure_prepared(spec: TaskSpec, home: Path) -> None:
@@ -249,12 +260,26 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
 
 @main.command("monitor")
 @click.option("--session", "focus", default=None, help="select this session at start")
-def monitor_cmd(focus: str | None) -> None:
-    """Open the live monitor over every session under $ONEGC_HOME."""
-    need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
-    from onegc_tui.app import make_app
+@click.option("--web", is_flag=True, help="serve the monitor to a browser instead (textual-serve)")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="with --web: the port")
+@click.option("--host", default="localhost", show_default=True,
+              help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network)")
+def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
+    """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser)."""
+    if not web:
+        need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
+        from onegc_tui.app import make_app
 
-    make_app(usable_home(), focus=focus).run()
+        make_app(usable_home(), focus=focus).run()
+        return
+    try:
+        from onegc_tui.app.web import serve
+    except ImportError as exc:
+        raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
+    try:
+        serve(usable_home(), host=host, port=port, focus=focus)
+    except OSError as exc:
+        raise OnegcError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another with --port") from None
 
 
 @main.command("sessions")
@@ -277,14 +302,19 @@ def sessions_cmd(as_json: bool) -> None:
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
-    click.echo(f"{'session':44} {'task':4} {'agent':12} {'state':8} {'left':>6} {'ckpts':>5} {'best':>8} {'score':>8}  end")
+    from onegc_tui.text_table import terminal_width, text_table
+
+    table = []
     for r in rows:
         short = _task_short(r["task"])
         left = "" if r["remaining_s"] is None else f"{int(r['remaining_s']) // 60}:{int(r['remaining_s']) % 60:02d}"
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = "" if r["score"] is None else f"{r['score']:.4f}"
-        click.echo(f"{r['session_id'][:44]:44} {short:4} {(r['agent'] or '')[:12]:12} {r['state']:8} {left:>6} "
-                   f"{r['n_checkpoints'] or 0:>5} {best:>8} {score:>8}  {r['end_reason'] or ''}")
+        table.append([r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best,
+                      score, r["end_reason"] or ""])
+    header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
+    for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
+        click.echo(line)
 
 
 def _task_short(task: str | None) -> str:
@@ -338,6 +368,30 @@ def abort_cmd(session_id: str, no_wait: bool) -> None:
 
     paths = _session(usable_home(), session_id)
     click.echo(abort_session(paths, escalate=not no_wait))
+
+
+@main.command("disqualify")
+@click.argument("session_id")
+@click.option("--reason", "-r", default=None, help="why (shown in history and the exports); required unless --clear")
+@click.option("--clear", is_flag=True, help="take a disqualification back")
+def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
+    """Strike a session's result out of the statistics (the paper's protocol violations: it stays
+    in n/N, not in the mean), with a reason that history and the exports show."""
+    from onegc_tui.store import Store
+    from runner import verdicts
+
+    if clear == bool(reason):
+        raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
+    home = usable_home()
+    paths = _session(home, session_id)
+    verdicts.record(paths, None if clear else reason.strip())
+    _, standing = verdicts.current(paths)
+    store = Store.open(home)
+    try:
+        store.set_disqualified(paths.session_id, standing)
+    finally:
+        store.close()
+    click.echo(f"{paths.session_id}: " + (f"disqualified: {standing}" if standing else "counts again"))
 
 
 @main.command("reindex")

@@ -54,6 +54,12 @@ def doctor() -> None:
     _line(net_ok, "network policy api-only/none: " + ("available (network namespace + gate)" if net_ok else
           f"not available ({net_why}): use --network open"))
     _line(shutil.which("sbatch") is not None, "slurm: " + ("sbatch found" if shutil.which("sbatch") else "sbatch not found (local launcher only)"))
+    click.echo("agent environment (what the sandboxed agent can import; requirements-agent.txt):")
+    from runner.agent_env import check, fingerprint
+
+    for c in check():
+        _line(c.ok, f"{c.package} {c.version or ''}".rstrip() + ("" if c.ok else f": {c.detail}"))
+    _line(None, f"fingerprint {fingerprint()} (in every session's contract)")
     click.echo("GPUs:")
     n = gpu_count()
     _line(n > 0 or None, f"{n} visible through NVML" if n else "none visible: sessions run on the CPU (fine for the demo)")

@@ -120,6 +120,18 @@ def _agg_is_best(agg: Aggregate, best: float | None) -> bool:
 # ----------------------------------------------------------------------------- text tables
 
 
+INTEGRITY_MARK = "⚠"
+
+
+def integrity_marks(cell: Cell | None) -> str:
+    """What a cell's figure needs beside it: ``⚠`` when it pools sessions run ``--unsealed`` or
+    with integrity-flagged scores, `` DQ<n>`` for sessions disqualified (in n/N, not in the mean)."""
+    if cell is None:
+        return ""
+    return (INTEGRITY_MARK if cell.n_flagged or cell.n_unsealed else "") + (
+        f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
+
+
 def _cell_text(cell: Cell | None, with_counts: bool = True) -> str:
     if cell is None or cell.n_total == 0:
         return MISSING
@@ -131,7 +143,7 @@ def _cell_text(cell: Cell | None, with_counts: bool = True) -> str:
         text = f"{_num(cell.mean)}±{_num(cell.std)}"
     if with_counts and cell.n_success < cell.n_total:
         text += f" ({cell.n_success}/{cell.n_total})"
-    return text + (MIXED_MARK if cell.mixed_contracts else "")
+    return text + (MIXED_MARK if cell.mixed_contracts else "") + integrity_marks(cell)
 
 
 def _agg_text(agg: Aggregate) -> str:
@@ -171,7 +183,11 @@ def _footnotes(studies: Sequence[Matrix]) -> list[str]:
     notes = []
     rows = [r for m in studies for r in m.rows]
     if any(c.mixed_contracts for r in rows for c in r.cells.values()):
-        notes.append(f"{MIXED_MARK} pools sessions run under different task contracts (task files changed)")
+        notes.append(f"{MIXED_MARK} pools sessions run under different contracts (task files, sandbox, selection, …)")
+    if any(c.n_flagged or c.n_unsealed for r in rows for c in r.cells.values()):
+        notes.append(f"{INTEGRITY_MARK} pools sessions run --unsealed or with integrity-flagged scores (onegc sessions --json)")
+    if any(c.n_disqualified for r in rows for c in r.cells.values()):
+        notes.append("DQ<n>: sessions disqualified (counted in n/N, not in the mean), as the paper's protocol violations")
     for m in studies:
         for r in m.rows:
             if r.agg.partial:
@@ -242,6 +258,8 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
         return "N/A"
     body = _num(cell.mean) if cell.std is None else f"{_num(cell.mean)} \\pm {_num(cell.std)}"
     mark = "^{*}" if cell.mixed_contracts else ""
+    mark += "^{!}" if cell.n_flagged or cell.n_unsealed else ""
+    mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
 
@@ -297,6 +315,7 @@ MATRIX_CSV_FIELDS = (
     "study",
     "agent",
     "model",
+    "label",
     "task",
     "direction",
     "baseline",
@@ -309,6 +328,9 @@ MATRIX_CSV_FIELDS = (
     "r_mean",
     "r_best",
     "mixed_contracts",
+    "n_disqualified",
+    "n_flagged",
+    "n_unsealed",
     "partial",
     "scripts_mean",
     "session_ids",
@@ -338,6 +360,7 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     m.study,
                     r.agent,
                     r.model,
+                    r.label,
                     task,
                     col.direction,
                     col.baseline,
@@ -350,6 +373,9 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     r.agg.per_task.get(task),
                     r.agg_max.per_task.get(task),
                     c.mixed_contracts,
+                    c.n_disqualified,
+                    c.n_flagged,
+                    c.n_unsealed,
                     None,
                     c.scripts_mean,
                     " ".join(c.session_ids),
@@ -362,6 +388,7 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         m.study,
                         r.agent,
                         r.model,
+                        r.label,
                         "agg",
                         "higher",
                         None,
@@ -371,6 +398,9 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         None,
                         None,
                         r.agg_max.value,
+                        None,
+                        None,
+                        None,
                         None,
                         None,
                         None,
@@ -449,6 +479,29 @@ def render_matrix(
     return _RENDERERS[key](_studies(matrix, include_paper, paper))
 
 
+DEMO_TITLE = "Demo tasks: not part of the benchmark, so not compared with the paper (Agg over these tasks only)"
+
+
+def render_history(
+    benchmark: Matrix,
+    demo: Matrix | None,
+    fmt: str,
+    include_paper: bool = True,
+    paper: Matrix | None = None,
+) -> str:
+    """The history as ``onegc history`` and the monitor's export write it: the paper's tasks
+    beside the paper's rows, and the demo tasks (``demo``, when it has rows) on their own — a
+    second table in the text formats, a study of its own in CSV and JSON."""
+    key = fmt.strip().lower()
+    if demo is None or not demo.rows:
+        return render_matrix(benchmark, key, include_paper, paper)
+    if key in ("csv", "json"):
+        return render_matrix([m for m in (benchmark, demo) if m.rows or m is demo], key, include_paper, paper)
+    first = render_matrix(benchmark, key, include_paper, paper) if benchmark.rows or include_paper else ""
+    title = {"md": f"**{DEMO_TITLE}**\n\n", "latex": f"% {DEMO_TITLE}\n"}.get(key, f"{DEMO_TITLE}\n")
+    return first + ("\n" if first else "") + title + render_matrix(demo, key, include_paper=False)
+
+
 SESSION_FIELDS = tuple(f.name for f in dataclasses.fields(SessionOutcome))
 SESSIONS_CSV_FIELDS = (*SESSION_FIELDS, "direction", "baseline", "relative_improvement")
 
@@ -477,6 +530,7 @@ __all__ = [
     "SESSIONS_CSV_FIELDS",
     "Format",
     "matrix_to_dict",
+    "render_history",
     "render_matrix",
     "sessions_csv",
 ]

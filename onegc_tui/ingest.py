@@ -27,6 +27,7 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
 from onegc_tui.store import IngestBatch, Store
+from runner import verdicts
 from runner.config import SessionPaths
 from runner.events import Event, parse_event
 from runner.jsonl import JsonlTail, TailState, too_long
@@ -76,11 +77,17 @@ class Ingester:
             paths = SessionPaths(folder)
             config = self._read_config(paths)
             self.store.register_session(sid, str(folder), config)
+            self._apply_verdicts(sid, paths)
             self._known[sid] = paths
             if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
                 self._ended.add(sid)  # nothing more will come: the periodic rescan skips it
             added.append(sid)
         return added
+
+    def _apply_verdicts(self, sid: str, paths: SessionPaths) -> None:
+        found, reason = verdicts.current(paths)
+        if found:
+            self.store.set_disqualified(sid, reason)
 
     def _read_config(self, paths: SessionPaths) -> dict:
         """``session.json`` as written by onegc; anything else is reported, and the session is
@@ -145,6 +152,7 @@ class Ingester:
             if new.events and self.on_events:
                 self.on_events(sid, new.events)
             if any(e.type == "session_ended" for e in new.events):
+                self._apply_verdicts(sid, paths)  # the runner's own (an integrity rule) comes with its end
                 self._ended.add(sid)
             if tail.at_end:
                 break  # no second open just to find nothing more

@@ -41,7 +41,8 @@ TIMELINE_LINES = 20_000  # transcript lines a detail/replay view keeps (the newe
 ACTIVITY_TYPES = ("session_started", "agent_started", "transcript", "process", "budget", "session_ended")
 
 _OUTCOME_COLUMNS = ("session_id, study, agent, model, task, repeat, score, state, end_reason, contract_hash, "
-                    "budget_s, active_s, started_ts, scripts_launched, first_checkpoint_s")
+                    "budget_s, active_s, started_ts, scripts_launched, first_checkpoint_s, disqualified, flagged, "
+                    "containment")
 
 
 # ----------------------------------------------------------------------------- history
@@ -63,14 +64,24 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
     cur = store.conn.execute(f"SELECT {_OUTCOME_COLUMNS} FROM sessions WHERE {' AND '.join(where)}", args)
     out = []
     for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first) in cur:
+         scripts, first, disqualified, flagged, containment) in cur:
         ended = state in ("ended", "failed")
         out.append(SessionOutcome(
             session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
             score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
             budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
-            first_checkpoint_s=first))
+            first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
+            sealed=None if not containment else containment.startswith("bwrap")))
     return out
+
+
+def study_label(session_id: str, study: str | None) -> str | None:
+    """The study's agent label of a study session: its id is ``<study>--<label>--<task>--r<k>``
+    (runner/study.py keeps it stable); None for a session run by hand."""
+    if not study or not session_id.startswith(f"{study}--"):
+        return None
+    parts = session_id[len(study) + 2:].split("--")
+    return parts[0] if len(parts) == 3 and parts[0] else None
 
 
 def score_points(store: Store, session_ids: Sequence[str]) -> dict[str, list[ScorePoint]]:
@@ -96,8 +107,9 @@ def gpu_busy_fraction(store: Store, session_ids: Sequence[str]) -> float | None:
 # ----------------------------------------------------------------------------- transcript pane
 
 
-def pane_lines(store: Store, sid: str, mode: str = "all", search: str = "", limit: int = 2000) -> list[str]:
-    """The transcript pane's lines for a filter mode and search words, oldest first.
+def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", limit: int = 2000) -> list[tuple[int, str]]:
+    """The transcript pane's lines for a filter mode and search words, oldest first, each with
+    the sequence number of its event.
 
     Transcript steps come from the transcript table (search through its full-text index); the
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
@@ -106,14 +118,15 @@ def pane_lines(store: Store, sid: str, mode: str = "all", search: str = "", limi
         rows = store.conn.execute(
             f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(PANE_EVENT_TYPES))})"
             " ORDER BY seq DESC LIMIT ?", (sid, *PANE_EVENT_TYPES, limit)).fetchall()
-        return [line for (data,) in reversed(rows) if (line := event_line(parse_event(data)))]
+        events = (parse_event(data) for (data,) in reversed(rows))
+        return [(e.seq, line) for e in events if (line := event_line(e))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t"
     where, args = ["t.session_id = ?", "t.kind != 'usage'"], [sid]
-    if words:
+    if words and (match := fts_query(words)):
         sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
         where.append("transcript_fts MATCH ?")
-        args.append(fts_query(words))
+        args.append(match)
     if kinds:
         cond = f"t.kind IN ({','.join('?' * len(kinds))})"
         if mode == "errors":
@@ -121,7 +134,8 @@ def pane_lines(store: Store, sid: str, mode: str = "all", search: str = "", limi
         where.append(cond)
         args += kinds
     rows = store.conn.execute(sql + " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?", (*args, limit)).fetchall()
-    lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
+    lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows
+             if all(w in (text or "").lower() for w in words)]  # the index found the tokens: now the words
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
         for (data,) in store.conn.execute(
@@ -131,7 +145,7 @@ def pane_lines(store: Store, sid: str, mode: str = "all", search: str = "", limi
             if event_matches(e, mode, words) and (line := event_line(e)):
                 lines.append((e.seq, line))
     lines.sort()
-    return [line for _, line in lines[-limit:]]
+    return lines[-limit:]
 
 
 # ----------------------------------------------------------------------------- alerts
@@ -204,8 +218,10 @@ def budget_clock(store: Store, sid: str, row: dict) -> BudgetClock:
     return BudgetClock(anchors)
 
 
-def timeline(store: Store, sid: str, analytics: bool = True) -> Timeline | None:
-    """Everything the detail view draws for one session, mapped onto budget time."""
+def timeline(store: Store, sid: str, analytics: bool = True, now: float | None = None) -> Timeline | None:
+    """Everything the detail view draws for one session, mapped onto budget time (a live
+    session's up to ``now``, default the wall clock)."""
+    now = time.time() if now is None else now
     row = store.session(sid)
     if row is None:
         return None
@@ -230,7 +246,7 @@ def timeline(store: Store, sid: str, analytics: bool = True) -> Timeline | None:
     if row.get("state") in ("ended", "failed"):
         end_s = row.get("active_s") or (clock_.anchors[-1][1] if clock_.anchors else 0.0)
     else:
-        end_s = clock_.at(time.time()) if row.get("state") == "running" else (clock_.anchors[-1][1] if clock_.anchors else 0.0)
+        end_s = clock_.at(now) if row.get("state") == "running" else (clock_.anchors[-1][1] if clock_.anchors else 0.0)
     end_s = min(end_s, budget_s + (row.get("grace_s") or 0.0))
     points = [ScorePoint(sid, t, v) for t, v, _, official in ckpts if not official]
     curve = anytime_curve(points, budget_s, "higher" if higher else "lower", sid) if budget_s > 0 else None
@@ -239,9 +255,9 @@ def timeline(store: Store, sid: str, analytics: bool = True) -> Timeline | None:
         events = [parse_event(d) for (d,) in store.conn.execute(
             f"SELECT data FROM events WHERE session_id=? AND type IN ({','.join('?' * len(ACTIVITY_TYPES))}) ORDER BY seq",
             (sid, *ACTIVITY_TYPES))]
-        end_ts = None if row.get("ended_ts") else time.time()
+        end_ts = None if row.get("ended_ts") else now
         acts = tuple(activities_from_events(events, end_ts=end_ts))
-        window = (row["started_ts"], row.get("ended_ts") or time.time()) if row.get("started_ts") else None
+        window = (row["started_ts"], row.get("ended_ts") or now) if row.get("started_ts") else None
         split = gpu_time_split([UtilSample(ts, util, g or 0) for ts, util, g in gpu_rows], acts, window=window)
     return Timeline(row=row, budget_s=budget_s, higher=higher, metric=metric, checkpoints=ckpts, gpu=gpu,
                     lines=tuple(lines), end_s=end_s, curve=curve, split=split,

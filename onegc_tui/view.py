@@ -12,9 +12,18 @@ from runner.events import Event
 from tasks import UnknownTask, get_task
 
 BAR_WIDTH = 10
-STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
 KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "progress": "⏱", "usage": "$", "result": "■",
               "error": "✖", "raw": "·"}
+# the marks of the harness's own lines in the transcript pane (event_line)
+EVENT_MARKS = {"warning": "⚠", "checkpoint_scored": "★", "control": "⏯", "process": "⚙", "session_ended": "■"}
+# what each mark in the transcript pane means (the help screen shows this; a test keeps it complete)
+MARK_LEGEND: dict[str, str] = {
+    "»": "the agent's text", "…": "the agent thinking", "▶": "a tool call [tool]", "◀": "its result [exit code]",
+    "■": "the agent's final result; the session's end", "✖": "an error", "·": "a raw line the parser did not know",
+    "$": "token usage (not shown as a line)", "⚠": "a warning from the harness (blocked network, no GPU…)",
+    "★": "a checkpoint scored (ERROR: scoring failed)", "⏯": "pause/resume/abort, accepted or refused",
+    "⚙": "a training script started or ended", "⏱": "a tool still running (one line per tool, updated)",
+}
 
 
 def count(n: int, noun: str) -> str:
@@ -112,33 +121,6 @@ class BudgetView:
         return left / self.budget_s
 
 
-def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
-    """The sessions-table cells of one summary row, keyed by column."""
-    view = BudgetView()
-    view.update_from_row(row)
-    left = view.remaining_now(now)
-    if row.get("state") in ("ended", "failed"):
-        left_text = (row.get("end_reason") or "").replace("_", " ")
-    else:
-        left_text = f"{bar(view.fraction_left(now), 8)} {table_clock(left)}"
-    util = row.get("gpu_util")
-    return {
-        "session": row["session_id"],
-        "task": short_task(row.get("task")),
-        "agent": row.get("agent") or "",
-        "model": row.get("model") or "-",
-        "rep": str(row.get("repeat") or 1),
-        "state": STATE_LABELS.get(row.get("state") or "", row.get("state") or ""),
-        "left": left_text,
-        "best": fmt_score(row.get("score") if row.get("score") is not None else row.get("best_live")),
-        "gpu": "-" if util is None else f"{util:.0f}%",
-        "ckpts": str(row.get("n_checkpoints") or 0),
-        "scripts": str(row.get("scripts_launched") or 0),
-        "tokens": fmt_tokens((row.get("tokens_in") or 0) + (row.get("tokens_out") or 0)),
-        "cost": "-" if not row.get("cost_usd") else f"${row['cost_usd']:.2f}",
-    }
-
-
 def transcript_line(ts: float, role: str, kind: str, tool: str | None, text: str, exit_code: int | None = None) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(ts))
     mark = KIND_MARKS.get(kind, "·")
@@ -163,45 +145,19 @@ def event_line(event: Event) -> str | None:
             return None
         return transcript_line(event.ts, event.role, event.kind, event.tool, event.text, event.exit_code)
     stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
+    mark = EVENT_MARKS.get(event.type)
     if event.type == "warning":
-        return f"{stamp} ⚠ {event.code}: {event.message}"
+        return f"{stamp} {mark} {event.code}: {event.message}"
     if event.type == "checkpoint_scored":
         what = fmt_score(event.value) if event.value is not None else f"ERROR {event.error}"
-        return f"{stamp} ★ {'official ' if event.official else ''}{event.name}: {what}"
+        return f"{stamp} {mark} {'official ' if event.official else ''}{event.name}: {what}"
     if event.type == "control":
-        return f"{stamp} ⏯ {event.action} {'accepted' if event.accepted else 'refused: ' + event.detail}"
+        return f"{stamp} {mark} {event.action} {'accepted' if event.accepted else 'refused: ' + event.detail}"
     if event.type == "process":
-        return f"{stamp} ⚙ {event.script} {event.action}"
+        return f"{stamp} {mark} {event.script} {event.action}"
     if event.type == "session_ended":
-        return f"{stamp} ■ session ended: {event.reason} ({event.detail})"
+        return f"{stamp} {mark} session ended: {event.reason} ({event.detail})"
     return None
-
-
-# ----------------------------------------------------------------------------- the sessions table
-
-SORTS = ("started", "agent", "task", "state", "left", "best", "gpu", "cost")  # 's' cycles through these
-STATE_ORDER = {"running": 0, "paused": 1, "queued": 2, "failed": 3, "ended": 4}
-
-
-def sort_key(row: dict, by: str, now: float | None = None):
-    """A sortable key of a summary row for one of :data:`SORTS` (None values last)."""
-    if by == "left":
-        view = BudgetView()
-        view.update_from_row(row)
-        left = view.remaining_now(now)
-        return (left is None, left or 0.0)
-    if by == "best":
-        best = row.get("score") if row.get("score") is not None else row.get("best_live")
-        return (best is None, -(best or 0.0))  # best first
-    if by == "gpu":
-        return (row.get("gpu_util") is None, -(row.get("gpu_util") or 0.0))
-    if by == "cost":
-        return (False, -(row.get("cost_usd") or 0.0))
-    if by == "state":
-        return (False, STATE_ORDER.get(row.get("state") or "", 9), row.get("started_ts") or 0.0)
-    if by in ("agent", "task"):
-        return (row.get(by) is None, str(row.get(by) or ""), row.get("repeat") or 0)
-    return (row.get("started_ts") is None, row.get("started_ts") or 0.0, row["session_id"])
 
 
 # ----------------------------------------------------------------------------- transcript filters
@@ -248,6 +204,76 @@ class Alert:
     session_id: str
     message: str
     severity: str = "information"  # information, warning, error (app.notify's severities)
+    kind: str = "note"  # new_best, score_failed, network_blocked, ended, failed, low_budget, stalled, …
+
+
+COALESCE_S = 5.0  # at most one notification of a kind this often: a study's 20 new bests are one toast
+SEVERITY_ORDER = ("information", "warning", "error")
+
+
+@dataclass(frozen=True)
+class Note:
+    """One notification to show: a kind's alerts merged, the selected session's first."""
+
+    message: str
+    severity: str
+    kind: str
+    sessions: tuple[str, ...]
+
+
+class Coalescer:
+    """Turns alerts into at most one :class:`Note` per kind per ``window_s``: the first alerts of
+    a kind show at once (all those of one batch as one note), later ones within the window wait
+    and show together when it ends. In a merged note the selected session's alert comes first."""
+
+    def __init__(self, window_s: float = COALESCE_S):
+        self.window_s = window_s
+        self.last_shown: dict[str, float] = {}
+        self.waiting: dict[str, list[Alert]] = {}
+
+    def add(self, alerts: list[Alert], now: float, selected: str | None = None) -> list[Note]:
+        out = []
+        for kind, group in _by_kind(alerts).items():
+            if now - self.last_shown.get(kind, -1e18) >= self.window_s and not self.waiting.get(kind):
+                self.last_shown[kind] = now
+                out.append(merge(group, selected))
+            else:
+                self.waiting.setdefault(kind, []).extend(group)
+        return out
+
+    def due(self, now: float, selected: str | None = None) -> list[Note]:
+        """The waiting alerts whose window has passed, one note per kind."""
+        out = []
+        for kind, group in list(self.waiting.items()):
+            if group and now - self.last_shown.get(kind, -1e18) >= self.window_s:
+                self.last_shown[kind] = now
+                out.append(merge(group, selected))
+                del self.waiting[kind]
+        return out
+
+
+def _by_kind(alerts: list[Alert]) -> dict[str, list[Alert]]:
+    out: dict[str, list[Alert]] = {}
+    for a in alerts:
+        out.setdefault(a.kind, []).append(a)
+    return out
+
+
+def merge(alerts: list[Alert], selected: str | None = None) -> Note:
+    """One note for alerts of one kind: the selected session's (else the latest) in full, then
+    how many more and which sessions."""
+    ordered = sorted(alerts, key=lambda a: a.session_id != selected)  # stable: the selected first
+    if selected not in {a.session_id for a in alerts}:
+        ordered = [alerts[-1], *alerts[:-1]]  # the newest news first
+    head, rest = ordered[0], ordered[1:]
+    sessions = tuple(dict.fromkeys(a.session_id for a in ordered))
+    message = head.message
+    if rest:
+        others = [sid for sid in sessions if sid != head.session_id]
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        message += f"\n+ {len(rest)} more" + (f": {shown}" if others else "")
+    severity = max((a.severity for a in alerts), key=SEVERITY_ORDER.index)
+    return Note(message, severity, head.kind, sessions)
 
 
 class Alerts:
@@ -289,23 +315,23 @@ class Alerts:
             self._active(sid, e.ts)
         elif t == "checkpoint_scored" and not e.official:
             if e.error:
-                return [Alert(sid, f"{sid}: {e.name} failed scoring: {e.error}", "error")]
+                return [Alert(sid, f"{sid}: {e.name} failed scoring: {e.error}", "error", "score_failed")]
             if e.value is not None:
                 old = self.best.get(sid)
                 higher = self.higher_is_better(sid)
                 if old is None or (e.value > old if higher else e.value < old):
                     self.best[sid] = e.value
                     return [Alert(sid, f"{sid}: new best, {e.name} scored {e.value:.4f} {e.metric} at "
-                                       f"{clock(e.budget_elapsed_s)}")]
+                                       f"{clock(e.budget_elapsed_s)}", kind="new_best")]
         elif t == "warning" and e.code == "network_blocked":
-            return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning")]
+            return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning", "network_blocked")]
         elif t == "session_ended":
             self.states[sid] = "failed" if e.reason in FAILED_REASONS else "ended"
             score = f"score {e.score:.4f}" if e.score is not None else "no score"
             if e.reason in FAILED_REASONS:
-                return [Alert(sid, f"{sid} FAILED ({e.reason.replace('_', ' ')}): {e.detail}", "error")]
+                return [Alert(sid, f"{sid} FAILED ({e.reason.replace('_', ' ')}): {e.detail}", "error", "failed")]
             return [Alert(sid, f"{sid}: {e.reason.replace('_', ' ')}, {score}",
-                          "information" if e.score is not None else "warning")]
+                          "information" if e.score is not None else "warning", "ended")]
         return []
 
     def check(self, rows: dict[str, dict], now: float) -> list[Alert]:
@@ -315,7 +341,7 @@ class Alerts:
             before = self.states.get(sid)
             self.states[sid] = state
             if state == "failed" and before in ("running", "paused"):  # the runner died without session_ended
-                out.append(Alert(sid, f"{sid} FAILED: {row.get('end_detail') or row.get('end_reason')}", "error"))
+                out.append(Alert(sid, f"{sid} FAILED: {row.get('end_detail') or row.get('end_reason')}", "error", "failed"))
             if state != "running":
                 continue
             view = BudgetView()
@@ -323,13 +349,13 @@ class Alerts:
             if view.budget_s and sid not in self.low_sent and view.fraction_left(now) <= LOW_BUDGET_FRACTION:
                 self.low_sent.add(sid)
                 out.append(Alert(sid, f"{sid}: {LOW_BUDGET_FRACTION:.0%} of the budget left ({clock(view.remaining_now(now))})",
-                                 "warning"))
+                                 "warning", "low_budget"))
             last = self.activity.get(sid) or row.get("started_ts")
             if (last is not None and now - last >= self.stall_s and not self.training.get(sid)
                     and sid not in self.stall_sent):
                 self.stall_sent.add(sid)
                 out.append(Alert(sid, f"{sid} looks stalled: no transcript, GPU activity or training process "
-                                      f"for {clock(now - last)}", "warning"))
+                                      f"for {clock(now - last)}", "warning", "stalled"))
         return out
 
 

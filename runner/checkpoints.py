@@ -25,7 +25,7 @@ from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileModifiedEven
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from runner.scoring import Score, SealedScorer
+from runner.scoring import SELECTION_SPLIT, Score, SealedScorer
 from runner.workspace import OPEN_UNTRUSTED, snapshot_code
 
 SETTLE_S = 0.5  # a file written in place (not by rename) must keep its size this long
@@ -292,4 +292,5 @@ class ScoreQueue:
 
     def _run(self) -> None:
         while (found := self._queue.get()) is not None:
-            self.on_scored(found, self.scorer.score(found.path, found.snapshot))
+            split = SELECTION_SPLIT  # live: the trusted validation score, which ranks checkpoints
+            self.on_scored(found, self.scorer.score(found.path, found.snapshot, [split])[split])

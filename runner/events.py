@@ -127,6 +127,7 @@ class CheckpointScored(_Event):
     budget_elapsed_s: float
     official: bool = False  # re-evaluated for result.json after the session
     flags: list[str] = Field(default_factory=list)  # integrity flags: what the script did beyond predicting
+    val: float | None = None  # an official re-evaluation on a split other than val: its trusted val score too
 
 
 class ControlEvent(_Event):

@@ -39,7 +39,7 @@ from pathlib import Path
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 1 << 18
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 CAP_LAST = 63
 TMP_BYTES = 256 << 20  # the child's only writable storage: its own /tmp ($TMPDIR and $HOME)
@@ -68,10 +68,12 @@ def load_task(prepare_py: Path):
     return task
 
 
-def load_inputs(folder: Path) -> dict:
+def load_inputs(folder: Path) -> dict[str, dict]:
+    """``{split: {name: array}}`` from ``folder/<split>/<name>.npy`` (memory-mapped, read-only)."""
     import numpy as np
 
-    return {p.stem: np.load(p, mmap_mode="r", allow_pickle=False) for p in sorted(folder.glob("*.npy"))}
+    return {d.name: {p.stem: np.load(p, mmap_mode="r", allow_pickle=False) for p in sorted(d.glob("*.npy"))}
+            for d in sorted(folder.iterdir()) if d.is_dir()}
 
 
 # ----------------------------------------------------------------------------- the child
@@ -118,9 +120,20 @@ def _seal_child(mem_bytes: int | None, cpu_s: float) -> None:
     libc = _libc()
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount(private)")
     for scratch, size in ((b"/tmp", TMP_BYTES), (b"/var/tmp", 1 << 20), (b"/dev/shm", 64 << 20)):
-        # fresh, private and size-capped: nothing is shared with the checkpoints before or after
+        # fresh, private and size-capped: nothing is shared with the checkpoints before or after;
+        # what the sandbox mounted below it (a Python environment under /tmp) is mounted again on top
+        held = [(p, os.open(p, os.O_PATH | os.O_CLOEXEC)) for p in _mounts_below(scratch.decode())]
         _check(libc.mount(b"tmpfs", scratch, b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777".encode()),
                f"mount({scratch.decode()})")
+        for path, fd in held:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                open(path, "a").close()
+            _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
+                   f"mount({path})")
+            os.close(fd)
     for name in ("TMPDIR", "HOME"):
         os.environ[name] = "/tmp"
     os.chdir("/tmp")  # a script that writes where it runs (a checkpoint at import time) writes here
@@ -139,6 +152,22 @@ def _seal_child(mem_bytes: int | None, cpu_s: float) -> None:
         _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
     _check(libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
+
+
+def _mounts_below(root: str) -> list[str]:
+    """The outermost mount points strictly below ``root`` (from /proc/self/mountinfo)."""
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].encode().decode("unicode_escape")  # octal escapes: \040 for a space
+            if point.startswith(root.rstrip("/") + "/"):
+                points.append(point)
+    points.sort(key=len)
+    outer: list[str] = []
+    for p in points:
+        if not any(p == o or p.startswith(o + "/") for o in outer):
+            outer.append(p)
+    return outer
 
 
 def _children() -> list[str]:
@@ -160,7 +189,8 @@ def _public(module) -> dict[str, int]:
 
 
 def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> int:
-    """Predict for one checkpoint; the answer (JSON line + .npy) goes to ``result_fd``."""
+    """Predict for one checkpoint on each split asked for; the answer (a JSON line, then one
+    ``.npy`` per split) goes to ``result_fd``."""
     import atexit
 
     import numpy as np
@@ -203,22 +233,28 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
             model.to(device).eval()
         except Exception as exc:
             raise kit.KitError(f"moving the model to {device} failed: {type(exc).__name__}: {str(exc)[:200]}") from None
-        with torch.no_grad():
-            try:
-                pred = predict(model, inputs, device)
-            except kit.KitError:
-                raise
-            except Exception as exc:
-                raise kit.KitError(f"evaluation failed: {type(exc).__name__}: {str(exc)[:300]}") from None
+        parts, blobs = [], []
+        for split in req.get("splits") or sorted(inputs):
+            if split not in inputs:
+                raise kit.KitError(f"no inputs for split {split!r} in the scorer")
+            with torch.no_grad():
+                try:
+                    pred = predict(model, inputs[split], device)
+                except kit.KitError:
+                    raise
+                except Exception as exc:
+                    raise kit.KitError(f"evaluation failed: {type(exc).__name__}: {str(exc)[:300]}") from None
+            if isinstance(pred, torch.Tensor):
+                pred = pred.detach().cpu().numpy()
+            if not isinstance(pred, np.ndarray) or pred.dtype.kind not in "biuf":
+                raise kit.KitError(f"predict() returned {type(pred).__name__}, not a numeric numpy array")
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(pred), allow_pickle=False)
+            blobs.append(buf.getvalue())
+            parts.append({"split": split, "bytes": len(blobs[-1])})
         watch.armed = False
-        if isinstance(pred, torch.Tensor):
-            pred = pred.detach().cpu().numpy()
-        if not isinstance(pred, np.ndarray) or pred.dtype.kind not in "biuf":
-            raise kit.KitError(f"predict() returned {type(pred).__name__}, not a numeric numpy array")
-        buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(pred), allow_pickle=False)
-        payload = buf.getvalue()
-        answer = {"ok": True, "script": ckpt.get("script"), "self_reported": ckpt.get("score")}
+        payload = b"".join(blobs)
+        answer = {"ok": True, "parts": parts, "script": ckpt.get("script"), "self_reported": ckpt.get("score")}
     except kit.KitError as exc:
         answer = {"ok": False, "error": str(exc)}
     except MemoryError:

@@ -45,6 +45,7 @@ START_TIMEOUT_S = 120.0  # the zygote imports torch and the task once (seconds o
 ANSWER_MARGIN_S = 30.0  # past the evaluation's own timeout, for the transfer and the fork
 MEMORY_FRACTION = 0.5  # a CPU evaluation may take this share of the machine's memory
 MAX_HEADER_BYTES = 1 << 20
+SELECTION_SPLIT = "val"  # checkpoints are ranked by their trusted score here (runner/official.py)
 
 
 @dataclass(frozen=True)
@@ -62,39 +63,40 @@ class TaskJudge:
         self.spec = spec
         self.data_dir = data_dir
         self.module = load_task_module(spec, data_dir)
+        self.splits = sorted({SELECTION_SPLIT, spec.scored_split})  # what checkpoints are judged on
         self._lock = threading.Lock()  # live and official scoring may judge at once
 
-    def write_inputs(self, dest: Path) -> list[str]:
-        """The scored split's inputs as ``dest/<name>.npy``, once; returns their names."""
+    def write_inputs(self, dest: Path) -> None:
+        """Each judged split's inputs as ``dest/<split>/<name>.npy``, once per session."""
         import numpy as np
 
-        done = dest / ".done"
-        if done.is_file():
-            return json.loads(done.read_text())
+        try:
+            if json.loads((dest / ".done").read_text()) == self.splits:
+                return
+        except (OSError, ValueError):
+            pass
         staging = dest.parent / f".{dest.name}.partial"
         shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        arrays = self.module.inputs(self.spec.scored_split)
-        for name, arr in arrays.items():
-            target = staging / f"{name}.npy"
-            source = _whole_npy_file(arr)
-            if source is not None:
-                try:
-                    os.link(source, target)
-                    continue
-                except OSError:
-                    pass  # another filesystem: a copy
-            np.save(target, np.asarray(arr), allow_pickle=False)
-        names = sorted(arrays)
-        (staging / ".done").write_text(json.dumps(names))
+        for split in self.splits:
+            (staging / split).mkdir(parents=True)
+            for name, arr in self.module.inputs(split).items():
+                target = staging / split / f"{name}.npy"
+                source = _whole_npy_file(arr)
+                if source is not None:
+                    try:
+                        os.link(source, target)
+                        continue
+                    except OSError:
+                        pass  # another filesystem: a copy
+                np.save(target, np.asarray(arr), allow_pickle=False)
+        (staging / ".done").write_text(json.dumps(self.splits))
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(staging, dest)
-        return names
 
-    def judge(self, predictions) -> tuple[float, int | None]:
+    def judge(self, predictions, split: str) -> tuple[float, int | None]:
         kit = sys.modules["onegc_kit"]
         with self._lock:
-            result = self.module.judge(predictions, self.spec.scored_split)
+            result = self.module.judge(predictions, split)
         if not isinstance(result, dict):
             result = {"value": result}
         value = float(result["value"])
@@ -246,9 +248,16 @@ class SealedScorer:
         return self.proc is not None and self.proc.poll() is None
 
     # ------------------------------------------------------------------ one checkpoint
-    def score(self, ckpt: Path, code: Path) -> Score:
-        """Predictions from a fresh child of the worker, judged here."""
-        import numpy as np
+    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None) -> dict[str, Score]:
+        """Predictions on each of ``splits`` (default: the selection split) from one fresh child
+        of the worker, each judged here."""
+        splits = splits or [SELECTION_SPLIT]
+        answer, payload, failed = self._predict(ckpt, code, splits)
+        if failed is not None:
+            return {split: failed for split in splits}
+        return self._judge_parts(answer, payload, splits)
+
+    def _predict(self, ckpt: Path, code: Path, splits: list[str]) -> tuple[dict, bytes, Score | None]:
 
         try:
             if not self.alive():
@@ -256,9 +265,10 @@ class SealedScorer:
                 self.launch()
             self.await_ready()
         except (OSError, RuntimeError) as exc:
-            return Score(None, f"could not start the scorer: {exc}")
+            return {}, b"", Score(None, f"could not start the scorer: {exc}")
         self._n += 1
-        req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)), "device": self.plan.device,
+        req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)),
+               "splits": splits, "device": self.plan.device,
                "timeout_s": self.plan.timeout_s, "threads": self.plan.threads,
                "cpu_s": self.plan.timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
         try:
@@ -267,27 +277,40 @@ class SealedScorer:
             payload = self._read_exact(int(answer.get("bytes", 0))) if answer else b""
         except (OSError, ValueError) as exc:
             self.close()
-            return Score(None, f"the scorer failed: {exc}")
+            return {}, b"", Score(None, f"the scorer failed: {exc}")
         if answer is None:
             self.close()
-            return Score(None, f"evaluation timed out after {self.plan.timeout_s:.0f} s")
-        flags = tuple(answer.get("flags") or ())
+            return {}, b"", Score(None, f"evaluation timed out after {self.plan.timeout_s:.0f} s")
         if not answer.get("ok"):
             error = str(answer.get("error") or "unknown error")
             out = (answer.get("stdout") or "").strip()
             if out and "printed" not in error:
                 error += f" (the script printed: {out.splitlines()[-1][:160]})"
-            return Score(None, error, answer.get("eval_s"), flags)
-        started = time.perf_counter()
+            return answer, b"", Score(None, error, answer.get("eval_s"), tuple(answer.get("flags") or ()))
+        return answer, payload, None
+
+    def _judge_parts(self, answer: dict, payload: bytes, splits: list[str]) -> dict[str, Score]:
+        import numpy as np
+
         kit = sys.modules["onegc_kit"]
-        try:
-            predictions = np.load(io.BytesIO(payload), allow_pickle=False)
-            value, _ = self.plan.judge.judge(predictions)
-        except kit.KitError as exc:
-            return Score(None, str(exc), answer.get("eval_s"), flags)
-        except (ValueError, TypeError) as exc:
-            return Score(None, f"predictions unreadable: {exc}", answer.get("eval_s"), flags)
-        return Score(value, None, round((answer.get("eval_s") or 0) + time.perf_counter() - started, 3), flags)
+        flags = tuple(answer.get("flags") or ())
+        worker_s = answer.get("eval_s") or 0.0
+        out: dict[str, Score] = {}
+        offset = 0
+        for part in answer.get("parts") or []:
+            blob = payload[offset:offset + int(part["bytes"])]
+            offset += int(part["bytes"])
+            started = time.perf_counter()
+            try:
+                value, _ = self.plan.judge.judge(np.load(io.BytesIO(blob), allow_pickle=False), part["split"])
+                out[part["split"]] = Score(value, None, round(worker_s + time.perf_counter() - started, 3), flags)
+            except kit.KitError as exc:
+                out[part["split"]] = Score(None, str(exc), worker_s, flags)
+            except (ValueError, TypeError) as exc:
+                out[part["split"]] = Score(None, f"predictions unreadable: {exc}", worker_s, flags)
+        for split in splits:
+            out.setdefault(split, Score(None, f"the scorer sent no predictions for {split}", worker_s, flags))
+        return out
 
     def _read_header(self, timeout_s: float) -> dict | None:
         """The next JSON line from the worker; None when none came within ``timeout_s``."""

@@ -31,7 +31,7 @@ from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
-from runner.scoring import Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
+from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.coalesce import WarningFolder
 from runner.config import SessionPaths, data_root
 from runner.diskguard import DiskGuard
@@ -41,9 +41,9 @@ from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.jsonl import EventWriter, JsonlTail, RawLog
 from runner.liveness import RunnerLock, main_with_lock
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
-from runner.official import Candidate, pick_best, select_candidates
+from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, from_live_scores, select
 from runner.outcome import end_detail, endpoint_problem
-from runner import sandbox
+from runner import agent_env, sandbox, verdicts
 from runner.proctree import ProcessTree, start_tree
 from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
@@ -54,6 +54,7 @@ HEARTBEAT_S = 5.0
 PROCESS_SCAN_S = 1.0
 STDERR_TAIL_LINES = 50  # kept in memory for the failure message; all of it is on disk
 LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scores in flight
+MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many more of the ranking are tried
 
 
 class Session:
@@ -92,9 +93,8 @@ class Session:
         signal.signal(signal.SIGINT, self._on_signal)
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
         # the sandbox probe (a real sandbox, tens of ms) runs while the workspace and network are made
-        probe = threading.Thread(target=sandbox.status, name="sandbox-probe", daemon=True)
-        if self.config.sealed:
-            probe.start()
+        probe = threading.Thread(target=lambda: (sandbox.status(), agent_env.freeze()), name="sandbox-probe", daemon=True)
+        probe.start()
         try:
             build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
             self.judge = TaskJudge(self.spec, data_root(self.paths.root.parent.parent) / self.spec.id)
@@ -102,8 +102,9 @@ class Session:
             self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,
                                       self._on_endpoint)
             self.net.start()
+            probe.join()
+            (self.paths.root / "agent_env.txt").write_text("\n".join(agent_env.freeze()) + "\n")
             if self.config.sealed:
-                probe.join()
                 ready = sandbox.status()
                 if not ready.ok:
                     raise sandbox.SandboxError(f"no sandbox for the agent: {ready.detail}")
@@ -243,6 +244,8 @@ class Session:
             "agent_version": self.agent_version,
             "model": self.config.model,
             "sealed": self.config.sealed,
+            "selection": SELECTION,
+            "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/agent_env.py)
             **(self.net.contract() if self.net else {"network": self.config.network}),
             "harness_version": HARNESS_VERSION,
             "python": platform.python_version(),
@@ -544,55 +547,89 @@ class Session:
         with self._lock:
             self.live[found.label] = score
         self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
-                         metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
+                         metric=self.spec.metric, split=SELECTION_SPLIT, eval_s=score.eval_s,
                          budget_elapsed_s=self.found_at.get(found.label, 0.0), flags=self._flags(found, score))
 
-    def _flags(self, found: FoundCheckpoint, score: Score) -> list[str]:
-        flags = list(score.flags)
-        claim = self_report_flag(self.spec, found.self_reported, score.value)
-        return flags + [claim] if claim else flags
+    def _flags(self, found: FoundCheckpoint, val: Score, flags: tuple[str, ...] = ()) -> list[str]:
+        """The scorer's integrity flags, and one more when the agent's own validation figure is far
+        better than the harness's."""
+        claim = self_report_flag(self.spec, found.self_reported, val.value)
+        out = list(flags or val.flags)
+        return out + [claim] if claim else out
 
     def _official_result(self, reason: str, detail: str, live: SealedScorer | None) -> tuple[float | None, str | None]:
-        """Re-evaluate the candidates, each in a fresh child of a scorer on the session's device
-        (the live one where that is the same device: it is warm, and its children start clean)."""
+        """Paper step 5 by the harness's own validation scores (runner/official.py), each
+        re-evaluation a fresh child of a scorer on the session's device (the warm live one where
+        that is the CPU too)."""
+        scored = self.spec.scored_split
+        splits = sorted({SELECTION_SPLIT, scored})
         with self._lock:
-            cands = [
-                Candidate(label, self.found_at[label], self.live.get(label).value if label in self.live else None,
-                          f.self_reported, live_failed=label in self.live and self.live[label].value is None)
-                for label, f in self.found.items()
-            ]
-        chosen = select_candidates(cands, self.spec.higher_is_better)
-        official: dict[str, float] = {}
-        rows = []
+            cands = [Candidate(label, self.found_at.get(label, 0.0), self.live[label].value if label in self.live else None)
+                     for label in self.found]
+        live_val = {c.label: c.val for c in cands}
+        elapsed = {c.label: c.elapsed_s for c in cands}
+        rows: dict[str, dict] = {}
         device = "cuda" if self.config.gpu and _cuda_available() else "cpu"
         reuse = live is not None and live.alive() and live.plan.device == device
-        scorer = (live if reuse else self._scorer(device)) if chosen else None
+        scorer: SealedScorer | None = None
+
+        def evaluate(label: str) -> Evaluation:
+            nonlocal scorer
+            scorer = scorer or (live if reuse else self._scorer(device))
+            found = self.found[label]
+            scores = scorer.score(found.path, found.snapshot, splits)
+            sel, off = scores[SELECTION_SPLIT], scores[scored]
+            flags = self._flags(found, sel, off.flags)
+            self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=self.spec.metric,
+                             split=scored, eval_s=off.eval_s, budget_elapsed_s=elapsed[label], official=True,
+                             flags=flags, val=sel.value if scored != SELECTION_SPLIT else None)
+            rows[label] = {"checkpoint": label, "window": int(elapsed[label] // WINDOW_S),
+                           "budget_elapsed_s": round(elapsed[label], 1), "live_val": live_val[label], "val": sel.value,
+                           "self_reported": found.self_reported, "official": off.value,
+                           "error": off.error or sel.error, "flags": flags}
+            return Evaluation(sel.value, off.value, off.error or sel.error)
+
         try:
-            for cand in chosen:
-                found = self.found[cand.label]
-                score = scorer.score(found.path, found.snapshot)
-                flags = self._flags(found, score)
-                self.events.emit("checkpoint_scored", name=cand.label, value=score.value, error=score.error,
-                                 metric=self.spec.metric, split=self.spec.scored_split, eval_s=score.eval_s,
-                                 budget_elapsed_s=cand.elapsed_s, official=True, flags=flags)
-                rows.append({"checkpoint": cand.label, "window": int(cand.elapsed_s // 300),
-                             "budget_elapsed_s": round(cand.elapsed_s, 1), "live": cand.live, "self_reported": cand.reported,
-                             "official": score.value, "error": score.error, "flags": flags})
-                if score.value is not None:
-                    official[cand.label] = score.value
+            chosen = select(cands, self.spec.better, evaluate, MAX_FALLBACK)
         finally:
             if scorer is not None and scorer is not live:
                 scorer.close()
-        best = pick_best(official, self.spec.higher_is_better)
+        trajectory = [{"window": rows[label]["window"], "checkpoint": label, "val": chosen.vals[label],
+                       "official": rows[label]["official"]} for label in chosen.trajectory]
+        best = (chosen.best, rows[chosen.best]["official"]) if chosen.best else None
+        val = chosen.vals.get(chosen.best) if chosen.best else None
+        flags = rows[chosen.best]["flags"] if chosen.best else []
+        scored_by = "official re-evaluation" if best else None
+        if best is None and self.guard.full:
+            best, val, flags, scored_by = self._live_result(cands, rows) or (best, val, flags, scored_by)
         failure = None
         if best is None:
-            failure = "no checkpoint was saved" if not cands else "no checkpoint could be scored: " + (
-                next((r["error"] for r in rows if r["error"]), "") or "unknown")
-        self._write_result(reason, detail, rows, best, failure, len(cands))
+            failure = "no checkpoint was saved" if not self.found else "no checkpoint could be scored: " + (
+                next((r["error"] for r in rows.values() if r["error"]), "")
+                or next((s.error for s in self.live.values() if s.error), "") or "unknown")
+        elif best[1] is None:
+            failure = f"{scored_by}; the {scored} split needs the re-evaluation, so there is no {scored} score"
+        struck = verdicts.integrity_rule(flags) if best else None
+        if struck:
+            verdicts.record(self.paths, struck, by="integrity rule")
+        self._write_result(reason, detail, sorted(rows.values(), key=lambda r: r["budget_elapsed_s"]), best, failure,
+                           len(self.found), trajectory, val, struck, scored_by)
         return (best[1], best[0]) if best else (None, None)
 
+    def _live_result(self, cands: list[Candidate], rows: dict[str, dict]):
+        """``(best, val, flags, scored_by)`` from the live scores (runner/official.py), for a session
+        whose disk filled up and whose re-evaluation gave no score; None without a live score."""
+        pick = from_live_scores(cands, self.spec.better, self.spec.scored_split == SELECTION_SPLIT)
+        if pick is None:
+            return None
+        why = (rows.get(pick.label) or {}).get("error") or "it could not run"
+        flags = self._flags(self.found[pick.label], self.live[pick.label])
+        return ((pick.label, pick.official), pick.val, flags,
+                f"live scoring: the disk was full and the official re-evaluation failed ({why})")
+
     def _write_result(self, reason: str, detail: str, rows: list[dict], best: tuple[str, float] | None,
-                      failure: str | None, found: int) -> None:
+                      failure: str | None, found: int, trajectory: list[dict] | None = None,
+                      val: float | None = None, disqualified: str | None = None, scored_by: str | None = None) -> None:
         result = {
             "session_id": self.config.session_id,
             "task": self.spec.id,
@@ -605,11 +642,17 @@ class Session:
             "split": self.spec.scored_split,
             "value": best[1] if best else None,
             "checkpoint": best[0] if best else None,
+            "selection": SELECTION,  # the checkpoint is the best by the harness's validation score
+            "selection_split": SELECTION_SPLIT,
+            "val": val,
+            "scored_by": scored_by,  # the official re-evaluation, or the live scores where the disk was full
             "end_reason": reason,
             "end_detail": detail,
             "failure": failure,
             "checkpoints_found": found,
             "evaluated": rows,
+            "trajectory": trajectory or [],  # each 5-minute window's val-best on the scored split
+            "disqualified": disqualified,  # an integrity rule's verdict (runner/verdicts.py); people add theirs later
         }
         tmp = self.paths.root / ".result.json.tmp"
         try:

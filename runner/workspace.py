@@ -86,6 +86,13 @@ def _lay_out(spec: TaskSpec, data: Path, names: list[str], workspace: Path, weig
         for f in (workspace / "weights").rglob("*"):
             if f.is_file():
                 os.chmod(f, READ_ONLY)
+    # readable by the agent whatever the runner's umask or the sources' modes were (the agent is
+    # another uid when the runner is root): folders 0755, files at least 0444
+    for path in (workspace, *workspace.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            os.chmod(path, 0o755)
+        elif path.is_file():
+            os.chmod(path, os.stat(path).st_mode | READ_ONLY)
 
 
 SNAPSHOT_SKIP_TOP = ("data", "checkpoints", "weights")

@@ -20,20 +20,25 @@ from collections import deque
 from pathlib import Path
 
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from onegc_tui import queries
 from onegc_tui.app.confirm import ConfirmScreen
 from onegc_tui.app.header import BeatClock, MonitorHeader
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
-from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane, TranscriptPane
+from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane
+from onegc_tui.app.transcript import TranscriptLog, TranscriptPane
 from onegc_tui.ingest import LiveIngest
 from onegc_tui.store import Store
-from onegc_tui.view import SORTS, Alerts, count, session_cells, sort_key
+from onegc_tui.app.sessions import SessionsTable
+from onegc_tui.app.footer import KeyFooter
+from onegc_tui.app.help import HelpScreen, key_sections, pane_name
+from onegc_tui.sessions_view import FILTER_HELP, sort_arrow
+from onegc_tui.view import Alert, Alerts, Coalescer, Note, count
 from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
@@ -42,15 +47,13 @@ from tasks import UnknownTask, get_task
 GIL_SWITCH_S = 0.001
 FLUSH_HZ = 10  # drain new events into the panes this often (PERFORMANCE.md: frames, not lines)
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
-COLUMNS = [("mark", "", 1), ("session", "Session", 30), ("agent", "Agent", 12), ("model", "Model", 14),
-           ("task", "Task", 4), ("rep", "#", 2), ("state", "State", 7), ("left", "Budget left", 15),
-           ("best", "Best", 7), ("gpu", "GPU", 4), ("tokens", "Tokens", 6), ("cost", "Cost", 6),
-           ("scripts", "Scripts", 7)]
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}
 MAX_REPLAY = 4  # sessions side by side in the replay screen
+BOX_ACTIONS = {"filter_sessions", "search"}  # priority keys that open a text box
+NOTE_TIMEOUT_S = {"information": 5, "warning": 8, "error": 10}
 DASHBOARD_ACTIONS = {"toggle_pause", "abort", "follow", "filter", "search", "sort", "reverse", "mark", "detail",
-                     "replay"}
+                     "replay", "filter_sessions", "dismiss"}
 
 
 def settle_gc() -> None:
@@ -68,19 +71,29 @@ def settle_gc() -> None:
 class MonitorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "onegc monitor"
+    AUTO_FOCUS = "#sessions"  # the filter box comes first in the layout, but the table has the keyboard
+    # size classes the stylesheet lays the screens out by (80x24 works; 200x50 uses the room)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-medium"), (150, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
+    # in the footer's order; a narrow footer drops keys from the end (? and q always stay)
     BINDINGS = [
+        Binding("question_mark", "help", "Help"),
         Binding("p", "toggle_pause", "Pause/resume"),
         Binding("a", "abort", "Abort"),
+        # priority: the app opens the box before it hands on the next key, so keys typed fast (or
+        # pasted) behind \\ or / go into the box, not to the table ("a" would ask to abort)
+        Binding("backslash", "filter_sessions", "Filter sessions", priority=True),
+        Binding("slash", "search", "Search transcript", priority=True),
+        Binding("d", "detail", "Detail"),
+        Binding("h", "history", "History"),
+        Binding("t", "filter", "Transcript kinds"),
         Binding("f", "follow", "Follow"),
-        Binding("t", "filter", "Filter"),
-        Binding("slash", "search", "Search"),
         Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse sort", show=False),
         Binding("space", "mark", "Mark"),
-        Binding("d", "detail", "Detail"),
         Binding("r", "replay", "Replay"),
-        Binding("h", "history", "History"),
-        Binding("n", "new_session", "New"),
+        Binding("n", "new_session", "New session"),
+        Binding("escape", "dismiss", "Close boxes and notifications", show=False),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -101,15 +114,10 @@ class MonitorApp(App):
         self.loaded_seq: int | None = 0  # None while the selected session's panes are being read
         self._held: list[Event] = []
         self._summary = ""
-        self.rows: dict[str, dict] = {}  # session id -> its summary row
-        self._cells: dict[str, dict[str, str]] = {}  # session id -> the table cells shown
         self._countdowns: set[str] = set()  # sessions whose countdown moves
         self._unchecked: set[str] = set()  # rows changed since the alerts last looked
-        self.order: list[str] = []
-        self.sort_by = "started"
-        self.sort_reverse = False
-        self.marked: list[str] = []
         self.alerts = Alerts(higher_is_better=self._higher_is_better)
+        self.coalescer = Coalescer()
         self.history = HistoryViews(home)  # the history screen's data; dropped when sessions start or end
         self._pending: deque[tuple[str, Event]] = deque(maxlen=MAX_PENDING)
         self._pending_lock = threading.Lock()
@@ -123,20 +131,20 @@ class MonitorApp(App):
         yield MonitorHeader(show_clock=self.show_clock)
         with Vertical(id="top"):
             yield Static("", id="summary")
-            yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+            yield Input(placeholder=f"filter sessions: {FILTER_HELP} · Enter keeps it, Esc clears it",
+                        id="session-filter")
+            yield SessionsTable(id="sessions", now=self.now)
         with Grid(id="panes"):
             yield TranscriptPane(id="transcript")
             with Vertical(id="side"):
                 yield BudgetPane(id="budget")
                 yield GpuPane(id="gpu")
             yield CheckpointsPane(id="checkpoints")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one("#sessions", DataTable)
-        self._dashboard = table  # held: a query fails once the app starts taking its widgets down
-        for key, label, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+        self._dashboard = self.query_one(SessionsTable)  # held: a query fails once the app starts taking its widgets down
+        self.query_one("#session-filter").display = False  # opened by \\
         self.store = Store.open(self.home)
         self._mounted_at = time.monotonic()
         # the ingest thread parses while we draw: hand the GIL over sooner so a key press is not
@@ -162,6 +170,8 @@ class MonitorApp(App):
         """Dashboard keys act on the dashboard only (hidden from the footer elsewhere)."""
         if action in DASHBOARD_ACTIONS and len(self.screen_stack) > 1:
             return False
+        if action in BOX_ACTIONS and isinstance(self.focused, Input):
+            return False  # typing in a box: \\ and / are characters
         return True
 
     # ------------------------------------------------------------------ threads -> app
@@ -182,8 +192,10 @@ class MonitorApp(App):
         with self._pending_lock:
             batch = list(self._pending)
             self._pending.clear()
+        errors = []
         while self._errors:
-            self.notify(self._errors.popleft(), severity="warning", timeout=8)
+            errors.append(Alert("", self._errors.popleft(), "warning", "ingest_error"))
+        self._notify(errors)
         if not batch:
             return
         mine = [e for sid, e in batch if sid == self.selected]
@@ -191,13 +203,24 @@ class MonitorApp(App):
             self._held.extend(mine)  # the panes are being read: apply these after
         elif mine:
             self._draw_selected([e for e in mine if e.seq > self.loaded_seq])
-        for sid, e in batch:
-            for alert in self.alerts.feed(sid, e):
-                self.notify(alert.message, severity=alert.severity, timeout=8 if alert.severity != "information" else 5)
+        self._notify([alert for sid, e in batch for alert in self.alerts.feed(sid, e)])
         if any(e.type in ("session_started", "session_ended", "budget", "checkpoint_scored") for _, e in batch):
             self.refresh_sessions()
         if any(e.type in ("session_started", "session_ended") for _, e in batch):
             self.history.invalidate()
+
+    @property
+    def table(self) -> SessionsTable:
+        return self._dashboard
+
+    @property
+    def rows(self) -> dict[str, dict]:
+        """Every session's summary row (the table's, filtered or not)."""
+        return self._dashboard.summaries
+
+    @property
+    def marked(self) -> list[str]:
+        return self._dashboard.marked
 
     def refresh_sessions(self) -> None:
         """Bring the sessions table up to date: the rows changed since the last look, and the
@@ -205,6 +228,7 @@ class MonitorApp(App):
         redraws only what moved (reading every row each second was ~170 ms of the drawing thread)."""
         if self.store is None:
             return
+        caught_up = self._ingest is None or self._ingest.ready.is_set()  # before reading: its rows are in
         version = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
         changed: dict[str, dict] = {}
         if version != self._data_version:
@@ -215,58 +239,64 @@ class MonitorApp(App):
         moving = [sid for sid in self._countdowns if sid not in changed]  # their countdowns
         if not changed and not moving and self._summary:
             return
-        table = self.query_one("#sessions", DataTable)
+        table = self.table
         now = self.now()
         with self.batch_update():
+            new = [sid for sid in changed if sid not in table.summaries]
+            relaid = bool(new) and table.relayout(self.size.width, new)  # a longer id may widen the session column
             for sid, row in changed.items():
-                self._show_row(table, sid, row, now)
+                table.put(sid, row, now)
+                self._track(sid, row, first=sid in new)
             self._unchecked.update(changed)
             for sid in moving:
-                self._show_row(table, sid, self.rows[sid], now)
-            if changed or (moving and self.sort_by == "left"):
-                self._resort()
+                table.put(sid, table.summaries[sid], now)
+            if changed or relaid or (moving and table.sort_by == "left"):
+                table.resort()
         if changed or not self._summary:
             self._show_summary()
         rows = self.rows
-        if self.selected is None and rows:
+        if self.selected is None and table.order:
             waiting = self.focus_id and self.focus_id not in rows and time.monotonic() - self._mounted_at < FOCUS_WAIT_S
             if not waiting:
-                target = self.focus_id if self.focus_id in rows else self.order[0]
+                # on attach: the session asked for, else the top row (the most recent running one)
+                target = self.focus_id if self.focus_id in table.order else table.order[0]
                 self.select(target)
-                table.move_cursor(row=table.get_row_index(target), animate=False)
-        elif self.focus_id in rows and self.focus_id != self.selected and self._focus_pending:
+                table.go_to(target)
+        elif self.focus_id in table.order and self.focus_id != self.selected and self._focus_pending:
             self._focus_pending = False  # the session asked for (or started from the form): go to it
-            table.move_cursor(row=table.get_row_index(self.focus_id), animate=False)
+            table.go_to(self.focus_id)
         elif self.selected in changed:
             self.query_one(BudgetPane).update_row(rows[self.selected])
+        if self._auto_pick and caught_up and table.order:
+            # the store may lag the session folders when no monitor ran: once the ingester has
+            # caught up, the top row (the most recent running session) is the one to show, unless
+            # the user has moved since
+            self._auto_pick = False
+            top = table.order[0]
+            if top != self.selected and not self.focus_id:
+                self.select(top)
+                table.go_to(top)
 
     _rev = 0  # the newest sessions-row revision shown
+    _auto_pick = True  # the selection was made for the user, not by them
     _focus_pending = False
 
-    def _show_row(self, table: DataTable, sid: str, row: dict, now: float) -> None:
-        cells = session_cells(row, now)
-        cells["mark"] = "◆" if sid in self.marked else ""
-        old = self._cells.get(sid)
-        if old is None:
-            table.add_row(*(cells[k] for k, _, _ in COLUMNS), key=sid)
+    def _track(self, sid: str, row: dict, first: bool) -> None:
+        if first:
             self._first_sight(sid, row)
-        else:
-            for key, _, _ in COLUMNS:
-                if cells[key] != old[key]:
-                    table.update_cell(sid, key, cells[key])
-        self._cells[sid] = cells
-        self.rows[sid] = row
         if row["state"] == "running":
             self._countdowns.add(sid)
         else:
             self._countdowns.discard(sid)
 
     def _show_summary(self) -> None:
-        rows = self.rows
+        rows, table = self.rows, self.table
         n_paused = sum(1 for r in rows.values() if r["state"] == "paused")
-        order = f"sorted by {self.sort_by}{' ↓' if self.sort_reverse else ''}"
+        order = f"sorted by {table.sort_by} {sort_arrow(table.sort_by, table.sort_reverse)}"
         marks = f" · {len(self.marked)} marked for replay" if self.marked else ""
-        summary = (f"{count(len(rows), 'session')} · {len(self._countdowns)} running · {n_paused} paused · {order}{marks}" if rows else
+        shown = f" · filter “{table.filter_text}”: {len(table.order)} shown" if table.row_filter else ""
+        summary = (f"{count(len(rows), 'session')} · {len(self._countdowns)} running · {n_paused} paused{shown} · "
+                   f"{order}{marks}" if rows else
                    f"No sessions under {self.home / 'runs'} yet: press n, or run 'onegc demo' or 'onegc run'.")
         if summary != self._summary:  # an update relayouts the screen: only when the text changes
             self._summary = summary
@@ -277,18 +307,6 @@ class MonitorApp(App):
             last, alive = queries.activity(self.store, sid)
             self.alerts.seed(sid, last, alive)
         self.alerts.states[sid] = row["state"]
-
-    def _resort(self) -> None:
-        now = self.now()
-        want = sorted(self.rows, key=lambda sid: sort_key(self.rows[sid], self.sort_by, now), reverse=self.sort_reverse)
-        if want == self.order:
-            return
-        table = self.query_one("#sessions", DataTable)
-        rank = {sid: i for i, sid in enumerate(want)}
-        table.sort("session", key=rank.__getitem__)
-        self.order = want
-        if self.selected in rank:
-            table.move_cursor(row=rank[self.selected], animate=False)  # the cursor stays on its session
 
     def _higher_is_better(self, sid: str) -> bool:
         try:
@@ -319,8 +337,18 @@ class MonitorApp(App):
             clock.refresh()
         watched = self._unchecked | self._countdowns
         self._unchecked = set()
-        for alert in self.alerts.check({sid: self.rows[sid] for sid in watched}, self.now()):
-            self.notify(alert.message, severity=alert.severity, timeout=10)
+        self._notify(self.alerts.check({sid: self.rows[sid] for sid in watched}, self.now()))
+        for note in self.coalescer.due(time.monotonic(), self.selected):
+            self._show_note(note)
+
+    def _notify(self, alerts: list[Alert]) -> None:
+        """Alerts become at most one notification per kind every few seconds (view.Coalescer)."""
+        if alerts:
+            for note in self.coalescer.add(alerts, time.monotonic(), self.selected):
+                self._show_note(note)
+
+    def _show_note(self, note: Note) -> None:
+        self.notify(note.message, severity=note.severity, timeout=NOTE_TIMEOUT_S[note.severity])
 
     @on(DataTable.RowHighlighted, "#sessions")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -330,6 +358,7 @@ class MonitorApp(App):
         if table.coordinate_to_cell_key(table.cursor_coordinate).row_key != event.row_key:
             return  # posted before a re-sort moved the rows: the cursor is on another session now
         if event.row_key.value != self.selected:
+            self._auto_pick = False  # the user moved: their choice stands
             self.select(event.row_key.value)
 
     @on(DataTable.RowSelected, "#sessions")
@@ -441,25 +470,95 @@ class MonitorApp(App):
     def action_search(self) -> None:
         self.query_one(TranscriptPane).open_search()
 
+    def on_transcript_log_open(self, msg: TranscriptLog.Open) -> None:
+        from onegc_tui.app.viewer import LineScreen
+
+        self.push_screen(LineScreen(msg.ref, msg.line))
+
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:
         self.query_one(TranscriptPane).set_search(event.value, self.store)
-        self.query_one("#sessions", DataTable).focus()
+        self.table.focus()
+
+    # ------------------------------------------------------------------ the sessions filter
+    LIVE_FILTER_MAX = 2_000  # up to this many sessions the table follows each key typed; beyond, Enter applies
+
+    def action_filter_sessions(self) -> None:
+        box = self.query_one("#session-filter", Input)
+        box.display = True
+        # at once, not after this event: keys typed (or pasted) right behind the \\ go into the box
+        self.screen.set_focus(box)
+
+    @on(Input.Changed, "#session-filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        if len(self.rows) <= self.LIVE_FILTER_MAX:
+            self._apply_filter(event.value)
+
+    @on(Input.Submitted, "#session-filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self._apply_filter(event.value)
+        if not event.value.strip():
+            event.input.display = False
+        self.table.focus()
+
+    def _apply_filter(self, query: str) -> None:
+        table = self.table
+        table.set_filter(query)
+        self._show_summary()
+        if self.selected not in table.order and table.order:
+            self.select(table.order[0])  # the selection was filtered out: the first that matches
+            table.go_to(table.order[0])
+        elif self.selected in table.order:
+            table.go_to(self.selected)
 
     def on_key(self, event) -> None:
-        if event.key == "escape" and isinstance(self.focused, Input) and self.focused.id == "search":
+        """Esc in a text box: clear it and give the keyboard back to the sessions table."""
+        if event.key != "escape" or not isinstance(self.focused, Input):
+            return
+        box = self.focused
+        if box.id == "search":
             self.query_one(TranscriptPane).set_search("", self.store)
-            self.query_one("#sessions", DataTable).focus()
-            event.stop()
+        elif box.id == "session-filter":
+            box.value = ""
+            self._apply_filter("")
+            box.display = False
+        else:
+            return
+        self.table.focus()
+        event.stop()
+
+    def action_dismiss(self) -> None:
+        """Esc on the dashboard: close the notifications."""
+        self.clear_notifications()
+
+    # ------------------------------------------------------------------ help
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(key_sections(self.screen), pane_name(self.screen.focused)))
+
+    def get_system_commands(self, screen):
+        """The palette's "Keys" opens the same help as ``?`` (Textual's panel did not close on Esc)."""
+        for command in super().get_system_commands(screen):
+            if command.title == "Keys":
+                yield SystemCommand("Keys", "Every key for the focused pane, and what the marks mean (?)",
+                                    self.action_help)
+            else:
+                yield command
 
     def action_sort(self) -> None:
-        self.sort_by = SORTS[(SORTS.index(self.sort_by) + 1) % len(SORTS)]
-        self._resort()
+        """The next of the columns on screen, in its natural direction."""
+        table = self.table
+        sorts = [c.sort for c, _ in table.fitted if c.sort]
+        by = sorts[(sorts.index(table.sort_by) + 1) % len(sorts)] if table.sort_by in sorts else sorts[0]
+        table.set_sort(by, False)
         self._show_summary()
 
     def action_reverse(self) -> None:
-        self.sort_reverse = not self.sort_reverse
-        self._resort()
+        self.table.set_sort(self.table.sort_by, not self.table.sort_reverse)
+        self._show_summary()
+
+    def on_sessions_table_sort_changed(self, _: SessionsTable.SortChanged) -> None:
         self._show_summary()
 
     def action_mark(self) -> None:
@@ -473,8 +572,7 @@ class MonitorApp(App):
             return
         else:
             self.marked.append(sid)
-        mark = self._cells[sid]["mark"] = "◆" if sid in self.marked else ""
-        self.query_one("#sessions", DataTable).update_cell(sid, "mark", mark)
+        self.table.set_mark(sid)
         self._show_summary()
 
     def action_detail(self) -> None:

@@ -12,6 +12,8 @@ Timelines are read in a worker (its own SQLite connection) and handed over by me
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -19,14 +21,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Log, Static
 
 from onegc_tui import queries
 from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
+from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import GUTTER, Plot, Series
 from onegc_tui.queries import Timeline
 from onegc_tui.store import Store
+from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
 from onegc_tui.view import best_so_far, clock, fmt_score, level_strip, short_task
 
 STEP = 0.01  # of the budget per left/right press
@@ -89,10 +93,17 @@ def analytics_text(t: Timeline) -> Text:
     lines = [f"[b]{t.session_id}[/b]", f"{short_task(t.row.get('task'))} · {t.row.get('agent')}"
              + (f" · {t.row.get('model')}" if t.row.get("model") else "") + f" · repeat {t.row.get('repeat') or 1}",
              f"state {t.row.get('state')}" + (f" · {t.row['end_reason'].replace('_', ' ')}" if t.row.get("end_reason") else ""),
-             f"official score {fmt_score(t.row.get('score'))} · {t.metric} {'↑' if t.higher else '↓'}", ""]
+             f"official score {fmt_score(t.row.get('score'))} · {t.metric} {'↑' if t.higher else '↓'}"
+             + (f" · checkpoint {t.row['best_checkpoint']} (best by the harness's val score)" if t.row.get("best_checkpoint") else "")]
+    note = integrity_note(t.row)
+    if note:
+        lines.append(f"[b yellow]{INTEGRITY_MARK} {note}[/b yellow] (the checkpoints pane lists the flags)")
+    lines.append("")
     if t.curve is not None:
-        at = scores_at(t.curve, FRACTIONS)
-        lines.append("[b]score at budget[/b]  " + "  ".join(f"{f:.0%} {fmt_score(v)}" for f, v in at.items()))
+        live = t.row.get("state") not in ("ended", "failed")
+        at = scores_at(t.curve, FRACTIONS, reached=t.end_s / t.budget_s if live else 1.0)
+        lines.append("[b]score at budget[/b]  " + "  ".join(
+            f"{f:.0%} {fmt_score(at[f]) if f in at else 'not yet'}" for f in FRACTIONS))
     lines.append(f"first checkpoint at {clock(t.first_checkpoint_s)} · {len(t.scores())} scored · "
                  f"scripts launched {t.row.get('scripts_launched') or 0}")
     if t.split is not None and t.split.total_s > 0:
@@ -139,7 +150,8 @@ class CursorScreen(Screen):
     def load(self) -> None:
         store = Store.open(self.app.home)
         try:
-            out = [t for sid in self.ids if (t := queries.timeline(store, sid, analytics=self.analytics)) is not None]
+            now = self.app.now()
+            out = [t for sid in self.ids if (t := queries.timeline(store, sid, self.analytics, now)) is not None]
         finally:
             store.close()
         self.post_message(TimelinesLoaded(out))
@@ -166,8 +178,21 @@ class CursorScreen(Screen):
 
 
 class DetailScreen(CursorScreen):
+    BINDINGS = [Binding("l", "raw_files", "Raw logs")]
+    help_name = "Session detail"
+
     def __init__(self, sid: str):
         super().__init__([sid])
+
+    def action_raw_files(self) -> None:
+        """agent.stdout.jsonl, agent.stderr.log, runner.log and events.jsonl of this session."""
+        from onegc_tui.app.viewer import RawFileScreen
+
+        row = self.app.store.session(self.ids[0]) if self.app.store else None
+        if row is None:
+            self.notify(f"no session {self.ids[0]} in the store", severity="warning")
+            return
+        self.app.push_screen(RawFileScreen(Path(row["folder"])))
 
     def compose(self) -> ComposeResult:
         yield MonitorHeader(show_clock=self.app.show_clock)
@@ -180,7 +205,7 @@ class DetailScreen(CursorScreen):
             yield Static("loading…", id="analytics")
         yield Static("Transcript up to the cursor", classes="pane-title")
         yield CursorLog(id="detail-log", max_lines=DETAIL_LINES, auto_scroll=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"detail · {self.ids[0]}"
@@ -233,7 +258,7 @@ class ReplayScreen(CursorScreen):
         with Horizontal(id="replay"):
             for _ in self.ids:
                 yield ReplayColumn()
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"replay · {len(self.ids)} sessions"

@@ -21,13 +21,15 @@ from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from onegc_tui import queries
-from onegc_tui.analysis import FRACTIONS, Matrix, anytime_band, anytime_curve, build_matrix, paper_matrix
+from onegc_tui.analysis import (FRACTIONS, Matrix, anytime_band, anytime_curve, build_matrix, paper_matrix, split_demo,
+                                task_sort_key)
+from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import Plot, Series
-from onegc_tui.export import render_matrix
+from onegc_tui.export import DEMO_TITLE, integrity_marks, render_history
 from onegc_tui.store import Store
 from onegc_tui.view import clock, count, fmt_score
 
@@ -50,8 +52,11 @@ def compute_history(home: Path, study: str | None, demo: bool | None, paper: Mat
             outcomes = queries.outcomes(store, study, include_demo=True)
     finally:
         store.close()
-    matrix = build_matrix(outcomes, study=study or "ours")
-    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown)
+    bench, demo_outcomes = split_demo(outcomes)
+    name = study or "ours"
+    matrix = build_matrix(bench, study=name)
+    demo_matrix = build_matrix(demo_outcomes, study=f"{name} (demo)")
+    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown, demo_matrix)
 
 
 class HistoryViews:
@@ -99,11 +104,11 @@ def cell_text(cell, mode: str) -> str:
         return f"({len(cell.running_ids)} running)"
     counts = f" {cell.n_success}/{cell.n_total}" if cell.n_success < cell.n_total else ""
     if cell.mean is None:
-        return "N/A" + counts
+        return "N/A" + counts + integrity_marks(cell)
     if mode == "best":
-        return f"{cell.best:.4f}" + counts
+        return f"{cell.best:.4f}" + counts + integrity_marks(cell)
     body = f"{cell.mean:.4f}" if cell.std is None else f"{cell.mean:.4f}±{cell.std:.4f}"
-    return body + counts + ("*" if cell.mixed_contracts else "")
+    return body + counts + ("*" if cell.mixed_contracts else "") + integrity_marks(cell)
 
 
 def agg_text(agg) -> str:
@@ -123,9 +128,11 @@ class HistoryScreen(Screen):
     ]
 
     class Loaded(Message):
-        def __init__(self, matrix: Matrix, paper: Matrix, studies: list[str], n: int, demo: bool):
+        def __init__(self, matrix: Matrix, paper: Matrix, studies: list[str], n: int, demo: bool,
+                     demo_matrix: Matrix):
             super().__init__()
             self.matrix, self.paper, self.studies, self.n, self.demo = matrix, paper, studies, n, demo
+            self.demo_matrix = demo_matrix
 
     def __init__(self, study: str | None = ALL):
         super().__init__()
@@ -135,17 +142,20 @@ class HistoryScreen(Screen):
         self.studies: list[str] = []
         self.matrix: Matrix | None = None
         self.paper: Matrix | None = None
+        self.demo_matrix: Matrix | None = None
 
     def compose(self) -> ComposeResult:
         yield MonitorHeader(show_clock=self.app.show_clock)
         yield Static("loading the matrix…", id="hist-summary")
         yield DataTable(id="matrix", cursor_type="cell", zebra_stripes=True)
+        yield Static(DEMO_TITLE, id="demo-title", classes="pane-title")
+        yield DataTable(id="demo-matrix", cursor_type="cell", zebra_stripes=True)
         with Horizontal(id="hist-bottom"):
             yield Static("", id="cell-detail")
             with Vertical(id="band-box"):
                 yield Static("Anytime: best so far against budget (mean, band = min…max)", classes="pane-title")
                 yield Plot(id="band-plot", empty="highlight one of our cells to see its anytime curves")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "history"
@@ -161,23 +171,42 @@ class HistoryScreen(Screen):
 
     def on_history_screen_loaded(self, msg: Loaded) -> None:
         self.matrix, self.paper, self.studies, self.demo_shown = msg.matrix, msg.paper, msg.studies, msg.demo
+        self.demo_matrix = msg.demo_matrix
         self.n_sessions = msg.n
         self.draw()
 
-    def _columns(self) -> list:
-        cols = {c.task: c for c in (*self.matrix.tasks, *self.paper.tasks)}
-        from onegc_tui.analysis import task_sort_key
-
-        return sorted(cols.values(), key=lambda c: task_sort_key(c.task))
+    @property
+    def _tables(self) -> dict[str, list[Matrix]]:
+        """Each table and the matrices in it: the paper's tasks beside the paper; the demo alone."""
+        return {"matrix": [self.matrix, self.paper], "demo-matrix": [self.demo_matrix]}
 
     def draw(self) -> None:
-        table = self.query_one("#matrix", DataTable)
+        has_demo = bool(self.demo_matrix and self.demo_matrix.rows)
+        self.query_one("#demo-title").display = self.query_one("#demo-matrix").display = has_demo
+        self._fill(self.query_one("#matrix", DataTable), [self.matrix, self.paper])
+        if has_demo:
+            self._fill(self.query_one("#demo-matrix", DataTable), [self.demo_matrix])
+        what = "mean ± std over successful repeats (n/N when some failed)" if self.mode == "mean" else "best of N"
+        study = self.study or "all sessions"
+        demo = " · demo tasks in their own table below" if has_demo else ""
+        self.query_one("#hist-summary", Static).update(
+            f"[b]{study}[/b]: {count(self.n_sessions, 'session')}{demo} · cells: {what} · bold: best per task · "
+            f"Agg: mean relative improvement over the baselines (†: partial) · paper rows: its Table 4/6")
+        if not self.matrix.rows and has_demo and self.focused is not self.query_one("#demo-matrix"):
+            self.query_one("#demo-matrix").focus()  # nothing of ours beside the paper: start on the demo's cells
+        if not self.matrix.rows:
+            self.query_one("#cell-detail", Static).update(
+                "No finished sessions of ours on the paper's tasks for this filter: only the paper's reference rows are shown."
+                + (" The demo task's sessions are in the table below." if has_demo else ""))
+        self._describe()
+
+    def _fill(self, table: DataTable, matrices: list[Matrix]) -> None:
         keep = table.cursor_coordinate
         table.clear(columns=True)  # a new study or mode: a different table, not a live update
-        cols = self._columns()
-        table.add_column("Study", key="study", width=max([len(self.matrix.study), 5]))
-        table.add_column("Agent", key="agent", width=max([len(r.label) for m in (self.matrix, self.paper) for r in m.rows] + [5]))
-        rows = [(self.matrix, r) for r in self.matrix.rows] + [(self.paper, r) for r in self.paper.rows]
+        cols = sorted({c.task: c for m in matrices for c in m.tasks}.values(), key=lambda c: task_sort_key(c.task))
+        table.add_column("Study", key="study", width=max([len(m.study) for m in matrices] + [5]))
+        table.add_column("Agent", key="agent", width=max([len(r.label) for m in matrices for r in m.rows] + [5]))
+        rows = [(m, r) for m in matrices for r in m.rows]
         for c in cols:  # as wide as the widest cell: the whole matrix fits where it can
             width = max([len(cell_text(r.cell(c.task), self.mode)) for _, r in rows] + [4])
             table.add_column(f"{c.label} {'↑' if c.direction == 'higher' else '↓'}", key=c.task, width=width)
@@ -202,21 +231,12 @@ class HistoryScreen(Screen):
                           Text(agg_text(r.agg_max), justify="right"), key=f"{m.study}{SEP}{r.label}")
         if table.row_count:
             fresh = keep.column < 2 or keep.row >= table.row_count or keep.column >= len(table.columns)
-            table.cursor_coordinate = self._first_result(cols) if fresh else keep
-        what = "mean ± std over successful repeats (n/N when some failed)" if self.mode == "mean" else "best of N"
-        study = self.study or "all sessions"
-        demo = " · demo tasks included" if self.demo_shown else ""
-        self.query_one("#hist-summary", Static).update(
-            f"[b]{study}[/b]: {count(self.n_sessions, 'session')}{demo} · cells: {what} · bold: best per task · "
-            f"Agg: mean relative improvement over the baselines (†: partial) · paper rows: its Table 4/6")
-        if not self.matrix.rows:
-            self.query_one("#cell-detail", Static).update(
-                "No finished sessions of ours yet for this filter: only the paper's reference rows are shown.")
-        self._describe()
+            table.cursor_coordinate = self._first_result(matrices[0], cols) if fresh else keep
 
-    def _first_result(self, cols) -> Coordinate:
+    @staticmethod
+    def _first_result(matrix: Matrix, cols) -> Coordinate:
         """Where the cursor starts: our first cell with a finished session."""
-        for i, r in enumerate(self.matrix.rows):
+        for i, r in enumerate(matrix.rows):
             for j, c in enumerate(cols):
                 if (cell := r.cell(c.task)) is not None and cell.n_total:
                     return Coordinate(i, j + 2)
@@ -224,17 +244,23 @@ class HistoryScreen(Screen):
 
     # ------------------------------------------------------------------ the highlighted cell
     def _target(self):
-        table = self.query_one("#matrix", DataTable)
+        """(matrix, row, column key) under the cursor of the table that has the keyboard."""
+        focused = self.focused
+        table = focused if isinstance(focused, DataTable) and focused.id in self._tables else self.query_one("#matrix", DataTable)
         if not table.row_count or self.matrix is None:
             return None
         cell_key = table.coordinate_to_cell_key(table.cursor_coordinate)
         study, label = str(cell_key.row_key.value).split(SEP, 1)
-        m = self.paper if study == self.paper.study and study != self.matrix.study else self.matrix
+        m = next(m for m in self._tables[table.id] if m.study == study)
         return m, m.row(label), str(cell_key.column_key.value)
 
-    @on(DataTable.CellHighlighted, "#matrix")
+    @on(DataTable.CellHighlighted)
     def _highlighted(self, _: DataTable.CellHighlighted) -> None:
         self._describe()
+
+    def on_descendant_focus(self) -> None:
+        if self.matrix is not None:
+            self._describe()  # Tab between the two tables: describe the cell that now has the cursor
 
     def _describe(self) -> None:
         target = self._target()
@@ -333,7 +359,7 @@ class HistoryScreen(Screen):
         out.mkdir(exist_ok=True)
         name = (self.study or "all").replace("/", "_")
         for fmt, ext in (("md", "md"), ("csv", "csv"), ("latex", "tex"), ("json", "json")):
-            (out / f"history-{name}.{ext}").write_text(render_matrix(self.matrix, fmt, paper=self.paper))
+            (out / f"history-{name}.{ext}").write_text(render_history(self.matrix, self.demo_matrix, fmt, paper=self.paper))
         self.notify(f"wrote history-{name}.md/.csv/.tex/.json to {out}")
 
     def action_drill(self) -> None:
@@ -379,7 +405,7 @@ class SessionsScreen(Screen):
         yield Static(f"{self.title_text}: {count(len(self.ids), 'session')} · Enter opens one · space marks · r replays",
                      id="drill-summary")
         yield DataTable(id="drill", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = self.title_text

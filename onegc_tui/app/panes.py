@@ -1,142 +1,34 @@
-"""The four panes of the selected session: transcript, budget, GPU and checkpoint scores."""
+"""Three panes of the selected session: budget, GPU and checkpoint scores (the transcript: ``transcript.py``)."""
 
 from __future__ import annotations
 
+import json
+
 from collections import deque
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.message import Message
-from textual.widgets import DataTable, Input, Log, Sparkline, Static
+from textual.widgets import DataTable, Sparkline, Static
 
 from onegc_tui.app.plot import Plot, Series
-from onegc_tui.queries import pane_lines
 from onegc_tui.store import Store
-from onegc_tui.view import FILTERS, BudgetView, bar, best_so_far, clock, event_line, event_matches, fmt_score, search_words
+from onegc_tui.view import BudgetView, bar, best_so_far, clock, fmt_score
 from runner.events import Event
 from tasks import UnknownTask, get_task
 
-TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite
-LOAD_LINES = 500  # read on selection: a screenful many times over, cheap enough to keep keys snappy
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
 BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
 
 
-class FollowLog(Log):
-    """A Log that stops following new lines when the user scrolls up, and follows again at the end."""
-
-    class FollowChanged(Message):
-        def __init__(self, following: bool):
-            super().__init__()
-            self.following = following
-
-    def _set_follow(self, on: bool) -> None:
-        if self.auto_scroll != on:
-            self.auto_scroll = on
-            self.post_message(self.FollowChanged(on))
-
-    def on_mouse_scroll_up(self) -> None:
-        self._set_follow(False)
-
-    def action_scroll_up(self) -> None:
-        self._set_follow(False)
-        super().action_scroll_up()
-
-    def action_page_up(self) -> None:
-        self._set_follow(False)
-        super().action_page_up()
-
-    def action_scroll_home(self) -> None:
-        self._set_follow(False)
-        super().action_scroll_home()
-
-    def action_scroll_end(self) -> None:
-        super().action_scroll_end()
-        self._set_follow(True)
-
-    def follow(self) -> None:
-        self._set_follow(True)
-        self.scroll_end(animate=False)
-
-
-class TranscriptPane(Vertical):
-    """The selected session's transcript: a filter (all, text, tool calls, errors), full-text search, follow."""
-
-    def compose(self) -> ComposeResult:
-        yield Static("Transcript", classes="pane-title", id="transcript-title")
-        yield Input(placeholder="search the transcript: words, Enter; Esc clears", id="search")
-        yield FollowLog(max_lines=TRANSCRIPT_LINES, id="transcript-log", auto_scroll=True)
-
-    def on_mount(self) -> None:
-        self.mode = "all"
-        self.query_text = ""
-        self.words: tuple[str, ...] = ()
-        self.sid: str | None = None
-        self.query_one(Log).can_focus = True
-        self.query_one("#search", Input).display = False
-        self._title()
-
-    def _title(self) -> None:
-        log = self.query_one(Log)
-        parts = [f"Transcript · {self.mode}"]
-        if self.words:
-            parts.append(f"“{self.query_text}”")
-        parts.append("following" if log.auto_scroll else "scrolled back: f follows")
-        self.query_one("#transcript-title", Static).update(" · ".join(parts))
-
-    def load(self, sid: str, store: Store) -> None:
-        self.show(sid, self.fetch(store, sid, self.mode, self.query_text))
-
-    @staticmethod
-    def fetch(store: Store, sid: str, mode: str, query_text: str) -> tuple[list[str], list[str]]:
-        """The pane's lines and corrupt-line notes (SQLite only: safe on a worker thread)."""
-        lines = pane_lines(store, sid, mode, query_text, LOAD_LINES)
-        errors = [] if mode not in ("all", "errors") or search_words(query_text) else [
-            f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
-        return lines, errors
-
-    def show(self, sid: str, fetched: tuple[list[str], list[str]]) -> None:
-        self.sid = sid
-        lines, errors = fetched
-        log = self.query_one(Log)
-        log.clear()
-        empty = "(no transcript yet)" if self.mode == "all" and not self.words else "(nothing matches the filter)"
-        log.write_lines(errors + lines if lines or errors else [empty])
-        log.follow()
-        self._title()
-
-    def add_events(self, events: list[Event]) -> None:
-        lines = [line for e in events if event_matches(e, self.mode, self.words) and (line := event_line(e))]
-        if lines:
-            log = self.query_one(Log)
-            log.write_lines(lines)
-            log.refresh()  # Textual 8.2.8: a full Log(max_lines) stops repainting without this
-
-    def cycle_filter(self, store: Store) -> None:
-        self.mode = FILTERS[(FILTERS.index(self.mode) + 1) % len(FILTERS)]
-        if self.sid:
-            self.load(self.sid, store)
-
-    def open_search(self) -> None:
-        box = self.query_one("#search", Input)
-        box.display = True
-        box.focus()
-
-    def set_search(self, text: str, store: Store) -> None:
-        self.query_text = text.strip()
-        self.words = search_words(self.query_text)
-        box = self.query_one("#search", Input)
-        if not self.words:
-            box.value = ""
-            box.display = False
-        if self.sid:
-            self.load(self.sid, store)
-
-    def follow(self) -> None:
-        self.query_one(FollowLog).follow()
-
-    def on_follow_log_follow_changed(self, _: FollowLog.FollowChanged) -> None:
-        self._title()
+def budget_bar_text(view: BudgetView, now: float, width: int) -> str:
+    """The budget bar: the share left while a session runs, the share used once it has ended
+    (an ended session has nothing left: what matters is how much of the budget it took)."""
+    ended = view.state in ("ended", "failed")
+    left = view.fraction_left(now)
+    fraction, label = (1.0 - left, "used") if ended else (left, "left")
+    room = width - 10  # " 100% left"; redrawn each second
+    return f"{bar(fraction, room if room >= 4 else BUDGET_BAR_WIDTH)} {fraction:4.0%} {label}"
 
 
 class BudgetPane(Vertical):
@@ -167,7 +59,7 @@ class BudgetPane(Vertical):
         self._draw()
 
     def tick(self) -> None:
-        if hasattr(self, "row"):
+        if hasattr(self, "row") and self.query("#budget-bar"):  # not while the app takes its widgets down
             self._draw()
 
     def _set(self, selector: str, text: str, layout: bool = True) -> None:
@@ -181,7 +73,8 @@ class BudgetPane(Vertical):
 
     def _draw(self) -> None:
         v = self.view
-        left = v.remaining_now()
+        now = self.app.now()  # the app's clock: frozen in tests and snapshots
+        left = v.remaining_now(now)
         state = v.state
         if state in ("ended", "failed") and v.budget_s:
             text = f"{state.upper()} · used {clock(v.budget_s - (left or 0))} of {clock(v.budget_s)}"
@@ -189,10 +82,7 @@ class BudgetPane(Vertical):
             label = {"paused": "  PAUSED", "queued": "  QUEUED"}.get(state, "")
             text = f"{clock(left)} left{label}"
         self._set("#countdown", text, layout=False)  # fixed size (app.tcss): no relayout every second
-        left_fraction = v.fraction_left()
-        width = self.query_one("#budget-bar").size.width - 5  # room for " 100%"; redrawn each second
-        self._set("#budget-bar", f"{bar(left_fraction, width if width >= 4 else BUDGET_BAR_WIDTH)} "
-                                 f"{left_fraction:4.0%}", layout=False)
+        self._set("#budget-bar", budget_bar_text(v, now, self.query_one("#budget-bar").size.width), layout=False)
         row = getattr(self, "row", {}) or {}
         detail = f"budget {clock(v.budget_s)}"
         if row.get("end_reason"):
@@ -201,6 +91,12 @@ class BudgetPane(Vertical):
         self.set_class(state == "paused", "-paused")
         self.set_class(state == "failed", "-failed")
         self.set_class(state == "ended", "-ended")
+
+
+def no_gpu_text(message: str) -> str:
+    """The runner's no-GPU warning, said once: "no GPU visible: NVML unavailable" stays as it is,
+    a bare reason gets the prefix ("no GPU: driver not loaded")."""
+    return message if message.lower().startswith("no gpu") else f"no GPU: {message}"
 
 
 class GpuPane(Vertical):
@@ -254,7 +150,7 @@ class GpuPane(Vertical):
         spark.data = list(self.history) or [0.0]
         figures = self.query_one("#gpu-figures", Static)
         if self.no_gpu and not self.history:
-            figures.update(f"no GPU: {self.no_gpu}")
+            figures.update(no_gpu_text(self.no_gpu))
             self.set_class(True, "-nogpu")
             return
         self.set_class(False, "-nogpu")
@@ -267,8 +163,18 @@ class GpuPane(Vertical):
                            f"busy {busy:.0%} of the last {len(self.history)} s", layout=False)
 
 
+def cut(text: str) -> Text:
+    """A table cell that ends in ``…`` when its column is too narrow for it."""
+    return Text(text, overflow="ellipsis", no_wrap=True, end="")
+
+
 class CheckpointsPane(Vertical):
-    COLUMNS = [("name", "Checkpoint", 22), ("at", "At", 5), ("score", "Score", 7), ("note", "", 30)]
+    help_name = "Checkpoint scores"
+    # name, score, when it appeared, and a note (an error, "scoring…", "★ best"); in a narrow
+    # pane the name gives way first, then the time, so the score and the note stay in sight
+    LABELS = {"name": "Checkpoint", "score": "Score", "at": "At", "note": ""}
+    SCORE_W, AT_W = 6, 5
+    NAME_MIN, NAME_MAX, NOTE_MIN = 8, 24, 8
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint scores", classes="pane-title", id="ckpt-title")
@@ -276,14 +182,39 @@ class CheckpointsPane(Vertical):
         yield Plot(id="score-plot")
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label, width in self.COLUMNS:
-            table.add_column(label, key=key, width=width)
         self.higher = True
         self.values: dict[str, float] = {}
         self.at: dict[str, float] = {}
         self.best: str | None = None
         self.budget_s = 1.0
+        self.cells: dict[str, dict[str, str]] = {}  # row key -> the text of each cell
+        self.widths: dict[str, int] = {}  # the columns shown, in order, and their widths
+        self._fit(self.size.width or 40)
+
+    def on_resize(self) -> None:
+        self._fit(self.size.width)
+
+    @classmethod
+    def fit(cls, width: int) -> dict[str, int]:
+        """The columns a pane ``width`` cells wide shows, and their widths."""
+        room = width - 4  # border and scrollbar
+        with_at = room - 2 * 4 - cls.SCORE_W - cls.AT_W >= cls.NAME_MIN + cls.NOTE_MIN
+        fixed = {"score": cls.SCORE_W, **({"at": cls.AT_W} if with_at else {})}
+        room -= 2 * (len(fixed) + 2) + sum(fixed.values())  # one blank each side of every column
+        name = max(cls.NAME_MIN, min(cls.NAME_MAX, room - cls.NOTE_MIN))
+        return {"name": name, **fixed, "note": max(cls.NOTE_MIN, room - name)}
+
+    def _fit(self, width: int) -> None:
+        widths = self.fit(width)
+        if widths == self.widths:
+            return
+        self.widths = widths
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        for key, w in widths.items():
+            table.add_column(cut(self.LABELS[key]), key=key, width=w)
+        for key, cells in self.cells.items():
+            table.add_row(*(cut(cells[c]) for c in widths), key=key)
 
     def load(self, sid: str, row: dict, store: Store) -> None:
         self.show(row, self.fetch(store, sid))
@@ -295,7 +226,9 @@ class CheckpointsPane(Vertical):
     def show(self, row: dict, checkpoints: list[dict]) -> None:
         table = self.query_one(DataTable)
         table.clear()  # a different session: the cursor has nothing to keep
-        self.values, self.at, self.best = {}, {}, None
+        self.cells.clear()
+        self.values, self.at, self.best, self.notes = {}, {}, None, {}
+        self.official = row.get("best_checkpoint")  # the session's official checkpoint, once it ended
         self.budget_s = row.get("budget_s") or 1.0
         try:
             spec = get_task(row.get("task") or "")
@@ -305,7 +238,9 @@ class CheckpointsPane(Vertical):
             self.higher, metric = True, "score"
         self.query_one("#ckpt-title", Static).update(f"Checkpoint scores · {metric} {'↑' if self.higher else '↓'}")
         for r in checkpoints:
-            self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"])
+            flags = json.loads(r["flags"]) if r.get("flags") else []
+            self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"],
+                      flags)
         self._mark_best()
 
     def apply(self, events: list[Event]) -> None:
@@ -315,14 +250,22 @@ class CheckpointsPane(Vertical):
                 self._put(e.name, False, e.budget_elapsed_s, None, None, e.self_reported)
                 changed = True
             elif e.type == "checkpoint_scored":
-                self._put(e.name, e.official, e.budget_elapsed_s, e.value, e.error, None)
+                self._put(e.name, e.official, e.budget_elapsed_s, e.value, e.error, None, e.flags)
+                changed = True
+            elif e.type == "session_ended":
+                self.official = e.best_checkpoint
                 changed = True
         if changed:
             self._mark_best()
 
+    def _set(self, key: str, col: str, text: str) -> None:
+        if self.cells[key][col] != text:
+            self.cells[key][col] = text
+            if col in self.widths:
+                self.query_one(DataTable).update_cell(key, col, cut(text))
+
     def _put(self, name: str, official: bool, at: float | None, value: float | None, error: str | None,
-             reported: float | None) -> None:
-        table = self.query_one(DataTable)
+             reported: float | None, flags: list[str] | None = None) -> None:
         key = f"{name}#official" if official else name
         label = f"{name} (official)" if official else name
         if error:
@@ -331,16 +274,20 @@ class CheckpointsPane(Vertical):
             note = "scoring…" + (f" (self-reported {reported:.4f})" if reported is not None else "")
         else:
             note = ""
-        cells = {"name": label, "at": clock(at), "score": fmt_score(value), "note": note}
-        if key in table.rows:
-            old = table.get_row(key)
-            for (col, _, _), before in zip(self.COLUMNS, old):
-                if col == "note" and value is None and not error and before:
+        if flags:  # what the scored code did beyond predicting (sealed scoring): noted, not held against it
+            note = (note + " " if note else "") + "⚠ " + "; ".join(flags)
+        if not (key in self.notes and value is None and not error and self.notes[key]):
+            self.notes[key] = note  # keep what we knew (e.g. the error) until a score arrives
+        note = ("★ " if key == self.best else "") + self.notes[key]
+        cells = {"name": label, "score": fmt_score(value), "at": clock(at), "note": note}
+        if key in self.cells:
+            for col, text in cells.items():
+                if col == "note" and value is None and not error and self.cells[key][col]:
                     continue  # keep what we knew (e.g. the error) until a score arrives
-                if cells[col] != before:
-                    table.update_cell(key, col, cells[col])
+                self._set(key, col, text)
         else:
-            table.add_row(*(cells[c] for c, _, _ in self.COLUMNS), key=key)
+            self.cells[key] = cells
+            self.query_one(DataTable).add_row(*(cut(cells[c]) for c in self.widths), key=key)
         if value is not None:
             self.values[key] = value
             self.at[key] = at or 0.0
@@ -352,16 +299,18 @@ class CheckpointsPane(Vertical):
                                   self.budget_s)
 
     def _mark_best(self) -> None:
+        """★ on the official checkpoint once the session has one (chosen by validation, which is
+        not always the best official figure on T4-T6), else on the best live score."""
         self._plot()
-        if not self.values:
+        if self.official and f"{self.official}#official" in self.cells:
+            best = f"{self.official}#official"
+        elif self.values:
+            live = {k: v for k, v in self.values.items() if not k.endswith("#official")} or self.values
+            best = (max if self.higher else min)(live, key=live.__getitem__)
+        else:
             return
-        pick = max if self.higher else min
-        official = {k: v for k, v in self.values.items() if k.endswith("#official")}
-        pool = official or self.values  # once re-evaluated, the official figure is the one that counts
-        best = pick(pool, key=pool.__getitem__)
-        table = self.query_one(DataTable)
-        if self.best and self.best != best and self.best in table.rows:
-            table.update_cell(self.best, "note", "")
-        if best in table.rows:
-            table.update_cell(best, "note", "★ best")
+        if self.best and self.best != best and self.best in self.cells:
+            self._set(self.best, "note", self.notes.get(self.best, ""))
+        if best in self.cells:
+            self._set(best, "note", "★ " + (self.notes.get(best) or "best"))
         self.best = best

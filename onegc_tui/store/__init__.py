@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -51,6 +52,9 @@ class Ingested:
     rejected: list[tuple[int, str]]
 
 
+_TOKEN = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps: letters and digits
+
+
 def unusable(path: Path, exc: sqlite3.Error) -> str:
     """One line for a store SQLite refuses: what it said, and the way out."""
     said = str(exc) or type(exc).__name__
@@ -61,8 +65,11 @@ def unusable(path: Path, exc: sqlite3.Error) -> str:
 
 
 def fts_query(words: Sequence[str]) -> str:
-    """An FTS5 query matching every word literally (quotes escaped; no operators)."""
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+    """An FTS5 query for rows holding every word: each word's tokens, as prefixes ("run_1.py" ->
+    "run"* "1"* "py"*). The index keeps no positions (detail=column), so a word of several tokens
+    cannot be a phrase; callers check the words themselves in the text found. Empty when no word
+    has a token (then there is nothing to ask the index)."""
+    return " ".join(f'"{token}"*' for w in words for token in _TOKEN.findall(w))
 
 
 def contract_hash(contract: dict) -> str:
@@ -347,6 +354,11 @@ class Store:
         except UnknownTask:
             return True
 
+    def set_disqualified(self, session_id: str, reason: str | None) -> None:
+        """A verdict (runner/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
+        with self.conn:
+            self.conn.execute("UPDATE sessions SET disqualified=? WHERE session_id=?", (reason, session_id))
+
     def mark_failed(self, session_id: str, reason: str) -> None:
         """A session whose runner died without ``session_ended`` (kept out of events.jsonl)."""
         with self.conn:
@@ -373,16 +385,18 @@ class Store:
                    search: str | None = None) -> list[dict]:
         sql = "SELECT t.* FROM transcript t"
         where, args = ["t.session_id = ?"], [session_id]
-        if search:
+        words = [w.lower() for w in (search or "").split()]
+        if words and (match := fts_query(words)):
             sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
             where.append("transcript_fts MATCH ?")
-            args.append(fts_query(search.split()))
+            args.append(match)
         if kinds:
             where.append(f"t.kind IN ({','.join('?' * len(kinds))})")
             args += list(kinds)
         sql += " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?"
         args.append(limit)
-        return list(reversed(list(self.db.query(sql, args))))
+        rows = [r for r in self.db.query(sql, args) if all(w in (r["text"] or "").lower() for w in words)]
+        return list(reversed(rows))
 
     def checkpoints(self, session_id: str) -> list[dict]:
         return list(self.db.query(

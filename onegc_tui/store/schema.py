@@ -100,7 +100,12 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN cache_write INTEGER DEFAULT 0;
     CREATE INDEX transcript_progress ON transcript(session_id, call_id) WHERE kind = 'progress';
     """,
-    # 5: which file an offset belongs to (device:inode): a study retry moves the folder aside and
+    # 5: a session struck out of the statistics, and why (a person with 'onegc disqualify', or an
+    # integrity rule of the runner's); counted in n/N, not in the mean, as the paper's violations
+    """
+    ALTER TABLE sessions ADD COLUMN disqualified TEXT;
+    """,
+    # 6: which file an offset belongs to (device:inode): a study retry moves the folder aside and
     # starts a new events.jsonl under the same session id, which must be read from its start
     """
     ALTER TABLE ingest_offsets ADD COLUMN file_id TEXT;

@@ -43,8 +43,9 @@ Rules:
 7. Every run script exposes build_model(config) and saves checkpoints with
    prepare.save_checkpoint(model, config, name, score=None). Save whenever a model improves:
    only saved checkpoints count.
-8. Scoring uses the original prepare.py and data outside this directory; the best checkpoint
-   counts, so make sure it loads with build_model(config) and a strict state_dict.
+8. Scoring uses the original prepare.py and data outside this directory: the harness scores each
+   checkpoint on val itself, the best by that score is the official one (program.md says how),
+   so make sure every checkpoint loads with build_model(config) and a strict state_dict.
 9. The scored split is "{scored_split}".
 
 Time: the session stops at the deadline, and every process you started is killed then. The
@@ -53,5 +54,6 @@ in the environment variable ONEGC_DEADLINE. Check the time left with:
     python -c "import time; print(round(float(open('.deadline').read().split()[0]) - time.time()), 's left')"
 Plan runs that finish before it, and keep a checkpoint saved at all times.
 
-Work on your own until the budget is used: nobody will answer questions.
+Work on your own: nobody will answer questions. The session ends when you stop or at the
+deadline, whichever comes first.
 """

@@ -26,11 +26,21 @@ log2(65) = 6.022 bits.
 Model contract: ``model(idx)`` with idx int64 [B, 256] returns logits [B, 256, 65] (float), or
 a tuple whose first element is those logits. Your model must accept 256 characters of context.
 
+Evaluation: ``evaluate(model, split, device)`` gives the metric in one call. It is
+``judge(predict(model, inputs(split), device), split)``, and the harness runs the parts apart
+(``predict`` in a sandbox that holds no target, ``judge`` where none of your code runs):
+    inputs(split)  -> {"x": uint16 [W, 256]}: the characters fed by each window, in the order
+                      above (W = 436 on val: 435 full windows and the final one)
+    predict(model, inputs, device) -> float32 [W, 256, V] logits (float64 if the model's are),
+                      from ``model(idx)`` on batches of B ≤ 64 windows
+    judge(predictions, split) -> {"value": bpb, "n": 111539}: the exact shape, finite floats;
+                      the log-softmax and cross-entropy are taken here, in float64
+
 Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
     import prepare
     prepare.save_checkpoint(model, config, "run1_epoch3", score=val_bpb)
 which writes ``checkpoints/run1_epoch3.pt``. The harness rebuilds the model with
-``build_model(config)``, loads the weights strictly and calls ``evaluate``. Save the plain
+``build_model(config)``, loads the weights strictly and calls ``predict``. Save the plain
 module, not a ``torch.compile``d one (its keys start with ``_orig_mod.`` and will not load).
 """
 
@@ -110,31 +120,63 @@ def eval_windows(n: int, window: int = EVAL_WINDOW) -> list[tuple[int, int]]:
     return spans
 
 
-def evaluate(model, split: str, device: str) -> dict:
+def _rows(ids: np.ndarray, spans: list[tuple[int, int]], shift: int = 0) -> np.ndarray:
+    """ids[start + shift : start + shift + EVAL_WINDOW] of every window, one row each."""
+    starts = np.array([start for start, _ in spans])
+    return ids[starts[:, None] + np.arange(EVAL_WINDOW) + shift]
+
+
+# --------------------------------------------------------------------------- evaluation
+def inputs(split: str) -> dict:
+    """What the model is given: the characters each window feeds, uint16 [W, 256]."""
+    ids = load_split(split)
+    return {"x": _rows(ids, eval_windows(len(ids)))}
+
+
+def predict(model, inputs: dict, device: str):
+    """The logits of every window: float32 [W, 256, V] (float64 if the model's are)."""
+    import torch
+
+    x, out = inputs["x"], []
+    with torch.no_grad():
+        for b in range(0, len(x), EVAL_BATCH):
+            idx = torch.from_numpy(x[b : b + EVAL_BATCH].astype(np.int64))
+            res = model(idx.to(device))
+            logits = res[0] if isinstance(res, (tuple, list)) else res
+            ok = isinstance(logits, torch.Tensor) and logits.dim() == 3 and tuple(logits.shape[:2]) == tuple(idx.shape)
+            if not ok or (out and logits.shape[2] != out[0].shape[2]):  # one vocabulary for every batch
+                got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+                raise kit.KitError(f"model(idx) must return logits [B, {EVAL_WINDOW}, vocab]; got {got} for idx {tuple(idx.shape)}")
+            out.append(logits.cpu() if logits.dtype == torch.float64 else logits.float().cpu())
+    return torch.cat(out).numpy()
+
+
+def judge(predictions, split: str) -> dict:
+    """Bits per byte of float logits [W, 256, V]: the log-softmax and cross-entropy are taken
+    here, in float64, so only the differences between a position's logits count."""
     import torch
     import torch.nn.functional as F
 
-    ids = torch.from_numpy(np.asarray(load_split(split), dtype=np.int64))
+    ids = np.asarray(load_split(split), dtype=np.int64)
     vocab_size = len(vocab())
     spans = eval_windows(len(ids))
-    offsets = torch.arange(EVAL_WINDOW)
+    logits = kit.check_predictions(predictions, (len(spans), EVAL_WINDOW, vocab_size), "f",
+                                   f"model(idx) must return logits [B, {EVAL_WINDOW}, {vocab_size}] for every window")
+    y = torch.from_numpy(_rows(ids, spans, shift=1))  # the next character of each position
     total, count = 0.0, 0
-    for b in range(0, len(spans), EVAL_BATCH):
-        batch = spans[b : b + EVAL_BATCH]
-        starts = torch.tensor([s for s, _ in batch])
-        x = ids[starts[:, None] + offsets]
-        y = ids[starts[:, None] + offsets + 1]
-        out = model(x.to(device))
-        logits = out[0] if isinstance(out, (tuple, list)) else out
-        if not isinstance(logits, torch.Tensor) or logits.shape != (len(batch), EVAL_WINDOW, vocab_size):
-            got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-            raise kit.KitError(f"model(idx) must return logits [B, {EVAL_WINDOW}, {vocab_size}]; got {got} for idx {tuple(x.shape)}")
-        nll = F.cross_entropy(logits.double().reshape(-1, vocab_size), y.to(device).reshape(-1), reduction="none")  # float64: exact sums
-        nll = nll.view(len(batch), EVAL_WINDOW).cpu()
-        for row, (_, first) in enumerate(batch):
+    for b in range(0, len(spans), EVAL_BATCH):  # batch by batch, as the model ran: the same sums
+        batch = torch.from_numpy(np.ascontiguousarray(logits[b : b + EVAL_BATCH], dtype=np.float64))  # exact sums
+        nll = F.cross_entropy(batch.reshape(-1, vocab_size), y[b : b + EVAL_BATCH].reshape(-1), reduction="none")
+        nll = nll.view(len(batch), EVAL_WINDOW)
+        for row, (_, first) in enumerate(spans[b : b + EVAL_BATCH]):
             total += float(nll[row, first:].sum())
             count += EVAL_WINDOW - first
     return {"value": total / count / math.log(2), "n": count}
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    """Bits per byte of ``split`` in one call (what the harness computes in two processes)."""
+    return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,16 @@ the archive are not used.
     NUM_CLASSES = 200, IMAGE_SIZE = 64
     class_names() -> list of (wnid, words)
 
-Metric: top-1 accuracy on val (higher is better), computed by ``evaluate``, which calls
-``model(normalize(x))`` on batches [B, 3, 64, 64] (B ≤ 1 000) in eval mode and takes the argmax
-of the [B, 200] output.
+Metric: top-1 accuracy on val (higher is better), given in one call by ``evaluate(model,
+split, device)``. It is ``judge(predict(model, inputs(split), device), split)``, and the
+harness runs the parts apart (``predict`` in a sandbox that holds no label, ``judge`` where
+none of your code runs):
+    inputs(split)  -> {"x": uint8 [N, 64, 64, 3]}: the images, in split order
+    predict(model, inputs, device) -> int64 [N]: the argmax of ``model(normalize(x))``, called on
+                      batches [B, 3, 64, 64] (B ≤ 1 000) in eval mode, which must return finite
+                      logits [B, 200]
+    judge(predictions, split) -> {"value": top1, "n": N}: the exact shape, integer class indices
+                      0..199 (anything else is refused)
 
 Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
     import prepare
@@ -129,14 +136,17 @@ def build(raw: dict, out: Path) -> dict:
 
 
 # --------------------------------------------------------------------------- loading and scoring
+def _split_file(split: str, part: str) -> Path:
+    if split not in ("train", "val"):
+        raise kit.KitError(f"unknown split {split!r}: choose train or val")
+    return kit.require(data_dir() / f"{split}_{part}.npy")
+
+
 def load_split(split: str):
     import torch
 
-    if split not in ("train", "val"):
-        raise kit.KitError(f"unknown split {split!r}: choose train or val")
-    root = data_dir()
-    x = np.load(kit.require(root / f"{split}_x.npy"))
-    y = np.load(kit.require(root / f"{split}_y.npy"))
+    x = np.load(_split_file(split, "x"))
+    y = np.load(_split_file(split, "y"))
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
@@ -154,18 +164,41 @@ def normalize(x):
     return (x.permute(0, 3, 1, 2).float().div(255) - mean) / std
 
 
+# --------------------------------------------------------------------------- evaluation
+def inputs(split: str) -> dict:
+    """What the model is given: the split's images, uint8 [N, 64, 64, 3]."""
+    return {"x": np.load(_split_file(split, "x"), mmap_mode="r")}
+
+
+def predict(model, inputs: dict, device: str):
+    """The class of every image, the argmax of ``model(normalize(x))``: int64 [N]."""
+    import torch
+
+    x, out = inputs["x"], []
+    with torch.no_grad():
+        for i in range(0, len(x), EVAL_BATCH):
+            logits = model(normalize(torch.from_numpy(np.array(x[i : i + EVAL_BATCH])).to(device)))
+            n = min(EVAL_BATCH, len(x) - i)
+            if tuple(logits.shape) != (n, NUM_CLASSES):
+                raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}]")
+            if not bool(logits.isfinite().all()):
+                raise kit.KitError("the model outputs NaN or inf")
+            out.append(logits.argmax(dim=1).cpu())
+    return torch.cat(out).numpy()
+
+
+def judge(predictions, split: str) -> dict:
+    """Top-1 accuracy of int [N] class indices (0-199) against the split's labels."""
+    y = np.load(_split_file(split, "y"))
+    pred = kit.check_predictions(predictions, y.shape, "iu", f"one class index 0-{NUM_CLASSES - 1} per image")
+    if pred.min() < 0 or pred.max() >= NUM_CLASSES:
+        raise kit.KitError(f"predictions must be class indices 0-{NUM_CLASSES - 1}; got {pred.min()} to {pred.max()}")
+    return {"value": int((pred == y).sum()) / len(y), "n": len(y)}
+
+
 def evaluate(model, split: str, device: str) -> dict:
-    x, y = load_split(split)
-    correct = 0
-    for i in range(0, len(x), EVAL_BATCH):
-        logits = model(normalize(x[i : i + EVAL_BATCH].to(device)))
-        n = min(EVAL_BATCH, len(x) - i)
-        if tuple(logits.shape) != (n, NUM_CLASSES):
-            raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}]")
-        if not bool(logits.isfinite().all()):
-            raise kit.KitError("the model outputs NaN or inf")
-        correct += int((logits.argmax(dim=1).cpu() == y[i : i + EVAL_BATCH]).sum())
-    return {"value": correct / len(y), "n": len(y)}
+    """Top-1 accuracy on ``split`` in one call (what the harness computes in two processes)."""
+    return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
 
 if __name__ == "__main__":

@@ -25,14 +25,23 @@ timm state dicts in ``weights/``. No network is needed:
 The harness fetches them once (``python prepare.py --weights [--weights-from DIR] [--weights-dir DIR]``,
 or ``fetch_weights(dest, from_dir)``; see that function).
 
-Metric: mean IoU on val (higher is better), computed by ``evaluate``: it calls
-``model(normalize(x))`` on batches [B, 3, 224, 224] (B ≤ 16) in eval mode; the output must be
-logits [B, 21, H, W] (resized bilinearly to 224×224 when H, W differ); the argmax is compared
-with the target. One 21×21 confusion matrix is accumulated over every pixel of the whole split
-whose target is not 255 (ignored pixels count for no class, predicted or true). IoU_c =
-TP / (TP + FP + FN); the mean is over the classes whose union TP + FP + FN is > 0, i.e. a class
-absent from both the targets and the predictions of the whole split is left out (NaN-mean),
-and a class present in either one counts, with IoU 0 if never predicted right.
+Metric: mean IoU on val (higher is better), given in one call by ``evaluate(model, split,
+device)``. It is ``judge(predict(model, inputs(split), device), split)``, and the harness runs
+the parts apart (``predict`` in a sandbox that holds no mask, ``judge`` where none of your code
+runs):
+    inputs(split)  -> {"x": uint8 [N, 224, 224, 3]}: the images, in split order
+    predict(model, inputs, device) -> uint8 [N, 224, 224], the class of every pixel: it calls
+                      ``model(normalize(x))`` on batches [B, 3, 224, 224] (B ≤ 16) in eval mode;
+                      the output must be finite logits [B, 21, H, W] (resized bilinearly to
+                      224×224 when H, W differ), whose argmax over the 21 classes is the answer
+    judge(predictions, split) -> {"value": miou, "n": N}: the exact shape, integer class indices
+                      0..20 (anything else is refused). One 21×21 confusion matrix is
+                      accumulated over every pixel of the whole split whose target is not 255
+                      (ignored pixels count for no class, predicted or true). IoU_c =
+                      TP / (TP + FP + FN); the mean is over the classes whose union TP + FP + FN
+                      is > 0, i.e. a class absent from both the targets and the predictions of
+                      the whole split is left out (NaN-mean), and a class present in either one
+                      counts, with IoU 0 if never predicted right.
 
 Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
     import prepare
@@ -144,14 +153,17 @@ def build(raw: dict, out: Path) -> dict:
 
 
 # --------------------------------------------------------------------------- loading
+def _split_file(split: str, part: str) -> Path:
+    if split not in ("train", "val"):
+        raise kit.KitError(f"unknown split {split!r}: choose train or val")
+    return kit.require(data_dir() / f"{split}_{part}.npy")
+
+
 def load_split(split: str):
     import torch
 
-    if split not in ("train", "val"):
-        raise kit.KitError(f"unknown split {split!r}: choose train or val")
-    root = data_dir()
-    x = np.load(kit.require(root / f"{split}_x.npy"))
-    y = np.load(kit.require(root / f"{split}_y.npy"))
+    x = np.load(_split_file(split, "x"))
+    y = np.load(_split_file(split, "y"))
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
@@ -184,23 +196,53 @@ def miou(confusion) -> float:
     return float((tp[present] / union[present]).mean()) if bool(present.any()) else 0.0
 
 
-def evaluate(model, split: str, device: str) -> dict:
+# --------------------------------------------------------------------------- evaluation
+def inputs(split: str) -> dict:
+    """What the model is given: the split's images, uint8 [N, 224, 224, 3]."""
+    return {"x": np.load(_split_file(split, "x"), mmap_mode="r")}
+
+
+def predict(model, inputs: dict, device: str):
+    """The class of every pixel, uint8 [N, 224, 224]: the argmax of the logits, resized
+    bilinearly to 224×224 first where the model's are of another size."""
     import torch
     import torch.nn.functional as F
 
-    x, y = load_split(split)
+    x = inputs["x"]
+    classes = np.empty((len(x), IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
+    with torch.no_grad():
+        for i in range(0, len(x), EVAL_BATCH):
+            logits = model(normalize(torch.from_numpy(np.array(x[i : i + EVAL_BATCH])).to(device)))
+            n = min(EVAL_BATCH, len(x) - i)
+            if logits.dim() != 4 or tuple(logits.shape[:2]) != (n, NUM_CLASSES):
+                raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}, H, W]")
+            if not bool(logits.isfinite().all()):
+                raise kit.KitError("the model outputs NaN or inf")
+            if tuple(logits.shape[2:]) != (IMAGE_SIZE, IMAGE_SIZE):
+                logits = F.interpolate(logits.float(), size=(IMAGE_SIZE, IMAGE_SIZE), mode="bilinear", align_corners=False)
+            classes[i : i + n] = logits.argmax(dim=1).cpu().numpy()
+    return classes
+
+
+def judge(predictions, split: str) -> dict:
+    """mIoU of per-pixel class indices [N, 224, 224] (0-20) against the split's masks: one
+    confusion matrix over every pixel of the split."""
+    import torch
+
+    y = np.load(_split_file(split, "y"), mmap_mode="r")
+    pred = kit.check_predictions(predictions, y.shape, "iu", f"one class index 0-{NUM_CLASSES - 1} per pixel")
+    if pred.min() < 0 or pred.max() >= NUM_CLASSES:
+        raise kit.KitError(f"predictions must be class indices 0-{NUM_CLASSES - 1}; got {pred.min()} to {pred.max()}")
     cm = torch.zeros(NUM_CLASSES, NUM_CLASSES, dtype=torch.int64)
-    for i in range(0, len(x), EVAL_BATCH):
-        logits = model(normalize(x[i : i + EVAL_BATCH].to(device)))
-        n = min(EVAL_BATCH, len(x) - i)
-        if logits.dim() != 4 or tuple(logits.shape[:2]) != (n, NUM_CLASSES):
-            raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}, H, W]")
-        if not bool(logits.isfinite().all()):
-            raise kit.KitError("the model outputs NaN or inf")
-        if tuple(logits.shape[2:]) != (IMAGE_SIZE, IMAGE_SIZE):
-            logits = F.interpolate(logits.float(), size=(IMAGE_SIZE, IMAGE_SIZE), mode="bilinear", align_corners=False)
-        cm += confusion_matrix(logits.argmax(dim=1), y[i : i + EVAL_BATCH].to(logits.device))
-    return {"value": miou(cm), "n": len(x)}
+    for i in range(0, len(y), EVAL_BATCH):  # a few images at a time: bounded memory
+        chunk = torch.from_numpy(np.array(pred[i : i + EVAL_BATCH], dtype=np.uint8))
+        cm += confusion_matrix(chunk, torch.from_numpy(np.array(y[i : i + EVAL_BATCH])))
+    return {"value": miou(cm), "n": len(y)}
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    """Val mIoU in one call (what the harness computes in two processes)."""
+    return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
 
 # --------------------------------------------------------------------------- pretrained backbones

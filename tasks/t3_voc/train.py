@@ -1,8 +1,8 @@
 """Baseline for T3 (Pascal VOC 2012): DINOv3 ConvNeXt-Tiny encoder + a light FPN decoder.
 
 The encoder starts from the DINOv3 weights in weights/ (loaded in main(), not in build_model:
-scoring rebuilds the model without them and loads your checkpoint). Both splits sit on the GPU
-as uint8; a random horizontal flip is the only augmentation. Evaluates val mIoU after every
+scoring rebuilds the model without them and loads your checkpoint). The train split sits on the
+GPU as uint8 (prepare.evaluate reads val each epoch); a random horizontal flip is the only augmentation. Evaluates val mIoU after every
 epoch and saves a checkpoint whenever it improves. Copy me to run_1.py and improve.
 """
 

@@ -24,11 +24,19 @@ Graphs (all of them, the test molecules' structure included; only test labels ar
         x [n, 9] int64, edge_index [2, e] int64 (atom ids offset into the batch),
         edge_attr [e, 3] int64, batch [n] int64 (graph of each atom, 0..B-1), num_graphs B;
         batch.to(device) moves it
-    auroc(y, scores) -> float: ROC AUC, rank-based with ties averaged (evaluate uses it)
+    auroc(y, scores) -> float: ROC AUC, rank-based with ties averaged (judge uses it)
 
-Metric: ROC AUC on the test split (higher is better). ``evaluate`` feeds the split's graphs in
-order, EVAL_BATCH at a time, as ``model(collate_graphs(graphs, idx).to(device))`` and needs one
-score per graph (a logit: shape [B] or [B, 1]); only the ranking of the scores matters.
+Metric: ROC AUC on the test split (higher is better), given in one call by ``evaluate(model,
+split, device)`` (score yourself on "val"). It is ``judge(predict(model, inputs(split), device),
+split)``, and the harness runs the parts apart (``predict`` in a sandbox that holds no label,
+``judge`` where none of your code runs):
+    inputs(split)  -> the five arrays of ``load_graphs()`` (memory-mapped) and "idx": int64 [n],
+                      the split's graph ids
+    predict(model, inputs, device) -> float32 [n]: ``model(collate_graphs(graphs, idx).to(device))``
+                      on the split's graphs in order, EVAL_BATCH at a time; the model returns one
+                      score per graph (a logit: shape [B] or [B, 1])
+    judge(predictions, split) -> {"value": auroc, "n": n}: the exact shape, finite floats; only
+                      the ranking of the scores matters
 
 Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
     import prepare
@@ -73,7 +81,10 @@ MEMBERS = {  # path under hiv/ in the archive -> pinned size and sha256 (mapping
     "raw/num-edge-list.csv.gz": {"size": 36509, "sha256": "fa058f23514328fd69bc9c4c31fd8f5938c4ce18726855489d0c0e2dfeaddd37"},
 }
 SPLITS = {"train": "train", "val": "valid", "test": "test"}  # ours -> OGB's file name
-ATOM_FEATURE_DIMS = [119, 4, 12, 12, 10, 6, 6, 2, 2]  # ogb.utils.features.get_atom_feature_dims()
+# Value counts per atom feature. Recent ogb releases list a fifth chirality value ('misc'), so their
+# get_atom_feature_dims() is [119, 5, 12, ...]; ogbg-molhiv's released features use four (build()
+# checks every feature against these sizes), so an embedding of 4 chirality rows covers them.
+ATOM_FEATURE_DIMS = [119, 4, 12, 12, 10, 6, 6, 2, 2]
 BOND_FEATURE_DIMS = [5, 6, 2]  # ogb.utils.features.get_bond_feature_dims()
 GRAPH_FILES = ("node_feat", "edges", "edge_feat", "node_ptr", "edge_ptr")
 EVAL_BATCH = 1024
@@ -178,18 +189,21 @@ def load_graphs(mmap: bool = False) -> dict[str, np.ndarray]:
     return {n: np.load(kit.require(root / f"{n}.npy"), mmap_mode="r" if mmap else None) for n in GRAPH_FILES}
 
 
-def split_index(split: str) -> np.ndarray:
+def _split_file(split: str, part: str) -> Path:
     if split not in SPLITS:
         raise kit.KitError(f"unknown split {split!r}: choose train, val or test")
-    return np.load(kit.require(data_dir() / f"{split}_idx.npy"))
+    path = data_dir() / f"{split}_{part}.npy"
+    if part == "y" and split == SCORED_SPLIT and not path.exists():
+        raise kit.KitError("the test labels are held out: the test split is scored after the session; use val")
+    return kit.require(path)
+
+
+def split_index(split: str) -> np.ndarray:
+    return np.load(_split_file(split, "idx"))
 
 
 def load_split(split: str) -> tuple[np.ndarray, np.ndarray]:
-    idx = split_index(split)
-    labels = data_dir() / f"{split}_y.npy"
-    if split == SCORED_SPLIT and not labels.exists():
-        raise kit.KitError("the test labels are held out: the test split is scored after the session; use val")
-    return idx, np.load(kit.require(labels)).astype(np.float32)
+    return split_index(split), np.load(_split_file(split, "y")).astype(np.float32)
 
 
 @dataclass
@@ -252,23 +266,40 @@ def auroc(y_true, scores) -> float:
     return float((ranks[y].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
 
 
-def evaluate(model, split: str, device: str) -> dict:
+# --------------------------------------------------------------------------- evaluation
+def inputs(split: str) -> dict:
+    """What the model is given: the graph arrays of ``load_graphs`` and the split's graph ids
+    ("idx", int64 [n]); the molecules' structure only, no label."""
+    return {**load_graphs(mmap=True), "idx": np.load(_split_file(split, "idx"), mmap_mode="r")}
+
+
+def predict(model, inputs: dict, device: str):
+    """One score per graph of the split, in order: float32 [n]."""
     import torch
 
-    graphs = load_graphs()
-    idx, y = load_split(split)
-    scores = []
-    for i in range(0, len(idx), EVAL_BATCH):
-        batch = collate_graphs(graphs, idx[i : i + EVAL_BATCH]).to(device)
-        out = model(batch)
-        if out.numel() != batch.num_graphs:
-            shape = tuple(out.shape)
-            raise kit.KitError(f"the model returned shape {shape} for {batch.num_graphs} graphs: expected [B] or [B, 1]")
-        scores.append(out.reshape(-1).float().cpu())
-    s = torch.cat(scores).numpy()
-    if not np.isfinite(s).all():
-        raise kit.KitError("the model outputs NaN or inf")
-    return {"value": auroc(y, s), "n": len(y)}
+    graphs, idx, out = {name: inputs[name] for name in GRAPH_FILES}, np.asarray(inputs["idx"]), []
+    with torch.no_grad():
+        for i in range(0, len(idx), EVAL_BATCH):
+            batch = collate_graphs(graphs, idx[i : i + EVAL_BATCH]).to(device)
+            scores = model(batch)
+            if scores.numel() != batch.num_graphs:
+                shape = tuple(scores.shape)
+                raise kit.KitError(f"the model returned shape {shape} for {batch.num_graphs} graphs: expected [B] or [B, 1]")
+            out.append(scores.reshape(-1).float().cpu())
+    return torch.cat(out).numpy()
+
+
+def judge(predictions, split: str) -> dict:
+    """ROC AUC of float [n] scores against the split's labels (any finite reals: only their
+    order counts)."""
+    _, y = load_split(split)
+    scores = kit.check_predictions(predictions, y.shape, "f", "one float score per graph")
+    return {"value": auroc(y, scores), "n": len(y)}
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    """ROC AUC on ``split`` in one call (what the harness computes in two processes)."""
+    return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,15 @@ Features: the 10 continuous columns are standardised with the mean and standard 
     NUM_CLASSES = 7
     scaler() -> float64 array [2, 10]: train mean and std of the continuous columns
 
-Metric: accuracy on the test split (higher is better), computed by ``evaluate``, which calls
-``model(x)`` on float32 batches [B, 54] and takes the argmax of the [B, 7] output.
+Metric: accuracy on the test split (higher is better), given in one call by ``evaluate(model,
+split, device)`` (score yourself on "val"). It is ``judge(predict(model, inputs(split), device),
+split)``, and the harness runs the parts apart (``predict`` in a sandbox that holds no label,
+``judge`` where none of your code runs):
+    inputs(split)  -> {"x": float32 [N, 54]}: the features, as load_split gives them
+    predict(model, inputs, device) -> int64 [N]: the argmax of ``model(x)``, called on float32
+                      batches [B, 54] (B ≤ 65 536), which must return finite logits [B, 7]
+    judge(predictions, split) -> {"value": accuracy, "n": N}: the exact shape, integer class
+                      indices 0..6 (anything else is refused)
 
 Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
     import prepare
@@ -118,31 +125,57 @@ def scaler() -> np.ndarray:
     return np.load(kit.require(data_dir() / "scaler.npy"))
 
 
+def _split_file(split: str, part: str) -> Path:
+    if split not in ("train", "val", "test"):
+        raise kit.KitError(f"unknown split {split!r}: choose train, val or test")
+    path = data_dir() / f"{split}_{part}.npy"
+    if part == "y" and split == SCORED_SPLIT and not path.exists():
+        raise kit.KitError("the test labels are held out: the test split is scored after the session; use val")
+    return kit.require(path)
+
+
 def load_split(split: str):
     import torch
 
-    root = data_dir()
-    if split not in ("train", "val", "test"):
-        raise kit.KitError(f"unknown split {split!r}: choose train, val or test")
-    labels = root / f"{split}_y.npy"
-    if split == SCORED_SPLIT and not labels.exists():
-        raise kit.KitError("the test labels are held out: the test split is scored after the session; use val")
-    x = np.load(kit.require(root / f"{split}_x.npy"))
-    y = np.load(kit.require(labels))
+    y = np.load(_split_file(split, "y"))
+    x = np.load(_split_file(split, "x"))
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
+# --------------------------------------------------------------------------- evaluation
+def inputs(split: str) -> dict:
+    """What the model is given: the split's features, float32 [N, 54] (no label)."""
+    return {"x": np.load(_split_file(split, "x"), mmap_mode="r")}
+
+
+def predict(model, inputs: dict, device: str):
+    """The class of every row, the argmax of ``model(x)``: int64 [N]."""
+    import torch
+
+    x, out = inputs["x"], []
+    with torch.no_grad():
+        for i in range(0, len(x), EVAL_BATCH):
+            logits = model(torch.from_numpy(np.array(x[i : i + EVAL_BATCH])).to(device))
+            if not bool(logits.isfinite().all()):
+                raise kit.KitError("the model outputs NaN or inf")
+            if logits.shape != (min(EVAL_BATCH, len(x) - i), NUM_CLASSES):
+                raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}]")
+            out.append(logits.argmax(dim=1).cpu())
+    return torch.cat(out).numpy()
+
+
+def judge(predictions, split: str) -> dict:
+    """Accuracy of int [N] class indices (0-6) against the split's labels."""
+    y = np.load(_split_file(split, "y"))
+    pred = kit.check_predictions(predictions, y.shape, "iu", f"one class index 0-{NUM_CLASSES - 1} per row")
+    if pred.min() < 0 or pred.max() >= NUM_CLASSES:
+        raise kit.KitError(f"predictions must be class indices 0-{NUM_CLASSES - 1}; got {pred.min()} to {pred.max()}")
+    return {"value": int((pred == y).sum()) / len(y), "n": len(y)}
+
+
 def evaluate(model, split: str, device: str) -> dict:
-    x, y = load_split(split)
-    correct = 0
-    for i in range(0, len(x), EVAL_BATCH):
-        logits = model(x[i : i + EVAL_BATCH].to(device))
-        if not bool(logits.isfinite().all()):
-            raise kit.KitError("the model outputs NaN or inf")
-        if logits.shape != (min(EVAL_BATCH, len(x) - i), NUM_CLASSES):
-            raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}]")
-        correct += int((logits.argmax(dim=1).cpu() == y[i : i + EVAL_BATCH]).sum())
-    return {"value": correct / len(y), "n": len(y)}
+    """Accuracy on ``split`` in one call (what the harness computes in two processes)."""
+    return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
 
 if __name__ == "__main__":

@@ -20,15 +20,23 @@ Loaders:
     LOOKBACK, HORIZON, N_VARS = 336, 96, 7
 
 Metric (scored split: test; lower is better): MSE on normalised values over all 7 variables ×
-96 steps of every test window. ``evaluate(model, split, device)`` calls ``model(x)`` with x
-float32 [B, 336, 7] (in window order) and expects a float tensor [B, 96, 7]. Score yourself on
-"val"; the test split is scored by the harness after the session.
+96 steps of every test window. ``evaluate(model, split, device)`` gives it in one call: score
+yourself on "val"; the test split is scored by the harness after the session. ``evaluate`` is
+``judge(predict(model, inputs(split), device), split)``, and the harness runs the parts apart
+(``predict`` in a sandbox that holds no target, ``judge`` where none of your code runs):
+    inputs(split)  -> {"series": float32 [T - 96, 7]}: the split's rows but the last 96, which
+                      are only ever targets; they hold the look-backs of all N = T - 431 windows
+    predict(model, inputs, device) -> float32 [N, 96, 7] (float64 if the model's output is):
+                      calls ``model(x)`` with x float32 [B, 336, 7] (B ≤ 512, in window order),
+                      which must return a float tensor [B, 96, 7]
+    judge(predictions, split) -> {"value": mse, "n": N}: the exact shape, finite floats, the
+                      squared errors summed in float64
 
 Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
     import prepare
     prepare.save_checkpoint(model, config, "run1_epoch3", score=val_mse)
 which writes ``checkpoints/run1_epoch3.pt``. The harness rebuilds the model with
-``build_model(config)``, loads the weights strictly and calls ``evaluate``. Save the plain
+``build_model(config)``, loads the weights strictly and calls ``predict``. Save the plain
 module, not a ``torch.compile``d one (its keys start with ``_orig_mod.`` and will not load).
 """
 
@@ -98,15 +106,19 @@ def load_stats() -> dict:
     return json.loads(kit.require(data_dir() / "stats.json").read_text())
 
 
-def load_series(split: str):
-    import torch
-
+def _series_file(split: str) -> Path:
     if split not in BORDERS:
         raise kit.KitError(f"unknown split {split!r}: choose one of {', '.join(BORDERS)}")
     path = data_dir() / f"{split}.npy"
     if split in PRIVATE and not path.exists():
         raise kit.KitError(f"the {split} split is held out (scored by the harness after the session): use 'val'")
-    return torch.from_numpy(np.load(kit.require(path)))
+    return kit.require(path)
+
+
+def load_series(split: str):
+    import torch
+
+    return torch.from_numpy(np.load(_series_file(split)))
 
 
 def windows(split: str):
@@ -115,20 +127,50 @@ def windows(split: str):
     return w[:, :LOOKBACK], w[:, LOOKBACK:]
 
 
-def evaluate(model, split: str, device: str) -> dict:
+# --------------------------------------------------------------------------- evaluation
+def inputs(split: str) -> dict:
+    """What the model is given: the split's rows that some look-back holds (float32 [T - 96, 7]).
+
+    Window i's look-back is rows [i, i + 336) of it; the last 96 rows of the split are only ever
+    targets, so they are not here."""
+    return {"series": np.load(_series_file(split), mmap_mode="r")[:-HORIZON]}
+
+
+def predict(model, inputs: dict, device: str):
+    """The forecast of every window, in window order: float32 [N, 96, 7] (float64 if the model's is)."""
     import torch
 
-    x, y = windows(split)
+    series = torch.from_numpy(np.array(inputs["series"], dtype=np.float32))
+    x = series.unfold(0, LOOKBACK, 1).transpose(1, 2)  # [N, 336, 7], a view
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(x), EVAL_BATCH):
+            batch = x[i : i + EVAL_BATCH].contiguous()
+            pred = model(batch.to(device))
+            if not isinstance(pred, torch.Tensor) or pred.shape != (len(batch), HORIZON, N_VARS):
+                got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
+                raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; got {got} for x of shape {tuple(batch.shape)}")
+            out.append(pred.cpu() if pred.dtype == torch.float64 else pred.float().cpu())
+    return torch.cat(out).numpy()
+
+
+def judge(predictions, split: str) -> dict:
+    """MSE of float [N, 96, 7] forecasts against the split's horizons, summed in float64."""
+    import torch
+
+    y = windows(split)[1]
+    pred = kit.check_predictions(predictions, tuple(y.shape), "f", f"a float forecast [N, {HORIZON}, {N_VARS}] per window")
     total = 0.0
-    for i in range(0, len(x), EVAL_BATCH):
-        pred = model(x[i : i + EVAL_BATCH].contiguous().to(device))
-        target = y[i : i + EVAL_BATCH]
-        if not isinstance(pred, torch.Tensor) or pred.shape != target.shape:
-            got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
-            raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; got {got} for x of shape {tuple(x[i:i+EVAL_BATCH].shape)}")
-        total += float(((pred.detach().double().cpu() - target.double()) ** 2).sum())
-    n = len(x)
+    for i in range(0, len(y), EVAL_BATCH):  # batch by batch, as the model ran: the same sums
+        batch = torch.from_numpy(np.ascontiguousarray(pred[i : i + EVAL_BATCH], dtype=np.float64))
+        total += float(((batch - y[i : i + EVAL_BATCH].double()) ** 2).sum())
+    n = len(y)
     return {"value": total / (n * HORIZON * N_VARS), "n": n}
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    """The MSE of ``split`` in one call (what the harness computes in two processes)."""
+    return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
 
 if __name__ == "__main__":

@@ -18,15 +18,21 @@ Loaders:
                          y int64 tensor [N] of class ids 0-3
     CLASSES, SEQ_LEN, VOCAB_SIZE = ["World", "Sports", "Business", "Sci/Tech"], 1014, 128
 
-Metric (scored split: val; higher is better): accuracy. ``evaluate(model, split, device)``
-calls ``model(x)`` with x int64 [B, 1014] (in file order) and takes the argmax of the returned
-logits [B, 4].
+Metric (scored split: val; higher is better): accuracy, given in one call by
+``evaluate(model, split, device)``. It is ``judge(predict(model, inputs(split), device), split)``,
+and the harness runs the parts apart (``predict`` in a sandbox that holds no label, ``judge``
+where none of your code runs):
+    inputs(split)  -> {"x": uint8 [N, 1014]}: the character codes, in file order
+    predict(model, inputs, device) -> int64 [N]: the argmax of ``model(x)``, called with x int64
+                      [B, 1014] (B ≤ 256), which must return logits [B, 4]
+    judge(predictions, split) -> {"value": accuracy, "n": N}: the exact shape, integer class
+                      indices 0-3 (anything else is refused)
 
 Checkpoints (rule 7): your run script defines ``build_model(config)`` and saves with
     import prepare
     prepare.save_checkpoint(model, config, "run1_epoch3", score=val_acc)
 which writes ``checkpoints/run1_epoch3.pt``. The harness rebuilds the model with
-``build_model(config)``, loads the weights strictly and calls ``evaluate``. Save the plain
+``build_model(config)``, loads the weights strictly and calls ``predict``. Save the plain
 module, not a ``torch.compile``d one (its keys start with ``_orig_mod.`` and will not load).
 """
 
@@ -93,29 +99,54 @@ def build(raw: dict, out: Path) -> dict:
     return files
 
 
+def _split_file(split: str, part: str) -> Path:
+    if split not in SPLIT_FILES:
+        raise kit.KitError(f"unknown split {split!r}: choose one of {', '.join(SPLIT_FILES)}")
+    return kit.require(data_dir() / f"{split}_{part}.npy")
+
+
 def load_split(split: str):
     import torch
 
-    if split not in SPLIT_FILES:
-        raise kit.KitError(f"unknown split {split!r}: choose one of {', '.join(SPLIT_FILES)}")
-    root = data_dir()
-    x = np.load(kit.require(root / f"{split}_x.npy"))
-    y = np.load(kit.require(root / f"{split}_y.npy"))
+    x = np.load(_split_file(split, "x"))
+    y = np.load(_split_file(split, "y"))
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
-def evaluate(model, split: str, device: str) -> dict:
+# --------------------------------------------------------------------------- evaluation
+def inputs(split: str) -> dict:
+    """What the model is given: the character codes of the split's texts, uint8 [N, 1014]."""
+    return {"x": np.load(_split_file(split, "x"), mmap_mode="r")}
+
+
+def predict(model, inputs: dict, device: str):
+    """The class of every text, the argmax of the model's logits: int64 [N]."""
     import torch
 
-    x, y = load_split(split)
-    correct = 0
-    for i in range(0, len(x), EVAL_BATCH):
-        logits = model(x[i : i + EVAL_BATCH].long().to(device))
-        if not isinstance(logits, torch.Tensor) or logits.shape != (len(x[i : i + EVAL_BATCH]), len(CLASSES)):
-            got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-            raise kit.KitError(f"model(x) must return logits [B, {len(CLASSES)}]; got {got}")
-        correct += int((logits.argmax(dim=1).cpu() == y[i : i + EVAL_BATCH]).sum())
-    return {"value": correct / len(y), "n": len(y)}
+    x, out = inputs["x"], []
+    with torch.no_grad():
+        for i in range(0, len(x), EVAL_BATCH):
+            batch = torch.from_numpy(x[i : i + EVAL_BATCH].astype(np.int64))
+            logits = model(batch.to(device))
+            if not isinstance(logits, torch.Tensor) or logits.shape != (len(batch), len(CLASSES)):
+                got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+                raise kit.KitError(f"model(x) must return logits [B, {len(CLASSES)}]; got {got}")
+            out.append(logits.argmax(dim=1).cpu())
+    return torch.cat(out).numpy()
+
+
+def judge(predictions, split: str) -> dict:
+    """Accuracy of int [N] class indices (0-3) against the split's labels."""
+    y = np.load(_split_file(split, "y"))
+    pred = kit.check_predictions(predictions, y.shape, "iu", "one class index 0-3 per text")
+    if pred.min() < 0 or pred.max() >= len(CLASSES):
+        raise kit.KitError(f"predictions must be class indices 0-{len(CLASSES) - 1}; got {pred.min()} to {pred.max()}")
+    return {"value": int((pred == y).sum()) / len(y), "n": len(y)}
+
+
+def evaluate(model, split: str, device: str) -> dict:
+    """Accuracy on ``split`` in one call (what the harness computes in two processes)."""
+    return kit.evaluate_split(sys.modules[__name__], model, split, device)
 
 
 if __name__ == "__main__":

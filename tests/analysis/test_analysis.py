@@ -3,6 +3,7 @@ examples, anytime curves, GPU busy/idle split and the event-derived activity tim
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -417,3 +418,34 @@ def test_analysis_and_export_import_no_ui_library():
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ----------------------------------------------------------------------------- study agent labels, demo apart
+
+
+def test_a_studys_agent_configurations_are_rows_of_their_own():
+    """quick and steady run the same adapter: two rows, not one pooled scripted row (issue 15)."""
+    from onegc_tui.analysis import split_demo
+
+    quick = [outcome(f"demo--quick--t0--r{k}", "t0", s, label="quick", repeat=k) for k, s in ((1, 0.97), (2, 0.9746))]
+    steady = [outcome(f"demo--steady--t0--r{k}", "t0", s, label="steady", repeat=k) for k, s in ((1, 0.70), (2, 0.6586))]
+    bench, demo = split_demo(quick + steady)
+    assert bench == [] and len(demo) == 4
+    m = build_matrix(demo)
+    assert [r.label for r in m.rows] == ["quick (scripted)", "steady (scripted)"]
+    assert m.row("quick (scripted)").cell("t0").mean == pytest.approx(0.9723)
+    assert m.row("steady (scripted)").cell("t0").mean == pytest.approx(0.6793)
+
+
+def test_the_same_label_in_two_studies_is_two_rows_named_by_study():
+    a = outcome("a--fast--t1--r1", "t1", 3.3, label="fast")
+    b = dataclasses.replace(a, session_id="b--fast--t1--r1", study="b")
+    m = build_matrix([a, b])
+    assert sorted(r.label for r in m.rows) == ["b/fast (scripted)", "s/fast (scripted)"]
+
+
+def test_the_demo_task_is_kept_apart_from_the_papers_tasks():
+    from onegc_tui.analysis import split_demo
+
+    bench, demo = split_demo([outcome("x", "t1", 3.3), outcome("y", "t0_demo", 0.9)])
+    assert [o.session_id for o in bench] == ["x"] and [o.session_id for o in demo] == ["y"]

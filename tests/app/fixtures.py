@@ -14,8 +14,8 @@ T0 = 1_790_000_000.0  # a fixed epoch: timestamps and countdowns render the same
 
 
 class Clock:
-    def __init__(self):
-        self.t = T0
+    def __init__(self, start: float = T0):
+        self.t = start
 
     def __call__(self):
         self.t += 1.0
@@ -23,12 +23,15 @@ class Clock:
 
 
 def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, scores: list[float],
-             gpu: list[float] = (), repeat: int = 1) -> None:
-    create_session(SessionConfig(session_id=sid, task="t0", agent=agent, budget_s=120, created=T0, repeat=repeat), home)
-    w = EventWriter(home / "runs" / sid / "events.jsonl", sid, clock=Clock())
-    w.emit("session_started", task="t0_demo", agent=agent, repeat=repeat, budget_s=120, grace_s=30,
+             gpu: list[float] = (), repeat: int = 1, start: float = T0, model: str | None = None,
+             study: str | None = None) -> None:
+    create_session(SessionConfig(session_id=sid, task="t0", agent=agent, model=model, budget_s=120, created=start,
+                                 repeat=repeat, study=study), home)
+    w = EventWriter(home / "runs" / sid / "events.jsonl", sid, clock=Clock(start))
+    w.emit("session_started", task="t0_demo", agent=agent, model=model, repeat=repeat, study=study, budget_s=120,
+           grace_s=30,
            contract={"task_hash": "h"})
-    w.emit("budget", state="running", remaining_s=120, deadline=T0 + 120)
+    w.emit("budget", state="running", remaining_s=120, deadline=start + 120)
     if not gpu:
         w.emit("warning", code="no_gpu", message="no GPU visible: NVML unavailable")
     w.emit("transcript", role="assistant", kind="text", text=f"{sid}: I'll start by reading the task description.")
@@ -49,7 +52,7 @@ def _session(home: Path, sid: str, agent: str, end: str | None, paused: bool, sc
     w.emit("process", action="ended", pid=4242, script="run_1.py", cmdline="python run_1.py", returncode=0)
     w.emit("heartbeat", remaining_s=70, active_s=50, procs=1)
     if paused:
-        w.emit("budget", state="paused", remaining_s=70, deadline=T0 + 200)
+        w.emit("budget", state="paused", remaining_s=70, deadline=start + 200)
     if end:
         w.emit("session_ended", reason=end, detail="the agent finished" if scores else "the agent CLI exited with 1",
                active_s=60, wall_s=61, paused_s=0, score=max(scores) if scores else None,
@@ -70,3 +73,55 @@ def build_home(home: Path, full: bool = False) -> Path:
     Ingester(home, store).ingest_all()
     store.close()
     return home
+
+
+CROWD_RUNNING = "20260901-093015-t0-claude-code-r1-7f3a"  # the one live session among the ended ones
+CROWD_NOW = T0 + 100_000.0  # "now" for the crowd: the running session started 60 s before
+
+
+def build_crowd(home: Path, n_ended: int = 20, running: bool = True) -> Path:
+    """What a user attaches to after a day of work: ``n_ended`` finished sessions (ids as
+    ``onegc run`` makes them, several started in the same second, a few FAILED) and (``running``)
+    one running session, the most recent, started last. The store lists it last."""
+    agents = [("scripted", None), ("claude-code", "claude-sonnet-4-6"), ("codex", "gpt-5")]
+    for i in range(n_ended):
+        agent, model = agents[(i // 2) % len(agents)]
+        stamp = f"20260901-{8 + i // 12:02d}{(i // 2) % 6 * 10:02d}00"  # pairs, as from '--repeats 2': one second
+        sid = f"{stamp}-t0-{agent}-r{1 + i % 2}-{i:02x}{'abcdef'[i % 6]}{i % 7}"
+        failed = i % 7 == 3
+        _session(home, sid, agent, "agent_failed" if failed else ("completed" if i % 3 else "budget_exhausted"), False,
+                 [] if failed else [0.3 + 0.01 * i, 0.5 + 0.02 * i], gpu=[40, 80, 90] if i % 2 else (),
+                 repeat=1 + i % 2, start=T0 + 1_000.0 * i, model=model)
+    if running:
+        _session(home, CROWD_RUNNING, "claude-code", None, False, [0.52, 0.61], gpu=[85, 90, 92],
+                 start=CROWD_NOW - 60.0, model="claude-sonnet-4-6")
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    return home
+
+
+def build_demo_study(home: Path) -> Path:
+    """``examples/demo_study.toml`` as it ends: two configurations of the scripted agent (quick,
+    steady) × t0 × 2 repeats, ids as the study makes them, means 0.9723 and 0.6793."""
+    for label, scores in (("quick", (0.97, 0.9746)), ("steady", (0.70, 0.6586))):
+        for k, score in enumerate(scores, 1):
+            _session(home, f"demo--{label}--t0--r{k}", "scripted", "completed", False, [score / 2, score], repeat=k,
+                     study="demo", start=T0 + 100.0 * k)
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    return home
+
+
+async def settled(pilot) -> None:
+    """Until the first frame is whole: the selected session's panes read and the footer built
+    (a bounded number of passes through the app's queue, not a timer)."""
+    from textual.widgets._footer import FooterKey
+
+    app = pilot.app
+    for _ in range(50):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.query(FooterKey) and app.loaded_seq is not None:
+            return

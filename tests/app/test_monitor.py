@@ -28,18 +28,18 @@ async def test_selection_shows_the_session_in_the_panes(app_home):
     app = make_app(app_home, live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.selected == "a-ended"
+        assert app.selected == "b-paused"  # the live session first
         log = app.query_one("#transcript-log", Log)
-        assert any("a-ended: I'll start" in line for line in log.lines)
+        assert any("b-paused: I'll start" in line for line in log.lines)
+        assert "PAUSED" in str(app.query_one("#countdown").render())
         await pilot.press("down")
         await pilot.pause()
-        assert app.selected == "b-paused"
-        assert any("b-paused: I'll start" in line for line in log.lines)
-        assert not any("a-ended" in line for line in log.lines)
+        assert app.selected == "a-ended"
+        assert any("a-ended: I'll start" in line for line in log.lines)
+        assert not any("b-paused" in line for line in log.lines)
         ckpts = app.query_one("#ckpt-table", DataTable)
-        assert ckpts.get_cell("run_1_epoch3-1", "note") == "★ best"
-        assert "_orig_mod." in ckpts.get_cell("bad-1", "note")
-        assert "PAUSED" in str(app.query_one("#countdown").render())
+        assert str(ckpts.get_cell("run_1_epoch3-1", "note")) == "★ best"
+        assert "_orig_mod." in str(ckpts.get_cell("bad-1", "note"))
 
 
 async def test_pause_key_requests_resume_of_a_paused_session(app_home):
@@ -87,12 +87,12 @@ async def test_sorting_keeps_the_selected_session_under_the_cursor(app_home):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         table = app.query_one("#sessions", DataTable)
-        assert app.order == ["a-ended", "b-paused", "c-ended", "d-failed"]
-        while app.sort_by != "best":
+        assert app.table.order == ["b-paused", "a-ended", "c-ended", "d-failed"]  # live first
+        while app.table.sort_by != "best":
             await pilot.press("s")
         await pilot.pause()
-        assert app.order[:2] == ["a-ended", "c-ended"]  # 0.93, then 0.88
-        assert app.order[-1] == "d-failed"  # no score: last
+        assert app.table.order[:2] == ["a-ended", "c-ended"]  # 0.93, then 0.88
+        assert app.table.order[-1] == "d-failed"  # no score: last
         assert app.selected == "c-ended"
         assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == "c-ended"
         assert table.get_row_index("c-ended") == 1
@@ -197,7 +197,7 @@ async def test_the_table_follows_rows_changed_by_another_process(app_home):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         table = app.query_one("#sessions", DataTable)
-        assert table.get_cell("b-paused", "state") == "PAUSED"
+        assert str(table.get_cell("b-paused", "state")) == "PAUSED"
         other = Store.open(app_home)  # the ingester's connection, as in another thread or process
         assert [r["session_id"] for r in other.sessions_since(app._rev)] == []
         other.mark_failed("b-paused", "runner gone (pid 4242 not alive)")
@@ -205,8 +205,8 @@ async def test_the_table_follows_rows_changed_by_another_process(app_home):
         other.close()
         app.tick()
         await pilot.pause()
-        assert table.get_cell("b-paused", "state") == "FAILED"
-        assert table.get_cell("a-ended", "state") == "ended"
+        assert str(table.get_cell("b-paused", "state")) == "FAILED"
+        assert str(table.get_cell("a-ended", "state")) == "ended"
         assert any("b-paused FAILED" in n.message for n in app._notifications)
         assert app.rows["b-paused"]["state"] == "failed" and len(app.rows) == 4
 
@@ -216,18 +216,18 @@ async def test_rows_read_out_of_order_do_not_move_the_selection_off_the_cursor(a
     from onegc_tui.store import Store
 
     store = Store.open(app_home)
-    with store.conn:  # a-ended was written last: it comes last from the store, first in the table
-        store.conn.execute("UPDATE sessions SET warnings = warnings WHERE session_id = 'a-ended'")
-    assert [r["session_id"] for r in store.sessions_since(0)][-1] == "a-ended"
+    with store.conn:  # b-paused was written last: it comes last from the store, first in the table
+        store.conn.execute("UPDATE sessions SET warnings = warnings WHERE session_id = 'b-paused'")
+    assert [r["session_id"] for r in store.sessions_since(0)][-1] == "b-paused"
     store.close()
     app = make_app(app_home, live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         table = app.query_one("#sessions", DataTable)
-        assert app.selected == "a-ended" == app.order[table.cursor_row]
+        assert app.selected == "b-paused" == app.table.order[table.cursor_row]
         await pilot.press("down")
         await pilot.pause()
-        assert app.selected == "b-paused" == app.order[table.cursor_row]
+        assert app.selected == "a-ended" == app.table.order[table.cursor_row]
 
 
 async def test_an_empty_home_says_how_to_start_a_session(tmp_path):

@@ -1,5 +1,6 @@
-"""The real monitor in a real terminal: ``onegc monitor`` in tmux over two scripted sessions;
-select, pause by key, open history, quit, reading the screen with ``tmux capture-pane``."""
+"""The real monitor in a real terminal: ``onegc monitor`` in tmux over scripted sessions; select,
+pause by key, open history, help, filter, search and quit, reading the screen with
+``tmux capture-pane``."""
 
 from __future__ import annotations
 
@@ -54,13 +55,12 @@ def first_request(paths) -> str | None:
 def _drive(name, screen, s1, s2) -> None:
     if True:
         wait_for(lambda: "tm1" in screen() and "tm2" in screen(), 60, "both sessions on the monitor")
-        wait_for(lambda: "monitor — tm1" in screen() or "monitor—tm1" in screen().replace(" ", ""), 30,
-                 "the first session selected")
+        wait_for(lambda: "tm2" in screen().splitlines()[0], 30, "the most recent running session selected (header)")
         tmux("send-keys", "-t", name, "Down")
-        wait_for(lambda: "tm2" in screen().splitlines()[0], 30, "the second session selected (header)")
+        wait_for(lambda: "tm1" in screen().splitlines()[0], 30, "the other session selected (header)")
         tmux("send-keys", "-t", name, "p")
-        wait_for(lambda: first_request(s2) == "pause", 30, "a pause request in tm2's control.jsonl")
-        assert not s1.control.exists()  # the selected session, not the other
+        wait_for(lambda: first_request(s1) == "pause", 30, "a pause request in tm1's control.jsonl")
+        assert not s2.control.exists()  # the selected session, not the other
         wait_for(lambda: "PAUSED" in screen(), 60, "the paused state on screen")
         tmux("send-keys", "-t", name, "h")
         wait_for(lambda: "Sonnet 4.6" in screen() and "history" in screen(), 60, "the history matrix with the paper")
@@ -68,3 +68,80 @@ def _drive(name, screen, s1, s2) -> None:
         wait_for(lambda: "sorted by" in screen(), 30, "back on the dashboard")
         tmux("send-keys", "-t", name, "q")
         wait_for(lambda: name not in tmux("list-sessions", "-F", "#{session_name}"), 30, "the monitor to quit")
+
+
+def start_tmux(home, width: int, height: int) -> tuple[str, callable]:
+    name = f"onegc-test-{uuid.uuid4().hex[:8]}"
+    cmd = (f"env ONEGC_HOME={home} PYTHONPATH={REPO} TERM=xterm-256color TZ=UTC "
+           f"{sys.executable} -m onegc_tui.cli monitor")
+    tmux("new-session", "-d", "-s", name, "-x", str(width), "-y", str(height), cmd)
+    tmux("resize-window", "-t", name, "-x", str(width), "-y", str(height))
+    return name, lambda: tmux("capture-pane", "-p", "-t", name)
+
+
+def transcript_lines(screen: str) -> list[str]:
+    """The transcript pane's lines on an 80-column screen: left box, after its title."""
+    out, inside = [], False
+    for line in screen.splitlines():
+        if "Transcript ·" in line:
+            inside = True
+            continue
+        if inside and line.startswith("│"):
+            body = line[1:].split("│")[0].strip()
+            if body[:2].isdigit():
+                out.append(body)
+        elif inside and line.startswith("╰"):
+            break
+    return out
+
+
+def test_monitor_at_80x24_help_filter_and_search(home):
+    """A person at 80x24 with one running session among 20 ended: the running one is on top and
+    selected, ? lists the keys and Esc closes it, the filter narrows the table, the search finds
+    run_1.py and val_acc in the transcript."""
+    from tests.app.fixtures import build_crowd
+
+    build_crowd(home, running=False)
+    live = start_session(home, "zz-live", budget_s=300, pace_s=3.0)  # about a minute of steps
+    wait_event(live, "session_started", timeout=60)
+    name, screen = start_tmux(home, 80, 24)
+    try:
+        wait_for(lambda: "zz-live" in screen().splitlines()[0], 60, "the running session selected on attach")
+        rows = screen().splitlines()
+        header = next(i for i, line in enumerate(rows) if "Budget left" in line)
+        assert "running" in rows[header + 1] and "zz-live" in rows[header + 1]
+        assert "Best" in rows[header]
+        wait_for(lambda: "? Help" in screen() and "q Quit" in screen(), 30, "the footer, whole")
+        tmux("send-keys", "-t", name, "?")
+        wait_for(lambda: "Keys · the keyboard is on: Sessions table" in screen(), 30, "the help screen")
+        assert "Pause/resume" in screen()
+        tmux("send-keys", "-t", name, "Escape")
+        wait_for(lambda: "Keys ·" not in screen() and "Budget left" in screen(), 30, "help closed by Esc")
+        tmux("send-keys", "-t", name, "-l", "\\state:failed")  # typed fast: the keys after \\ go into the box
+        tmux("send-keys", "-t", name, "Enter")
+        wait_for(lambda: "filter “state:failed”: 3 shown" in screen(), 30, "the filtered table")
+        assert "FAILED" in screen() and "running  " not in screen()
+        tmux("send-keys", "-t", name, "-l", "\\")
+        tmux("send-keys", "-t", name, "Escape")
+        wait_for(lambda: "filter" not in screen().splitlines()[1], 30, "the filter cleared by Esc")
+        tmux("send-keys", "-t", name, "Home")
+        wait_for(lambda: "zz-live" in screen().splitlines()[0], 30, "the newest session selected again")
+        wait_for(lambda: "val_acc" in screen(), 120, "the first training epochs in the transcript")
+        for word in ("run_1.py", "val_acc"):
+            tmux("send-keys", "-t", name, "-l", f"/{word}")
+            tmux("send-keys", "-t", name, "Enter")
+            wait_for(lambda: f"“{word}”" in screen() and transcript_lines(screen()), 30, f"the search for {word}")
+            lines = transcript_lines(screen())
+            assert all(word in line or line.endswith("…") for line in lines), lines
+            assert any(word in line for line in lines), lines
+        tmux("send-keys", "-t", name, "q")
+        wait_for(lambda: name not in tmux("list-sessions", "-F", "#{session_name}"), 30, "the monitor to quit")
+    except AssertionError:
+        print(screen())
+        raise
+    finally:
+        tmux("kill-session", "-t", name)
+        from runner.control import request
+
+        request(live, "abort", source="test")
+        wait_event(live, "session_ended", timeout=120)

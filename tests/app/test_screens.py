@@ -24,7 +24,7 @@ async def test_marking_and_replay_side_by_side(app_home):
         await pilot.pause()
         await pilot.press("r")  # nothing marked: a hint, no screen
         assert not isinstance(app.screen, ReplayScreen)
-        await pilot.press("space", "down", "down", "space", "r")
+        await pilot.press("space", "down", "space", "r")
         await app.workers.wait_for_complete()
         await pilot.pause()
         screen = app.screen
@@ -57,17 +57,21 @@ async def test_history_matrix_drill_down_and_detail(app_home):
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, HistoryScreen)
-        table = screen.query_one("#matrix", DataTable)
+        table = screen.query_one("#demo-matrix", DataTable)  # the demo task: a table of its own
         # scripted on T0: 0.93 and 0.88 succeeded, one repeat failed: mean ± std (ddof=1), 2/3
-        assert str(table.get_cell("ours\x1fscripted", "t0")) == "0.9050±0.0354 2/3"
-        assert str(table.get_cell("ours\x1fcommand", "t0")) == "(1 running)"
-        assert str(table.get_cell("paper\x1fOpus 4.7", "agg")) == "+0.302"  # the paper's Table 4 beside ours
-        table.cursor_coordinate = (table.get_row_index("ours\x1fscripted"), 2)
+        assert str(table.get_cell("ours (demo)\x1fscripted", "t0")) == "0.9050±0.0354 2/3"
+        assert str(table.get_cell("ours (demo)\x1fcommand", "t0")) == "(1 running)"
+        paper = screen.query_one("#matrix", DataTable)
+        assert str(paper.get_cell("paper\x1fOpus 4.7", "agg")) == "+0.302"  # the paper's Table 4
+        assert "t0" not in [c.value for c in paper.columns]  # the demo is not compared with the paper
+        table.focus()
+        await pilot.pause()
+        table.cursor_coordinate = (table.get_row_index("ours (demo)\x1fscripted"), 2)
         await pilot.pause()
         detail = str(screen.query_one("#cell-detail").render())
         assert "SEM 0.0250" in detail and "success 2/3" in detail and "score at 25%" in detail
         await pilot.press("b")
-        assert str(table.get_cell("ours\x1fscripted", "t0")) == "0.9300 2/3"
+        assert str(table.get_cell("ours (demo)\x1fscripted", "t0")) == "0.9300 2/3"
         await pilot.press("enter")
         await pilot.pause()
         drill = app.screen

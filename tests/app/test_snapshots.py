@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onegc_tui.app import make_app
-from tests.app.fixtures import T0, build_home
+from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
 
 SIZE = (160, 44)
 NOW = lambda: T0 + 100.0  # noqa: E731  frozen "now" for countdowns
@@ -15,6 +15,33 @@ NOW = lambda: T0 + 100.0  # noqa: E731  frozen "now" for countdowns
 @pytest.fixture
 def app_home(tmp_path):
     return build_home(tmp_path / "home", full=True)
+
+
+@pytest.fixture(scope="module")
+def crowd(tmp_path_factory):
+    return build_crowd(tmp_path_factory.mktemp("crowd") / "home")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)], ids=["80x24", "120x40", "200x50"])
+def test_snapshot_of_the_dashboard_with_a_running_session_among_20_ended(crowd, size, snap_compare):
+    """What a user attaches to: the running session on top and selected, the columns that matter
+    first, panes and footer laid out for the terminal's size."""
+    async def settle(pilot):
+        await settled(pilot)
+        assert pilot.app.selected == CROWD_RUNNING
+
+    app = make_app(crowd, live=False, show_clock=False, now=lambda: CROWD_NOW)
+    assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+def test_snapshot_of_the_help_screen(crowd, snap_compare):
+    async def help_(pilot):
+        await settled(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    app = make_app(crowd, live=False, show_clock=False, now=lambda: CROWD_NOW)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=help_)
 
 
 def test_snapshot_of_the_live_screen(app_home, snap_compare):
@@ -35,7 +62,7 @@ def test_snapshot_of_the_history_matrix(app_home, snap_compare):
 
 def test_snapshot_of_the_replay(app_home, snap_compare):
     async def replay(pilot):
-        await pilot.press("space", "down", "down", "space", "r")
+        await pilot.press("space", "down", "space", "r")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         await pilot.press(*["left"] * 10)

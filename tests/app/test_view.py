@@ -9,8 +9,8 @@ from onegc_tui.view import (
     best_so_far,
     event_matches,
     plot_series,
-    sort_key,
 )
+from onegc_tui.sessions_view import sort_key
 from runner.events import GpuSample, ProcessEvent, SessionEnded, TranscriptEvent, Warning_
 
 T = 1_000_000.0

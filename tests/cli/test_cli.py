@@ -45,8 +45,8 @@ def test_sessions_history_and_export(home):
     assert "Sonnet 4.6" in r.output and "+0.293" in r.output
     assert "note: only the paper's rows: 2 demo-task sessions left out (--demo includes them)" in r.stderr
     r = CliRunner().invoke(main, ["history", "--no-paper"])
-    assert r.exit_code == 1 and r.output.strip().splitlines() == [
-        "Error: nothing to print: 2 demo-task sessions left out (--demo includes them)"]
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [
+        "error: nothing to print: 2 demo-task sessions left out (--demo includes them)"]
 
 
 def test_a_new_home_folder_is_an_empty_store_not_a_traceback(tmp_path, monkeypatch):
@@ -101,3 +101,72 @@ def test_without_a_sandbox_run_refuses_in_one_line_and_unsealed_is_recorded(home
         assert config["sealed"] is False
     finally:
         sandbox.status.cache_clear()
+
+
+def test_history_keeps_a_studys_agent_configurations_apart_and_the_demo_on_its_own(home):
+    """demo_study.toml's quick and steady agents (one adapter) were one row 'scripted 0.8258±0.1888'
+    beside the paper's seven-task Agg (issue 15)."""
+    from tests.app.fixtures import build_demo_study
+
+    build_demo_study(home)
+    r = run("history", "--demo")
+    assert r.exit_code == 0, r.output
+    paper, _, demo = r.output.partition("Demo tasks: not part of the benchmark")
+    assert demo, r.output
+    assert "Sonnet 4.6" in paper and "T0" not in paper  # the paper's table: the paper's tasks only
+    assert "quick (scripted)" in demo and "0.9723" in demo
+    assert "steady (scripted)" in demo and "0.6793" in demo
+    assert "0.8258" not in r.output and "Sonnet" not in demo
+    r = run("history", "--demo", "--format", "csv")
+    lines = [l.split(",") for l in r.output.splitlines()]
+    labels = {row[3] for row in lines[1:] if row[0] == "ours (demo tasks)"}
+    assert labels == {"quick (scripted)", "steady (scripted)"}  # as the tables name the rows
+
+
+def test_tasks_prints_every_title_and_metric_whole(home):
+    from tasks import all_tasks
+
+    r = run("tasks")
+    for spec in all_tasks().values():
+        assert spec.title in r.output and spec.metric_label in r.output  # e.g. "(official test file)"
+    assert "…" not in r.output  # not a terminal: nothing is cut
+
+
+def test_disqualify_strikes_a_result_from_the_mean_keeps_it_in_n_over_n_and_survives_reindex(home):
+    from onegc_tui.analysis import build_matrix
+    from onegc_tui.ingest import Ingester
+    from onegc_tui.queries import outcomes
+    from onegc_tui.store import Store
+
+    build_home(home)
+    store = Store.open(home)
+    Ingester(home, store).catch_up()
+    rows = [r for r in store.sessions() if r["state"] == "ended" and r["score"] is not None]
+    store.close()
+    target = rows[0]["session_id"]
+    r = run("disqualify", target)
+    assert r.exit_code == 2 and "--reason" in r.output
+    r = run("disqualify", target, "--reason", "read the test labels")
+    assert r.exit_code == 0 and "disqualified: read the test labels" in r.output
+
+    def cell_of(reindex: bool):
+        if reindex:
+            assert run("reindex").exit_code == 0
+        s = Store.open(home)
+        try:
+            outs = outcomes(s, include_demo=True)
+            row = s.session(target)
+        finally:
+            s.close()
+        mine = next(o for o in outs if o.session_id == target)
+        peers = [o for o in outs if (o.agent, o.model, o.task, o.label) == (mine.agent, mine.model, mine.task, mine.label)]
+        cell = next(iter(build_matrix(peers).rows[0].cells.values()))
+        return row, cell, peers
+
+    for reindex in (False, True):
+        row, cell, peers = cell_of(reindex)
+        assert row["disqualified"].startswith("read the test labels")
+        assert cell.n_disqualified == 1 and cell.n_total == len(peers) and cell.n_success == len(peers) - 1
+    assert run("disqualify", target, "--clear").exit_code == 0
+    row, cell, _ = cell_of(True)
+    assert row["disqualified"] is None and cell.n_disqualified == 0

@@ -90,7 +90,8 @@ def write_run(name: str, attack: str, seed: int, session: str) -> str:
 
 if __name__ == "__main__":
     attack, session = sys.argv[1], sys.argv[2]
-    for name, seed in ((attack, 1), ("honest", 2)):
+    alone = "--alone" in sys.argv[3:]  # no honest checkpoint after it: the attacking one is official
+    for name, seed in ((attack, 1),) if alone else ((attack, 1), ("honest", 2)):
         script = write_run(name, ATTACKS.get(name, ""), seed, session)
         out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120, start_new_session=True)
         print(f"$ python {script} -> exit {out.returncode}", out.stderr[-300:], flush=True)

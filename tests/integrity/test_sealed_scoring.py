@@ -24,9 +24,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no 
 AGENT = Path(hostile_scoring.__file__)
 
 
-def run_attack(home: Path, sid: str, attack: str):
+def run_attack(home: Path, sid: str, attack: str, *extra: str):
     paths = start_session(home, sid, agent="command", budget_s=120,
-                          command=[sys.executable, str(AGENT), attack, str(home / "runs" / sid)])
+                          command=[sys.executable, str(AGENT), attack, str(home / "runs" / sid), *extra])
     ended = wait_event(paths, "session_ended", timeout=200)
     live = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}
     official = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and e["official"]}
@@ -108,3 +108,17 @@ def test_an_honest_print_at_the_top_of_a_script_still_scores(home, tmp_path):
     paths, ended, live, official = run_attack(home, "p1", "print")
     assert_scored_as_its_weights(paths, live, official, "print-1", tmp_path)
     assert live["print-1"]["flags"] == ["wrote to stdout"]  # noted, not held against it
+
+
+def test_an_official_checkpoint_whose_code_replaced_the_evaluator_is_disqualified(home, tmp_path):
+    from onegc_tui.ingest import Ingester
+    from onegc_tui.store import Store
+
+    paths, ended, live, official = run_attack(home, "dq", "monkeypatch", "--alone")
+    assert_scored_as_its_weights(paths, live, official, "monkeypatch-1", tmp_path)  # the score is still its own
+    result = json.loads(paths.result.read_text())
+    assert result["checkpoint"] == "monkeypatch-1" and "replaced the evaluation (prepare.evaluate, judge)" in result["disqualified"]
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    assert store.session("dq")["disqualified"].startswith("the official checkpoint's code replaced the evaluation")
+    store.close()

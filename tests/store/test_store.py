@@ -143,7 +143,7 @@ def test_live_ingest_with_a_real_watchdog_observer(home):
 
 def test_the_countdown_runs_from_the_last_heartbeat_not_from_the_last_event(home):
     """A transcript line after a heartbeat must not make the sessions table show more time left."""
-    from onegc_tui.view import session_cells
+    from onegc_tui.sessions_view import session_cells
 
     w = fake_session(home, n_transcript=0)  # its events carry today's time: later than the heartbeat's
     t = [1_000.0]
@@ -199,3 +199,21 @@ def test_a_tools_heartbeats_are_one_row_updated_in_place(home):
     assert [r["text"] for r in store.transcript("p1", search="90")] == ["running for 90 s"]
     assert store.transcript("p1", search="60") == []  # the search index follows the update
     store.close()
+
+
+def test_search_finds_words_of_several_tokens(home):
+    """'run_1.py' is three tokens to FTS5 and the index keeps no positions: searching it crashed
+    the monitor ("phrase queries are not supported"); now the tokens find rows and the word is checked."""
+    from onegc_tui.queries import pane_entries
+
+    w = fake_session(home, n_transcript=0)
+    w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py")
+    w.emit("transcript", role="tool", kind="tool_result", text="epoch 1 val_acc 0.52")
+    w.emit("transcript", role="assistant", kind="text", text="run it, then 1 more .py file")  # tokens, not the word
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    assert [line.split(" ", 2)[2] for _, line in pane_entries(store, "s1", "all", "run_1.py")] == ["[bash] python run_1.py"]
+    assert len(pane_entries(store, "s1", "all", "val_acc")) == 1
+    assert len(pane_entries(store, "s1", "all", "val_ac")) == 1  # a word typed in part
+    assert [r["text"] for r in store.transcript("s1", search="run_1.py")] == ["python run_1.py"]
+    assert store.transcript("s1", search="::") == []  # no token at all: nothing matches, no error

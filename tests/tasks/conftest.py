@@ -4,8 +4,10 @@ Fixtures (names are stable; other task tests reuse them):
 
 - ``shared_data``: the offline raw copies in ``shared/data`` beside the repo (skips when absent).
 - ``kit``: the locked helper ``tasks/onegc_kit.py`` (``KitError``, ``prepare``, ``file_digest``).
-- ``load_prepare(task_id)``: a fresh import of ``tasks/<id>/prepare.py`` under a unique module
-  name, so patching its ``RAW`` cannot leak into other tests.
+- ``load_prepare(task_id, data_dir=None)``: a fresh import of ``tasks/<id>/prepare.py`` under a
+  unique module name, so patching its ``RAW`` cannot leak into other tests; with ``data_dir``,
+  its data is there (``$ONEGC_DATA_DIR`` for the test).
+- ``without_labels(data_dir)``: a copy of a prepared folder without its ``*_y.npy`` label files.
 - ``pin_raw(module, raw_dir)``: re-pin ``module.RAW`` to the size and sha256 of the files in
   ``raw_dir`` (the test's tiny fixtures written in the real raw format).
 - ``prepare_fixture(task_id, raw_dir)``: ``pin_raw`` + the kit's atomic ``prepare`` into a
@@ -16,6 +18,18 @@ Fixtures (names are stable; other task tests reuse them):
   (the pristine ``tasks/<id>/prepare.py --eval`` in a subprocess, like the official scorer).
 - ``save_state(path, state_dict, config, script)``: write a checkpoint file by hand (e.g. a
   state dict with ``_orig_mod.`` keys) in the format ``save_checkpoint`` writes.
+- ``score_both(prep, old_source, ckpt, code, data_dir, split=None) -> (old, new)``: one
+  checkpoint scored in this process by a frozen copy of a task's ``evaluate`` from before sealed
+  scoring (its source, run against ``prep``'s helpers) and by ``judge(predict(model,
+  inputs(split)))``, on one and the same model.
+- ``sealed_score(task_id, data_dir, ckpt, code) -> runner.scoring.Score``: the checkpoint scored
+  as a session scores it: a snapshot of ``code``'s scripts and the checkpoint, the split's inputs
+  made by the trusted side, a fresh child of the sandboxed worker predicting, the runner judging.
+- ``rejects(judge, predictions, split) -> message``: asserts that the judge refuses
+  ``predictions`` with a one-line ``KitError`` and returns that line.
+- ``hostile(good, classes=None) -> {name: predictions}``: what a hostile ``predict`` might return
+  in place of the honest array ``good`` (wrong shape or dtype, objects, NaN, classes out of
+  ``0..classes-1``); every one must be refused.
 """
 
 from __future__ import annotations
@@ -127,16 +141,29 @@ def kit():
 
 
 @pytest.fixture
-def load_prepare(kit):
-    def load(task_id: str):
+def load_prepare(kit, monkeypatch):
+    def load(task_id: str, data_dir: Path | None = None):
+        if data_dir is not None:
+            monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
         path = TASKS_DIR / task_id / "prepare.py"
         name = f"onegc_test_prepare_{task_id}_{next(_module_ids)}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, module)  # as an import does: evaluate() finds its module there
         spec.loader.exec_module(module)
         return module
 
     return load
+
+
+@pytest.fixture
+def without_labels(tmp_path):
+    def copy(data_dir: Path) -> Path:
+        out = tmp_path / f"{data_dir.name}-unlabelled"
+        shutil.copytree(data_dir, out, ignore=shutil.ignore_patterns("*_y.npy"))
+        return out
+
+    return copy
 
 
 @pytest.fixture
@@ -210,3 +237,96 @@ def eval_here(kit, monkeypatch, capsys):
 
     return run
 
+
+
+@pytest.fixture
+def score_both(kit, monkeypatch):
+    def run(prep, old_source: str, ckpt: Path, code: Path, data_dir: Path, split: str | None = None):
+        import torch
+
+        monkeypatch.setattr(sys, "path", list(sys.path))  # the kit puts the script's folder first
+        monkeypatch.setitem(sys.modules, "prepare", prep)
+        monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))
+        split = split or prep.SCORED_SPLIT
+        frozen = dict(vars(prep))  # the old evaluate, verbatim, against the module's own helpers
+        exec(compile(old_source, f"<old evaluate of {prep.TASK}>", "exec"), frozen)
+        model, _ = kit.load_model(Path(ckpt), Path(code), prep)
+        model.eval()
+        with torch.no_grad():  # as the scorer runs both
+            torch.manual_seed(0)
+            old = frozen["evaluate"](model, split, "cpu")
+            torch.manual_seed(0)
+            new = prep.judge(prep.predict(model, prep.inputs(split), "cpu"), split)
+        print(f"{prep.TASK} {split}: old {old['value']!r} new {new['value']!r} |old - new| {abs(old['value'] - new['value']):.3g}")
+        return old, new
+
+    return run
+
+
+@pytest.fixture
+def rejects(kit):
+    def check(judge, predictions, split: str) -> str:
+        with pytest.raises(kit.KitError) as info:
+            judge(predictions, split)
+        message = str(info.value)
+        assert message.strip() and "\n" not in message, message
+        return message
+
+    return check
+
+
+@pytest.fixture
+def hostile():
+    import numpy as np
+
+    def cases(good, classes: int | None = None) -> dict:
+        out = {
+            "a list": good.tolist(),
+            "objects": good.astype(object),
+            "strings": good.astype(str),
+            "complex": good.astype(np.complex128),
+            "booleans": np.ones(good.shape, dtype=bool),
+            "one too few": good[:-1],
+            "one too many": np.concatenate([good, good[:1]]),
+            "an extra axis": good[..., None],
+            "flattened": good.reshape(-1) if good.ndim > 1 else good.reshape(-1, 1),
+            "a scalar": np.asarray(good.flat[0]),
+        }
+        if good.dtype.kind == "f":
+            nan, inf = good.copy(), good.copy()
+            nan.flat[0], inf.flat[-1] = np.nan, -np.inf
+            out.update(NaN=nan, inf=inf, integers=good.astype(np.int64))
+        else:
+            negative, above = good.astype(np.int64), good.astype(np.int64)
+            negative.flat[0], above.flat[-1] = -1, classes
+            out.update(floats=good.astype(np.float64), negative=negative, **{"past the last class": above},
+                       huge=np.full(good.shape, 2**63, dtype=np.uint64))
+        return out
+
+    return cases
+
+
+@pytest.fixture
+def sealed_score(tmp_path, monkeypatch):
+    def score(task_id: str, data_dir: Path, ckpt: Path, code: Path):
+        from runner.checkpoints import SNAPSHOT_CKPT
+        from runner.scoring import SealedScorer, TaskJudge, WorkerPlan
+        from runner.workspace import snapshot_code
+        from tasks import get_task
+
+        spec = get_task(task_id)
+        monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))  # the judge sets it too: restored after the test
+        root = tmp_path / "sealed-home" / "runs" / "s1"
+        snap = root / "snapshots" / f"{ckpt.stem}-1"
+        snapshot_code(code, snap)
+        shutil.copy(ckpt, snap / SNAPSHOT_CKPT)
+        scorer = SealedScorer(WorkerPlan(
+            judge=TaskJudge(spec, data_dir), inputs=root / "scoring" / "inputs", snapshots=root / "snapshots",
+            private=root / "scoring" / "cpu", home=tmp_path / "sealed-home", session_id="s1",
+            timeout_s=spec.eval_timeout_s, threads=1))
+        try:
+            return scorer.score(snap / SNAPSHOT_CKPT, snap, [spec.scored_split])[spec.scored_split]
+        finally:
+            scorer.close()
+
+    return score

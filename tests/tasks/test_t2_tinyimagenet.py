@@ -3,6 +3,8 @@
 The fixture zip has the real layout (``tiny-imagenet-200/wnids.txt``, ``words.txt``,
 ``train/<wnid>/images/*.JPEG`` with ``<wnid>_boxes.txt``, ``val/images/*.JPEG`` with
 ``val_annotations.txt``, unlabelled ``test/images``), 3 classes, 12 train and 6 val images.
+Sealed scoring: inputs without labels, predict, judge, and the same numbers as the evaluate they
+replaced (kept below, verbatim).
 """
 
 from __future__ import annotations
@@ -24,6 +26,22 @@ WNIDS = ["n02085620", "n01443537", "n03444034"]  # as wnids.txt lists them: NOT 
 SORTED = sorted(WNIDS)  # class index order
 VAL = [("val_0.JPEG", "n03444034"), ("val_1.JPEG", "n01443537"), ("val_2.JPEG", "n02085620"),
        ("val_3.JPEG", "n01443537"), ("val_4.JPEG", "n01443537"), ("val_5.JPEG", "n03444034")]
+# prepare.evaluate before sealed scoring (commit e5620db), verbatim: the reference that
+# judge(predict(model, inputs(split))) must match to 1e-6 on every checkpoint.
+OLD_EVALUATE = '''
+def evaluate(model, split: str, device: str) -> dict:
+    x, y = load_split(split)
+    correct = 0
+    for i in range(0, len(x), EVAL_BATCH):
+        logits = model(normalize(x[i : i + EVAL_BATCH].to(device)))
+        n = min(EVAL_BATCH, len(x) - i)
+        if tuple(logits.shape) != (n, NUM_CLASSES):
+            raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}]")
+        if not bool(logits.isfinite().all()):
+            raise kit.KitError("the model outputs NaN or inf")
+        correct += int((logits.argmax(dim=1).cpu() == y[i : i + EVAL_BATCH]).sum())
+    return {"value": correct / len(y), "n": len(y)}
+'''
 
 
 def _jpeg(rng: np.random.Generator, grey: bool = False) -> bytes:
@@ -104,8 +122,7 @@ def test_augment_crops_flips_and_jitters_on_whole_batches(monkeypatch, load_prep
     import torch
 
     data, _ = prepared
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, data)
     monkeypatch.setitem(__import__("sys").modules, "prepare", prep)
     spec = importlib.util.spec_from_file_location("t2_train_under_test", REPO / "tasks" / TASK / "train.py")
     train = importlib.util.module_from_spec(spec)
@@ -129,7 +146,7 @@ def test_augment_crops_flips_and_jitters_on_whole_batches(monkeypatch, load_prep
     assert torch.isfinite(jittered).all() and not torch.allclose(jittered, out)
 
 
-def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace):
+def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace, load_prepare, score_both, sealed_score):
     data, expected = prepared
     ws = make_workspace(TASK, data)
     ws.set_constants(WIDTHS=(8, 16, 16, 32), BATCH_SIZE=4, EPOCHS=2, MAX_STEPS=4, LOG_EVERY=1, DEVICE="cpu")
@@ -143,9 +160,14 @@ def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace):
     result = ws.evaluate(ckpts[-1])
     assert result["ok"] and result["n"] == len(expected["val_y"]) and result["metric"] == "val_top1"
     assert result["value"] == pytest.approx(saved["score"], abs=1e-9)  # the scorer agrees with train.py
+    old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpts[-1], ws.path, data)
+    assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 6
+    assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpts[-1], ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
 
-def test_evaluate_is_top1_accuracy(prepared, make_workspace, save_state):
+def test_evaluate_is_top1_accuracy(prepared, make_workspace, save_state, load_prepare, score_both):
     import torch
 
     data, expected = prepared
@@ -158,3 +180,35 @@ def test_evaluate_is_top1_accuracy(prepared, make_workspace, save_state):
     result = ws.evaluate(ckpt)
     assert result["ok"], result
     assert result["value"] == pytest.approx(2 / 6) == float(np.mean(expected["val_y"] == cls))
+    old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
+    assert old == new == {"value": result["value"], "n": 6}
+
+
+def test_inputs_hold_no_label(prepared, load_prepare, without_labels):
+    import torch
+
+    data, expected = prepared
+    prep = load_prepare(TASK, without_labels(data))  # inputs() needs no label file
+    given = prep.inputs("val")
+    assert list(given) == ["x"] and given["x"].dtype == np.uint8
+    np.testing.assert_array_equal(given["x"], expected["val_x"])
+
+    class Brightest(torch.nn.Module):  # class = the brightest of channels R, G, B: sees what predict feeds
+        def forward(self, x):
+            assert x.shape[1:] == (3, 64, 64) and x.dtype == torch.float32
+            return torch.nn.functional.pad(x.mean(dim=(2, 3)), (0, 197))
+
+    pred = prep.predict(Brightest(), given, "cpu")
+    want = prep.normalize(torch.from_numpy(expected["val_x"])).mean(dim=(2, 3)).argmax(1).numpy()
+    assert pred.dtype == np.int64 and np.array_equal(pred, want)
+
+
+def test_judge_counts_class_indices_and_refuses_the_rest(prepared, load_prepare, rejects, hostile):
+    data, expected = prepared
+    prep = load_prepare(TASK, data)
+    y = expected["val_y"].astype(np.int64)
+    for name, bad in hostile(y, classes=200).items():
+        assert "class ind" in rejects(prep.judge, bad, "val"), name
+    assert prep.judge(y, "val") == {"value": 1.0, "n": 6}
+    assert prep.judge(y.astype(np.uint8), "val")["value"] == 1.0  # any integer width
+    assert prep.judge(np.full(6, 199), "val")["value"] == 0.0

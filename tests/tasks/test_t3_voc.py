@@ -6,6 +6,9 @@ The fixture tar has the real layout (``VOCdevkit/VOC2012/JPEGImages/*.jpg``,
 members prepare must ignore): 3 train images of odd sizes and 4 val images of 56×56 (so the
 nearest resize to 224 repeats every mask pixel 4×4 and the expected mIoU can be counted by hand).
 
+Sealed scoring: inputs without masks, predict (a class per pixel), judge, and the same numbers
+as the evaluate they replaced (kept below, verbatim).
+
 The timm tests skip when timm is not installed. Where timm is installed but cannot import
 because torchvision is missing or broken (PyPI's torchvision does not load beside the CPU-only
 torch of CI), a test-only start-up hook gives ``import torchvision`` empty placeholder modules:
@@ -33,6 +36,27 @@ ROOT = "VOCdevkit/VOC2012/"
 TRAIN_IDS = ["2007_000032", "2008_000123", "2011_003256"]
 VAL_IDS = ["2007_000033", "2009_000201", "2010_000500", "2012_001000"]
 CONVNEXT, VIT = "convnext_tiny.dinov3_lvd1689m", "vit_small_patch16_dinov3.lvd1689m"
+# prepare.evaluate before sealed scoring (commit e5620db), verbatim: the reference that
+# judge(predict(model, inputs(split))) must match to 1e-6 on every checkpoint.
+OLD_EVALUATE = '''
+def evaluate(model, split: str, device: str) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    x, y = load_split(split)
+    cm = torch.zeros(NUM_CLASSES, NUM_CLASSES, dtype=torch.int64)
+    for i in range(0, len(x), EVAL_BATCH):
+        logits = model(normalize(x[i : i + EVAL_BATCH].to(device)))
+        n = min(EVAL_BATCH, len(x) - i)
+        if logits.dim() != 4 or tuple(logits.shape[:2]) != (n, NUM_CLASSES):
+            raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}, H, W]")
+        if not bool(logits.isfinite().all()):
+            raise kit.KitError("the model outputs NaN or inf")
+        if tuple(logits.shape[2:]) != (IMAGE_SIZE, IMAGE_SIZE):
+            logits = F.interpolate(logits.float(), size=(IMAGE_SIZE, IMAGE_SIZE), mode="bilinear", align_corners=False)
+        cm += confusion_matrix(logits.argmax(dim=1), y[i : i + EVAL_BATCH].to(logits.device))
+    return {"value": miou(cm), "n": len(x)}
+'''
 
 
 def voc_palette() -> list[int]:
@@ -191,11 +215,12 @@ def build_model(config):
 '''
 
 
-def test_evaluate_is_one_confusion_matrix_over_the_split(prepared, make_workspace, save_state):
+def test_evaluate_is_one_confusion_matrix_over_the_split(prepared, make_workspace, save_state, load_prepare, score_both):
     data, _ = prepared
     ws = make_workspace(TASK, data)
     ws.write("oracle.py", ORACLE)
-    result = ws.evaluate(save_state(ws.path / "checkpoints" / "oracle.pt", {}, {}, script="oracle.py"))
+    ckpt = save_state(ws.path / "checkpoints" / "oracle.pt", {}, {}, script="oracle.py")
+    result = ws.evaluate(ckpt)
     assert result["ok"], result
     # Pixels per 56x56 source mask (x16 at 224, which cancels). A: class 1 (27 rows) predicted 1,
     # background (28 rows) predicted 1, one ignored row. B: class 5 (28 cols) and background
@@ -205,6 +230,71 @@ def test_evaluate_is_one_confusion_matrix_over_the_split(prepared, make_workspac
     iou5, iou20 = 0.0, 1.0
     assert result["value"] == pytest.approx((iou0 + iou1 + iou5 + iou20) / 4, abs=1e-12)
     assert result["n"] == 4 and result["metric"] == "val_miou"
+    old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
+    assert old == new and new["value"] == result["value"]
+
+
+SMOOTH = '''
+import torch
+import torch.nn as nn
+import prepare
+
+
+class Smooth(nn.Module):
+    """Random logits at 56x56 (resized by predict) from a fixed random convolution."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 21, 5, stride=4, padding=2)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def build_model(config):
+    return Smooth()
+'''
+
+
+def test_sealed_scoring_equals_the_old_evaluate(prepared, make_workspace, save_state, load_prepare, score_both,
+                                                sealed_score):
+    import torch
+
+    data, _ = prepared
+    ws = make_workspace(TASK, data)
+    ws.write("smooth.py", SMOOTH)
+    torch.manual_seed(3)
+    conv = torch.nn.Conv2d(3, 21, 5, stride=4, padding=2)
+    state = {f"conv.{k}": v for k, v in conv.state_dict().items()}
+    ckpt = save_state(ws.path / "checkpoints" / "smooth.pt", state, {}, script="smooth.py")
+    old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
+    assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 4
+    assert 0 < new["value"] < 1  # many classes predicted: a real test of the per-pixel classes
+    sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+    prep = load_prepare(TASK, data)
+    classes = prep.predict(prep.kit.load_model(ckpt, ws.path, prep)[0].eval(), prep.inputs("val"), "cpu")
+    assert classes.dtype == np.uint8 and classes.shape == (4, 224, 224) and len(np.unique(classes)) > 3
+
+
+def test_inputs_hold_no_mask(prepared, load_prepare, without_labels):
+    data, source = prepared
+    prep = load_prepare(TASK, without_labels(data))  # inputs() needs no mask file
+    given = prep.inputs("val")
+    assert list(given) == ["x"] and given["x"].dtype == np.uint8 and given["x"].shape == (4, 224, 224, 3)
+    assert np.array_equal(given["x"], np.load(data / "val_x.npy"))
+
+
+def test_judge_counts_pixel_classes_and_refuses_the_rest(prepared, load_prepare, rejects, hostile):
+    data, _ = prepared
+    prep = load_prepare(TASK, data)
+    y = np.load(data / "val_y.npy")
+    truth = np.where(y == 255, 0, y).astype(np.uint8)  # right on every pixel that counts
+    for name, bad in hostile(truth, classes=21).items():
+        assert "class ind" in rejects(prep.judge, bad, "val"), name
+    assert "0-20; got 0 to 255" in rejects(prep.judge, y, "val")  # 255 is the targets' "ignore", not a class
+    assert prep.judge(truth, "val") == {"value": 1.0, "n": 4}
+    assert prep.judge(truth.astype(np.int64), "val")["value"] == 1.0  # any integer width
 
 
 # --------------------------------------------------------------------------- DINOv3 backbones
@@ -311,6 +401,9 @@ def test_the_hook_really_blocks_the_network(offline):
 
 @pytest.mark.slow
 def test_baseline_loads_weights_offline_trains_and_is_scored(offline, weights, prepared, make_workspace):
+    import json
+    import os
+
     import torch
 
     data, _ = prepared
@@ -330,8 +423,29 @@ def test_baseline_loads_weights_offline_trains_and_is_scored(offline, weights, p
     result = ws.evaluate(ckpt, timeout=300)  # the scorer has no weights/: build_model must not need it
     assert result["ok"], result
     assert result["value"] == pytest.approx(saved["score"], abs=1e-6) and result["n"] == 4
+    # old and new evaluation of the same model, in a process where timm imports (as in ws.run)
+    proc = _python(BOTH % (str(REPO / "tasks" / TASK / "prepare.py"), OLD_EVALUATE, str(ckpt), str(ws.path)),
+                   {**os.environ, "ONEGC_DATA_DIR": str(data)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    old, new = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert abs(old["value"] - new["value"]) <= 1e-6 and abs(new["value"] - result["value"]) <= 1e-6
 
 
+BOTH = """
+import importlib.util, json, sys, torch
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("prepare", %r)
+prep = importlib.util.module_from_spec(spec)
+sys.modules["prepare"] = prep
+spec.loader.exec_module(prep)
+frozen = dict(vars(prep))
+exec(%r, frozen)
+model = prep.kit.load_model(Path(%r), Path(%r), prep)[0].eval()
+with torch.no_grad():
+    old = frozen["evaluate"](model, "val", "cpu")
+    new = prep.judge(prep.predict(model, prep.inputs("val"), "cpu"), "val")
+print(json.dumps([old, new]))
+"""
 VIT_CHECK = """
 import torch, train, prepare
 model = train.build_model({"backbone": %r, "decoder_dim": 32, "num_classes": 21})
@@ -376,3 +490,42 @@ def test_weights_cli_copies_checks_and_refuses_offline(offline, weights, tmp_pat
     cmd[cmd.index(str(weights))] = str(wrong)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=dict(os.environ))
     assert proc.returncode == 2 and "do not fit timm's model" in proc.stderr
+
+
+T3_AGENT = """
+import re, subprocess, sys
+from pathlib import Path
+import timm, torchvision.ops  # what the paper's agents had: they must import here, in the sandbox
+text = Path("train.py").read_text()
+for name, value in (("LR", "0.0"), ("BATCH_SIZE", "2"), ("EPOCHS", "1"), ("MAX_STEPS", "1"), ("DEVICE", '"cpu"')):
+    text = re.sub(rf"^{name}\\s*=.*$", f"{name} = {value}", text, count=1, flags=re.M)
+Path("run_1.py").write_text(text)
+subprocess.run([sys.executable, "run_1.py"], check=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_sandboxed_session_runs_the_baseline_from_weights(prepared, weights, home, tmp_path):
+    """The T3 baseline in a real session: timm and torchvision import inside the sandbox, the
+    backbone loads from the workspace's weights/, and the checkpoint is scored (live and official)."""
+    import shutil
+
+    from runner.agent_env import torchvision_problem
+    from runner.sandbox import status
+    from tests.conftest import events, start_session, wait_event, write_agent
+
+    if not status().ok:
+        pytest.skip(f"no sandbox here: {status().detail}")
+    problem = torchvision_problem()
+    if problem:
+        pytest.skip(f"the agents' Python cannot run T3's backbones here: {problem}")
+    data, _ = prepared
+    shutil.copytree(data, home / "data" / TASK)
+    shutil.copytree(weights, home / "data" / "_weights" / TASK)
+    paths = start_session(home, "t3env", task="t3", agent="command", budget_s=600,
+                          command=write_agent(tmp_path, "t3_agent.py", T3_AGENT))
+    ended = wait_event(paths, "session_ended", timeout=900)
+    assert ended["reason"] == "completed", (ended, paths.agent_stderr.read_text()[-2000:])
+    scored = [e for e in events(paths) if e["type"] == "checkpoint_scored"]
+    assert scored and all(e.get("value") is not None for e in scored), scored
+    assert ended["score"] is not None

@@ -1,6 +1,7 @@
 """T4 (ogbg-molhiv): prepare from a tiny hiv.zip laid out like OGB's, train a few baseline steps
 on CPU, score the checkpoint with the pristine prepare.py; member checksums, graph collation,
-AUROC with ties and the privacy of the test labels."""
+AUROC with ties and the privacy of the test labels; sealed scoring (inputs without labels,
+predict, judge) gives the same numbers as the evaluate it replaced."""
 
 from __future__ import annotations
 
@@ -20,6 +21,28 @@ ARCHIVE = "hiv.zip"
 ATOM_DIMS = [119, 4, 12, 12, 10, 6, 6, 2, 2]
 BOND_DIMS = [5, 6, 2]
 SPLIT_SIZES = {"train": 28, "valid": 6, "test": 6}
+GRAPH_FILES = ["node_feat", "edges", "edge_feat", "node_ptr", "edge_ptr"]
+# prepare.evaluate before sealed scoring (commit e5620db), verbatim: the reference that
+# judge(predict(model, inputs(split))) must match to 1e-6 on every checkpoint.
+OLD_EVALUATE = '''
+def evaluate(model, split: str, device: str) -> dict:
+    import torch
+
+    graphs = load_graphs()
+    idx, y = load_split(split)
+    scores = []
+    for i in range(0, len(idx), EVAL_BATCH):
+        batch = collate_graphs(graphs, idx[i : i + EVAL_BATCH]).to(device)
+        out = model(batch)
+        if out.numel() != batch.num_graphs:
+            shape = tuple(out.shape)
+            raise kit.KitError(f"the model returned shape {shape} for {batch.num_graphs} graphs: expected [B] or [B, 1]")
+        scores.append(out.reshape(-1).float().cpu())
+    s = torch.cat(scores).numpy()
+    if not np.isfinite(s).all():
+        raise kit.KitError("the model outputs NaN or inf")
+    return {"value": auroc(y, s), "n": len(y)}
+'''
 
 
 def _gz_csv(rows) -> bytes:
@@ -136,11 +159,10 @@ def test_prepared_arrays_follow_the_raw_files(prepared, mols):
         assert np.array_equal(np.load(prepared / f"{ours}_y.npy"), mols["labels"][idx])
 
 
-def test_collate_graphs_offsets_atom_ids(prepared, mols, load_prepare, monkeypatch):
+def test_collate_graphs_offsets_atom_ids(prepared, mols, load_prepare):
     import torch
 
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(prepared))
-    prep = load_prepare(TASK)
+    prep = load_prepare(TASK, prepared)
     graphs = prep.load_graphs()
     pick = [5, 3, 0, 17]  # 3 has no bonds
     batch = prep.collate_graphs(graphs, pick)
@@ -189,7 +211,8 @@ def test_damaged_archive_fails_with_one_clear_line(damage, hiv, mols, tmp_path, 
 
 
 # --------------------------------------------------------------------------- end to end
-def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_prepare, monkeypatch, eval_here):
+def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both,
+                                    sealed_score):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
     ws = make_workspace(TASK, prepared)
     assert not (ws.path / "data" / "test_y.npy").exists() and (ws.path / "data" / "test_idx.npy").exists()
@@ -204,6 +227,13 @@ def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_p
     prep = load_prepare(TASK)
     rc, again = eval_here(prep, ckpt, ws.path, prepared)
     assert rc == 0 and again["value"] == result["value"]  # deterministic on CPU
+    old, new = score_both(prep, OLD_EVALUATE, ckpt, ws.path, prepared)
+    assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 6
+    assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, prepared, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+    old, new = score_both(prep, OLD_EVALUATE, ckpt, ws.path, prepared, split="val")
+    assert abs(old["value"] - new["value"]) <= 1e-6
     rc, held_out = eval_here(prep, ckpt, ws.path, ws.path / "data")
     assert rc == 1 and not held_out["ok"] and "test labels are held out" in held_out["error"]
 
@@ -214,6 +244,41 @@ def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_p
     bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, payload["config"])
     rc, failed = eval_here(prep, bad, ws.path, prepared)
     assert rc == 1 and not failed["ok"] and "'_orig_mod.'" in failed["error"]
+
+
+def test_inputs_hold_no_label(prepared, mols, make_workspace, load_prepare):
+    import torch
+
+    ws = make_workspace(TASK, prepared)  # its data/ has no test labels: inputs() needs none
+    prep = load_prepare(TASK, ws.path / "data")
+    given = prep.inputs("test")
+    assert sorted(given) == sorted([*GRAPH_FILES, "idx"])
+    assert np.array_equal(given["idx"], mols["split"]["test"])
+    for name in GRAPH_FILES:
+        assert np.array_equal(given[name], np.load(prepared / f"{name}.npy"))
+        assert given[name].shape[0] != len(given["idx"])  # per atom, bond or graph: never per test graph
+
+    class Size(torch.nn.Module):  # score = atoms in the graph: sees what predict feeds
+        def forward(self, batch):
+            return torch.bincount(batch.batch, minlength=batch.num_graphs).float()[:, None]
+
+    scores = prep.predict(Size(), given, "cpu")
+    assert scores.dtype == np.float32 and np.array_equal(scores, mols["n_nodes"][mols["split"]["test"]])
+    with pytest.raises(prep.kit.KitError, match="test labels are held out"):
+        prep.judge(scores, "test")
+
+
+def test_judge_ranks_finite_scores_and_refuses_the_rest(prepared, mols, load_prepare, rejects, hostile):
+    prep = load_prepare(TASK, prepared)
+    y = mols["labels"][mols["split"]["test"]].astype(np.float32)
+    for name, bad in hostile(np.zeros(6, np.float32)).items():
+        message = rejects(prep.judge, bad, "test")
+        assert ("NaN or inf" if name in ("NaN", "inf") else "score per graph") in message, name
+    # rank-based: no value does better than the right order, which a model can give
+    assert prep.judge(y, "test") == {"value": 1.0, "n": 6}
+    assert prep.judge(np.float64(1e300) * (2 * y - 1), "test")["value"] == 1.0
+    assert prep.judge(-y.astype(np.float16), "test")["value"] == 0.0
+    assert prep.judge(np.zeros(6, np.float32), "test")["value"] == 0.5
 
 
 # --------------------------------------------------------------------------- real data

@@ -1,6 +1,7 @@
 """T5 (Forest Cover Type): prepare from a tiny covtype.data.gz in the real raw format, train a few
 baseline steps on CPU, score the checkpoint with the pristine prepare.py; checksums, mirrors, the
-stratified split and the privacy of the test labels."""
+stratified split and the privacy of the test labels; sealed scoring (inputs without labels,
+predict, judge) gives the same numbers as the evaluate it replaced."""
 
 from __future__ import annotations
 
@@ -15,6 +16,21 @@ import pytest
 TASK = "t5_covtype"
 RAW = "covtype.data.gz"
 CLASS_ROWS = [300, 200, 80, 15, 40, 30, 35]  # imbalanced, like the real file (and class 4 tiny)
+# prepare.evaluate before sealed scoring (commit e5620db), verbatim: the reference that
+# judge(predict(model, inputs(split))) must match to 1e-6 on every checkpoint.
+OLD_EVALUATE = '''
+def evaluate(model, split: str, device: str) -> dict:
+    x, y = load_split(split)
+    correct = 0
+    for i in range(0, len(x), EVAL_BATCH):
+        logits = model(x[i : i + EVAL_BATCH].to(device))
+        if not bool(logits.isfinite().all()):
+            raise kit.KitError("the model outputs NaN or inf")
+        if logits.shape != (min(EVAL_BATCH, len(x) - i), NUM_CLASSES):
+            raise kit.KitError(f"the model returned shape {tuple(logits.shape)}, expected [batch, {NUM_CLASSES}]")
+        correct += int((logits.argmax(dim=1).cpu() == y[i : i + EVAL_BATCH]).sum())
+    return {"value": correct / len(y), "n": len(y)}
+'''
 
 
 def write_covtype(path, seed: int = 0) -> np.ndarray:
@@ -76,7 +92,7 @@ def test_split_sizes_from_the_real_class_counts(shared_data, load_prepare):
 
 
 def test_prepare_train_checkpoint_and_score(
-    raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, monkeypatch, eval_here
+    raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, monkeypatch, eval_here, score_both, sealed_score
 ):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # 2 threads on 2 shared cores spin: up to 50x slower
     data = prepare_fixture(TASK, raw_dir)
@@ -104,6 +120,11 @@ def test_prepare_train_checkpoint_and_score(
     prep = load_prepare(TASK)
     rc, again = eval_here(prep, ckpt, ws.path, data)
     assert rc == 0 and again["value"] == result["value"]  # deterministic on CPU
+    old, new = score_both(prep, OLD_EVALUATE, ckpt, ws.path, data)
+    assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 71
+    assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
     rc, held_out = eval_here(prep, ckpt, ws.path, ws.path / "data")
     assert rc == 1 and not held_out["ok"] and "test labels are held out" in held_out["error"]
 
@@ -114,6 +135,37 @@ def test_prepare_train_checkpoint_and_score(
     bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, payload["config"])
     rc, failed = eval_here(prep, bad, ws.path, data)
     assert rc == 1 and not failed["ok"] and "'_orig_mod.'" in failed["error"]
+
+
+def test_inputs_hold_no_label(raw_dir, prepare_fixture, make_workspace, load_prepare):
+    import torch
+
+    data = prepare_fixture(TASK, raw_dir)
+    ws = make_workspace(TASK, data)  # its data/ has no test labels: inputs() needs none
+    prep = load_prepare(TASK, ws.path / "data")
+    given = prep.inputs("test")
+    assert list(given) == ["x"] and given["x"].dtype == np.float32 and given["x"].shape == (71, 54)
+    assert np.array_equal(given["x"], np.load(data / "test_x.npy"))
+
+    class Soil(torch.nn.Module):  # class = the first soil column set, mod 7: sees what predict feeds
+        def forward(self, x):
+            return torch.nn.functional.one_hot(x[:, 14:].argmax(1) % 7, 7).float()
+
+    pred = prep.predict(Soil(), given, "cpu")
+    assert pred.dtype == np.int64 and np.array_equal(pred, given["x"][:, 14:].argmax(1) % 7)
+    with pytest.raises(prep.kit.KitError, match="test labels are held out"):
+        prep.judge(pred, "test")
+
+
+def test_judge_counts_class_indices_and_refuses_the_rest(raw_dir, prepare_fixture, load_prepare, rejects, hostile):
+    data = prepare_fixture(TASK, raw_dir)
+    prep = load_prepare(TASK, data)
+    y = np.load(data / "test_y.npy")
+    for name, bad in hostile(y.copy(), classes=7).items():
+        assert "class ind" in rejects(prep.judge, bad, "test"), name
+    assert prep.judge(y.copy(), "test") == {"value": 1.0, "n": 71}
+    assert prep.judge(y.astype(np.int8), "test")["value"] == 1.0  # any integer width
+    assert prep.judge(np.zeros(71, np.int64), "test")["value"] == 30 / 71  # class 0: 300 rows, a tenth in test
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "truncated"])

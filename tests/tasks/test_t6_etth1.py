@@ -1,6 +1,8 @@
-"""T6 (ETTh1): preparation, the held-out test split, the baseline on CPU and the scorer."""
+"""T6 (ETTh1): preparation, the held-out test split, the baseline on CPU and the scorer (sealed:
+inputs without targets, predict, judge; the same numbers as the evaluate it replaced)."""
 
 import csv
+import json
 import re
 import shutil
 import subprocess
@@ -11,10 +13,30 @@ import numpy as np
 import pytest
 import torch
 
+from runner.sandbox import status
 from tasks import get_task
+from tests.conftest import events, start_session, wait_event, write_agent
 
 TASK = "t6_etth1"
 COLUMNS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
+# prepare.evaluate before sealed scoring (commit e5620db), verbatim: the reference that
+# judge(predict(model, inputs(split))) must match to 1e-6 on every checkpoint.
+OLD_EVALUATE = '''
+def evaluate(model, split: str, device: str) -> dict:
+    import torch
+
+    x, y = windows(split)
+    total = 0.0
+    for i in range(0, len(x), EVAL_BATCH):
+        pred = model(x[i : i + EVAL_BATCH].contiguous().to(device))
+        target = y[i : i + EVAL_BATCH]
+        if not isinstance(pred, torch.Tensor) or pred.shape != target.shape:
+            got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
+            raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; got {got} for x of shape {tuple(x[i:i+EVAL_BATCH].shape)}")
+        total += float(((pred.detach().double().cpu() - target.double()) ** 2).sum())
+    n = len(x)
+    return {"value": total / (n * HORIZON * N_VARS), "n": n}
+'''
 ZERO_MODEL = '''
 import torch
 import torch.nn as nn
@@ -28,6 +50,17 @@ class Zero(nn.Module):
 def build_model(config):
     return Zero()
 '''
+
+
+FEW_STEPS_AGENT = """
+import re, subprocess, sys
+from pathlib import Path
+text = Path("train.py").read_text()
+for name, value in (("MAX_STEPS", "3"), ("EPOCHS", "2"), ("DEVICE", '"cpu"')):
+    text = re.sub(rf"^{name}\\s*=.*$", f"{name} = {value}", text, count=1, flags=re.M)
+Path("run_1.py").write_text(text)
+subprocess.run([sys.executable, "run_1.py"], check=True)
+"""
 
 
 def write_etth1(path, rows=14_450, seed=0):
@@ -52,7 +85,8 @@ def raw_dir(tmp_path):
     return raw
 
 
-def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state):
+def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both,
+                                         sealed_score):
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)
     assert (data / "test.npy").exists() and not (ws.path / "data" / "test.npy").exists()
@@ -66,6 +100,12 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     assert np.isfinite(first["value"]) and first["value"] > 0
     assert ws.evaluate(ckpts[0])["value"] == first["value"]  # deterministic on CPU
 
+    old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpts[0], ws.path, data)
+    assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 2785
+    assert first["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpts[0], ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+
     state = torch.load(ckpts[0], weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}
     bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, state["config"])
@@ -75,8 +115,7 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
 
 def test_fixture_splits_windows_and_scaling(raw_dir, prepare_fixture, load_prepare, monkeypatch):
     data = prepare_fixture(TASK, raw_dir)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    prepare = load_prepare(TASK)
+    prepare = load_prepare(TASK, data)
     sizes = {s: len(prepare.load_series(s)) for s in ("train", "val", "test")}
     assert sizes == {"train": 8640, "val": 3216, "test": 3216}
     train = prepare.load_series("train").double()
@@ -94,6 +133,185 @@ def test_fixture_splits_windows_and_scaling(raw_dir, prepare_fixture, load_prepa
     monkeypatch.setenv("ONEGC_DATA_DIR", str(data.parent / "workspace_like"))
     with pytest.raises(prepare.kit.KitError, match="held out"):
         prepare.load_series("test")
+
+
+def test_inputs_are_the_look_backs_and_nothing_after_them(raw_dir, prepare_fixture, load_prepare):
+    data = prepare_fixture(TASK, raw_dir)
+    prepare = load_prepare(TASK, data)
+    series = np.load(data / "test.npy")
+    given = prepare.inputs("test")
+    assert list(given) == ["series"] and given["series"].dtype == np.float32
+    # every look-back [i, i + 336) of the 2 785 windows lies in rows [0, 3120); rows 3120..3215
+    # are only ever targets and are not given
+    assert given["series"].shape == (3216 - 96, 7) and np.array_equal(given["series"], series[:-96])
+    x, _ = prepare.windows("test")
+    assert len(x) == 2785 and torch.equal(x[-1], torch.from_numpy(series[2784 : 2784 + 336]))
+
+    class Echo(torch.nn.Module):  # forecasts the last look-back row: sees exactly what predict feeds
+        def forward(self, x):
+            return x[:, -1:].expand(-1, 96, -1)
+
+    pred = prepare.predict(Echo(), given, "cpu")
+    assert pred.dtype == np.float32 and pred.shape == (2785, 96, 7)
+    assert np.array_equal(pred[:, 0], series[335 : 335 + 2785])
+
+
+def test_judge_refuses_what_no_model_returns(raw_dir, prepare_fixture, load_prepare, rejects, hostile):
+    data = prepare_fixture(TASK, raw_dir)
+    prepare = load_prepare(TASK, data)
+    _, y = prepare.windows("test")
+    good = np.zeros((2785, 96, 7), dtype=np.float32)
+    for name, bad in hostile(good).items():
+        message = rejects(prepare.judge, bad, "test")
+        assert ("NaN or inf" if name in ("NaN", "inf") else "forecast") in message, name
+    zero = prepare.judge(good, "test")
+    assert zero["n"] == 2785 and zero["value"] == pytest.approx(float((y.double() ** 2).mean()), rel=1e-12)
+    assert prepare.judge(good.astype(np.float16), "test") == zero  # any float width, the same number
+    assert prepare.judge(good.astype(np.float64)[::-1], "test") == zero  # any memory layout (negative strides)
+    assert prepare.judge(y.numpy().copy(), "test")["value"] == 0.0  # the floor: what a perfect model gets
+
+
+def test_predict_reports_a_wrong_forecast_shape(load_prepare):
+    prepare = load_prepare(TASK)
+
+    class Short(torch.nn.Module):
+        def forward(self, x):
+            return torch.zeros(x.shape[0], 24, 7)
+
+    with pytest.raises(prepare.kit.KitError, match=r"must return \[B, 96, 7\]; got \(512, 24, 7\)"):
+        prepare.predict(Short(), {"series": np.zeros((1000, 7), np.float32)}, "cpu")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")
+def test_real_session_scores_as_prepare_eval_does(raw_dir, prepare_fixture, home, tmp_path):
+    """A real runner and its sealed scorer (a sandboxed worker predicts, the runner judges): the
+    live and the official score of the session's checkpoint are what ``prepare.py --eval`` gives."""
+    data = home / "data" / TASK
+    shutil.copytree(prepare_fixture(TASK, raw_dir), data)
+    cmd = write_agent(tmp_path, "few_steps_agent.py", FEW_STEPS_AGENT)
+    paths = start_session(home, "t6sealed", task="t6", agent="command", command=cmd, budget_s=240)
+    ended = wait_event(paths, "session_ended", timeout=400)
+    assert ended["reason"] == "completed", ended
+    scored = [e for e in events(paths) if e["type"] == "checkpoint_scored"]
+    live = [e for e in scored if not e.get("official")]
+    official = [e for e in scored if e.get("official")]
+    assert len(live) == len(official) == 1 and live[0]["name"] == official[0]["name"], scored
+    assert live[0].get("error") is None and official[0].get("error") is None, scored
+    # the worker noted nothing odd (the synthetic series' val is easier than its test: the
+    # runner's self-report flag may fire, which is about the numbers, not the code)
+    assert all(f.startswith("self-reported") for f in live[0]["flags"] + official[0]["flags"]), scored
+
+    ckpt = paths.workspace / "checkpoints" / "run_1_epoch1.pt"
+    by_hand = {split: eval_by_hand(ckpt, paths.workspace, data, split) for split in ("val", "test")}
+    assert by_hand["test"]["n"] == 2785, by_hand
+    # live: the trusted validation score, which ranks checkpoints; official: the test score
+    assert live[0]["split"] == "val" and live[0]["value"] == pytest.approx(by_hand["val"]["value"], abs=1e-6)
+    assert official[0]["split"] == "test" and official[0]["value"] == pytest.approx(by_hand["test"]["value"], abs=1e-6)
+    assert official[0]["val"] == pytest.approx(by_hand["val"]["value"], abs=1e-6)
+    assert json.loads(paths.result.read_text())["value"] == official[0]["value"]
+    print(f"t6 session: live val {live[0]['value']!r} official {official[0]['value']!r} --eval {by_hand!r}")
+
+
+def eval_by_hand(ckpt, code, data, split="test") -> dict:
+    proc = subprocess.run([sys.executable, str(get_task(TASK).folder / "prepare.py"), "--eval", str(ckpt),
+                           "--code", str(code), "--data-dir", str(data), "--device", "cpu", "--split", split],
+                          capture_output=True, text=True, timeout=120)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ok"], out
+    return out
+
+
+CONST_SCRIPT = '''
+import json, sys, time
+import torch
+import torch.nn as nn
+import prepare
+
+
+class Const(nn.Module):  # forecasts one value everywhere
+    def __init__(self, c):
+        super().__init__()
+        self.c = nn.Parameter(torch.tensor(float(c)))
+
+    def forward(self, x):
+        return self.c.expand(x.shape[0], prepare.HORIZON, x.shape[2]).clone()
+
+
+def build_model(config):
+    if time.time() < config["not_before"]:  # stands in for a model that runs only on the GPU
+        raise RuntimeError("this model needs CUDA (simulated)")
+    return Const(config["c"])
+
+
+if __name__ == "__main__":
+    for name, c, not_before in json.loads(sys.argv[1]):
+        prepare.save_checkpoint(Const(c), {"c": c, "not_before": not_before}, name)
+'''
+
+CONSTANT_AGENT = f"""
+import json, subprocess, sys, time
+from pathlib import Path
+Path("run_const.py").write_text({CONST_SCRIPT!r})
+plan = json.loads(sys.argv[1])
+subprocess.run([sys.executable, "run_const.py", json.dumps(plan)], check=True)
+time.sleep(max(0.0, max(p[2] for p in plan) - time.time()) + 4)  # the live scores in, then the end
+"""
+
+
+def constant_fits(home) -> tuple[float, float]:
+    """Constant forecasts fitted to val's and to test's targets (the fixture's series drifts, so
+    val and test rank the two constant models in opposite orders)."""
+    import importlib.util
+    import os
+
+    os.environ["ONEGC_DATA_DIR"] = str(home / "data" / TASK)
+    try:
+        spec = importlib.util.spec_from_file_location("t6_fits", get_task(TASK).folder / "prepare.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return float(module.windows("val")[1].mean()), float(module.windows("test")[1].mean())
+    finally:
+        os.environ.pop("ONEGC_DATA_DIR", None)
+
+
+def selection_session(home, raw_dir, prepare_fixture, tmp_path, sid, fit_val_not_before):
+    shutil.copytree(prepare_fixture(TASK, raw_dir), home / "data" / TASK)
+    c_val, c_test = constant_fits(home)
+    plan = [["fit_val", c_val, fit_val_not_before()], ["fit_test", c_test, 0]]
+    cmd = write_agent(tmp_path, "constant_agent.py", CONSTANT_AGENT) + [json.dumps(plan)]
+    paths = start_session(home, sid, task="t6", agent="command", command=cmd, budget_s=240)
+    ended = wait_event(paths, "session_ended", timeout=400)
+    assert ended["reason"] == "completed", ended
+    data = home / "data" / TASK
+    snaps = {name: paths.snapshots / f"{name}-1" for name in ("fit_val", "fit_test")}
+    by_hand = {name: {split: eval_by_hand(snap / "checkpoint.pt", snap, data, split)["value"] for split in ("val", "test")}
+               for name, snap in snaps.items()}
+    return paths, json.loads(paths.result.read_text()), by_hand
+
+
+def test_the_val_best_checkpoint_is_official_although_another_has_the_better_test_score(
+        raw_dir, prepare_fixture, home, tmp_path):
+    paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel1", lambda: 0)
+    assert by_hand["fit_val"]["val"] < by_hand["fit_test"]["val"]  # val prefers fit_val...
+    assert by_hand["fit_test"]["test"] < by_hand["fit_val"]["test"]  # ...test prefers fit_test
+    assert result["checkpoint"] == "fit_val-1" and result["selection"] == "val-best"
+    assert result["value"] == pytest.approx(by_hand["fit_val"]["test"], abs=1e-6)  # its test score: the worse one
+    assert result["val"] == pytest.approx(by_hand["fit_val"]["val"], abs=1e-6)
+    started = next(e for e in events(paths) if e["type"] == "session_started")
+    assert started["contract"]["selection"] == "val-best"
+
+
+def test_a_best_checkpoint_whose_live_scoring_failed_still_gets_its_official_score(
+        raw_dir, prepare_fixture, home, tmp_path):
+    import time
+
+    paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel2", lambda: time.time() + 8)
+    live = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}
+    assert live["fit_val-1"].get("value") is None and "needs CUDA" in live["fit_val-1"]["error"]
+    assert live["fit_test-1"]["value"] is not None
+    assert result["checkpoint"] == "fit_val-1"  # judged again after the session, on the session's device
+    assert result["value"] == pytest.approx(by_hand["fit_val"]["test"], abs=1e-6)
 
 
 def test_corrupt_fixture_fails_checksum_and_leaves_nothing(raw_dir, tmp_path, kit, load_prepare, pin_raw):
@@ -148,7 +366,7 @@ def _prepare_real(shared_data, tmp_path):
     return data
 
 
-def test_real_splits_and_zero_forecast_mse(shared_data, tmp_path, make_workspace, save_state):
+def test_real_splits_and_zero_forecast_mse(shared_data, tmp_path, make_workspace, save_state, load_prepare, score_both):
     data = _prepare_real(shared_data, tmp_path)
     assert {s: len(np.load(data / f"{s}.npy")) for s in ("train", "val", "test")} == {"train": 8640, "val": 3216, "test": 3216}
 
@@ -169,6 +387,8 @@ def test_real_splits_and_zero_forecast_mse(shared_data, tmp_path, make_workspace
     result = ws.evaluate(ckpt)
     assert result["ok"] and result["n"] == 2785
     assert result["value"] == pytest.approx(expected, rel=1e-6)
+    old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
+    assert old == new and new["value"] == result["value"]
 
 
 def test_real_truncated_file_fails_on_the_command_line(shared_data, tmp_path):

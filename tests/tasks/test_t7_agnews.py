@@ -1,4 +1,5 @@
-"""T7 (AG News): character encoding, preparation, the baseline on CPU and the scorer.
+"""T7 (AG News): character encoding, preparation, the baseline on CPU and the scorer (sealed:
+inputs without labels, predict, judge; the same numbers as the evaluate it replaced).
 
 train.csv (120 000 rows) is not among the offline copies, so the real-data tests cover the
 official test file (the scored "val" split) only.
@@ -17,6 +18,22 @@ import torch
 from tasks import TASKS_DIR, get_task
 
 TASK = "t7_agnews"
+# prepare.evaluate before sealed scoring (commit e5620db), verbatim: the reference that
+# judge(predict(model, inputs(split))) must match to 1e-6 on every checkpoint.
+OLD_EVALUATE = '''
+def evaluate(model, split: str, device: str) -> dict:
+    import torch
+
+    x, y = load_split(split)
+    correct = 0
+    for i in range(0, len(x), EVAL_BATCH):
+        logits = model(x[i : i + EVAL_BATCH].long().to(device))
+        if not isinstance(logits, torch.Tensor) or logits.shape != (len(x[i : i + EVAL_BATCH]), len(CLASSES)):
+            got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+            raise kit.KitError(f"model(x) must return logits [B, {len(CLASSES)}]; got {got}")
+        correct += int((logits.argmax(dim=1).cpu() == y[i : i + EVAL_BATCH]).sum())
+    return {"value": correct / len(y), "n": len(y)}
+'''
 CONSTANT_MODEL = '''
 import torch
 import torch.nn as nn
@@ -82,7 +99,8 @@ def test_bad_row_is_reported(tmp_path, load_prepare):
         prepare.encode_csv(tmp_path / "test.csv")
 
 
-def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state):
+def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspace, save_state, load_prepare, score_both,
+                                         sealed_score):
     data = prepare_fixture(TASK, raw_dir)
     assert np.load(data / "train_x.npy").shape == (40, 1014) and np.load(data / "val_y.npy").shape == (12,)
     ws = make_workspace(TASK, data)
@@ -93,12 +111,45 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     result = ws.evaluate(ckpt)
     assert result["ok"] and result["split"] == "val" and result["n"] == 12
     assert 0.0 <= result["value"] <= 1.0
+    old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
+    assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 12
+    assert result["value"] == pytest.approx(new["value"], abs=1e-6)
+    sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
+    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
     state = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}
     bad = save_state(ws.path / "checkpoints" / "compiled.pt", compiled, state["config"])
     result = ws.evaluate(bad)
     assert result["returncode"] == 1 and not result["ok"] and "_orig_mod." in result["error"]
+
+
+def test_inputs_hold_no_label(raw_dir, prepare_fixture, load_prepare, without_labels):
+    data = prepare_fixture(TASK, raw_dir)
+    prepare = load_prepare(TASK, without_labels(data))  # inputs() needs no label file
+    given = prepare.inputs("val")
+    assert list(given) == ["x"] and given["x"].dtype == np.uint8
+    assert np.array_equal(given["x"], np.load(data / "val_x.npy"))
+
+    class FirstCode(torch.nn.Module):  # class = first character code mod 4: sees what predict feeds
+        def forward(self, x):
+            assert x.dtype == torch.int64 and x.shape[1] == 1014
+            return torch.nn.functional.one_hot(x[:, 0] % 4, 4).float()
+
+    pred = prepare.predict(FirstCode(), given, "cpu")
+    assert pred.dtype == np.int64 and np.array_equal(pred, np.load(data / "val_x.npy")[:, 0] % 4)
+
+
+def test_judge_counts_class_indices_and_refuses_the_rest(raw_dir, prepare_fixture, load_prepare, rejects, hostile):
+    data = prepare_fixture(TASK, raw_dir)
+    prepare = load_prepare(TASK, data)
+    y = np.load(data / "val_y.npy")
+    for name, bad in hostile(y.copy(), classes=4).items():
+        message = rejects(prepare.judge, bad, "val")
+        assert ("class ind" in message), (name, message)
+    assert prepare.judge(y.copy(), "val") == {"value": 1.0, "n": 12}
+    assert prepare.judge(y.astype(np.uint8), "val")["value"] == 1.0  # any integer width
+    assert prepare.judge(np.zeros(12, np.int32), "val")["value"] == float(np.mean(y == 0))
 
 
 def test_corrupt_fixture_fails_checksum_and_leaves_nothing(raw_dir, tmp_path, kit, load_prepare, pin_raw):
@@ -126,7 +177,8 @@ def test_train_script_defines_the_edited_constants():
 
 
 # --------------------------------------------------------------------------- the real test file
-def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prepare, make_workspace, save_state):
+def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prepare, make_workspace, save_state,
+                                           score_both):
     prepare = load_prepare(TASK)
     raw = shared_data / "ag_news" / "test.csv"
     spec = prepare.RAW["test.csv"]
@@ -152,6 +204,8 @@ def test_real_test_file_and_constant_model(shared_data, tmp_path, kit, load_prep
     result = ws.evaluate(ckpt)
     assert result["ok"] and result["n"] == 7600
     assert result["value"] == expected == 0.25
+    old, new = score_both(load_prepare(TASK), OLD_EVALUATE, ckpt, ws.path, data)
+    assert old == new == {"value": 0.25, "n": 7600}
 
 
 def test_reproduction_stops_with_one_line_without_train_csv(shared_data, tmp_path):

@@ -1,0 +1,113 @@
+"""``?``: every key that works right now, for the pane that has the keyboard first, then the
+screen's and the app's; and what the transcript's marks and the table's colours mean.
+
+The lists are read from the live bindings (``Screen.active_bindings``), so they cannot drift
+from what the keys do. Esc, ``?`` or ``q`` closes it.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Static
+
+from onegc_tui.view import MARK_LEGEND
+
+Section = tuple[str, list[tuple[str, str]]]  # title, (key, what it does)
+STATE_LEGEND = [("running", "running"), ("PAUSED", "paused: the tree is frozen, the budget clock stopped"),
+                ("FAILED", "failed: the agent or the harness failed (its checkpoints are still scored)"),
+                ("ended", "ended: completed, budget exhausted or aborted")]
+
+
+def pane_name(widget: Widget | None) -> str:
+    """What a person calls the focused widget: its own or its closest ancestor's ``help_name``."""
+    node = widget
+    while node is not None:
+        name = getattr(node, "help_name", None)
+        if name:
+            return name
+        node = node.parent
+    return type(widget).__name__ if widget is not None else "nothing"
+
+
+SIDEWAYS = {"scroll_left", "scroll_right", "page_left", "page_right"}  # nothing in the monitor scrolls sideways
+
+
+def _useful(node, binding: Binding) -> bool:
+    if not binding.description or binding.key.startswith("super+") or binding.action in SIDEWAYS:
+        return False
+    row_cursor = getattr(node, "cursor_type", None) == "row"
+    return not (row_cursor and binding.action in ("cursor_left", "cursor_right"))
+
+
+def key_sections(screen) -> list[Section]:
+    """The active keys of ``screen`` grouped by who handles them: the focused pane, the screen, the app."""
+    app = screen.app
+    focused, groups = screen.focused, {}
+    for _, (node, binding, enabled, _tooltip) in screen.active_bindings.items():
+        if not enabled or not _useful(node, binding):
+            continue  # a key that does nothing here is not worth a line
+        if node is app:
+            title = "Everywhere"
+        elif node is screen:
+            title = "On this screen"
+        else:
+            title = f"{pane_name(focused)} (has the keyboard: Tab moves it)"
+        entry = (app.get_key_display(binding), binding.description)
+        if entry not in groups.setdefault(title, []):
+            groups[title].append(entry)
+    order = sorted(groups, key=lambda t: (t == "Everywhere", t == "On this screen"))
+    return [(t, groups[t]) for t in order]
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", show=False)]
+    help_name = "Help"
+
+    def __init__(self, sections: list[Section], focus_name: str, legend: bool = True):
+        super().__init__()
+        self.sections, self.focus_name, self.legend = sections, focus_name, legend
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Static(self.body(), id="help-text")
+
+    def on_mount(self) -> None:
+        box = self.query_one("#help")
+        box.border_title = f"Keys · the keyboard is on: {self.focus_name}"
+        box.border_subtitle = "Esc closes"
+        box.focus()
+
+    def body(self) -> Group:
+        """The keys and the legend, as one renderable."""
+        parts = []
+        for title, entries in self.sections:
+            table = Table.grid(padding=(0, 2))
+            table.add_column(style="bold", min_width=8, no_wrap=True)
+            table.add_column()
+            for key, what in entries:
+                table.add_row(Text(key), Text(what))  # Text: "[tool]" is not markup
+            parts += [Text(title, style="bold underline"), table, Text("")]
+        if self.legend:
+            marks = Table.grid(padding=(0, 2))
+            marks.add_column(style="bold", min_width=8)
+            marks.add_column()
+            for mark, meaning in MARK_LEGEND.items():
+                marks.add_row(Text(mark), Text(meaning))
+            parts += [Text("Transcript marks", style="bold underline"), marks, Text("")]
+            states = Table.grid(padding=(0, 2))
+            states.add_column(min_width=8)
+            states.add_column()
+            tones = {"running": "green", "PAUSED": "bold yellow", "FAILED": "bold red", "ended": "dim"}
+            for label, meaning in STATE_LEGEND:
+                states.add_row(Text(label, style=tones[label]), Text(meaning))
+            states.add_row(Text("⚠ id", style="bold yellow"), Text("before a session id: it ran --unsealed, or some of its "
+                                                                 "scores carry integrity flags (the detail screen says which)"))
+            parts += [Text("Session states", style="bold underline"), states]
+        return Group(*parts)

@@ -1,0 +1,213 @@
+"""The dashboard's sessions table: every session, updated by key, fitted to the terminal width,
+sorted (header shows the direction; click a header to sort by it) and filtered.
+
+Rows are added, updated and removed by key and re-ordered in place, never cleared, so the cursor
+stays on its session while the table changes underneath. The table is rebuilt only when the
+set of columns that fit changes (a resize) or the filter changes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable
+
+from onegc_tui.sessions_view import (
+    DEFAULT_SORT,
+    SESSION,
+    ColumnSpec,
+    SessionFilter,
+    cell_tone,
+    end_cut,
+    fit_columns,
+    middle_cut,
+    ordered,
+    session_cells,
+    sort_arrow,
+)
+
+RELAYOUT_S = 0.15  # a resize drag sends many events: lay out once it settles
+SCROLLBAR_W = 2  # reserved: the layout must not flip as the scrollbar comes and goes
+
+
+Cells = dict[str, tuple[str, str]]  # column key -> (text, tone) of one row
+
+
+class IdText(Text):
+    """A session cell: the text shown (maybe cut) and the id it stands for (the sort key)."""
+
+    sid: str
+
+
+class SessionsTable(DataTable):
+    help_name = "Sessions table"
+    BINDINGS = [
+        # htop and friends: Home/End go to the first and last row (DataTable scrolls sideways)
+        Binding("home", "scroll_top", "First session", show=False),
+        Binding("end", "scroll_bottom", "Last session", show=False),
+    ]
+
+    class SortChanged(Message):
+        """The user sorted by clicking a header."""
+
+    def __init__(self, now: Callable[[], float] = time.time, **kwargs):
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.now = now
+        self.summaries: dict[str, dict] = {}  # every session's summary row, shown or filtered out
+        self.order: list[str] = []  # the shown sessions, in display order
+        self._cells: dict[str, Cells] = {}  # the shown sessions' cells
+        self.sort_by = DEFAULT_SORT
+        self.sort_reverse = False
+        self.row_filter = SessionFilter()
+        self.filter_text = ""
+        self.marked: list[str] = []
+        self.fitted: list[tuple[ColumnSpec, int]] = []
+        self._tones: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ layout
+    def on_mount(self) -> None:
+        self._resolve_tones()
+
+    def _resolve_tones(self) -> None:
+        v = self.app.get_css_variables()
+        self._tones = {"failed": f"bold {v.get('error', 'red')}", "paused": f"bold {v.get('warning', 'yellow')}",
+                       "running": v.get("success", "green"), "ended": v.get("text-muted", "grey50"),
+                       "flagged": f"bold {v.get('warning', 'yellow')}"}
+
+    def on_resize(self) -> None:
+        if self._relayout_timer is not None:
+            self._relayout_timer.stop()
+        self._relayout_timer = self.set_timer(RELAYOUT_S, lambda: self.relayout(self.size.width))
+
+    _relayout_timer = None
+
+    def relayout(self, width: int, more_ids: Iterable[str] = ()) -> bool:
+        """Fit the columns to ``width`` (and the ids of rows about to come); rebuild the table if
+        what fits changed."""
+        longest = max((len(sid) for ids in (self.summaries, more_ids) for sid in ids), default=SESSION.width)
+        layout = fit_columns(max(0, width - SCROLLBAR_W), longest)
+        if layout == self.fitted:
+            return False
+        self.fitted = layout
+        self.rebuild()
+        return True
+
+    def rebuild(self) -> None:
+        """Columns and rows anew (a new layout or filter); the cursor stays on its session."""
+        keep = self.current()
+        self._tones or self._resolve_tones()
+        self.clear(columns=True)
+        for col, width in self.fitted:
+            self.add_column(self._label(col), key=col.key, width=width)
+        self._cells.clear()
+        self.order = ordered((r for r in self.summaries.values() if self.row_filter.matches(r)), self.sort_by,
+                             self.sort_reverse, self.now())
+        now = self.now()
+        for sid in self.order:
+            self._add(sid, self.summaries[sid], now)
+        if keep in self._cells:
+            self.go_to(keep)
+
+    def _label(self, col: ColumnSpec) -> Text:
+        if col.sort and col.sort == self.sort_by:
+            return Text(f"{col.label} {sort_arrow(self.sort_by, self.sort_reverse)}", style="bold")
+        return Text(col.label)
+
+    # ------------------------------------------------------------------ cells
+    def _cells_of(self, sid: str, row: dict, now: float) -> Cells:
+        texts = session_cells(row, now)
+        texts["mark"] = "◆" if sid in self.marked else ""
+        return {c.key: (texts[c.key], cell_tone(c.key, row)) for c, _ in self.fitted}
+
+    def _cell(self, key: str, cell: tuple[str, str], width: int, sid: str) -> Text:
+        text, tone = cell
+        if key == "session":
+            out = IdText(middle_cut(text, width), style=self._tones.get(tone, ""))
+            out.sid = sid
+            return out
+        return Text(end_cut(text, width), style=self._tones.get(tone, ""))
+
+    def _add(self, sid: str, row: dict, now: float) -> None:
+        cells = self._cells_of(sid, row, now)
+        self.add_row(*(self._cell(c.key, cells[c.key], w, sid) for c, w in self.fitted), key=sid)
+        self._cells[sid] = cells
+
+    def put(self, sid: str, row: dict, now: float) -> bool:
+        """Show a session's current row: add it, update the cells that changed, or drop it when
+        the filter no longer keeps it. Returns whether the set of shown rows changed."""
+        self.summaries[sid] = row
+        shown = sid in self._cells
+        if not self.row_filter.matches(row):
+            if shown:
+                self.remove_row(sid)
+                del self._cells[sid]
+                self.order.remove(sid)
+            return shown
+        if not shown:
+            self._add(sid, row, now)
+            self.order.append(sid)  # placed by the next resort
+            return True
+        cells = self._cells_of(sid, row, now)
+        old = self._cells[sid]
+        for col, width in self.fitted:
+            if cells[col.key] != old[col.key]:
+                self.update_cell(sid, col.key, self._cell(col.key, cells[col.key], width, sid))
+        self._cells[sid] = cells
+        return False
+
+    def set_mark(self, sid: str) -> None:
+        if sid in self._cells:
+            self.put(sid, self.summaries[sid], self.now())
+
+    # ------------------------------------------------------------------ order and filter
+    def resort(self) -> bool:
+        """Put the shown rows in sort order (the cursor stays on its session); False if they were."""
+        want = ordered((self.summaries[sid] for sid in self._cells), self.sort_by, self.sort_reverse, self.now())
+        if want == self.order:
+            return False
+        keep = self.current()
+        rank = {sid: i for i, sid in enumerate(want)}
+        self.sort("session", key=lambda cell: rank[cell.sid])
+        self.order = want
+        if keep in rank:
+            self.go_to(keep)
+        return True
+
+    def set_sort(self, by: str, reverse: bool) -> None:
+        self.sort_by, self.sort_reverse = by, reverse
+        for col, _ in self.fitted:
+            self.columns[col.key].label = self._label(col)
+        self._update_count += 1  # Textual caches rendered cells (headers too) per update count
+        self.refresh()
+        self.resort()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """Click a header to sort by its column; click it again to reverse."""
+        col = next((c for c, _ in self.fitted if c.key == event.column_key.value), None)
+        if col is None or not col.sort:
+            return
+        event.stop()
+        self.set_sort(col.sort, not self.sort_reverse if col.sort == self.sort_by else False)
+        self.post_message(self.SortChanged())
+
+    def set_filter(self, query: str) -> None:
+        parsed = SessionFilter.parse(query)
+        self.filter_text = query.strip()
+        if parsed != self.row_filter:
+            self.row_filter = parsed
+            self.rebuild()
+
+    # ------------------------------------------------------------------ the cursor
+    def current(self) -> str | None:
+        """The session under the cursor."""
+        if not self.row_count or not self.is_valid_row_index(self.cursor_row):
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+
+    def go_to(self, sid: str) -> None:
+        if sid in self._cells:
+            self.move_cursor(row=self.get_row_index(sid), animate=False)

@@ -1,0 +1,61 @@
+"""``onegc monitor --web``: the same monitor in a browser, served by textual-serve.
+
+Each browser tab gets its own monitor process (``onegc monitor`` under textual-serve's web
+driver) over the same ``$ONEGC_HOME``: the keys, screens and layout are the terminal's. The server
+binds to localhost by default, for an SSH tunnel from a laptop to the GPU box
+(``ssh -L 8000:localhost:8000 gpu-box``, then http://localhost:8000); ``--host 0.0.0.0`` opens it
+to the network, with no authentication, so only on a network you trust.
+
+The page's links are built from the address the browser used (textual-serve builds them from
+the bound host and port), so a tunnel to another local port, or a proxy, works too.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp_jinja2
+from aiohttp import web
+from textual_serve.server import Server, to_int
+
+DEFAULT_PORT = 8000
+DEFAULT_HOST = "localhost"  # not reachable from other machines: tunnel in with ssh -L
+
+
+def monitor_command(focus: str | None = None) -> str:
+    """The shell command textual-serve runs for each browser tab."""
+    argv = [sys.executable, "-m", "onegc_tui.cli", "monitor"] + (["--session", focus] if focus else [])
+    return shlex.join(argv)
+
+
+class MonitorServer(Server):
+    def __init__(self, home: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, focus: str | None = None):
+        super().__init__(monitor_command(focus), host=host, port=port, title="onegc monitor")
+        self.home = home
+
+    @aiohttp_jinja2.template("app_index.html")
+    async def handle_index(self, request: web.Request) -> dict[str, Any]:
+        base = f"{'https' if request.secure else 'http'}://{request.host}"
+        return {
+            "font_size": to_int(request.query.get("fontsize", "16"), 16),
+            "app_websocket_url": f"{'wss' if request.secure else 'ws'}://{request.host}/ws",
+            "config": {"static": {"url": f"{base}/static/"}},
+            "application": {"name": self.title},
+        }
+
+    async def on_startup(self, app: web.Application) -> None:
+        self.console.print(f"onegc monitor on {self.public_url}/ (sessions under {self.home}); Ctrl+C stops it.",
+                           soft_wrap=True)
+        if self.host in ("localhost", "127.0.0.1", "::1"):
+            self.console.print(f"From another machine: ssh -L {self.port}:localhost:{self.port} THIS-HOST, "
+                               f"then open http://localhost:{self.port}/", soft_wrap=True)
+
+
+def serve(home: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, focus: str | None = None) -> None:
+    """Serve the monitor until Ctrl+C (or SIGTERM); every tab's monitor watches ``home``."""
+    os.environ["ONEGC_HOME"] = str(home.resolve())  # the tabs' monitors inherit it
+    MonitorServer(home, host, port, focus).serve()

@@ -1,0 +1,100 @@
+"""The agents' Python environment, declared (``requirements-agent.txt``) and checked.
+
+The sandbox shows the agent the runner's own environment read-only, so what the agent can
+import is what is installed here: torch, numpy, scipy, scikit-learn, pandas, timm and, where a
+build matching torch imports, torchvision (T3's DINOv3 backbones need timm, and timm needs
+torchvision). :func:`fingerprint` hashes the installed distributions; it goes in every session's
+contract, so sessions run with different environments are flagged like any other difference.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import subprocess
+import sys
+from dataclasses import dataclass
+
+# torch minor -> the torchvision minor built with it (pytorch.org's compatibility table)
+TORCHVISION_FOR = {"2.9": "0.24", "2.10": "0.25", "2.11": "0.26", "2.12": "0.27", "2.13": "0.28", "2.14": "0.29"}
+# what an agent may import, and the module that proves it imports
+DECLARED = {"torch": "torch", "numpy": "numpy", "scipy": "scipy", "scikit-learn": "sklearn", "pandas": "pandas",
+            "torchvision": "torchvision.ops", "timm": "timm"}
+FIX_X86 = "pip install torch==2.14.1 torchvision==0.29.1 (a CUDA build, which also runs on the CPU)"
+
+
+@functools.cache
+def freeze() -> tuple[str, ...]:
+    """``name==version`` of every distribution installed, sorted (what ``pip freeze`` lists)."""
+    found = {}
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").strip()
+        if name:
+            found[name.lower()] = f"{name}=={dist.version}"
+    return tuple(found[k] for k in sorted(found))
+
+
+def fingerprint() -> str:
+    """A short hash of :func:`freeze` (the project's own editable install left out: its version
+    is in the contract already, and a checkout's path is no part of the environment)."""
+    lines = [line for line in freeze() if not line.lower().startswith("onegc==")]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+
+
+def matching_torchvision(torch_version: str | None = None) -> str | None:
+    """The torchvision release series that matches ``torch_version`` (``"0.28"``), or None."""
+    version = torch_version or _version("torch")
+    if not version:
+        return None
+    minor = ".".join(version.split("+")[0].split(".")[:2])
+    return TORCHVISION_FOR.get(minor)
+
+
+@dataclass(frozen=True)
+class Check:
+    package: str
+    version: str | None
+    ok: bool
+    detail: str
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check() -> list[Check]:
+    """Each declared package: installed, and importable in a fresh interpreter (as the agent's)."""
+    out = []
+    for dist, module in DECLARED.items():
+        version = _version(dist)
+        if version is None:
+            out.append(Check(dist, None, False, "not installed" + (f": {torchvision_fix()}" if dist in ("torchvision", "timm") else
+                                                                   ": make venv installs it (requirements-agent.txt)")))
+            continue
+        probe = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
+        if probe.returncode == 0:
+            out.append(Check(dist, version, True, "imports"))
+        else:
+            last = (probe.stderr.strip().splitlines() or ["?"])[-1][:160]
+            out.append(Check(dist, version, False, f"does not import ({last})"
+                             + (f": {torchvision_fix()}" if dist in ("torchvision", "timm") else "")))
+    return out
+
+
+def torchvision_fix() -> str:
+    torch = _version("torch") or "?"
+    want = matching_torchvision(torch)
+    pair = f"torchvision {want}.x" if want else "a torchvision built for it"
+    return f"needs {pair} beside torch {torch} built the same way (CPU or CUDA); on x86_64: {FIX_X86}"
+
+
+def torchvision_problem() -> str | None:
+    """One line when torchvision (and so timm, T3's backbones) cannot be used here, else None."""
+    for c in check():
+        if c.package == "torchvision" and not c.ok:
+            return f"torchvision {c.detail}"
+    return None
