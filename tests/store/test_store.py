@@ -118,6 +118,49 @@ def test_a_first_schema_database_is_migrated_and_its_rows_get_revisions(tmp_path
     assert [r["session_id"] for r in store.sessions_since(since)] == ["old-b", "new"]
 
 
+def _schema(path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall())
+    finally:
+        conn.close()
+
+
+def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_in_each_file(home, tmp_path):
+    """Migration 5 is main's (sessions.disqualified); 6 records which file an offset belongs to.
+    A store main left at 5, mid-session, goes on from where it was: nothing read twice, nothing
+    lost, the disqualification kept."""
+    from onegc_tui.store.schema import MIGRATIONS
+
+    assert SCHEMA_VERSION == 6 and "disqualified" in MIGRATIONS[4] and "file_id" in MIGRATIONS[5]
+    w = fake_session(home)
+    store = Store.open(home)
+    assert Ingester(home, store).ingest_all() == 15
+    store.set_disqualified("s1", "copied an earlier repeat")
+    store.close()
+    db = home / "onegc.db"
+    conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
+    conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
+    conn.execute("PRAGMA user_version = 5")
+    conn.close()
+    reference = sqlite3.connect(tmp_path / "v5.db")
+    for version, script in enumerate(MIGRATIONS[:5], start=1):
+        reference.executescript("BEGIN;" + script + f"; PRAGMA user_version = {version}; COMMIT;")
+    reference.close()
+    assert _schema(db) == _schema(tmp_path / "v5.db")  # exactly main's schema 5
+
+    w.emit("session_ended", reason="completed", active_s=42, wall_s=43, paused_s=1, score=0.7, best_checkpoint="a-1")
+    w.close()
+    store = Store.open(home)
+    assert store.schema_version == 6
+    assert store.session("s1")["disqualified"] == "copied an earlier repeat"
+    assert store.ingested_file(str(home / "runs/s1/events.jsonl")) is None  # not known before 6
+    assert Ingester(home, store).ingest_all() == 1  # the new line only: its offset held
+    assert store.count_events("s1") == 16 and store.session("s1")["state"] == "ended"
+    assert store.ingested_file(str(home / "runs/s1/events.jsonl"))  # recorded from now on
+    store.close()
+
+
 def test_live_ingest_with_a_real_watchdog_observer(home):
     seen: list[int] = []
     got = threading.Event()
