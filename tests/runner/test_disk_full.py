@@ -83,6 +83,10 @@ def test_a_full_disk_ends_the_session_with_its_reason_and_keeps_the_scored_check
     assert any(e["type"] == "warning" and e["code"] == "disk_full" for e in every)
     result = json.loads(paths.result.read_text())
     assert (result["checkpoint"], result["value"]) == (live["name"], live["value"])  # the scored checkpoint kept
+    # t0 scores val: the re-evaluation (the warm live scorer, no disk needed) or, had it failed
+    # for want of room, the live score itself; result.json says which
+    assert result["scored_by"] == "official re-evaluation" or result["scored_by"].startswith(
+        "live scoring: the disk was full"), result["scored_by"]
     assert ended["score"] == live["value"] and result["end_detail"] == ended["detail"]
     assert f"{paths.session_id}: harness_error, score {live['value']:.4f}" in text  # --plain's last line
     log = paths.runner_log.read_text().strip().splitlines()
