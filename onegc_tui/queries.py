@@ -23,7 +23,7 @@ from onegc_tui.analysis import (
     anytime_curve,
     gpu_time_split,
 )
-from onegc_tui.store import Store, fts_query
+from onegc_tui.store import Store, text_search
 from onegc_tui.view import (
     BUSY_UTIL_PCT,
     FILTER_KINDS,
@@ -121,12 +121,9 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
         events = (parse_event(data) for (data,) in reversed(rows))
         return [(e.seq, line) for e in events if (line := event_line(e))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
-    sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t"
-    where, args = ["t.session_id = ?", "t.kind != 'usage'"], [sid]
-    if words and (match := fts_query(words)):
-        sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
-        where.append("transcript_fts MATCH ?")
-        args.append(match)
+    join, found, found_args = text_search(words)
+    sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t" + join
+    where, args = ["t.session_id = ?", "t.kind != 'usage'", *found], [sid, *found_args]
     if kinds:
         cond = f"t.kind IN ({','.join('?' * len(kinds))})"
         if mode == "errors":
@@ -134,8 +131,7 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
         where.append(cond)
         args += kinds
     rows = store.conn.execute(sql + " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?", (*args, limit)).fetchall()
-    lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows
-             if all(w in (text or "").lower() for w in words)]  # the index found the tokens: now the words
+    lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
         for (data,) in store.conn.execute(

@@ -67,9 +67,32 @@ def unusable(path: Path, exc: sqlite3.Error) -> str:
 def fts_query(words: Sequence[str]) -> str:
     """An FTS5 query for rows holding every word: each word's tokens, as prefixes ("run_1.py" ->
     "run"* "1"* "py"*). The index keeps no positions (detail=column), so a word of several tokens
-    cannot be a phrase; callers check the words themselves in the text found. Empty when no word
-    has a token (then there is nothing to ask the index)."""
+    cannot be a phrase; :func:`text_search` checks the words themselves. Empty when no word has a
+    token (then there is nothing to ask the index)."""
     return " ".join(f'"{token}"*' for w in words for token in _TOKEN.findall(w))
+
+
+def _holds(text: str | None, word: str) -> bool:
+    """SQL ``holds(text, word)``: the lower-cased ``word`` is in ``text``, whatever it holds."""
+    return text is not None and word in text.lower()
+
+
+def text_search(words: Sequence[str], text: str = "t.text") -> tuple[str, list[str], list[str]]:
+    """``(join, conditions, args)`` for transcript rows ``t`` holding every (lower-cased) word as
+    typed: ``run_1.py``, ``val_acc``, ``12:30``, ``"``, ``*``. The full-text index narrows the rows
+    by the words' tokens; ``holds`` checks each word itself in SQL, so a ``LIMIT`` counts matches,
+    not rows that merely share the tokens (every ``12`` and ``30`` of a log for ``12:30``)."""
+    if not words:
+        return "", [], []
+    join, where, args = "", [], []
+    if match := fts_query(words):
+        join = " JOIN transcript_fts f ON f.rowid = t.rowid"
+        where.append("transcript_fts MATCH ?")
+        args.append(match)
+    for word in words:
+        where.append(f"holds({text}, ?)")
+        args.append(word)
+    return join, where, args
 
 
 def contract_hash(contract: dict) -> str:
@@ -94,6 +117,7 @@ class Store:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.create_function("holds", 2, _holds, deterministic=True)  # text_search's check of a word
             migrate(conn)
         except (sqlite3.Error, SchemaTooNew) as exc:
             if conn is not None:
@@ -383,20 +407,15 @@ class Store:
 
     def transcript(self, session_id: str, limit: int = 1000, kinds: Sequence[str] | None = None,
                    search: str | None = None) -> list[dict]:
-        sql = "SELECT t.* FROM transcript t"
-        where, args = ["t.session_id = ?"], [session_id]
-        words = [w.lower() for w in (search or "").split()]
-        if words and (match := fts_query(words)):
-            sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
-            where.append("transcript_fts MATCH ?")
-            args.append(match)
+        join, found, found_args = text_search([w.lower() for w in (search or "").split()])
+        sql = "SELECT t.* FROM transcript t" + join
+        where, args = ["t.session_id = ?", *found], [session_id, *found_args]
         if kinds:
             where.append(f"t.kind IN ({','.join('?' * len(kinds))})")
             args += list(kinds)
         sql += " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?"
         args.append(limit)
-        rows = [r for r in self.db.query(sql, args) if all(w in (r["text"] or "").lower() for w in words)]
-        return list(reversed(rows))
+        return list(reversed(list(self.db.query(sql, args))))
 
     def checkpoints(self, session_id: str) -> list[dict]:
         return list(self.db.query(
@@ -421,4 +440,4 @@ class Store:
 
 
 __all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "SchemaTooNew", "Store", "StoreUnusable",
-           "contract_hash", "fts_query", "unusable"]
+           "contract_hash", "fts_query", "text_search", "unusable"]

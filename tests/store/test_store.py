@@ -260,3 +260,26 @@ def test_search_finds_words_of_several_tokens(home):
     assert len(pane_entries(store, "s1", "all", "val_ac")) == 1  # a word typed in part
     assert [r["text"] for r in store.transcript("s1", search="run_1.py")] == ["python run_1.py"]
     assert store.transcript("s1", search="::") == []  # no token at all: nothing matches, no error
+
+
+def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_its_tokens(home):
+    """Issue 13: search must take what people type (file names, metric names, numbers, stray
+    quotes). A word's tokens ("12" and "30" for "12:30") are in many rows; the word itself was
+    checked only after the row limit, so an older real match fell behind the limit and was lost."""
+    from onegc_tui.queries import pane_entries
+
+    w = fake_session(home, n_transcript=0)
+    typed = {"run_1.py": "python run_1.py", "val_acc": "epoch 1 val_acc 0.52", "a-b": "compare a-b runs",
+             "x/y": "wrote x/y.pt", "12:30": "started at 12:30", '"': 'said "go"', "*": "glob *.pt"}
+    for text in typed.values():
+        w.emit("transcript", role="tool", kind="tool_result", text=text)
+    for i in range(2100):  # later rows with the same tokens, none with the words
+        w.emit("transcript", role="tool", kind="tool_result", text=f"step 12 of 30, a b x y run 1 py val acc {i}")
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    for word, text in typed.items():
+        assert [r["text"] for r in store.transcript("s1", search=word)] == [text], word
+        lines = [line for _, line in pane_entries(store, "s1", "all", word)]
+        assert len(lines) == 1 and lines[0].endswith(" " + text), (word, lines)
+    assert store.transcript("s1", search="12:30 started") and not store.transcript("s1", search="12:30 nowhere")
+    store.close()
