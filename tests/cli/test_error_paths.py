@@ -119,6 +119,13 @@ def test_every_documented_error_is_one_line_and_exit_2(home, tmp_path, small_tmp
         Case(["study", str(tmp_path / "none.toml")], "no such study file"),
         Case(["study", "status", str(bad_study)], "field 'repeats'"),
         Case(["prepare"], "name the tasks to prepare"),
+        Case(["run", "t0", "--agent", "opencode", "--unsealed", "--detach"], "opencode needs --model"),
+        Case(["abort", "missing"], "no session 'missing'"),
+        Case(["disqualify", "missing", "--reason", "copied"], "no session 'missing'"),
+        Case(["disqualify", "missing"], "give --reason TEXT to disqualify"),
+        Case(["monitor", "--web", "--port", "0"], "--port"),
+        Case(["history", "--no-paper"], "nothing to print"),
+        Case(["disqualify", "x", "--reason", "r"], "is a file, not a folder", home=a_file),
     ]
     for name in CREDENTIALS:
         monkeypatch.delenv(name, raising=False)
