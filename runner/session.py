@@ -611,7 +611,10 @@ class Session:
             failure = f"{scored_by}; the {scored} split needs the re-evaluation, so there is no {scored} score"
         struck = verdicts.integrity_rule(flags) if best else None
         if struck:
-            verdicts.record(self.paths, struck, by="integrity rule")
+            try:
+                verdicts.record(self.paths, struck, by="integrity rule")
+            except OSError as exc:  # a full disk: result.json still carries the verdict
+                print(f"onegc runner: verdict not recorded in {verdicts.FILE}: {exc}", file=sys.stderr, flush=True)
         self._write_result(reason, detail, sorted(rows.values(), key=lambda r: r["budget_elapsed_s"]), best, failure,
                            len(self.found), trajectory, val, struck, scored_by)
         return (best[1], best[0]) if best else (None, None)
