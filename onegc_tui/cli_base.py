@@ -11,6 +11,7 @@ the operating system (a full disk, a folder that cannot be written) print one li
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -96,7 +97,11 @@ DURATION = Duration()
 
 
 def need_terminal(command: str) -> None:
-    """Refuse, in one line, to draw a full-screen UI where there is no terminal to draw on."""
+    """Refuse, in one line, to draw a full-screen UI where there is no terminal to draw on; a
+    Textual driver named in ``TEXTUAL_DRIVER`` draws elsewhere (textual-serve's web driver, for
+    ``onegc monitor --web``: each tab's monitor talks to the server over pipes)."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise OnegcError(f"{command} needs a terminal (stdin and stdout are not both one): "
                          "use 'onegc sessions' for a one-shot list, or 'onegc run --plain' to follow a session")
