@@ -6,7 +6,7 @@ One writer process stands in for a runner whose agent resolves names under ``--n
 ``--rate`` ``network_blocked`` warnings a second, each for another host, through the runner's own
 ``runner.jsonl.EventWriter`` with its warning folder (runner/coalesce.py), plus the 1 Hz GPU
 sample and 5 s heartbeat of a live session. The real ``onegc monitor`` runs in a pseudo-terminal
-(benchmarks/monitor_bench.py's); psutil measures its CPU over ``--seconds``. ``--unfolded``
+(benchmarks/monitor_bench.py's); psutil measures its CPU over ``--seconds``, and its RSS. ``--unfolded``
 writes every warning as its own event, as the runner did before (issue 13: 3 012 events in 2 s
 kept the monitor at 70–96 % of a core for 30 s). Target: under 5 % of one core.
 """
@@ -58,6 +58,12 @@ def writer(home: Path, rate: float, folded: bool) -> None:
     (home / "warnings").write_text(str(n))
 
 
+def rss_mb(pid: int) -> float:
+    import psutil
+
+    return psutil.Process(pid).memory_info().rss / 2**20
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rate", type=float, default=1000.0, help="warnings per second")
@@ -80,10 +86,12 @@ def main() -> None:
                 sys.exit("the monitor did not show the session within 60 s")
             time.sleep(3)
             quiet = cpu_percent(term.pid, 5.0)
+            rss_before = rss_mb(term.pid)
             events = home / "runs" / SID / "events.jsonl"
             lines_before = len(events.read_bytes().splitlines())
             (home / "phase").write_text("flood")
             busy = cpu_percent(term.pid, args.seconds)
+            rss_after = rss_mb(term.pid)
             lines = len(events.read_bytes().splitlines()) - lines_before
         finally:
             (home / "phase").write_text("stop")
@@ -95,6 +103,7 @@ def main() -> None:
               f"({lines / args.seconds:.1f}/s, GPU samples and heartbeats included)")
         print(f"monitor CPU: {quiet:.1f} % of one core before the flood, {busy:.1f} % during it "
               f"(target < 5 %) · load {os.getloadavg()[0]:.2f}")
+        print(f"monitor RSS: {rss_before:.0f} MB before the flood, {rss_after:.0f} MB after it")
 
 
 if __name__ == "__main__":

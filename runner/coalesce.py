@@ -4,7 +4,8 @@ A cause is a warning's ``code`` (``network_blocked``, ``checkpoint``, …). In e
 :data:`FOLD_S` seconds the first :data:`BURST` warnings of a cause are written as they come (a
 handful of distinct problems stay distinct); the rest are counted, and when the window has passed
 they go out as one warning that says how many there were and quotes the latest, with ``count``
-set to that number. So 1 500 blocked DNS names in a second are a dozen events, not 3 000, and the
+set to that number. While the flood goes on, each further window is one such summary; a cause
+quiet for a whole window starts again with its burst. So 1 500 blocked DNS names in a second are a dozen events, not 3 000, and the
 count of warnings stays exact (the store adds up ``count``). Nothing is held past the session's
 end: ``session_ended`` drains every pending cause first.
 """
@@ -59,5 +60,7 @@ class WarningFolder:
         cause = self._causes[code]
         within = f" in {now - cause.since:.0f} s" if now is not None else ""
         message = f"{cause.count} more {code} warning{'s' if cause.count != 1 else ''}{within}; the latest: {cause.latest}"
-        self._causes[code] = _Cause(since=now if now is not None else cause.since)
+        # a flood that goes on folds from the start of its next window: one summary per window, not
+        # another burst; a cause quiet for a whole window gets its burst back (admit)
+        self._causes[code] = _Cause(since=now if now is not None else cause.since, written=self.burst)
         return code, message[:2000], cause.count

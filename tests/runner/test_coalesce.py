@@ -61,6 +61,18 @@ def test_a_flood_of_one_cause_is_a_few_events_whose_counts_add_up(home):
     store.close()
 
 
+def test_a_flood_that_goes_on_is_one_summary_per_window_after_its_first_burst(home):
+    """1 000 warnings a second for 30 s: the first window's burst, then one summary a window (a
+    burst every window kept the monitor near its 5 % budget: benchmarks/warning_flood_bench.py)."""
+    from runner.coalesce import BURST, FOLD_S
+
+    found = flood(home, 30_000, 30.0)
+    blocked = [e for e in found if e.type == "warning" and e.code == "network_blocked"]
+    assert sum(e.count for e in blocked) == 30_000
+    assert [e.count for e in blocked[:BURST]] == [1] * BURST and all(e.count > 1 for e in blocked[BURST:])
+    assert len(blocked) <= BURST + 30.0 / FOLD_S + 1  # + the one drained before session_ended
+
+
 def test_a_few_warnings_of_a_cause_are_each_written_at_once():
     from runner.coalesce import BURST, FOLD_S, WarningFolder
 
