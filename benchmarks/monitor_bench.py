@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import json
 import os
 import pty
 import random
 import re
 import signal
-import socket
 import statistics
 import struct
 import subprocess
@@ -58,14 +56,12 @@ PRESS_TIMEOUT_S = 5.0  # a press not shown within this counts as this long
 
 def writer(home: Path, sid: str, rate: float) -> None:
     """One fake live session: stream transcript lines while ``home/phase`` says so."""
-    import psutil
-
     from runner.config import SessionPaths
     from runner.jsonl import EventWriter
+    from runner.liveness import RunnerLock
 
     paths = SessionPaths(home / "runs" / sid)
-    paths.runner_info.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                             "create_time": psutil.Process().create_time()}))
+    _claim = RunnerLock.take(paths)  # alive to every liveness check, as a runner is (runner/liveness.py)
     w = EventWriter(paths.events, sid)
     budget = 3600.0
     w.emit("session_started", task="t0_demo", agent="scripted", budget_s=budget, grace_s=30, contract={})

@@ -1,7 +1,7 @@
-"""The ``onegc`` command line. Errors print one line to stderr and exit 2.
+"""The ``onegc`` command line. Errors print one line to stderr and exit 2 (onegc_tui/cli_base.py).
 
 All state lives under ``$ONEGC_HOME`` (default: the current directory): ``data/``, ``runs/``,
-``onegc.db``.
+``onegc.db``. Budgets are minutes, or ``90s``, ``2m``, ``1h``.
 """
 
 from __future__ import annotations
@@ -16,33 +16,13 @@ from typing import Literal
 
 import click
 
-from runner.config import (
-    ConfigError,
-    SessionConfig,
-    SessionPaths,
-    data_root,
-    default_network,
-    new_session_id,
-    onegc_home,
-    runs_dir,
-)
+from onegc_tui.cli_base import DURATION, OnegcGroup, need_terminal
+from runner.config import SessionConfig, SessionPaths, data_root, default_network, new_session_id, runs_dir, usable_home
+from runner.errors import OnegcError
 from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
 
-DEMO_BUDGET_S = 120.0  # about two minutes: two scripted runs and their checkpoints fit easily
+DEMO_BUDGET = "2m"  # two scripted runs and their checkpoints fit easily
 DEMO_PACE_S = 3.0  # the scripted agent "thinks" this long between steps: the demo lasts about a minute
-
-
-class OnegcError(click.ClickException):
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.message}", err=True)
-
-
-def _home() -> Path:
-    home = onegc_home()
-    home.mkdir(parents=True, exist_ok=True)
-    return home
 
 
 def _task(name: str) -> TaskSpec:
@@ -62,7 +42,7 @@ def _session(home: Path, session_id: str) -> SessionPaths:
     return SessionPaths(root)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OnegcGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="onegc")
 def main() -> None:
     """onegc: run coding agents on the 1GC-7RC benchmark and watch them live."""
@@ -75,7 +55,7 @@ def tasks_cmd() -> None:
     from onegc_tui.format import arrow
     from onegc_tui.text_table import terminal_width, text_table
 
-    home = _home()
+    home = usable_home()
     rows = []
     for spec in all_tasks().values():
         ready = (data_root(home) / spec.id / "manifest.json").is_file()
@@ -137,7 +117,7 @@ def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
               help="T3: take the DINOv3 weight files from this folder instead of downloading them")
 def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Path | None) -> None:
     """Download (or take --from DIR), verify and convert task data: onegc prepare t1 t6 | all."""
-    home = _home()
+    home = usable_home()
     if not names:
         raise OnegcError("name the tasks to prepare (e.g. 'onegc prepare t1 t6') or 'all'")
     extra = tuple(n for n in names if n.startswith("-"))
@@ -169,6 +149,7 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
                     sealed: bool = True) -> list[SessionPaths]:
     """Create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.agents import ADAPTERS
+    from runner.agents.preflight import preflight
     from runner.launch import create_session, spawn_local
     from runner.launchers.local import enqueue, gpu_slots, start_daemon
 
@@ -176,6 +157,7 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
         raise OnegcError(f"unknown agent '{agent}': choose one of {', '.join(ADAPTERS)}")
     if agent == "command" and not command:
         raise OnegcError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
+    preflight(agent, model)  # what `onegc doctor` checks: the CLI, its credentials, a model where required
     ensure_prepared(spec, home)
     if sealed:
         from runner.sandbox import status
@@ -184,10 +166,7 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
         if not ready.ok:
             raise OnegcError(ready.detail)
     command = [_absolute_if_file(a) for a in command]
-    try:
-        slots = gpu_slots(gpus)
-    except ConfigError as exc:
-        raise OnegcError(str(exc)) from None
+    slots = gpu_slots(gpus)
     queued = repeats > 1
     started = []
     for k in range(1, repeats + 1):
@@ -219,10 +198,10 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
     if plain or not sys.stdout.isatty():
         from onegc_tui.plain import follow
 
-        rows = follow(home, ids)
-        for sid, r in rows.items():
-            score = f"{r['score']:.4f}" if r["score"] is not None else "N/A"
-            click.echo(f"{sid}: {r['end_reason']}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
+        ends = follow(home, ids)
+        for sid, end in ends.items():
+            score = f"{end.score:.4f}" if end.score is not None else "N/A"
+            click.echo(f"{sid}: {end.reason}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
         return
     from onegc_tui.app import make_app
 
@@ -234,9 +213,11 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 @click.option("--agent", "-a", required=True, help="scripted, command, claude-code, codex or opencode")
 @click.option("--model", "-m", default=None, help="the model id the agent CLI should use")
 @click.option("--repeats", "-n", default=1, show_default=True, type=click.IntRange(1, 100))
-@click.option("--budget", "budget_min", type=float, default=None, help="minutes (default: the task's budget)")
+@click.option("--budget", "budget_s", type=DURATION, default=None,
+              help="minutes, or 90s, 2m, 1h (default: the task's budget)")
 @click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all visible)")
-@click.option("--pace", "pace_s", type=float, default=1.0, show_default=True, help="scripted agent: seconds between steps")
+@click.option("--pace", "pace_s", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="scripted agent: seconds between steps")
 @click.option("--network", type=click.Choice(["api-only", "none", "open"]), default=None,
               help="what the agent may reach (default: api-only for real agent CLIs, open for scripted/command)")
 @click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
@@ -245,11 +226,11 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
               help="run the agent without its sandbox (it can then read held-out data and rewrite records): "
                    "recorded in the contract, flagged wherever the result is shown")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_cmd(task, agent, model, repeats, budget_min, gpus, network, pace_s, plain, detach, unsealed, command) -> None:
+def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
-    home = _home()
+    home = usable_home()
     spec = _task(task)
-    budget_s = (budget_min if budget_min is not None else spec.budget_minutes) * 60
+    budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
     sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
                                sealed=not unsealed)
     if unsealed:
@@ -262,12 +243,13 @@ def run_cmd(task, agent, model, repeats, budget_min, gpus, network, pace_s, plai
 
 @main.command("demo")
 @click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
-@click.option("--budget", "budget_s", type=float, default=DEMO_BUDGET_S, show_default=True, help="seconds")
+@click.option("--budget", "budget_s", type=DURATION, default=DEMO_BUDGET, show_default=True,
+              help="minutes, or 90s, 2m, 1h")
 def demo_cmd(plain: bool, budget_s: float) -> None:
     """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
     from runner.sandbox import status
 
-    home = _home()
+    home = usable_home()
     spec = _task("t0")
     sealed = status().ok  # the built-in agent is ours: where no sandbox can be made, the demo runs without
     if not sealed:
@@ -286,16 +268,17 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser)."""
     if not web:
+        need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
         from onegc_tui.app import make_app
 
-        make_app(_home(), focus=focus).run()
+        make_app(usable_home(), focus=focus).run()
         return
     try:
         from onegc_tui.app.web import serve
     except ImportError as exc:
         raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
     try:
-        serve(_home(), host=host, port=port, focus=focus)
+        serve(usable_home(), host=host, port=port, focus=focus)
     except OSError as exc:
         raise OnegcError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another with --port") from None
 
@@ -307,7 +290,7 @@ def sessions_cmd(as_json: bool) -> None:
     from onegc_tui.ingest import Ingester
     from onegc_tui.store import Store
 
-    home = _home()
+    home = usable_home()
     store = Store.open(home)
     Ingester(home, store).catch_up()
     rows = store.sessions()
@@ -325,7 +308,7 @@ def sessions_cmd(as_json: bool) -> None:
 
     table = []
     for r in rows:
-        short = get_task(r["task"]).short if r["task"] else "?"
+        short = _task_short(r["task"])
         left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = "" if r["score"] is None else f"{r['score']:.4f}"
@@ -336,15 +319,29 @@ def sessions_cmd(as_json: bool) -> None:
         click.echo(line)
 
 
-def _control(session_id: str, action: Literal["pause", "resume", "abort"]) -> None:
-    from runner.control import request
+def _task_short(task: str | None) -> str:
+    try:
+        return get_task(task).short if task else "?"
+    except UnknownTask:
+        return (task or "?")[:4]  # a task of another onegc version
 
-    home = _home()
-    paths = _session(home, session_id)
-    if paths.result.exists():
+
+def _control(session_id: str, action: Literal["pause", "resume"]) -> None:
+    """Ask the runner, and wait for its answer: a refusal is an error (exit 2) saying why."""
+    from runner.control import request_and_wait
+    from runner.launchers import has_started, session_ended
+
+    paths = _session(usable_home(), session_id)
+    if paths.result.exists() or session_ended(paths) is not None:
         raise OnegcError(f"session {paths.session_id} has already ended")
-    rid = request(paths, action)
-    click.echo(f"{action} requested for {paths.session_id} (request {rid}); the runner acknowledges it in events.jsonl")
+    if not has_started(paths):
+        raise OnegcError(f"session {paths.session_id} has not started yet (queued): nothing to {action}")
+    answer = request_and_wait(paths, action)
+    if not answer.accepted:
+        raise OnegcError(f"the runner of {paths.session_id} refused to {action} it: {answer.detail or 'refused'}")
+    done = {"pause": "paused: its tree is frozen and its budget clock stopped",
+            "resume": "resumed: its deadline moved by the time it was paused"}[action]
+    click.echo(f"{paths.session_id}: {done}")
 
 
 @main.command("pause")
@@ -371,7 +368,7 @@ def abort_cmd(session_id: str, no_wait: bool) -> None:
     stopped through its launcher (signals locally, scancel on Slurm)."""
     from runner.launchers import abort_session
 
-    paths = _session(_home(), session_id)
+    paths = _session(usable_home(), session_id)
     click.echo(abort_session(paths, escalate=not no_wait))
 
 
@@ -387,7 +384,7 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
 
     if clear == bool(reason):
         raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
-    home = _home()
+    home = usable_home()
     paths = _session(home, session_id)
     verdicts.record(paths, None if clear or reason is None else reason.strip())
     _, standing = verdicts.current(paths)
@@ -405,7 +402,7 @@ def reindex_cmd() -> None:
     from onegc_tui.ingest import Ingester
     from onegc_tui.store import DB_NAME, Store
 
-    home = _home()
+    home = usable_home()
     db = home / DB_NAME
     tmp = home / f".{DB_NAME}.reindex"
     for suffix in ("", "-wal", "-shm"):
@@ -434,11 +431,8 @@ _register_commands()
 
 
 def entry() -> None:
-    try:
-        main(standalone_mode=True)
-    except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    """The ``onegc`` executable (errors: OnegcGroup.main)."""
+    main()
 
 
 if __name__ == "__main__":

@@ -8,12 +8,10 @@ import sys
 
 import click
 
-from runner.config import data_root, onegc_home
+from runner.config import REAL_AGENTS, data_root, onegc_home
 from runner.gpu import gpu_count
 from runner.proctree import Freezer, pidns_available
 from tasks import all_tasks
-
-REAL_AGENTS = ("claude-code", "codex", "opencode")
 
 
 def _line(ok: bool | None, text: str) -> None:

@@ -12,7 +12,8 @@ from onegc_tui.export import FORMATS, render_history, sessions_csv
 from onegc_tui.format import count
 from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
-from runner.config import onegc_home
+from runner.config import usable_home
+from runner.errors import OnegcError
 
 
 @click.command("history")
@@ -24,7 +25,7 @@ from runner.config import onegc_home
               help="also write one CSV line per session to this file")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
-    home = onegc_home()
+    home = usable_home()
     store = Store.open(home)
     try:
         Ingester(home, store).catch_up()
@@ -40,7 +41,7 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
         why = (f"{count(left_out, 'demo-task session')}{where} left out (--demo includes them)"
                if left_out else f"no sessions{where} under {home / 'runs'}")
         if no_paper:
-            raise click.ClickException(f"nothing to print: {why}")
+            raise OnegcError(f"nothing to print: {why}")
         click.echo(f"note: only the paper's rows: {why}", err=True)
     click.echo(render_history(matrix, demo_matrix, fmt, include_paper=not no_paper), nl=False)
     if sessions_path is not None:

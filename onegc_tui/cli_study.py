@@ -18,37 +18,18 @@ from pathlib import Path
 
 import click
 
-from runner.config import ConfigError, SessionPaths, onegc_home, runs_dir
-from runner.study import StudyError, StudySpec, launch, load_study, plan, status_json, status_report, survey, wait
+from onegc_tui.cli_base import OnegcGroup
+from runner.config import SessionPaths, runs_dir, usable_home
+from runner.study import check_agents, launch, load_study, plan, status_json, status_report, survey, wait
 
 
-class StudyCliError(click.ClickException):
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.message}", err=True)
-
-
-class _RunByDefault(click.Group):
+class _RunByDefault(OnegcGroup):
     """``onegc study FILE`` means ``onegc study run FILE``; named subcommands still work."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["run", *args]
         return super().parse_args(ctx, args)
-
-
-def _load(file: str) -> StudySpec:
-    try:
-        return load_study(Path(file))
-    except StudyError as exc:
-        raise StudyCliError(str(exc)) from None
-
-
-def _home() -> Path:
-    home = onegc_home()
-    home.mkdir(parents=True, exist_ok=True)
-    return home
 
 
 @click.group("study", cls=_RunByDefault, context_settings={"help_option_names": ["-h", "--help"]})
@@ -65,8 +46,8 @@ def study() -> None:
 @click.option("--dry-run", is_flag=True, help="say what would be created, retried and skipped; change nothing")
 def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run: bool) -> None:
     """Create and launch the study's sessions; skip finished ones, retry harness failures."""
-    spec = _load(file)
-    home = _home()
+    spec = load_study(Path(file))
+    home = usable_home()
     if dry_run:
         states = survey(spec, home)
         counts = Counter(s.state for s in states)
@@ -79,10 +60,9 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
                            f"{st.planned.session_id}: {c.agent}{' ' + c.model if c.model else ''}, "
                            f"{c.budget_s / 60:g} min")
         return
-    try:
-        report = launch(spec, home, gpus=gpus, kind=kind)
-    except (StudyError, ConfigError) as exc:
-        raise StudyCliError(str(exc)) from None
+    if (kind or spec.launcher.kind) == "local":
+        check_agents(spec)
+    report = launch(spec, home, gpus=gpus, kind=kind)
     total = len(plan(spec))
     click.echo(f"study {spec.name}: {total} sessions — {report.skipped_done} done, {len(report.created)} new, "
                f"{len(report.retried)} retried, {report.active} already queued or running, {len(report.failed)} failed")
@@ -101,10 +81,7 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
                    f"{counts['queued'] + counts['new'] + counts['unlaunched']} queued, "
                    f"{counts['failed'] + counts['retry'] + counts['cancelled']} failed")
 
-    try:
-        states = wait(spec, home, gpus=gpus, kind=kind, on_progress=progress)
-    except (StudyError, ConfigError) as exc:
-        raise StudyCliError(str(exc)) from None
+    states = wait(spec, home, gpus=gpus, kind=kind, on_progress=progress)
     click.echo(status_report(spec, home))
     if any(s.state in ("failed", "cancelled") for s in states):
         sys.exit(1)
@@ -115,8 +92,8 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
 @click.option("--json", "as_json", is_flag=True, help="every session and cell as one JSON object")
 def status_cmd(file: str, as_json: bool) -> None:
     """Progress per agent × task (done/running/queued/failed) and contract mismatches."""
-    spec = _load(file)
-    home = _home()
+    spec = load_study(Path(file))
+    home = usable_home()
     if as_json:
         click.echo(json.dumps(status_json(spec, home), indent=1, default=str))
     else:
@@ -130,8 +107,8 @@ def abort_cmd(file: str, yes: bool) -> None:
     """Take the study's queued sessions off the queue and ask its running ones to stop."""
     from runner.launchers import abort_session
 
-    spec = _load(file)
-    home = _home()
+    spec = load_study(Path(file))
+    home = usable_home()
     live = [s for s in survey(spec, home) if s.state in ("queued", "running")]
     if not live:
         click.echo(f"study {spec.name}: nothing queued or running")

@@ -5,7 +5,9 @@ where ``runs/`` lives on a network filesystem); each drain reads to the end of t
 the persisted byte offset, takes whole lines only, and commits the batch together with its new
 offset. A corrupt line is recorded with its file and line number and skipped. Watchdog calls
 are only "something changed" hints (it drops repeats under load), and a periodic rescan backs
-them up. Sessions whose runner died without ``session_ended`` are marked failed.
+them up. Sessions whose runner died without ``session_ended`` (or whose folder vanished) are
+marked failed in the store; that verdict is lifted if the session's own events later show it
+alive (a session created, then launched late).
 """
 
 from __future__ import annotations
@@ -117,6 +119,10 @@ class Ingester:
         if paths is None:
             return 0
         key = str(paths.events)
+        file_id = _file_id(paths.events)
+        known = self.store.ingested_file(key)
+        if known is not None and file_id is not None and known != file_id:
+            self._start_over(sid, paths)  # another attempt in this folder (a study retry)
         offset, line_no = self.store.offset(key)
         tail = self._tails.get(sid)
         if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
@@ -145,7 +151,8 @@ class Ingester:
                 lines.append(n)
             if tail.state.offset == offset:
                 break
-            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad, lines))
+            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad, lines,
+                                                file_id))
             for n, err in new.rejected:
                 self._error(f"{paths.events}:{n}: event line skipped ({err})")
             offset = tail.state.offset
@@ -158,6 +165,12 @@ class Ingester:
             if tail.at_end:
                 break  # no second open just to find nothing more
         return total
+
+    def _start_over(self, sid: str, paths: SessionPaths) -> None:
+        self.store.forget_session(sid)
+        self.store.register_session(sid, str(paths.root), self._read_config(paths))
+        self._tails.pop(sid, None)
+        self._ended.discard(sid)
 
     def ingest_all(self) -> int:
         self.discover()
@@ -174,9 +187,11 @@ class Ingester:
         return n
 
     def check_liveness(self) -> list[str]:
-        """Mark sessions failed whose runner is gone; returns their ids."""
+        """Mark sessions failed whose runner is gone (runner/reconcile.py): running ones, and
+        queued ones too — a runner that died before its first event, a folder deleted before it
+        started; returns their ids."""
         failed = []
-        for row in self.store.sessions("state IN ('running', 'paused')"):
+        for row in self.store.sessions("state IN ('queued', 'running', 'paused')"):
             sid = row["session_id"]
             if sid not in self._known:
                 continue
@@ -193,6 +208,14 @@ class Ingester:
     def _error(self, message: str) -> None:
         if self.on_error:
             self.on_error(message)
+
+
+def _file_id(path: Path) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_dev}:{st.st_ino}"
 
 
 class _Dirty(FileSystemEventHandler):

@@ -1,24 +1,35 @@
 """The line-oriented display, for when stdout is not a terminal (CI, nohup, Slurm logs).
 
-One line per notable event, and a progress line per session every ``PROGRESS_EVERY_S``. It
-ingests into SQLite as it goes, so the history is the same as with the monitor.
+One line per notable event, and a progress line per session every ``PROGRESS_EVERY_S``. It reads
+each session's own ``events.jsonl`` (so it prints every event whoever else ingests the same home:
+a monitor, ``onegc sessions``, a second run), and ingests into SQLite as it goes, so the history
+is the same as with the monitor. A store that cannot be written (a full disk, a damaged file) is
+said once and does not stop the following: the session folders are the source of truth.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from onegc_tui.format import clock
 from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
+from runner.config import SessionPaths, runs_dir
+from runner.errors import OnegcError
 from runner.events import Event
+from runner.jsonl import JsonlTail
+from runner.reconcile import reconcile
+from tasks import Direction, best_of, direction_of
 
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
+LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whether its runner lives
 
 
 def describe(event: Event) -> str | None:
@@ -42,45 +53,126 @@ def describe(event: Event) -> str | None:
     if t == "control":
         return f"control {event.action}: {'accepted' if event.accepted else 'refused'} {event.detail}".rstrip()
     if t == "warning":
-        return f"WARNING {event.code}: {event.message}"
+        times = f" (×{event.count})" if event.count > 1 else ""
+        return f"WARNING {event.code}{times}: {event.message}"
     if t == "session_ended":
         score = f", score {event.score:.4f}" if event.score is not None else ", no score"
         return f"ended: {event.reason}{score} ({event.detail})"
     return None
 
 
-def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> dict[str, dict]:
-    """Print the sessions' progress until all have ended; returns their summary rows."""
-    wanted = set(session_ids)
-    store = Store.open(home)
-    errors: list[str] = []
+@dataclass
+class Progress:
+    """What the progress line and the final line say about one session, from its own events."""
 
-    def on_events(sid: str, events: list[Event]) -> None:
-        if sid not in wanted:
+    state: str = "queued"
+    remaining_s: float | None = None
+    checkpoints: int = 0
+    best: float | None = None
+    direction: Direction = "higher"
+    reason: str | None = None  # set once the session has ended
+    score: float | None = None
+    detail: str = ""
+
+    def see(self, e: Event) -> None:
+        t = e.type
+        if t == "session_started":
+            self.state, self.remaining_s = "running", e.budget_s
+            self.direction = direction_of(e.task)
+        elif t in ("heartbeat", "budget"):
+            self.remaining_s = e.remaining_s
+            if t == "budget" and e.state in ("paused", "resumed", "running"):
+                self.state = "paused" if e.state == "paused" else "running"
+        elif t == "checkpoint_found":
+            self.checkpoints += 1
+        elif t == "checkpoint_scored" and not e.official and e.value is not None:
+            self.best = e.value if self.best is None else best_of((self.best, e.value), self.direction)
+        elif t == "session_ended":
+            self.end(e.reason, e.detail, e.score)
+
+    def end(self, reason: str, detail: str, score: float | None = None) -> None:
+        self.state, self.reason, self.detail, self.score, self.remaining_s = "ended", reason, detail, score, None
+
+
+class _StoreCopy:
+    """Ingests the home into SQLite beside the following; gives up, saying so once, if it cannot."""
+
+    def __init__(self, home: Path, say):
+        self.say = say
+        self.store: Store | None = None
+        self.ingester: Ingester | None = None
+        try:
+            self.store = Store.open(home)
+            self.ingester = Ingester(home, self.store)
+        except (OnegcError, sqlite3.Error, OSError) as exc:
+            self._give_up(exc)
+
+    def update(self, liveness: bool = False) -> None:
+        """Ingest what is new (and, with ``liveness``, mark sessions whose runner is gone)."""
+        if self.ingester is None:
             return
-        for e in events:
-            line = describe(e)
-            if line:
-                print(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {line}", file=out, flush=True)
+        try:
+            self.ingester.ingest_all()
+            if liveness:
+                self.ingester.check_liveness()
+        except (OnegcError, sqlite3.Error, OSError) as exc:
+            self._give_up(exc)
 
-    ingester = Ingester(home, store, on_events, errors.append)
+    def _give_up(self, exc: Exception) -> None:
+        self.say(f"warning: the store is not updated ({' '.join(str(exc).split())[:200]}); the session goes on, "
+                 "and 'onegc reindex' rebuilds the store from the session folders later")
+        self.close()
+
+    def close(self) -> None:
+        if self.store is not None:
+            try:
+                self.store.close()
+            except sqlite3.Error:
+                pass
+        self.store = self.ingester = None
+
+
+def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> dict[str, Progress]:
+    """Print the sessions' progress until all have ended; returns how each one ended."""
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    paths = {sid: SessionPaths(runs_dir(home) / sid) for sid in session_ids}
+    tails = {sid: JsonlTail(p.events) for sid, p in paths.items()}
+    seen = {sid: Progress() for sid in paths}
+    store = _StoreCopy(home, say)
     next_progress = time.monotonic() + PROGRESS_EVERY_S
+    next_liveness = time.monotonic() + LIVENESS_EVERY_S
     try:
         while True:
-            ingester.ingest_all()
-            for msg in errors:
-                print(f"warning: {msg}", file=out, flush=True)
-            errors.clear()
-            rows = {r["session_id"]: r for r in store.sessions() if r["session_id"] in wanted}
-            if time.monotonic() >= next_progress:
-                for sid, r in rows.items():
-                    best = f"{r['best_live']:.4f}" if r["best_live"] is not None else "-"
-                    print(f"[{time.strftime('%H:%M:%S')}] {sid}: {r['state']}, {clock(r['remaining_s'])} left, "
-                          f"{r['n_checkpoints']} checkpoints, best {best}", file=out, flush=True)
-                next_progress = time.monotonic() + PROGRESS_EVERY_S
-            if rows and len(rows) == len(wanted) and all(r["state"] in ("ended", "failed") for r in rows.values()):
-                return rows
-            ingester.check_liveness()
+            for sid, tail in tails.items():
+                events, bad = tail.read_events()
+                for b in bad:
+                    say(f"warning: {b}")
+                for e in events:
+                    if e.session_id != sid:
+                        continue  # only its runner writes this file (the reader reports the rest)
+                    seen[sid].see(e)
+                    line = describe(e)
+                    if line:
+                        say(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {line}")
+            now = time.monotonic()
+            store.update(liveness=now >= next_liveness)
+            if all(p.reason is not None for p in seen.values()):
+                return seen
+            if now >= next_liveness:
+                for sid, p in seen.items():
+                    if p.reason is None and tails[sid].at_end and (why := reconcile(paths[sid])):
+                        p.end("harness_error", why)
+                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: ended: harness_error, no score ({why})")
+                next_liveness = now + LIVENESS_EVERY_S
+            if now >= next_progress:
+                for sid, p in seen.items():
+                    if p.reason is None:
+                        best = f"{p.best:.4f}" if p.best is not None else "-"
+                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {p.state}, {clock(p.remaining_s)} left, "
+                            f"{p.checkpoints} checkpoints, best {best}")
+                next_progress = now + PROGRESS_EVERY_S
             time.sleep(POLL_S)
     finally:
         store.close()

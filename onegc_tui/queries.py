@@ -104,8 +104,7 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
         return [(e.seq, line) for e in events if (line := event_line(e))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
-    lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows
-             if all(w in (text or "").lower() for w in words)]  # the index found the tokens: now the words
+    lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
         for data in sql.event_data(store, sid, harness, limit):

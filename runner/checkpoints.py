@@ -189,12 +189,15 @@ class CheckpointWatcher:
         frozen = snap / SNAPSHOT_CKPT
         try:
             _copy_untrusted(dfd, name, st, frozen)
+            code = snapshot_code(self.workspace, snap)
         except (_Unsettled, FileNotFoundError):
             shutil.rmtree(snap, ignore_errors=True)
             return
+        except OSError:  # no room (a full disk): no half-made snapshot stays to take what room is left
+            shutil.rmtree(snap, ignore_errors=True)
+            raise
         self._seen[name] = key
         self._versions[name] = k
-        code = snapshot_code(self.workspace, snap)
         if code.skipped:
             self.on_warning(f"snapshot {label}: left out " + "; ".join(code.skipped[:5])
                             + (f" (+{len(code.skipped) - 5} more)" if len(code.skipped) > 5 else ""))

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from runner.errors import OnegcError
+
 GRACE_S = 30.0  # paper §3.3: 30 s between the stop request and SIGKILL
 STALL_S = 300.0  # a stall warning after 5 min without a model response while no tool runs (runner/stall.py)
 NetworkPolicy = Literal["open", "api-only", "none"]
@@ -27,13 +29,32 @@ def default_network(agent: str) -> NetworkPolicy:
     return "api-only" if agent in REAL_AGENTS else "open"
 
 
-class ConfigError(ValueError):
+class ConfigError(OnegcError, ValueError):
     """A config that cannot be used; the message names the file and field."""
 
 
 def onegc_home() -> Path:
     """All state lives here: ``data/``, ``runs/``, ``onegc.db`` (../shared/DESIGN.md §6)."""
     return Path(os.environ.get("ONEGC_HOME") or Path.cwd()).resolve()
+
+
+def usable_home() -> Path:
+    """:func:`onegc_home`, made if it does not exist yet; a :class:`ConfigError` naming the fix
+    when it cannot hold onegc's state (a file, under a file, not writable)."""
+    home = onegc_home()
+    fix = "point ONEGC_HOME at a folder you can write (all of onegc's state lives there)"
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"ONEGC_HOME={home} is a file, not a folder: {fix}")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except (NotADirectoryError, FileExistsError):
+        blocker = next((p for p in home.parents if p.exists() and not p.is_dir()), home.parent)
+        raise ConfigError(f"ONEGC_HOME={home} is under {blocker}, which is a file: {fix}") from None
+    except OSError as exc:
+        raise ConfigError(f"ONEGC_HOME={home} cannot be made: {(exc.strerror or str(exc)).lower()}: {fix}") from None
+    if not os.access(home, os.W_OK | os.X_OK):
+        raise ConfigError(f"ONEGC_HOME={home} is not writable by this user: {fix}")
+    return home
 
 
 class SessionConfig(BaseModel):

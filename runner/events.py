@@ -143,6 +143,7 @@ class Warning_(_Event):
     type: Literal["warning"] = "warning"
     code: str
     message: str
+    count: int = Field(default=1, ge=1)  # how many warnings of this cause it stands for (runner/coalesce.py)
 
 
 class SessionEnded(_Event):

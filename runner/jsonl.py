@@ -1,4 +1,8 @@
-"""Append-only JSONL: the event writer (one flushed line per event) and a whole-line tail reader.
+"""Append-only JSONL: whole-line writes, the event writer, and a whole-line tail reader.
+
+Every line is written by one ``write`` that lands whole or not at all (:func:`append_whole`): a
+short write, which is what a filling disk gives, is cut back off the file and raised as
+:class:`~runner.errors.DiskFull`, so a reader never meets half a line the runner wrote.
 
 The reader keeps a byte offset, returns only complete lines (a trailing partial line waits for
 its newline) and reports a corrupt line by file and line number without stopping.
@@ -6,10 +10,12 @@ its newline) and reports a corrupt line by file and line number without stopping
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,40 +23,120 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from runner.coalesce import WarningFolder
+from runner.errors import NO_SPACE_ERRNOS, DiskFull
 from runner.events import EVENT_TYPES, Event, dump_event, parse_event
 
 Clock = Callable[[], float]
+OnNoSpace = Callable[[DiskFull], None]
+APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+# While the disk is full these wait in memory (in order) until the runner has room again; the
+# routine streams (transcript, GPU samples, heartbeats) are dropped and counted instead.
+ROUTINE_TYPES = frozenset({"transcript", "gpu", "heartbeat"})
+HELD_LIMIT_BYTES = 1 << 20  # beyond this much held, even essential events are dropped (and counted)
+
+
+def append_whole(fd: int, data: bytes, path: Path | str, end: int | None = None) -> int:
+    """Append ``data`` to ``fd`` (opened ``O_APPEND``) with one ``write``: all of it or none.
+
+    ``end`` is the file's size before the write when the caller is its only writer (else it is
+    read with ``fstat``; concurrent writers hold a lock around the call). Returns the new size.
+    Raises :class:`DiskFull` for no room (nothing of ``data`` stays in the file)."""
+    start = os.fstat(fd).st_size if end is None else end
+    try:
+        written = os.write(fd, data)
+    except OSError as exc:
+        if exc.errno in NO_SPACE_ERRNOS:
+            raise DiskFull(path, (exc.strerror or "no space").lower()) from None
+        raise
+    if written != len(data):
+        os.ftruncate(fd, start)  # the part that landed goes: never half a line
+        raise DiskFull(path, f"no space left on the device (only {written} of {len(data)} bytes fitted)")
+    return start + written
 
 
 class EventWriter:
-    """Stamps ``session_id``/``seq``/``ts`` and appends one line per event; thread-safe.
+    """Stamps ``session_id``/``seq``/``ts`` and appends one whole line per event; thread-safe.
 
-    Re-opening an existing file continues the sequence after its last whole line.
+    Re-opening an existing file continues the sequence after its last whole line. With ``fold``,
+    warnings are coalesced per cause (runner/coalesce.py). When a write finds no room,
+    ``on_no_space`` is told once and the writer *holds*: essential events wait in memory, in
+    order, for :meth:`release_held` (the runner calls it once it has made room); routine ones
+    are dropped and counted in :attr:`dropped`.
     """
 
-    def __init__(self, path: Path, session_id: str, clock: Clock = time.time):
+    def __init__(self, path: Path, session_id: str, clock: Clock = time.time, fold: WarningFolder | None = None,
+                 on_no_space: OnNoSpace | None = None):
         self.path = path
         self.session_id = session_id
         self.clock = clock
+        self.fold = fold
+        self.on_no_space = on_no_space
+        self.dropped: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._seq = _last_seq(path)
-        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - held for the writer's life; close() closes it
+        self._fd = os.open(path, APPEND_FLAGS, 0o644)
+        self._end = os.fstat(self._fd).st_size
+        self._held: list[bytes] | None = None  # not None while the disk is full
+        self._held_bytes = 0
 
     @property
     def seq(self) -> int:
         return self._seq
 
-    def emit(self, type_: str, **fields: Any) -> Event:
-        cls = EVENT_TYPES[type_]
+    @property
+    def holding(self) -> bool:
+        return self._held is not None
+
+    def emit(self, type_: str, **fields: Any) -> Event | None:
+        """Write one event; returns it, or None when it was folded into a later warning or dropped."""
         with self._lock:
-            event = cls(session_id=self.session_id, seq=self._seq + 1, ts=self.clock(), **fields)
-            self._file.write(dump_event(event).encode() + b"\n")
-            self._seq += 1
-        return cast("Event", event)  # an instance of one of the union's classes
+            now = self.clock()
+            if self.fold is not None:
+                for code, message, count in (self.fold.drain() if type_ == "session_ended" else self.fold.due(now)):
+                    self._put("warning", now, {"code": code, "message": message, "count": count})
+                if type_ == "warning" and not self.fold.admit(fields["code"], fields["message"], now):
+                    return None
+            return self._put(type_, now, fields)
+
+    def _put(self, type_: str, now: float, fields: dict) -> Event | None:
+        if self._held is not None and type_ in ROUTINE_TYPES:
+            self.dropped[type_] += 1
+            return None
+        event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **fields)
+        line = dump_event(event).encode() + b"\n"
+        if self._held is None:
+            try:
+                self._end = append_whole(self._fd, line, self.path, self._end)
+                self._seq += 1
+                return cast("Event", event)  # an instance of one of the union's classes
+            except DiskFull as exc:
+                self._held = []
+                if self.on_no_space is not None:
+                    self.on_no_space(exc)
+                if type_ in ROUTINE_TYPES:
+                    self.dropped[type_] += 1
+                    return None
+        if self._held_bytes + len(line) > HELD_LIMIT_BYTES:
+            self.dropped[type_] += 1
+            return None
+        self._held.append(line)
+        self._held_bytes += len(line)
+        self._seq += 1
+        return cast("Event", event)
+
+    def release_held(self) -> None:
+        """Write the events held while the disk was full, in order, and write normally again;
+        raises :class:`DiskFull` (and keeps holding the rest) if there is still no room."""
+        with self._lock:
+            while self._held:
+                self._end = append_whole(self._fd, self._held[0], self.path, self._end)
+                self._held_bytes -= len(self._held.pop(0))
+            self._held = None
 
     def close(self) -> None:
         with self._lock:
-            self._file.close()
+            os.close(self._fd)
 
 
 def _last_seq(path: Path) -> int:
@@ -190,10 +276,39 @@ def read_all_events(path: Path) -> tuple[list[Event], list[BadLine]]:
 
 
 def append_json_line(path: Path, record: dict) -> None:
-    """Append one JSON object as a line with a single ``write`` (atomic for small lines)."""
+    """Append one JSON object as a whole line (several processes may append: each holds the
+    file's lock for its write, so a line cut short by a full disk is taken back off whole)."""
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, APPEND_FLAGS, 0o644)
     try:
-        os.write(fd, data)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        append_whole(fd, data, path)
     finally:
         os.close(fd)
+
+
+class RawLog:
+    """An append-only copy of a stream the runner must keep reading (the agent's stdout and
+    stderr): whole lines, and a write that finds no room never stops the reading — the rest is
+    counted in :attr:`lost_bytes`, and ``on_no_space`` is told once."""
+
+    def __init__(self, path: Path, on_no_space: OnNoSpace | None = None):
+        self.path = path
+        self.on_no_space = on_no_space
+        self.lost_bytes = 0
+        self._fd = os.open(path, APPEND_FLAGS, 0o644)
+        self._end = os.fstat(self._fd).st_size
+
+    def write(self, data: bytes) -> None:
+        if self.lost_bytes:
+            self.lost_bytes += len(data)
+            return
+        try:
+            self._end = append_whole(self._fd, data, self.path, self._end)
+        except (DiskFull, OSError) as exc:  # any failure: the copy stops, the reading does not
+            self.lost_bytes += len(data)
+            if isinstance(exc, DiskFull) and self.on_no_space is not None:
+                self.on_no_space(exc)
+
+    def close(self) -> None:
+        os.close(self._fd)

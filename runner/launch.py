@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from runner.config import SessionConfig, SessionPaths, runs_dir
+from runner.liveness import launch_record
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,33 +41,11 @@ def start_runner(paths: SessionPaths, env: dict[str, str] | None = None) -> subp
 
 
 def spawn_local(paths: SessionPaths, env: dict[str, str] | None = None) -> int:
-    """Start the runner now, outside any queue; returns its pid and records it in ``launcher.json``."""
+    """Start the runner now, outside any queue; returns its pid and records it in ``launcher.json``
+    (with what runner.liveness needs to know that very process later)."""
     proc = start_runner(paths, env)
-    record = {"kind": "local", "pid": proc.pid, "host": socket.gethostname(), "started": time.time()}
+    record = {"kind": "local", **launch_record(proc.pid), "started": time.time()}
     tmp = paths.root / ".launcher.json.tmp"
     tmp.write_text(json.dumps(record))
     os.replace(tmp, paths.launcher)
     return proc.pid
-
-
-def runner_alive(paths: SessionPaths) -> bool | None:
-    """True/False when this host can tell whether the session's runner lives; None if not."""
-    import psutil
-
-    try:
-        info = json.loads(paths.runner_info.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        try:
-            info = json.loads(paths.launcher.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
-            return None
-    if info.get("host") != socket.gethostname():
-        return None
-    try:
-        proc = psutil.Process(int(info["pid"]))
-    except (psutil.NoSuchProcess, KeyError, ValueError):
-        return False
-    created = info.get("create_time")
-    if created is not None and abs(proc.create_time() - created) > 1.0:
-        return False  # the pid was reused
-    return proc.status() != psutil.STATUS_ZOMBIE

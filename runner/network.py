@@ -35,6 +35,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from runner.agents import credentials
+from runner.errors import OnegcError
 from runner.netproxy import Allowlist, Gate, OnBlocked, OnEndpoint
 
 POLICIES = ("open", "api-only", "none")
@@ -56,7 +57,7 @@ OPENCODE_PROVIDERS = {
 }
 
 
-class NetworkUnavailable(RuntimeError):
+class NetworkUnavailable(OnegcError, RuntimeError):
     """The policy needs network namespaces that this machine does not give us."""
 
 

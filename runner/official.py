@@ -120,3 +120,26 @@ def select(cands: list[Candidate], better: Callable[[float, float], bool], evalu
             break
     trajectory = [c.label for c in window_best(current(), better, window_s) if c.label in done]
     return Selection(best, done, trajectory, vals)
+
+
+@dataclass(frozen=True)
+class LiveChoice:
+    """The official choice made from the live scores alone."""
+
+    label: str
+    val: float  # its live validation score
+    official: float | None  # that score where the scored split is the selection split, else None
+
+
+def from_live_scores(cands: list[Candidate], better: Callable[[float, float], bool],
+                     scored_is_selection: bool) -> LiveChoice | None:
+    """The official choice where no re-evaluation could give a score because the disk filled up:
+    the val-best by live validation scores (the same rule, without the official device's last
+    word). Its live score is the result only where the scored split is the selection split
+    (T1-T3, T7); elsewhere the checkpoint stands without a score. None without a live score."""
+    top = ranked(cands, better)
+    if not top:
+        return None
+    val = top[0].val
+    assert val is not None  # ranked() keeps only checkpoints with a validation score
+    return LiveChoice(top[0].label, val, val if scored_is_selection else None)

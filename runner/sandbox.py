@@ -42,6 +42,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.errors import OnegcError
+
 NSINIT = Path(__file__).with_name("nsinit.py")
 INSIDE = Path("/run/onegc")  # where the init and the sandbox's own files appear inside
 INNER_ID = 1000  # the agent's uid and gid inside its user namespace
@@ -59,7 +61,7 @@ PROBE_TIMEOUT_S = 20.0
 FIX_HINT = "or run with --unsealed (the agent then sees the host: results are not comparable)"
 
 
-class SandboxError(RuntimeError):
+class SandboxError(OnegcError, RuntimeError):
     """The sandbox cannot be made as asked; the message names the fix."""
 
 

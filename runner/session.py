@@ -31,12 +31,16 @@ from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
+from runner.coalesce import WarningFolder
 from runner.config import SessionPaths, data_root
+from runner.diskguard import DiskGuard
+from runner.errors import DiskFull, is_no_space
 from runner.execlog import ExecLog, Launch
 from runner.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
-from runner.jsonl import EventWriter, JsonlTail
+from runner.jsonl import EventWriter, JsonlTail, RawLog
+from runner.liveness import RunnerLock, main_with_lock
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
-from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, select
+from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, from_live_scores, select
 from runner.outcome import end_detail, endpoint_problem
 from runner.proctree import ProcessTree, start_tree
 from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
@@ -53,12 +57,15 @@ MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many mo
 
 
 class Session:
-    def __init__(self, paths: SessionPaths):
+    def __init__(self, paths: SessionPaths, lock: RunnerLock | None = None):
         self.paths = paths
+        self.lock = lock  # the runner's claim on its folder (runner/liveness.py)
         self.config = paths.read_config()
         self.spec = get_task(self.config.task)
         self.clock = BudgetClock(self.config.budget_s)
-        self.events = EventWriter(paths.events, self.config.session_id)
+        self.guard = DiskGuard(paths.root)  # room to end the session if the disk fills up
+        self.events = EventWriter(paths.events, self.config.session_id, fold=WarningFolder(),
+                                  on_no_space=self.guard.trip)
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
         self.stop_reason: tuple[str, str] | None = None  # (reason, detail) once decided
@@ -84,7 +91,6 @@ class Session:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
-        self._write_runner_info()
         # the sandbox probe (a real sandbox, tens of ms) runs while the workspace and network are made
         probe = threading.Thread(target=lambda: (sandbox.status(), agent_env.freeze()), name="sandbox-probe", daemon=True)
         probe.start()
@@ -101,14 +107,19 @@ class Session:
                 ready = sandbox.status()
                 if not ready.ok:
                     raise sandbox.SandboxError(f"no sandbox for the agent: {ready.detail}")
-        except Exception as exc:  # data not prepared, no namespaces for the policy, ...
+        except Exception as exc:  # data not prepared, no namespaces for the policy, no room, ...
             self.net = None
+            if is_no_space(exc):
+                self.guard.trip(exc)
+            if self.guard.full:
+                self._make_room()  # nothing runs yet that could take it
+            why = self.guard.reason if self.guard.full else str(exc)
             self._emit_start([])
-            code = ("network" if isinstance(exc, NetworkUnavailable) else
+            code = ("disk_full" if self.guard.full else "network" if isinstance(exc, NetworkUnavailable) else
                     "sandbox" if isinstance(exc, sandbox.SandboxError) else "workspace")
-            self.events.emit("warning", code=code, message=str(exc))
-            self._write_result("harness_error", str(exc), rows=[], best=None, failure=str(exc), found=0)
-            self._end("harness_error", str(exc))
+            self.events.emit("warning", code=code, message=why)
+            self._write_result("harness_error", why, rows=[], best=None, failure=why, found=0)
+            self._end("harness_error", why)
             return 2
         sampler, self.gpu_info, gpu_problem = self._open_gpu()
         self._emit_start(self.gpu_info)
@@ -140,8 +151,12 @@ class Session:
                 t.start()
             self._loop()
         except Exception as exc:  # the harness itself broke: say so, and still clean up
-            self.stop_reason = self.stop_reason or ("harness_error", f"{type(exc).__name__}: {exc}")
-            traceback.print_exc()
+            if is_no_space(exc):
+                self.guard.trip(exc)
+                self.stop_reason = self.stop_reason or self._disk_full()
+            else:
+                self.stop_reason = self.stop_reason or ("harness_error", f"{type(exc).__name__}: {exc}")
+                traceback.print_exc()
         finally:
             if self.tree is not None:
                 self._stop_tree(self.config.grace_s if self.stop_reason and self.stop_reason[0] != "harness_error" else 5)
@@ -162,6 +177,14 @@ class Session:
                 self.tree.close()
             if self.net is not None:
                 self.net.stop()  # reports counted repeats of blocked attempts before session_ended
+            if self.guard.full:
+                self._make_room()  # the agent's tree is gone: it cannot take the room back
+        if self.lock is not None and not self.lock.in_place():
+            if live is not None:
+                live.close()
+            print(f"onegc runner: {self.stop_reason[1] if self.stop_reason else 'session folder gone'}: "
+                  "nothing more can be recorded", file=sys.stderr, flush=True)
+            return 2
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
         detail = self._explain(reason, detail)
         try:
@@ -175,10 +198,29 @@ class Session:
     def _on_signal(self, signum, _frame) -> None:
         self._signal_stop = signal.Signals(signum).name
 
-    def _write_runner_info(self) -> None:
-        me = psutil.Process()
-        info = {"pid": me.pid, "create_time": me.create_time(), "host": socket.gethostname(), "started": time.time()}
-        self.paths.runner_info.write_text(json.dumps(info))
+    def _check_footing(self) -> None:
+        """A full disk or a vanished session folder ends the session now (runner/diskguard.py,
+        runner/liveness.py)."""
+        if self.guard.check():
+            self.stop_reason = self._disk_full()
+        elif self.lock is not None and not self.lock.in_place():
+            self.stop_reason = ("harness_error", f"the session folder {self.paths.root} was deleted or moved "
+                                                 "while the session ran")
+
+    def _disk_full(self) -> tuple[str, str]:
+        self.events.emit("warning", code="disk_full", message=self.guard.reason)
+        return "harness_error", self.guard.reason
+
+    def _make_room(self) -> None:
+        """Give back the disk reserve and write what was held while the disk was full."""
+        self.guard.release()
+        try:
+            self.events.release_held()
+        except DiskFull as exc:  # the room was taken after all: what is held stays unwritten
+            print(f"onegc runner: {exc}", file=sys.stderr, flush=True)
+        if self.events.dropped:
+            lost = ", ".join(f"{n} {kind}" for kind, n in sorted(self.events.dropped.items()))
+            self.events.emit("warning", code="not_recorded", message=f"while the disk was full: {lost} events were not recorded")
 
     def _open_gpu(self):
         indices = visible_indices(self.config.gpu)
@@ -298,10 +340,10 @@ class Session:
     def _pump_stdout(self) -> None:
         assert self.tree is not None and self.tree.popen.stdout is not None
         line_no = 0
-        with open(self.paths.agent_stdout, "ab") as raw:
+        raw = RawLog(self.paths.agent_stdout, self.guard.trip)  # read on whatever happens to the copy
+        try:
             for line in iter(self.tree.popen.stdout.readline, b""):
                 raw.write(line)
-                raw.flush()
                 line_no += 1
                 text = line.decode("utf-8", errors="replace")
                 try:
@@ -310,6 +352,8 @@ class Session:
                     items = [raw_item(text)]
                 self._emit_items(items, line_no)
             self._emit_items(self.adapter.finish())
+        finally:
+            raw.close()
 
     def _emit_items(self, items, raw_line: int | None = None) -> None:
         for item in items:
@@ -319,11 +363,13 @@ class Session:
 
     def _pump_stderr(self) -> None:
         assert self.tree is not None and self.tree.popen.stderr is not None
-        with open(self.paths.agent_stderr, "ab") as log:
+        log = RawLog(self.paths.agent_stderr, self.guard.trip)
+        try:
             for line in iter(self.tree.popen.stderr.readline, b""):
                 log.write(line)
-                log.flush()
                 self.stderr_tail.append(line.decode("utf-8", errors="replace").rstrip())
+        finally:
+            log.close()
 
     def _sample_gpu(self, sampler: GpuSampler) -> None:
         while not self._done.wait(SAMPLE_PERIOD_S):
@@ -342,6 +388,9 @@ class Session:
             self._apply_controls()
             now = time.monotonic()
             if now >= next_scan:
+                self._check_footing()
+                if self.stop_reason is not None:
+                    break
                 self._scan_processes()
                 self._emit_items(self.adapter.poll())  # side files: Codex's token totals, OpenCode's errors
                 self._check_stall()
@@ -553,21 +602,42 @@ class Session:
         trajectory = [{"window": rows[label]["window"], "checkpoint": label, "val": chosen.vals[label],
                        "official": rows[label]["official"]} for label in chosen.trajectory]
         best = (chosen.best, rows[chosen.best]["official"]) if chosen.best else None
+        val = chosen.vals.get(chosen.best) if chosen.best else None
+        flags = rows[chosen.best]["flags"] if chosen.best else []
+        scored_by = "official re-evaluation" if best else None
+        if best is None and self.guard.full:
+            best, val, flags, scored_by = self._live_result(cands, rows) or (best, val, flags, scored_by)
         failure = None
         if best is None:
             failure = "no checkpoint was saved" if not self.found else "no checkpoint could be scored: " + (
                 next((r["error"] for r in rows.values() if r["error"]), "")
                 or next((s.error for s in self.live.values() if s.error), "") or "unknown")
-        struck = verdicts.integrity_rule(rows[chosen.best]["flags"]) if chosen.best else None
+        elif best[1] is None:
+            failure = f"{scored_by}; the {scored} split needs the re-evaluation, so there is no {scored} score"
+        struck = verdicts.integrity_rule(flags) if best else None
         if struck:
-            verdicts.record(self.paths, struck, by="integrity rule")
+            try:
+                verdicts.record(self.paths, struck, by="integrity rule")
+            except OSError as exc:  # a full disk: result.json still carries the verdict
+                print(f"onegc runner: verdict not recorded in {verdicts.FILE}: {exc}", file=sys.stderr, flush=True)
         self._write_result(reason, detail, sorted(rows.values(), key=lambda r: r["budget_elapsed_s"]), best, failure,
-                           len(self.found), trajectory, chosen.vals.get(chosen.best) if chosen.best else None, struck)
+                           len(self.found), trajectory, val, struck, scored_by)
         return (best[1], best[0]) if best else (None, None)
+
+    def _live_result(self, cands: list[Candidate], rows: dict[str, dict]):
+        """``(best, val, flags, scored_by)`` from the live scores (runner/official.py), for a session
+        whose disk filled up and whose re-evaluation gave no score; None without a live score."""
+        pick = from_live_scores(cands, self.spec.better, self.spec.scored_split == SELECTION_SPLIT)
+        if pick is None:
+            return None
+        why = (rows.get(pick.label) or {}).get("error") or "it could not run"
+        flags = self._flags(self.found[pick.label], self.live[pick.label])
+        return ((pick.label, pick.official), pick.val, flags,
+                f"live scoring: the disk was full and the official re-evaluation failed ({why})")
 
     def _write_result(self, reason: str, detail: str, rows: list[dict], best: tuple[str, float] | None,
                       failure: str | None, found: int, trajectory: list[dict] | None = None,
-                      val: float | None = None, disqualified: str | None = None) -> None:
+                      val: float | None = None, disqualified: str | None = None, scored_by: str | None = None) -> None:
         result = {
             "session_id": self.config.session_id,
             "task": self.spec.id,
@@ -583,6 +653,7 @@ class Session:
             "selection": SELECTION,  # the checkpoint is the best by the harness's validation score
             "selection_split": SELECTION_SPLIT,
             "val": val,
+            "scored_by": scored_by,  # the official re-evaluation, or the live scores where the disk was full
             "end_reason": reason,
             "end_detail": detail,
             "failure": failure,
@@ -592,13 +663,20 @@ class Session:
             "disqualified": disqualified,  # an integrity rule's verdict (runner/verdicts.py); people add theirs later
         }
         tmp = self.paths.root / ".result.json.tmp"
-        tmp.write_text(json.dumps(result, indent=2))
-        os.replace(tmp, self.paths.result)
+        try:
+            tmp.write_text(json.dumps(result, indent=2))
+            os.replace(tmp, self.paths.result)
+        except OSError as exc:  # no room even in the reserve: session_ended still says how it ended
+            tmp.unlink(missing_ok=True)
+            print(f"onegc runner: {self.paths.result} not written: {exc}", file=sys.stderr, flush=True)
 
     def _end(self, reason: str, detail: str, score: float | None = None, best: str | None = None) -> None:
         self.events.emit("session_ended", reason=reason, detail=detail, active_s=self.clock.active_s(),
                          wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=score, best_checkpoint=best)
         self.events.close()
+        self.guard.release()
+        outcome = f"score {score:.6g} ({best})" if score is not None else "no score"
+        print(f"onegc runner: session {self.config.session_id} ended: {reason}, {outcome}: {detail}", flush=True)
 
 
 def _cuda_available() -> bool:
@@ -639,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m runner.session RUNS/<session_id>", file=sys.stderr)
         return 2
-    return Session(SessionPaths(Path(args[0]).resolve())).run()
+    return main_with_lock(SessionPaths(Path(args[0]).resolve()), lambda lock: Session(lock.paths, lock).run())
 
 
 if __name__ == "__main__":

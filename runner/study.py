@@ -35,11 +35,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runner.config import GRACE_S, NetworkPolicy, SessionConfig, SessionPaths, data_root, default_network, runs_dir
+from runner.duration import to_minutes
+from runner.errors import OnegcError
 from runner.launch import create_session
 from runner.launchers import has_started, read_record, session_ended
 from runner.launchers.slurm import SlurmOptions
@@ -56,7 +58,7 @@ SHARED_KEYS = ("task_hash", "budget_s", "grace_s", "gpu", "sealed", "network", "
 State = Literal["new", "unlaunched", "queued", "running", "done", "retry", "failed", "cancelled"]
 
 
-class StudyError(ValueError):
+class StudyError(OnegcError, ValueError):
     """A study that cannot be run as written; the message names the file and field."""
 
 
@@ -103,12 +105,15 @@ class AgentSpec(BaseModel):
         return re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._-]+", "-", raw)).strip("-.")
 
 
+Minutes = Annotated[float, BeforeValidator(to_minutes)]  # 40, "90s", "2m", "1h" (runner/duration.py)
+
+
 class BudgetSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    minutes: float | None = Field(default=None, gt=0)  # every task; default: each task's own budget
+    minutes: Minutes | None = None  # every task; default: each task's own budget
     grace_s: float = Field(default=GRACE_S, ge=0)
-    tasks: dict[str, float] = Field(default_factory=dict)  # per-task minutes, e.g. {t2 = 60}
+    tasks: dict[str, Minutes] = Field(default_factory=dict)  # per-task minutes, e.g. {t2 = 60} or {t2 = "1h"}
 
     @field_validator("tasks")
     @classmethod
@@ -346,6 +351,18 @@ def check_data(study: StudySpec, home: Path) -> None:
             prepared_dir(get_task(short), data_root(home))
         except DataNotPrepared as exc:
             raise StudyError(f"{exc} (ONEGC_HOME={home})") from None
+
+
+def check_agents(study: StudySpec) -> None:
+    """Each agent's CLI found, its credentials set, a model where it needs one (runner/agents/preflight.py):
+    ``onegc study`` asks before a local launch; on Slurm the CLIs live on the compute nodes."""
+    from runner.agents.preflight import preflight
+
+    for agent in study.agents:
+        try:
+            preflight(agent.adapter, agent.model)
+        except OnegcError as exc:
+            raise StudyError(f"agent {agent.key}: {exc}") from None
 
 
 def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str | None = None) -> LaunchReport:

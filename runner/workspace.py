@@ -16,13 +16,14 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.errors import OnegcError
 from tasks import KIT_FILE, TaskSpec
 
 READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
 MANIFEST = "manifest.json"
 
 
-class DataNotPrepared(RuntimeError):
+class DataNotPrepared(OnegcError, RuntimeError):
     pass
 
 

@@ -150,3 +150,24 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         report.outcome = "failed"
         report.longrepr = (f"{item.nodeid} started a process ({started}) but is not marked slow: "
                            "add @pytest.mark.slow (make test-fast leaves such tests out)")
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """``small_tmpfs(size, options="")`` mounts a tmpfs of that size (e.g. "30m"; options such as
+    "ro") under ``tmp_path`` and returns its folder: a real filesystem that fills up. Needs root
+    (or CAP_SYS_ADMIN); the test is skipped with the reason elsewhere."""
+    mounted: list[Path] = []
+
+    def mount(size: str, options: str = "") -> Path:
+        target = tmp_path / f"tmpfs{len(mounted)}"
+        target.mkdir()
+        opts = f"size={size},mode=0755" + (f",{options}" if options else "")
+        out = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(target)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here (needs root): {out.stderr.strip() or out.returncode}")
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in reversed(mounted):
+        subprocess.run(["umount", "-l", str(target)], capture_output=True)

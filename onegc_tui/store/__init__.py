@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
-from onegc_tui.store.schema import SCHEMA_VERSION, migrate
+from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
+from runner.errors import OnegcError
 from runner.events import Event
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class IngestBatch:
     line_no: int
     bad: Sequence[tuple[int, str]] = ()
     lines: Sequence[int] = ()  # the line number of each event, for the ones rejected here
+    file_id: str | None = None  # the file read ("device:inode"): a new file under the same path starts over
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,44 @@ class Ingested:
 _TOKEN = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps: letters and digits
 
 
+def unusable(path: Path, exc: sqlite3.Error) -> str:
+    """One line for a store SQLite refuses: what it said, and the way out."""
+    said = str(exc) or type(exc).__name__
+    if "locked" in said or "busy" in said:
+        return f"{path}: {said}: another onegc holds it too long; try again"
+    return (f"{path}: {said}: move it aside and run 'onegc reindex' (the session folders are the source of truth, "
+            "nothing is lost)")
+
+
 def fts_query(words: Sequence[str]) -> str:
     """An FTS5 query for rows holding every word: each word's tokens, as prefixes ("run_1.py" ->
     "run"* "1"* "py"*). The index keeps no positions (detail=column), so a word of several tokens
-    cannot be a phrase; callers check the words themselves in the text found. Empty when no word
-    has a token (then there is nothing to ask the index)."""
+    cannot be a phrase; :func:`text_search` checks the words themselves. Empty when no word has a
+    token (then there is nothing to ask the index)."""
     return " ".join(f'"{token}"*' for w in words for token in _TOKEN.findall(w))
+
+
+def _holds(text: str | None, word: str) -> bool:
+    """SQL ``holds(text, word)``: the lower-cased ``word`` is in ``text``, whatever it holds."""
+    return text is not None and word in text.lower()
+
+
+def text_search(words: Sequence[str], text: str = "t.text") -> tuple[str, list[str], list[str]]:
+    """``(join, conditions, args)`` for transcript rows ``t`` holding every (lower-cased) word as
+    typed: ``run_1.py``, ``val_acc``, ``12:30``, ``"``, ``*``. The full-text index narrows the rows
+    by the words' tokens; ``holds`` checks each word itself in SQL, so a ``LIMIT`` counts matches,
+    not rows that merely share the tokens (every ``12`` and ``30`` of a log for ``12:30``)."""
+    if not words:
+        return "", [], []
+    join, where, args = "", [], []
+    if match := fts_query(words):
+        join = " JOIN transcript_fts f ON f.rowid = t.rowid"
+        where.append("transcript_fts MATCH ?")
+        args.append(match)
+    for word in words:
+        where.append(f"holds({text}, ?)")
+        args.append(word)
+    return join, where, args
 
 
 def contract_hash(contract: dict) -> str:
@@ -73,15 +107,28 @@ def contract_hash(contract: dict) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]
 
 
+class StoreUnusable(OnegcError):
+    """``onegc.db`` cannot be opened or brought to this schema (the message names the fix)."""
+
+
 class Store:
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)  # a new ONEGC_HOME: an empty store, not a traceback
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        migrate(conn)
+        conn = None
+        try:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.create_function("holds", 2, _holds, deterministic=True)  # text_search's check of a word
+            migrate(conn)
+        except (sqlite3.Error, SchemaTooNew) as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, SchemaTooNew):
+                raise
+            raise StoreUnusable(unusable(path, exc)) from None
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
 
@@ -113,6 +160,23 @@ class Store:
         row = self.conn.execute("SELECT offset, line_no FROM ingest_offsets WHERE path=?", (path,)).fetchone()
         return (row[0], row[1]) if row else (0, 0)
 
+    def ingested_file(self, path: str) -> str | None:
+        """The ``file_id`` the offset of ``path`` was measured in (None: not recorded)."""
+        row = self.conn.execute("SELECT file_id FROM ingest_offsets WHERE path=?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop every row of a session, its summary included, in one transaction: its folder now
+        holds another attempt (a study retry), which is ingested afresh. The earlier attempt's
+        record is its folder ``runs/<id>.attempt-<n>``."""
+        conn = self.conn
+        with conn:
+            conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) "
+                         "SELECT 'delete', rowid, text FROM transcript WHERE session_id=?", (session_id,))
+            for table in ("events", "transcript", "gpu_samples", "checkpoints", "controls", "ingest_errors",
+                          "ingest_offsets", "sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
+
     def ingest(self, batch: IngestBatch) -> Ingested:
         """Insert a batch in one transaction; returns the events that were new and the lines skipped.
 
@@ -132,15 +196,20 @@ class Store:
                  f"a second line with seq {batch.events[i][0].seq}, other than the first: not the runner's (the first is kept)")
                 for i in conflicts]
             if rejected:
-                conn.executemany(
+                # two ingesters (a monitor and `onegc sessions`) both meet a bad line: it counts once,
+                # for the one whose insert took (the other's is ignored)
+                recorded = conn.executemany(
                     "INSERT OR IGNORE INTO ingest_errors (path, line_no, session_id, error, ts) VALUES (?,?,?,?,?)",
                     [(batch.path, n, batch.session_id, err, time.time()) for n, err in rejected],
-                )
-                conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (len(rejected), batch.session_id))
+                ).rowcount
+                if recorded > 0:
+                    conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (recorded, batch.session_id))
             conn.execute(
-                "INSERT INTO ingest_offsets (path, session_id, offset, line_no) VALUES (?,?,?,?)"
-                " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no",
-                (batch.path, batch.session_id, batch.offset, batch.line_no),
+                "INSERT INTO ingest_offsets (path, session_id, offset, line_no, file_id) VALUES (?,?,?,?,?)"
+                " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no,"
+                " file_id=COALESCE(excluded.file_id, file_id)"
+                " WHERE excluded.offset > ingest_offsets.offset",  # another ingester may have gone further
+                (batch.path, batch.session_id, batch.offset, batch.line_no, batch.file_id),
             )
         return Ingested([e for e, _ in new], rejected)
 
@@ -200,7 +269,7 @@ class Store:
                 s.update(remaining_s=e.remaining_s, remaining_ts=e.ts, active_s=e.active_s, procs=e.procs)
             elif t == "budget":
                 s.update(remaining_s=e.remaining_s, remaining_ts=e.ts, deadline=e.deadline)
-                if e.state in ("paused", "resumed", "running"):
+                if e.state in ("paused", "resumed", "running") and "ended_ts" not in s:  # not after session_ended
                     s["state"] = "paused" if e.state == "paused" else "running"
             elif t == "session_started":
                 gpus = e.contract.get("gpu") or []
@@ -233,8 +302,8 @@ class Store:
                     s.setdefault("live_values", []).append(e.value)
             elif t == "control":
                 controls.append((e.session_id, e.seq, e.ts, e.action, e.request_id, int(e.accepted), e.detail))
-            elif t == "warning":
-                s["warnings"] = s.get("warnings", 0) + 1
+            elif t == "warning":  # one event may stand for many warnings of one cause (runner/coalesce.py)
+                s["warnings"] = s.get("warnings", 0) + e.count
             elif t == "session_ended":
                 s.update(state="ended" if e.reason in ("completed", "budget_exhausted", "aborted") else "failed",
                          ended_ts=e.ts, end_reason=e.reason, end_detail=e.detail, score=e.score,
@@ -296,10 +365,14 @@ class Store:
             best = best_of(live, direction)
             sets.append(f"best_live = CASE WHEN best_live IS NULL THEN ? ELSE {better}(best_live, ?) END")
             args += [best, best]
-        # a session that ended must not be flipped back to running by a late budget event
+        # a session that ended (session_ended: ended_ts) must not be flipped back to running by a
+        # late budget event; a liveness verdict (mark_failed: no ended_ts) gives way to the
+        # session's own events showing it alive
         if "state" in s and s["state"] in ("running", "paused"):
             idx = list(s).index("state")
-            sets[idx] = "state = CASE WHEN state IN ('ended', 'failed') THEN state ELSE ? END"
+            sets[idx] = "state = CASE WHEN ended_ts IS NOT NULL THEN state ELSE ? END"
+            sets += ["end_reason = CASE WHEN ended_ts IS NOT NULL THEN end_reason END",
+                     "end_detail = CASE WHEN ended_ts IS NOT NULL THEN end_detail END"]
         self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_id = ?", (*args, sid))
 
     def _direction(self, sid: str) -> Direction:
@@ -337,21 +410,16 @@ class Store:
 
     def transcript(self, session_id: str, limit: int = 1000, kinds: Sequence[str] | None = None,
                    search: str | None = None) -> list[dict]:
-        sql = "SELECT t.* FROM transcript t"
-        where = ["t.session_id = ?"]
-        args: list[Any] = [session_id]
-        words = [w.lower() for w in (search or "").split()]
-        if words and (match := fts_query(words)):
-            sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
-            where.append("transcript_fts MATCH ?")
-            args.append(match)
+        join, found, found_args = text_search([w.lower() for w in (search or "").split()])
+        sql = "SELECT t.* FROM transcript t" + join
+        where, args = ["t.session_id = ?", *found], [session_id, *found_args]
+        args_any: list[Any] = args
         if kinds:
             where.append(f"t.kind IN ({','.join('?' * len(kinds))})")
             args += list(kinds)
         sql += " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?"
-        args.append(limit)
-        rows = [r for r in self.db.query(sql, args) if all(w in (r["text"] or "").lower() for w in words)]
-        return list(reversed(rows))
+        args_any.append(limit)
+        return list(reversed(list(self.db.query(sql, args_any))))
 
     def checkpoints(self, session_id: str) -> list[dict]:
         return list(self.db.query(
@@ -375,4 +443,5 @@ class Store:
         return [json.loads(r["data"]) for r in self.db.query(sql + " ORDER BY seq", args)]
 
 
-__all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "Store", "contract_hash", "fts_query"]
+__all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "SchemaTooNew", "Store", "StoreUnusable",
+           "contract_hash", "fts_query", "text_search", "unusable"]

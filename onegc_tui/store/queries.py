@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from onegc_tui.store import Store, fts_query
+from onegc_tui.store import Store, text_search
 
 OUTCOME_COLUMNS = ("session_id", "study", "agent", "model", "task", "repeat", "score", "state", "end_reason",
                    "contract_hash", "budget_s", "active_s", "started_ts", "scripts_launched", "first_checkpoint_s",
@@ -139,14 +139,11 @@ def last_activity(store: Store, sid: str, busy_pct: float) -> float | None:
 def transcript_rows(store: Store, sid: str, words: Sequence[str], kinds: Sequence[str] | None, errors: bool,
                     limit: int) -> list[tuple[Any, ...]]:
     """``(seq, ts, role, kind, tool, text, exit_code)`` of a session's transcript steps (no usage
-    rows), the newest ``limit`` first: those holding the ``words``' tokens (the full-text index;
-    the caller checks the words), of ``kinds``, and with ``errors`` also failed tool results."""
-    sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t"
-    where, args = ["t.session_id = ?", "t.kind != 'usage'"], [sid]
-    if words and (match := fts_query(words)):
-        sql += " JOIN transcript_fts f ON f.rowid = t.rowid"
-        where.append("transcript_fts MATCH ?")
-        args.append(match)
+    rows), the newest ``limit`` first: those holding every word as typed (``text_search``), of
+    ``kinds``, and with ``errors`` also failed tool results."""
+    join, found, found_args = text_search(words)
+    sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t" + join
+    where, args = ["t.session_id = ?", "t.kind != 'usage'", *found], [sid, *found_args]
     if kinds:
         cond = f"t.kind IN ({_marks(len(kinds))})"
         if errors:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from runner.errors import OnegcError
+
 MIGRATIONS: list[str] = [
     # 1: the first schema
     """
@@ -103,13 +105,18 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sessions ADD COLUMN disqualified TEXT;
     """,
+    # 6: which file an offset belongs to (device:inode): a study retry moves the folder aside and
+    # starts a new events.jsonl under the same session id, which must be read from its start
+    """
+    ALTER TABLE ingest_offsets ADD COLUMN file_id TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class SchemaTooNew(RuntimeError):
-    pass
+class SchemaTooNew(OnegcError, RuntimeError):
+    """A store written by a newer onegc: this one cannot read it."""
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
+from runner.errors import OnegcError
 
 __all__ = ["ADAPTERS", "AgentAdapter", "LaunchContext", "TranscriptItem", "UnknownAgent", "get_adapter", "raw_item"]
 
@@ -18,7 +19,7 @@ ADAPTERS: dict[str, str] = {
 }
 
 
-class UnknownAgent(LookupError):
+class UnknownAgent(OnegcError, LookupError):
     pass
 
 

@@ -18,10 +18,12 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from runner.errors import OnegcError
 from runner.events import TranscriptFields, clip
 from runner.outcome import REQUEST_FAILED
 
@@ -53,6 +55,10 @@ class LaunchContext:
     extra_args: tuple[str, ...] = ()
 
 
+class ModelRequired(OnegcError, ValueError):
+    """The agent CLI cannot be started without a model it can resolve (the message says which)."""
+
+
 class AgentAdapter:
     """Base class. Subclasses set ``name`` and override what differs."""
 
@@ -65,6 +71,11 @@ class AgentAdapter:
 
     def argv(self, ctx: LaunchContext) -> list[str]:
         raise NotImplementedError
+
+    @classmethod
+    def check_model(cls, model: str | None, environ: Mapping[str, str]) -> None:
+        """Raise :class:`ModelRequired` when this CLI cannot start with ``model`` (default: any
+        model, or none, will do)."""
 
     def env(self, ctx: LaunchContext) -> dict[str, str]:
         """Environment for the agent process, built from ``ctx.base_env``."""

@@ -37,11 +37,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.agents import credentials
-from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, dict_at, text_of
+from runner.agents.base import JsonStreamAdapter, LaunchContext, ModelRequired, TranscriptItem, dict_at, text_of
 from runner.agents.usage import Tokens
 from runner.jsonl import JsonlTail
 
@@ -58,10 +59,6 @@ QUIET_ENV = {
 PLUGIN_PACKAGE = "@opencode-ai/plugin"
 LOG_GLOB = "opencode/log/*.log"  # under XDG_DATA_HOME
 LOGFMT_RE = re.compile(r'([\w.]+)=("(?:[^"\\]|\\.)*"|\S*)')  # key=value or key="quoted value"
-
-
-class ModelRequired(ValueError):
-    """OpenCode cannot be started without a PROVIDER/MODEL it can resolve."""
 
 
 def _num(value: Any) -> float | None:
@@ -103,17 +100,28 @@ class OpenCodeAdapter(JsonStreamAdapter):
         self._logs: dict[Path, JsonlTail] = {}
 
     # ------------------------------------------------------------------ launch
-    def model_arg(self, ctx: LaunchContext) -> str | None:
-        """The ``-m`` value: ``onegc/MODEL`` for a custom endpoint, else PROVIDER/MODEL as given."""
-        if credentials.base_url(self.name, ctx.base_env):
-            if not ctx.model:
+    @classmethod
+    def check_model(cls, model: str | None, environ: Mapping[str, str]) -> None:
+        """OpenCode resolves PROVIDER/MODEL (or a model of the OPENAI_BASE_URL endpoint); with none
+        it would pick one of its own, which no study can compare: a model is required."""
+        if credentials.base_url(cls.name, environ):
+            if not model:
                 raise ModelRequired("opencode with OPENAI_BASE_URL needs --model: the model id your endpoint serves")
-            return ctx.model if ctx.model.startswith(PROVIDER_ID + "/") else f"{PROVIDER_ID}/{ctx.model}"
-        if ctx.model and "/" not in ctx.model:
+            return
+        if not model:
+            raise ModelRequired("opencode needs --model PROVIDER/MODEL (e.g. openrouter/moonshotai/kimi-k2), "
+                                "or OPENAI_BASE_URL and --model for an OpenAI-compatible endpoint")
+        if "/" not in model:
             raise ModelRequired(
-                f"opencode needs --model PROVIDER/MODEL (e.g. openrouter/{ctx.model} or anthropic/{ctx.model}), "
+                f"opencode needs --model PROVIDER/MODEL (e.g. openrouter/{model} or anthropic/{model}), "
                 "or OPENAI_BASE_URL for an OpenAI-compatible endpoint"
             )
+
+    def model_arg(self, ctx: LaunchContext) -> str | None:
+        """The ``-m`` value: ``onegc/MODEL`` for a custom endpoint, else PROVIDER/MODEL as given."""
+        self.check_model(ctx.model, ctx.base_env)
+        if credentials.base_url(self.name, ctx.base_env) and ctx.model:  # check_model: given there
+            return ctx.model if ctx.model.startswith(PROVIDER_ID + "/") else f"{PROVIDER_ID}/{ctx.model}"
         return ctx.model
 
     def argv(self, ctx: LaunchContext) -> list[str]:

@@ -16,13 +16,15 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.errors import OnegcError
+
 PACKAGED_PRICES = Path(__file__).resolve().with_name("prices.toml")
 USER_PRICES_NAME = "prices.toml"  # looked for in $ONEGC_HOME (default: the current directory)
 PER = 1_000_000  # prices are quoted per million tokens
 _WINDOW_TAG = re.compile(r"\[[^\]]*\]$")  # "claude-opus-4-8[1m]": a context-window tag, not a model
 
 
-class PriceFileError(ValueError):
+class PriceFileError(OnegcError, ValueError):
     """A prices.toml that cannot be read; the message names the file and the entry."""
 
 

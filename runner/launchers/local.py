@@ -6,7 +6,7 @@ State lives on disk, so the queue, its sessions and the command that filled it c
 without the others losing track:
 
 - ``runs/<id>/launcher.json``: ``{"kind": "local", "state": "queued"}`` until the daemon starts
-  the session (``starting`` → ``running`` with ``gpu``, ``pid``, ``host``, ``create_time``), then
+  the session (``starting`` → ``running`` with ``gpu``, ``pid``, ``host``, ``boot_id``, ``start_ticks``), then
   ``ended`` (or ``cancelled`` if it left the queue before starting);
 - ``runs/.queue.json``: the GPU slots to fill (``["0", "1"]``, or ``[null]`` on a CPU-only
   machine: one session at a time), written by whoever enqueues;
@@ -35,8 +35,9 @@ from pathlib import Path
 import psutil
 
 from runner.config import ConfigError, SessionPaths, runs_dir
-from runner.launch import REPO_ROOT, runner_alive, start_runner
+from runner.launch import REPO_ROOT, start_runner
 from runner.launchers import has_started, is_attempt_folder, read_record, session_ended, update_record, write_record
+from runner.liveness import launch_record, live_runner_pid, runner_alive
 
 TICK_S = 0.5  # queue latency: a freed GPU is refilled within this
 IDLE_EXIT_S = 5.0  # the daemon leaves once nothing was queued or running for this long
@@ -156,14 +157,11 @@ def cancel(paths: SessionPaths) -> str:
 
 
 def _runner_process(paths: SessionPaths) -> psutil.Process | None:
-    if not runner_alive(paths):
+    pid = live_runner_pid(paths)
+    try:
+        return psutil.Process(pid) if pid is not None else None
+    except psutil.NoSuchProcess:
         return None
-    for source in (paths.runner_info, paths.launcher):
-        try:
-            return psutil.Process(int(json.loads(source.read_text())["pid"]))
-        except (FileNotFoundError, ValueError, KeyError, TypeError, psutil.NoSuchProcess):
-            continue
-    return None
 
 
 # ---------------------------------------------------------------------- the daemon
@@ -287,11 +285,7 @@ class QueueDaemon:
         record.update(state="starting", gpu=gpu, host=self.host, starting_at=time.time())
         write_record(paths, record)
         proc = start_runner(paths)
-        try:
-            created = psutil.Process(proc.pid).create_time()
-        except psutil.NoSuchProcess:
-            created = None
-        record.update(state="running", pid=proc.pid, create_time=created, started_at=time.time())
+        record.update(state="running", **launch_record(proc.pid), started_at=time.time())
         write_record(paths, record)
         self.children[sid] = proc
         self.log(f"started {sid} on {'GPU ' + gpu if gpu is not None else 'the CPU'} (pid {proc.pid})")

@@ -44,7 +44,7 @@ def test_kill_9_of_the_monitor_loses_nothing_and_duplicates_nothing(home):
     second = monitor(home)  # restarted mid-session
     try:
         ended = wait_event(paths, "session_ended", timeout=300)
-        assert ended["reason"] == "completed"  # the session never noticed
+        assert ended["reason"] == "completed", ended["detail"]  # the session never noticed
         lines = len(paths.events.read_text().splitlines())
         wait_for(lambda: stored(home, "mk9") == lines, 30, "the restarted monitor to catch up")
     finally:

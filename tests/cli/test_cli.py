@@ -46,8 +46,8 @@ def test_sessions_history_and_export(home):
     assert "Sonnet 4.6" in r.output and "+0.293" in r.output
     assert "note: only the paper's rows: 2 demo-task sessions left out (--demo includes them)" in r.stderr
     r = CliRunner().invoke(main, ["history", "--no-paper"])
-    assert r.exit_code == 1 and r.output.strip().splitlines() == [
-        "Error: nothing to print: 2 demo-task sessions left out (--demo includes them)"]
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [
+        "error: nothing to print: 2 demo-task sessions left out (--demo includes them)"]
 
 
 def test_a_new_home_folder_is_an_empty_store_not_a_traceback(tmp_path, monkeypatch):

@@ -79,3 +79,17 @@ def test_the_integrity_rule_strikes_only_a_replaced_evaluation():
         "the official checkpoint's code replaced the evaluation (onegc_kit.check_predictions)"
     assert "prepare.judge" in integrity_rule(["registered atexit handlers", "changed prepare: judge, EVAL_BATCH"])
     assert integrity_rule([]) is None
+
+
+def test_where_the_disk_filled_up_the_live_scores_choose_and_give_the_value_only_for_a_val_scored_task():
+    """Issue 13: a full disk must not lose a checkpoint scored live. Without a re-evaluation the
+    val-best of the live scores is official; its live (val) score is the result where the task
+    scores val, and no value is invented where it scores test."""
+    from runner.official import from_live_scores
+
+    cands = [Candidate("early", 10, 0.80), Candidate("failed-live", 20, None), Candidate("best", 30, 0.88)]
+    on_val = from_live_scores(cands, HIGHER, scored_is_selection=True)
+    assert (on_val.label, on_val.val, on_val.official) == ("best", 0.88, 0.88)
+    on_test = from_live_scores(cands, HIGHER, scored_is_selection=False)
+    assert (on_test.label, on_test.val, on_test.official) == ("best", 0.88, None)
+    assert from_live_scores([Candidate("x", 1, None)], LOWER, scored_is_selection=True) is None

@@ -118,6 +118,49 @@ def test_a_first_schema_database_is_migrated_and_its_rows_get_revisions(tmp_path
     assert [r["session_id"] for r in store.sessions_since(since)] == ["old-b", "new"]
 
 
+def _schema(path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall())
+    finally:
+        conn.close()
+
+
+def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_in_each_file(home, tmp_path):
+    """Migration 5 is main's (sessions.disqualified); 6 records which file an offset belongs to.
+    A store main left at 5, mid-session, goes on from where it was: nothing read twice, nothing
+    lost, the disqualification kept."""
+    from onegc_tui.store.schema import MIGRATIONS
+
+    assert SCHEMA_VERSION == 6 and "disqualified" in MIGRATIONS[4] and "file_id" in MIGRATIONS[5]
+    w = fake_session(home)
+    store = Store.open(home)
+    assert Ingester(home, store).ingest_all() == 15
+    store.set_disqualified("s1", "copied an earlier repeat")
+    store.close()
+    db = home / "onegc.db"
+    conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
+    conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
+    conn.execute("PRAGMA user_version = 5")
+    conn.close()
+    reference = sqlite3.connect(tmp_path / "v5.db")
+    for version, script in enumerate(MIGRATIONS[:5], start=1):
+        reference.executescript("BEGIN;" + script + f"; PRAGMA user_version = {version}; COMMIT;")
+    reference.close()
+    assert _schema(db) == _schema(tmp_path / "v5.db")  # exactly main's schema 5
+
+    w.emit("session_ended", reason="completed", active_s=42, wall_s=43, paused_s=1, score=0.7, best_checkpoint="a-1")
+    w.close()
+    store = Store.open(home)
+    assert store.schema_version == 6
+    assert store.session("s1")["disqualified"] == "copied an earlier repeat"
+    assert store.ingested_file(str(home / "runs/s1/events.jsonl")) is None  # not known before 6
+    assert Ingester(home, store).ingest_all() == 1  # the new line only: its offset held
+    assert store.count_events("s1") == 16 and store.session("s1")["state"] == "ended"
+    assert store.ingested_file(str(home / "runs/s1/events.jsonl"))  # recorded from now on
+    store.close()
+
+
 def test_live_ingest_with_a_real_watchdog_observer(home):
     seen: list[int] = []
     got = threading.Event()
@@ -217,3 +260,26 @@ def test_search_finds_words_of_several_tokens(home):
     assert len(pane_entries(store, "s1", "all", "val_ac")) == 1  # a word typed in part
     assert [r["text"] for r in store.transcript("s1", search="run_1.py")] == ["python run_1.py"]
     assert store.transcript("s1", search="::") == []  # no token at all: nothing matches, no error
+
+
+def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_its_tokens(home):
+    """Issue 13: search must take what people type (file names, metric names, numbers, stray
+    quotes). A word's tokens ("12" and "30" for "12:30") are in many rows; the word itself was
+    checked only after the row limit, so an older real match fell behind the limit and was lost."""
+    from onegc_tui.queries import pane_entries
+
+    w = fake_session(home, n_transcript=0)
+    typed = {"run_1.py": "python run_1.py", "val_acc": "epoch 1 val_acc 0.52", "a-b": "compare a-b runs",
+             "x/y": "wrote x/y.pt", "12:30": "started at 12:30", '"': 'said "go"', "*": "glob *.pt"}
+    for text in typed.values():
+        w.emit("transcript", role="tool", kind="tool_result", text=text)
+    for i in range(2100):  # later rows with the same tokens, none with the words
+        w.emit("transcript", role="tool", kind="tool_result", text=f"step 12 of 30, a b x y run 1 py val acc {i}")
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    for word, text in typed.items():
+        assert [r["text"] for r in store.transcript("s1", search=word)] == [text], word
+        lines = [line for _, line in pane_entries(store, "s1", "all", word)]
+        assert len(lines) == 1 and lines[0].endswith(" " + text), (word, lines)
+    assert store.transcript("s1", search="12:30 started") and not store.transcript("s1", search="12:30 nowhere")
+    store.close()

@@ -13,6 +13,7 @@ import pytest
 
 from runner.config import runs_dir
 from runner.launchers.local import daemon_info
+from runner.liveness import ProcessId
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def write_study(path: Path, body: str) -> Path:
 
 
 def study_processes(home: Path) -> list[psutil.Process]:
-    """The queue daemon and every runner under ``home/runs`` (pid + create time checked), with
+    """The queue daemon and every runner under ``home/runs`` (pid + start ticks checked), with
     all their descendants."""
     roots: list[psutil.Process] = []
     info = daemon_info(runs_dir(home))
@@ -52,8 +53,7 @@ def study_processes(home: Path) -> list[psutil.Process]:
                 proc = psutil.Process(int(rec["pid"]))
             except (OSError, ValueError, KeyError, TypeError, psutil.NoSuchProcess):
                 continue
-            created = rec.get("create_time")
-            if created is None or abs(proc.create_time() - created) < 1.0:
+            if "start_ticks" not in rec or ProcessId(proc.pid, rec["boot_id"], rec["start_ticks"]).alive():
                 roots.append(proc)
     found = {}
     for proc in roots:

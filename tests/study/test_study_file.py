@@ -169,7 +169,7 @@ def test_reconcile_names_a_dead_local_runner(home):
 
     paths.runner_info.write_text(json.dumps({"pid": proc.pid, "host": socket.gethostname(), "create_time": 1.0}))
     paths.runner_log.write_text("Traceback (most recent call last):\nMemoryError: out of memory\n")
-    assert reconcile(paths) == (f"runner (pid {proc.pid} on {socket.gethostname()}) died before the session ended: "
+    assert reconcile(paths) == (f"runner (pid {proc.pid} on {socket.gethostname()}) died before the session started: "
                                 "MemoryError: out of memory")
     paths.events.write_text(json.dumps({"type": "session_ended", "reason": "completed"}) + "\n")
     assert reconcile(paths) is None
