@@ -17,7 +17,7 @@ from typing import Literal
 import click
 
 from onegc_tui.cli_base import DURATION, OnegcGroup, need_terminal
-from runner.config import SessionConfig, SessionPaths, data_root, default_network, new_session_id, runs_dir, usable_home
+from runner.config import SessionPaths, data_root, runs_dir, usable_home
 from runner.errors import OnegcError
 from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
 
@@ -54,11 +54,12 @@ def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
     from onegc_tui.format import arrow
     from onegc_tui.text_table import terminal_width, text_table
+    from runner.start import is_prepared
 
     home = usable_home()
     rows = []
     for spec in all_tasks().values():
-        ready = (data_root(home) / spec.id / "manifest.json").is_file()
+        ready = is_prepared(spec, home)
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
         rows.append([spec.short, spec.title, f"{spec.metric_label} {arrow(spec.direction)}", f"{spec.budget_minutes:.0f} m", base,
                      "prepared" if ready else "not prepared"])
@@ -134,65 +135,7 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
                 click.echo(f"note: {spec.short}'s baseline cannot run here: {problem}", err=True)
 
 
-def ensure_prepared(spec: TaskSpec, home: Path) -> None:
-    if (data_root(home) / spec.id / "manifest.json").is_file():
-        return
-    if spec.cpu_ok:
-        prepare_task(spec, home, None)  # the demo task makes its data itself, offline
-        return
-    raise OnegcError(f"data for {spec.short} not prepared: run 'onegc prepare {spec.short}'")
-
-
 # ---------------------------------------------------------------------------- sessions
-def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
-                    gpus: str | None, command: list[str], pace_s: float, network: str | None = None,
-                    sealed: bool = True) -> list[SessionPaths]:
-    """Create the sessions; one starts at once, several go through the local GPU queue."""
-    from runner.agents import ADAPTERS
-    from runner.agents.preflight import preflight
-    from runner.launch import create_session, spawn_local
-    from runner.launchers.local import enqueue, gpu_slots, start_daemon
-
-    if agent not in ADAPTERS:
-        raise OnegcError(f"unknown agent '{agent}': choose one of {', '.join(ADAPTERS)}")
-    if agent == "command" and not command:
-        raise OnegcError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
-    preflight(agent, model)  # what `onegc doctor` checks: the CLI, its credentials, a model where required
-    ensure_prepared(spec, home)
-    if sealed:
-        from runner.sandbox import status
-
-        ready = status()
-        if not ready.ok:
-            raise OnegcError(ready.detail)
-    command = [_absolute_if_file(a) for a in command]
-    slots = gpu_slots(gpus)
-    queued = repeats > 1
-    started = []
-    for k in range(1, repeats + 1):
-        config = SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
-                               repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
-                               pace_s=pace_s, network=network or default_network(agent), sealed=sealed)
-        paths = create_session(config, home)
-        if queued:
-            enqueue(paths)
-        else:
-            spawn_local(paths)
-        started.append(paths)
-    if queued:
-        start_daemon(home, slots)  # one session per slot (GPU, or the CPU), the rest wait
-    return started
-
-
-def _absolute_if_file(arg: str) -> str:
-    """A command agent's file argument as an absolute path: the agent starts in its workspace
-    (inside its sandbox, where such a file is shown read-only at that path), not here."""
-    if arg.startswith("-") or not ("/" in arg or "." in arg):
-        return arg
-    path = Path(arg)
-    return str(path.absolute()) if not path.is_absolute() and path.is_file() else arg  # keep links: a venv's python
-
-
 def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
     ids = [p.session_id for p in sessions]
     if plain or not sys.stdout.isatty():
@@ -228,10 +171,12 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
+    from runner.start import start_sessions
+
     home = usable_home()
     spec = _task(task)
     budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
-    sessions = _start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
+    sessions = start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
                                sealed=not unsealed)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
@@ -248,13 +193,14 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
 def demo_cmd(plain: bool, budget_s: float) -> None:
     """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
     from runner.sandbox import status
+    from runner.start import start_sessions
 
     home = usable_home()
     spec = _task("t0")
     sealed = status().ok  # the built-in agent is ours: where no sandbox can be made, the demo runs without
     if not sealed:
         click.echo(f"note: the demo runs unsealed here: {status().detail}", err=True)
-    sessions = _start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, sealed=sealed)
+    sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, sealed=sealed)
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
     _watch(home, sessions, plain)
 

@@ -39,7 +39,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from runner.config import GRACE_S, NetworkPolicy, SessionConfig, SessionPaths, data_root, default_network, runs_dir
+from runner.config import GRACE_S, NetworkPolicy, SessionConfig, SessionPaths, default_network, runs_dir
 from runner.duration import to_minutes
 from runner.errors import OnegcError
 from runner.launch import create_session
@@ -343,14 +343,14 @@ class LaunchReport:
 
 def check_data(study: StudySpec, home: Path) -> None:
     """Every task's data must be prepared before hundreds of sessions fail on it."""
-    from runner.workspace import DataNotPrepared, prepared_dir
+    from runner.start import ensure_prepared
     from tasks import get_task
 
     for short in study.tasks:
         try:
-            prepared_dir(get_task(short), data_root(home))
-        except DataNotPrepared as exc:
-            raise StudyError(f"{exc} (ONEGC_HOME={home})") from None
+            ensure_prepared(get_task(short), home)
+        except OnegcError as exc:
+            raise StudyError(f"{exc.message} (ONEGC_HOME={home})") from None
 
 
 def check_agents(study: StudySpec) -> None:
@@ -375,10 +375,12 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
     runs.mkdir(parents=True, exist_ok=True)
     check_data(study, home)
     if kind == "local" and not study.unsealed:
-        from runner.sandbox import status
+        from runner.start import ensure_sandbox
 
-        if not status().ok:
-            raise StudyError(status().detail.replace("run with --unsealed", "set unsealed = true in the study"))
+        try:
+            ensure_sandbox(True, unsealed_hint="set unsealed = true in the study")
+        except OnegcError as exc:
+            raise StudyError(exc.message) from None
     if kind == "slurm" and not slurm.available():
         raise StudyError("sbatch not found: run the study on a Slurm login node, or set launcher.kind = \"local\"")
     slots = local.gpu_slots(gpus if gpus is not None else study.launcher.gpus) if kind == "local" else None

@@ -1,5 +1,5 @@
 """The new-session form: task, agent, model, repeats, budget, GPUs; starts sessions the way
-``onegc run`` does (``onegc_tui.cli._start_sessions``), in a worker, and shows its one-line error."""
+``onegc run`` does (``runner.start.start_sessions``), in a worker, and shows its one-line error."""
 
 from __future__ import annotations
 
@@ -100,10 +100,11 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
     @work(thread=True, exit_on_error=False)
     def start(self, task: str, agent: str, model: str | None, repeats: int, budget_s: float, gpus: str | None,
               command: list[str]) -> None:
-        from onegc_tui.cli import OnegcError, _start_sessions
+        from runner.errors import OnegcError
+        from runner.start import start_sessions
 
         try:
-            paths = _start_sessions(self.home, get_task(task), agent, model, repeats, budget_s, gpus, command,
+            paths = start_sessions(self.home, get_task(task), agent, model, repeats, budget_s, gpus, command,
                                     DEFAULT_PACE_S)
             self.post_message(self.Done([p.session_id for p in paths], None))
         except OnegcError as exc:

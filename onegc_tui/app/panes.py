@@ -62,6 +62,11 @@ class BudgetPane(Vertical):
         if hasattr(self, "row") and self.query("#budget-bar"):  # not while the app takes its widgets down
             self._draw()
 
+    def on_resize(self) -> None:
+        """The bar is as wide as the pane: drawn before the first layout (or before the terminal was
+        resized), it had the old width until the next tick, and its percentage was cut off."""
+        self.tick()
+
     def _set(self, selector: str, text: str, layout: bool = True) -> None:
         """Update a Static only when its text changes (each update costs a repaint, or a relayout)."""
         shown = getattr(self, "_shown", None)

@@ -46,7 +46,7 @@ def test_snapshot_of_the_help_screen(crowd, snap_compare):
 
 def test_snapshot_of_the_live_screen(app_home, snap_compare):
     app = make_app(app_home, focus="b-paused", live=False, show_clock=False, now=NOW)
-    assert snap_compare(app, terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settled)
 
 
 

@@ -1,0 +1,104 @@
+"""Starting sessions: the one path by which ``onegc run``, ``onegc demo`` and the monitor's
+new-session form start sessions, and whose checks ``onegc study`` shares.
+
+Everything is checked before anything is created (the agent known and usable, the task's data
+prepared, the sandbox available unless the session is unsealed), so a refusal is one line and
+leaves no folder behind. One session starts at once; several go through the local GPU queue.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runner.config import data_root
+from runner.errors import OnegcError
+
+if TYPE_CHECKING:
+    from runner.config import SessionPaths
+    from tasks import TaskSpec
+
+
+def is_prepared(spec: TaskSpec, home: Path) -> bool:
+    """The task's data is prepared under ``home`` (its manifest is written last, atomically)."""
+    return (data_root(home) / spec.id / "manifest.json").is_file()
+
+
+def ensure_prepared(spec: TaskSpec, home: Path) -> None:
+    """The task's data is there; a CPU task (the demo) makes its own data here, offline."""
+    if is_prepared(spec, home):
+        return
+    if not spec.cpu_ok:
+        raise OnegcError(f"data for {spec.short} not prepared: run 'onegc prepare {spec.short}'")
+    argv = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["see 'onegc prepare " + spec.short + "'"])[-1]
+        raise OnegcError(f"preparing {spec.short} failed: {last.removeprefix('error: ')}")
+
+
+def ensure_sandbox(sealed: bool, unsealed_hint: str | None = None) -> None:
+    """A sealed session needs the agent's sandbox (runner/sandbox.py); refuse in one line otherwise.
+    ``unsealed_hint`` replaces the CLI's "run with --unsealed" where the way out is another."""
+    if not sealed:
+        return
+    from runner.sandbox import status
+
+    ready = status()
+    if not ready.ok:
+        detail = ready.detail
+        raise OnegcError(detail.replace("run with --unsealed", unsealed_hint) if unsealed_hint else detail)
+
+
+def ensure_agent(agent: str, model: str | None, command: list[str]) -> None:
+    """The adapter exists, and what ``onegc doctor`` checks holds: the CLI found, its credentials
+    set, a model given where the adapter needs one (runner/agents/preflight.py)."""
+    from runner.agents import ADAPTERS
+    from runner.agents.preflight import preflight
+
+    if agent not in ADAPTERS:
+        raise OnegcError(f"unknown agent '{agent}': choose one of {', '.join(ADAPTERS)}")
+    if agent == "command" and not command:
+        raise OnegcError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
+    preflight(agent, model)
+
+
+def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
+                   gpus: str | None, command: list[str], pace_s: float, network: str | None = None,
+                   sealed: bool = True) -> list[SessionPaths]:
+    """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
+    from runner.config import SessionConfig, default_network, new_session_id
+    from runner.launch import create_session, spawn_local
+    from runner.launchers.local import enqueue, gpu_slots, start_daemon
+
+    ensure_agent(agent, model, command)
+    ensure_prepared(spec, home)
+    ensure_sandbox(sealed)
+    command = [absolute_if_file(a) for a in command]
+    slots = gpu_slots(gpus)
+    queued = repeats > 1
+    started = []
+    for k in range(1, repeats + 1):
+        config = SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
+                               repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
+                               pace_s=pace_s, network=network or default_network(agent), sealed=sealed)
+        paths = create_session(config, home)
+        if queued:
+            enqueue(paths)
+        else:
+            spawn_local(paths)
+        started.append(paths)
+    if queued:
+        start_daemon(home, slots)  # one session per slot (GPU, or the CPU), the rest wait
+    return started
+
+
+def absolute_if_file(arg: str) -> str:
+    """A command agent's file argument as an absolute path: the agent starts in its workspace
+    (inside its sandbox, where such a file is shown read-only at that path), not here."""
+    if arg.startswith("-") or not ("/" in arg or "." in arg):
+        return arg
+    path = Path(arg)
+    return str(path.absolute()) if not path.is_absolute() and path.is_file() else arg  # keep links: a venv's python
