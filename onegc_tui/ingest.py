@@ -14,6 +14,7 @@ import json
 import os
 import threading
 import time
+from operator import itemgetter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from watchdog.events import (DirCreatedEvent, FileClosedEvent, FileCreatedEvent,
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
+from onegc_tui.records import parse_record, validate_record
 from onegc_tui.store import IngestBatch, Store
 from runner import verdicts
 from runner.config import SessionPaths
@@ -45,6 +47,7 @@ RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): event
 # own reads would read again, forever (the filter keeps them out of the kernel's mask too).
 WRITE_EVENTS = [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
 OnEvents = Callable[[str, list[Event]], None]
+_TYPE, _SESSION = itemgetter("type"), itemgetter("session_id")
 
 
 @dataclass
@@ -113,43 +116,78 @@ class Ingester:
         tail = self._tails.get(sid)
         if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
             tail = self._tails[sid] = JsonlTail(paths.events, TailState(offset, line_no))
+        # the store needs each event's fields; only a caller of on_events needs the models (the
+        # monitor, a few thousand lines a second at most): a catch-up or a reindex parses to dicts
+        typed = self.on_events is not None
         total = 0
         while True:
-            parsed: list[tuple[Event, str]] = []
-            lines: list[int] = []
-            bad: list[tuple[int, str]] = []
-            for n, line in tail.read_lines(MAX_BATCH_BYTES):
-                if line is None:
-                    bad.append((n, too_long(MAX_BATCH_BYTES)))
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    event = parse_event(line)
-                except ValidationError as exc:
-                    err = exc.errors()[0]
-                    bad.append((n, f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"[:200]))
-                    continue
-                if event.session_id != sid:  # only this session's runner writes this file
-                    bad.append((n, f"an event of session {event.session_id[:60]!r} in {sid}'s file: skipped"))
-                    continue
-                parsed.append((event, line.decode("utf-8", errors="replace")))
-                lines.append(n)
+            first, block = tail.read_block(MAX_BATCH_BYTES)
+            batch = None if typed else self._fast_batch(sid, first, block)
+            if batch is None:
+                batch = self._parse_lines(sid, first, block, typed)
+            records, raws, models, lines, bad = batch
             if tail.state.offset == offset:
                 break
-            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad, lines))
+            new = self.store.ingest(IngestBatch(key, sid, records, raws, tail.state.offset, tail.state.line_no, bad, lines))
             for n, err in new.rejected:
                 self._error(f"{paths.events}:{n}: event line skipped ({err})")
             offset = tail.state.offset
-            total += len(new.events)
-            if new.events and self.on_events:
-                self.on_events(sid, new.events)
-            if any(e.type == "session_ended" for e in new.events):
+            total += len(new.new)
+            if new.new and typed:
+                self.on_events(sid, [models[i] for i in new.new])
+            if "session_ended" in map(_TYPE, records) and any(records[i]["type"] == "session_ended" for i in new.new):
                 self._apply_verdicts(sid, paths)  # the runner's own (an integrity rule) comes with its end
                 self._ended.add(sid)
             if tail.at_end:
                 break  # no second open just to find nothing more
         return total
+
+    @staticmethod
+    def _fast_batch(sid: str, first: int, lines: list[bytes | None]) -> tuple | None:
+        """A batch of good lines of this session, validated by maps in C (a catch-up or reindex
+        reads millions); ``None`` when any line is not, to be read line by line."""
+        if None in lines:
+            return None
+        try:
+            records = list(map(validate_record, lines))
+            raws = list(map(bytes.decode, lines))
+        except ValueError:  # a corrupt or blank line (ValidationError), or one not UTF-8
+            return None
+        if set(map(_SESSION, records)) != {sid}:
+            return None
+        return records, raws, [], range(first, first + len(lines)), []
+
+    @staticmethod
+    def _parse_lines(sid: str, first: int, block: list[bytes | None], typed: bool) -> tuple:
+        """Each line on its own: the models where ``typed``; every bad line with its reason."""
+        parse = parse_event if typed else parse_record
+        records: list[dict] = []
+        raws: list[str] = []
+        models: list[Event] = []
+        lines: list[int] = []
+        bad: list[tuple[int, str]] = []
+        for n, line in enumerate(block, first):
+            if line is None:
+                bad.append((n, too_long(MAX_BATCH_BYTES)))
+                continue
+            try:
+                event = parse(line)
+            except ValidationError as exc:
+                if not line.strip():
+                    continue
+                err = exc.errors()[0]
+                bad.append((n, f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"[:200]))
+                continue
+            record = event.__dict__ if typed else event
+            if record["session_id"] != sid:  # only this session's runner writes this file
+                bad.append((n, f"an event of session {record['session_id'][:60]!r} in {sid}'s file: skipped"))
+                continue
+            records.append(record)
+            raws.append(line.decode("utf-8", errors="replace"))
+            lines.append(n)
+            if typed:
+                models.append(event)
+        return records, raws, models, lines, bad
 
     def ingest_all(self) -> int:
         self.discover()

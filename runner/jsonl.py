@@ -103,32 +103,39 @@ class JsonlTail:
     def read_lines(self, max_bytes: int = 8 << 20) -> Iterator[tuple[int, bytes | None]]:
         """Yield ``(line_no, line)`` for each complete new line, ``(line_no, None)`` for one that
         was longer than ``max_bytes`` (skipped); advances the offset."""
+        first, lines = self.read_block(max_bytes)
+        yield from zip(range(first, first + len(lines)), lines)
+
+    def read_block(self, max_bytes: int = 8 << 20) -> tuple[int, list[bytes | None]]:
+        """The complete new lines as one list, and the line number of the first (``None`` for a
+        line longer than ``max_bytes``, skipped); advances the offset. A reader of millions of
+        lines (a reindex) takes them without a step of Python per line."""
+        first = self.state.line_no + 1
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.state.offset)
                 if self.state.in_long_line and not self._skip_long_line(f):
                     self.at_end = True
-                    return
+                    return first, []
                 chunk = f.read(max_bytes if max_bytes > 0 else -1)
                 end = chunk.rfind(b"\n")
                 if end < 0 and max_bytes > 0 and len(chunk) == max_bytes:
                     self.state.line_no += 1
                     self.state.offset += len(chunk)
                     self.state.in_long_line = True
-                    yield self.state.line_no, None
                     self._skip_long_line(f)
                     self.at_end = False
-                    return
+                    return first, [None]
         except FileNotFoundError:
             self.at_end = True
-            return
+            return first, []
         self.at_end = max_bytes <= 0 or len(chunk) < max_bytes
         if end < 0:
-            return
-        for line in chunk[: end + 1].splitlines():
-            self.state.line_no += 1
-            yield self.state.line_no, line
+            return first, []
+        lines: list[bytes | None] = chunk[: end + 1].splitlines()
+        self.state.line_no += len(lines)
         self.state.offset += end + 1
+        return first, lines
 
     def _skip_long_line(self, f) -> bool:
         """Move past the newline that ends an oversized line; False while it has not come yet."""
