@@ -12,12 +12,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from runner.config import (ConfigError, SessionConfig, SessionPaths, data_root, default_network, new_session_id,
-                           onegc_home, runs_dir)
-from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
+from runner.config import ConfigError, SessionPaths, data_root, default_network, new_session_id, onegc_home, runs_dir
+
+if TYPE_CHECKING:
+    from tasks import TaskSpec
+# The task registry, the session config and whatever else needs pydantic are imported by the
+# commands that use them: `onegc --help`, `onegc sessions` and `onegc tasks` start without it
 
 DEMO_BUDGET_S = 120.0  # about two minutes: two scripted runs and their checkpoints fit easily
 DEMO_PACE_S = 3.0  # the scripted agent "thinks" this long between steps: the demo lasts about a minute
@@ -37,6 +41,8 @@ def _home() -> Path:
 
 
 def _task(name: str) -> TaskSpec:
+    from tasks import UnknownTask, get_task
+
     try:
         return get_task(name)
     except UnknownTask as exc:
@@ -63,11 +69,12 @@ def main() -> None:
 @main.command("tasks")
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
+    from onegc_tui.task_facts import task_facts
     from onegc_tui.text_table import terminal_width, text_table
 
     home = _home()
     rows = []
-    for spec in all_tasks().values():
+    for spec in task_facts().values():
         ready = (data_root(home) / spec.id / "manifest.json").is_file()
         arrow = "↑" if spec.higher_is_better else "↓"
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
@@ -132,6 +139,8 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
         raise OnegcError("name the tasks to prepare (e.g. 'onegc prepare t1 t6') or 'all'")
     extra = tuple(n for n in names if n.startswith("-"))
     wanted = [n for n in names if not n.startswith("-")]
+    from tasks import benchmark_tasks
+
     specs = benchmark_tasks() if wanted == ["all"] else [_task(n) for n in wanted]
     for spec in specs:
         click.echo(f"{spec.short}: {spec.title}", err=True)
@@ -159,6 +168,7 @@ def _start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, r
                     sealed: bool = True) -> list[SessionPaths]:
     """Create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.agents import ADAPTERS
+    from runner.config import SessionConfig
     from runner.launch import create_session, spawn_local
     from runner.launchers.local import enqueue, gpu_slots, start_daemon
 
@@ -310,11 +320,14 @@ def sessions_cmd(as_json: bool) -> None:
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
+    from onegc_tui.task_facts import find, task_facts
     from onegc_tui.text_table import terminal_width, text_table
 
+    facts = task_facts()
     table = []
     for r in rows:
-        short = get_task(r["task"]).short if r["task"] else "?"
+        task = find(facts, r["task"]) if r["task"] else None
+        short = task.short if task else "?"
         left = "" if r["remaining_s"] is None else f"{int(r['remaining_s']) // 60}:{int(r['remaining_s']) % 60:02d}"
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = "" if r["score"] is None else f"{r['score']:.4f}"

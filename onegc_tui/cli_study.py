@@ -15,11 +15,16 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from runner.config import ConfigError, SessionPaths, onegc_home, runs_dir
-from runner.study import StudyError, StudySpec, launch, load_study, plan, status_json, status_report, survey, wait
+
+if TYPE_CHECKING:
+    from runner.study import StudySpec
+# runner.study is imported by each command as it runs: its models would cost every other onegc
+# command its start-up
 
 
 class StudyCliError(click.ClickException):
@@ -39,6 +44,8 @@ class _RunByDefault(click.Group):
 
 
 def _load(file: str) -> StudySpec:
+    from runner.study import StudyError, load_study
+
     try:
         return load_study(Path(file))
     except StudyError as exc:
@@ -65,6 +72,8 @@ def study() -> None:
 @click.option("--dry-run", is_flag=True, help="say what would be created, retried and skipped; change nothing")
 def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run: bool) -> None:
     """Create and launch the study's sessions; skip finished ones, retry harness failures."""
+    from runner.study import StudyError, launch, plan, status_report, survey, wait
+
     spec = _load(file)
     home = _home()
     if dry_run:
@@ -115,6 +124,8 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
 @click.option("--json", "as_json", is_flag=True, help="every session and cell as one JSON object")
 def status_cmd(file: str, as_json: bool) -> None:
     """Progress per agent × task (done/running/queued/failed) and contract mismatches."""
+    from runner.study import status_json, status_report
+
     spec = _load(file)
     home = _home()
     if as_json:
@@ -129,6 +140,7 @@ def status_cmd(file: str, as_json: bool) -> None:
 def abort_cmd(file: str, yes: bool) -> None:
     """Take the study's queued sessions off the queue and ask its running ones to stop."""
     from runner.launchers import abort_session
+    from runner.study import survey
 
     spec = _load(file)
     home = _home()

@@ -14,25 +14,24 @@ import json
 import os
 import threading
 import time
-from operator import itemgetter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-from watchdog.events import (DirCreatedEvent, FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent,
-                             FileSystemEvent, FileSystemEventHandler)
-from watchdog.observers import Observer
-from watchdog.observers.polling import PollingObserver
-
-from onegc_tui.records import parse_record, validate_record
 from onegc_tui.store import IngestBatch, Store
 from runner import verdicts
 from runner.config import SessionPaths
-from runner.events import Event, parse_event
 from runner.jsonl import JsonlTail, TailState, too_long
 from runner.reconcile import reconcile
-from runner.settings import observer_kind
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
+
+    from runner.events import Event
+# The parsers (pydantic) are imported with the first new line, watchdog with the first LiveIngest:
+# `onegc sessions` over a store that is current starts without either (start-up, README)
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines (and no event line is longer)
 MAX_CONFIG_BYTES = 1 << 20  # session.json is a few hundred bytes
@@ -43,10 +42,7 @@ INGEST_NICE = 5
 COALESCE_S = 0.05
 RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): events arrive through watchdog
 
-# Only writes and new files. watchdog >= 5 also reports opens and read-only closes; reacting to our
-# own reads would read again, forever (the filter keeps them out of the kernel's mask too).
-WRITE_EVENTS = [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
-OnEvents = Callable[[str, list[Event]], None]
+OnEvents = Callable[[str, list["Event"]], None]
 _TYPE, _SESSION = itemgetter("type"), itemgetter("session_id")
 
 
@@ -146,8 +142,12 @@ class Ingester:
     def _fast_batch(sid: str, first: int, lines: list[bytes | None]) -> tuple | None:
         """A batch of good lines of this session, validated by maps in C (a catch-up or reindex
         reads millions); ``None`` when any line is not, to be read line by line."""
+        if not lines:
+            return [], [], [], [], []
         if None in lines:
             return None
+        from onegc_tui.records import validate_record
+
         try:
             records = list(map(validate_record, lines))
             raws = list(map(bytes.decode, lines))
@@ -160,6 +160,11 @@ class Ingester:
     @staticmethod
     def _parse_lines(sid: str, first: int, block: list[bytes | None], typed: bool) -> tuple:
         """Each line on its own: the models where ``typed``; every bad line with its reason."""
+        from pydantic import ValidationError
+
+        from onegc_tui.records import parse_record
+        from runner.events import parse_event
+
         parse = parse_event if typed else parse_record
         records: list[dict] = []
         raws: list[str] = []
@@ -227,11 +232,22 @@ class Ingester:
             self.on_error(message)
 
 
-class _Dirty(FileSystemEventHandler):
+def _write_events() -> list[type]:
+    """Only writes and new files. watchdog >= 5 also reports opens and read-only closes; reacting to
+    our own reads would read again, forever (the filter keeps them out of the kernel's mask too)."""
+    from watchdog.events import DirCreatedEvent, FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent
+
+    return [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
+
+
+class _Dirty:
+    """watchdog's handler (an observer calls ``dispatch`` for each event, as on its own
+    ``FileSystemEventHandler``)."""
+
     def __init__(self, mark: Callable[[str | None], None]):
         self.mark = mark
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
+    def dispatch(self, event: FileSystemEvent) -> None:
         path = Path(getattr(event, "dest_path", "") or event.src_path)
         if path.name == "events.jsonl":
             self.mark(path.parent.name)
@@ -252,6 +268,8 @@ class LiveIngest:
         self.on_error = on_error
         self.on_sessions = on_sessions
         self.rescan_s = rescan_s
+        from runner.settings import observer_kind
+
         self.polling = observer_kind(home) == "polling" if polling is None else polling
         self._dirty: set[str] = set()
         self._rediscover = True
@@ -263,10 +281,14 @@ class LiveIngest:
         self.ready = threading.Event()
 
     def start(self) -> None:
+        from watchdog.observers import Observer
+        from watchdog.observers.polling import PollingObserver
+
         (self.home / "runs").mkdir(parents=True, exist_ok=True)
         self._observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
         # only writes and new files: the kernel then never reports our own reads to us
-        self._observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True, event_filter=WRITE_EVENTS)
+        self._observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True,
+                                event_filter=_write_events())
         self._observer.start()
         self._thread.start()
 

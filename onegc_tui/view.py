@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from runner.events import Event
-from tasks import UnknownTask, get_task
+if TYPE_CHECKING:
+    from runner.events import Event
 
 BAR_WIDTH = 10
 KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "progress": "⏱", "usage": "$", "result": "■",
@@ -61,6 +62,8 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
 def short_task(task: str | None) -> str:
     if not task:
         return "?"
+    from tasks import UnknownTask, get_task  # the registry (pydantic) once a table shows a task
+
     try:
         return get_task(task).short.upper()
     except UnknownTask:

@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from runner.events import EVENT_TYPES, Event, dump_event, parse_event
+if TYPE_CHECKING:
+    from runner.events import Event
+# runner.events (pydantic) is imported by the writer and by read_events: a reader of whole lines
+# (the ingest, the CLI's start-up) needs neither
 
 Clock = Callable[[], float]
 
@@ -35,16 +36,19 @@ class EventWriter:
         self._lock = threading.Lock()
         self._seq = _last_seq(path)
         self._file = open(path, "ab", buffering=0)
+        from runner.events import EVENT_TYPES, dump_event
+
+        self._types, self._dump = EVENT_TYPES, dump_event
 
     @property
     def seq(self) -> int:
         return self._seq
 
     def emit(self, type_: str, **fields: Any) -> Event:
-        cls = EVENT_TYPES[type_]
+        cls = self._types[type_]
         with self._lock:
             event = cls(session_id=self.session_id, seq=self._seq + 1, ts=self.clock(), **fields)
-            self._file.write(dump_event(event).encode() + b"\n")
+            self._file.write(self._dump(event).encode() + b"\n")
             self._seq += 1
         return event
 
@@ -171,6 +175,10 @@ class JsonlTail:
         return records, bad
 
     def read_events(self, max_bytes: int = 8 << 20) -> tuple[list[Event], list[BadLine]]:
+        from pydantic import ValidationError
+
+        from runner.events import parse_event
+
         events: list[Event] = []
         bad: list[BadLine] = []
         for line_no, line in self.read_lines(max_bytes):

@@ -13,8 +13,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner.config import SessionConfig, SessionPaths, runs_dir
+from runner.config import SessionPaths, runs_dir
+
+if TYPE_CHECKING:
+    from runner.config import SessionConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

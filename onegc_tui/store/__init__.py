@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import add, eq, itemgetter, not_
 from pathlib import Path
-
-import sqlite_utils
+from typing import Any
 
 from onegc_tui.store.schema import SCHEMA_VERSION, migrate
-from onegc_tui.records import Record
+
+Record = dict[str, Any]  # an event's fields (onegc_tui/records.py)
 
 DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
@@ -106,7 +106,6 @@ class Store:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         migrate(conn)
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
 
     @classmethod
     def open(cls, home: Path) -> Store:
@@ -364,12 +363,18 @@ class Store:
                 " WHERE session_id=? AND state NOT IN ('ended', 'failed')", (reason, session_id))
 
     # ------------------------------------------------------------------ reading
+    def _query(self, sql: str, args: Iterable = ()) -> list[dict]:
+        """Rows as dicts of column -> value."""
+        cur = self.conn.execute(sql, tuple(args))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur]
+
     def sessions(self, where: str = "1=1", args: Iterable = ()) -> list[dict]:
-        return list(self.db.query(f"SELECT * FROM sessions WHERE {where} ORDER BY started_ts IS NULL, started_ts, session_id", list(args)))
+        return self._query(f"SELECT * FROM sessions WHERE {where} ORDER BY started_ts IS NULL, started_ts, session_id", args)
 
     def sessions_since(self, rev: int) -> list[dict]:
         """Summary rows written after revision ``rev`` (each write to a row gives it a new ``rev``)."""
-        return list(self.db.query("SELECT * FROM sessions WHERE rev > ? ORDER BY rev", [rev]))
+        return self._query("SELECT * FROM sessions WHERE rev > ? ORDER BY rev", [rev])
 
     def session(self, session_id: str) -> dict | None:
         rows = self.sessions("session_id = ?", (session_id,))
@@ -392,19 +397,19 @@ class Store:
             args += list(kinds)
         sql += " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?"
         args.append(limit)
-        rows = [r for r in self.db.query(sql, args) if all(w in (r["text"] or "").lower() for w in words)]
+        rows = [r for r in self._query(sql, args) if all(w in (r["text"] or "").lower() for w in words)]
         return list(reversed(rows))
 
     def checkpoints(self, session_id: str) -> list[dict]:
-        return list(self.db.query(
+        return list(self._query(
             "SELECT * FROM checkpoints WHERE session_id=? ORDER BY official, COALESCE(budget_elapsed_s, 0), seq", [session_id]))
 
     def gpu_samples(self, session_id: str, limit: int = 600) -> list[dict]:
-        rows = self.db.query("SELECT * FROM gpu_samples WHERE session_id=? ORDER BY seq DESC LIMIT ?", [session_id, limit])
-        return list(reversed(list(rows)))
+        rows = self._query("SELECT * FROM gpu_samples WHERE session_id=? ORDER BY seq DESC LIMIT ?", [session_id, limit])
+        return rows[::-1]
 
     def ingest_errors(self, session_id: str) -> list[dict]:
-        return list(self.db.query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id]))
+        return self._query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id])
 
     def max_seq(self, session_id: str) -> int:
         return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
@@ -414,7 +419,7 @@ class Store:
         if types:
             sql += f" AND type IN ({','.join('?' * len(types))})"
             args += list(types)
-        return [json.loads(r["data"]) for r in self.db.query(sql + " ORDER BY seq", args)]
+        return [json.loads(r["data"]) for r in self._query(sql + " ORDER BY seq", args)]
 
 
 __all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "Store", "contract_hash", "fts_query"]
