@@ -19,6 +19,7 @@ from tasks import UnknownTask, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
 BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
+BUDGET_EVENTS = frozenset({"session_started", "heartbeat", "budget", "session_ended"})  # what BudgetView.apply reads
 
 
 def budget_bar_text(view: BudgetView, now: float, width: int) -> str:
@@ -54,9 +55,16 @@ class BudgetPane(Vertical):
             self._draw()
 
     def apply(self, events: list[Event]) -> None:
+        """A change of state (started, paused, resumed, ended) is drawn now; a heartbeat only
+        corrects the countdown, which the next tick draws (each redraw between ticks costs the
+        idle monitor a frame of its own: a heartbeat every 5 s, a GPU sample every second)."""
+        changed = False
         for e in events:
-            self.view.apply(e)
-        self._draw()
+            if e.type in BUDGET_EVENTS:
+                self.view.apply(e)
+                changed = changed or e.type != "heartbeat"
+        if changed:
+            self._draw()
 
     def tick(self) -> None:
         if hasattr(self, "row") and self.query("#budget-bar"):  # not while the app takes its widgets down
