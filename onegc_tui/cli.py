@@ -413,7 +413,8 @@ def reindex_cmd() -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(tmp) + suffix).unlink(missing_ok=True)
     store = Store(tmp)
-    n = Ingester(home, store).ingest_all()
+    with store.bulk():
+        n = Ingester(home, store).ingest_all()
     sessions = len(store.sessions())
     store.close()
     for suffix in ("-wal", "-shm"):

@@ -131,7 +131,8 @@ class Ingester:
             total += len(new.new)
             if new.new and typed:
                 self.on_events(sid, [models[i] for i in new.new])
-            if "session_ended" in map(_TYPE, records) and any(records[i]["type"] == "session_ended" for i in new.new):
+            if "session_ended" in map(_TYPE, records) and (  # (every line new: no look at each)
+                    len(new.new) == len(records) or any(records[i]["type"] == "session_ended" for i in new.new)):
                 self._apply_verdicts(sid, paths)  # the runner's own (an integrity rule) comes with its end
                 self._ended.add(sid)
             if tail.at_end:

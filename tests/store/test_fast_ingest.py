@@ -5,7 +5,6 @@ summary, the same lines reported."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -103,14 +102,15 @@ def dump(store: Store) -> dict:
         out[table] = [{c: v for c, v in zip(cols, row) if c not in VOLATILE} for row in rows]
     for row in out["sessions"]:
         row.pop("rev")  # a revision counter: how many writes, not what they wrote
-    conn: sqlite3.Connection = store.conn
     out["fts"] = {q: [r["text"] for s in out["sessions"] for r in store.transcript(s["session_id"], search=q)]
                   for q in SEARCHES}
-    out["fts_rows"] = conn.execute("SELECT COUNT(*) FROM transcript_fts").fetchone()[0]
+    out["fts_rows"] = store.conn.execute("SELECT COUNT(*) FROM transcript_fts").fetchone()[0]
     return out
 
 
-def ingest(home: Path, db: str, typed: bool, max_bytes: int | None = None, monkeypatch=None) -> tuple[dict, list, list]:
+def ingest(home: Path, db: str, typed: bool) -> tuple[dict, list, list]:
+    """Every session folder of ``home`` into a new store ``db``: its rows, the lines reported, and
+    (events stored, the events ``on_events`` saw)."""
     store = Store(home / db)
     seen, errors = [], []
     ing = Ingester(home, store, on_events=(lambda sid, evs: seen.extend((sid, e.seq) for e in evs)) if typed else None,
@@ -189,3 +189,18 @@ def test_read_block_is_read_lines_at_once(tmp_path):
     assert got_lines == got_blocks == [[(1, b"a"), (2, b"bb")], [(3, None)], [(4, b"c")], []]
     assert one.state == many.state
 
+
+
+def test_reindex_in_one_bulk_transaction_stores_what_the_live_ingest_stores(homes, monkeypatch):
+    from click.testing import CliRunner
+
+    from onegc_tui.cli import main
+
+    live, live_errors, _ = ingest(homes, "live.db", typed=True)
+    monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)  # a commit every few batches, as over millions
+    result = CliRunner().invoke(main, ["reindex"])
+    assert result.exit_code == 0, result.output
+    store = Store.open(homes)
+    assert dump(store) == live
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
