@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,7 @@ RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): event
 
 OnEvents = Callable[[str, list["Event"]], None]
 _TYPE, _SESSION = itemgetter("type"), itemgetter("session_id")
+_FIELDS = attrgetter("__dict__")  # an event model's fields, as the store takes them
 
 
 @dataclass
@@ -57,6 +59,21 @@ class Ingester:
     _known: dict[str, SessionPaths] = field(default_factory=dict)
     _ended: set[str] = field(default_factory=set)
     _tails: dict[str, JsonlTail] = field(default_factory=dict)
+    _held: list[tuple[str, list[Event]]] | None = None  # hold(): new events wait for deliver()
+
+    def hold(self) -> None:
+        """Keep the new events from ``on_events`` until :meth:`deliver`: the caller writes in one
+        transaction, and what it shows must be what was committed (exactly once, even if the
+        commit fails and the lines are read again)."""
+        self._held = []
+
+    def deliver(self) -> None:
+        held, self._held = self._held or [], None
+        for sid, events in held:
+            self.on_events(sid, events)
+
+    def discard(self) -> None:
+        self._held = None
 
     @property
     def runs(self) -> Path:
@@ -118,7 +135,7 @@ class Ingester:
         total = 0
         while True:
             first, block = tail.read_block(MAX_BATCH_BYTES)
-            batch = None if typed else self._fast_batch(sid, first, block)
+            batch = self._fast_batch(sid, first, block, typed)
             if batch is None:
                 batch = self._parse_lines(sid, first, block, typed)
             records, raws, models, lines, bad = batch
@@ -130,7 +147,11 @@ class Ingester:
             offset = tail.state.offset
             total += len(new.new)
             if new.new and typed:
-                self.on_events(sid, [models[i] for i in new.new])
+                events = models if len(new.new) == len(models) else [models[i] for i in new.new]
+                if self._held is None:
+                    self.on_events(sid, events)
+                else:
+                    self._held.append((sid, events))
             if "session_ended" in map(_TYPE, records) and (  # (every line new: no look at each)
                     len(new.new) == len(records) or any(records[i]["type"] == "session_ended" for i in new.new)):
                 self._apply_verdicts(sid, paths)  # the runner's own (an integrity rule) comes with its end
@@ -140,23 +161,28 @@ class Ingester:
         return total
 
     @staticmethod
-    def _fast_batch(sid: str, first: int, lines: list[bytes | None]) -> tuple | None:
+    def _fast_batch(sid: str, first: int, lines: list[bytes | None], typed: bool) -> tuple | None:
         """A batch of good lines of this session, validated by maps in C (a catch-up or reindex
-        reads millions); ``None`` when any line is not, to be read line by line."""
+        reads millions, the monitor thousands a second): the fields of each, and where ``typed``
+        the models; ``None`` when any line is not good, to be read line by line."""
         if not lines:
             return [], [], [], [], []
         if None in lines:
             return None
-        from onegc_tui.records import validate_record
+        from onegc_tui.records import validate_event, validate_record
 
         try:
-            records = list(map(validate_record, lines))
+            if typed:
+                models = list(map(validate_event, lines))
+                records = list(map(_FIELDS, models))
+            else:
+                models, records = [], list(map(validate_record, lines))
             raws = list(map(bytes.decode, lines))
         except ValueError:  # a corrupt or blank line (ValidationError), or one not UTF-8
             return None
         if set(map(_SESSION, records)) != {sid}:
             return None
-        return records, raws, [], range(first, first + len(lines)), []
+        return records, raws, models, range(first, first + len(lines)), []
 
     @staticmethod
     def _parse_lines(sid: str, first: int, block: list[bytes | None], typed: bool) -> tuple:
@@ -332,11 +358,19 @@ class LiveIngest:
                 # the safety-net rescan reads live sessions only (10 000 finished ones are not
                 # 10 000 file opens every few seconds); a write to any session still wakes us
                 targets = (set(ingester._known) - ingester.ended) if full else dirty | set(added)
-                for sid in sorted(targets):
-                    try:
-                        ingester.ingest_session(sid)
-                    except Exception as exc:  # a broken folder must not stop the others
-                        ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
+                ingester.hold()
+                try:
+                    with store.transaction():  # one commit for every session that wrote
+                        for sid in sorted(targets):
+                            try:
+                                ingester.ingest_session(sid)
+                            except Exception as exc:  # a broken folder must not stop the others
+                                ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
+                except sqlite3.Error as exc:  # the commit: nothing is shown, and the lines are read again
+                    ingester.discard()
+                    ingester._error(f"writing {self.home / 'onegc.db'} failed: {exc}")
+                else:
+                    ingester.deliver()
                 if full:
                     failed = ingester.check_liveness()
                     if failed and self.on_sessions:

@@ -43,9 +43,10 @@ def _record_schema() -> dict:
 # strings cached by key only: keys repeat on every line, values (text, ids) mostly do not, and
 # caching those cost more than it saved (15 % of a line's parse)
 _VALIDATOR = SchemaValidator(_record_schema(), {"cache_strings": "keys"})
-# the validator alone, for a whole batch at C speed: raises on a bad line, which the caller then
-# reads line by line with parse_record (the model's verdict and message)
+# the validators alone, for a whole batch at C speed (``map``): each raises on a bad line, which
+# the caller then reads line by line with parse_record or parse_event (the model's message)
 validate_record = _VALIDATOR.validate_json
+validate_event = EVENT_ADAPTER.validator.validate_json  # = parse_event, without its Python frame
 
 
 def parse_record(line: bytes | str) -> Record:

@@ -244,7 +244,10 @@ class CheckpointsPane(Vertical):
             metric = spec.metric_label
         except UnknownTask:
             self.higher, metric = True, "score"
-        self.query_one("#ckpt-title", Static).update(f"Checkpoint scores · {metric} {'↑' if self.higher else '↓'}")
+        title = f"Checkpoint scores · {metric} {'↑' if self.higher else '↓'}"
+        if title != getattr(self, "_shown_title", None):  # one line (.pane-title): no relayout of the screen
+            self._shown_title = title
+            self.query_one("#ckpt-title", Static).update(title, layout=False)
         for r in checkpoints:
             flags = json.loads(r["flags"]) if r.get("flags") else []
             self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"],

@@ -222,7 +222,10 @@ class TranscriptPane(Vertical):
         if self.words:
             parts.append(f"“{self.query_text}”")
         parts.append("following" if log.auto_scroll else "scrolled back: f follows")
-        self.query_one("#transcript-title", Static).update(" · ".join(parts))
+        title = " · ".join(parts)
+        if title != getattr(self, "_shown_title", None):  # one line (.pane-title): no relayout of the screen
+            self._shown_title = title
+            self.query_one("#transcript-title", Static).update(title, layout=False)
 
     def load(self, sid: str, store: Store) -> None:
         self.show(sid, self.fetch(store, sid, self.mode, self.query_text))

@@ -122,16 +122,13 @@ class Store:
 
     # ------------------------------------------------------------------ writing
     @contextmanager
-    def bulk(self):
-        """Every write inside in one transaction, committed every ``BULK_COMMIT_ROWS`` events and
-        at the end, without waiting for the disk until then: for a file being built from the
-        session folders (``onegc reindex``), which nobody reads before it is renamed into place
-        (a crash leaves a file that is thrown away). A commit per batch and per session was half
-        a reindex's time."""
+    def transaction(self):
+        """Every write inside in one transaction, each batch in a savepoint of its own (a batch
+        that fails leaves nothing behind, the others stay): the live ingest commits once per
+        wake for all the sessions that wrote, not once per session and batch."""
         conn = self.conn
-        conn.execute("PRAGMA synchronous=OFF")
         conn.execute("BEGIN")
-        self._bulk_rows = 0
+        self._outer = "transaction"
         try:
             yield self
             conn.commit()
@@ -139,25 +136,51 @@ class Store:
             conn.rollback()
             raise
         finally:
-            self._bulk_rows = None
+            self._outer = None
+
+    @contextmanager
+    def bulk(self):
+        """:meth:`transaction` for a file being built from the session folders (``onegc
+        reindex``), which nobody reads before it is renamed into place (a crash leaves a file
+        that is thrown away): committed every ``BULK_COMMIT_ROWS`` events, without waiting for the
+        disk until the end. A commit per batch and per session was half a reindex's time."""
+        conn = self.conn
+        conn.execute("PRAGMA synchronous=OFF")
+        self._bulk_rows = 0
+        try:
+            with self.transaction():
+                self._outer = "bulk"
+                yield self
+        finally:
+            self._bulk_rows = 0
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and now to the disk, before anyone renames it
 
-    _bulk_rows: int | None = None  # inside bulk(): events written since its last commit
+    _outer: str | None = None  # inside transaction() or bulk()
+    _bulk_rows = 0  # inside bulk(): events written since its last commit
 
     @contextmanager
     def _transaction(self, rows: int = 0):
-        """One transaction (``with conn``), or, inside :meth:`bulk`, a part of its."""
-        if self._bulk_rows is None:
-            with self.conn:
+        """One transaction (``with conn``), or inside :meth:`transaction` a savepoint of it."""
+        conn = self.conn
+        if self._outer is None:
+            with conn:
                 yield
             return
-        yield
-        self._bulk_rows += rows
-        if self._bulk_rows >= BULK_COMMIT_ROWS:  # a bounded WAL: its pages go into the file
-            self.conn.commit()
-            self.conn.execute("BEGIN")
-            self._bulk_rows = 0
+        conn.execute("SAVEPOINT batch")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO batch")
+            conn.execute("RELEASE batch")
+            raise
+        conn.execute("RELEASE batch")
+        if self._outer == "bulk":
+            self._bulk_rows += rows
+            if self._bulk_rows >= BULK_COMMIT_ROWS:  # a bounded WAL: its pages go into the file
+                conn.commit()
+                conn.execute("BEGIN")
+                self._bulk_rows = 0
 
     def register_session(self, session_id: str, folder: str, config: dict, state: str = "queued") -> None:
         """Make sure a ``sessions`` row exists (from ``session.json``), without clobbering one."""
