@@ -12,20 +12,26 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import click
 
 from onegc_tui.cli_base import DURATION, OnegcGroup, need_terminal
 from runner.config import SessionPaths, data_root, runs_dir, usable_home
 from runner.errors import OnegcError
-from tasks import TaskSpec, UnknownTask, all_tasks, benchmark_tasks, get_task
+
+if TYPE_CHECKING:
+    from tasks import TaskSpec
+# The task registry, the session config and whatever else needs pydantic are imported by the
+# commands that use them: `onegc --help`, `onegc sessions` and `onegc tasks` start without it
 
 DEMO_BUDGET = "2m"  # two scripted runs and their checkpoints fit easily
 DEMO_PACE_S = 3.0  # the scripted agent "thinks" this long between steps: the demo lasts about a minute
 
 
 def _task(name: str) -> TaskSpec:
+    from tasks import UnknownTask, get_task
+
     try:
         return get_task(name)
     except UnknownTask as exc:
@@ -53,15 +59,16 @@ def main() -> None:
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
     from onegc_tui.format import arrow
+    from onegc_tui.task_facts import task_facts
     from onegc_tui.text_table import terminal_width, text_table
     from runner.start import is_prepared
 
     home = usable_home()
     rows = []
-    for spec in all_tasks().values():
-        ready = is_prepared(spec, home)
+    for spec in task_facts().values():
+        ready = is_prepared(spec.id, home)
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
-        rows.append([spec.short, spec.title, f"{spec.metric_label} {arrow(spec.direction)}", f"{spec.budget_minutes:.0f} m", base,
+        rows.append([spec.short, spec.title, f"{spec.metric_label} {arrow('higher' if spec.higher_is_better else 'lower')}", f"{spec.budget_minutes:.0f} m", base,
                      "prepared" if ready else "not prepared"])
     header = ["id", "task", "metric", "budget", "baseline", "data"]
     for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
@@ -123,6 +130,8 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
         raise OnegcError("name the tasks to prepare (e.g. 'onegc prepare t1 t6') or 'all'")
     extra = tuple(n for n in names if n.startswith("-"))
     wanted = [n for n in names if not n.startswith("-")]
+    from tasks import benchmark_tasks
+
     specs = benchmark_tasks() if wanted == ["all"] else [_task(n) for n in wanted]
     for spec in specs:
         click.echo(f"{spec.short}: {spec.title}", err=True)
@@ -250,11 +259,14 @@ def sessions_cmd(as_json: bool) -> None:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
     from onegc_tui.format import clock
+    from onegc_tui.task_facts import find, task_facts
     from onegc_tui.text_table import terminal_width, text_table
 
+    facts = task_facts()
     table = []
     for r in rows:
-        short = _task_short(r["task"])
+        task = find(facts, r["task"]) if r["task"] else None
+        short = task.short if task else (r["task"] or "?")[:4]  # a task of another onegc version
         left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = "" if r["score"] is None else f"{r['score']:.4f}"
@@ -263,13 +275,6 @@ def sessions_cmd(as_json: bool) -> None:
     header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
         click.echo(line)
-
-
-def _task_short(task: str | None) -> str:
-    try:
-        return get_task(task).short if task else "?"
-    except UnknownTask:
-        return (task or "?")[:4]  # a task of another onegc version
 
 
 def _control(session_id: str, action: Literal["pause", "resume"]) -> None:
@@ -354,7 +359,8 @@ def reindex_cmd() -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(tmp) + suffix).unlink(missing_ok=True)
     store = Store(tmp)
-    n = Ingester(home, store).ingest_all()
+    with store.bulk():
+        n = Ingester(home, store).ingest_all()
     sessions = len(store.sessions())
     store.close()
     for suffix in ("-wal", "-shm"):

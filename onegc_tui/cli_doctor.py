@@ -9,9 +9,6 @@ import sys
 import click
 
 from runner.config import REAL_AGENTS, data_root, onegc_home
-from runner.gpu import gpu_count
-from runner.proctree import Freezer, pidns_available
-from tasks import all_tasks
 
 
 def _line(ok: bool | None, text: str) -> None:
@@ -24,6 +21,9 @@ def doctor() -> None:
     """Check agent CLIs, credentials, containment, GPUs and prepared data."""
     from runner.agents.credentials import credential_report
     from runner.agents.locate import cli_status
+    from runner.gpu import gpu_count
+    from runner.proctree import Freezer, pidns_available
+    from tasks import all_tasks
 
     home = onegc_home()
     click.echo(f"onegc home: {home}")

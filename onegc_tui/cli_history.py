@@ -6,14 +6,12 @@ from pathlib import Path
 
 import click
 
-from onegc_tui import queries
-from onegc_tui.analysis import build_matrix, split_demo
-from onegc_tui.export import FORMATS, render_history, sessions_csv
-from onegc_tui.format import count
-from onegc_tui.ingest import Ingester
-from onegc_tui.store import Store
 from runner.config import usable_home
 from runner.errors import OnegcError
+
+# the formats of onegc_tui.export (tests/cli checks they agree): named here so that `onegc --help`
+# and every other command start without the analysis modules (lazy imports keep start-up short)
+FORMATS = ("table", "csv", "md", "latex", "json")
 
 
 @click.command("history")
@@ -25,6 +23,13 @@ from runner.errors import OnegcError
               help="also write one CSV line per session to this file")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
+    from onegc_tui import queries
+    from onegc_tui.analysis import build_matrix, split_demo
+    from onegc_tui.export import render_history, sessions_csv
+    from onegc_tui.format import count
+    from onegc_tui.ingest import Ingester
+    from onegc_tui.store import Store
+
     home = usable_home()
     store = Store.open(home)
     try:

@@ -15,12 +15,17 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from onegc_tui.cli_base import OnegcGroup
 from runner.config import SessionPaths, runs_dir, usable_home
-from runner.study import check_agents, launch, load_study, plan, status_json, status_report, survey, wait
+
+if TYPE_CHECKING:
+    from runner.study import StudySpec
+# runner.study is imported by each command as it runs: its models would cost every other onegc
+# command its start-up
 
 
 class _RunByDefault(OnegcGroup):
@@ -30,6 +35,12 @@ class _RunByDefault(OnegcGroup):
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["run", *args]
         return super().parse_args(ctx, args)
+
+
+def _load(file: str) -> StudySpec:
+    from runner.study import load_study
+
+    return load_study(Path(file))  # a StudyError is an OnegcError: one line, exit 2
 
 
 @click.group("study", cls=_RunByDefault, context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,7 +57,9 @@ def study() -> None:
 @click.option("--dry-run", is_flag=True, help="say what would be created, retried and skipped; change nothing")
 def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run: bool) -> None:
     """Create and launch the study's sessions; skip finished ones, retry harness failures."""
-    spec = load_study(Path(file))
+    from runner.study import check_agents, launch, plan, status_report, survey, wait
+
+    spec = _load(file)
     home = usable_home()
     if dry_run:
         states = survey(spec, home)
@@ -92,7 +105,9 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
 @click.option("--json", "as_json", is_flag=True, help="every session and cell as one JSON object")
 def status_cmd(file: str, as_json: bool) -> None:
     """Progress per agent × task (done/running/queued/failed) and contract mismatches."""
-    spec = load_study(Path(file))
+    from runner.study import status_json, status_report
+
+    spec = _load(file)
     home = usable_home()
     if as_json:
         click.echo(json.dumps(status_json(spec, home), indent=1, default=str))
@@ -106,8 +121,9 @@ def status_cmd(file: str, as_json: bool) -> None:
 def abort_cmd(file: str, yes: bool) -> None:
     """Take the study's queued sessions off the queue and ask its running ones to stop."""
     from runner.launchers import abort_session
+    from runner.study import survey
 
-    spec = load_study(Path(file))
+    spec = _load(file)
     home = usable_home()
     live = [s for s in survey(spec, home) if s.state in ("queued", "running")]
     if not live:

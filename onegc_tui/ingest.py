@@ -14,33 +14,28 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from pathlib import Path
-
-from pydantic import ValidationError
-from watchdog.events import (
-    DirCreatedEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
-from watchdog.observers.polling import PollingObserver
+from typing import TYPE_CHECKING, cast
 
 from onegc_tui.store import IngestBatch, Store
 from runner import verdicts
 from runner.config import SessionPaths
-from runner.events import Event, parse_event
 from runner.jsonl import JsonlTail, TailState, too_long
 from runner.reconcile import clean_up_after, reconcile
-from runner.settings import observer_kind
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
+    from watchdog.observers.api import BaseObserver
+
+    from runner.events import Event
+# The parsers (pydantic) are imported with the first new line, watchdog with the first LiveIngest:
+# `onegc sessions` over a store that is current starts without either (start-up, README)
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines (and no event line is longer)
 MAX_CONFIG_BYTES = 1 << 20  # session.json is a few hundred bytes
@@ -51,10 +46,9 @@ INGEST_NICE = 5
 COALESCE_S = 0.05
 RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): events arrive through watchdog
 
-# Only writes and new files. watchdog >= 5 also reports opens and read-only closes; reacting to our
-# own reads would read again, forever (the filter keeps them out of the kernel's mask too).
-WRITE_EVENTS = [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
-OnEvents = Callable[[str, list[Event]], None]
+OnEvents = Callable[[str, list["Event"]], None]
+_TYPE, _SESSION = itemgetter("type"), itemgetter("session_id")
+_FIELDS = attrgetter("__dict__")  # an event model's fields, as the store takes them
 
 
 @dataclass
@@ -68,6 +62,21 @@ class Ingester:
     _known: dict[str, SessionPaths] = field(default_factory=dict)
     _ended: set[str] = field(default_factory=set)
     _tails: dict[str, JsonlTail] = field(default_factory=dict)
+    _held: list[tuple[str, list[Event]]] | None = None  # hold(): new events wait for deliver()
+
+    def hold(self) -> None:
+        """Keep the new events from ``on_events`` until :meth:`deliver`: the caller writes in one
+        transaction, and what it shows must be what was committed (exactly once, even if the
+        commit fails and the lines are read again)."""
+        self._held = []
+
+    def deliver(self) -> None:
+        held, self._held = self._held or [], None
+        for sid, events in held:
+            self.on_events(sid, events)  # type: ignore[misc]  # set whenever events are held (hold() needs it)
+
+    def discard(self) -> None:
+        self._held = None
 
     @property
     def runs(self) -> Path:
@@ -127,39 +136,32 @@ class Ingester:
         tail = self._tails.get(sid)
         if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
             tail = self._tails[sid] = JsonlTail(paths.events, TailState(offset, line_no))
+        # the store needs each event's fields; only a caller of on_events needs the models (the
+        # monitor, a few thousand lines a second at most): a catch-up or a reindex parses to dicts
+        typed = self.on_events is not None
         total = 0
         while True:
-            parsed: list[tuple[Event, str]] = []
-            lines: list[int] = []
-            bad: list[tuple[int, str]] = []
-            for n, line in tail.read_lines(MAX_BATCH_BYTES):
-                if line is None:
-                    bad.append((n, too_long(MAX_BATCH_BYTES)))
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    event = parse_event(line)
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    bad.append((n, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"[:200]))
-                    continue
-                if event.session_id != sid:  # only this session's runner writes this file
-                    bad.append((n, f"an event of session {event.session_id[:60]!r} in {sid}'s file: skipped"))
-                    continue
-                parsed.append((event, line.decode("utf-8", errors="replace")))
-                lines.append(n)
+            first, block = tail.read_block(MAX_BATCH_BYTES)
+            batch = self._fast_batch(sid, first, block, typed)
+            if batch is None:
+                batch = self._parse_lines(sid, first, block, typed)
+            records, raws, models, lines, bad = batch
             if tail.state.offset == offset:
                 break
-            new = self.store.ingest(IngestBatch(key, sid, parsed, tail.state.offset, tail.state.line_no, bad, lines,
+            new = self.store.ingest(IngestBatch(key, sid, records, raws, tail.state.offset, tail.state.line_no, bad, lines,
                                                 file_id))
             for n, err in new.rejected:
                 self._error(f"{paths.events}:{n}: event line skipped ({err})")
             offset = tail.state.offset
-            total += len(new.events)
-            if new.events and self.on_events:
-                self.on_events(sid, new.events)
-            if any(e.type == "session_ended" for e in new.events):
+            total += len(new.new)
+            if new.new and typed:
+                events = models if len(new.new) == len(models) else [models[i] for i in new.new]
+                if self._held is None:
+                    self.on_events(sid, events)  # type: ignore[misc]  # typed means on_events is set
+                else:
+                    self._held.append((sid, events))
+            if "session_ended" in map(_TYPE, records) and (  # (every line new: no look at each)
+                    len(new.new) == len(records) or any(records[i]["type"] == "session_ended" for i in new.new)):
                 self._apply_verdicts(sid, paths)  # the runner's own (an integrity rule) comes with its end
                 self._ended.add(sid)
             if tail.at_end:
@@ -171,6 +173,67 @@ class Ingester:
         self.store.register_session(sid, str(paths.root), self._read_config(paths))
         self._tails.pop(sid, None)
         self._ended.discard(sid)
+    @staticmethod
+    def _fast_batch(sid: str, first: int, lines: list[bytes | None], typed: bool) -> tuple | None:
+        """A batch of good lines of this session, validated by maps in C (a catch-up or reindex
+        reads millions, the monitor thousands a second): the fields of each, and where ``typed``
+        the models; ``None`` when any line is not good, to be read line by line."""
+        if not lines:
+            return [], [], [], [], []
+        if None in lines:
+            return None
+        from onegc_tui.records import validate_event, validate_record
+
+        good = cast("list[bytes]", lines)  # no None among them (just checked)
+        try:
+            if typed:
+                models = list(map(validate_event, good))
+                records = list(map(_FIELDS, models))
+            else:
+                models, records = [], list(map(validate_record, good))
+            raws = list(map(bytes.decode, good))
+        except ValueError:  # a corrupt or blank line (ValidationError), or one not UTF-8
+            return None
+        if set(map(_SESSION, records)) != {sid}:
+            return None
+        return records, raws, models, range(first, first + len(lines)), []
+
+    @staticmethod
+    def _parse_lines(sid: str, first: int, block: list[bytes | None], typed: bool) -> tuple:
+        """Each line on its own: the models where ``typed``; every bad line with its reason."""
+        from pydantic import ValidationError
+
+        from onegc_tui.records import parse_record
+        from runner.events import parse_event
+
+        parse = parse_event if typed else parse_record
+        records: list[dict] = []
+        raws: list[str] = []
+        models: list[Event] = []
+        lines: list[int] = []
+        bad: list[tuple[int, str]] = []
+        for n, line in enumerate(block, first):
+            if line is None:
+                bad.append((n, too_long(MAX_BATCH_BYTES)))
+                continue
+            try:
+                event = parse(line)
+            except ValidationError as exc:
+                if not line.strip():
+                    continue
+                err = exc.errors()[0]
+                bad.append((n, f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"[:200]))
+                continue
+            record: dict = event.__dict__ if typed else cast("dict", event)
+            if record["session_id"] != sid:  # only this session's runner writes this file
+                bad.append((n, f"an event of session {record['session_id'][:60]!r} in {sid}'s file: skipped"))
+                continue
+            records.append(record)
+            raws.append(line.decode("utf-8", errors="replace"))
+            lines.append(n)
+            if typed:
+                models.append(cast("Event", event))
+        return records, raws, models, lines, bad
 
     def ingest_all(self) -> int:
         self.discover()
@@ -218,11 +281,22 @@ def _file_id(path: Path) -> str | None:
     return f"{st.st_dev}:{st.st_ino}"
 
 
-class _Dirty(FileSystemEventHandler):
+def _write_events() -> list[type]:
+    """Only writes and new files. watchdog >= 5 also reports opens and read-only closes; reacting to
+    our own reads would read again, forever (the filter keeps them out of the kernel's mask too)."""
+    from watchdog.events import DirCreatedEvent, FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent
+
+    return [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
+
+
+class _Dirty:
+    """watchdog's handler (an observer calls ``dispatch`` for each event, as on its own
+    ``FileSystemEventHandler``)."""
+
     def __init__(self, mark: Callable[[str | None], None]):
         self.mark = mark
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
+    def dispatch(self, event: FileSystemEvent) -> None:
         path = Path(os.fsdecode(getattr(event, "dest_path", "") or event.src_path))
         if path.name == "events.jsonl":
             self.mark(path.parent.name)
@@ -243,6 +317,8 @@ class LiveIngest:
         self.on_error = on_error
         self.on_sessions = on_sessions
         self.rescan_s = rescan_s
+        from runner.settings import observer_kind
+
         self.polling = observer_kind(home) == "polling" if polling is None else polling
         self._dirty: set[str] = set()
         self._rediscover = True
@@ -254,10 +330,14 @@ class LiveIngest:
         self.ready = threading.Event()
 
     def start(self) -> None:
+        from watchdog.observers import Observer
+        from watchdog.observers.polling import PollingObserver
+
         (self.home / "runs").mkdir(parents=True, exist_ok=True)
         observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
         # only writes and new files: the kernel then never reports our own reads to us
-        observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True, event_filter=WRITE_EVENTS)
+        observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True,  # type: ignore[arg-type]  # a handler by its dispatch
+                          event_filter=_write_events())
         observer.start()
         self._observer = observer
         self._thread.start()
@@ -301,11 +381,19 @@ class LiveIngest:
                 # the safety-net rescan reads live sessions only (10 000 finished ones are not
                 # 10 000 file opens every few seconds); a write to any session still wakes us
                 targets = (set(ingester._known) - ingester.ended) if full else dirty | set(added)
-                for sid in sorted(targets):
-                    try:
-                        ingester.ingest_session(sid)
-                    except Exception as exc:  # a broken folder must not stop the others
-                        ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
+                ingester.hold()
+                try:
+                    with store.transaction():  # one commit for every session that wrote
+                        for sid in sorted(targets):
+                            try:
+                                ingester.ingest_session(sid)
+                            except Exception as exc:  # a broken folder must not stop the others
+                                ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
+                except sqlite3.Error as exc:  # the commit: nothing is shown, and the lines are read again
+                    ingester.discard()
+                    ingester._error(f"writing {self.home / 'onegc.db'} failed: {exc}")
+                else:
+                    ingester.deliver()
                 if full:
                     failed = ingester.check_liveness()
                     if failed and self.on_sessions:

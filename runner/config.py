@@ -9,9 +9,12 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from runner.session_config import SessionConfig
 
 from runner.errors import OnegcError
 
@@ -57,37 +60,15 @@ def usable_home() -> Path:
     return home
 
 
-class SessionConfig(BaseModel):
-    """One agent on one task for one repeat, as given to the runner."""
+def __getattr__(name: str):
+    # SessionConfig, a pydantic model, lives in runner/session_config.py and is loaded on first use:
+    # this module (the paths of a session, the home) starts every onegc command, and most of them
+    # (--help, sessions, tasks) need no pydantic, whose import alone would cost most of their start-up
+    if name == "SessionConfig":
+        from runner.session_config import SessionConfig
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    session_id: str
-    task: str
-    agent: str
-    model: str | None = None
-    repeat: int = Field(default=1, ge=1)
-    study: str | None = None
-    budget_s: float = Field(gt=0)
-    grace_s: float = Field(default=GRACE_S, ge=0)
-    gpu: str | None = None  # CUDA_VISIBLE_DEVICES for the agent; None = no GPU assigned
-    network: NetworkPolicy = "open"
-    # the agent runs in the sandbox of runner/sandbox.py; False (`--unsealed`) is recorded in the
-    # contract and flagged wherever the session's results are shown
-    sealed: bool = True
-    command: list[str] = Field(default_factory=list)  # the `command` agent's command line
-    agent_args: list[str] = Field(default_factory=list)
-    pace_s: float = Field(default=1.0, ge=0)  # scripted agent: seconds of "thinking" between steps
-    live_eval_device: str = "cpu"  # live scoring must not take the GPU the budget is paying for
-    stall_s: float = Field(default=STALL_S, gt=0)
-    created: float = Field(default_factory=time.time)
-
-    @field_validator("session_id")
-    @classmethod
-    def _valid_id(cls, value: str) -> str:
-        if not SESSION_ID_RE.match(value):
-            raise ValueError("use letters, digits, '.', '_' or '-' (at most 128)")
-        return value
+        return SessionConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def new_session_id(task_short: str, agent: str, repeat: int = 1) -> str:
@@ -133,6 +114,10 @@ class SessionPaths:
         os.replace(tmp, self.config)
 
     def read_config(self) -> SessionConfig:
+        from pydantic import ValidationError
+
+        from runner.session_config import SessionConfig
+
         try:
             return SessionConfig.model_validate_json(self.config.read_bytes())
         except FileNotFoundError:

@@ -19,13 +19,15 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import ValidationError
-
-from runner.coalesce import WarningFolder
 from runner.errors import NO_SPACE_ERRNOS, DiskFull
-from runner.events import EVENT_TYPES, Event, dump_event, parse_event
+
+if TYPE_CHECKING:
+    from runner.coalesce import WarningFolder
+    from runner.events import Event
+# runner.events (pydantic) is imported by the writer and by read_events: a reader of whole lines
+# (the ingest, the CLI's start-up) needs neither
 
 Clock = Callable[[], float]
 OnNoSpace = Callable[[DiskFull], None]
@@ -103,6 +105,8 @@ class EventWriter:
         if self._held is not None and type_ in ROUTINE_TYPES:
             self.dropped[type_] += 1
             return None
+        from runner.events import EVENT_TYPES, dump_event
+
         event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **fields)
         line = dump_event(event).encode() + b"\n"
         if self._held is None:
@@ -189,32 +193,39 @@ class JsonlTail:
     def read_lines(self, max_bytes: int = 8 << 20) -> Iterator[tuple[int, bytes | None]]:
         """Yield ``(line_no, line)`` for each complete new line, ``(line_no, None)`` for one that
         was longer than ``max_bytes`` (skipped); advances the offset."""
+        first, lines = self.read_block(max_bytes)
+        yield from zip(range(first, first + len(lines)), lines, strict=True)
+
+    def read_block(self, max_bytes: int = 8 << 20) -> tuple[int, list[bytes | None]]:
+        """The complete new lines as one list, and the line number of the first (``None`` for a
+        line longer than ``max_bytes``, skipped); advances the offset. A reader of millions of
+        lines (a reindex) takes them without a step of Python per line."""
+        first = self.state.line_no + 1
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.state.offset)
                 if self.state.in_long_line and not self._skip_long_line(f):
                     self.at_end = True
-                    return
+                    return first, []
                 chunk = f.read(max_bytes if max_bytes > 0 else -1)
                 end = chunk.rfind(b"\n")
                 if end < 0 and max_bytes > 0 and len(chunk) == max_bytes:
                     self.state.line_no += 1
                     self.state.offset += len(chunk)
                     self.state.in_long_line = True
-                    yield self.state.line_no, None
                     self._skip_long_line(f)
                     self.at_end = False
-                    return
+                    return first, [None]
         except FileNotFoundError:
             self.at_end = True
-            return
+            return first, []
         self.at_end = max_bytes <= 0 or len(chunk) < max_bytes
         if end < 0:
-            return
-        for line in chunk[: end + 1].splitlines():
-            self.state.line_no += 1
-            yield self.state.line_no, line
+            return first, []
+        lines: list[bytes | None] = list(chunk[: end + 1].splitlines())
+        self.state.line_no += len(lines)
         self.state.offset += end + 1
+        return first, lines
 
     def _skip_long_line(self, f) -> bool:
         """Move past the newline that ends an oversized line; False while it has not come yet."""
@@ -250,6 +261,10 @@ class JsonlTail:
         return records, bad
 
     def read_events(self, max_bytes: int = 8 << 20) -> tuple[list[Event], list[BadLine]]:
+        from pydantic import ValidationError
+
+        from runner.events import parse_event
+
         events: list[Event] = []
         bad: list[BadLine] = []
         for line_no, line in self.read_lines(max_bytes):

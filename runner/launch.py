@@ -12,9 +12,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner.config import SessionConfig, SessionPaths, runs_dir
+from runner.config import SessionPaths, runs_dir
 from runner.liveness import launch_record
+
+if TYPE_CHECKING:
+    from runner.config import SessionConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

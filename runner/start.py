@@ -21,14 +21,14 @@ if TYPE_CHECKING:
     from tasks import TaskSpec
 
 
-def is_prepared(spec: TaskSpec, home: Path) -> bool:
+def is_prepared(task_id: str, home: Path) -> bool:
     """The task's data is prepared under ``home`` (its manifest is written last, atomically)."""
-    return (data_root(home) / spec.id / "manifest.json").is_file()
+    return (data_root(home) / task_id / "manifest.json").is_file()
 
 
 def ensure_prepared(spec: TaskSpec, home: Path) -> None:
     """The task's data is there; a CPU task (the demo) makes its own data here, offline."""
-    if is_prepared(spec, home):
+    if is_prepared(spec.id, home):
         return
     if not spec.cpu_ok:
         raise OnegcError(f"data for {spec.short} not prepared: run 'onegc prepare {spec.short}'")

@@ -47,7 +47,8 @@ from runner.events import Event
 from tasks import direction_of
 
 GIL_SWITCH_S = 0.001
-FLUSH_HZ = 10  # drain new events into the panes this often (../shared/PERFORMANCE.md: frames, not lines)
+FLUSH_HZ = 5  # drain new events into the panes this often: CPU follows frames, not lines (../shared/PERFORMANCE.md);
+# each drain redraws the transcript pane, and at 10 Hz that was a third of the streaming monitor's CPU
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}

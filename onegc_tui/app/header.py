@@ -21,8 +21,16 @@ class BeatClock(HeaderClockSpace):
         return Text(datetime.now().strftime("%X"))
 
 
+class LineTitle(HeaderTitle):
+    """The title, one line whatever it says: a new one (the selected session's id, on every key
+    that moves the selection) repaints the header, without laying out the whole screen again."""
+
+    def update(self, content="", *, layout: bool = True) -> None:
+        super().update(content, layout=False)
+
+
 class MonitorHeader(Header):
     def compose(self) -> ComposeResult:
         yield HeaderIcon().data_bind(Header.icon)
-        yield HeaderTitle()
+        yield LineTitle()
         yield BeatClock() if self._show_clock else HeaderClockSpace()

@@ -20,6 +20,7 @@ from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
 BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
+BUDGET_EVENTS = frozenset({"session_started", "heartbeat", "budget", "session_ended"})  # what BudgetView.apply reads
 
 
 def budget_bar_text(view: Countdown, now: float, width: int) -> str:
@@ -54,9 +55,16 @@ class BudgetPane(Vertical):
             self._draw()
 
     def apply(self, events: list[Event]) -> None:
+        """A change of state (started, paused, resumed, ended) is drawn now; a heartbeat only
+        corrects the countdown, which the next tick draws (each redraw between ticks costs the
+        idle monitor a frame of its own: a heartbeat every 5 s, a GPU sample every second)."""
+        changed = False
         for e in events:
-            self.view.apply(e)
-        self._draw()
+            if e.type in BUDGET_EVENTS:
+                self.view.apply(e)
+                changed = changed or e.type != "heartbeat"
+        if changed:
+            self._draw()
 
     def tick(self) -> None:
         if hasattr(self, "row") and self.query("#budget-bar"):  # not while the app takes its widgets down
@@ -234,7 +242,10 @@ class CheckpointsPane(Vertical):
             metric = get_task(row.get("task") or "").metric_label
         except UnknownTask:
             metric = "score"
-        self.query_one("#ckpt-title", Static).update(f"Checkpoint scores · {metric} {arrow(self.direction)}")
+        title = f"Checkpoint scores · {metric} {arrow(self.direction)}"
+        if title != getattr(self, "_shown_title", None):  # one line (.pane-title): no relayout of the screen
+            self._shown_title = title
+            self.query_one("#ckpt-title", Static).update(title, layout=False)
         for r in checkpoints:
             flags = json.loads(r["flags"]) if r.get("flags") else []
             self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"],

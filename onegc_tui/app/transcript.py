@@ -16,6 +16,7 @@ from rich.style import Style
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
@@ -31,6 +32,7 @@ LOAD_LINES = 500  # read on selection: a screenful many times over, cheap enough
 Ref = tuple[str, int] | None  # (session id, seq) of the event behind a line; None: a note of ours
 MARK_AT = 9  # "HH:MM:SS " then the kind's mark
 MARK_TONES = {"✖": "error", "⚠": "warning", "★": "success"}
+STRIP_CACHE = 4 * TRANSCRIPT_LINES  # rendered lines kept by their text (emptied whole when full)
 
 
 class TranscriptLog(Log):
@@ -65,6 +67,8 @@ class TranscriptLog(Log):
         super().__init__(max_lines=TRANSCRIPT_LINES, auto_scroll=True, **kwargs)
         self.refs: deque[Ref] = deque(maxlen=TRANSCRIPT_LINES)
         self.cursor: int | None = None  # index into the lines; None: none (following)
+        self._strips: dict[tuple[str, Style], Strip] = {}
+        self._frame_style: Style | None = None
 
     # ------------------------------------------------------------------ lines
     def write_entries(self, entries: list[tuple[Ref, str]]) -> None:
@@ -85,22 +89,44 @@ class TranscriptLog(Log):
     def _update_size(self, updates: int, lines: list[str]) -> None:
         """No sideways scrolling: the widest line does not matter (Log measures it on a thread)."""
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # the widget's style once a frame: computing it walks every ancestor's styles, and it was
+        # a sixth of the monitor's drawing while sessions stream when done for each line
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
     def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:
-        strip = super()._render_line(y, scroll_x, width)
+        rich_style = self._frame_style or self.rich_style
         if y >= len(self.lines):
-            return strip
+            return Strip.blank(width, rich_style)
+        strip = self._render_line_strip(y, rich_style).crop_extend(scroll_x, scroll_x + width, rich_style)
         line = self.lines[y]
         shown = width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
         if len(line) > shown > 1 and cell_len(line) > shown:  # cut at the edge (not under the scrollbar): say so
-            strip = Strip.join([strip.crop(0, shown - 1), Strip([Segment(ELLIPSIS, self.rich_style)]),
-                                Strip.blank(width - shown, self.rich_style)])
+            strip = Strip.join([strip.crop(0, shown - 1), Strip([Segment(ELLIPSIS, rich_style)]),
+                                Strip.blank(width - shown, rich_style)])
         if y == self.cursor and self.has_focus:
             strip = strip.apply_style(Style(reverse=True))
         return strip.apply_offsets(scroll_x, y)
 
     def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
-        """The whole line (Log caches it), in its mark's colour: errors, warnings, scores."""
-        strip = super()._render_line_strip(y, rich_style)
+        """The whole line, in its mark's colour (errors, warnings, scores), kept by its text: new
+        lines scroll the pane, and each frame would otherwise render every visible line again
+        (Textual 8.2.8's Log keeps its own cache only while text is selected, by line number)."""
+        if self.text_selection is not None or y >= len(self.lines):
+            return self._tone(y, super()._render_line_strip(y, rich_style))
+        key = (self.lines[y], rich_style)
+        strip = self._strips.get(key)
+        if strip is None:
+            if len(self._strips) >= STRIP_CACHE:
+                self._strips.clear()
+            strip = self._strips[key] = self._tone(y, super()._render_line_strip(y, rich_style))
+        return strip
+
+    def _tone(self, y: int, strip: Strip) -> Strip:
         tone = self._tones.get(self.lines[y][MARK_AT:MARK_AT + 1]) if y < len(self.lines) else None
         if tone is None:
             return strip
@@ -196,7 +222,10 @@ class TranscriptPane(Vertical):
         if self.words:
             parts.append(f"“{self.query_text}”")
         parts.append("following" if log.auto_scroll else "scrolled back: f follows")
-        self.query_one("#transcript-title", Static).update(" · ".join(parts))
+        title = " · ".join(parts)
+        if title != getattr(self, "_shown_title", None):  # one line (.pane-title): no relayout of the screen
+            self._shown_title = title
+            self.query_one("#transcript-title", Static).update(title, layout=False)
 
     def load(self, sid: str, store: Store) -> None:
         self.show(sid, self.fetch(store, sid, self.mode, self.query_text))

@@ -15,45 +15,73 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import add, eq, itemgetter, not_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
-
 from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
 from runner.errors import OnegcError
-from runner.events import Event
+
+Record = dict[str, Any]  # an event's fields (onegc_tui/records.py)
 
 if TYPE_CHECKING:
     from tasks import Direction
 
 DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
+BULK_COMMIT_ROWS = 500_000  # bulk(): a commit per this many events keeps the WAL to a few hundred MB
 # per-session usage: transcript ``usage`` items add to these, a ``result`` item replaces them
 USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
+
+# CPython's sqlite3 (3.11) sends every None parameter through its adapter protocol: a miss in the
+# adapter registry, then two failed attribute lookups (``__adapt__``, ``__conform__``) that each
+# format an AttributeError, about 0.5 µs per None. A transcript row has three (tool, call id, exit
+# code): a quarter of its insert. With an adapter registered for None the first lookup finds it,
+# and ``{}.get`` (a C function: ``{}.get(None)`` is None) returns None, bound as NULL exactly as
+# before. The registry is the module's, for every connection: NULL either way.
+sqlite3.register_adapter(type(None), {}.get)  # type: ignore[arg-type]  # {}.get(None) is None: see above
 
 
 @dataclass(frozen=True)
 class IngestBatch:
-    """New whole lines of one ``events.jsonl``: parsed events with their raw text."""
+    """New whole lines of one ``events.jsonl``: each event's fields, and its raw text beside it.
+
+    The fields are a dict: :func:`onegc_tui.records.parse_record` of the line, or the
+    ``__dict__`` of its :data:`~runner.events.Event` model (the same keys and values)."""
 
     path: str
     session_id: str
-    events: Sequence[tuple[Event, str]]
+    records: Sequence[Record]
+    raws: Sequence[str]  # the line of each record
     offset: int
     line_no: int
     bad: Sequence[tuple[int, str]] = ()
-    lines: Sequence[int] = ()  # the line number of each event, for the ones rejected here
+    lines: Sequence[int] = ()  # the line number of each record, for the ones rejected here
     file_id: str | None = None  # the file read ("device:inode"): a new file under the same path starts over
 
 
 @dataclass(frozen=True)
 class Ingested:
-    """What a batch changed: the new events, and every line skipped (corrupt or in conflict)."""
+    """What a batch changed: which of its records were new (indices into ``records``), and every
+    line skipped (corrupt or in conflict)."""
 
-    events: list[Event]
+    new: list[int]
     rejected: list[tuple[int, str]]
+
+
+# Rows for executemany are taken from the records by itemgetter, in C: a tuple built in Python
+# per row cost more than the insert of an index entry.
+_EVENT_KEY = itemgetter("session_id", "seq", "ts", "type")
+_SEQ, _TS, _SESSION = itemgetter("seq"), itemgetter("ts"), itemgetter("session_id")
+_TRANSCRIPT_ROW = itemgetter("session_id", "seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text")
+_GPU_ROW = itemgetter("session_id", "seq", "ts", "index", "util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c")
+_CONTROL_ROW = itemgetter("session_id", "seq", "ts", "action", "request_id", "accepted", "detail")
+_TYPE, _KIND = itemgetter("type"), itemgetter("kind")
+_BULK_TYPES = frozenset({"transcript", "gpu"})
+_SPECIAL_KINDS = frozenset({"progress", "usage", "result"})  # transcript items that change more than their row
 
 
 _TOKEN = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps: letters and digits
@@ -130,7 +158,6 @@ class Store:
                 raise
             raise StoreUnusable(unusable(path, exc)) from None
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
 
     @classmethod
     def open(cls, home: Path) -> Store:
@@ -144,9 +171,70 @@ class Store:
         return self.conn.execute("PRAGMA user_version").fetchone()[0]
 
     # ------------------------------------------------------------------ writing
+    @contextmanager
+    def transaction(self):
+        """Every write inside in one transaction, each batch in a savepoint of its own (a batch
+        that fails leaves nothing behind, the others stay): the live ingest commits once per
+        wake for all the sessions that wrote, not once per session and batch."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        self._outer = "transaction"
+        try:
+            yield self
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        finally:
+            self._outer = None
+
+    @contextmanager
+    def bulk(self):
+        """:meth:`transaction` for a file being built from the session folders (``onegc
+        reindex``), which nobody reads before it is renamed into place (a crash leaves a file
+        that is thrown away): committed every ``BULK_COMMIT_ROWS`` events, without waiting for the
+        disk until the end. A commit per batch and per session was half a reindex's time."""
+        conn = self.conn
+        conn.execute("PRAGMA synchronous=OFF")
+        self._bulk_rows = 0
+        try:
+            with self.transaction():
+                self._outer = "bulk"
+                yield self
+        finally:
+            self._bulk_rows = 0
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and now to the disk, before anyone renames it
+
+    _outer: str | None = None  # inside transaction() or bulk()
+    _bulk_rows = 0  # inside bulk(): events written since its last commit
+
+    @contextmanager
+    def _transaction(self, rows: int = 0):
+        """One transaction (``with conn``), or inside :meth:`transaction` a savepoint of it."""
+        conn = self.conn
+        if self._outer is None:
+            with conn:
+                yield
+            return
+        conn.execute("SAVEPOINT batch")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO batch")
+            conn.execute("RELEASE batch")
+            raise
+        conn.execute("RELEASE batch")
+        if self._outer == "bulk":
+            self._bulk_rows += rows
+            if self._bulk_rows >= BULK_COMMIT_ROWS:  # a bounded WAL: its pages go into the file
+                conn.commit()
+                conn.execute("BEGIN")
+                self._bulk_rows = 0
+
     def register_session(self, session_id: str, folder: str, config: dict, state: str = "queued") -> None:
         """Make sure a ``sessions`` row exists (from ``session.json``), without clobbering one."""
-        with self.conn:
+        with self._transaction():
             self.conn.execute(
                 "INSERT OR IGNORE INTO sessions (session_id, folder, study, task, agent, model, repeat, budget_s, grace_s, state, remaining_s)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -184,16 +272,18 @@ class Store:
         stored was not written by it (a forged or corrupted record): it is skipped and reported,
         and the first one kept. The same line read twice (two ingesters) is no conflict."""
         conn = self.conn
-        with conn:
-            new, conflicts = self._only_new(batch.session_id, batch.events)
-            conn.executemany(
-                "INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)",
-                [(e.session_id, e.seq, e.ts, e.type, raw) for e, raw in new],
-            )
-            self._derive([e for e, _ in new])
+        with self._transaction(len(batch.records)):
+            new, conflicts = self._only_new(batch.session_id, batch.records, batch.raws)
+            records, raws = batch.records, batch.raws
+            if len(new) != len(records):
+                records, raws = [records[i] for i in new], [raws[i] for i in new]
+            conn.executemany("INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)",
+                             map(add, map(_EVENT_KEY, records), zip(raws)))
+            if records:
+                self._derive(batch.session_id, records)
             rejected = list(batch.bad) + [
                 (batch.lines[i] if i < len(batch.lines) else 0,
-                 f"a second line with seq {batch.events[i][0].seq}, other than the first: not the runner's (the first is kept)")
+                 f"a second line with seq {batch.records[i]['seq']}, other than the first: not the runner's (the first is kept)")
                 for i in conflicts]
             if rejected:
                 # two ingesters (a monitor and `onegc sessions`) both meet a bad line: it counts once,
@@ -211,122 +301,139 @@ class Store:
                 " WHERE excluded.offset > ingest_offsets.offset",  # another ingester may have gone further
                 (batch.path, batch.session_id, batch.offset, batch.line_no, batch.file_id),
             )
-        return Ingested([e for e, _ in new], rejected)
+        return Ingested(new, rejected)
 
-    def _only_new(self, session_id: str, events: Sequence[tuple[Event, str]]) -> tuple[list[tuple[Event, str]], list[int]]:
-        """The events not stored yet, and the indices of lines whose seq is taken by another line."""
-        if not events:
+    def _only_new(self, session_id: str, records: Sequence[Record], raws: Sequence[str]) -> tuple[list[int], list[int]]:
+        """The indices of the records not stored yet, and of the lines whose seq is taken by another line."""
+        if not records:
             return [], []
-        seqs = [e.seq for e, _ in events]
+        seqs = list(map(_SEQ, records))
         top = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
-        if seqs[0] > top and all(a < b for a, b in zip(seqs, seqs[1:])) and all(e.session_id == session_id for e, _ in events):
-            return list(events), []  # the common case: a tail of new, increasing lines
+        if seqs[0] > top and all(map(int.__lt__, seqs, seqs[1:])) and set(map(_SESSION, records)) == {session_id}:
+            return list(range(len(records))), []  # the common case: a tail of new, increasing lines
         lo, hi = min(seqs), max(seqs)
         have = dict(self.conn.execute(
             "SELECT seq, data FROM events WHERE session_id=? AND seq BETWEEN ? AND ?", (session_id, lo, hi)).fetchall())
         out, conflicts = [], []
-        for i, (e, raw) in enumerate(events):
-            if e.session_id != session_id:
+        for i, (r, raw) in enumerate(zip(records, raws)):
+            if r["session_id"] != session_id:
                 continue
-            if e.seq in have:
-                if have[e.seq].strip() != raw.strip():
+            if r["seq"] in have:
+                if have[r["seq"]].strip() != raw.strip():
                     conflicts.append(i)
                 continue
-            have[e.seq] = raw
-            out.append((e, raw))
+            have[r["seq"]] = raw
+            out.append(i)
         return out, conflicts
 
-    def _derive(self, events: list[Event]) -> None:
-        """Derived rows and the summary row, for events inserted just now."""
+    def _derive(self, sid: str, records: Sequence[Record]) -> None:
+        """Derived rows and the summary row, for one session's events inserted just now."""
         conn = self.conn
         transcript, gpu, controls = [], [], []
-        progress: dict[tuple[str, str], tuple] = {}  # (session, call id) -> the latest heartbeat row
-        summary: dict[str, dict] = {}
-        for e in events:
-            s = summary.setdefault(e.session_id, {"last_ts": e.ts, "last_seq": e.seq})
-            s["last_ts"] = max(s["last_ts"], e.ts)
-            s["last_seq"] = max(s["last_seq"], e.seq)
-            t = e.type
-            if t == "transcript":
-                row = (e.session_id, e.seq, e.ts, e.role, e.kind, e.tool, e.call_id, e.exit_code, e.text)
-                if e.kind == "progress" and e.call_id:
-                    progress[(e.session_id, e.call_id)] = row  # one row per tool call, updated in place
-                else:
-                    transcript.append(row)
-                if e.kind == "usage":  # increments (a correction may be negative)
-                    for key in USAGE_COLUMNS:
-                        if val := getattr(e, key):
-                            s[key] = s.get(key, 0) + val
-                elif e.kind == "result" and (e.tokens_in or e.tokens_out or e.cost_usd):
-                    # the session's totals: they replace what the increments added up to
-                    s["usage_totals"] = tuple(getattr(e, key) for key in USAGE_COLUMNS)
-                    for key in USAGE_COLUMNS:
-                        s.pop(key, None)
-            elif t == "gpu":
-                gpu.append((e.session_id, e.seq, e.ts, e.index, e.util_pct, e.mem_used_mb, e.mem_total_mb, e.power_w, e.temp_c))
-                s.update(gpu_util=e.util_pct, gpu_mem_mb=e.mem_used_mb, gpu_mem_total_mb=e.mem_total_mb)
-            elif t == "heartbeat":
-                s.update(remaining_s=e.remaining_s, remaining_ts=e.ts, active_s=e.active_s, procs=e.procs)
+        progress: dict[str, tuple] = {}  # call id -> the latest heartbeat row
+        s: dict = {"last_ts": max(map(_TS, records)), "last_seq": max(map(_SEQ, records))}
+        # transcript lines and GPU samples are nearly every event: sorted out by maps in C, in order;
+        # the other kinds (a few per minute) each change the summary, in their order among themselves
+        types = list(map(_TYPE, records))
+        if "transcript" in types:
+            transcript = list(compress(records, map(eq, types, repeat("transcript"))))
+            if not _SPECIAL_KINDS.isdisjoint(map(_KIND, transcript)):
+                transcript = self._special_transcript(transcript, progress, s)
+        if "gpu" in types:
+            gpu = list(compress(records, map(eq, types, repeat("gpu"))))
+        for r in compress(records, map(not_, map(_BULK_TYPES.__contains__, types))):
+            t = r["type"]
+            if t == "heartbeat":
+                s.update(remaining_s=r["remaining_s"], remaining_ts=r["ts"], active_s=r["active_s"], procs=r["procs"])
             elif t == "budget":
-                s.update(remaining_s=e.remaining_s, remaining_ts=e.ts, deadline=e.deadline)
-                if e.state in ("paused", "resumed", "running") and "ended_ts" not in s:  # not after session_ended
-                    s["state"] = "paused" if e.state == "paused" else "running"
+                s.update(remaining_s=r["remaining_s"], remaining_ts=r["ts"], deadline=r["deadline"])
+                if r["state"] in ("paused", "resumed", "running") and "ended_ts" not in s:  # not after session_ended
+                    s["state"] = "paused" if r["state"] == "paused" else "running"
             elif t == "session_started":
-                gpus = e.contract.get("gpu") or []
-                s.update(state="running", started_ts=e.ts, study=e.study, task=e.task, agent=e.agent, model=e.model,
-                         repeat=e.repeat, budget_s=e.budget_s, grace_s=e.grace_s, remaining_s=e.budget_s,
-                         remaining_ts=e.ts,
-                         contract=json.dumps(e.contract), contract_hash=contract_hash(e.contract),
+                contract = r["contract"]
+                gpus = contract.get("gpu") or []
+                s.update(state="running", started_ts=r["ts"], study=r["study"], task=r["task"], agent=r["agent"],
+                         model=r["model"], repeat=r["repeat"], budget_s=r["budget_s"], grace_s=r["grace_s"],
+                         remaining_s=r["budget_s"], remaining_ts=r["ts"],
+                         contract=json.dumps(contract), contract_hash=contract_hash(contract),
                          gpu_name=gpus[0].get("name") if gpus else None)
             elif t == "agent_started":
-                s["containment"] = e.containment
-            elif t == "process" and e.action == "started" and e.training:
+                s["containment"] = r["containment"]
+            elif t == "process" and r["action"] == "started" and r["training"]:
                 s["scripts_launched"] = s.get("scripts_launched", 0) + 1
             elif t == "checkpoint_found":
                 conn.execute(
                     "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, script, self_reported)"
                     " VALUES (?,?,0,?,?,?,?,?) ON CONFLICT DO NOTHING",
-                    (e.session_id, e.name, e.seq, e.ts, e.budget_elapsed_s, e.script, e.self_reported))
+                    (sid, r["name"], r["seq"], r["ts"], r["budget_elapsed_s"], r["script"], r["self_reported"]))
                 s["n_checkpoints"] = s.get("n_checkpoints", 0) + 1
-                s.setdefault("first_checkpoint_s", e.budget_elapsed_s)
+                s.setdefault("first_checkpoint_s", r["budget_elapsed_s"])
             elif t == "checkpoint_scored":
+                flags = r["flags"]
                 conn.execute(
                     "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s, flags)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
                     " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, flags=excluded.flags",
-                    (e.session_id, e.name, int(e.official), e.seq, e.ts, e.budget_elapsed_s, e.value, e.error, e.eval_s,
-                     json.dumps(e.flags) if e.flags else None))
-                if e.flags:
+                    (sid, r["name"], int(r["official"]), r["seq"], r["ts"], r["budget_elapsed_s"], r["value"], r["error"],
+                     r["eval_s"], json.dumps(flags) if flags else None))
+                if flags:
                     s["flagged"] = s.get("flagged", 0) + 1
-                if e.value is not None and not e.official:
-                    s.setdefault("live_values", []).append(e.value)
+                if r["value"] is not None and not r["official"]:
+                    s.setdefault("live_values", []).append(r["value"])
             elif t == "control":
-                controls.append((e.session_id, e.seq, e.ts, e.action, e.request_id, int(e.accepted), e.detail))
-            elif t == "warning":  # one event may stand for many warnings of one cause (runner/coalesce.py)
-                s["warnings"] = s.get("warnings", 0) + e.count
+                controls.append(r)
+            elif t == "warning":
+                s["warnings"] = s.get("warnings", 0) + (r.get("count") or 1)  # one event may stand for many (runner/coalesce.py)
             elif t == "session_ended":
-                s.update(state="ended" if e.reason in ("completed", "budget_exhausted", "aborted") else "failed",
-                         ended_ts=e.ts, end_reason=e.reason, end_detail=e.detail, score=e.score,
-                         best_checkpoint=e.best_checkpoint, active_s=e.active_s, remaining_s=None)
-        transcript += self._update_progress(progress)
-        if transcript:
+                s.update(state="ended" if r["reason"] in ("completed", "budget_exhausted", "aborted") else "failed",
+                         ended_ts=r["ts"], end_reason=r["reason"], end_detail=r["detail"], score=r["score"],
+                         best_checkpoint=r["best_checkpoint"], active_s=r["active_s"], remaining_s=None)
+        rows = list(map(_TRANSCRIPT_ROW, transcript))
+        if progress:
+            rows += self._update_progress(sid, progress)
+        if rows:
             last = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
             conn.executemany("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text)"
-                             " VALUES (?,?,?,?,?,?,?,?,?)", transcript)
+                             " VALUES (?,?,?,?,?,?,?,?,?)", rows)
             conn.execute("INSERT INTO transcript_fts(rowid, text) SELECT rowid, text FROM transcript WHERE rowid > ?", (last,))
         if gpu:
-            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", gpu)
+            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", map(_GPU_ROW, gpu))
+            g = gpu[-1]  # the latest sample is the session's current one
+            s.update(gpu_util=g["util_pct"], gpu_mem_mb=g["mem_used_mb"], gpu_mem_total_mb=g["mem_total_mb"])
         if controls:
-            conn.executemany("INSERT OR IGNORE INTO controls VALUES (?,?,?,?,?,?,?)", controls)
-        for sid, s in summary.items():
-            self._update_summary(sid, s)
+            conn.executemany("INSERT OR IGNORE INTO controls VALUES (?,?,?,?,?,?,?)", map(_CONTROL_ROW, controls))
+        self._update_summary(sid, s)
+
+    @staticmethod
+    def _special_transcript(transcript: list[Record], progress: dict[str, tuple], s: dict) -> list[Record]:
+        """The transcript rows to insert, where some are heartbeats (``progress``, one row per tool
+        call, updated in place) or usage (added to the summary, or its totals)."""
+        rows = []
+        for r in transcript:
+            kind = r["kind"]
+            if kind == "progress" and r["call_id"]:
+                progress[r["call_id"]] = _TRANSCRIPT_ROW(r)
+                continue
+            rows.append(r)
+            if kind == "usage":  # increments (a correction may be negative)
+                for key in USAGE_COLUMNS:
+                    if val := r[key]:
+                        s[key] = s.get(key, 0) + val
+            elif kind == "result" and (r["tokens_in"] or r["tokens_out"] or r["cost_usd"]):
+                # the session's totals replace what the increments added up to, where it has them (a
+                # figure it lacks, such as cache reads, keeps its increments, in this batch or before)
+                s["usage_totals"] = totals = tuple(r[key] for key in USAGE_COLUMNS)
+                for key, total in zip(USAGE_COLUMNS, totals):
+                    if total is not None:
+                        s.pop(key, None)
+        return rows
 
     _ADDITIVE = (*USAGE_COLUMNS, "scripts_launched", "n_checkpoints", "warnings", "flagged")
 
-    def _update_progress(self, progress: dict[tuple[str, str], tuple]) -> list[tuple]:
+    def _update_progress(self, sid: str, progress: dict[str, tuple]) -> list[tuple]:
         """Update each tool call's heartbeat row in place; returns the rows that are new."""
         new = []
-        for (sid, call_id), row in progress.items():
+        for call_id, row in progress.items():
             old = self.conn.execute("SELECT rowid, text FROM transcript WHERE session_id=? AND kind='progress' AND call_id=?",
                                     (sid, call_id)).fetchone()  # fmt: skip
             if old is None:
@@ -383,23 +490,29 @@ class Store:
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
         """A verdict (runner/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
-        with self.conn:
+        with self._transaction():
             self.conn.execute("UPDATE sessions SET disqualified=? WHERE session_id=?", (reason, session_id))
 
     def mark_failed(self, session_id: str, reason: str) -> None:
         """A session whose runner died without ``session_ended`` (kept out of events.jsonl)."""
-        with self.conn:
+        with self._transaction():
             self.conn.execute(
                 "UPDATE sessions SET state='failed', end_reason='harness_error', end_detail=?, remaining_s=NULL"
                 " WHERE session_id=? AND state NOT IN ('ended', 'failed')", (reason, session_id))
 
     # ------------------------------------------------------------------ reading
+    def _query(self, sql: str, args: Iterable = ()) -> list[dict]:
+        """Rows as dicts of column -> value."""
+        cur = self.conn.execute(sql, tuple(args))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur]
+
     def sessions(self, where: str = "1=1", args: Iterable = ()) -> list[dict]:
-        return list(self.db.query(f"SELECT * FROM sessions WHERE {where} ORDER BY started_ts IS NULL, started_ts, session_id", list(args)))
+        return self._query(f"SELECT * FROM sessions WHERE {where} ORDER BY started_ts IS NULL, started_ts, session_id", args)
 
     def sessions_since(self, rev: int) -> list[dict]:
         """Summary rows written after revision ``rev`` (each write to a row gives it a new ``rev``)."""
-        return list(self.db.query("SELECT * FROM sessions WHERE rev > ? ORDER BY rev", [rev]))
+        return self._query("SELECT * FROM sessions WHERE rev > ? ORDER BY rev", [rev])
 
     def session(self, session_id: str) -> dict | None:
         rows = self.sessions("session_id = ?", (session_id,))
@@ -413,24 +526,22 @@ class Store:
         join, found, found_args = text_search([w.lower() for w in (search or "").split()])
         sql = "SELECT t.* FROM transcript t" + join
         where, args = ["t.session_id = ?", *found], [session_id, *found_args]
-        args_any: list[Any] = args
         if kinds:
             where.append(f"t.kind IN ({','.join('?' * len(kinds))})")
             args += list(kinds)
         sql += " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?"
-        args_any.append(limit)
-        return list(reversed(list(self.db.query(sql, args_any))))
+        return list(reversed(list(self._query(sql, [*args, limit]))))  # text_search checks each word in SQL
 
     def checkpoints(self, session_id: str) -> list[dict]:
-        return list(self.db.query(
+        return list(self._query(
             "SELECT * FROM checkpoints WHERE session_id=? ORDER BY official, COALESCE(budget_elapsed_s, 0), seq", [session_id]))
 
     def gpu_samples(self, session_id: str, limit: int = 600) -> list[dict]:
-        rows = self.db.query("SELECT * FROM gpu_samples WHERE session_id=? ORDER BY seq DESC LIMIT ?", [session_id, limit])
-        return list(reversed(list(rows)))
+        rows = self._query("SELECT * FROM gpu_samples WHERE session_id=? ORDER BY seq DESC LIMIT ?", [session_id, limit])
+        return rows[::-1]
 
     def ingest_errors(self, session_id: str) -> list[dict]:
-        return list(self.db.query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id]))
+        return self._query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id])
 
     def max_seq(self, session_id: str) -> int:
         return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
@@ -440,7 +551,7 @@ class Store:
         if types:
             sql += f" AND type IN ({','.join('?' * len(types))})"
             args += list(types)
-        return [json.loads(r["data"]) for r in self.db.query(sql + " ORDER BY seq", args)]
+        return [json.loads(r["data"]) for r in self._query(sql + " ORDER BY seq", args)]
 
 
 __all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "SchemaTooNew", "Store", "StoreUnusable",

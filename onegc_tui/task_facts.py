@@ -1,0 +1,82 @@
+"""What ``onegc tasks`` and ``onegc sessions`` show of each task, without pydantic at start-up.
+
+The task registry (``tasks/__init__.py``) validates every ``task.toml`` into a pydantic
+``TaskSpec``; importing pydantic and building its models is most of the start-up of a command that
+only lists tasks (README, benchmarks). The facts these commands show are taken from that very
+validation and kept in ``$XDG_CACHE_HOME/onegc/`` (``~/.cache/onegc/``) under a key made of the
+registry's code and every ``task.toml``: when either changes, the registry validates again and a
+new file is written. A cache that cannot be read or written only costs the validation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """The fields of a ``TaskSpec`` the listings show."""
+
+    id: str
+    short: str
+    title: str
+    metric_label: str
+    higher_is_better: bool
+    budget_minutes: float
+    baseline_score: float | None
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "onegc"
+
+
+def _tasks_dir() -> Path:
+    """The ``tasks`` package's folder, found without running its ``__init__`` (which imports pydantic)."""
+    spec = importlib.util.find_spec("tasks")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the tasks package is not importable")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def registry_key(root: Path | None = None) -> str:
+    """A hash of what the registry's answer depends on: its code and each task folder's ``task.toml``."""
+    root = root or _tasks_dir()
+    h = hashlib.sha256((root / "__init__.py").read_bytes())
+    for folder in sorted(root.iterdir()):  # as tasks.all_tasks() walks them
+        toml = folder / "task.toml"
+        if toml.is_file():
+            h.update(b"\0" + folder.name.encode() + b"\0" + toml.read_bytes())
+    return h.hexdigest()[:24]
+
+
+def task_facts() -> dict[str, TaskFacts]:
+    """Every task's facts, keyed by task id, in the registry's order (``tasks.all_tasks()``)."""
+    key = registry_key()
+    path = cache_dir() / f"task-facts-{key}.json"
+    try:
+        return {row["id"]: TaskFacts(**row) for row in json.loads(path.read_bytes())}
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    from tasks import all_tasks
+
+    facts = {spec.id: TaskFacts(spec.id, spec.short, spec.title, spec.metric_label, spec.higher_is_better,
+                                spec.budget_minutes, spec.baseline_score) for spec in all_tasks().values()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps([asdict(f) for f in facts.values()]))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home: the next command validates again
+    return facts
+
+
+def find(facts: dict[str, TaskFacts], name: str) -> TaskFacts | None:
+    """The task named by folder name or short id, case-insensitively (as ``tasks.get_task``)."""
+    key = name.strip().lower()
+    return next((f for f in facts.values() if key in (f.id, f.short)), None)

@@ -1,0 +1,206 @@
+"""The fast ingest path (lines validated to dicts, a batch at a time) stores exactly what the path
+through the event models stores: the same rows in every table, the same search hits, the same
+summary, the same lines reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from onegc_tui.ingest import MAX_BATCH_BYTES, Ingester
+from onegc_tui.records import parse_record
+from onegc_tui.store import Store
+from runner.config import SessionConfig
+from runner.events import parse_event
+from runner.jsonl import EventWriter, JsonlTail
+from runner.launch import create_session
+from tests.app.fixtures import build_crowd, build_home
+
+TABLES = {  # what each table is ordered by
+    "sessions": "session_id", "events": "session_id, seq", "transcript": "session_id, seq", "gpu_samples": "session_id, seq",
+    "checkpoints": "session_id, name, official", "controls": "session_id, seq", "studies": "name",
+    "ingest_offsets": "path", "ingest_errors": "path, line_no",
+}
+VOLATILE = {"folder", "path", "created", "ts"}  # absolute paths and wall clocks: not what the ingest decides
+SEARCHES = ["learning", "loss", "python run_1", "running for 90", "val_acc", "nothing-matches", "step 3"]
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1_790_000_000.0
+
+    def __call__(self):
+        self.t += 0.5
+        return self.t
+
+
+def every_kind(home: Path, sid: str = "all-kinds") -> Path:
+    """One session with every event type and transcript kind, and every line the ingest must refuse."""
+    paths = create_session(SessionConfig(session_id=sid, task="t0", agent="scripted", budget_s=600, study="fast"), home)
+    w = EventWriter(paths.events, sid, clock=Clock())
+    w.emit("session_started", task="t0_demo", agent="scripted", study="fast", budget_s=600, grace_s=30,
+           contract={"task_hash": "abc", "budget_s": 600, "gpu": [{"name": "H200", "driver": "1"}]})
+    w.emit("agent_started", pid=7, argv=["scripted"], containment="bwrap", version="1.0")
+    w.emit("budget", state="running", remaining_s=600, deadline=1_790_000_600.0)
+    for i in range(40):
+        w.emit("transcript", role="assistant", kind="text", text=f"step {i}: about learning rates, loss {1 / (i + 1):.4f}")
+        if i % 10 == 0:
+            w.emit("gpu", index=0, util_pct=float(i), mem_used_mb=1000 + i, mem_total_mb=80000, power_w=300, temp_c=60)
+    w.emit("transcript", role="assistant", kind="tool_call", tool="Bash", call_id="t1", text="$ python run_1.py")
+    for elapsed in (30, 60, 90):
+        w.emit("transcript", role="tool", kind="progress", tool="Bash", call_id="t1", text=f"running for {elapsed} s")
+    w.emit("transcript", role="tool", kind="progress", text="a heartbeat without a call id")
+    w.emit("transcript", role="tool", kind="tool_result", tool="Bash", call_id="t1", exit_code=0, text="val_acc 0.8")
+    w.emit("transcript", role="system", kind="usage", tokens_in=1540, tokens_out=1, cache_read=500, cache_write=40,
+           cost_usd=0.0033)
+    w.emit("transcript", role="system", kind="usage", tokens_in=-40, tokens_out=29, cost_usd=-0.0001)
+    w.emit("transcript", role="system", kind="thinking", text="hmm ünïcödé ✓")
+    w.emit("process", action="started", pid=9, script="run_1.py", cmdline="python run_1.py")
+    w.emit("process", action="started", pid=10, script="ls", cmdline="ls", training=False)
+    w.emit("heartbeat", remaining_s=500, active_s=100, procs=2)
+    w.emit("checkpoint_found", name="a-1", path="p", snapshot="s", script="run_1.py", self_reported=0.5, budget_elapsed_s=3)
+    w.emit("checkpoint_scored", name="a-1", value=0.61, metric="val_acc", split="val", budget_elapsed_s=3, eval_s=0.2)
+    w.emit("checkpoint_scored", name="b-1", error="bad keys", metric="val_acc", split="val", budget_elapsed_s=4,
+           flags=["S2"])
+    w.emit("control", action="pause", request_id="r1", accepted=True)
+    w.emit("budget", state="paused", remaining_s=480, deadline=1_790_000_900.0)
+    w.emit("control", action="resume", request_id="r2", accepted=False, detail="not paused")
+    w.emit("warning", code="no_gpu", message="no GPU visible")
+    w.emit("transcript", role="system", kind="result", text="done", tokens_in=1500, tokens_out=30, cost_usd=0.0036)
+    w.emit("transcript", role="system", kind="usage", tokens_in=100, tokens_out=3, cost_usd=0.0001)
+    w.emit("checkpoint_scored", name="a-1", value=0.6, metric="val_acc", split="test", budget_elapsed_s=3,
+           official=True, val=0.61)
+    w.emit("session_ended", reason="completed", detail="done", active_s=200, wall_s=210, paused_s=10, score=0.6,
+           best_checkpoint="a-1")
+    w.close()
+    lines = paths.events.read_bytes().splitlines(keepends=True)
+    with open(paths.events, "wb") as f:  # the lines a runner never writes, between its own
+        f.writelines(lines[:5])
+        f.write(b"{garbage\n")
+        f.write(b"\n")
+        f.write(lines[2])  # the same line twice: no conflict
+        f.write(lines[3].replace(b"learning", b"forged!!"))  # another line with a taken seq: rejected
+        f.write(json.dumps({"v": 1, "session_id": "intruder", "seq": 999, "ts": 1.0, "type": "warning", "code": "x",
+                            "message": "y"}).encode() + b"\n")  # another session's event
+        f.write(b'{"v":1,"session_id":"%s","seq":998,"ts":1.0,"type":"warning","code":"x","message":"y","extra":1}\n'
+                % sid.encode())  # a field no event has
+        f.write(b'{"v":1,"session_id":"%s","seq":997,"ts":"soon","type":"warning","code":"x","message":"y"}\n'
+                % sid.encode())  # a field of the wrong type
+        f.write(b"\xff\xfe not utf-8\n")
+        f.writelines(lines[5:])
+    return paths.events
+
+
+def dump(store: Store) -> dict:
+    out = {}
+    for table, order in TABLES.items():
+        rows = store.conn.execute(f"SELECT * FROM {table} ORDER BY {order}")
+        cols = [c[0] for c in rows.description]
+        out[table] = [{c: v for c, v in zip(cols, row, strict=True) if c not in VOLATILE} for row in rows]
+    for row in out["sessions"]:
+        row.pop("rev")  # a revision counter: how many writes, not what they wrote
+    out["fts"] = {q: [r["text"] for s in out["sessions"] for r in store.transcript(s["session_id"], search=q)]
+                  for q in SEARCHES}
+    out["fts_rows"] = store.conn.execute("SELECT COUNT(*) FROM transcript_fts").fetchone()[0]
+    return out
+
+
+def ingest(home: Path, db: str, typed: bool) -> tuple[dict, list, list]:
+    """Every session folder of ``home`` into a new store ``db``: its rows, the lines reported, and
+    (events stored, the events ``on_events`` saw)."""
+    store = Store(home / db)
+    seen, errors = [], []
+    ing = Ingester(home, store, on_events=(lambda sid, evs: seen.extend((sid, e.seq) for e in evs)) if typed else None,
+                   on_error=errors.append)
+    n = ing.ingest_all()
+    assert ing.ingest_all() == 0
+    out = dump(store)
+    store.close()
+    return out, errors, [n, seen]
+
+
+@pytest.fixture
+def homes(home):
+    every_kind(home)
+    every_kind(home, "all-kinds-2")
+    build_home(home, full=True)
+    build_crowd(home, n_ended=6)
+    (home / "onegc.db").unlink()
+    return home
+
+
+def test_the_fast_path_stores_what_the_model_path_stores(homes):
+    fast, fast_errors, (n_fast, _) = ingest(homes, "fast.db", typed=False)
+    typed, typed_errors, (n_typed, seen) = ingest(homes, "typed.db", typed=True)
+    assert n_fast == n_typed == len(seen) > 100
+    assert fast == typed
+    assert fast_errors == typed_errors
+    # what the session above says, to be sure the comparison compares something
+    errors = [e for e in fast_errors if "all-kinds/" in e]
+    assert len(errors) == 6  # garbage, the forged seq, the intruder, the extra field, the wrong type, not UTF-8
+    row = next(r for r in fast["sessions"] if r["session_id"] == "all-kinds")
+    assert (row["state"], row["score"], row["best_live"], row["scripts_launched"], row["n_checkpoints"]) == \
+        ("ended", 0.6, 0.61, 1, 1)
+    assert (row["tokens_in"], row["tokens_out"], row["flagged"], row["warnings"], row["containment"]) == \
+        (1600, 33, 1, 7, "bwrap")
+    assert fast["fts"]["running for 90"] == ["running for 90 s"] * 2
+    assert [c["accepted"] for c in fast["controls"] if c["session_id"] == "all-kinds"] == [1, 0]
+
+
+def test_the_fast_path_in_small_batches_stores_what_one_batch_stores(homes, monkeypatch):
+    whole, whole_errors, _ = ingest(homes, "whole.db", typed=False)
+    monkeypatch.setattr("onegc_tui.ingest.MAX_BATCH_BYTES", 700)  # a few lines per transaction
+    small, small_errors, _ = ingest(homes, "small.db", typed=False)
+    for table in ("ingest_offsets",):
+        assert whole[table] == small[table]
+    assert whole == small and sorted(whole_errors) == sorted(small_errors)
+    assert MAX_BATCH_BYTES > 700
+
+
+def test_a_record_is_the_models_fields(homes):
+    lines = [line for p in sorted((homes / "runs").glob("*/events.jsonl")) for line in p.read_bytes().splitlines()]
+    good = bad = 0
+    for line in lines:
+        try:
+            model = parse_event(line)
+        except ValidationError as exc:
+            with pytest.raises(ValidationError) as got:
+                parse_record(line)
+            assert got.value.errors() == exc.errors()  # the same message for a bad line
+            bad += 1
+            continue
+        assert parse_record(line) == model.__dict__
+        good += 1
+    assert good > 100 and bad >= 6
+
+
+def test_read_block_is_read_lines_at_once(tmp_path):
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(b"a\nbb\n" + b"x" * 50 + b"\nc\npartial")
+    one, many = JsonlTail(path), JsonlTail(path)
+    got_lines = [list(one.read_lines(20)) for _ in range(4)]
+    got_blocks = []
+    for _ in range(4):
+        first, block = many.read_block(20)
+        got_blocks.append(list(zip(range(first, first + len(block)), block, strict=True)))
+    assert got_lines == got_blocks == [[(1, b"a"), (2, b"bb")], [(3, None)], [(4, b"c")], []]
+    assert one.state == many.state
+
+
+
+def test_reindex_in_one_bulk_transaction_stores_what_the_live_ingest_stores(homes, monkeypatch):
+    from click.testing import CliRunner
+
+    from onegc_tui.cli import main
+
+    live, live_errors, _ = ingest(homes, "live.db", typed=True)
+    monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)  # a commit every few batches, as over millions
+    result = CliRunner().invoke(main, ["reindex"])
+    assert result.exit_code == 0, result.output
+    store = Store.open(homes)
+    assert dump(store) == live
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
