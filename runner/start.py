@@ -26,12 +26,19 @@ def is_prepared(task_id: str, home: Path) -> bool:
     return (data_root(home) / task_id / "manifest.json").is_file()
 
 
+def check_prepared(spec: TaskSpec, home: Path) -> None:
+    """The task's data is there, or a one-line error naming the command that prepares it."""
+    if not is_prepared(spec.id, home):
+        raise OnegcError(f"data for {spec.short} not prepared: run 'onegc prepare {spec.short}'")
+
+
 def ensure_prepared(spec: TaskSpec, home: Path) -> None:
-    """The task's data is there; a CPU task (the demo) makes its own data here, offline."""
+    """The task's data is there; a CPU task (the demo) makes its own data here, offline, when a
+    person starts one (a study only checks: its sessions are planned against prepared data)."""
     if is_prepared(spec.id, home):
         return
     if not spec.cpu_ok:
-        raise OnegcError(f"data for {spec.short} not prepared: run 'onegc prepare {spec.short}'")
+        check_prepared(spec, home)
     argv = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
     out = subprocess.run(argv, capture_output=True, text=True)
     if out.returncode != 0:

@@ -343,12 +343,12 @@ class LaunchReport:
 
 def check_data(study: StudySpec, home: Path) -> None:
     """Every task's data must be prepared before hundreds of sessions fail on it."""
-    from runner.start import ensure_prepared
+    from runner.start import check_prepared
     from tasks import get_task
 
     for short in study.tasks:
         try:
-            ensure_prepared(get_task(short), home)
+            check_prepared(get_task(short), home)
         except OnegcError as exc:
             raise StudyError(f"{exc.message} (ONEGC_HOME={home})") from None
 

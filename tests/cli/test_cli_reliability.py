@@ -134,6 +134,7 @@ def test_one_budget_unit_minutes_and_90s_2m_1h():
             duration_s(bad)
 
 
+@pytest.mark.slow
 def test_run_and_demo_budgets_are_minutes_or_a_unit(home, no_launch):
     """Before: `onegc demo --budget 2` meant 2 seconds, `onegc run --budget 2` 2 minutes."""
     assert run("run", "t0", "--agent", "scripted", "--budget", "90s", "--detach").exit_code == 0
@@ -192,6 +193,7 @@ def test_run_checks_the_cli_credentials_and_model_before_it_starts_anything(home
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())  # nothing was created
 
 
+@pytest.mark.slow
 def test_preflight_passes_an_agent_that_can_start(tmp_path, monkeypatch):
     from runner.agents.preflight import preflight
 

@@ -76,6 +76,7 @@ def unwritable_home(tmp_path: Path, small_tmpfs) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_every_documented_error_is_one_line_and_exit_2(home, tmp_path, small_tmpfs, monkeypatch):
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")

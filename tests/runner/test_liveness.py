@@ -105,6 +105,7 @@ def test_a_second_runner_for_a_live_session_is_refused(holder):
         RunnerLock.take(paths, wait_s=0.2)
 
 
+@pytest.mark.slow
 def test_a_runner_still_starting_is_alive_and_one_that_died_before_its_lock_is_not(home):
     """Between the launch and the lock (seconds of Python imports) the launcher's record speaks:
     pid, boot id and start ticks. A zombie (its parent, `onegc run`, has not reaped it) has ended."""

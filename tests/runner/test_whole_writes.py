@@ -16,6 +16,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 LIMIT = 4096 + 37  # the limit falls inside a line
@@ -39,6 +41,7 @@ def whole_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in data.splitlines()]
 
 
+@pytest.mark.slow
 def test_an_event_line_is_written_whole_or_not_at_all(tmp_path):
     """Before: the short write was not checked, and events.jsonl ended in a cut-off line."""
     path = tmp_path / "events.jsonl"
@@ -60,6 +63,7 @@ def test_an_event_line_is_written_whole_or_not_at_all(tmp_path):
     assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1))
 
 
+@pytest.mark.slow
 def test_a_full_disk_holds_essential_events_drops_routine_ones_and_writes_them_once_there_is_room(tmp_path):
     path = tmp_path / "events.jsonl"
     result = run_limited("""
@@ -89,6 +93,7 @@ def test_a_full_disk_holds_essential_events_drops_routine_ones_and_writes_them_o
     assert lines[-1]["type"] == "session_ended"
 
 
+@pytest.mark.slow
 def test_control_requests_append_whole_lines(tmp_path):
     path = tmp_path / "control.jsonl"
     result = run_limited("""
@@ -108,6 +113,7 @@ def test_control_requests_append_whole_lines(tmp_path):
     assert result["failures"] > 0 and result["kind"] == "DiskFull"
 
 
+@pytest.mark.slow
 def test_the_agents_output_is_read_to_its_end_when_its_copy_finds_no_room(tmp_path):
     """Before: the runner's stdout pump died on the failed write, the pipe filled and the agent
     blocked on its next print. The copy (RawLog) stops; the reading does not."""
@@ -131,6 +137,7 @@ def test_the_agents_output_is_read_to_its_end_when_its_copy_finds_no_room(tmp_pa
     assert path.stat().st_size % line == 0 and path.read_bytes().endswith(b"\n")  # what was kept is whole lines
 
 
+@pytest.mark.slow
 def test_the_reserve_gives_back_room_for_the_end_of_a_session(small_tmpfs):
     from runner.diskguard import DiskGuard
     from runner.errors import DiskFull

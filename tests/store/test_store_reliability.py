@@ -70,6 +70,7 @@ def test_an_ingester_that_read_less_does_not_move_the_offset_back(home):
     b.close()
 
 
+@pytest.mark.slow
 def test_a_runner_killed_before_its_first_event_is_failed_not_queued_forever(home, store):
     """launcher.json names a runner process that is gone; it wrote nothing. Before: the session
     stayed "queued" (only running sessions were ever checked)."""
