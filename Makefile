@@ -73,5 +73,6 @@ demo: venv
 test: venv
 	$(VENV)/bin/python -m pytest -q
 
+# every benchmark, one table (README "Benchmarks"); BENCH_ARGS=--quick for a pass of a few minutes
 bench: venv
-	$(VENV)/bin/python benchmarks/ingest_bench.py
+	$(VENV)/bin/python benchmarks/run_all.py $(BENCH_ARGS)
