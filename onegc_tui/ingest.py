@@ -275,10 +275,12 @@ class _Dirty:
         self.mark = mark
 
     def dispatch(self, event: FileSystemEvent) -> None:
-        path = Path(getattr(event, "dest_path", "") or event.src_path)
-        if path.name == "events.jsonl":
-            self.mark(path.parent.name)
-        elif path.name == "session.json" or (event.is_directory and path.parent.name == "runs"):
+        # one call per appended line of every session (thousands a second): string splits, no Path
+        path = os.fsdecode(getattr(event, "dest_path", "") or event.src_path)
+        parent, _, name = path.rpartition("/")
+        if name == "events.jsonl":
+            self.mark(parent.rpartition("/")[2])
+        elif name == "session.json" or (event.is_directory and parent.rpartition("/")[2] == "runs"):
             self.mark(None)  # a new session: rediscover
 
 
