@@ -84,5 +84,6 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# every benchmark, one table (README "Benchmarks"); BENCH_ARGS=--quick for a pass of a few minutes
 bench: venv
-	$(VENV)/bin/python benchmarks/ingest_bench.py
+	$(VENV)/bin/python benchmarks/run_all.py $(BENCH_ARGS)

@@ -10,9 +10,11 @@
    monitor's. The real ``onegc monitor`` runs in a pseudo-terminal (160×45); a reader thread drains
    the terminal output. Each sample presses Down or Up (changing the selected session) and times
    until the header line with the newly selected session id has been written to the terminal.
-2. Idle CPU. The writers stop streaming (they stay alive, so the sessions stay "running", with
-   their countdowns); psutil measures the monitor's CPU over ``--idle-seconds``: once with no
-   events at all, once with each session sending 1 Hz GPU samples and a heartbeat every 5 s.
+2. CPU. psutil measures the monitor's CPU while they stream; then the writers stop streaming
+   (they stay alive, so the sessions stay "running", with their countdowns) and it is measured
+   over ``--idle-seconds`` once with no events at all, once with each session sending 1 Hz GPU
+   samples and a heartbeat every 5 s. The limit beside them: an idle Textual app with one
+   ``Static`` in the same kind of terminal, measured in the same run.
 3. History. A store of ``--history-sessions`` finished sessions (7 agents × the 7 tasks × repeats)
    and ``--history-events`` event rows is generated directly in SQLite: the summary rows with
    ``executemany``, the events with one ``INSERT … SELECT`` joining the sessions to a counter
@@ -107,14 +109,21 @@ def start_writers(home: Path, n: int, rate: float) -> list[subprocess.Popen]:
 
 # ----------------------------------------------------------------------------- the monitor in a pty
 
-class Terminal:
-    """``onegc monitor`` in a pseudo-terminal; the output is drained and kept as plain text."""
+MONITOR = "from onegc_tui.cli import main; main(['monitor'])"
+# the machine's own limit for the monitor's CPU: a Textual app that shows one Static and does nothing
+STATIC_APP = ("from textual.app import App\nfrom textual.widgets import Static\n"
+              "class Idle(App):\n    def compose(self):\n        yield Static('monitor — idle')\n"
+              "Idle().run()")
 
-    def __init__(self, home: Path):
+
+class Terminal:
+    """``onegc monitor`` (or another Textual app) in a pseudo-terminal; the output is drained and
+    kept as plain text."""
+
+    def __init__(self, home: Path, code: str = MONITOR):
         pid, fd = pty.fork()
         if pid == 0:
             os.environ.update(ONEGC_HOME=str(home), TERM="xterm-256color", PYTHONPATH=str(REPO))
-            code = "from onegc_tui.cli import main; main(['monitor'])"
             os.execv(sys.executable, [sys.executable, "-c", code])
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         os.kill(pid, signal.SIGWINCH)
@@ -310,6 +319,73 @@ def history_in_monitor(home: Path, reopens: int) -> tuple[float, float, list[flo
         term.close()
 
 
+def static_app_cpu(seconds: float) -> float:
+    """CPU of an idle Textual app with one Static, in the same kind of terminal (% of one core)."""
+    with tempfile.TemporaryDirectory(prefix="onegc-static-") as tmp:
+        term = Terminal(Path(tmp), STATIC_APP)
+        try:
+            if not term.wait_for(b"monitor \xe2\x80\x94 idle", 0, 60):
+                sys.exit("the idle Textual app did not draw within 60 s")
+            time.sleep(3)
+            return cpu_percent(term.pid, seconds)
+        finally:
+            term.close()
+
+
+def live_figures(sessions: int, rate: float, presses: int, idle_seconds: float) -> dict:
+    """The monitor over ``sessions`` streaming writers: key presses timed (``latency``, seconds),
+    CPU while they stream (``busy``), while they are quiet (``quiet``) and while they send only
+    GPU samples and heartbeats (``tick``), beside an idle one-Static app (``static``), in % of one
+    core; ``load_*``: the load average as each was measured."""
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="onegc-monbench-") as tmp:
+        home = Path(tmp)
+        (home / "phase").write_text("stream")
+        writers = start_writers(home, sessions, rate)
+        term = Terminal(home)
+        try:
+            order = [f"bench-{i}" for i in reversed(range(sessions))]  # all running: newest first
+            if not term.wait_for(header(order[0]), 0, 60):
+                sys.exit("the monitor did not show the first session within 60 s")
+            time.sleep(3)  # let the ingest catch up with the streams
+            out["latency"] = latency(term, order, presses)
+            out["load_latency"] = os.getloadavg()[0]
+            out["busy"] = cpu_percent(term.pid, max(5.0, idle_seconds / 2))
+            out["load_busy"] = os.getloadavg()[0]
+            (home / "phase").write_text("quiet")
+            time.sleep(5)  # drain what is in flight
+            out["quiet"] = cpu_percent(term.pid, idle_seconds)
+            out["load_quiet"] = os.getloadavg()[0]
+            (home / "phase").write_text("tick")
+            time.sleep(3)
+            out["tick"] = cpu_percent(term.pid, idle_seconds)
+            out["load_tick"] = os.getloadavg()[0]
+        finally:
+            (home / "phase").write_text("stop")
+            term.close()
+            for w in writers:
+                try:
+                    w.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+    out["static"] = static_app_cpu(idle_seconds)
+    out["load_static"] = os.getloadavg()[0]
+    return out
+
+
+def history_figures(n_sessions: int, n_events: int) -> dict:
+    """The history screen over a generated store of ``n_sessions`` finished sessions and ``n_events``
+    event rows: query + matrix build (``direct``, seconds, five times), and in the real monitor the
+    dashboard drawn after start (``started``), ``h`` → matrix drawn (``first``, ``again``)."""
+    home = Path(tempfile.gettempdir()) / f"onegc-histbench-{n_sessions}-{n_events}"
+    (home / "runs").mkdir(parents=True, exist_ok=True)
+    built, events = build_history_store(home, n_sessions, n_events)
+    direct = history_direct(home)
+    started, first, again = history_in_monitor(home, reopens=5)
+    return {"home": home, "built_s": built, "events": events, "db_bytes": (home / "onegc.db").stat().st_size,
+            "direct": direct, "started": started, "first": first, "again": again, "load": os.getloadavg()[0]}
+
+
 # ----------------------------------------------------------------------------- main
 
 def pct(values: list[float], q: float) -> float:
@@ -332,57 +408,29 @@ def main() -> None:
           f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
 
     if not args.skip_live:
-        with tempfile.TemporaryDirectory(prefix="onegc-monbench-") as tmp:
-            home = Path(tmp)
-            (home / "phase").write_text("stream")
-            writers = start_writers(home, args.sessions, args.rate)
-            term = Terminal(home)
-            try:
-                order = [f"bench-{i}" for i in reversed(range(args.sessions))]  # all running: newest first
-                if not term.wait_for(header(order[0]), 0, 60):
-                    sys.exit("the monitor did not show the first session within 60 s")
-                time.sleep(3)  # let the ingest catch up with the streams
-                lat = latency(term, order, args.presses)
-                load = os.getloadavg()[0]
-                print(f"input latency, {args.sessions} sessions × {args.rate:.0f} lines/s: "
-                      f"p50 {pct(lat, 0.5) * 1000:.0f} ms · p90 {pct(lat, 0.9) * 1000:.0f} ms · "
-                      f"p99 {pct(lat, 0.99) * 1000:.0f} ms · max {max(lat) * 1000:.0f} ms "
-                      f"({len(lat)} presses; target p99 < 100 ms) · load {load:.2f}")
-                busy = cpu_percent(term.pid, 5.0)
-                print(f"monitor CPU while streaming: {busy:.1f} % of one core")
-                (home / "phase").write_text("quiet")
-                time.sleep(5)  # drain what is in flight
-                quiet = cpu_percent(term.pid, args.idle_seconds)
-                print(f"idle monitor, {args.sessions} running sessions, no events: {quiet:.2f} % of one core "
-                      f"over {args.idle_seconds:.0f} s (target < 2 %) · load {os.getloadavg()[0]:.2f}")
-                (home / "phase").write_text("tick")
-                time.sleep(3)
-                tick = cpu_percent(term.pid, args.idle_seconds)
-                print(f"idle monitor, {args.sessions} sessions with 1 Hz GPU samples + 5 s heartbeats: "
-                      f"{tick:.2f} % of one core · load {os.getloadavg()[0]:.2f}")
-            finally:
-                (home / "phase").write_text("stop")
-                term.close()
-                for w in writers:
-                    try:
-                        w.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        w.kill()
+        live = live_figures(args.sessions, args.rate, args.presses, args.idle_seconds)
+        lat = live["latency"]
+        print(f"input latency, {args.sessions} sessions × {args.rate:.0f} lines/s: "
+              f"p50 {pct(lat, 0.5) * 1000:.0f} ms · p90 {pct(lat, 0.9) * 1000:.0f} ms · "
+              f"p99 {pct(lat, 0.99) * 1000:.0f} ms · max {max(lat) * 1000:.0f} ms "
+              f"({len(lat)} presses; target p99 < 100 ms) · load {live['load_latency']:.2f}")
+        print(f"monitor CPU while streaming: {live['busy']:.1f} % of one core · load {live['load_busy']:.2f}")
+        print(f"idle monitor, {args.sessions} running sessions, no events: {live['quiet']:.2f} % of one core "
+              f"over {args.idle_seconds:.0f} s · load {live['load_quiet']:.2f}")
+        print(f"idle monitor, {args.sessions} sessions with 1 Hz GPU samples + 5 s heartbeats: "
+              f"{live['tick']:.2f} % of one core (target < 2 %) · load {live['load_tick']:.2f}")
+        print(f"an idle Textual app with one Static (the limit): {live['static']:.2f} % of one core · "
+              f"load {live['load_static']:.2f}")
 
     if not args.skip_history:
-        home = Path(tempfile.gettempdir()) / f"onegc-histbench-{args.history_sessions}-{args.history_events}"
-        (home / "runs").mkdir(parents=True, exist_ok=True)
-        built, events = build_history_store(home, args.history_sessions, args.history_events)
-        size = (home / "onegc.db").stat().st_size / 2**30
-        print(f"history store: {args.history_sessions} sessions, {events} events, {size:.2f} GiB "
-              f"({f'built in {built:.0f} s' if built else 'cached'}; {home})")
-        direct = history_direct(home)
-        print(f"history matrix, query + build: median {statistics.median(direct) * 1000:.0f} ms · "
-              f"max {max(direct) * 1000:.0f} ms")
-        started, first, again = history_in_monitor(home, reopens=5)
-        print(f"monitor over that store: dashboard drawn {started:.1f} s after start; h pressed at once → "
-              f"matrix drawn {first * 1000:.0f} ms, reopened median {statistics.median(again) * 1000:.0f} ms · "
-              f"max {max(again) * 1000:.0f} ms (target < 300 ms) · load {os.getloadavg()[0]:.2f}")
+        h = history_figures(args.history_sessions, args.history_events)
+        print(f"history store: {args.history_sessions} sessions, {h['events']} events, {h['db_bytes'] / 2**30:.2f} GiB "
+              f"({'built in %.0f s' % h['built_s'] if h['built_s'] else 'cached'}; {h['home']})")
+        print(f"history matrix, query + build: median {statistics.median(h['direct']) * 1000:.0f} ms · "
+              f"max {max(h['direct']) * 1000:.0f} ms")
+        print(f"monitor over that store: dashboard drawn {h['started']:.1f} s after start; h pressed at once → "
+              f"matrix drawn {h['first'] * 1000:.0f} ms, reopened median {statistics.median(h['again']) * 1000:.0f} ms · "
+              f"max {max(h['again']) * 1000:.0f} ms (target < 300 ms) · load {h['load']:.2f}")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,7 @@ where ``runs/`` lives on a network filesystem); each drain reads to the end of t
 the persisted byte offset, takes whole lines only, and commits the batch together with its new
 offset. A corrupt line is recorded with its file and line number and skipped. Watchdog calls
 are only "something changed" hints (it drops repeats under load), and a periodic rescan backs
-them up. Sessions whose runner died without ``session_ended`` (or whose folder vanished) are
-marked failed in the store; that verdict is lifted if the session's own events later show it
-alive (a session created, then launched late).
+them up. Sessions whose runner died without ``session_ended`` are marked failed.
 """
 
 from __future__ import annotations
@@ -21,17 +19,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from onegc_tui.store import IngestBatch, Store
 from runner import verdicts
 from runner.config import SessionPaths
 from runner.jsonl import JsonlTail, TailState, too_long
-from runner.reconcile import clean_up_after, reconcile
+from runner.reconcile import reconcile
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
-    from watchdog.observers.api import BaseObserver
 
     from runner.events import Event
 # The parsers (pydantic) are imported with the first new line, watchdog with the first LiveIngest:
@@ -73,7 +70,7 @@ class Ingester:
     def deliver(self) -> None:
         held, self._held = self._held or [], None
         for sid, events in held:
-            self.on_events(sid, events)  # type: ignore[misc]  # set whenever events are held (hold() needs it)
+            self.on_events(sid, events)
 
     def discard(self) -> None:
         self._held = None
@@ -84,7 +81,7 @@ class Ingester:
 
     def discover(self) -> list[str]:
         """Register session folders not seen before; returns their ids."""
-        added: list[str] = []
+        added = []
         if not self.runs.is_dir():
             return added
         for folder in sorted(self.runs.iterdir()):
@@ -128,10 +125,6 @@ class Ingester:
         if paths is None:
             return 0
         key = str(paths.events)
-        file_id = _file_id(paths.events)
-        known = self.store.ingested_file(key)
-        if known is not None and file_id is not None and known != file_id:
-            self._start_over(sid, paths)  # another attempt in this folder (a study retry)
         offset, line_no = self.store.offset(key)
         tail = self._tails.get(sid)
         if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
@@ -148,8 +141,7 @@ class Ingester:
             records, raws, models, lines, bad = batch
             if tail.state.offset == offset:
                 break
-            new = self.store.ingest(IngestBatch(key, sid, records, raws, tail.state.offset, tail.state.line_no, bad, lines,
-                                                file_id))
+            new = self.store.ingest(IngestBatch(key, sid, records, raws, tail.state.offset, tail.state.line_no, bad, lines))
             for n, err in new.rejected:
                 self._error(f"{paths.events}:{n}: event line skipped ({err})")
             offset = tail.state.offset
@@ -157,7 +149,7 @@ class Ingester:
             if new.new and typed:
                 events = models if len(new.new) == len(models) else [models[i] for i in new.new]
                 if self._held is None:
-                    self.on_events(sid, events)  # type: ignore[misc]  # typed means on_events is set
+                    self.on_events(sid, events)
                 else:
                     self._held.append((sid, events))
             if "session_ended" in map(_TYPE, records) and (  # (every line new: no look at each)
@@ -168,11 +160,6 @@ class Ingester:
                 break  # no second open just to find nothing more
         return total
 
-    def _start_over(self, sid: str, paths: SessionPaths) -> None:
-        self.store.forget_session(sid)
-        self.store.register_session(sid, str(paths.root), self._read_config(paths))
-        self._tails.pop(sid, None)
-        self._ended.discard(sid)
     @staticmethod
     def _fast_batch(sid: str, first: int, lines: list[bytes | None], typed: bool) -> tuple | None:
         """A batch of good lines of this session, validated by maps in C (a catch-up or reindex
@@ -184,14 +171,13 @@ class Ingester:
             return None
         from onegc_tui.records import validate_event, validate_record
 
-        good = cast("list[bytes]", lines)  # no None among them (just checked)
         try:
             if typed:
-                models = list(map(validate_event, good))
+                models = list(map(validate_event, lines))
                 records = list(map(_FIELDS, models))
             else:
-                models, records = [], list(map(validate_record, good))
-            raws = list(map(bytes.decode, good))
+                models, records = [], list(map(validate_record, lines))
+            raws = list(map(bytes.decode, lines))
         except ValueError:  # a corrupt or blank line (ValidationError), or one not UTF-8
             return None
         if set(map(_SESSION, records)) != {sid}:
@@ -224,7 +210,7 @@ class Ingester:
                 err = exc.errors()[0]
                 bad.append((n, f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"[:200]))
                 continue
-            record: dict = event.__dict__ if typed else cast("dict", event)
+            record = event.__dict__ if typed else event
             if record["session_id"] != sid:  # only this session's runner writes this file
                 bad.append((n, f"an event of session {record['session_id'][:60]!r} in {sid}'s file: skipped"))
                 continue
@@ -232,7 +218,7 @@ class Ingester:
             raws.append(line.decode("utf-8", errors="replace"))
             lines.append(n)
             if typed:
-                models.append(cast("Event", event))
+                models.append(event)
         return records, raws, models, lines, bad
 
     def ingest_all(self) -> int:
@@ -250,35 +236,27 @@ class Ingester:
         return n
 
     def check_liveness(self) -> list[str]:
-        """Mark sessions failed whose runner is gone (runner/reconcile.py): running ones, and
-        queued ones too — a runner that died before its first event, a folder deleted before it
-        started; returns their ids."""
+        """Mark sessions failed whose runner is gone; returns their ids."""
         failed = []
-        for row in self.store.sessions("state IN ('queued', 'running', 'paused')"):
+        for row in self.store.sessions("state IN ('running', 'paused')"):
             sid = row["session_id"]
             if sid not in self._known:
                 continue
             self.ingest_session(sid)  # a runner that just ended has written session_ended
-            if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
+            if self.store.session(sid)["state"] in ("ended", "failed"):
                 continue
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
-                clean_up_after(self._known[sid])
+                from runner.proctree import Freezer
+
+                Freezer.remove_stale(sid)  # a runner killed with -9 could not remove its cgroup
                 failed.append(sid)
         return failed
 
     def _error(self, message: str) -> None:
         if self.on_error:
             self.on_error(message)
-
-
-def _file_id(path: Path) -> str | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{st.st_dev}:{st.st_ino}"
 
 
 def _write_events() -> list[type]:
@@ -297,10 +275,12 @@ class _Dirty:
         self.mark = mark
 
     def dispatch(self, event: FileSystemEvent) -> None:
-        path = Path(os.fsdecode(getattr(event, "dest_path", "") or event.src_path))
-        if path.name == "events.jsonl":
-            self.mark(path.parent.name)
-        elif path.name == "session.json" or (event.is_directory and path.parent.name == "runs"):
+        # one call per appended line of every session (thousands a second): string splits, no Path
+        path = os.fsdecode(getattr(event, "dest_path", "") or event.src_path)
+        parent, _, name = path.rpartition("/")
+        if name == "events.jsonl":
+            self.mark(parent.rpartition("/")[2])
+        elif name == "session.json" or (event.is_directory and parent.rpartition("/")[2] == "runs"):
             self.mark(None)  # a new session: rediscover
 
 
@@ -326,7 +306,7 @@ class LiveIngest:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="ingest", daemon=True)
-        self._observer: BaseObserver | None = None
+        self._observer = None
         self.ready = threading.Event()
 
     def start(self) -> None:
@@ -334,12 +314,11 @@ class LiveIngest:
         from watchdog.observers.polling import PollingObserver
 
         (self.home / "runs").mkdir(parents=True, exist_ok=True)
-        observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
+        self._observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
         # only writes and new files: the kernel then never reports our own reads to us
-        observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True,  # type: ignore[arg-type]  # a handler by its dispatch
-                          event_filter=_write_events())
-        observer.start()
-        self._observer = observer
+        self._observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True,
+                                event_filter=_write_events())
+        self._observer.start()
         self._thread.start()
 
     def stop(self) -> None:

@@ -1,0 +1,290 @@
+"""Every benchmark, one table: each figure beside this machine's own limit, measured in the same run.
+
+    make bench                                   # = python benchmarks/run_all.py
+    python benchmarks/run_all.py --quick         # a pass of a few minutes: smaller sizes, fewer repeats
+    python benchmarks/run_all.py --skip sandbox,scoring,history --json out.json
+
+Absolute figures drift between machines and between minutes of one machine, so each row puts its
+figure beside a limit of this machine measured in the same run: ingest and reindex beside a raw
+``executemany`` of the same rows into the same schema (1 000-row WAL transactions), the monitor's
+CPU beside an idle Textual app with one ``Static``, start-up beside ``python -c pass``, the
+sandbox beside the same work unsealed. The ratio is figure / limit. Each benchmark is one of
+the scripts beside this one (ingest_bench, monitor_bench, startup_bench, sandbox_bench,
+scoring_bench); this file only runs them and prints the table. The load average is printed with
+each row: other work on the machine shows up in the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import ingest_bench  # noqa: E402
+import monitor_bench  # noqa: E402
+import startup_bench  # noqa: E402
+
+SECTIONS = ("ingest", "monitor", "startup", "reindex", "history", "sandbox", "scoring", "gpu")
+
+
+@dataclass
+class Row:
+    what: str
+    figure: str
+    limit: str
+    ratio: str
+    target: str
+    met: bool | None  # None: no target, or not measured
+    load: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        return {True: "met", False: "MISSED", None: "—"}[self.met]
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f} ms"
+
+
+def rate(x: float) -> str:
+    return f"{x:,.0f}/s"
+
+
+# ----------------------------------------------------------------------------- sections
+
+def ingest_rows(quick: bool) -> list[Row]:
+    n, reps = (60_000, 2) if quick else (200_000, 3)
+    t = ingest_bench.throughput(n, reps)
+    eps, raw, ratio = (statistics.median(t[k]) for k in ("ingest", "raw", "ratios"))
+    rows = [Row(f"ingest throughput ({n:,} events, 4 sessions, from scratch; median of {reps})", rate(eps),
+                f"raw executemany {rate(raw)}", f"{ratio:.0%}", "≥ 50 000/s and ≥ 35 % of raw",
+                eps >= 50_000 and ratio >= 0.35, max(t["load"]))]
+    seconds = 4 if quick else 10
+    lat = ingest_bench.latency(2000, seconds)
+    p99 = ingest_bench.pct(lat, 0.99)
+    rows.append(Row(f"append → commit p99, one session writing 2 000 events/s for {seconds} s", ms(p99), "—", "—",
+                    "< 100 ms", p99 < 0.1, load()))
+    return rows
+
+
+def monitor_rows(quick: bool) -> list[Row]:
+    presses, idle = (40, 8.0) if quick else (100, 20.0)
+    live = monitor_bench.live_figures(8, 200.0, presses, idle)
+    p99 = monitor_bench.pct(live["latency"], 0.99)
+    static = max(live["static"], 0.05)  # below one clock tick of psutil over the interval: its resolution
+    return [
+        Row(f"key → screen p99, 8 sessions × 200 lines/s ({presses} presses)", ms(p99), "—", "—", "< 100 ms",
+            p99 < 0.1, live["load_latency"]),
+        Row("monitor CPU while those 8 stream", f"{live['busy']:.1f} % of a core",
+            f"idle one-Static app {live['static']:.2f} %", f"{live['busy'] / static:.0f}×", "< 30 %",
+            live["busy"] < 30, live["load_busy"]),
+        Row("idle monitor, 8 running sessions, 1 Hz GPU samples + 5 s heartbeats", f"{live['tick']:.2f} % of a core",
+            f"idle one-Static app {live['static']:.2f} %", f"{live['tick'] / static:.0f}×", "< 2 %", live["tick"] < 2,
+            live["load_tick"]),
+        Row("idle monitor, 8 running sessions, no events", f"{live['quiet']:.2f} % of a core",
+            f"idle one-Static app {live['static']:.2f} %", f"{live['quiet'] / static:.0f}×", "—", None,
+            live["load_quiet"]),
+    ]
+
+
+def startup_rows(quick: bool) -> list[Row]:
+    import shutil
+    import tempfile
+
+    runs = 5 if quick else 15
+    tmp = Path(tempfile.mkdtemp(prefix="onegc-startbench-"))
+    try:
+        times = startup_bench.measure(runs, startup_bench.build_home(tmp / "home"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    base = statistics.median(times["pass"])
+    rows = []
+    for name in ("--help", "sessions", "tasks"):
+        med = statistics.median(times[name])
+        what = {"--help": "`onegc --help` start-up", "sessions": "`onegc sessions` (27 sessions, store current)",
+                "tasks": "`onegc tasks` start-up"}[name]
+        rows.append(Row(f"{what}, median of {runs}", ms(med), f"`python -c pass` {ms(base)}", f"{med / base:.1f}×",
+                        "< 300 ms", med < startup_bench.TARGET_MS / 1000, load()))
+    return rows
+
+
+def reindex_rows(quick: bool, sessions: int, events: int) -> list[Row]:
+    if quick:
+        sessions, events = min(sessions, 200), min(events, 200_000)
+    r = ingest_bench.reindex(sessions, events)
+    return [Row(f"`onegc reindex`, {r['sessions']:,} sessions / {r['events']:,} events "
+                f"({r['db_bytes'] / 2**20:,.0f} MiB store)", rate(r["reindex"]), f"raw executemany {rate(r['raw'])}",
+                f"{r['ratio']:.0%}", "≥ 35 % of raw", r["ratio"] >= 0.35, r["load"])]
+
+
+def history_rows(quick: bool) -> list[Row]:
+    sessions, events = (2_000, 1_000_000) if quick else (10_000, 10_000_000)
+    h = monitor_bench.history_figures(sessions, events)
+    worst = max([h["first"], *h["again"]])
+    return [
+        Row(f"history matrix over {sessions:,} sessions / {h['events']:,} events: query + build, median of 5",
+            ms(statistics.median(h["direct"])), "—", "—", "—", None, h["load"]),
+        Row("the monitor over that store: `h` → matrix drawn (first; slowest of 5 reopenings)",
+            f"{ms(h['first'])}; {ms(max(h['again']))}", "—", "—", "< 300 ms", worst < 0.3, h["load"]),
+    ]
+
+
+def sandbox_rows(quick: bool) -> list[Row]:
+    import sandbox_bench
+    from runner.sandbox import status
+
+    if not status().ok:
+        return [Row("sandbox start-up", f"not measured: {status().detail}", "—", "—", "≤ +150 ms", None)]
+    sealed, unsealed = sandbox_bench.bench_startup(2 if quick else 5)
+    s, u = statistics.median(sealed), statistics.median(unsealed)
+    added = (s - u) * 1000
+    rows = [Row("session start-up, runner start → the agent's first line, sealed", ms(s), f"`--unsealed` {ms(u)}",
+                f"{s / u:.2f}× (+{added:.0f} ms)", "≤ +150 ms", added <= sandbox_bench.START_TARGET_MS, load())]
+    data = HERE.parent.parent / "shared" / "data" / "etth1"
+    if quick or not data.is_dir():
+        why = "--quick" if quick else f"{data} absent"
+        rows.append(Row("t6 baseline training, 3 epochs on the CPU, inside vs outside the sandbox",
+                        f"not measured ({why})", "—", "—", "within noise", None))
+        return rows
+    inside, outside = sandbox_bench.bench_training(3, data)
+    i, o = statistics.median(inside), statistics.median(outside)
+    noise = max(0.02, (max(outside) - min(outside)) / o)
+    rows.append(Row("t6 baseline training, 3 epochs on the CPU (its training loop), inside the sandbox",
+                    f"{i:.2f} s", f"outside {o:.2f} s", f"{i / o:.3f}×", f"within noise (±{noise:.0%})",
+                    abs(i / o - 1) <= noise, load()))
+    return rows
+
+
+def scoring_rows(quick: bool) -> list[Row]:
+    import scoring_bench
+    from runner.sandbox import status
+
+    if not status().ok:
+        return [Row("live scoring overhead per checkpoint", f"not measured: {status().detail}", "—", "—", "< 1 s", None)]
+    rows = []
+    data = HERE.parent.parent / "shared" / "data" / "etth1"
+    tasks = ["t0"] + ([] if quick or not data.is_dir() else ["t6"])
+    for task in tasks:
+        r = scoring_bench.run(task, 3 if quick else 6, data if task == "t6" else None)
+        o, evals = sorted(r["overheads"]), r["evals"]
+        rows.append(Row(f"{task}: checkpoint saved → live score on record, less the evaluation ({len(o)} checkpoints)",
+                        f"median {ms(statistics.median(o))}, max {ms(o[-1])}",
+                        f"the evaluation itself {ms(statistics.median(evals))}",
+                        f"{statistics.median(o) / statistics.median(evals):.1f}×", "< 1 s (max)",
+                        o[-1] < scoring_bench.TARGET_S, load()))
+        per = r["official_phase_s"] / max(1, r["n_official"])
+        official = [e["eval_s"] for e in r["official"]]
+        rows.append(Row(f"{task}: official phase per re-evaluated checkpoint ({r['n_official']}; the agent's tree "
+                        "stopped first)", f"{per:.2f} s",
+                        f"their evaluations {ms(statistics.median(official))}" if official else "—",
+                        f"{per / statistics.median(official):.1f}×" if official else "—", "—", None, load()))
+    return rows
+
+
+def gpu_rows() -> list[Row]:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        count = pynvml.nvmlDeviceGetCount()
+    except Exception:  # no library, no driver, no device: all mean no GPU here
+        count = 0
+    why = "not measured: no GPU" if not count else "not measured: run benchmarks/device_check.sh on the GPU machine"
+    return [Row("harness overhead on a GPU-bound baseline (runner, NVML sampling, live scoring vs the bare script)",
+                why, "—", "—", "< 1 %", None)]
+
+
+# ----------------------------------------------------------------------------- the table
+
+def table(rows: list[Row]) -> str:
+    head = "| what | figure | this machine's limit | ratio | target | met | load |"
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.what} | {r.figure} | {r.limit} | {r.ratio} | {r.target} | {r.verdict} | "
+                     f"{'' if r.load is None else f'{r.load:.2f}'} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a few minutes)")
+    ap.add_argument("--skip", default="", help=f"comma-separated sections to leave out: {', '.join(SECTIONS)}")
+    ap.add_argument("--only", default="", help="comma-separated sections to run (default: all)")
+    ap.add_argument("--reindex-sessions", type=int, default=1_000)
+    ap.add_argument("--reindex-events", type=int, default=1_000_000,
+                    help="events of the reindexed store (10 000 000 with --reindex-sessions 10000: the big store)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = ap.parse_args()
+    skip = {s for s in args.skip.split(",") if s}
+    only = {s for s in args.only.split(",") if s} or set(SECTIONS)
+    unknown = (skip | only) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections: {', '.join(sorted(unknown))} (choose from {', '.join(SECTIONS)})")
+    wanted = [s for s in SECTIONS if s in only and s not in skip]
+
+    started, start_load = time.time(), os.getloadavg()
+    print(f"machine: {machine()}")
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in start_load)}"
+          f"{' (quick pass)' if args.quick else ''}", flush=True)
+    rows: list[Row] = []
+    for section in wanted:
+        t0 = time.time()
+        if section == "ingest":
+            got = ingest_rows(args.quick)
+        elif section == "monitor":
+            got = monitor_rows(args.quick)
+        elif section == "startup":
+            got = startup_rows(args.quick)
+        elif section == "reindex":
+            got = reindex_rows(args.quick, args.reindex_sessions, args.reindex_events)
+        elif section == "history":
+            got = history_rows(args.quick)
+        elif section == "sandbox":
+            got = sandbox_rows(args.quick)
+        elif section == "scoring":
+            got = scoring_rows(args.quick)
+        else:
+            got = gpu_rows()
+        rows += got
+        print(f"  {section}: {time.time() - t0:.0f} s; " + "; ".join(f"{r.figure} ({r.verdict})" for r in got),
+              file=sys.stderr, flush=True)
+    print()
+    print(table(rows))
+    print()
+    missed = [r for r in rows if r.met is False]
+    print(f"{len([r for r in rows if r.met])} targets met, {len(missed)} missed, in {time.time() - started:.0f} s; "
+          f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine(), "start_load": start_load, "end_load": os.getloadavg(),
+                                         "rows": [asdict(r) for r in rows]}, indent=1))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
