@@ -424,8 +424,9 @@ def main() -> None:
 
     if not args.skip_history:
         h = history_figures(args.history_sessions, args.history_events)
+        built = f"built in {h['built_s']:.0f} s" if h["built_s"] else "cached"
         print(f"history store: {args.history_sessions} sessions, {h['events']} events, {h['db_bytes'] / 2**30:.2f} GiB "
-              f"({'built in %.0f s' % h['built_s'] if h['built_s'] else 'cached'}; {h['home']})")
+              f"({built}; {h['home']})")
         print(f"history matrix, query + build: median {statistics.median(h['direct']) * 1000:.0f} ms · "
               f"max {max(h['direct']) * 1000:.0f} ms")
         print(f"monitor over that store: dashboard drawn {h['started']:.1f} s after start; h pressed at once → "

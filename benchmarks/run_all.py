@@ -157,6 +157,7 @@ def history_rows(quick: bool) -> list[Row]:
 
 def sandbox_rows(quick: bool) -> list[Row]:
     import sandbox_bench
+
     from runner.sandbox import status
 
     if not status().ok:
@@ -183,6 +184,7 @@ def sandbox_rows(quick: bool) -> list[Row]:
 
 def scoring_rows(quick: bool) -> list[Row]:
     import scoring_bench
+
     from runner.sandbox import status
 
     if not status().ok:

@@ -5,7 +5,9 @@ where ``runs/`` lives on a network filesystem); each drain reads to the end of t
 the persisted byte offset, takes whole lines only, and commits the batch together with its new
 offset. A corrupt line is recorded with its file and line number and skipped. Watchdog calls
 are only "something changed" hints (it drops repeats under load), and a periodic rescan backs
-them up. Sessions whose runner died without ``session_ended`` are marked failed.
+them up. Sessions whose runner died without ``session_ended`` (or whose folder vanished) are
+marked failed in the store; that verdict is lifted if the session's own events later show it
+alive (a session created, then launched late).
 """
 
 from __future__ import annotations
@@ -19,16 +21,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from onegc_tui.store import IngestBatch, Store
 from runner import verdicts
 from runner.config import SessionPaths
 from runner.jsonl import JsonlTail, TailState, too_long
-from runner.reconcile import reconcile
+from runner.reconcile import clean_up_after, reconcile
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
+    from watchdog.observers.api import BaseObserver
 
     from runner.events import Event
 # The parsers (pydantic) are imported with the first new line, watchdog with the first LiveIngest:
@@ -69,8 +72,9 @@ class Ingester:
 
     def deliver(self) -> None:
         held, self._held = self._held or [], None
-        for sid, events in held:
-            self.on_events(sid, events)
+        if self.on_events is not None:
+            for sid, events in held:
+                self.on_events(sid, events)
 
     def discard(self) -> None:
         self._held = None
@@ -81,7 +85,7 @@ class Ingester:
 
     def discover(self) -> list[str]:
         """Register session folders not seen before; returns their ids."""
-        added = []
+        added: list[str] = []
         if not self.runs.is_dir():
             return added
         for folder in sorted(self.runs.iterdir()):
@@ -125,6 +129,10 @@ class Ingester:
         if paths is None:
             return 0
         key = str(paths.events)
+        file_id = _file_id(paths.events)
+        known = self.store.ingested_file(key)
+        if known is not None and file_id is not None and known != file_id:
+            self._start_over(sid, paths)  # another attempt in this folder (a study retry)
         offset, line_no = self.store.offset(key)
         tail = self._tails.get(sid)
         if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
@@ -141,12 +149,13 @@ class Ingester:
             records, raws, models, lines, bad = batch
             if tail.state.offset == offset:
                 break
-            new = self.store.ingest(IngestBatch(key, sid, records, raws, tail.state.offset, tail.state.line_no, bad, lines))
+            new = self.store.ingest(IngestBatch(key, sid, records, raws, tail.state.offset, tail.state.line_no, bad, lines,
+                                                file_id))
             for n, err in new.rejected:
                 self._error(f"{paths.events}:{n}: event line skipped ({err})")
             offset = tail.state.offset
             total += len(new.new)
-            if new.new and typed:
+            if new.new and self.on_events is not None:
                 events = models if len(new.new) == len(models) else [models[i] for i in new.new]
                 if self._held is None:
                     self.on_events(sid, events)
@@ -160,6 +169,12 @@ class Ingester:
                 break  # no second open just to find nothing more
         return total
 
+    def _start_over(self, sid: str, paths: SessionPaths) -> None:
+        self.store.forget_session(sid)
+        self.store.register_session(sid, str(paths.root), self._read_config(paths))
+        self._tails.pop(sid, None)
+        self._ended.discard(sid)
+
     @staticmethod
     def _fast_batch(sid: str, first: int, lines: list[bytes | None], typed: bool) -> tuple | None:
         """A batch of good lines of this session, validated by maps in C (a catch-up or reindex
@@ -169,15 +184,16 @@ class Ingester:
             return [], [], [], [], []
         if None in lines:
             return None
+        good = cast("list[bytes]", lines)
         from onegc_tui.records import validate_event, validate_record
 
         try:
             if typed:
-                models = list(map(validate_event, lines))
+                models = list(map(validate_event, good))
                 records = list(map(_FIELDS, models))
             else:
-                models, records = [], list(map(validate_record, lines))
-            raws = list(map(bytes.decode, lines))
+                models, records = [], list(map(validate_record, good))
+            raws = list(map(bytes.decode, good))
         except ValueError:  # a corrupt or blank line (ValidationError), or one not UTF-8
             return None
         if set(map(_SESSION, records)) != {sid}:
@@ -192,7 +208,6 @@ class Ingester:
         from onegc_tui.records import parse_record
         from runner.events import parse_event
 
-        parse = parse_event if typed else parse_record
         records: list[dict] = []
         raws: list[str] = []
         models: list[Event] = []
@@ -203,21 +218,21 @@ class Ingester:
                 bad.append((n, too_long(MAX_BATCH_BYTES)))
                 continue
             try:
-                event = parse(line)
+                event = parse_event(line) if typed else None
+                record = event.__dict__ if event is not None else parse_record(line)
             except ValidationError as exc:
                 if not line.strip():
                     continue
                 err = exc.errors()[0]
                 bad.append((n, f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"[:200]))
                 continue
-            record = event.__dict__ if typed else event
             if record["session_id"] != sid:  # only this session's runner writes this file
                 bad.append((n, f"an event of session {record['session_id'][:60]!r} in {sid}'s file: skipped"))
                 continue
             records.append(record)
             raws.append(line.decode("utf-8", errors="replace"))
             lines.append(n)
-            if typed:
+            if event is not None:
                 models.append(event)
         return records, raws, models, lines, bad
 
@@ -236,27 +251,35 @@ class Ingester:
         return n
 
     def check_liveness(self) -> list[str]:
-        """Mark sessions failed whose runner is gone; returns their ids."""
+        """Mark sessions failed whose runner is gone (runner/reconcile.py): running ones, and
+        queued ones too — a runner that died before its first event, a folder deleted before it
+        started; returns their ids."""
         failed = []
-        for row in self.store.sessions("state IN ('running', 'paused')"):
+        for row in self.store.sessions("state IN ('queued', 'running', 'paused')"):
             sid = row["session_id"]
             if sid not in self._known:
                 continue
             self.ingest_session(sid)  # a runner that just ended has written session_ended
-            if self.store.session(sid)["state"] in ("ended", "failed"):
+            if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
                 continue
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
-                from runner.proctree import Freezer
-
-                Freezer.remove_stale(sid)  # a runner killed with -9 could not remove its cgroup
+                clean_up_after(self._known[sid])
                 failed.append(sid)
         return failed
 
     def _error(self, message: str) -> None:
         if self.on_error:
             self.on_error(message)
+
+
+def _file_id(path: Path) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_dev}:{st.st_ino}"
 
 
 def _write_events() -> list[type]:
@@ -306,7 +329,7 @@ class LiveIngest:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="ingest", daemon=True)
-        self._observer = None
+        self._observer: BaseObserver | None = None
         self.ready = threading.Event()
 
     def start(self) -> None:
@@ -314,11 +337,12 @@ class LiveIngest:
         from watchdog.observers.polling import PollingObserver
 
         (self.home / "runs").mkdir(parents=True, exist_ok=True)
-        self._observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
+        observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
         # only writes and new files: the kernel then never reports our own reads to us
-        self._observer.schedule(_Dirty(self._mark), str(self.home / "runs"), recursive=True,
-                                event_filter=_write_events())
-        self._observer.start()
+        observer.schedule(_Dirty(self._mark),  # type: ignore[arg-type]  # its dispatch is all watchdog calls
+                          str(self.home / "runs"), recursive=True, event_filter=_write_events())
+        observer.start()
+        self._observer = observer
         self._thread.start()
 
     def stop(self) -> None:

@@ -11,11 +11,11 @@ from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from runner.summary import EndReason
+
 SCHEMA_VERSION = 1
 TEXT_LIMIT = 4000  # characters of transcript text kept in an event; the raw line stays on disk
 
-EndReason = Literal["completed", "budget_exhausted", "aborted", "agent_failed", "harness_error"]
-FAILED_REASONS: tuple[EndReason, ...] = ("agent_failed", "harness_error")  # the others are a normal end
 Role = Literal["assistant", "user", "tool", "system"]
 # "progress": a running tool's heartbeat; the store keeps one row per tool call, updated in place
 Kind = Literal["text", "thinking", "tool_call", "tool_result", "progress", "usage", "result", "error", "raw"]
@@ -178,11 +178,6 @@ EVENT_CLASSES: tuple[type[_Event], ...] = get_args(get_args(Event)[0])
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 EVENT_TYPES: dict[str, type[_Event]] = {cls.model_fields["type"].default: cls for cls in EVENT_CLASSES}
 
-
-def end_state(reason: str) -> Literal["ended", "failed"]:
-    """The state a session that ended for ``reason`` is in: ``failed`` when the agent or the harness
-    broke (:data:`FAILED_REASONS`), else ``ended``."""
-    return "failed" if reason in FAILED_REASONS else "ended"
 
 
 def parse_event(line: str | bytes) -> Event:

@@ -11,10 +11,10 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Sparkline, Static
 
 from onegc_tui.app.plot import Plot, Series
+from onegc_tui.countdown import Countdown
 from onegc_tui.format import arrow, bar, clock, fmt_score
 from onegc_tui.plot import best_so_far
 from onegc_tui.store import Store
-from onegc_tui.timeline import Countdown
 from runner.events import Event
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 

@@ -258,7 +258,7 @@ class Store:
         holds another attempt (a study retry), which is ingested afresh. The earlier attempt's
         record is its folder ``runs/<id>.attempt-<n>``."""
         conn = self.conn
-        with conn:
+        with self._transaction():
             conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) "
                          "SELECT 'delete', rowid, text FROM transcript WHERE session_id=?", (session_id,))
             for table in ("events", "transcript", "gpu_samples", "checkpoints", "controls", "ingest_errors",

@@ -36,6 +36,7 @@ def modules_after(argv: list[str], home: Path, cache: Path) -> set[str]:
     return set(json.loads(out.stdout.rsplit("MODULES ", 1)[1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["--help"], ["sessions"], ["tasks"]])
 def test_the_listing_commands_start_without_pydantic_watchdog_or_textual(argv, home, tmp_path):
     build_crowd(home, n_ended=4)
