@@ -24,6 +24,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.message import Message
+from textual.reactive import Reactive
 from textual.widgets import DataTable, Input, Static
 
 from onegc_tui import queries
@@ -74,6 +75,10 @@ def settle_gc() -> None:
 class MonitorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "onegc monitor"
+    # App's own sub_title repaints the whole screen when it changes (App.refresh), and it changes on
+    # every key that moves the selection: the header watches it and repaints itself, which is all
+    # that shows it (a full repaint was a quarter of the drawing thread's time while keys moved)
+    sub_title: Reactive[str] = Reactive("", compute=False, repaint=False)
     AUTO_FOCUS = "#sessions"  # the filter box comes first in the layout, but the table has the keyboard
     # size classes the stylesheet lays the screens out by (80x24 works; 200x50 uses the room)
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-medium"), (150, "-wide")]

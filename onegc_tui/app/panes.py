@@ -11,6 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Sparkline, Static
 
 from onegc_tui.app.plot import Plot, Series
+from onegc_tui.app.scrolling import GrowsInPlace
 from onegc_tui.countdown import Countdown
 from onegc_tui.format import arrow, bar, clock, fmt_score
 from onegc_tui.plot import best_so_far
@@ -31,6 +32,10 @@ def budget_bar_text(view: Countdown, now: float, width: int) -> str:
     fraction, label = (1.0 - left, "used") if ended else (left, "left")
     room = width - 10  # " 100% left"; redrawn each second
     return f"{bar(fraction, room if room >= 4 else BUDGET_BAR_WIDTH)} {fraction:4.0%} {label}"
+
+
+class CheckpointTable(GrowsInPlace, DataTable):
+    """The selected session's checkpoints: refilled on each selection without a relayout."""
 
 
 class BudgetPane(Vertical):
@@ -76,13 +81,20 @@ class BudgetPane(Vertical):
         self.tick()
 
     def _set(self, selector: str, text: str, layout: bool = True) -> None:
-        """Update a Static only when its text changes (each update costs a repaint, or a relayout)."""
+        """Update a Static only when its text changes (each update costs a repaint), and relayout
+        the screen only when it takes another number of lines: a relayout redraws every widget
+        (on a key press that moves the selection, it was half of the drawing thread's time)."""
         shown = getattr(self, "_shown", None)
         if shown is None:
             shown = self._shown = {}
-        if shown.get(selector) != text:
+        old = shown.get(selector)
+        if old != text:
             shown[selector] = text
-            self.query_one(selector, Static).update(text, layout=layout)
+            static = self.query_one(selector, Static)
+            if layout and old is not None and (width := static.content_region.width) > 0:
+                console = self.app.console
+                layout = len(Text(old).wrap(console, width)) != len(Text(text).wrap(console, width))
+            static.update(text, layout=layout)
 
     def _draw(self) -> None:
         v = self.view
@@ -188,7 +200,7 @@ class CheckpointsPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint scores", classes="pane-title", id="ckpt-title")
-        yield DataTable(id="ckpt-table", cursor_type="row")
+        yield CheckpointTable(id="ckpt-table", cursor_type="row")
         yield Plot(id="score-plot")
 
     def on_mount(self) -> None:

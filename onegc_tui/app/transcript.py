@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
+from onegc_tui.app.scrolling import GrowsInPlace
 from onegc_tui.queries import pane_entries
 from onegc_tui.sessions_view import ELLIPSIS
 from onegc_tui.store import Store
@@ -35,10 +36,11 @@ MARK_TONES = {"✖": "error", "⚠": "warning", "★": "success"}
 STRIP_CACHE = 4 * TRANSCRIPT_LINES  # rendered lines kept by their text (emptied whole when full)
 
 
-class TranscriptLog(Log):
+class TranscriptLog(GrowsInPlace, Log):
     """A Log of one line per event that never scrolls sideways (a cut line ends in ``…``), with a
     line cursor while it has the keyboard. It stops following new lines when the user moves up
-    or scrolls back, and follows again at the end (``End`` or ``f``)."""
+    or scrolls back, and follows again at the end (``End`` or ``f``). New lines repaint it, not the
+    screen (:class:`~onegc_tui.app.scrolling.GrowsInPlace`)."""
 
     help_name = "Transcript"
     BINDINGS = [

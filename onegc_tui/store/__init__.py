@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
+BULK_CACHE_KIB = 64 << 10  # bulk(): SQLite's page cache, 64 MiB (its default is 2 MiB)
 BULK_COMMIT_ROWS = 500_000  # bulk(): a commit per this many events keeps the WAL to a few hundred MB
 # per-session usage: transcript ``usage`` items add to these, a ``result`` item replaces them
 USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
@@ -193,21 +194,34 @@ class Store:
         """:meth:`transaction` for a file being built from the session folders (``onegc
         reindex``), which nobody reads before it is renamed into place (a crash leaves a file
         that is thrown away): committed every ``BULK_COMMIT_ROWS`` events, without waiting for the
-        disk until the end. A commit per batch and per session was half a reindex's time."""
+        disk until the end. A commit per batch and per session was half a reindex's time.
+
+        Each page is written once, into the file (the rollback journal kept in memory, not every
+        page first into the WAL and then again into the file), and the search index is built once
+        at the end from the whole transcript rather than a segment per batch merged again and
+        again. The file is in WAL mode again before it is handed over."""
         conn = self.conn
+        conn.execute("PRAGMA journal_mode=MEMORY")  # savepoints still roll back (a journal, in memory)
         conn.execute("PRAGMA synchronous=OFF")
+        conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
         self._bulk_rows = 0
+        self._fts_deferred = True
         try:
             with self.transaction():
                 self._outer = "bulk"
                 yield self
+                conn.execute("INSERT INTO transcript_fts(transcript_fts) VALUES('rebuild')")
         finally:
             self._bulk_rows = 0
+            self._fts_deferred = False
+            conn.execute("PRAGMA cache_size=-2000")
+            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and now to the disk, before anyone renames it
 
     _outer: str | None = None  # inside transaction() or bulk()
     _bulk_rows = 0  # inside bulk(): events written since its last commit
+    _fts_deferred = False  # inside bulk(): transcript_fts is rebuilt at its end, not kept up row by row
 
     @contextmanager
     def _transaction(self, rows: int = 0):
@@ -259,8 +273,9 @@ class Store:
         record is its folder ``runs/<id>.attempt-<n>``."""
         conn = self.conn
         with self._transaction():
-            conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) "
-                         "SELECT 'delete', rowid, text FROM transcript WHERE session_id=?", (session_id,))
+            if not self._fts_deferred:
+                conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) "
+                             "SELECT 'delete', rowid, text FROM transcript WHERE session_id=?", (session_id,))
             for table in ("events", "transcript", "gpu_samples", "checkpoints", "controls", "ingest_errors",
                           "ingest_offsets", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
@@ -392,10 +407,12 @@ class Store:
         if progress:
             rows += self._update_progress(sid, progress)
         if rows:
-            last = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
+            last = 0 if self._fts_deferred else conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
             conn.executemany("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text)"
                              " VALUES (?,?,?,?,?,?,?,?,?)", rows)
-            conn.execute("INSERT INTO transcript_fts(rowid, text) SELECT rowid, text FROM transcript WHERE rowid > ?", (last,))
+            if not self._fts_deferred:
+                conn.execute("INSERT INTO transcript_fts(rowid, text) SELECT rowid, text FROM transcript WHERE rowid > ?",
+                             (last,))
         if gpu:
             conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", map(_GPU_ROW, gpu))
             g = gpu[-1]  # the latest sample is the session's current one
@@ -438,6 +455,9 @@ class Store:
                                     (sid, call_id)).fetchone()  # fmt: skip
             if old is None:
                 new.append(row)
+                continue
+            if self._fts_deferred:
+                self.conn.execute("UPDATE transcript SET ts=?, text=? WHERE rowid=?", (row[2], row[8], old[0]))
                 continue
             self.conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) VALUES('delete', ?, ?)", old)
             self.conn.execute("UPDATE transcript SET ts=?, text=? WHERE rowid=?", (row[2], row[8], old[0]))
