@@ -63,6 +63,7 @@ class Ingester:
     _ended: set[str] = field(default_factory=set)
     _tails: dict[str, JsonlTail] = field(default_factory=dict)
     _held: list[tuple[str, list[Event]]] | None = None  # hold(): new events wait for deliver()
+    _files: dict[str, _Watched] = field(default_factory=dict)
 
     def hold(self) -> None:
         """Keep the new events from ``on_events`` until :meth:`deliver`: the caller writes in one
@@ -77,7 +78,9 @@ class Ingester:
                 self.on_events(sid, events)
 
     def discard(self) -> None:
+        """The transaction of what was read did not commit: nothing of it is shown, and it is read again."""
         self._held = None
+        self.forget_place()
 
     @property
     def runs(self) -> Path:
@@ -128,15 +131,42 @@ class Ingester:
         paths = self._known.get(sid)
         if paths is None:
             return 0
-        key = str(paths.events)
-        file_id = _file_id(paths.events)
-        known = self.store.ingested_file(key)
-        if known is not None and file_id is not None and known != file_id:
-            self._start_over(sid, paths)  # another attempt in this folder (a study retry)
-        offset, line_no = self.store.offset(key)
+        watched = self._files.get(sid)
+        if watched is None:
+            watched = self._files[sid] = _Watched(str(paths.events), paths.events)
+        key = watched.key
+        file_id, size = _file_state(watched.path)
         tail = self._tails.get(sid)
-        if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
-            tail = self._tails[sid] = JsonlTail(paths.events, TailState(offset, line_no))
+        if tail is None or file_id != watched.file_id:
+            # first look at this file (or again, after a write that did not commit): where the
+            # store has it; then this ingester's own place in it, which it only moves as it commits
+            known = self.store.ingested_file(key)
+            if known is not None and file_id is not None and known != file_id:
+                self._start_over(sid, paths)  # another attempt in this folder (a study retry)
+            offset, line_no = self.store.offset(key)
+            if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
+                tail = self._tails[sid] = JsonlTail(paths.events, TailState(offset, line_no))
+            watched.file_id = file_id
+        elif size == tail.state.offset and not tail.state.in_long_line:
+            return 0  # nothing new since it was read (and stored): no query, no open
+        try:
+            return self._read_new(sid, paths, key, file_id, tail)
+        except BaseException:
+            self.forget_place(sid)  # what was read may not be stored: the store's place counts
+            raise
+
+    def forget_place(self, sid: str | None = None) -> None:
+        """Take the place in a session's file (all of them: ``None``) from the store next time: a
+        write of what was read did not commit."""
+        if sid is None:
+            self._tails.clear()
+            self._files.clear()
+        else:
+            self._tails.pop(sid, None)
+            self._files.pop(sid, None)
+
+    def _read_new(self, sid: str, paths: SessionPaths, key: str, file_id: str | None, tail: JsonlTail) -> int:
+        offset = tail.state.offset
         # the store needs each event's fields; only a caller of on_events needs the models (the
         # monitor, a few thousand lines a second at most): a catch-up or a reindex parses to dicts
         typed = self.on_events is not None
@@ -274,12 +304,22 @@ class Ingester:
             self.on_error(message)
 
 
-def _file_id(path: Path) -> str | None:
+@dataclass
+class _Watched:
+    """One session's ``events.jsonl`` as this ingester last read it."""
+
+    key: str  # its path, as the store keys its offset
+    path: Path
+    file_id: str | None = None  # "device:inode": another file under the same path is another attempt
+
+
+def _file_state(path: Path) -> tuple[str | None, int]:
+    """The file's identity ("device:inode") and size; ``(None, 0)`` when it is not there."""
     try:
         st = os.stat(path)
     except OSError:
-        return None
-    return f"{st.st_dev}:{st.st_ino}"
+        return None, 0
+    return f"{st.st_dev}:{st.st_ino}", st.st_size
 
 
 def _write_events() -> list[type]:

@@ -206,3 +206,44 @@ def test_reindex_in_one_bulk_transaction_stores_what_the_live_ingest_stores(home
     # the search index, built once at the end of the bulk, agrees with its content table
     store.conn.execute("INSERT INTO transcript_fts(transcript_fts, rank) VALUES('integrity-check', 1)")
     store.close()
+
+
+def test_lines_whose_write_did_not_commit_are_read_again_and_shown_once(tmp_path, monkeypatch):
+    """The ingester keeps its own place in each file (no query per look while nothing is new);
+    a batch that fails, or a transaction that does not commit, leaves the place to the store."""
+    home = tmp_path / "home"
+    paths = create_session(SessionConfig(session_id="s", task="t0", agent="scripted", budget_s=600), home)
+    w = EventWriter(paths.events, "s", clock=Clock())
+    w.emit("session_started", task="t0_demo", agent="scripted", budget_s=600, grace_s=30, contract={})
+    store = Store.open(home)
+    seen: list[int] = []
+    ing = Ingester(home, store, on_events=lambda sid, evs: seen.extend(e.seq for e in evs))
+    ing.discover()
+    assert ing.ingest_session("s") == 1
+    queries: list[str] = []
+    store.conn.set_trace_callback(queries.append)
+    assert ing.ingest_session("s") == 0 and queries == []  # nothing new: not a query
+    store.conn.set_trace_callback(None)
+
+    w.emit("transcript", role="assistant", kind="text", text="two")
+    real = store.ingest
+    monkeypatch.setattr(store, "ingest", lambda batch: (_ for _ in ()).throw(OSError("disk")))
+    with pytest.raises(OSError):
+        ing.ingest_session("s")
+    monkeypatch.setattr(store, "ingest", real)
+    assert ing.ingest_session("s") == 1  # read again from the store's place
+
+    w.emit("transcript", role="assistant", kind="text", text="three")
+    ing.hold()
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            ing.ingest_session("s")
+            raise RuntimeError("the commit fails")
+    ing.discard()
+    ing.hold()
+    with store.transaction():
+        assert ing.ingest_session("s") == 1
+    ing.deliver()
+    assert seen == [1, 2, 3]
+    assert [r[0] for r in store.conn.execute("SELECT seq FROM events ORDER BY seq")] == [1, 2, 3]
+    store.close()
