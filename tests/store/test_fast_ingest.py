@@ -235,10 +235,9 @@ def test_lines_whose_write_did_not_commit_are_read_again_and_shown_once(tmp_path
 
     w.emit("transcript", role="assistant", kind="text", text="three")
     ing.hold()
-    with pytest.raises(RuntimeError):
-        with store.transaction():
-            ing.ingest_session("s")
-            raise RuntimeError("the commit fails")
+    with pytest.raises(RuntimeError), store.transaction():
+        ing.ingest_session("s")
+        raise RuntimeError("the commit fails")
     ing.discard()
     ing.hold()
     with store.transaction():
