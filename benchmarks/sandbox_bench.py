@@ -6,9 +6,9 @@
    that prints one line; the figure is the wall time from starting the runner to that line's
    ``transcript`` event, sealed and ``--unsealed`` alternately. Target: the sandbox adds at most
    150 ms.
-2. Training: the t6 baseline (DLinear on ETTh1, 3 epochs, CPU) run from a real workspace, as
-   the agent runs it inside its sandbox and as a plain process outside, alternately; the
-   figure is the script's own ``time_s`` (its training loop). Target: within noise (the
+2. Training: the t6 baseline (DLinear on ETTh1, 3 epochs, CPU, one thread) run from a real
+   workspace, as the agent runs it inside its sandbox and as a plain process outside,
+   alternately; the figure is the script's own ``time_s`` (its training loop). Target: within noise (the
    spread of the runs themselves).
 
 Both are printed as ratios of figures measured in the same run (this machine's speed drifts).
@@ -103,7 +103,10 @@ def bench_training(runs: int, data: Path) -> tuple[list[float], list[float]]:
                                    protected=(home,), ids=sandbox.agent_ids("bench"))
         plan.agent_home.mkdir()
         sandbox.hand_over(plan, [ws, ws / "checkpoints"])
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1")
+        # one thread each: on 2 cores, torch's two OpenMP threads wait at every barrier for a core
+        # that anything else on the machine may hold, and the same run took 3.5 s or 13 s; the
+        # sandbox's cost (namespaces, mounts, its uid) is the same for one thread as for two
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         argv = [sys.executable, "run_1.py"]
         sealed_argv = sandbox.wrap(plan, argv, sandbox.status().bwrap)
         for k in range(runs):

@@ -154,7 +154,10 @@ class HistoryScreen(Screen):
 
     def on_mount(self) -> None:
         self.sub_title = "history"
-        self.load()
+        if self.app.history.ready(self.study, self.demo):  # prefetched: drawn in the screen's first frame
+            self.on_history_screen_loaded(self.app.history.get(self.study, self.demo))  # (no second layout)
+        else:
+            self.load()
 
     def on_screen_resume(self) -> None:
         if self.matrix is not None and not self.app.history.ready(self.study, self.demo):
@@ -258,6 +261,7 @@ class HistoryScreen(Screen):
             self._describe()  # Tab between the two tables: describe the cell that now has the cursor
 
     def _describe(self) -> None:
+        """The highlighted cell in words, in the detail box (of a fixed size: no relayout per cell)."""
         target = self._target()
         detail = self.query_one("#cell-detail", Static)
         plot = self.query_one("#band-plot", Plot)
@@ -270,12 +274,13 @@ class HistoryScreen(Screen):
             parts += [f"  {t.upper()}: r = {r:+.3f}" for t, r in agg.per_task.items()]
             if agg.missing:
                 parts.append(f"  no result on {', '.join(t.upper() for t in agg.missing)}: partial aggregate")
-            detail.update("\n".join(parts))
+            detail.update("\n".join(parts), layout=False)
             plot.show([], 1.0)
             return
         cell = row.cell(col) if col not in ("study", "agent") else None
         if cell is None:
-            detail.update(f"{row.label}: no session on this task" if col not in ("study", "agent") else row.label)
+            detail.update(f"{row.label}: no session on this task" if col not in ("study", "agent") else row.label,
+                          layout=False)
             plot.show([], 1.0)
             return
         lines = [f"{row.label} · {col.upper()} · {m.study}",
@@ -283,14 +288,14 @@ class HistoryScreen(Screen):
                  f"success {cell.n_success}/{cell.n_total}  best {fmt_score(cell.best)}"]
         if m.is_paper:
             lines.append("reference figures from the paper (Table 4 mean ± std, Table 6 best of 5)")
-            detail.update("\n".join(lines))
+            detail.update("\n".join(lines), layout=False)
             plot.show([], 1.0)
             return
         ids = list(cell.session_ids)
         lines.append(f"best session {cell.best_session or '-'} · first checkpoint {clock(cell.first_checkpoint_mean_s)} "
                      f"(mean) · scripts {'-' if cell.scripts_mean is None else f'{cell.scripts_mean:.1f}'}"
                      f" · budget used {'-' if cell.budget_used_mean is None else f'{cell.budget_used_mean:.0%}'}")
-        detail.update("\n".join(lines + ["loading curves and GPU time…"]))
+        detail.update("\n".join(lines + ["loading curves and GPU time…"]), layout=False)
         self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids))
 
     class CellAnalytics(Message):
@@ -320,7 +325,7 @@ class HistoryScreen(Screen):
         self.post_message(self.CellAnalytics(lines, band, budget))
 
     def on_history_screen_cell_analytics(self, msg: CellAnalytics) -> None:
-        self.query_one("#cell-detail", Static).update("\n".join(msg.lines))
+        self.query_one("#cell-detail", Static).update("\n".join(msg.lines), layout=False)
         band, budget, plot = msg.band, msg.budget, self.query_one("#band-plot", Plot)
         if band:
             mean = [(f * budget, v) for f, v in zip(band.grid, band.mean, strict=True) if v is not None]
