@@ -13,7 +13,6 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -25,7 +24,7 @@ from runner.errors import OnegcError
 from runner.events import Event
 from runner.jsonl import JsonlTail
 from runner.reconcile import reconcile
-from tasks import Direction, best_of, direction_of
+from runner.summary import Summary
 
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
@@ -61,37 +60,13 @@ def describe(event: Event) -> str | None:
     return None
 
 
-@dataclass
-class Progress:
+class Progress(Summary):
     """What the progress line and the final line say about one session, from its own events."""
 
-    state: str = "queued"
-    remaining_s: float | None = None
-    checkpoints: int = 0
-    best: float | None = None
-    direction: Direction = "higher"
-    reason: str | None = None  # set once the session has ended
-    score: float | None = None
-    detail: str = ""
-
-    def see(self, e: Event) -> None:
-        t = e.type
-        if t == "session_started":
-            self.state, self.remaining_s = "running", e.budget_s
-            self.direction = direction_of(e.task)
-        elif t in ("heartbeat", "budget"):
-            self.remaining_s = e.remaining_s
-            if t == "budget" and e.state in ("paused", "resumed", "running"):
-                self.state = "paused" if e.state == "paused" else "running"
-        elif t == "checkpoint_found":
-            self.checkpoints += 1
-        elif t == "checkpoint_scored" and not e.official and e.value is not None:
-            self.best = e.value if self.best is None else best_of((self.best, e.value), self.direction)
-        elif t == "session_ended":
-            self.end(e.reason, e.detail, e.score)
-
-    def end(self, reason: str, detail: str, score: float | None = None) -> None:
-        self.state, self.reason, self.detail, self.score, self.remaining_s = "ended", reason, detail, score, None
+    @property
+    def reason(self) -> str | None:
+        """Why the session ended (None while it runs): its ``session_ended``, or a liveness verdict."""
+        return self.end_reason
 
 
 class _StoreCopy:
@@ -169,9 +144,9 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
             if now >= next_progress:
                 for sid, p in seen.items():
                     if p.reason is None:
-                        best = f"{p.best:.4f}" if p.best is not None else "-"
+                        best = f"{p.best_live:.4f}" if p.best_live is not None else "-"
                         say(f"[{time.strftime('%H:%M:%S')}] {sid}: {p.state}, {clock(p.remaining_s)} left, "
-                            f"{p.checkpoints} checkpoints, best {best}")
+                            f"{p.n_checkpoints} checkpoints, best {best}")
                 next_progress = now + PROGRESS_EVERY_S
             time.sleep(POLL_S)
     finally:
