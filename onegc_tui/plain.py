@@ -33,28 +33,28 @@ LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whe
 
 def describe(event: Event) -> str | None:
     """The one-line form of a notable event, or None for the routine ones."""
-    t = event.type
-    if t == "session_started":
+    if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
         return (f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
                 f"budget {clock(event.budget_s)}{unsealed}")
-    if t == "agent_started":
+    if event.type == "agent_started":
         return f"agent running (pid {event.pid}, containment {event.containment})"
-    if t == "transcript" and event.kind in ("tool_call", "error", "result"):
+    if event.type == "transcript" and event.kind in ("tool_call", "error", "result"):
         return f"{event.kind}: {event.text.splitlines()[0][:120] if event.text else event.tool or ''}"
-    if t == "process":
-        return f"script {event.action}: {event.script}" + (f" (exit {event.returncode})" if event.returncode is not None else "")
-    if t == "checkpoint_scored":
+    if event.type == "process":
+        code = f" (exit {event.returncode})" if event.returncode is not None else ""
+        return f"script {event.action}: {event.script}{code}"
+    if event.type == "checkpoint_scored":
         what = f"{event.value:.4f}" if event.value is not None else f"ERROR {event.error}"
         return f"{'official' if event.official else 'checkpoint'} {event.name}: {event.metric} {what}"
-    if t == "budget" and event.state != "running":
+    if event.type == "budget" and event.state != "running":
         return f"budget {event.state}, {clock(event.remaining_s)} left"
-    if t == "control":
+    if event.type == "control":
         return f"control {event.action}: {'accepted' if event.accepted else 'refused'} {event.detail}".rstrip()
-    if t == "warning":
+    if event.type == "warning":
         times = f" (×{event.count})" if event.count > 1 else ""
         return f"WARNING {event.code}{times}: {event.message}"
-    if t == "session_ended":
+    if event.type == "session_ended":
         score = f", score {event.score:.4f}" if event.score is not None else ", no score"
         return f"ended: {event.reason}{score} ({event.detail})"
     return None

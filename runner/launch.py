@@ -39,7 +39,8 @@ def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """``env`` (default: this process's) with this checkout first on ``PYTHONPATH``: a runner or a
     queue daemon started from any folder imports the code that started it."""
     full_env = dict(env or os.environ)
-    full_env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
+    rest = full_env.get("PYTHONPATH")
+    full_env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + rest if rest else "")
     return full_env
 
 

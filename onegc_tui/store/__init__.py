@@ -237,8 +237,8 @@ class Store:
         """Make sure a ``sessions`` row exists (from ``session.json``), without clobbering one."""
         with self._transaction():
             self.conn.execute(
-                "INSERT OR IGNORE INTO sessions (session_id, folder, study, task, agent, model, repeat, budget_s, grace_s, state, remaining_s)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR IGNORE INTO sessions (session_id, folder, study, task, agent, model, repeat, budget_s, grace_s,"
+                " state, remaining_s) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (session_id, folder, config.get("study"), config.get("task"), config.get("agent"), config.get("model"),
                  config.get("repeat"), config.get("budget_s"), config.get("grace_s"), state, config.get("budget_s")),
             )
@@ -316,7 +316,7 @@ class Store:
         have = dict(self.conn.execute(
             "SELECT seq, data FROM events WHERE session_id=? AND seq BETWEEN ? AND ?", (session_id, lo, hi)).fetchall())
         out, conflicts = [], []
-        for i, (r, raw) in enumerate(zip(records, raws)):
+        for i, (r, raw) in enumerate(zip(records, raws, strict=True)):
             if r["session_id"] != session_id:
                 continue
             if r["seq"] in have:
@@ -395,7 +395,7 @@ class Store:
                 # the session's totals replace what the increments added up to, where it has them (a
                 # figure it lacks, such as cache reads, keeps its increments, in this batch or before)
                 s["usage_totals"] = totals = tuple(r[key] for key in USAGE_COLUMNS)
-                for key, total in zip(USAGE_COLUMNS, totals):
+                for key, total in zip(USAGE_COLUMNS, totals, strict=True):
                     if total is not None:
                         s.pop(key, None)
         return rows
@@ -480,7 +480,7 @@ class Store:
         """Rows as dicts of column -> value."""
         cur = self.conn.execute(sql, tuple(args))
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur]
+        return [dict(zip(names, row, strict=True)) for row in cur]
 
     def sessions(self, where: str = "1=1", args: Iterable = ()) -> list[dict]:
         return self._query(f"SELECT * FROM sessions WHERE {where} ORDER BY started_ts IS NULL, started_ts, session_id", args)
