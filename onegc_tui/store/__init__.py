@@ -5,6 +5,10 @@ WAL, ``synchronous=NORMAL``, migrations at open, one connection per thread (open
 no-op, and the derived tables (transcript, GPU samples, checkpoints, controls) and the
 per-session summary row only change for events that were new. Writes go in batches, one
 transaction each, with the ingest offset of the file they came from.
+
+The standard library's ``sqlite3``, not sqlite-utils: that imports numpy, which ``onegc
+sessions`` must not pay for at start-up (tests/cli/test_startup.py), and the ingest's inserts
+are ``executemany`` over rows taken in C either way.
 """
 
 from __future__ import annotations
