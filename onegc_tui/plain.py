@@ -55,9 +55,13 @@ def describe(event: Event) -> str | None:
         times = f" (×{event.count})" if event.count > 1 else ""
         return f"WARNING {event.code}{times}: {event.message}"
     if event.type == "session_ended":
-        score = f", score {event.score:.4f}" if event.score is not None else ", no score"
-        return f"ended: {event.reason}{score} ({event.detail})"
+        return ended(event.reason, event.score, event.detail)
     return None
+
+
+def ended(reason: str, score: float | None, detail: str) -> str:
+    """The line of a session's end: its ``session_ended``, or a liveness verdict."""
+    return f"ended: {reason}{f', score {score:.4f}' if score is not None else ', no score'} ({detail})"
 
 
 class Progress(Summary):
@@ -139,7 +143,7 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
                 for sid, p in seen.items():
                     if p.reason is None and tails[sid].at_end and (why := reconcile(paths[sid])):
                         p.end("harness_error", why)
-                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: ended: harness_error, no score ({why})")
+                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {ended('harness_error', None, why)}")
                 next_liveness = now + LIVENESS_EVERY_S
             if now >= next_progress:
                 for sid, p in seen.items():

@@ -432,9 +432,7 @@ def _refresh_queued(paths: SessionPaths, planned: SessionConfig) -> bool:
     ignore = {"created", "gpu"}
     if current.model_dump(exclude=ignore) == planned.model_dump(exclude=ignore):
         return False
-    tmp = paths.root / f".session.json.{os.getpid()}.tmp"
-    tmp.write_text(planned.model_copy(update={"gpu": current.gpu}).model_dump_json(indent=2))
-    os.replace(tmp, paths.config)
+    paths.write_config(planned.model_copy(update={"gpu": current.gpu}), new=False)
     return True
 
 

@@ -277,9 +277,7 @@ class QueueDaemon:
             self.log(f"{sid}: cannot start: {exc}")
             return False
         if config.gpu != gpu:  # not started yet, so the config may still change
-            tmp = paths.root / f".session.json.{os.getpid()}.tmp"
-            tmp.write_text(config.model_copy(update={"gpu": gpu}).model_dump_json(indent=2))
-            os.replace(tmp, paths.config)
+            paths.write_config(config.model_copy(update={"gpu": gpu}), new=False)
         record.update(state="starting", gpu=gpu, host=self.host, starting_at=time.time())
         write_record(paths, record)  # booked: a daemon that dies now leaves it to be queued again (_settle)
         proc = start_recorded(paths, {**record, "state": "running", "started_at": time.time()})
