@@ -18,9 +18,9 @@ Outputs
     :func:`gpu_time_split` -> :class:`GpuSplit`; :func:`activities_from_events`
     :func:`count_scripts`, :func:`time_to_first_checkpoint`
 
-Statistics follow the paper (shared/TASKS.md): failures (no scorable checkpoint, score ``None``)
-are left out of mean, std and best and counted in the success rate n/N; std is the sample
-standard deviation (ddof = 1).
+Statistics follow the paper (Table 4; its rows are in each ``task.toml``): failures (no scorable
+checkpoint, score ``None``) are left out of mean, std and best and counted in the success rate
+n/N; std is the sample standard deviation (ddof = 1).
 
 Missing tasks in the aggregate: ``Agg`` is the mean of r_t over the tasks a row has a result on
 (at least one successful repeat). When that is not the whole expected set (the paper's seven

@@ -41,7 +41,8 @@ def _task(name: str) -> TaskSpec:
 def _session(home: Path, session_id: str) -> SessionPaths:
     root = runs_dir(home) / session_id
     if not (root / "session.json").is_file():
-        matches = [p for p in runs_dir(home).glob(f"{session_id}*") if (p / "session.json").is_file()] if runs_dir(home).is_dir() else []
+        runs = runs_dir(home)
+        matches = [p for p in runs.glob(f"{session_id}*") if (p / "session.json").is_file()] if runs.is_dir() else []
         if len(matches) == 1:
             return SessionPaths(matches[0])
         raise OnegcError(f"no session '{session_id}' under {runs_dir(home)}: see 'onegc sessions'")
@@ -68,7 +69,8 @@ def tasks_cmd() -> None:
     for spec in task_facts().values():
         ready = is_prepared(spec.id, home)
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
-        rows.append([spec.short, spec.title, f"{spec.metric_label} {arrow('higher' if spec.higher_is_better else 'lower')}", f"{spec.budget_minutes:.0f} m", base,
+        metric = f"{spec.metric_label} {arrow('higher' if spec.higher_is_better else 'lower')}"
+        rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base,
                      "prepared" if ready else "not prepared"])
     header = ["id", "task", "metric", "budget", "baseline", "data"]
     for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):

@@ -13,7 +13,6 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -25,7 +24,7 @@ from runner.errors import OnegcError
 from runner.events import Event
 from runner.jsonl import JsonlTail
 from runner.reconcile import reconcile
-from tasks import Direction, best_of, direction_of
+from runner.summary import Summary
 
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
@@ -34,64 +33,44 @@ LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whe
 
 def describe(event: Event) -> str | None:
     """The one-line form of a notable event, or None for the routine ones."""
-    t = event.type
-    if t == "session_started":
+    if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
         return (f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
                 f"budget {clock(event.budget_s)}{unsealed}")
-    if t == "agent_started":
+    if event.type == "agent_started":
         return f"agent running (pid {event.pid}, containment {event.containment})"
-    if t == "transcript" and event.kind in ("tool_call", "error", "result"):
+    if event.type == "transcript" and event.kind in ("tool_call", "error", "result"):
         return f"{event.kind}: {event.text.splitlines()[0][:120] if event.text else event.tool or ''}"
-    if t == "process":
-        return f"script {event.action}: {event.script}" + (f" (exit {event.returncode})" if event.returncode is not None else "")
-    if t == "checkpoint_scored":
+    if event.type == "process":
+        code = f" (exit {event.returncode})" if event.returncode is not None else ""
+        return f"script {event.action}: {event.script}{code}"
+    if event.type == "checkpoint_scored":
         what = f"{event.value:.4f}" if event.value is not None else f"ERROR {event.error}"
         return f"{'official' if event.official else 'checkpoint'} {event.name}: {event.metric} {what}"
-    if t == "budget" and event.state != "running":
+    if event.type == "budget" and event.state != "running":
         return f"budget {event.state}, {clock(event.remaining_s)} left"
-    if t == "control":
+    if event.type == "control":
         return f"control {event.action}: {'accepted' if event.accepted else 'refused'} {event.detail}".rstrip()
-    if t == "warning":
+    if event.type == "warning":
         times = f" (×{event.count})" if event.count > 1 else ""
         return f"WARNING {event.code}{times}: {event.message}"
-    if t == "session_ended":
-        score = f", score {event.score:.4f}" if event.score is not None else ", no score"
-        return f"ended: {event.reason}{score} ({event.detail})"
+    if event.type == "session_ended":
+        return ended(event.reason, event.score, event.detail)
     return None
 
 
-@dataclass
-class Progress:
+def ended(reason: str, score: float | None, detail: str) -> str:
+    """The line of a session's end: its ``session_ended``, or a liveness verdict."""
+    return f"ended: {reason}{f', score {score:.4f}' if score is not None else ', no score'} ({detail})"
+
+
+class Progress(Summary):
     """What the progress line and the final line say about one session, from its own events."""
 
-    state: str = "queued"
-    remaining_s: float | None = None
-    checkpoints: int = 0
-    best: float | None = None
-    direction: Direction = "higher"
-    reason: str | None = None  # set once the session has ended
-    score: float | None = None
-    detail: str = ""
-
-    def see(self, e: Event) -> None:
-        t = e.type
-        if t == "session_started":
-            self.state, self.remaining_s = "running", e.budget_s
-            self.direction = direction_of(e.task)
-        elif t in ("heartbeat", "budget"):
-            self.remaining_s = e.remaining_s
-            if t == "budget" and e.state in ("paused", "resumed", "running"):
-                self.state = "paused" if e.state == "paused" else "running"
-        elif t == "checkpoint_found":
-            self.checkpoints += 1
-        elif t == "checkpoint_scored" and not e.official and e.value is not None:
-            self.best = e.value if self.best is None else best_of((self.best, e.value), self.direction)
-        elif t == "session_ended":
-            self.end(e.reason, e.detail, e.score)
-
-    def end(self, reason: str, detail: str, score: float | None = None) -> None:
-        self.state, self.reason, self.detail, self.score, self.remaining_s = "ended", reason, detail, score, None
+    @property
+    def reason(self) -> str | None:
+        """Why the session ended (None while it runs): its ``session_ended``, or a liveness verdict."""
+        return self.end_reason
 
 
 class _StoreCopy:
@@ -164,14 +143,14 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
                 for sid, p in seen.items():
                     if p.reason is None and tails[sid].at_end and (why := reconcile(paths[sid])):
                         p.end("harness_error", why)
-                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: ended: harness_error, no score ({why})")
+                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {ended('harness_error', None, why)}")
                 next_liveness = now + LIVENESS_EVERY_S
             if now >= next_progress:
                 for sid, p in seen.items():
                     if p.reason is None:
-                        best = f"{p.best:.4f}" if p.best is not None else "-"
+                        best = f"{p.best_live:.4f}" if p.best_live is not None else "-"
                         say(f"[{time.strftime('%H:%M:%S')}] {sid}: {p.state}, {clock(p.remaining_s)} left, "
-                            f"{p.checkpoints} checkpoints, best {best}")
+                            f"{p.n_checkpoints} checkpoints, best {best}")
                 next_progress = now + PROGRESS_EVERY_S
             time.sleep(POLL_S)
     finally:

@@ -107,9 +107,13 @@ class SessionPaths:
     sandbox = property(lambda self: self.root / "sandbox")  # the runner's files for the sandbox (passwd, group)
     result = property(lambda self: self.root / "result.json")
 
-    def write_config(self, config: SessionConfig) -> None:
-        self.root.mkdir(parents=True, exist_ok=False)
-        tmp = self.root / ".session.json.tmp"
+    def write_config(self, config: SessionConfig, *, new: bool = True) -> None:
+        """Write ``session.json`` atomically (temp file + rename): ``new``, into a folder made now,
+        which must not exist yet; else over the config of a session whose runner has not read it
+        yet (the GPU it is given, a study's current settings)."""
+        if new:
+            self.root.mkdir(parents=True, exist_ok=False)
+        tmp = self.root / f".session.json.{os.getpid()}.tmp"
         tmp.write_text(config.model_dump_json(indent=2))
         os.replace(tmp, self.config)
 

@@ -6,7 +6,6 @@ The local launcher starts ``python -m runner.session DIR`` detached (its own ses
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.config import SessionPaths, runs_dir
+from runner.launchers import write_record
 from runner.liveness import launch_record
 
 if TYPE_CHECKING:
@@ -35,21 +35,30 @@ def runner_argv(paths: SessionPaths) -> list[str]:
     return [sys.executable, "-m", "runner.session", str(paths.root)]
 
 
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) with this checkout first on ``PYTHONPATH``: a runner or a
+    queue daemon started from any folder imports the code that started it."""
+    full_env = dict(env or os.environ)
+    rest = full_env.get("PYTHONPATH")
+    full_env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + rest if rest else "")
+    return full_env
+
+
 def start_runner(paths: SessionPaths, env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start ``python -m runner.session DIR`` detached (own session, output in ``runner.log``)."""
-    full_env = dict(env or os.environ)
-    full_env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
     with open(paths.runner_log, "ab") as log:
         return subprocess.Popen(runner_argv(paths), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, env=full_env, cwd=paths.root)
+                                start_new_session=True, env=child_env(env), cwd=paths.root)
+
+
+def start_recorded(paths: SessionPaths, record: dict, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start the runner and write ``launcher.json``: ``record`` and what runner.liveness needs to
+    know that very process later. The one way a runner starts on this machine, queued or not."""
+    proc = start_runner(paths, env)
+    write_record(paths, {**record, **launch_record(proc.pid)})
+    return proc
 
 
 def spawn_local(paths: SessionPaths, env: dict[str, str] | None = None) -> int:
-    """Start the runner now, outside any queue; returns its pid and records it in ``launcher.json``
-    (with what runner.liveness needs to know that very process later)."""
-    proc = start_runner(paths, env)
-    record = {"kind": "local", **launch_record(proc.pid), "started": time.time()}
-    tmp = paths.root / ".launcher.json.tmp"
-    tmp.write_text(json.dumps(record))
-    os.replace(tmp, paths.launcher)
-    return proc.pid
+    """Start the runner now, outside any queue; returns its pid."""
+    return start_recorded(paths, {"kind": "local", "started": time.time()}, env).pid

@@ -4,7 +4,7 @@ Every agent (scripted, command, claude-code, codex, opencode) runs as::
 
     [nsenter --net=GATE] bwrap OPTIONS -- python -I /run/onegc/nsinit.py [--uid U --gid G] -- AGENT...
 
-What the agent's tree gets (../shared/INTEGRITY.md, "What is protected"):
+What the agent's tree gets (README "Threat model" lists what it can and cannot reach):
 
 - its own PID, IPC, UTS and cgroup namespaces, its own ``/proc`` (it cannot see the runner, so
   it cannot signal it or ``nsenter`` its namespaces), a minimal ``/dev``, a private ``/tmp``;

@@ -1,5 +1,7 @@
-"""Sealed scoring (../shared/INTEGRITY.md S1-S5): the agent's code never runs beside the metric, and each
-checkpoint is judged alone.
+"""Sealed scoring (README "Threat model"): the agent's code never runs beside the metric, and each
+checkpoint is judged alone. tests/integrity/test_sealed_scoring.py tries the attacks S1-S5 its tests
+name (replace the evaluator, print a fake result, poison a later checkpoint, outlive the scorer,
+fake a harness error).
 
 Two sides, two processes:
 

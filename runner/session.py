@@ -1,4 +1,4 @@
-"""The runner: one process per session (../shared/DESIGN.md §3).
+"""The runner: one process per session (README "How it works").
 
     python -m runner.session RUNS/<session_id>
 

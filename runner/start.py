@@ -1,5 +1,7 @@
-"""Starting sessions: the one path by which ``onegc run``, ``onegc demo`` and the monitor's
-new-session form start sessions, and whose checks ``onegc study`` shares.
+"""Starting sessions: the one path by which ``onegc run``, ``onegc demo``, the monitor's
+new-session form and ``onegc study`` start sessions: the checks, then the session folders, then
+the launch (at once, or through the local GPU queue, whose daemon starts each runner as
+:func:`runner.launch.start_recorded` does for one started at once).
 
 Everything is checked before anything is created (the agent known and usable, the task's data
 prepared, the sandbox available unless the session is unsealed), so a refusal is one line and
@@ -10,8 +12,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.config import data_root
 from runner.errors import OnegcError
@@ -77,8 +80,8 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
                    sealed: bool = True) -> list[SessionPaths]:
     """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.config import SessionConfig, default_network, new_session_id
-    from runner.launch import create_session, spawn_local
-    from runner.launchers.local import enqueue, gpu_slots, start_daemon
+    from runner.launch import create_session
+    from runner.launchers.local import gpu_slots
 
     ensure_agent(agent, model, command)
     ensure_prepared(spec, home)
@@ -91,15 +94,27 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
         config = SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
                                repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
                                pace_s=pace_s, network=network or default_network(agent), sealed=sealed)
-        paths = create_session(config, home)
-        if queued:
-            enqueue(paths)
-        else:
-            spawn_local(paths)
-        started.append(paths)
-    if queued:
-        start_daemon(home, slots)  # one session per slot (GPU, or the CPU), the rest wait
+        started.append(create_session(config, home))
+    launch_local(home, started, slots, queued=queued)
     return started
+
+
+def launch_local(home: Path, sessions: Sequence[SessionPaths], slots: list[str | None], *, queued: bool = True,
+                 **record: Any) -> None:
+    """Start created sessions on this machine: through the local GPU queue, one session per slot
+    (a GPU, or the CPU) and the rest waiting, ``record`` joining each one's ``launcher.json`` (its
+    study); or, not ``queued``, each now on the GPU its config names. A queue daemon is started
+    even for no new session, to serve the ones queued already (it leaves if another serves them)."""
+    from runner.launch import spawn_local
+    from runner.launchers import local
+
+    if not queued:
+        for paths in sessions:
+            spawn_local(paths)
+        return
+    for paths in sessions:
+        local.enqueue(paths, **record)
+    local.start_daemon(home, slots)
 
 
 def absolute_if_file(arg: str) -> str:

@@ -354,13 +354,14 @@ def check_data(study: StudySpec, home: Path) -> None:
 
 
 def check_agents(study: StudySpec) -> None:
-    """Each agent's CLI found, its credentials set, a model where it needs one (runner/agents/preflight.py):
-    ``onegc study`` asks before a local launch; on Slurm the CLIs live on the compute nodes."""
-    from runner.agents.preflight import preflight
+    """Each agent's CLI found, its credentials set, a model where it needs one (``onegc run``'s
+    check, runner.start.ensure_agent): ``onegc study`` asks before a local launch; on Slurm the CLIs
+    live on the compute nodes."""
+    from runner.start import ensure_agent
 
     for agent in study.agents:
         try:
-            preflight(agent.adapter, agent.model)
+            ensure_agent(agent.adapter, agent.model, agent.command)
         except OnegcError as exc:
             raise StudyError(f"agent {agent.key}: {exc}") from None
 
@@ -368,6 +369,7 @@ def check_agents(study: StudySpec) -> None:
 def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str | None = None) -> LaunchReport:
     """Create, retry and launch whatever the study still needs; leave the rest alone."""
     from runner.launchers import local, slurm
+    from runner.start import ensure_sandbox, launch_local
 
     kind = kind or study.launcher.kind
     home = Path(home).resolve()
@@ -375,15 +377,14 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
     runs.mkdir(parents=True, exist_ok=True)
     check_data(study, home)
     if kind == "local" and not study.unsealed:
-        from runner.start import ensure_sandbox
-
         try:
             ensure_sandbox(True, unsealed_hint="set unsealed = true in the study")
         except OnegcError as exc:
             raise StudyError(exc.message) from None
     if kind == "slurm" and not slurm.available():
         raise StudyError("sbatch not found: run the study on a Slurm login node, or set launcher.kind = \"local\"")
-    slots = local.gpu_slots(gpus if gpus is not None else study.launcher.gpus) if kind == "local" else None
+    # local: one session per GPU, or [None] for the CPU
+    slots = local.gpu_slots(gpus if gpus is not None else study.launcher.gpus) if kind == "local" else []
     report = LaunchReport()
     to_launch: list[SessionPaths] = []
     with local.book_lock(runs):  # the local queue must not start a session while we rewrite it
@@ -408,14 +409,10 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
                 to_launch.append(paths)
             elif st.state == "unlaunched":
                 to_launch.append(paths)
-        if kind == "local":
-            for paths in to_launch:
-                local.enqueue(paths, study=study.name)
-                report.launched.append(paths.session_id)
+        if kind == "local" and (to_launch or report.active):
+            launch_local(home, to_launch, slots, study=study.name)  # under the lock: no daemon starts one mid-rewrite
+            report.launched += [paths.session_id for paths in to_launch]
     if kind == "local":
-        assert slots is not None  # local: one per GPU, or [None] for the CPU
-        if to_launch or report.active:
-            local.start_daemon(home, slots)
         report.where = "local queue on " + (", ".join(f"GPU {s}" for s in slots) if slots != [None] else "the CPU, one at a time")
     else:
         for paths in to_launch:
@@ -435,9 +432,7 @@ def _refresh_queued(paths: SessionPaths, planned: SessionConfig) -> bool:
     ignore = {"created", "gpu"}
     if current.model_dump(exclude=ignore) == planned.model_dump(exclude=ignore):
         return False
-    tmp = paths.root / f".session.json.{os.getpid()}.tmp"
-    tmp.write_text(planned.model_copy(update={"gpu": current.gpu}).model_dump_json(indent=2))
-    os.replace(tmp, paths.config)
+    paths.write_config(planned.model_copy(update={"gpu": current.gpu}), new=False)
     return True
 
 

@@ -21,7 +21,7 @@ from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the sparkline
 BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
-BUDGET_EVENTS = frozenset({"session_started", "heartbeat", "budget", "session_ended"})  # what BudgetView.apply reads
+BUDGET_EVENTS = frozenset({"session_started", "heartbeat", "budget", "session_ended"})  # the events that move the countdown
 
 
 def budget_bar_text(view: Countdown, now: float, width: int) -> str:
@@ -66,7 +66,7 @@ class BudgetPane(Vertical):
         changed = False
         for e in events:
             if e.type in BUDGET_EVENTS:
-                self.view.apply(e)
+                self.view.see(e)
                 changed = changed or e.type != "heartbeat"
         if changed:
             self._draw()

@@ -5,6 +5,10 @@ WAL, ``synchronous=NORMAL``, migrations at open, one connection per thread (open
 no-op, and the derived tables (transcript, GPU samples, checkpoints, controls) and the
 per-session summary row only change for events that were new. Writes go in batches, one
 transaction each, with the ingest offset of the file they came from.
+
+The standard library's ``sqlite3``, not sqlite-utils: that imports numpy, which ``onegc
+sessions`` must not pay for at start-up (tests/cli/test_startup.py), and the ingest's inserts
+are ``executemany`` over rows taken in C either way.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
 from runner.errors import OnegcError
+from runner.summary import ADDED, LIVE_STATES, fold
 
 Record = dict[str, Any]  # an event's fields (onegc_tui/records.py)
 
@@ -250,8 +255,8 @@ class Store:
         """Make sure a ``sessions`` row exists (from ``session.json``), without clobbering one."""
         with self._transaction():
             self.conn.execute(
-                "INSERT OR IGNORE INTO sessions (session_id, folder, study, task, agent, model, repeat, budget_s, grace_s, state, remaining_s)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR IGNORE INTO sessions (session_id, folder, study, task, agent, model, repeat, budget_s, grace_s,"
+                " state, remaining_s) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (session_id, folder, config.get("study"), config.get("task"), config.get("agent"), config.get("model"),
                  config.get("repeat"), config.get("budget_s"), config.get("grace_s"), state, config.get("budget_s")),
             )
@@ -330,7 +335,7 @@ class Store:
         have = dict(self.conn.execute(
             "SELECT seq, data FROM events WHERE session_id=? AND seq BETWEEN ? AND ?", (session_id, lo, hi)).fetchall())
         out, conflicts = [], []
-        for i, (r, raw) in enumerate(zip(records, raws)):
+        for i, (r, raw) in enumerate(zip(records, raws, strict=True)):
             if r["session_id"] != session_id:
                 continue
             if r["seq"] in have:
@@ -357,52 +362,23 @@ class Store:
         if "gpu" in types:
             gpu = list(compress(records, map(eq, types, repeat("gpu"))))
         for r in compress(records, map(not_, map(_BULK_TYPES.__contains__, types))):
+            fold(s, r)  # the summary's rules (runner/summary.py); the rows they leave are kept here
             t = r["type"]
-            if t == "heartbeat":
-                s.update(remaining_s=r["remaining_s"], remaining_ts=r["ts"], active_s=r["active_s"], procs=r["procs"])
-            elif t == "budget":
-                s.update(remaining_s=r["remaining_s"], remaining_ts=r["ts"], deadline=r["deadline"])
-                if r["state"] in ("paused", "resumed", "running") and "ended_ts" not in s:  # not after session_ended
-                    s["state"] = "paused" if r["state"] == "paused" else "running"
-            elif t == "session_started":
-                contract = r["contract"]
-                gpus = contract.get("gpu") or []
-                s.update(state="running", started_ts=r["ts"], study=r["study"], task=r["task"], agent=r["agent"],
-                         model=r["model"], repeat=r["repeat"], budget_s=r["budget_s"], grace_s=r["grace_s"],
-                         remaining_s=r["budget_s"], remaining_ts=r["ts"],
-                         contract=json.dumps(contract), contract_hash=contract_hash(contract),
-                         gpu_name=gpus[0].get("name") if gpus else None)
-            elif t == "agent_started":
-                s["containment"] = r["containment"]
-            elif t == "process" and r["action"] == "started" and r["training"]:
-                s["scripts_launched"] = s.get("scripts_launched", 0) + 1
-            elif t == "checkpoint_found":
+            if t == "checkpoint_found":
                 conn.execute(
                     "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, script, self_reported)"
                     " VALUES (?,?,0,?,?,?,?,?) ON CONFLICT DO NOTHING",
                     (sid, r["name"], r["seq"], r["ts"], r["budget_elapsed_s"], r["script"], r["self_reported"]))
-                s["n_checkpoints"] = s.get("n_checkpoints", 0) + 1
-                s.setdefault("first_checkpoint_s", r["budget_elapsed_s"])
             elif t == "checkpoint_scored":
                 flags = r["flags"]
                 conn.execute(
-                    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s, flags)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
+                    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s,"
+                    " flags) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
                     " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, flags=excluded.flags",
                     (sid, r["name"], int(r["official"]), r["seq"], r["ts"], r["budget_elapsed_s"], r["value"], r["error"],
                      r["eval_s"], json.dumps(flags) if flags else None))
-                if flags:
-                    s["flagged"] = s.get("flagged", 0) + 1
-                if r["value"] is not None and not r["official"]:
-                    s.setdefault("live_values", []).append(r["value"])
             elif t == "control":
                 controls.append(r)
-            elif t == "warning":
-                s["warnings"] = s.get("warnings", 0) + (r.get("count") or 1)  # one event may stand for many (runner/coalesce.py)
-            elif t == "session_ended":
-                s.update(state="ended" if r["reason"] in ("completed", "budget_exhausted", "aborted") else "failed",
-                         ended_ts=r["ts"], end_reason=r["reason"], end_detail=r["detail"], score=r["score"],
-                         best_checkpoint=r["best_checkpoint"], active_s=r["active_s"], remaining_s=None)
         rows = list(map(_TRANSCRIPT_ROW, transcript))
         if progress:
             rows += self._update_progress(sid, progress)
@@ -440,12 +416,12 @@ class Store:
                 # the session's totals replace what the increments added up to, where it has them (a
                 # figure it lacks, such as cache reads, keeps its increments, in this batch or before)
                 s["usage_totals"] = totals = tuple(r[key] for key in USAGE_COLUMNS)
-                for key, total in zip(USAGE_COLUMNS, totals):
+                for key, total in zip(USAGE_COLUMNS, totals, strict=True):
                     if total is not None:
                         s.pop(key, None)
         return rows
 
-    _ADDITIVE = (*USAGE_COLUMNS, "scripts_launched", "n_checkpoints", "warnings", "flagged")
+    _ADDITIVE = frozenset({*USAGE_COLUMNS, *ADDED})  # a delta's keys that add to the row's
 
     def _update_progress(self, sid: str, progress: dict[str, tuple]) -> list[tuple]:
         """Update each tool call's heartbeat row in place; returns the rows that are new."""
@@ -465,12 +441,16 @@ class Store:
         return new
 
     def _update_summary(self, sid: str, s: dict) -> None:
+        """Apply a summary delta (:func:`runner.summary.fold`, plus the bulk kinds' usage, GPU
+        figures and ``last_ts``/``last_seq``) to the session's row, by the rules of runner/summary.py."""
         live = s.pop("live_values", None)
         totals = s.pop("usage_totals", None)
         if totals is not None:
             usage = ", ".join(f"{key} = COALESCE(?, {key})" for key in USAGE_COLUMNS)
             self.conn.execute(f"UPDATE sessions SET {usage} WHERE session_id = ?", (*totals, sid))
-        first = s.pop("first_checkpoint_s", None)
+        if "contract" in s:
+            contract = s["contract"]
+            s.update(contract=json.dumps(contract), contract_hash=contract_hash(contract))
         sets: list[str] = []
         args: list[Any] = []
         for key, val in s.items():
@@ -478,35 +458,34 @@ class Store:
                 sets.append(f"{key} = COALESCE({key}, 0) + ?")
             elif key in ("last_ts", "last_seq"):
                 sets.append(f"{key} = MAX(COALESCE({key}, 0), ?)")
+            elif key == "first_checkpoint_s":
+                sets.append("first_checkpoint_s = COALESCE(first_checkpoint_s, ?)")
+            elif key == "state" and val in LIVE_STATES:  # not once ended; a liveness verdict gives way
+                sets += ["state = CASE WHEN ended_ts IS NOT NULL THEN state ELSE ? END",
+                         "end_reason = CASE WHEN ended_ts IS NOT NULL THEN end_reason END",
+                         "end_detail = CASE WHEN ended_ts IS NOT NULL THEN end_detail END"]
             else:
                 sets.append(f"{key} = ?")
             args.append(val)
-        if first is not None:
-            sets.append("first_checkpoint_s = COALESCE(first_checkpoint_s, ?)")
-            args.append(first)
         if live:
             from tasks import best_of
 
-            direction = self._direction(sid)
+            direction = self._direction(sid, s.get("task"))
             better = "MAX" if direction == "higher" else "MIN"  # best_of in SQL
             best = best_of(live, direction)
             sets.append(f"best_live = CASE WHEN best_live IS NULL THEN ? ELSE {better}(best_live, ?) END")
             args += [best, best]
-        # a session that ended (session_ended: ended_ts) must not be flipped back to running by a
-        # late budget event; a liveness verdict (mark_failed: no ended_ts) gives way to the
-        # session's own events showing it alive
-        if "state" in s and s["state"] in ("running", "paused"):
-            idx = list(s).index("state")
-            sets[idx] = "state = CASE WHEN ended_ts IS NOT NULL THEN state ELSE ? END"
-            sets += ["end_reason = CASE WHEN ended_ts IS NOT NULL THEN end_reason END",
-                     "end_detail = CASE WHEN ended_ts IS NOT NULL THEN end_detail END"]
         self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_id = ?", (*args, sid))
 
-    def _direction(self, sid: str) -> Direction:
-        row = self.conn.execute("SELECT task FROM sessions WHERE session_id=?", (sid,)).fetchone()
+    def _direction(self, sid: str, task: str | None = None) -> Direction:
+        """The direction of the session's task: ``task`` (its session_started, in this very delta),
+        else the one its row names."""
+        if task is None:
+            row = self.conn.execute("SELECT task FROM sessions WHERE session_id=?", (sid,)).fetchone()
+            task = row[0] if row else None
         from tasks import direction_of
 
-        return direction_of(row[0] if row else None)
+        return direction_of(task)
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
         """A verdict (runner/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
@@ -525,7 +504,7 @@ class Store:
         """Rows as dicts of column -> value."""
         cur = self.conn.execute(sql, tuple(args))
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur]
+        return [dict(zip(names, row, strict=True)) for row in cur]
 
     def sessions(self, where: str = "1=1", args: Iterable = ()) -> list[dict]:
         return self._query(f"SELECT * FROM sessions WHERE {where} ORDER BY started_ts IS NULL, started_ts, session_id", args)

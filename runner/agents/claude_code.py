@@ -1,8 +1,9 @@
 """Claude Code in headless mode: ``claude -p PROMPT --output-format stream-json --verbose
 --include-partial-messages``.
 
-What :meth:`ClaudeCodeAdapter.parse` makes of each stdout line (fixtures: the 2.1.197 ones in
-``shared/fixtures/transcripts/claude-*.jsonl``, the 2.1.332 ones in ``tests/agents/fixtures/``):
+What :meth:`ClaudeCodeAdapter.parse` makes of each stdout line (fixtures: the 2.1.332 ones in
+``tests/agents/fixtures/``, and the 2.1.197 ones, ``claude-*.jsonl`` of ``shared/fixtures/transcripts``,
+where that folder is beside the repo):
 
 - ``system/init`` -> a system text (model, CLI version); ``system/api_retry`` -> an error item
   whose text starts with ``retry:``; ``system/status``, ``task_started``, ``task_progress``,

@@ -1,7 +1,7 @@
 """Codex CLI in headless mode: ``codex exec --json ... PROMPT``.
 
-What :meth:`CodexAdapter.parse` makes of each stdout line (fixtures in
-``shared/fixtures/transcripts/codex-*.jsonl``):
+What :meth:`CodexAdapter.parse` makes of each stdout line (fixtures in ``tests/agents/fixtures/``,
+and ``codex-*.jsonl`` of ``shared/fixtures/transcripts`` where that folder is beside the repo):
 
 - ``thread.started`` -> a system text with the thread id; ``turn.started`` -> nothing.
 - ``item.started`` of a ``command_execution`` -> tool_call ``$ cmd`` (the ``/bin/bash -lc``

@@ -2,14 +2,15 @@
 
 The prompt is passed as the message argument and stdin is /dev/null: ``opencode run`` appends
 whatever stdin holds when it is not a terminal, so /dev/null adds nothing and an open pipe would
-hang it (shared/fixtures/transcripts/README.md). A custom OpenAI-compatible endpoint
+hang it (docs/agents.md, "What the harness does to contain them"). A custom OpenAI-compatible endpoint
 (``OPENAI_BASE_URL``) becomes a provider named ``onegc`` in ``OPENCODE_CONFIG_CONTENT``; the
 model is then the endpoint's own model id. That config also turns off auto-update, sharing and
 the per-step git snapshot of the workspace. ``--title`` names the session: without it OpenCode
 asks the session's model for a title, a request whose usage it reports nowhere.
 
-What :meth:`OpenCodeAdapter.parse` makes of each stdout line (fixtures in
-``shared/fixtures/transcripts/opencode-*.jsonl``):
+What :meth:`OpenCodeAdapter.parse` makes of each stdout line (fixtures: ``opencode-*.jsonl`` of
+``shared/fixtures/transcripts`` where that folder is beside the repo; the pinned CLI's log in
+``tests/agents/fixtures/``):
 
 - ``step_start`` -> nothing; ``text`` -> text; ``reasoning`` -> thinking.
 - ``tool_use`` (sent once the tool has finished) -> tool_call (``$ cmd`` for bash) and

@@ -35,9 +35,9 @@ from pathlib import Path
 import psutil
 
 from runner.config import ConfigError, SessionPaths, runs_dir
-from runner.launch import REPO_ROOT, start_runner
+from runner.launch import child_env, start_recorded
 from runner.launchers import has_started, is_attempt_folder, read_record, session_ended, update_record, write_record
-from runner.liveness import launch_record, live_runner_pid, runner_alive
+from runner.liveness import live_runner_pid, runner_alive
 
 TICK_S = 0.5  # queue latency: a freed GPU is refilled within this
 IDLE_EXIT_S = 5.0  # the daemon leaves once nothing was queued or running for this long
@@ -129,11 +129,9 @@ def start_daemon(home: Path, slots: list[str | None] | None = None) -> int:
     runs = runs_dir(home)
     if slots is not None:
         write_slots(runs, slots)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(runs / QUEUE_LOG, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "runner.launchers.local", str(home)], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=log, start_new_session=True, env=env, cwd=home)
+                                stdout=log, stderr=log, start_new_session=True, env=child_env(), cwd=home)
     return proc.pid
 
 
@@ -279,14 +277,10 @@ class QueueDaemon:
             self.log(f"{sid}: cannot start: {exc}")
             return False
         if config.gpu != gpu:  # not started yet, so the config may still change
-            tmp = paths.root / f".session.json.{os.getpid()}.tmp"
-            tmp.write_text(config.model_copy(update={"gpu": gpu}).model_dump_json(indent=2))
-            os.replace(tmp, paths.config)
+            paths.write_config(config.model_copy(update={"gpu": gpu}), new=False)
         record.update(state="starting", gpu=gpu, host=self.host, starting_at=time.time())
-        write_record(paths, record)
-        proc = start_runner(paths)
-        record.update(state="running", **launch_record(proc.pid), started_at=time.time())
-        write_record(paths, record)
+        write_record(paths, record)  # booked: a daemon that dies now leaves it to be queued again (_settle)
+        proc = start_recorded(paths, {**record, "state": "running", "started_at": time.time()})
         self.children[sid] = proc
         self.log(f"started {sid} on {'GPU ' + gpu if gpu is not None else 'the CPU'} (pid {proc.pid})")
         return True

@@ -219,9 +219,7 @@ def bind_gpu(root: Path) -> str | None:
     config = paths.read_config()
     gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() or None
     if gpu != config.gpu:
-        tmp = paths.root / f".session.json.{os.getpid()}.tmp"
-        tmp.write_text(config.model_copy(update={"gpu": gpu}).model_dump_json(indent=2))
-        os.replace(tmp, paths.config)
+        paths.write_config(config.model_copy(update={"gpu": gpu}), new=False)
     return gpu
 
 
