@@ -185,14 +185,18 @@ class Store:
         conn = self.conn
         conn.execute("BEGIN")
         self._outer = "transaction"
+        self._fts_from = None
         try:
             yield self
+            if not self._fts_deferred:
+                self._index_pending()
             conn.commit()
         except BaseException:
             conn.rollback()
             raise
         finally:
             self._outer = None
+            self._fts_from = None
 
     @contextmanager
     def bulk(self):
@@ -227,6 +231,26 @@ class Store:
     _outer: str | None = None  # inside transaction() or bulk()
     _bulk_rows = 0  # inside bulk(): events written since its last commit
     _fts_deferred = False  # inside bulk(): transcript_fts is rebuilt at its end, not kept up row by row
+    # inside transaction(): transcript rows above this rowid are not in the search index yet; they
+    # are indexed once, at its end (a statement and a segment per wake, not per session and batch)
+    _fts_from: int | None = None
+
+    def _pending_from(self) -> int:
+        """The rowid above which this transaction's transcript rows wait for the search index
+        (read before its first: the write lock is held, nobody else inserts meanwhile)."""
+        if self._fts_from is None:
+            self._fts_from = self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
+        return self._fts_from
+
+    def _index_pending(self) -> None:
+        if self._fts_from is not None:  # rows of a batch rolled back are not there to be indexed
+            self.conn.execute("INSERT INTO transcript_fts(rowid, text) SELECT rowid, text FROM transcript WHERE rowid > ?",
+                              (self._fts_from,))
+            self._fts_from = None
+
+    def _indexed(self, rowid: int) -> bool:
+        """Whether a transcript row is in the search index already (else a 'delete' would corrupt it)."""
+        return not self._fts_deferred and (self._fts_from is None or rowid <= self._fts_from)
 
     @contextmanager
     def _transaction(self, rows: int = 0):
@@ -278,9 +302,10 @@ class Store:
         record is its folder ``runs/<id>.attempt-<n>``."""
         conn = self.conn
         with self._transaction():
-            if not self._fts_deferred:
+            if not self._fts_deferred:  # the rows indexed so far (this transaction's wait for its end)
                 conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) "
-                             "SELECT 'delete', rowid, text FROM transcript WHERE session_id=?", (session_id,))
+                             "SELECT 'delete', rowid, text FROM transcript WHERE session_id=? AND rowid <= ?",
+                             (session_id, self._fts_from if self._fts_from is not None else 1 << 62))
             for table in ("events", "transcript", "gpu_samples", "checkpoints", "controls", "ingest_errors",
                           "ingest_offsets", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
@@ -383,12 +408,13 @@ class Store:
         if progress:
             rows += self._update_progress(sid, progress)
         if rows:
-            last = 0 if self._fts_deferred else conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
+            alone = not self._fts_deferred and self._outer is None  # else indexed at the transaction's end
+            if alone or self._outer == "transaction":
+                self._pending_from()
             conn.executemany("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text)"
                              " VALUES (?,?,?,?,?,?,?,?,?)", rows)
-            if not self._fts_deferred:
-                conn.execute("INSERT INTO transcript_fts(rowid, text) SELECT rowid, text FROM transcript WHERE rowid > ?",
-                             (last,))
+            if alone:
+                self._index_pending()
         if gpu:
             conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", map(_GPU_ROW, gpu))
             g = gpu[-1]  # the latest sample is the session's current one
@@ -432,7 +458,7 @@ class Store:
             if old is None:
                 new.append(row)
                 continue
-            if self._fts_deferred:
+            if not self._indexed(old[0]):  # indexed later, as it is then
                 self.conn.execute("UPDATE transcript SET ts=?, text=? WHERE rowid=?", (row[2], row[8], old[0]))
                 continue
             self.conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) VALUES('delete', ?, ?)", old)

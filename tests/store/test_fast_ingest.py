@@ -246,3 +246,18 @@ def test_lines_whose_write_did_not_commit_are_read_again_and_shown_once(tmp_path
     assert seen == [1, 2, 3]
     assert [r[0] for r in store.conn.execute("SELECT seq FROM events ORDER BY seq")] == [1, 2, 3]
     store.close()
+
+
+def test_the_live_ingests_one_transaction_per_wake_indexes_what_batch_by_batch_indexes(homes, monkeypatch):
+    """The live ingest writes every session of a wake in one transaction and indexes the new
+    transcript once, at its end; a tool's heartbeat row updated in place within that transaction
+    (small batches: several per session) is indexed as it ends up."""
+    monkeypatch.setattr("onegc_tui.ingest.MAX_BATCH_BYTES", 600)  # many batches per session
+    alone, _, _ = ingest(homes, "alone.db", typed=True)  # a transaction per batch
+    store = Store(homes / "wake.db")
+    ing = Ingester(homes, store, on_events=lambda sid, evs: None)
+    with store.transaction():
+        ing.ingest_all()
+    store.conn.execute("INSERT INTO transcript_fts(transcript_fts, rank) VALUES('integrity-check', 1)")
+    assert dump(store) == alone
+    store.close()
