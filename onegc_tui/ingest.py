@@ -41,10 +41,17 @@ MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines (and no eve
 MAX_CONFIG_BYTES = 1 << 20  # session.json is a few hundred bytes
 POLL_INTERVAL_S = 0.5  # the polling observer's period (network filesystems)
 INGEST_NICE = 5
-# after a change, wait this long for more: 1 600 lines/s become ~20 batches/s, and the 1 Hz GPU
-# samples of 8 sessions share passes (append -> commit stays well under the 100 ms target)
-COALESCE_S = 0.05
-RESCAN_S = 5.0  # the safety net behind watchdog (and the liveness check): events arrive through watchdog
+# A live session's events.jsonl is looked at (one stat) this often, and what it gained is read in
+# one transaction with every other session's: 1 600 lines/s become ~20 batches/s, and the 1 Hz GPU
+# samples of 8 sessions share passes (append -> commit stays well under the 100 ms target). watchdog
+# reports what appears (a session, its files); an inotify event per appended line was a tenth of
+# the monitor's CPU while 8 sessions stream, in watchdog's own Python.
+POLL_S = 0.05
+# ... while they stream; when a look finds a few lines at most (GPU samples, heartbeats: a session
+# at rest), the next is this much later: an idle monitor is not woken 20 times a second for them
+QUIET_POLL_S = 0.25
+BUSY_LINES = 16  # a look that read more than this many events keeps the fast pace
+RESCAN_S = 5.0  # the safety net (and the liveness check): every live session read, whatever the stat said
 
 OnEvents = Callable[[str, list["Event"]], None]
 _TYPE, _SESSION = itemgetter("type"), itemgetter("session_id")
@@ -154,6 +161,14 @@ class Ingester:
         except BaseException:
             self.forget_place(sid)  # what was read may not be stored: the store's place counts
             raise
+
+    def grew(self, sid: str) -> bool:
+        """Whether a session's file may hold what this ingester has not read (a stat, no query)."""
+        tail, watched = self._tails.get(sid), self._files.get(sid)
+        if tail is None or watched is None or tail.state.in_long_line:
+            return True
+        file_id, size = _file_state(watched.path)
+        return file_id != watched.file_id or size != tail.state.offset
 
     def forget_place(self, sid: str | None = None) -> None:
         """Take the place in a session's file (all of them: ``None``) from the store next time: a
@@ -322,12 +337,14 @@ def _file_state(path: Path) -> tuple[str | None, int]:
     return f"{st.st_dev}:{st.st_ino}", st.st_size
 
 
-def _write_events() -> list[type]:
-    """Only writes and new files. watchdog >= 5 also reports opens and read-only closes; reacting to
-    our own reads would read again, forever (the filter keeps them out of the kernel's mask too)."""
-    from watchdog.events import DirCreatedEvent, FileClosedEvent, FileCreatedEvent, FileModifiedEvent, FileMovedEvent
+def _appear_events() -> list[type]:
+    """New files and folders only: a session appearing, its ``events.jsonl`` made or replaced. Not
+    writes (the ingest loop stats the live sessions' files), nor opens and read-only closes, which
+    watchdog >= 5 also reports: reacting to our own reads would read again, forever (the filter
+    keeps them out of the kernel's mask too)."""
+    from watchdog.events import DirCreatedEvent, FileCreatedEvent, FileMovedEvent
 
-    return [FileModifiedEvent, FileCreatedEvent, FileMovedEvent, FileClosedEvent, DirCreatedEvent]
+    return [FileCreatedEvent, FileMovedEvent, DirCreatedEvent]
 
 
 class _Dirty:
@@ -338,7 +355,6 @@ class _Dirty:
         self.mark = mark
 
     def dispatch(self, event: FileSystemEvent) -> None:
-        # one call per appended line of every session (thousands a second): string splits, no Path
         path = os.fsdecode(getattr(event, "dest_path", "") or event.src_path)
         parent, _, name = path.rpartition("/")
         if name == "events.jsonl":
@@ -348,7 +364,8 @@ class _Dirty:
 
 
 class LiveIngest:
-    """Runs an :class:`Ingester` on a thread, woken by watchdog, with a periodic rescan.
+    """Runs an :class:`Ingester` on a thread: watchdog wakes it for what appears, a stat of each
+    live session's file every ``POLL_S`` finds what grew, and a periodic rescan reads them all.
 
     The store is opened on that thread (one connection per thread).
     """
@@ -380,7 +397,7 @@ class LiveIngest:
         observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
         # only writes and new files: the kernel then never reports our own reads to us
         observer.schedule(_Dirty(self._mark),  # type: ignore[arg-type]  # its dispatch is all watchdog calls
-                          str(self.home / "runs"), recursive=True, event_filter=_write_events())
+                          str(self.home / "runs"), recursive=True, event_filter=_appear_events())
         observer.start()
         self._observer = observer
         self._thread.start()
@@ -421,15 +438,22 @@ class LiveIngest:
                     added = ingester.discover()
                     if added and self.on_sessions:
                         self.on_sessions(added)
-                # the safety-net rescan reads live sessions only (10 000 finished ones are not
-                # 10 000 file opens every few seconds); a write to any session still wakes us
-                targets = (set(ingester._known) - ingester.ended) if full else dirty | set(added)
+                # live sessions only (10 000 finished ones are not 10 000 stats 20 times a second):
+                # those whose file grew, and at the safety-net rescan every one of them
+                live = set(ingester._known) - ingester.ended
+                targets = live if full else dirty | set(added) | set(filter(ingester.grew, live))
+                if not targets and not full:
+                    self.ready.set()
+                    self._wake.wait(timeout=QUIET_POLL_S)
+                    self._wake.clear()
+                    continue
                 ingester.hold()
+                read = 0
                 try:
                     with store.transaction():  # one commit for every session that wrote
                         for sid in sorted(targets):
                             try:
-                                ingester.ingest_session(sid)
+                                read += ingester.ingest_session(sid)
                             except Exception as exc:  # a broken folder must not stop the others
                                 ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
                 except sqlite3.Error as exc:  # the commit: nothing is shown, and the lines are read again
@@ -443,10 +467,8 @@ class LiveIngest:
                         self.on_sessions(failed)
                     last_full = now
                 self.ready.set()
-                if self._wake.wait(timeout=self.rescan_s):
-                    # let a burst of appends gather: one transaction for many lines, and less time
-                    # holding the GIL the drawing thread needs
-                    self._stop.wait(COALESCE_S)
+                # a new session or file wakes it sooner
+                self._wake.wait(timeout=POLL_S if read > BUSY_LINES else QUIET_POLL_S)
                 self._wake.clear()
         finally:
             store.close()

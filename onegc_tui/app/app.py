@@ -16,6 +16,7 @@ import gc
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.message import Message
 from textual.reactive import Reactive
+from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from onegc_tui import queries
@@ -151,6 +153,7 @@ class MonitorApp(App):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self._clocks = weakref.WeakKeyDictionary()
         self._dashboard = self.query_one(SessionsTable)  # held: a query fails once the app starts taking its widgets down
         self.query_one("#session-filter").display = False  # opened by \\
         self.store = Store.open(self.home)
@@ -317,6 +320,7 @@ class MonitorApp(App):
         self.alerts.states[sid] = row["state"]
 
     _beats = 0
+    _clocks: weakref.WeakKeyDictionary[Screen, list[BeatClock]]  # a closed detail screen is let go
 
     def _beat(self) -> None:
         """The app's one clock: new events at FLUSH_HZ, and every FLUSH_HZ-th beat, in the same
@@ -335,7 +339,11 @@ class MonitorApp(App):
         self.refresh_sessions()
         self.query_one(BudgetPane).tick()
         self.query_one(GpuPane).tick()
-        for clock in self.screen.query(BeatClock):
+        screen = self.screen
+        clocks = self._clocks.get(screen)
+        if not clocks:  # each screen's header clock, found once it is there (a query walks the screen)
+            clocks = self._clocks[screen] = list(screen.query(BeatClock))
+        for clock in clocks:
             clock.refresh()
         watched = self._unchecked | self._countdowns
         self._unchecked = set()
