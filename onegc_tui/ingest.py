@@ -46,11 +46,7 @@ INGEST_NICE = 5
 # samples of 8 sessions share passes (append -> commit stays well under the 100 ms target). watchdog
 # reports what appears (a session, its files); an inotify event per appended line was a tenth of
 # the monitor's CPU while 8 sessions stream, in watchdog's own Python.
-POLL_S = 0.05
-# ... while they stream; when a look finds a few lines at most (GPU samples, heartbeats: a session
-# at rest), the next is this much later: an idle monitor is not woken 20 times a second for them
-QUIET_POLL_S = 0.25
-BUSY_LINES = 16  # a look that read more than this many events keeps the fast pace
+POLL_S = 0.05  # (a slower pace while sessions only send GPU samples made the first lines of a stream wait it out)
 RESCAN_S = 5.0  # the safety net (and the liveness check): every live session read, whatever the stat said
 
 OnEvents = Callable[[str, list["Event"]], None]
@@ -444,16 +440,15 @@ class LiveIngest:
                 targets = live if full else dirty | set(added) | set(filter(ingester.grew, live))
                 if not targets and not full:
                     self.ready.set()
-                    self._wake.wait(timeout=QUIET_POLL_S)
+                    self._wake.wait(timeout=POLL_S)
                     self._wake.clear()
                     continue
                 ingester.hold()
-                read = 0
                 try:
                     with store.transaction():  # one commit for every session that wrote
                         for sid in sorted(targets):
                             try:
-                                read += ingester.ingest_session(sid)
+                                ingester.ingest_session(sid)
                             except Exception as exc:  # a broken folder must not stop the others
                                 ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
                 except sqlite3.Error as exc:  # the commit: nothing is shown, and the lines are read again
@@ -467,8 +462,7 @@ class LiveIngest:
                         self.on_sessions(failed)
                     last_full = now
                 self.ready.set()
-                # a new session or file wakes it sooner
-                self._wake.wait(timeout=POLL_S if read > BUSY_LINES else QUIET_POLL_S)
+                self._wake.wait(timeout=POLL_S)  # a new session or file wakes it sooner
                 self._wake.clear()
         finally:
             store.close()
