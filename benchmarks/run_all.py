@@ -34,7 +34,7 @@ import ingest_bench  # noqa: E402
 import monitor_bench  # noqa: E402
 import startup_bench  # noqa: E402
 
-SECTIONS = ("ingest", "monitor", "startup", "reindex", "history", "sandbox", "scoring", "gpu")
+SECTIONS = ("ingest", "monitor", "startup", "reindex", "history", "sandbox", "scoring", "gpu")  # in this order
 
 
 @dataclass
@@ -233,6 +233,17 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def run_section(section: str, args: argparse.Namespace) -> list[Row]:
+    """The rows of one section (one of :data:`SECTIONS`)."""
+    if section == "reindex":
+        return reindex_rows(args.quick, args.reindex_sessions, args.reindex_events)
+    if section == "gpu":
+        return gpu_rows()
+    by_quick = {"ingest": ingest_rows, "monitor": monitor_rows, "startup": startup_rows, "history": history_rows,
+                "sandbox": sandbox_rows, "scoring": scoring_rows}
+    return by_quick[section](args.quick)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a few minutes)")
@@ -257,22 +268,7 @@ def main() -> int:
     rows: list[Row] = []
     for section in wanted:
         t0 = time.time()
-        if section == "ingest":
-            got = ingest_rows(args.quick)
-        elif section == "monitor":
-            got = monitor_rows(args.quick)
-        elif section == "startup":
-            got = startup_rows(args.quick)
-        elif section == "reindex":
-            got = reindex_rows(args.quick, args.reindex_sessions, args.reindex_events)
-        elif section == "history":
-            got = history_rows(args.quick)
-        elif section == "sandbox":
-            got = sandbox_rows(args.quick)
-        elif section == "scoring":
-            got = scoring_rows(args.quick)
-        else:
-            got = gpu_rows()
+        got = run_section(section, args)
         rows += got
         print(f"  {section}: {time.time() - t0:.0f} s; " + "; ".join(f"{r.figure} ({r.verdict})" for r in got),
               file=sys.stderr, flush=True)
