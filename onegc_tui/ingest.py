@@ -69,7 +69,7 @@ class Ingester:
     on_events: OnEvents | None = None
     on_error: Callable[[str], None] | None = None
     _known: dict[str, SessionPaths] = field(default_factory=dict)
-    _ended: set[str] = field(default_factory=set)
+    _live: set[str] = field(default_factory=set)  # known and not ended: the ones looked at every poll
     _tails: dict[str, JsonlTail] = field(default_factory=dict)
     _held: list[tuple[str, list[Event]]] | None = None  # hold(): new events wait for deliver()
     _files: dict[str, _Watched] = field(default_factory=dict)
@@ -109,8 +109,8 @@ class Ingester:
             self.store.register_session(sid, str(folder), config)
             self._apply_verdicts(sid, paths)
             self._known[sid] = paths
-            if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
-                self._ended.add(sid)  # nothing more will come: the periodic rescan skips it
+            if (self.store.session(sid) or {}).get("state") not in ("ended", "failed"):
+                self._live.add(sid)  # an ended one: nothing more will come, the looks skip it
             added.append(sid)
         return added
 
@@ -211,7 +211,7 @@ class Ingester:
             if "session_ended" in map(_TYPE, records) and (  # (every line new: no look at each)
                     len(new.new) == len(records) or any(records[i]["type"] == "session_ended" for i in new.new)):
                 self._apply_verdicts(sid, paths)  # the runner's own (an integrity rule) comes with its end
-                self._ended.add(sid)
+                self._live.discard(sid)
             if tail.at_end:
                 break  # no second open just to find nothing more
         return total
@@ -220,7 +220,7 @@ class Ingester:
         self.store.forget_session(sid)
         self.store.register_session(sid, str(paths.root), self._read_config(paths))
         self._tails.pop(sid, None)
-        self._ended.discard(sid)
+        self._live.add(sid)
 
     @staticmethod
     def _fast_batch(sid: str, first: int, lines: list[bytes | None], typed: bool) -> tuple | None:
@@ -288,8 +288,10 @@ class Ingester:
         return sum(self.ingest_session(sid) for sid in list(self._known))
 
     @property
-    def ended(self) -> set[str]:
-        return set(self._ended)
+    def live(self) -> frozenset[str]:
+        """The sessions not ended (kept as they change: a poll over 10 000 finished sessions
+        copies none of them)."""
+        return frozenset(self._live)
 
     def catch_up(self) -> int:
         """Everything new in every session folder, then the liveness check (the CLI's one-shot view)."""
@@ -442,7 +444,7 @@ class LiveIngest:
                         self.on_sessions(added)
                 # live sessions only (10 000 finished ones are not 10 000 stats 20 times a second):
                 # those whose file grew, and at the safety-net rescan every one of them
-                live = set(ingester._known) - ingester.ended
+                live = ingester.live
                 targets = live if full else dirty | set(added) | set(filter(ingester.grew, live))
                 if not targets and not full:
                     self.ready.set()
