@@ -48,11 +48,15 @@ INGEST_NICE = 5
 # the monitor's CPU while 8 sessions stream, in watchdog's own Python.
 POLL_S = 0.05
 # ... while they stream; when a look finds a few lines at most (GPU samples, heartbeats: sessions at
-# rest), the next is this much later. Each wake costs ~60 µs of CPU here before any work (a timed
-# wait on this VM), and each look that finds a line a commit: the idle monitor halves both. (At
-# 0.25 s the first lines of a stream waited it out: append -> commit p99 163 ms.)
+# rest), the next is this much later. A timed wait costs ~120 µs of CPU on this VM before any work.
+# (At 0.25 s the first lines of a stream waited it out: append -> commit p99 163 ms.)
 QUIET_POLL_S = 0.1
 BUSY_LINES = 8  # a look that read more than this many events keeps the fast pace
+# At rest, what the sessions wrote is read when it comes to BUSY_BYTES or has waited HOLD_S: the
+# GPU samples and heartbeats of 8 sessions are ~10 lines a second, and a read and a commit for each
+# was half the idle monitor's CPU. A stream passes BUSY_BYTES within a look, and is read at once.
+BUSY_BYTES = 4096
+HOLD_S = 0.5
 RESCAN_S = 5.0  # the safety net (and the liveness check): every live session read, whatever the stat said
 
 OnEvents = Callable[[str, list["Event"]], None]
@@ -164,13 +168,16 @@ class Ingester:
             self.forget_place(sid)  # what was read may not be stored: the store's place counts
             raise
 
-    def grew(self, sid: str) -> bool:
-        """Whether a session's file may hold what this ingester has not read (a stat, no query)."""
+    def unread(self, sid: str) -> int:
+        """How many bytes of a session's file this ingester has not read (a stat, no query); a
+        file it has not looked at, or another file in its place, counts as more than any batch."""
         tail, watched = self._tails.get(sid), self._files.get(sid)
         if tail is None or watched is None or tail.state.in_long_line:
-            return True
+            return MAX_BATCH_BYTES
         file_id, size = _file_state(watched.path)
-        return file_id != watched.file_id or size != tail.state.offset
+        if file_id != watched.file_id or size < tail.state.offset:
+            return MAX_BATCH_BYTES
+        return size - tail.state.offset
 
     def forget_place(self, sid: str | None = None) -> None:
         """Take the place in a session's file (all of them: ``None``) from the store next time: a
@@ -332,6 +339,12 @@ class _Watched:
     file_id: str | None = None  # "device:inode": another file under the same path is another attempt
 
 
+def hold_back(unread: int, last_read: int, held_for: float) -> bool:
+    """Whether what the live sessions wrote waits for the next look: at rest (the last look read
+    ``BUSY_LINES`` events at most), less than ``BUSY_BYTES`` of it, for ``HOLD_S`` at most."""
+    return last_read <= BUSY_LINES and unread < BUSY_BYTES and held_for < HOLD_S
+
+
 def _file_state(path: Path) -> tuple[str | None, int]:
     """The file's identity ("device:inode") and size; ``(None, 0)`` when it is not there."""
     try:
@@ -369,7 +382,8 @@ class _Dirty:
 
 class LiveIngest:
     """Runs an :class:`Ingester` on a thread: watchdog wakes it for what appears, a stat of each
-    live session's file every ``POLL_S`` finds what grew, and a periodic rescan reads them all.
+    live session's file every ``POLL_S`` finds what grew (a little, at rest, waits up to
+    ``HOLD_S`` for more), and a periodic rescan reads them all.
 
     The store is opened on that thread (one connection per thread).
     """
@@ -430,6 +444,8 @@ class LiveIngest:
         store = Store.open(self.home)
         ingester = Ingester(self.home, store, self.on_events, self.on_error)
         last_full = 0.0
+        read = 0  # events the last look read
+        held_since: float | None = None  # when a look first left a little unread (at rest)
         try:
             while not self._stop.is_set():
                 with self._lock:
@@ -445,12 +461,22 @@ class LiveIngest:
                 # live sessions only (10 000 finished ones are not 10 000 stats 20 times a second):
                 # those whose file grew, and at the safety-net rescan every one of them
                 live = ingester.live
-                targets = live if full else dirty | set(added) | set(filter(ingester.grew, live))
+                if full:
+                    targets: set[str] | frozenset[str] = live
+                else:
+                    unread = {sid: n for sid in live if (n := ingester.unread(sid))}
+                    targets = dirty | set(added) | unread.keys()
+                    if unread and not dirty and not added:
+                        held_since = held_since if held_since is not None else now
+                        if hold_back(sum(unread.values()), read, now - held_since):
+                            targets = set()
                 if not targets and not full:
                     self.ready.set()
                     self._wake.wait(timeout=QUIET_POLL_S)
                     self._wake.clear()
+                    read = 0
                     continue
+                held_since = None
                 ingester.hold()
                 read = 0
                 try:

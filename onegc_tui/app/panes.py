@@ -8,10 +8,11 @@ from collections import deque
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Sparkline, Static
+from textual.widgets import DataTable, Static
 
 from onegc_tui.app.plot import Plot, Series
 from onegc_tui.app.scrolling import GrowsInPlace
+from onegc_tui.app.spark import UtilSpark
 from onegc_tui.countdown import Countdown
 from onegc_tui.format import arrow, bar, clock, fmt_score
 from onegc_tui.plot import best_so_far
@@ -19,7 +20,7 @@ from onegc_tui.store import Store
 from runner.events import Event
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
-GPU_HISTORY = 120  # samples (seconds) in the sparkline
+GPU_HISTORY = 120  # samples (seconds) in the utilisation bars
 BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
 BUDGET_EVENTS = frozenset({"session_started", "heartbeat", "budget", "session_ended"})  # the events that move the countdown
 
@@ -127,7 +128,7 @@ def no_gpu_text(message: str) -> str:
 class GpuPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("GPU", classes="pane-title")
-        yield Sparkline([], id="gpu-spark", summary_function=max)
+        yield UtilSpark(id="gpu-spark")
         yield Static("waiting for samples…", id="gpu-figures")
 
     def on_mount(self) -> None:
@@ -168,8 +169,7 @@ class GpuPane(Vertical):
             self._draw(last or None)
 
     def _draw(self, last: dict | None) -> None:
-        spark = self.query_one(Sparkline)
-        spark.data = list(self.history) or [0.0]
+        self.query_one(UtilSpark).show(self.history)
         figures = self.query_one("#gpu-figures", Static)
         if self.no_gpu and not self.history:
             figures.update(no_gpu_text(self.no_gpu))

@@ -184,6 +184,45 @@ def test_live_ingest_with_a_real_watchdog_observer(home):
         live.stop()
 
 
+def test_at_rest_a_line_or_two_wait_for_more_and_a_stream_is_read_at_once():
+    from onegc_tui.ingest import BUSY_BYTES, BUSY_LINES, HOLD_S, hold_back
+
+    assert hold_back(150, 0, 0.0) and hold_back(BUSY_BYTES - 1, BUSY_LINES, HOLD_S / 2)  # a GPU sample waits
+    assert not hold_back(150, 0, HOLD_S)  # ... HOLD_S at most
+    assert not hold_back(BUSY_BYTES, 0, 0.0)  # the first look at a stream reads it
+    assert not hold_back(150, BUSY_LINES + 1, 0.0)  # while streaming, nothing waits
+
+
+def test_live_ingest_at_rest_still_delivers_a_lone_line_and_a_burst_with_it(home):
+    """A lone heartbeat is held back for company (``hold_back``), never forgotten; what comes after
+    it reaches the monitor whole and in order."""
+    from onegc_tui.ingest import HOLD_S
+
+    batches: list[list[int]] = []
+    got = threading.Event()
+    w = fake_session(home)
+    live = LiveIngest(home, on_events=lambda sid, events: (batches.append([e.seq for e in events]), got.set()),
+                      rescan_s=3600)  # only the looks can deliver
+    live.start()
+    try:
+        assert live.ready.wait(10) and got.wait(10)
+        batches.clear(), got.clear()
+        w.emit("heartbeat", remaining_s=10, active_s=50)
+        assert got.wait(10 + HOLD_S), "the lone heartbeat never arrived"
+        assert batches == [[16]]
+        batches.clear(), got.clear()
+        w.emit("heartbeat", remaining_s=9, active_s=51)
+        for i in range(100):  # ~10 KiB, well over BUSY_BYTES
+            w.emit("transcript", role="assistant", kind="text", text=f"line {i} " + "x" * 80)
+        w.close()
+        deadline = time.monotonic() + 10
+        while sum(map(len, batches)) < 101 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert [s for b in batches for s in b] == list(range(17, 118))
+    finally:
+        live.stop()
+
+
 def test_the_countdown_runs_from_the_last_heartbeat_not_from_the_last_event(home):
     """A transcript line after a heartbeat must not make the sessions table show more time left."""
     from onegc_tui.sessions_view import session_cells
