@@ -352,19 +352,15 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
 @main.command("reindex")
 def reindex_cmd() -> None:
     """Rebuild onegc.db from the session folders (events.jsonl is the source of truth)."""
-    from onegc_tui.ingest import Ingester
-    from onegc_tui.store import DB_NAME, Store
+    from onegc_tui.reindex import rebuild
+    from onegc_tui.store import DB_NAME
 
     home = usable_home()
     db = home / DB_NAME
     tmp = home / f".{DB_NAME}.reindex"
     for suffix in ("", "-wal", "-shm"):
         Path(str(tmp) + suffix).unlink(missing_ok=True)
-    store = Store(tmp)
-    with store.bulk():
-        n = Ingester(home, store).ingest_all()
-    sessions = len(store.sessions())
-    store.close()
+    sessions, n = rebuild(home, tmp)
     for suffix in ("-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     os.replace(tmp, db)

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -99,14 +99,14 @@ class Ingester:
     def runs(self) -> Path:
         return self.home / "runs"
 
-    def discover(self) -> list[str]:
-        """Register session folders not seen before; returns their ids."""
+    def discover(self, only: Collection[str] | None = None) -> list[str]:
+        """Register session folders not seen before (of ``only``, where given); returns their ids."""
         added: list[str] = []
         if not self.runs.is_dir():
             return added
         for folder in sorted(self.runs.iterdir()):
             sid = folder.name
-            if sid in self._known or not (folder / "session.json").is_file() or ".attempt-" in sid:
+            if sid in self._known or (only is not None and sid not in only) or not is_session_folder(folder):
                 continue
             paths = SessionPaths(folder)
             config = self._read_config(paths)
@@ -290,8 +290,8 @@ class Ingester:
                 models.append(event)
         return records, raws, models, lines, bad
 
-    def ingest_all(self) -> int:
-        self.discover()
+    def ingest_all(self, only: Collection[str] | None = None) -> int:
+        self.discover(only)
         return sum(self.ingest_session(sid) for sid in list(self._known))
 
     @property
@@ -337,6 +337,12 @@ class _Watched:
     key: str  # its path, as the store keys its offset
     path: Path
     file_id: str | None = None  # "device:inode": another file under the same path is another attempt
+
+
+def is_session_folder(folder: Path) -> bool:
+    """A session's folder under ``runs`` (an earlier attempt's, ``<id>.attempt-<n>``, is its
+    record, not a session)."""
+    return ".attempt-" not in folder.name and (folder / "session.json").is_file()
 
 
 def hold_back(unread: int, last_read: int, held_for: float) -> bool:

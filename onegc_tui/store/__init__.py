@@ -199,7 +199,7 @@ class Store:
             self._fts_from = None
 
     @contextmanager
-    def bulk(self):
+    def bulk(self, search_index: bool = True):
         """:meth:`transaction` for a file being built from the session folders (``onegc
         reindex``), which nobody reads before it is renamed into place (a crash leaves a file
         that is thrown away): committed every ``BULK_COMMIT_ROWS`` events, without waiting for the
@@ -208,7 +208,8 @@ class Store:
         Each page is written once, into the file (the rollback journal kept in memory, not every
         page first into the WAL and then again into the file), and the search index is built once
         at the end from the whole transcript rather than a segment per batch merged again and
-        again. The file is in WAL mode again before it is handed over."""
+        again (``search_index=False``: not at all, for a part that :meth:`merge_part` takes in). The
+        file is in WAL mode again before it is handed over."""
         conn = self.conn
         conn.execute("PRAGMA journal_mode=MEMORY")  # savepoints still roll back (a journal, in memory)
         conn.execute("PRAGMA synchronous=OFF")
@@ -219,7 +220,8 @@ class Store:
             with self.transaction():
                 self._outer = "bulk"
                 yield self
-                conn.execute("INSERT INTO transcript_fts(transcript_fts) VALUES('rebuild')")
+                if search_index:
+                    conn.execute("INSERT INTO transcript_fts(transcript_fts) VALUES('rebuild')")
         finally:
             self._bulk_rows = 0
             self._fts_deferred = False
@@ -227,6 +229,30 @@ class Store:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and now to the disk, before anyone renames it
+
+    def merge_part(self, part: Path) -> None:
+        """Inside :meth:`bulk`, between sessions: every row of another store built from other
+        session folders (``onegc reindex`` on two cores: onegc_tui/reindex.py), copied by SQLite
+        itself. Transcript rows get rowids of this store, and the search index is rebuilt at the
+        end of the bulk from them all."""
+        conn = self.conn
+        conn.commit()  # ATTACH and DETACH are not allowed inside a transaction
+        conn.execute("ATTACH DATABASE ? AS part", (str(part),))
+        try:
+            conn.execute("BEGIN")
+            tables = [r[0] for r in conn.execute(
+                "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                " AND name NOT LIKE 'transcript_fts%' ORDER BY name")]
+            for table in tables:
+                cols = ", ".join(f'"{r[1]}"' for r in conn.execute(f'PRAGMA main.table_info("{table}")'))
+                verb = "INSERT OR IGNORE" if table == "studies" else "INSERT"  # a study spans both parts
+                conn.execute(f'{verb} INTO main."{table}" ({cols}) SELECT {cols} FROM part."{table}"')
+            conn.commit()
+        finally:
+            if conn.in_transaction:
+                conn.rollback()
+            conn.execute("DETACH DATABASE part")
+            conn.execute("BEGIN")
 
     _outer: str | None = None  # inside transaction() or bulk()
     _bulk_rows = 0  # inside bulk(): events written since its last commit

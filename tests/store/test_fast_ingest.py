@@ -261,3 +261,44 @@ def test_the_live_ingests_one_transaction_per_wake_indexes_what_batch_by_batch_i
     store.conn.execute("INSERT INTO transcript_fts(transcript_fts, rank) VALUES('integrity-check', 1)")
     assert dump(store) == alone
     store.close()
+
+
+@pytest.mark.slow
+def test_a_reindex_in_two_processes_stores_what_one_stores(homes, monkeypatch):
+    """On two cores a second process builds part of the store, and its rows are copied in: the
+    same rows in every table, the same search hits, an index that agrees with its table."""
+    from onegc_tui.reindex import rebuild, split
+
+    live, _, _ = ingest(homes, "live.db", typed=True)
+    folders = sorted(p.parent for p in (homes / "runs").glob("*/session.json"))
+    mine, theirs = split(folders)
+    assert mine and theirs and not set(mine) & set(theirs) and sorted(mine + theirs) == [f.name for f in folders]
+    monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)
+    sessions, events = rebuild(homes, homes / "two.db", parts=2)
+    store = Store(homes / "two.db")
+    assert dump(store) == live and sessions == len(live["sessions"]) and events == len(live["events"])
+    store.conn.execute("INSERT INTO transcript_fts(transcript_fts, rank) VALUES('integrity-check', 1)")
+    assert not list(homes.glob("two.db.part*"))  # the part and its files are gone
+    store.close()
+
+
+@pytest.mark.slow
+def test_a_reindex_whose_second_process_fails_says_so_and_leaves_the_store_as_it_was(homes, monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from onegc_tui.cli import main
+
+    ingest(homes, "onegc.db", typed=False)
+    before = (homes / "onegc.db").read_bytes()
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'disk full while writing the part' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr("onegc_tui.reindex.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("onegc_tui.reindex.sys.executable", str(fake))
+    result = CliRunner().invoke(main, ["reindex"])
+    assert result.exit_code == 2, result.output
+    assert "the second process failed (disk full while writing the part)" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert (homes / "onegc.db").read_bytes() == before
+    assert not [p for p in homes.iterdir() if ".part" in p.name]

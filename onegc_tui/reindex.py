@@ -1,0 +1,130 @@
+"""``onegc reindex``: a new store built from the session folders (``events.jsonl`` is the source
+of truth), on two cores where the machine has them.
+
+One process reads, validates and inserts, and the two halves of that work cannot overlap on
+threads: pydantic-core validates a batch without releasing the GIL, and SQLite takes it back for
+every row. So where there are two cores and enough to do, a second process builds a store of its
+own from part of the session folders (as many bytes of ``events.jsonl`` as this one), and this one
+copies its rows in at the end, SQLite to SQLite, before it builds the search index over them all.
+Both parts run the same ingest (``Ingester`` into ``Store.bulk``); the rows are the same as one
+process's (tests/store/test_fast_ingest.py compares every table).
+
+Run as ``python -m onegc_tui.reindex HOME PART_DB IDS`` it is that second process: the session ids
+in the file IDS, one per line; it prints how many events it stored.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from onegc_tui.ingest import Ingester, is_session_folder
+from onegc_tui.store import Store
+from runner.errors import OnegcError
+
+PARALLEL_MIN_BYTES = 32 << 20  # less than this in all: one process (a second costs ~0.3 s to start)
+
+
+class ReindexFailed(OnegcError):
+    """The second process of a reindex did not finish; the store in place is left as it was."""
+
+
+def split(folders: list[Path]) -> tuple[list[str], list[str]]:
+    """Two lists of session ids with about as many bytes of events each (largest first, each to
+    the lighter side)."""
+    sizes = []
+    for folder in folders:
+        try:
+            sizes.append(((folder / "events.jsonl").stat().st_size, folder.name))
+        except OSError:
+            sizes.append((0, folder.name))
+    parts: tuple[list[str], list[str]] = ([], [])
+    weight = [0, 0]
+    for size, sid in sorted(sizes, reverse=True):
+        side = 0 if weight[0] <= weight[1] else 1
+        parts[side].append(sid)
+        weight[side] += size
+    return sorted(parts[0]), sorted(parts[1])
+
+
+def _parts_wanted(folders: list[Path]) -> int:
+    if (os.cpu_count() or 1) < 2 or len(folders) < 2:
+        return 1
+    total = 0
+    for folder in folders:
+        try:
+            total += (folder / "events.jsonl").stat().st_size
+        except OSError:
+            pass
+    return 2 if total >= PARALLEL_MIN_BYTES else 1
+
+
+def rebuild(home: Path, db: Path, parts: int | None = None) -> tuple[int, int]:
+    """Build a new store at ``db`` (not there yet) from ``home/runs``; returns (sessions, events).
+    ``parts``: 1 or 2 processes (None: 2 where there are two cores and enough to read)."""
+    runs = home / "runs"
+    folders = [f for f in sorted(runs.iterdir()) if is_session_folder(f)] if runs.is_dir() else []
+    parts = _parts_wanted(folders) if parts is None else parts
+    store = Store(db)
+    try:
+        if parts < 2 or len(folders) < 2:
+            with store.bulk():
+                events = Ingester(home, store).ingest_all()
+        else:
+            events = _rebuild_in_two(home, db, store, folders)
+        return len(store.sessions()), events
+    finally:
+        store.close()
+
+
+def _rebuild_in_two(home: Path, db: Path, store: Store, folders: list[Path]) -> int:
+    mine, theirs = split(folders)
+    part = db.with_name(db.name + ".part")
+    ids, log = part.with_name(part.name + ".ids"), part.with_name(part.name + ".log")
+    _remove(part)
+    ids.write_text("".join(f"{sid}\n" for sid in theirs))
+    with open(log, "w+") as err:
+        worker = subprocess.Popen([sys.executable, "-m", "onegc_tui.reindex", str(home), str(part), str(ids)],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            with store.bulk():
+                events = Ingester(home, store).ingest_all(only=set(mine))
+                out = worker.stdout.read() if worker.stdout else ""
+                if worker.wait() != 0:
+                    err.seek(0)
+                    last = (err.read().strip().splitlines() or ["no message"])[-1]
+                    raise ReindexFailed(f"reindex: the second process failed ({last[:300]}); the store was left as it was")
+                store.merge_part(part)
+            return events + int(out.split()[0])
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+            if worker.stdout:
+                worker.stdout.close()
+            _remove(part)
+            ids.unlink(missing_ok=True)
+            log.unlink(missing_ok=True)
+
+
+def _remove(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+
+
+def _part_main(home: Path, part: Path, id_file: Path) -> None:
+    """The second process: the sessions named in ``id_file`` into a store of their own at ``part``."""
+    ids = {line.strip() for line in id_file.read_text().splitlines() if line.strip()}
+    store = Store(part)
+    try:
+        with store.bulk(search_index=False):  # built once, over both parts, by the first process
+            events = Ingester(home, store).ingest_all(only=ids)
+    finally:
+        store.close()
+    print(events)
+
+
+if __name__ == "__main__":
+    _part_main(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
