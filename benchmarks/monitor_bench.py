@@ -122,11 +122,11 @@ class Terminal:
 
     def __init__(self, home: Path, code: str = MONITOR):
         pid, fd = pty.fork()
-        if pid == 0:
+        if pid == 0:  # the terminal has its size before the app starts, as a real one does (set from
+            # the parent after the fork, it came as a resize after the first frame: a second layout)
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
             os.environ.update(ONEGC_HOME=str(home), TERM="xterm-256color", PYTHONPATH=str(REPO))
             os.execv(sys.executable, [sys.executable, "-c", code])
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
-        os.kill(pid, signal.SIGWINCH)
         self.pid, self.fd = pid, fd
         self.text = bytearray()
         self.cond = threading.Condition()

@@ -37,6 +37,7 @@ from onegc_tui.app.header import BeatClock, MonitorHeader
 from onegc_tui.app.help import HelpScreen, key_sections, pane_name
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane
+from onegc_tui.app.scrolling import SteadyScreen
 from onegc_tui.app.sessions import SessionsTable
 from onegc_tui.app.transcript import TranscriptLog, TranscriptPane
 from onegc_tui.format import count
@@ -318,6 +319,12 @@ class MonitorApp(App):
             last, alive = queries.activity(self.store, sid)
             self.alerts.seed(sid, last, alive)
         self.alerts.states[sid] = row["state"]
+
+    def get_default_screen(self) -> Screen:
+        # the dashboard: laid out once for its first frame, and not again for the terminal's own
+        # report of the same size (over 10 000 sessions it came seconds later, and its relayout held
+        # the first key ~150 ms)
+        return SteadyScreen(id="_default")
 
     _beats = 0
     _clocks: weakref.WeakKeyDictionary[Screen, list[BeatClock]]  # a closed detail screen is let go

@@ -20,7 +20,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Log, Static
 
 from onegc_tui import queries
@@ -28,6 +27,7 @@ from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import GUTTER, Plot, Series
+from onegc_tui.app.scrolling import SteadyScreen
 from onegc_tui.format import arrow, clock, fmt_score, short_task
 from onegc_tui.plot import best_so_far, level_strip
 from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
@@ -119,7 +119,7 @@ def analytics_text(t: Timeline) -> Text:
     return Text.from_markup("\n".join(lines))
 
 
-class CursorScreen(Screen):
+class CursorScreen(SteadyScreen):
     """A screen with a budget-time cursor over one or more timelines."""
 
     BINDINGS = CURSOR_BINDINGS

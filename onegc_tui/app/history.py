@@ -20,7 +20,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from onegc_tui import queries
@@ -37,6 +36,7 @@ from onegc_tui.analysis import (
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import Plot, Series
+from onegc_tui.app.scrolling import SteadyScreen
 from onegc_tui.export import DEMO_TITLE, cell_text, render_history
 from onegc_tui.format import arrow, clock, count, fmt_score
 from onegc_tui.store import Store
@@ -112,7 +112,7 @@ def agg_text(agg) -> str:
     return f"{agg.value:+.3f}" + ("†" if agg.partial else "")
 
 
-class HistoryScreen(Screen):
+class HistoryScreen(SteadyScreen):
     BINDINGS = [
         Binding("escape,h", "app.pop_screen", "Back"),
         Binding("b", "toggle_best", "Mean/best"),
@@ -382,7 +382,7 @@ class HistoryScreen(Screen):
         self.action_drill()
 
 
-class SessionsScreen(Screen):
+class SessionsScreen(SteadyScreen):
     """The sessions behind a matrix cell: Enter opens one, space marks, r replays marked (or the first four)."""
 
     BINDINGS = [
