@@ -291,6 +291,12 @@ class Ingester:
         return records, raws, models, lines, bad
 
     def ingest_all(self, only: Collection[str] | None = None) -> int:
+        if only is None and not self._known and self.store._outer is None:  # a store from scratch: two cores
+            from onegc_tui.reindex import catch_up_in_two
+
+            events = catch_up_in_two(self)
+            if events is not None:
+                return events
         self.discover(only)
         return sum(self.ingest_session(sid) for sid in list(self._known))
 

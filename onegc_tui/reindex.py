@@ -1,13 +1,16 @@
-"""``onegc reindex``: a new store built from the session folders (``events.jsonl`` is the source
-of truth), on two cores where the machine has them.
+"""``onegc reindex`` (a new store built from the session folders: ``events.jsonl`` is the source of
+truth) and a catch-up from scratch (a store that has never seen these sessions: ``onegc sessions``
+on a new machine), on two cores where the machine has them.
 
 One process reads, validates and inserts, and the two halves of that work cannot overlap on
 threads: pydantic-core validates a batch without releasing the GIL, and SQLite takes it back for
 every row. So where there are two cores and enough to do, a second process builds a store of its
 own from part of the session folders (as many bytes of ``events.jsonl`` as this one), and this one
 copies its rows in at the end, SQLite to SQLite, before it builds the search index over them all.
-Both parts run the same ingest (``Ingester`` into ``Store.bulk``); the rows are the same as one
-process's (tests/store/test_fast_ingest.py compares every table).
+Both parts run the same ingest (``Ingester``, into ``Store.bulk`` for a reindex); the rows are the
+same as one process's (tests/store/test_fast_ingest.py compares every table). A catch-up that meets
+rows another ingester wrote meanwhile (a monitor started beside it) keeps none of the part's, and
+reads those sessions itself.
 
 Run as ``python -m onegc_tui.reindex HOME PART_DB IDS`` it is that second process: the session ids
 in the file IDS, one per line; it prints how many events it stored.
@@ -16,6 +19,7 @@ in the file IDS, one per line; it prints how many events it stored.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +28,7 @@ from onegc_tui.ingest import Ingester, is_session_folder
 from onegc_tui.store import Store
 from runner.errors import OnegcError
 
-PARALLEL_MIN_BYTES = 32 << 20  # less than this in all: one process (a second costs ~0.3 s to start)
+PARALLEL_MIN_BYTES = 16 << 20  # less than this in all: one process (a second costs ~0.4 s to start)
 
 
 class ReindexFailed(OnegcError):
@@ -81,23 +85,56 @@ def rebuild(home: Path, db: Path, parts: int | None = None) -> tuple[int, int]:
 
 def _rebuild_in_two(home: Path, db: Path, store: Store, folders: list[Path]) -> int:
     mine, theirs = split(folders)
-    part = db.with_name(db.name + ".part")
+    with store.bulk():
+        here, merged = _in_two(home, db, store, mine, theirs)
+    return here + merged
+
+
+def catch_up_in_two(ingester: Ingester) -> int | None:
+    """``Ingester.ingest_all`` for a store that has no session yet, on two processes where there
+    are two cores and enough to read; None where one process is the way (it then reads them)."""
+    store = ingester.store
+    if ingester.on_events is not None or store.conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
+        return None
+    runs = ingester.runs
+    folders = [f for f in sorted(runs.iterdir()) if is_session_folder(f)] if runs.is_dir() else []
+    if _parts_wanted(folders) < 2:
+        return None
+    mine, theirs = split(folders)
+    here, merged = _in_two(ingester.home, store.path, store, mine, theirs, ingester, keep_going=True)
+    # the part not kept (it failed, or met another ingester's rows): what is not stored yet, read here
+    return here + merged + sum(ingester.ingest_session(sid) for sid in ingester.discover() + list(ingester.live))
+
+
+def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[str],
+            ingester: Ingester | None = None, keep_going: bool = False) -> tuple[int, int]:
+    """``mine`` read here, ``theirs`` by a second process into a part store, copied in at the end:
+    (events stored here, events copied in). ``keep_going``: a part that failed or could not be
+    copied in is 0 events copied in, not an error."""
+    part = db.with_name(f"{db.name}.part-{os.getpid()}")  # two catch-ups at once each have their own
     ids, log = part.with_name(part.name + ".ids"), part.with_name(part.name + ".log")
     _remove(part)
     ids.write_text("".join(f"{sid}\n" for sid in theirs))
+    ingester = ingester or Ingester(home, store)
     with open(log, "w+") as err:
         worker = subprocess.Popen([sys.executable, "-m", "onegc_tui.reindex", str(home), str(part), str(ids)],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
         try:
-            with store.bulk():
-                events = Ingester(home, store).ingest_all(only=set(mine))
-                out = worker.stdout.read() if worker.stdout else ""
-                if worker.wait() != 0:
-                    err.seek(0)
-                    last = (err.read().strip().splitlines() or ["no message"])[-1]
-                    raise ReindexFailed(f"reindex: the second process failed ({last[:300]}); the store was left as it was")
+            events = ingester.ingest_all(only=set(mine))
+            out = worker.stdout.read() if worker.stdout else ""
+            if worker.wait() != 0:
+                if keep_going:
+                    return events, 0
+                err.seek(0)
+                last = (err.read().strip().splitlines() or ["no message"])[-1]
+                raise ReindexFailed(f"reindex: the second process failed ({last[:300]}); the store was left as it was")
+            try:
                 store.merge_part(part)
-            return events + int(out.split()[0])
+            except sqlite3.IntegrityError:
+                if not keep_going:
+                    raise
+                return events, 0
+            return events, int(out.split()[0])
         finally:
             if worker.poll() is None:
                 worker.kill()

@@ -231,15 +231,21 @@ class Store:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and now to the disk, before anyone renames it
 
     def merge_part(self, part: Path) -> None:
-        """Inside :meth:`bulk`, between sessions: every row of another store built from other
-        session folders (``onegc reindex`` on two cores: onegc_tui/reindex.py), copied by SQLite
-        itself. Transcript rows get rowids of this store, and the search index is rebuilt at the
-        end of the bulk from them all."""
+        """Every row of another store built from other session folders (onegc_tui/reindex.py: two
+        processes on two cores), copied in by SQLite itself, in one transaction: all or nothing
+        (a row this store has already, another ingester's, raises ``sqlite3.IntegrityError``).
+        Transcript rows get rowids of this store; the search index takes them now, or inside
+        :meth:`bulk` (between sessions) when it is rebuilt at the end."""
         conn = self.conn
-        conn.commit()  # ATTACH and DETACH are not allowed inside a transaction
+        bulk = self._outer == "bulk"
+        if bulk:
+            conn.commit()  # ATTACH and DETACH are not allowed inside a transaction
+        elif self._outer is not None:
+            raise RuntimeError("merge_part inside a transaction")
         conn.execute("ATTACH DATABASE ? AS part", (str(part),))
         try:
             conn.execute("BEGIN")
+            indexed_to = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
             tables = [r[0] for r in conn.execute(
                 "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
                 " AND name NOT LIKE 'transcript_fts%' ORDER BY name")]
@@ -247,12 +253,16 @@ class Store:
                 cols = ", ".join(f'"{r[1]}"' for r in conn.execute(f'PRAGMA main.table_info("{table}")'))
                 verb = "INSERT OR IGNORE" if table == "studies" else "INSERT"  # a study spans both parts
                 conn.execute(f'{verb} INTO main."{table}" ({cols}) SELECT {cols} FROM part."{table}"')
+            if not self._fts_deferred:
+                conn.execute("INSERT INTO transcript_fts(rowid, text) SELECT rowid, text FROM transcript WHERE rowid > ?",
+                             (indexed_to,))
             conn.commit()
         finally:
             if conn.in_transaction:
                 conn.rollback()
             conn.execute("DETACH DATABASE part")
-            conn.execute("BEGIN")
+            if bulk:
+                conn.execute("BEGIN")
 
     _outer: str | None = None  # inside transaction() or bulk()
     _bulk_rows = 0  # inside bulk(): events written since its last commit

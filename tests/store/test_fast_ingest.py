@@ -302,3 +302,35 @@ def test_a_reindex_whose_second_process_fails_says_so_and_leaves_the_store_as_it
     assert len(result.output.strip().splitlines()) == 1
     assert (homes / "onegc.db").read_bytes() == before
     assert not [p for p in homes.iterdir() if ".part" in p.name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("merge", ["copied in", "another ingester got there first"])
+def test_a_catch_up_from_scratch_in_two_processes_stores_what_one_stores(homes, monkeypatch, merge):
+    """A store that has never seen these sessions (``onegc sessions`` on a new machine) is caught
+    up on two cores the same way; where the part cannot be copied in (rows another ingester wrote
+    meanwhile), it is dropped and those sessions are read here: the same store either way."""
+    import sqlite3
+
+    import onegc_tui.reindex as reindex
+
+    live, _, _ = ingest(homes, "live.db", typed=True)
+    monkeypatch.setattr("onegc_tui.reindex.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
+    parts: list[tuple[list[str], list[str]]] = []
+    real_split = reindex.split
+    monkeypatch.setattr(reindex, "split", lambda folders: parts.append(real_split(folders)) or parts[-1])
+    if merge != "copied in":
+        def refused(self, part):
+            raise sqlite3.IntegrityError("UNIQUE constraint failed: events.session_id, events.seq")
+        monkeypatch.setattr(Store, "merge_part", refused)
+    store = Store(homes / "two.db")
+    ing = Ingester(homes, store)
+    assert ing.ingest_all() == len(live["events"])
+    assert ing.ingest_all() == 0 and ing.live == {r["session_id"] for r in live["sessions"]
+                                                  if r["state"] not in ("ended", "failed")}
+    assert dump(store) == live
+    store.conn.execute("INSERT INTO transcript_fts(transcript_fts, rank) VALUES('integrity-check', 1)")
+    assert not list(homes.glob("two.db.part*"))
+    assert len(parts) == 1 and all(parts[0])  # it did run in two parts
+    store.close()
