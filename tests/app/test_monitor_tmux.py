@@ -88,6 +88,8 @@ def transcript_lines(screen: str) -> list[str]:
             continue
         if inside and line.startswith("│"):
             body = line[1:].split("│")[0].strip()
+            if "▌" in body:  # a notification over the pane from here (its left edge): cut by it
+                body = body.split("▌")[0].rstrip() + "…"
             if body[:2].isdigit():
                 out.append(body)
         elif inside and line.startswith("╰"):
