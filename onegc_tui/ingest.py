@@ -291,7 +291,7 @@ class Ingester:
         return records, raws, models, lines, bad
 
     def ingest_all(self, only: Collection[str] | None = None) -> int:
-        if only is None and not self._known and self.store._outer is None:  # a store from scratch: two cores
+        if only is None and not self._known and not self.store.conn.in_transaction:  # from scratch: two cores
             from onegc_tui.reindex import catch_up_in_two
 
             events = catch_up_in_two(self)
@@ -448,6 +448,24 @@ class LiveIngest:
                 self._dirty.add(sid)
         self._wake.set()
 
+    def _look(self, ingester: Ingester, store: Store, targets: set[str] | frozenset[str]) -> int:
+        """Read what ``targets`` wrote, in one transaction; returns how many events were stored."""
+        ingester.hold()
+        read = 0
+        try:
+            with store.transaction():  # one commit for every session that wrote
+                for sid in sorted(targets):
+                    try:
+                        read += ingester.ingest_session(sid)
+                    except Exception as exc:  # a broken folder must not stop the others
+                        ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
+        except sqlite3.Error as exc:  # the commit: nothing is shown, and the lines are read again
+            ingester.discard()
+            ingester._error(f"writing {self.home / 'onegc.db'} failed: {exc}")
+        else:
+            ingester.deliver()
+        return read
+
     def _run(self) -> None:
         try:  # below the drawing thread: on a busy machine a key press goes first (Linux: per-thread nice)
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), INGEST_NICE)
@@ -482,32 +500,15 @@ class LiveIngest:
                         held_since = held_since if held_since is not None else now
                         if hold_back(sum(unread.values()), read, now - held_since):
                             targets = set()
-                if not targets and not full:
-                    self.ready.set()
-                    self._wake.wait(timeout=QUIET_POLL_S)
-                    self._wake.clear()
-                    read = 0
-                    continue
-                held_since = None
-                ingester.hold()
                 read = 0
-                try:
-                    with store.transaction():  # one commit for every session that wrote
-                        for sid in sorted(targets):
-                            try:
-                                read += ingester.ingest_session(sid)
-                            except Exception as exc:  # a broken folder must not stop the others
-                                ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
-                except sqlite3.Error as exc:  # the commit: nothing is shown, and the lines are read again
-                    ingester.discard()
-                    ingester._error(f"writing {self.home / 'onegc.db'} failed: {exc}")
-                else:
-                    ingester.deliver()
-                if full:
-                    failed = ingester.check_liveness()
-                    if failed and self.on_sessions:
-                        self.on_sessions(failed)
-                    last_full = now
+                if targets or full:
+                    held_since = None
+                    read = self._look(ingester, store, targets)
+                    if full:
+                        failed = ingester.check_liveness()
+                        if failed and self.on_sessions:
+                            self.on_sessions(failed)
+                        last_full = now
                 self.ready.set()
                 # a new session or file wakes it sooner
                 self._wake.wait(timeout=POLL_S if read > BUSY_LINES else QUIET_POLL_S)

@@ -28,66 +28,54 @@ from onegc_tui.ingest import Ingester, is_session_folder
 from onegc_tui.store import Store
 from runner.errors import OnegcError
 
-PARALLEL_MIN_BYTES = 16 << 20  # less than this in all: one process (a second costs ~0.4 s to start)
+PARALLEL_MIN_BYTES = 16 << 20  # less than this in all: one process
 
 
 class ReindexFailed(OnegcError):
     """The second process of a reindex did not finish; the store in place is left as it was."""
 
 
-def split(folders: list[Path]) -> tuple[list[str], list[str]]:
+def _sizes(runs: Path) -> dict[str, int]:
+    """Each session folder's bytes of events, by session id."""
+    out = {}
+    for folder in sorted(runs.iterdir()) if runs.is_dir() else []:
+        if is_session_folder(folder):
+            try:
+                out[folder.name] = (folder / "events.jsonl").stat().st_size
+            except OSError:
+                out[folder.name] = 0
+    return out
+
+
+def split(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
     """Two lists of session ids with about as many bytes of events each (largest first, each to
-    the lighter side)."""
-    sizes = []
-    for folder in folders:
-        try:
-            sizes.append(((folder / "events.jsonl").stat().st_size, folder.name))
-        except OSError:
-            sizes.append((0, folder.name))
+    the lighter side); both empty where one process is the way (one core, one session, or less
+    than ``PARALLEL_MIN_BYTES`` to read: a second process costs ~0.4 s to start)."""
+    if (os.cpu_count() or 1) < 2 or len(sizes) < 2 or sum(sizes.values()) < PARALLEL_MIN_BYTES:
+        return [], []
     parts: tuple[list[str], list[str]] = ([], [])
     weight = [0, 0]
-    for size, sid in sorted(sizes, reverse=True):
+    for sid, size in sorted(sizes.items(), key=lambda kv: (kv[1], kv[0]), reverse=True):
         side = 0 if weight[0] <= weight[1] else 1
         parts[side].append(sid)
         weight[side] += size
     return sorted(parts[0]), sorted(parts[1])
 
 
-def _parts_wanted(folders: list[Path]) -> int:
-    if (os.cpu_count() or 1) < 2 or len(folders) < 2:
-        return 1
-    total = 0
-    for folder in folders:
-        try:
-            total += (folder / "events.jsonl").stat().st_size
-        except OSError:
-            pass
-    return 2 if total >= PARALLEL_MIN_BYTES else 1
-
-
-def rebuild(home: Path, db: Path, parts: int | None = None) -> tuple[int, int]:
-    """Build a new store at ``db`` (not there yet) from ``home/runs``; returns (sessions, events).
-    ``parts``: 1 or 2 processes (None: 2 where there are two cores and enough to read)."""
-    runs = home / "runs"
-    folders = [f for f in sorted(runs.iterdir()) if is_session_folder(f)] if runs.is_dir() else []
-    parts = _parts_wanted(folders) if parts is None else parts
+def rebuild(home: Path, db: Path) -> tuple[int, int]:
+    """Build a new store at ``db`` (not there yet) from ``home/runs``; returns (sessions, events)."""
+    mine, theirs = split(_sizes(home / "runs"))
     store = Store(db)
     try:
-        if parts < 2 or len(folders) < 2:
-            with store.bulk():
+        with store.bulk():
+            if theirs:
+                here, merged = _in_two(home, db, store, mine, theirs)
+                events = here + merged
+            else:
                 events = Ingester(home, store).ingest_all()
-        else:
-            events = _rebuild_in_two(home, db, store, folders)
         return len(store.sessions()), events
     finally:
         store.close()
-
-
-def _rebuild_in_two(home: Path, db: Path, store: Store, folders: list[Path]) -> int:
-    mine, theirs = split(folders)
-    with store.bulk():
-        here, merged = _in_two(home, db, store, mine, theirs)
-    return here + merged
 
 
 def catch_up_in_two(ingester: Ingester) -> int | None:
@@ -96,14 +84,13 @@ def catch_up_in_two(ingester: Ingester) -> int | None:
     store = ingester.store
     if ingester.on_events is not None or store.conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
         return None
-    runs = ingester.runs
-    folders = [f for f in sorted(runs.iterdir()) if is_session_folder(f)] if runs.is_dir() else []
-    if _parts_wanted(folders) < 2:
+    mine, theirs = split(_sizes(ingester.runs))
+    if not theirs:
         return None
-    mine, theirs = split(folders)
     here, merged = _in_two(ingester.home, store.path, store, mine, theirs, ingester, keep_going=True)
-    # the part not kept (it failed, or met another ingester's rows): what is not stored yet, read here
-    return here + merged + sum(ingester.ingest_session(sid) for sid in ingester.discover() + list(ingester.live))
+    # theirs, now in the store (their offsets with them) or, where the part was not kept (it failed,
+    # or met another ingester's rows), read here from where the store has them
+    return here + merged + sum(ingester.ingest_session(sid) for sid in ingester.discover())
 
 
 def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[str],

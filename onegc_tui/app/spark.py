@@ -82,9 +82,6 @@ class UtilSpark(Widget):
             self._strips = None
             self.refresh()
 
-    def on_resize(self) -> None:
-        self._strips = None
-
     def notify_style_update(self) -> None:  # a new theme: new colours
         super().notify_style_update()
         self._strips = None

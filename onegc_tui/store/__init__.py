@@ -245,7 +245,8 @@ class Store:
         conn.execute("ATTACH DATABASE ? AS part", (str(part),))
         try:
             conn.execute("BEGIN")
-            indexed_to = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM transcript").fetchone()[0]
+            if not self._fts_deferred:
+                self._pending_from()  # the part's transcript rows come above it
             tables = [r[0] for r in conn.execute(
                 "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
                 " AND name NOT LIKE 'transcript_fts%' ORDER BY name")]
@@ -253,11 +254,10 @@ class Store:
                 cols = ", ".join(f'"{r[1]}"' for r in conn.execute(f'PRAGMA main.table_info("{table}")'))
                 verb = "INSERT OR IGNORE" if table == "studies" else "INSERT"  # a study spans both parts
                 conn.execute(f'{verb} INTO main."{table}" ({cols}) SELECT {cols} FROM part."{table}"')
-            if not self._fts_deferred:
-                conn.execute("INSERT INTO transcript_fts(rowid, text) SELECT rowid, text FROM transcript WHERE rowid > ?",
-                             (indexed_to,))
+            self._index_pending()
             conn.commit()
         finally:
+            self._fts_from = None
             if conn.in_transaction:
                 conn.rollback()
             conn.execute("DETACH DATABASE part")

@@ -267,14 +267,16 @@ def test_the_live_ingests_one_transaction_per_wake_indexes_what_batch_by_batch_i
 def test_a_reindex_in_two_processes_stores_what_one_stores(homes, monkeypatch):
     """On two cores a second process builds part of the store, and its rows are copied in: the
     same rows in every table, the same search hits, an index that agrees with its table."""
-    from onegc_tui.reindex import rebuild, split
+    from onegc_tui.reindex import _sizes, rebuild, split
 
     live, _, _ = ingest(homes, "live.db", typed=True)
     folders = sorted(p.parent for p in (homes / "runs").glob("*/session.json"))
-    mine, theirs = split(folders)
+    monkeypatch.setattr("onegc_tui.reindex.PARALLEL_MIN_BYTES", 0)  # two processes, however small
+    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
+    mine, theirs = split(_sizes(homes / "runs"))
     assert mine and theirs and not set(mine) & set(theirs) and sorted(mine + theirs) == [f.name for f in folders]
     monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)
-    sessions, events = rebuild(homes, homes / "two.db", parts=2)
+    sessions, events = rebuild(homes, homes / "two.db")
     store = Store(homes / "two.db")
     assert dump(store) == live and sessions == len(live["sessions"]) and events == len(live["events"])
     store.conn.execute("INSERT INTO transcript_fts(transcript_fts, rank) VALUES('integrity-check', 1)")
@@ -319,7 +321,7 @@ def test_a_catch_up_from_scratch_in_two_processes_stores_what_one_stores(homes, 
     monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
     parts: list[tuple[list[str], list[str]]] = []
     real_split = reindex.split
-    monkeypatch.setattr(reindex, "split", lambda folders: parts.append(real_split(folders)) or parts[-1])
+    monkeypatch.setattr(reindex, "split", lambda sizes: parts.append(real_split(sizes)) or parts[-1])
     if merge != "copied in":
         def refused(self, part):
             raise sqlite3.IntegrityError("UNIQUE constraint failed: events.session_id, events.seq")
