@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterable
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Region
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -75,6 +77,7 @@ class SessionsTable(DataTable):
         self.marked: list[str] = []
         self.fitted: list[tuple[ColumnSpec, int]] = []
         self._tones: dict[str, str] = {}
+        self._stale: dict[RowKey, set[ColumnKey]] = {}  # cells changed since the last frame drew
 
     # ------------------------------------------------------------------ layout
     def on_mount(self) -> None:
@@ -174,28 +177,34 @@ class SessionsTable(DataTable):
         row and line is cached under, and repaints the whole table: a GPU figure changing in each
         running session's row every second re-rendered every cell of every row (~0.25 ms a cell
         here: a second of 8 sessions was ~30 ms of drawing), and, the table's region spanning the
-        screen, rendered the panes below it in the same frame. Here only what shows this row's
-        changed cells leaves Textual's caches (8.2: cells by row and column key, rows by row key,
-        row renderables by row index, lines by their y); tests/app/test_sessions_table.py checks
-        the table drawn so against one drawn afresh."""
+        screen, rendered the panes below it in the same frame. Here what shows the changed cells
+        leaves Textual's caches before the next frame draws (``_drop_stale``, once for every row
+        that changed); tests/app/test_sessions_table.py checks the table drawn so against the
+        same table rebuilt."""
         row_key = RowKey(sid)
         cells = self._data[row_key]
-        columns = set()
+        stale = self._stale.setdefault(row_key, set())
         for key, value in values.items():
             cells[ColumnKey(key)] = value
-            columns.add(ColumnKey(key))
-        row_index = self.get_row_index(sid)
-        _discard(self._cell_render_cache, lambda k: k[0] == row_key and k[1] in columns)
-        _discard(self._row_render_cache, lambda k: k[0] == row_key)
-        _discard(self._row_renderable_cache, lambda k: k[1] == row_index)
-        _discard(self._line_cache, lambda k: self._line_of(k[0]) == row_key)
-        self.refresh_row(row_index)
+            stale.add(ColumnKey(key))
+        self.refresh_row(self.get_row_index(sid))
 
-    def _line_of(self, y: int) -> RowKey | None:
-        try:
-            return self._get_offsets(y)[0]
-        except LookupError:
-            return None
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._stale:
+            self._drop_stale()
+        return super().render_lines(crop)
+
+    def _drop_stale(self) -> None:
+        """Take the changed cells' renders out of Textual's caches (8.2: cells by row and column
+        key, rows by row key, row renderables by row index, lines by their y), one pass over each
+        cache for every row that changed since the last frame."""
+        stale, self._stale = self._stale, {}
+        indices = {i for key in stale if (i := self._row_locations.get(key)) is not None}
+        lines = {y for i in indices for y in self._get_row_region(i).line_range}
+        _discard(self._cell_render_cache, lambda k: k[0] in stale and k[1] in stale[k[0]])
+        _discard(self._row_render_cache, lambda k: k[0] in stale)
+        _discard(self._row_renderable_cache, lambda k: k[1] in indices)
+        _discard(self._line_cache, lambda k: k[0] in lines)
 
     def set_mark(self, sid: str) -> None:
         if sid in self._cells:
