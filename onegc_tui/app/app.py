@@ -602,12 +602,23 @@ class MonitorApp(App):
             return
         self.push_screen(ReplayScreen(list(self.marked)))
 
-    @work(thread=True, exit_on_error=False, exclusive=True, group="history")
     def _prefetch_history(self) -> None:
-        """The default history view, computed ahead of the first ``h`` (kept until sessions change)."""
+        """The default history view, computed ahead of the first ``h`` (kept until sessions change),
+        on a thread of its own started at once: a Textual worker starts only after ``on_mount``
+        returns, which over 10 000 sessions is after seconds of building the table, so an ``h``
+        pressed the moment the dashboard showed waited for the whole computation."""
+        def run() -> None:
+            try:
+                self.history.get(ALL, None)
+            except Exception:  # noqa: BLE001 - the screen computes its view again and shows the error
+                return
+            try:
+                self.call_from_thread(settle)
+            except RuntimeError:  # the app has closed meanwhile
+                pass
+
         if not self.history.ready(ALL, None):
-            self.history.get(ALL, None)
-            self.call_from_thread(settle)
+            threading.Thread(target=run, name="history-prefetch", daemon=True).start()
 
     def action_history(self) -> None:
         if not isinstance(self.screen, HistoryScreen):

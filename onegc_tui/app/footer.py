@@ -52,9 +52,27 @@ class KeyFooter(Footer):
                             tooltip or binding.description, binding.key))
         return out
 
+    def _signature(self) -> tuple:
+        """Everything ``compose`` draws from: the keys shown, the width, the palette key."""
+        palette = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+        return tuple(self._items()), self.app.size.width, palette is not None and palette[2]
+
+    def bindings_changed(self, screen) -> None:
+        """Recompose only when what the footer shows has changed. Textual's recomposes on every
+        update of the screen's bindings (each focus change, each ``refresh_bindings``), mounting
+        every key anew: over a large store the dashboard's first second was several of them."""
+        self._bindings_ready = True
+        if not screen.app.app_focus or not (self.is_attached and screen is self.screen):
+            return
+        if self._signature() != self._shown:
+            self.call_after_refresh(self.recompose)
+
+    _shown: tuple | None = None  # the signature of what the last compose drew
+
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:
             return
+        self._shown = self._signature()
         items = self._items()
         compact, pairs, palette = plan([(a, k, d) for a, k, d, *_ in items], self.app.size.width)
         self._plan_width = self.app.size.width

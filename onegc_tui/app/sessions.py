@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -47,10 +47,22 @@ def _discard(cache, stale: Callable[[tuple], bool]) -> None:
         cache.discard(key)
 
 
-class IdText(Text):
-    """A session cell: the text shown (maybe cut) and the id it stands for (the sort key)."""
+class Cell:
+    """A sessions-table cell, made a ``Text`` only when Textual draws it (``__rich__``): a store
+    of 10 000 sessions is some 100 000 cells, of which a screen shows a few hundred, and a ``Text``
+    each was most of the seconds the first table took. ``sid``: the session the row stands for
+    (the session column's sort key)."""
 
-    sid: str
+    __slots__ = ("text", "width", "style", "sid", "middle")
+
+    def __init__(self, text: str, width: int, style: str, sid: str, middle: bool = False):
+        self.text, self.width, self.style, self.sid, self.middle = text, width, style, sid, middle
+
+    def __rich__(self) -> Text:
+        return Text((middle_cut if self.middle else end_cut)(self.text, self.width), style=self.style)
+
+    def __str__(self) -> str:
+        return str(self.__rich__())
 
 
 class SessionsTable(DataTable):
@@ -134,18 +146,26 @@ class SessionsTable(DataTable):
         texts["mark"] = "◆" if sid in self.marked else ""
         return {c.key: (texts[c.key], cell_tone(c.key, row)) for c, _ in self.fitted}
 
-    def _cell(self, key: str, cell: tuple[str, str], width: int, sid: str) -> Text:
+    def _cell(self, key: str, cell: tuple[str, str], width: int, sid: str) -> Cell:
         text, tone = cell
-        if key == "session":
-            out = IdText(middle_cut(text, width), style=self._tones.get(tone, ""))
-            out.sid = sid
-            return out
-        return Text(end_cut(text, width), style=self._tones.get(tone, ""))
+        return Cell(text, width, self._tones.get(tone, ""), sid, middle=key == "session")
 
     def _add(self, sid: str, row: dict, now: float) -> None:
         cells = self._cells_of(sid, row, now)
         self.add_row(*(self._cell(c.key, cells[c.key], w, sid) for c, w in self.fitted), key=sid)
         self._cells[sid] = cells
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """The table's scrollable size once rows came. Textual measures every cell of every new
+        row for the columns' content widths, which only auto-width columns and auto-height rows
+        use: here every column has its fitted width and every row one line, so the 10 000 rows of
+        a large store were measured for nothing, on the drawing thread, for seconds after the
+        dashboard first showed (keys waited behind it). Only the size is set then."""
+        if self._labelled_row_exists or any(c.auto_width for c in self.columns.values()):
+            super()._update_dimensions(new_rows)
+            return
+        width = sum(c.get_render_width(self) for c in self.columns.values())
+        self.virtual_size = Size(width, self._total_row_height + (self.header_height if self.show_header else 0))
 
     def put(self, sid: str, row: dict, now: float) -> bool:
         """Show a session's current row: add it, update the cells that changed, or drop it when
@@ -171,7 +191,7 @@ class SessionsTable(DataTable):
             self._update_row(sid, changed)
         return False
 
-    def _update_row(self, sid: str, values: dict[str, Text]) -> None:
+    def _update_row(self, sid: str, values: dict[str, Cell]) -> None:
         """New values for some cells of one row, re-rendering those cells and repainting that row
         only. DataTable.update_cell bumps the table's update count, which every rendered cell,
         row and line is cached under, and repaints the whole table: a GPU figure changing in each
