@@ -27,6 +27,7 @@ from onegc_tui.store import IngestBatch, Store
 from runner import verdicts
 from runner.config import SessionPaths
 from runner.jsonl import JsonlTail, TailState, too_long
+from runner.liveness import lock_held
 from runner.reconcile import clean_up_after, reconcile
 
 if TYPE_CHECKING:
@@ -321,6 +322,8 @@ class Ingester:
             sid = row["session_id"]
             if sid not in self._known:
                 continue
+            if lock_held(self._known[sid]):
+                continue  # its runner holds the session's lock: alive (an open and a flock, every RESCAN_S)
             self.ingest_session(sid)  # a runner that just ended has written session_ended
             if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
                 continue
