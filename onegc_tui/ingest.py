@@ -161,6 +161,7 @@ class Ingester:
             if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
                 tail = self._tails[sid] = JsonlTail(paths.events, TailState(offset, line_no))
             watched.file_id = file_id
+            watched.ident = _ident(file_id)
         elif size == tail.state.offset and not tail.state.in_long_line:
             return 0  # nothing new since it was read (and stored): no query, no open
         try:
@@ -175,10 +176,13 @@ class Ingester:
         tail, watched = self._tails.get(sid), self._files.get(sid)
         if tail is None or watched is None or tail.state.in_long_line:
             return MAX_BATCH_BYTES
-        file_id, size = _file_state(watched.path)
-        if file_id != watched.file_id or size < tail.state.offset:
+        try:  # (by its path as a str, without the "device:inode" text: 10 times a second, per live session)
+            st = os.stat(watched.key)
+        except OSError:
+            return 0 if watched.file_id is None else MAX_BATCH_BYTES  # (not there, as when last read)
+        if (st.st_dev, st.st_ino) != watched.ident or st.st_size < tail.state.offset:
             return MAX_BATCH_BYTES
-        return size - tail.state.offset
+        return st.st_size - tail.state.offset
 
     def forget_place(self, sid: str | None = None) -> None:
         """Take the place in a session's file (all of them: ``None``) from the store next time: a
@@ -346,6 +350,14 @@ class _Watched:
     key: str  # its path, as the store keys its offset
     path: Path
     file_id: str | None = None  # "device:inode": another file under the same path is another attempt
+    ident: tuple[int, int] | None = None  # the same, as numbers
+
+
+def _ident(file_id: str | None) -> tuple[int, int] | None:
+    if file_id is None:
+        return None
+    dev, _, ino = file_id.partition(":")
+    return int(dev), int(ino)
 
 
 def is_session_folder(folder: Path) -> bool:

@@ -118,14 +118,17 @@ def integrity_note(row: dict) -> str | None:
     return "; ".join(notes) or None
 
 
+def left_cell(row: dict, now: float | None = None) -> str:
+    """The "left" column of a summary row: the budget left (a bar and the time), or why it ended."""
+    if row.get("state") in ("ended", "failed"):
+        return (row.get("end_reason") or "").replace("_", " ")
+    countdown = Countdown.of_row(row)
+    return f"{bar(countdown.fraction_left(now), 8)} {clock(countdown.remaining_now(now), coarse=True)}"
+
+
 def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
     """The sessions-table cells of one summary row, keyed by column."""
-    countdown = Countdown.of_row(row)
-    left = countdown.remaining_now(now)
-    if row.get("state") in ("ended", "failed"):
-        left_text = (row.get("end_reason") or "").replace("_", " ")
-    else:
-        left_text = f"{bar(countdown.fraction_left(now), 8)} {clock(left, coarse=True)}"
+    left_text = left_cell(row, now)
     util = row.get("gpu_util")
     started = row.get("started_ts")
     return {

@@ -252,7 +252,7 @@ class MonitorApp(App):
                 self._track(sid, row, first=sid in new)
             self._unchecked.update(changed)
             for sid in moving:
-                table.put(sid, table.summaries[sid], now)
+                table.tick_left(sid, now)
             if changed or relaid or (moving and table.sort_by == "left"):
                 table.resort()
         if changed or not self._summary:

@@ -27,6 +27,7 @@ from onegc_tui.sessions_view import (
     cell_tone,
     end_cut,
     fit_columns,
+    left_cell,
     middle_cut,
     ordered,
     session_cells,
@@ -190,6 +191,19 @@ class SessionsTable(DataTable):
         if changed:
             self._update_row(sid, changed)
         return False
+
+    def tick_left(self, sid: str, now: float) -> None:
+        """A running session's countdown moved: its "left" cell only (the other cells come with a
+        changed summary row, through :meth:`put`), repainted when its text changed."""
+        cells = self._cells.get(sid)
+        width = next((w for c, w in self.fitted if c.key == "left"), None)
+        if cells is None or width is None:
+            return
+        text, tone = cells["left"]
+        new = left_cell(self.summaries[sid], now)
+        if new != text:
+            cells["left"] = (new, tone)
+            self._update_row(sid, {"left": self._cell("left", (new, tone), width, sid)})
 
     def _update_row(self, sid: str, values: dict[str, Cell]) -> None:
         """New values for some cells of one row, re-rendering those cells and repainting that row
