@@ -56,8 +56,10 @@ BUSY_LINES = 8  # a look that read more than this many events keeps the fast pac
 # At rest, what the sessions wrote is read when it comes to BUSY_BYTES or has waited HOLD_S: the
 # GPU samples and heartbeats of 8 sessions are ~10 lines a second, and a read and a commit for each
 # was half the idle monitor's CPU. A stream passes BUSY_BYTES within a look, and is read at once.
+# A second: the GPU pane and the countdowns are drawn once a second anyway, and each look at rest
+# is a commit (0.5 s: two a second, ~0.1 % of a core more on this VM).
 BUSY_BYTES = 4096
-HOLD_S = 0.5
+HOLD_S = 1.0
 RESCAN_S = 5.0  # the safety net (and the liveness check): every live session read, whatever the stat said
 
 OnEvents = Callable[[str, list["Event"]], None]

@@ -34,7 +34,7 @@ from onegc_tui.alerts import Alert, Alerts, Coalescer, Note
 from onegc_tui.app.confirm import ConfirmScreen
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.gcpace import FullCollections, settle
-from onegc_tui.app.header import BeatClock, MonitorHeader
+from onegc_tui.app.header import CLOCK_FORMAT, BeatClock, MonitorHeader
 from onegc_tui.app.help import HelpScreen, key_sections, pane_name
 from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
 from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane
@@ -318,7 +318,7 @@ class MonitorApp(App):
         return SteadyScreen(id="_default")
 
     _beats = 0
-    _clocks: weakref.WeakKeyDictionary[Screen, list[BeatClock]]  # a closed detail screen is let go
+    _clocks: weakref.WeakKeyDictionary[Screen, tuple[str, list[BeatClock]]]  # the minute shown; a closed screen is let go
 
     def _beat(self) -> None:
         """The app's one clock: new events at FLUSH_HZ, and every FLUSH_HZ-th beat, in the same
@@ -338,11 +338,12 @@ class MonitorApp(App):
         self.query_one(BudgetPane).tick()
         self.query_one(GpuPane).tick()
         screen = self.screen
-        clocks = self._clocks.get(screen)
-        if not clocks:  # each screen's header clock, found once it is there (a query walks the screen)
-            clocks = self._clocks[screen] = list(screen.query(BeatClock))
-        for clock in clocks:
-            clock.refresh()
+        minute = time.strftime(CLOCK_FORMAT)
+        if self._clocks.get(screen, (None,))[0] != minute:  # each screen's header clock, as the minute turns
+            clocks = self._clocks.get(screen, (None, []))[1] or list(screen.query(BeatClock))  # (a query walks the screen)
+            for clock in clocks:
+                clock.refresh()
+            self._clocks[screen] = (minute, clocks)
         watched = self._unchecked | self._countdowns
         self._unchecked = set()
         self._notify(self.alerts.check({sid: self.rows[sid] for sid in watched}, self.now()))
