@@ -11,7 +11,6 @@ from textual.app import ComposeResult
 from textual.widgets import Header
 from textual.widgets._header import HeaderClock, HeaderClockSpace, HeaderIcon, HeaderTitle
 
-
 CLOCK_FORMAT = "%H:%M"  # as tmux's status line: the countdowns show the seconds that matter
 
 
