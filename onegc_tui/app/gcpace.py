@@ -9,6 +9,12 @@ monitor's once-a-second tick runs one when ``FULL_EVERY_S`` have passed and no k
 button has come for ``QUIET_INPUT_S`` (and after ``FULL_AT_MOST_S`` whatever comes), so cycles
 are still collected, a minute late at most. Young collections run as Python runs them.
 
+A burst (a stream of ``BURST_EVENTS`` or more since the last collection) brings the next one
+forward to the first quiet moment after it, ``QUIET_EVENTS_S`` without a busy drain and without
+input, ``BURST_GAP_S`` at least after the last: what the burst left (100 000+ objects, ~200 ms to
+walk on this VM) is walked once, while nothing happens, not a minute later under whatever the
+monitor is doing then (an idle monitor's CPU showed it as a 1 % step in one 20 s window of three).
+
 What survives a full collection is frozen out of the next ones (as what the monitor builds at
 start is: ``settle``), so each walks only the last minute's objects, not the whole heap again.
 Frozen objects are still freed by reference counting; cycles among them (a closed screen's
@@ -23,6 +29,10 @@ FULL_EVERY_S = 60.0
 QUIET_INPUT_S = 2.0
 FULL_AT_MOST_S = 300.0
 THAW_EVERY_S = 600.0
+BURST_EVENTS = 20_000
+BUSY_DRAIN = 50  # events in one drain of the queue (FLUSH_HZ a second) that make it a busy one
+QUIET_EVENTS_S = 2.0
+BURST_GAP_S = 10.0
 NEVER = 1 << 30  # as gc's third threshold: no full collection of Python's own
 
 
@@ -39,6 +49,8 @@ class FullCollections:
         self.last_full = self.last_thaw = now
         self.last_input = now - QUIET_INPUT_S
         self.runs = 0
+        self.since_full = 0  # events drawn since the last full collection
+        self.last_busy = now - QUIET_EVENTS_S
         self._thresholds: tuple[int, int, int] | None = None
 
     def start(self) -> None:
@@ -58,9 +70,21 @@ class FullCollections:
         """A key or a mouse button: someone is waiting for the screen."""
         self.last_input = now
 
+    def fed(self, now: float, events: int) -> None:
+        """The app drained ``events`` from the ingest queue."""
+        self.since_full += events
+        if events >= BUSY_DRAIN:
+            self.last_busy = now
+
     def due(self, now: float) -> bool:
         since = now - self.last_full
-        return since >= FULL_AT_MOST_S or (since >= FULL_EVERY_S and now - self.last_input >= QUIET_INPUT_S)
+        if since >= FULL_AT_MOST_S:
+            return True
+        if now - self.last_input < QUIET_INPUT_S:
+            return False
+        after_burst = (self.since_full >= BURST_EVENTS and since >= BURST_GAP_S
+                       and now - self.last_busy >= QUIET_EVENTS_S)
+        return since >= FULL_EVERY_S or after_burst
 
     def tick(self, now: float) -> bool:
         """Run a full collection if one is due (of everything, every ``THAW_EVERY_S``), and freeze
@@ -73,5 +97,6 @@ class FullCollections:
         gc.collect()
         gc.freeze()
         self.last_full = now
+        self.since_full = 0
         self.runs += 1
         return True

@@ -1,14 +1,26 @@
 """The monitor's full garbage collections (onegc_tui/app/gcpace.py): Python's own are off while
 it runs; one runs at a quiet moment once a minute (at once after five, keys or not) and freezes
 what survives; cycles are still collected, frozen ones by the thawing pass every ten minutes;
-Python's thresholds come back when it stops."""
+after a burst of events it comes at the first quiet moment instead; Python's thresholds come
+back when it stops."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from onegc_tui.app.gcpace import FULL_AT_MOST_S, FULL_EVERY_S, NEVER, QUIET_INPUT_S, THAW_EVERY_S, FullCollections
+from onegc_tui.app.gcpace import (
+    BURST_EVENTS,
+    BURST_GAP_S,
+    BUSY_DRAIN,
+    FULL_AT_MOST_S,
+    FULL_EVERY_S,
+    NEVER,
+    QUIET_EVENTS_S,
+    QUIET_INPUT_S,
+    THAW_EVERY_S,
+    FullCollections,
+)
 
 
 class Node:
@@ -24,6 +36,31 @@ def test_a_full_collection_waits_for_a_quiet_moment_and_a_minute():
     assert pace.due(FULL_EVERY_S - 0.5 + QUIET_INPUT_S)
     pace.touched(FULL_AT_MOST_S - 0.1)  # keys all the time: after FULL_AT_MOST_S anyway
     assert pace.due(FULL_AT_MOST_S)
+
+
+def test_after_a_burst_the_next_full_collection_comes_at_the_first_quiet_moment():
+    pace = FullCollections(now=0.0)
+    t = BURST_GAP_S
+    for _ in range(BURST_EVENTS // 1000):  # a stream: drains of 1 000 events
+        pace.fed(t, 1000)
+    assert not pace.due(t)  # still streaming
+    assert not pace.due(t + QUIET_EVENTS_S - 0.1)
+    pace.fed(t + 1, BUSY_DRAIN - 1)  # a trickle (GPU samples) is quiet
+    assert pace.due(t + QUIET_EVENTS_S)
+    pace.touched(t + QUIET_EVENTS_S)  # not under a key press, though
+    assert not pace.due(t + QUIET_EVENTS_S + 0.1)
+    assert pace.tick(t + QUIET_EVENTS_S + QUIET_INPUT_S)
+    assert pace.since_full == 0 and not pace.due(t + QUIET_EVENTS_S + QUIET_INPUT_S + 1)  # a minute again
+
+
+def test_a_burst_soon_after_a_full_collection_waits_for_the_gap_and_a_trickle_is_no_burst():
+    pace = FullCollections(now=0.0)
+    pace.fed(1.0, BURST_EVENTS)
+    assert not pace.due(BURST_GAP_S - 0.1) and pace.due(BURST_GAP_S)
+    calm = FullCollections(now=0.0)
+    for k in range(100):
+        calm.fed(float(k), BUSY_DRAIN - 1)
+    assert not calm.due(FULL_EVERY_S - 1)
 
 
 def test_python_s_own_full_collections_are_off_while_it_runs_and_cycles_are_still_collected():
