@@ -24,6 +24,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from onegc_tui.ingest import Ingester, is_session_folder
@@ -109,10 +110,9 @@ def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[st
         worker = subprocess.Popen([sys.executable, "-m", "onegc_tui.reindex", str(home), str(part), str(ids)],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
         try:
-            if store._outer is None:  # one transaction, indexed for search once, at its end
-                with store.transaction():
-                    events = ingester.ingest_all(only=set(mine))
-            else:
+            alone = store._outer is None  # a catch-up (a reindex is inside bulk(), which has both)
+            # one transaction, indexed for search once at its end, with the page cache for it
+            with _many_rows(store), store.transaction() if alone else nullcontext():
                 events = ingester.ingest_all(only=set(mine))
             out = worker.stdout.read() if worker.stdout else ""
             if worker.wait() != 0:
@@ -122,7 +122,8 @@ def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[st
                 last = (err.read().strip().splitlines() or ["no message"])[-1]
                 raise ReindexFailed(f"reindex: the second process failed ({last[:300]}); the store was left as it was")
             try:
-                store.merge_part(part)
+                with _many_rows(store):
+                    store.merge_part(part)
             except sqlite3.IntegrityError:
                 if not keep_going:
                     raise
@@ -137,6 +138,11 @@ def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[st
             _remove(part)
             ids.unlink(missing_ok=True)
             log.unlink(missing_ok=True)
+
+
+def _many_rows(store: Store) -> AbstractContextManager:
+    """SQLite's page cache for writing many rows, where ``Store.bulk`` has not set it already."""
+    return store.big_cache() if store._outer is None else nullcontext()
 
 
 def _remove(db: Path) -> None:

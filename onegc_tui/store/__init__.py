@@ -213,11 +213,10 @@ class Store:
         conn = self.conn
         conn.execute("PRAGMA journal_mode=MEMORY")  # savepoints still roll back (a journal, in memory)
         conn.execute("PRAGMA synchronous=OFF")
-        conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
         self._bulk_rows = 0
         self._fts_deferred = True
         try:
-            with self.transaction():
+            with self.big_cache(), self.transaction():
                 self._outer = "bulk"
                 yield self
                 if search_index:
@@ -225,10 +224,20 @@ class Store:
         finally:
             self._bulk_rows = 0
             self._fts_deferred = False
-            conn.execute("PRAGMA cache_size=-2000")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # and now to the disk, before anyone renames it
+
+    @contextmanager
+    def big_cache(self):
+        """SQLite's page cache at ``BULK_CACHE_KIB`` for writes of many rows, then its default
+        again: at 2 MiB a transaction of 100 000 events spills its pages to the disk and reads
+        them back (a catch-up's copy of the second process's rows: 1.3 -> 0.9 s here)."""
+        self.conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
+        try:
+            yield
+        finally:
+            self.conn.execute("PRAGMA cache_size=-2000")
 
     def merge_part(self, part: Path) -> None:
         """Every row of another store built from other session folders (onegc_tui/reindex.py: two
