@@ -8,8 +8,9 @@ every row. So where there are two cores and enough to do, a second process build
 own from part of the session folders (as many bytes of ``events.jsonl`` as this one), and this one
 copies its rows in at the end, SQLite to SQLite, before it builds the search index over them all.
 Both parts run the same ingest (``Ingester``, into ``Store.bulk`` for a reindex; this one's part of a
-catch-up in one ``Store.transaction``, its search index built once at the end rather than a commit
-and an index statement per batch: its part went 2.7 -> 1.9 s for 100 000 events); the rows are the
+catch-up in a ``Store.transaction`` committed every ``CATCH_UP_COMMIT_ROWS`` events, indexed for
+search at each commit rather than a commit and an index statement per batch: its part went 2.7 ->
+1.9 s for 100 000 events); the rows are the
 same as one process's (tests/store/test_fast_ingest.py compares every table). A catch-up that meets
 rows another ingester wrote meanwhile (a monitor started beside it) keeps none of the part's, and
 reads those sessions itself.
@@ -32,6 +33,10 @@ from onegc_tui.store import Store
 from runner.errors import OnegcError
 
 PARALLEL_MIN_BYTES = 16 << 20  # less than this in all: one process
+# a catch-up's own part commits this often: ~4 s of holding the store here, under the 10 s another
+# writer waits (store.BUSY_TIMEOUT_MS); each commit costs (at 50 000: ~10 % of the catch-up). The
+# copy of the second part is one transaction, all or nothing, and holds it for longer on a big store.
+CATCH_UP_COMMIT_ROWS = 200_000
 
 
 class ReindexFailed(OnegcError):
@@ -111,8 +116,8 @@ def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[st
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True)
         try:
             alone = store._outer is None  # a catch-up (a reindex is inside bulk(), which has both)
-            # one transaction, indexed for search once at its end, with the page cache for it
-            with _many_rows(store), store.transaction() if alone else nullcontext():
+            # few transactions, each indexed for search once, at its end, with the page cache for them
+            with _many_rows(store), store.transaction(commit_rows=CATCH_UP_COMMIT_ROWS) if alone else nullcontext():
                 events = ingester.ingest_all(only=set(mine))
             out = worker.stdout.read() if worker.stdout else ""
             if worker.wait() != 0:

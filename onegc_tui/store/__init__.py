@@ -178,14 +178,18 @@ class Store:
 
     # ------------------------------------------------------------------ writing
     @contextmanager
-    def transaction(self):
+    def transaction(self, commit_rows: int | None = None):
         """Every write inside in one transaction, each batch in a savepoint of its own (a batch
         that fails leaves nothing behind, the others stay): the live ingest commits once per
-        wake for all the sessions that wrote, not once per session and batch."""
+        wake for all the sessions that wrote, not once per session and batch. ``commit_rows``:
+        committed (and indexed for search) each time that many events have come, so that a long
+        write does not hold the store from other writers for longer (their wait is
+        ``BUSY_TIMEOUT_MS`` at most)."""
         conn = self.conn
         conn.execute("BEGIN")
         self._outer = "transaction"
         self._fts_from = None
+        self._commit_rows, self._uncommitted_rows = commit_rows, 0
         try:
             yield self
             if not self._fts_deferred:
@@ -197,6 +201,7 @@ class Store:
         finally:
             self._outer = None
             self._fts_from = None
+            self._commit_rows, self._uncommitted_rows = None, 0
 
     @contextmanager
     def bulk(self, search_index: bool = True):
@@ -213,16 +218,14 @@ class Store:
         conn = self.conn
         conn.execute("PRAGMA journal_mode=MEMORY")  # savepoints still roll back (a journal, in memory)
         conn.execute("PRAGMA synchronous=OFF")
-        self._bulk_rows = 0
         self._fts_deferred = True
         try:
-            with self.big_cache(), self.transaction():
+            with self.big_cache(), self.transaction(commit_rows=BULK_COMMIT_ROWS):
                 self._outer = "bulk"
                 yield self
                 if search_index:
                     conn.execute("INSERT INTO transcript_fts(transcript_fts) VALUES('rebuild')")
         finally:
-            self._bulk_rows = 0
             self._fts_deferred = False
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -274,7 +277,8 @@ class Store:
                 conn.execute("BEGIN")
 
     _outer: str | None = None  # inside transaction() or bulk()
-    _bulk_rows = 0  # inside bulk(): events written since its last commit
+    _commit_rows: int | None = None  # inside transaction(commit_rows=...): commit every this many events
+    _uncommitted_rows = 0  # ... events written since its last commit
     _fts_deferred = False  # inside bulk(): transcript_fts is rebuilt at its end, not kept up row by row
     # inside transaction(): transcript rows above this rowid are not in the search index yet; they
     # are indexed once, at its end (a statement and a segment per wake, not per session and batch)
@@ -313,12 +317,14 @@ class Store:
             conn.execute("RELEASE batch")
             raise
         conn.execute("RELEASE batch")
-        if self._outer == "bulk":
-            self._bulk_rows += rows
-            if self._bulk_rows >= BULK_COMMIT_ROWS:  # a bounded WAL: its pages go into the file
+        if self._commit_rows is not None:
+            self._uncommitted_rows += rows
+            if self._uncommitted_rows >= self._commit_rows:  # a bounded WAL, a bounded wait for other writers
+                if not self._fts_deferred:
+                    self._index_pending()
                 conn.commit()
                 conn.execute("BEGIN")
-                self._bulk_rows = 0
+                self._uncommitted_rows = 0
 
     def register_session(self, session_id: str, folder: str, config: dict, state: str = "queued") -> None:
         """Make sure a ``sessions`` row exists (from ``session.json``), without clobbering one."""

@@ -326,9 +326,17 @@ def test_a_catch_up_from_scratch_in_two_processes_stores_what_one_stores(homes, 
         def refused(self, part):
             raise sqlite3.IntegrityError("UNIQUE constraint failed: events.session_id, events.seq")
         monkeypatch.setattr(Store, "merge_part", refused)
+    # this process's part commits as it goes (and indexes for search at each commit): another
+    # writer waits for a few rows, not for the whole part
+    monkeypatch.setattr("onegc_tui.reindex.CATCH_UP_COMMIT_ROWS", 20)
     store = Store(homes / "two.db")
+    part_commits: list[str] = []  # the commits inside this process's part (its transaction)
+    store.conn.set_trace_callback(lambda sql: sql == "COMMIT" and store._outer == "transaction"
+                                  and part_commits.append(sql))
     ing = Ingester(homes, store)
     assert ing.ingest_all() == len(live["events"])
+    store.conn.set_trace_callback(None)
+    assert len(part_commits) >= 3  # (one, its last, where it does not commit as it goes)
     assert ing.ingest_all() == 0 and ing.live == {r["session_id"] for r in live["sessions"]
                                                   if r["state"] not in ("ended", "failed")}
     assert dump(store) == live
