@@ -149,11 +149,12 @@ class Ingester:
             return 0
         watched = self._files.get(sid)
         if watched is None:
-            watched = self._files[sid] = _Watched(str(paths.events), paths.events)
+            watched = self._files[sid] = _Watched(str(paths.events))
         key = watched.key
-        file_id, size = _file_state(watched.path)
+        ident, size = _file_state(key)
+        file_id = _file_id(ident)
         tail = self._tails.get(sid)
-        if tail is None or file_id != watched.file_id:
+        if tail is None or ident != watched.ident:
             # first look at this file (or again, after a write that did not commit): where the
             # store has it; then this ingester's own place in it, which it only moves as it commits
             known = self.store.ingested_file(key)
@@ -162,8 +163,7 @@ class Ingester:
             offset, line_no = self.store.offset(key)
             if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
                 tail = self._tails[sid] = JsonlTail(paths.events, TailState(offset, line_no))
-            watched.file_id = file_id
-            watched.ident = _ident(file_id)
+            watched.ident = ident
         elif size == tail.state.offset and not tail.state.in_long_line:
             return 0  # nothing new since it was read (and stored): no query, no open
         try:
@@ -178,13 +178,10 @@ class Ingester:
         tail, watched = self._tails.get(sid), self._files.get(sid)
         if tail is None or watched is None or tail.state.in_long_line:
             return MAX_BATCH_BYTES
-        try:  # (by its path as a str, without the "device:inode" text: 10 times a second, per live session)
-            st = os.stat(watched.key)
-        except OSError:
-            return 0 if watched.file_id is None else MAX_BATCH_BYTES  # (not there, as when last read)
-        if (st.st_dev, st.st_ino) != watched.ident or st.st_size < tail.state.offset:
+        ident, size = _file_state(watched.key)
+        if ident != watched.ident or size < tail.state.offset:
             return MAX_BATCH_BYTES
-        return st.st_size - tail.state.offset
+        return size - tail.state.offset
 
     def forget_place(self, sid: str | None = None) -> None:
         """Take the place in a session's file (all of them: ``None``) from the store next time: a
@@ -350,16 +347,7 @@ class _Watched:
     """One session's ``events.jsonl`` as this ingester last read it."""
 
     key: str  # its path, as the store keys its offset
-    path: Path
-    file_id: str | None = None  # "device:inode": another file under the same path is another attempt
-    ident: tuple[int, int] | None = None  # the same, as numbers
-
-
-def _ident(file_id: str | None) -> tuple[int, int] | None:
-    if file_id is None:
-        return None
-    dev, _, ino = file_id.partition(":")
-    return int(dev), int(ino)
+    ident: tuple[int, int] | None = None  # (device, inode): another file under the same path is another attempt
 
 
 def is_session_folder(folder: Path) -> bool:
@@ -374,13 +362,19 @@ def hold_back(unread: int, last_read: int, held_for: float) -> bool:
     return last_read <= BUSY_LINES and unread < BUSY_BYTES and held_for < HOLD_S
 
 
-def _file_state(path: Path) -> tuple[str | None, int]:
-    """The file's identity ("device:inode") and size; ``(None, 0)`` when it is not there."""
+def _file_state(path: str) -> tuple[tuple[int, int] | None, int]:
+    """The file's identity (device, inode) and size; ``(None, 0)`` when it is not there. By its
+    path as a str, with no text made: ten times a second for each live session, at rest."""
     try:
         st = os.stat(path)
     except OSError:
         return None, 0
-    return f"{st.st_dev}:{st.st_ino}", st.st_size
+    return (st.st_dev, st.st_ino), st.st_size
+
+
+def _file_id(ident: tuple[int, int] | None) -> str | None:
+    """The identity as the store keeps it ("device:inode")."""
+    return None if ident is None else f"{ident[0]}:{ident[1]}"
 
 
 def _appear_events() -> list[type]:

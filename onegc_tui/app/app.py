@@ -348,8 +348,9 @@ class MonitorApp(App):
         self.query_one(GpuPane).tick()
         screen = self.screen
         minute = time.strftime(CLOCK_FORMAT)
-        if self._clocks.get(screen, (None,))[0] != minute:  # each screen's header clock, as the minute turns
-            clocks = self._clocks.get(screen, (None, []))[1] or list(screen.query(BeatClock))  # (a query walks the screen)
+        shown, clocks = self._clocks.get(screen, (None, []))
+        if shown != minute:  # each screen's header clock, as the minute turns
+            clocks = clocks or list(screen.query(BeatClock))  # found once it is there (a query walks the screen)
             for clock in clocks:
                 clock.refresh()
             self._clocks[screen] = (minute, clocks)

@@ -32,8 +32,8 @@ def test_covered_is_within_the_union_of_the_ranges():
     assert covered([], [])
 
 
-class Tall(Static):
-    """A pane that records the rows it is asked to render."""
+class RecordsRows:
+    """Mixed in before a widget: it records the rows it is asked to render."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -42,6 +42,10 @@ class Tall(Static):
     def render_lines(self, crop: Region):
         self.asked.append((crop.y, crop.bottom))
         return super().render_lines(crop)
+
+
+class Tall(RecordsRows, Static):
+    """A pane that records the rows it is asked to render."""
 
 
 class Frames(App):
@@ -99,16 +103,8 @@ def shown(terminal: str) -> str:
     return re.sub(r"\x1b\[\d+;\d+H(?=\x1b\[\d+;\d+H|\n|$)", "", terminal)
 
 
-class Box(Vertical):
+class Box(RecordsRows, Vertical):
     """A container that records the rows it is asked to render."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.asked: list[tuple[int, int]] = []
-
-    def render_lines(self, crop: Region):
-        self.asked.append((crop.y, crop.bottom))
-        return super().render_lines(crop)
 
 
 class SideBySide(App):
