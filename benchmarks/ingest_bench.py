@@ -1,7 +1,7 @@
 """Ingest benchmark: events/s into SQLite beside raw inserts, append-to-commit latency, reindex.
 
     python benchmarks/ingest_bench.py [--events 200000] [--reps 3] [--rate 2000] [--seconds 10]
-                                      [--reindex-sessions 1000] [--reindex-events 1000000] [--skip-reindex]
+                                      [--reindex-sessions 10000] [--reindex-events 10000000] [--skip-reindex]
 
 Throughput: ``--events`` transcript/GPU events spread over 4 session folders are ingested from
 scratch (batched, one transaction per batch). The machine's own limit, measured beside it in the
@@ -242,8 +242,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="ingest / raw pairs")
     ap.add_argument("--rate", type=float, default=2000)
     ap.add_argument("--seconds", type=float, default=10)
-    ap.add_argument("--reindex-sessions", type=int, default=1_000)
-    ap.add_argument("--reindex-events", type=int, default=1_000_000)
+    ap.add_argument("--reindex-sessions", type=int, default=10_000)
+    ap.add_argument("--reindex-events", type=int, default=10_000_000)
     ap.add_argument("--skip-reindex", action="store_true")
     args = ap.parse_args()
     print(f"machine: {platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}, "

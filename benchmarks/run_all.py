@@ -136,7 +136,7 @@ def startup_rows(quick: bool) -> list[Row]:
 
 def reindex_rows(quick: bool, sessions: int, events: int) -> list[Row]:
     if quick:
-        sessions, events = min(sessions, 200), min(events, 200_000)
+        sessions, events = min(sessions, 1_000), min(events, 1_000_000)
     r = ingest_bench.reindex(sessions, events)
     return [Row(f"`onegc reindex`, {r['sessions']:,} sessions / {r['events']:,} events "
                 f"({r['db_bytes'] / 2**20:,.0f} MiB store)", rate(r["reindex"]), f"raw executemany {rate(r['raw'])}",
@@ -250,9 +250,10 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats (a few minutes)")
     ap.add_argument("--skip", default="", help=f"comma-separated sections to leave out: {', '.join(SECTIONS)}")
     ap.add_argument("--only", default="", help="comma-separated sections to run (default: all)")
-    ap.add_argument("--reindex-sessions", type=int, default=1_000)
-    ap.add_argument("--reindex-events", type=int, default=1_000_000,
-                    help="events of the reindexed store (10 000 000 with --reindex-sessions 10000: the big store)")
+    ap.add_argument("--reindex-sessions", type=int, default=10_000)
+    ap.add_argument("--reindex-events", type=int, default=10_000_000,
+                    help="events of the reindexed store (default: the issue's 10 M-event store, ~6 GiB under the"
+                         " temp folder; its session folders are written once, in about a minute, and kept)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = ap.parse_args()
     skip = {s for s in args.skip.split(",") if s}
