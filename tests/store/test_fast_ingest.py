@@ -263,6 +263,24 @@ def test_the_live_ingests_one_transaction_per_wake_indexes_what_batch_by_batch_i
     store.close()
 
 
+def test_the_two_parts_of_a_reindex_are_ranges_of_ids_with_about_half_the_bytes_each(monkeypatch):
+    """The second process's ids all sort after this one's (its rows go on at the end of every
+    table and index when copied in), and the bytes to read are shared within one session's."""
+    from onegc_tui.reindex import split
+
+    monkeypatch.setattr("onegc_tui.reindex.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
+    sizes = {f"s{k:03d}": (k * 7919) % 1000 + 1 for k in range(200)}
+    mine, theirs = split(sizes)
+    assert mine + theirs == sorted(sizes) and max(mine) < min(theirs)
+    gap = abs(sum(sizes[i] for i in mine) - sum(sizes[i] for i in theirs))
+    assert gap <= max(sizes.values())
+    assert split({"b": 10, "a": 1}) == (["a"], ["b"])  # one each, however uneven
+    assert split({"a": 5, "b": 5, "c": 100}) == (["a", "b"], ["c"])
+    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 1)
+    assert split(sizes) == ([], [])
+
+
 @pytest.mark.slow
 def test_a_reindex_in_two_processes_stores_what_one_stores(homes, monkeypatch):
     """On two cores a second process builds part of the store, and its rows are copied in: the
