@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import ingest_bench  # noqa: E402
 import monitor_bench  # noqa: E402
+import pyc_files  # noqa: E402
 import startup_bench  # noqa: E402
 
 SECTIONS = ("ingest", "monitor", "startup", "reindex", "history", "sandbox", "scoring", "gpu")  # in this order
@@ -256,6 +257,7 @@ def main() -> int:
                          " temp folder; its session folders are written once, in about a minute, and kept)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = ap.parse_args()
+    pyc_files.compile_sources()  # before anything is timed, as a user's first run writes them
     skip = {s for s in args.skip.split(",") if s}
     only = {s for s in args.only.split(",") if s} or set(SECTIONS)
     unknown = (skip | only) - set(SECTIONS)
