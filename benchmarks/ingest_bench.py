@@ -174,10 +174,14 @@ def pct(values: list[float], q: float) -> float:
 
 # ----------------------------------------------------------------------------- reindex
 
+def reindex_home_path(n_sessions: int, n_events: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"onegc-reindexbench-{n_sessions}-{n_events}"
+
+
 def reindex_home(n_sessions: int, n_events: int) -> Path:
     """``n_sessions`` ended session folders with ``n_events`` events in all (most transcript lines,
     a GPU sample every tenth, a checkpoint and its score now and then), made once and kept."""
-    home = Path(tempfile.gettempdir()) / f"onegc-reindexbench-{n_sessions}-{n_events}"
+    home = reindex_home_path(n_sessions, n_events)
     done = home / ".complete"
     if done.exists():
         return home

@@ -375,11 +375,15 @@ def live_figures(sessions: int, rate: float, presses: int, idle_seconds: float) 
     return out
 
 
+def history_home(n_sessions: int, n_events: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"onegc-histbench-{n_sessions}-{n_events}"
+
+
 def history_figures(n_sessions: int, n_events: int) -> dict:
     """The history screen over a generated store of ``n_sessions`` finished sessions and ``n_events``
     event rows: query + matrix build (``direct``, seconds, five times), and in the real monitor the
     dashboard drawn after start (``started``), ``h`` → matrix drawn (``first``, ``again``)."""
-    home = Path(tempfile.gettempdir()) / f"onegc-histbench-{n_sessions}-{n_events}"
+    home = history_home(n_sessions, n_events)
     (home / "runs").mkdir(parents=True, exist_ok=True)
     built, events = build_history_store(home, n_sessions, n_events)
     direct = history_direct(home)

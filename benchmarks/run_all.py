@@ -20,8 +20,10 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -135,17 +137,26 @@ def startup_rows(quick: bool) -> list[Row]:
     return rows
 
 
+def reindex_size(quick: bool, sessions: int, events: int) -> tuple[int, int]:
+    """Sessions and events of the reindexed store (``--quick``: at most 1 000 and 1 M)."""
+    return (min(sessions, 1_000), min(events, 1_000_000)) if quick else (sessions, events)
+
+
 def reindex_rows(quick: bool, sessions: int, events: int) -> list[Row]:
-    if quick:
-        sessions, events = min(sessions, 1_000), min(events, 1_000_000)
+    sessions, events = reindex_size(quick, sessions, events)
     r = ingest_bench.reindex(sessions, events)
     return [Row(f"`onegc reindex`, {r['sessions']:,} sessions / {r['events']:,} events "
                 f"({r['db_bytes'] / 2**20:,.0f} MiB store)", rate(r["reindex"]), f"raw executemany {rate(r['raw'])}",
                 f"{r['ratio']:.0%}", "≥ 35 % of raw", r["ratio"] >= 0.35, r["load"])]
 
 
+def history_size(quick: bool) -> tuple[int, int]:
+    """Sessions and events of the history store."""
+    return (2_000, 1_000_000) if quick else (10_000, 10_000_000)
+
+
 def history_rows(quick: bool) -> list[Row]:
-    sessions, events = (2_000, 1_000_000) if quick else (10_000, 10_000_000)
+    sessions, events = history_size(quick)
     h = monitor_bench.history_figures(sessions, events)
     worst = max([h["first"], *h["again"]])
     return [
@@ -235,6 +246,31 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+# bytes of the temp folder a reindexed event needs (10 M events: 1.8 GiB of lines, a 3.9 GiB store):
+# a first run writes its line (~190) and its row in the reindexed store (~410), then the raw insert's
+# store beside it (~350, removed after); a later run builds a new store beside the one there (~410)
+REINDEX_FIRST_BYTES, REINDEX_AGAIN_BYTES = 1_000, 450
+HISTORY_BYTES_PER_EVENT = 250  # the history store, written once (10 M events: 2.0 GiB)
+
+
+def disk_short(wanted: list[str], args: argparse.Namespace) -> str | None:
+    """What to do, where the temp folder has too little room for the stores these sections write."""
+    tmp = Path(tempfile.gettempdir())
+    need = 0
+    if "reindex" in wanted:
+        sessions, events = reindex_size(args.quick, args.reindex_sessions, args.reindex_events)
+        built = (ingest_bench.reindex_home_path(sessions, events) / ".complete").exists()
+        need += events * (REINDEX_AGAIN_BYTES if built else REINDEX_FIRST_BYTES)
+    sessions, events = history_size(args.quick)
+    if "history" in wanted and not (monitor_bench.history_home(sessions, events) / "onegc.db").exists():
+        need += events * HISTORY_BYTES_PER_EVENT
+    free = shutil.disk_usage(tmp).free
+    if need <= free:
+        return None
+    return (f"make bench: {free / 2**30:.1f} GiB free under {tmp}, and these stores need about {need / 2**30:.1f} GiB:"
+            " free some space, set TMPDIR to a roomier disk, or pass --reindex-events 1000000 (or --quick)")
+
+
 def run_section(section: str, args: argparse.Namespace) -> list[Row]:
     """The rows of one section (one of :data:`SECTIONS`)."""
     if section == "reindex":
@@ -264,6 +300,10 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown sections: {', '.join(sorted(unknown))} (choose from {', '.join(SECTIONS)})")
     wanted = [s for s in SECTIONS if s in only and s not in skip]
+    short = disk_short(wanted, args)
+    if short:
+        print(short, file=sys.stderr)
+        return 2
 
     started, start_load = time.time(), os.getloadavg()
     print(f"machine: {machine()}")
