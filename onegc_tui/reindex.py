@@ -58,10 +58,11 @@ def _sizes(runs: Path) -> dict[str, int]:
 def split(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
     """Two lists of session ids with about as many bytes of events each: the ids in order, cut
     where the first half of the bytes ends, so every id of the second sorts after every id of the
-    first (its rows copied in then go on at the end of each table and index, which all begin with
-    the session id, not between this process's rows all over the file: over 10 M events the copy
-    went 18.6 -> 13.1 s here, of a reindex of 72 s). Both empty where one process is the way (one core, one session, or
-    less than ``PARALLEL_MIN_BYTES`` to read: a second process costs ~0.4 s to start)."""
+    first. Its rows, copied in, then go on at the end of each table and index (all begin with the
+    session id) instead of between this process's rows all over the file: over 10 M events the
+    copy went 18.6 -> 13.1 s here, of a reindex of 72 s. Both empty where one process is the way
+    (one core, one session, or less than ``PARALLEL_MIN_BYTES`` to read: a second process costs
+    ~0.4 s to start)."""
     total = sum(sizes.values())
     if (os.cpu_count() or 1) < 2 or len(sizes) < 2 or total < PARALLEL_MIN_BYTES:
         return [], []
