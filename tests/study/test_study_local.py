@@ -99,7 +99,10 @@ def test_rerun_after_kill_9_of_everything_resumes_without_repeating(home, fake_g
         running = all(any(x["type"] == "agent_started" for x in events(p)) for p in hold)
         return done and running
 
-    wait_for(settled, 60, "both short sessions to end and both hold sessions to run", interval=0.3)
+    try:
+        wait_for(settled, 60, "both short sessions to end and both hold sessions to run", interval=0.3)
+    except AssertionError as e:  # what each session and the queue did, for a failure seen once in a full run
+        raise AssertionError(f"{e}\n{where_they_are(runs, short + hold)}") from None
     before = {p.session_id: p.events.read_bytes() for p in short}
 
     assert kill_everything(home) >= 3  # the daemon, two runners (and their agents)
@@ -123,3 +126,14 @@ def test_rerun_after_kill_9_of_everything_resumes_without_repeating(home, fake_g
         assert read_json(p.launcher)["gpu"] in ("0", "1")
     log = (runs / QUEUE_LOG).read_text()
     assert log.count("serving") == 2, log  # one daemon before the kill, exactly one after
+
+
+def where_they_are(runs, sessions: list[SessionPaths]) -> str:
+    """Each session's event types and launcher record, and the queue's log."""
+    lines = []
+    for p in sessions:
+        launcher = json.dumps(read_json(p.launcher)) if p.launcher.exists() else "no launcher record"
+        lines.append(f"{p.session_id}: {[e['type'] for e in events(p)][-12:]} · {launcher}")
+    log = runs / QUEUE_LOG
+    lines.append("queue log:\n" + (log.read_text()[-4000:] if log.exists() else "none"))
+    return "\n".join(lines)
