@@ -174,14 +174,26 @@ def pct(values: list[float], q: float) -> float:
 
 # ----------------------------------------------------------------------------- reindex
 
-def reindex_home_path(n_sessions: int, n_events: int) -> Path:
+# bytes of the temp folder a reindexed event needs (10 M events: 1.8 GiB of lines, a 3.9 GiB store):
+# a first run writes its line (~190) and its row in the reindexed store (~410), then the raw insert's
+# store beside it (~350, removed after); a later run builds a new store beside the one there (~410)
+REINDEX_FIRST_BYTES, REINDEX_AGAIN_BYTES = 1_000, 450
+
+
+def _reindex_home_path(n_sessions: int, n_events: int) -> Path:
     return Path(tempfile.gettempdir()) / f"onegc-reindexbench-{n_sessions}-{n_events}"
+
+
+def reindex_room(n_sessions: int, n_events: int) -> int:
+    """Bytes of the temp folder :func:`reindex` needs, with the session folders there or not."""
+    built = (_reindex_home_path(n_sessions, n_events) / ".complete").exists()
+    return n_events * (REINDEX_AGAIN_BYTES if built else REINDEX_FIRST_BYTES)
 
 
 def reindex_home(n_sessions: int, n_events: int) -> Path:
     """``n_sessions`` ended session folders with ``n_events`` events in all (most transcript lines,
     a GPU sample every tenth, a checkpoint and its score now and then), made once and kept."""
-    home = reindex_home_path(n_sessions, n_events)
+    home = _reindex_home_path(n_sessions, n_events)
     done = home / ".complete"
     if done.exists():
         return home

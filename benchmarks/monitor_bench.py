@@ -225,9 +225,9 @@ def build_history_store(home: Path, n_sessions: int, n_events: int) -> tuple[flo
     from onegc_tui.store import Store
     from tasks import benchmark_tasks
 
+    built = _history_built(home, n_sessions)
     store = Store.open(home)
-    have = store.conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
-    if have == n_sessions:
+    if built:
         events = store.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
         store.close()
         return 0.0, events
@@ -375,15 +375,36 @@ def live_figures(sessions: int, rate: float, presses: int, idle_seconds: float) 
     return out
 
 
-def history_home(n_sessions: int, n_events: int) -> Path:
+HISTORY_BYTES_PER_EVENT = 250  # the history store, written once (10 M events: 2.0 GiB)
+
+
+def _history_home(n_sessions: int, n_events: int) -> Path:
     return Path(tempfile.gettempdir()) / f"onegc-histbench-{n_sessions}-{n_events}"
+
+
+def history_room(n_sessions: int, n_events: int) -> int:
+    """Bytes of the temp folder :func:`history_figures` needs: its store, where it is not built yet."""
+    return 0 if _history_built(_history_home(n_sessions, n_events), n_sessions) else n_events * HISTORY_BYTES_PER_EVENT
+
+
+def _history_built(home: Path, n_sessions: int) -> bool:
+    db = home / "onegc.db"
+    if not db.exists():
+        return False
+    from onegc_tui.store import Store
+
+    store = Store(db)
+    try:
+        return store.conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == n_sessions
+    finally:
+        store.close()
 
 
 def history_figures(n_sessions: int, n_events: int) -> dict:
     """The history screen over a generated store of ``n_sessions`` finished sessions and ``n_events``
     event rows: query + matrix build (``direct``, seconds, five times), and in the real monitor the
     dashboard drawn after start (``started``), ``h`` → matrix drawn (``first``, ``again``)."""
-    home = history_home(n_sessions, n_events)
+    home = _history_home(n_sessions, n_events)
     (home / "runs").mkdir(parents=True, exist_ok=True)
     built, events = build_history_store(home, n_sessions, n_events)
     direct = history_direct(home)

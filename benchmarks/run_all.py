@@ -246,24 +246,14 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-# bytes of the temp folder a reindexed event needs (10 M events: 1.8 GiB of lines, a 3.9 GiB store):
-# a first run writes its line (~190) and its row in the reindexed store (~410), then the raw insert's
-# store beside it (~350, removed after); a later run builds a new store beside the one there (~410)
-REINDEX_FIRST_BYTES, REINDEX_AGAIN_BYTES = 1_000, 450
-HISTORY_BYTES_PER_EVENT = 250  # the history store, written once (10 M events: 2.0 GiB)
-
-
 def disk_short(wanted: list[str], args: argparse.Namespace) -> str | None:
     """What to do, where the temp folder has too little room for the stores these sections write."""
     tmp = Path(tempfile.gettempdir())
     need = 0
     if "reindex" in wanted:
-        sessions, events = reindex_size(args.quick, args.reindex_sessions, args.reindex_events)
-        built = (ingest_bench.reindex_home_path(sessions, events) / ".complete").exists()
-        need += events * (REINDEX_AGAIN_BYTES if built else REINDEX_FIRST_BYTES)
-    sessions, events = history_size(args.quick)
-    if "history" in wanted and not (monitor_bench.history_home(sessions, events) / "onegc.db").exists():
-        need += events * HISTORY_BYTES_PER_EVENT
+        need += ingest_bench.reindex_room(*reindex_size(args.quick, args.reindex_sessions, args.reindex_events))
+    if "history" in wanted:
+        need += monitor_bench.history_room(*history_size(args.quick))
     free = shutil.disk_usage(tmp).free
     if need <= free:
         return None

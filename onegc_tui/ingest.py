@@ -152,13 +152,12 @@ class Ingester:
             watched = self._files[sid] = _Watched(str(paths.events))
         key = watched.key
         ident, size = _file_state(key)
-        file_id = _file_id(ident)
         tail = self._tails.get(sid)
         if tail is None or ident != watched.ident:
             # first look at this file (or again, after a write that did not commit): where the
             # store has it; then this ingester's own place in it, which it only moves as it commits
             known = self.store.ingested_file(key)
-            if known is not None and file_id is not None and known != file_id:
+            if known is not None and ident is not None and known != _file_id(ident):
                 self._start_over(sid, paths)  # another attempt in this folder (a study retry)
             offset, line_no = self.store.offset(key)
             if tail is None or (tail.state.offset, tail.state.line_no) != (offset, line_no):
@@ -167,7 +166,7 @@ class Ingester:
         elif size == tail.state.offset and not tail.state.in_long_line:
             return 0  # nothing new since it was read (and stored): no query, no open
         try:
-            return self._read_new(sid, paths, key, file_id, tail)
+            return self._read_new(sid, paths, key, _file_id(ident), tail)
         except BaseException:
             self.forget_place(sid)  # what was read may not be stored: the store's place counts
             raise

@@ -25,7 +25,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 from onegc_tui.ingest import Ingester, is_session_folder
@@ -121,7 +121,7 @@ def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[st
         try:
             alone = store._outer is None  # a catch-up (a reindex is inside bulk(), which has both)
             # few transactions, each indexed for search once, at its end, with the page cache for them
-            with _many_rows(store), store.transaction(commit_rows=CATCH_UP_COMMIT_ROWS) if alone else nullcontext():
+            with store.big_cache(), store.transaction(commit_rows=CATCH_UP_COMMIT_ROWS) if alone else nullcontext():
                 events = ingester.ingest_all(only=set(mine))
             out = worker.stdout.read() if worker.stdout else ""
             if worker.wait() != 0:
@@ -131,7 +131,7 @@ def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[st
                 last = (err.read().strip().splitlines() or ["no message"])[-1]
                 raise ReindexFailed(f"reindex: the second process failed ({last[:300]}); the store was left as it was")
             try:
-                with _many_rows(store):
+                with store.big_cache():
                     store.merge_part(part)
             except sqlite3.IntegrityError:
                 if not keep_going:
@@ -147,11 +147,6 @@ def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[st
             _remove(part)
             ids.unlink(missing_ok=True)
             log.unlink(missing_ok=True)
-
-
-def _many_rows(store: Store) -> AbstractContextManager:
-    """SQLite's page cache for writing many rows, where ``Store.bulk`` has not set it already."""
-    return store.big_cache() if store._outer is None else nullcontext()
 
 
 def _remove(db: Path) -> None:
