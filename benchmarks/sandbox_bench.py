@@ -122,6 +122,22 @@ def bench_training(runs: int, data: Path) -> tuple[list[float], list[float]]:
     return inside, outside
 
 
+TRAINING_RUNS = 4  # run pairs for the training figure
+TIME_TICK_S = 0.1  # the baseline prints its training time to a tenth of a second (time_s: 2.4)
+NOISE_FLOOR = 0.02
+
+
+def training_verdict(inside: list[float], outside: list[float]) -> tuple[float, float, bool]:
+    """(median inside / median outside, the allowance, no slower beyond it). The allowance is the
+    spread of the runs outside, and never less than one tick of the time the script prints (runs
+    that all print 2.4 s have a spread of 0, and 2.5 s inside is one tick, not an overhead) nor
+    ``NOISE_FLOOR``. Faster inside is this VM's noise, not an overhead."""
+    o = statistics.median(outside)
+    ratio = statistics.median(inside) / o
+    allowance = max((max(outside) - min(outside)) / o, TIME_TICK_S / o, NOISE_FLOOR)
+    return ratio, allowance, ratio <= 1 + allowance
+
+
 def spread(xs: list[float]) -> str:
     return f"median {statistics.median(xs):.3f} s (min {min(xs):.3f}, max {max(xs):.3f}, n={len(xs)})"
 
@@ -129,7 +145,7 @@ def spread(xs: list[float]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=6, help="session pairs for the start-up figure")
-    ap.add_argument("--runs", type=int, default=4, help="run pairs for the training figure")
+    ap.add_argument("--runs", type=int, default=TRAINING_RUNS, help="run pairs for the training figure")
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "etth1")
     ap.add_argument("--skip-training", action="store_true")
     args = ap.parse_args()
@@ -153,13 +169,12 @@ def main() -> int:
         print(f"\ntraining: skipped ({args.data} absent; pass --data DIR with ETTh1.csv)")
         return 0
     inside, outside = bench_training(args.runs, args.data)
-    ratio = statistics.median(inside) / statistics.median(outside)
-    noise = (max(outside) - min(outside)) / statistics.median(outside)
+    ratio, allowance, ok = training_verdict(inside, outside)
     print("\nt6 baseline, 3 epochs on the CPU (the script's training loop):")
     print(f"  inside the sandbox   {spread(inside)}")
     print(f"  outside              {spread(outside)}")
-    print(f"  ratio inside/outside {ratio:.3f}; the runs' own spread outside is {noise:.1%}: "
-          f"{'no slower, beyond it' if ratio <= 1 + max(noise, 0.02) else 'SLOWER INSIDE'}")
+    print(f"  ratio inside/outside {ratio:.3f}; allowed: the runs' own spread outside, one tick of their"
+          f" time, {allowance:.1%}: {'no slower, beyond it' if ok else 'SLOWER INSIDE'}")
     return 0
 
 
