@@ -58,7 +58,7 @@ $(VENV)/.installed: pyproject.toml
 	# torchvision 0.28 does not beside the CPU build of torch 2.13: `onegc doctor` then says so)
 	$(VENV)/bin/python -m pip install -q -r requirements-agent.txt
 	$(VENV)/bin/python -m pip install -q --no-deps "timm>=1.0.20,<2"
-	@tv=$$($(VENV)/bin/python -c 'from runner.agent_env import matching_torchvision as m; print(m() or "")'); \
+	@tv=$$($(VENV)/bin/python -c 'from runner.session.agent_env import matching_torchvision as m; print(m() or "")'); \
 	if [ -n "$$tv" ] && $(VENV)/bin/python -m pip install -q --no-deps "torchvision==$$tv.*" 2>/dev/null \
 	   && $(VENV)/bin/python -c 'import torchvision.ops' 2>/dev/null; then echo "torchvision $$tv for the agents"; \
 	else $(VENV)/bin/python -m pip uninstall -q -y torchvision 2>/dev/null; \

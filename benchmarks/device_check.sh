@@ -45,7 +45,7 @@ for line in sys.stdin:
 
 echo "== 1. harness on the GPU =="
 python3 -c "
-from runner.gpu import GpuSampler, gpu_count
+from runner.session.gpu import GpuSampler, gpu_count
 s = GpuSampler([0]); print('gpus', gpu_count(), s.info()[0]); print(s.sample()[0])"
 timeout 150 python3 -m onegc_tui.cli run t0 --agent scripted --pace 0 --budget 1.5 --gpus 0 --plain 2>&1 | tail -8
 python3 - <<'PY'

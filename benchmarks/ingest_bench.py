@@ -40,11 +40,12 @@ sys.path.insert(0, str(REPO))
 
 import pyc_files  # noqa: E402
 
-from onegc_tui.ingest import Ingester, LiveIngest  # noqa: E402
 from onegc_tui.store import Store  # noqa: E402
-from runner.config import SessionConfig  # noqa: E402
-from runner.jsonl import EventWriter  # noqa: E402
-from runner.launch import create_session  # noqa: E402
+from onegc_tui.store.ingest import Ingester  # noqa: E402
+from onegc_tui.store.live import LiveIngest  # noqa: E402
+from runner.launch.spawn import create_session  # noqa: E402
+from runner.wire.jsonl import EventWriter  # noqa: E402
+from runner.wire.session_config import SessionConfig  # noqa: E402
 
 RAW_BATCH = 1_000  # rows per transaction of the raw insert (the limit the issue names)
 EVENT_ROW = "INSERT INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)"

@@ -6,7 +6,7 @@
 
 1. Input latency. ``--sessions`` writer processes each append ``--rate`` transcript lines/s (plus a
    GPU sample a second and a heartbeat every 5 s) to their ``events.jsonl`` with
-   ``runner.jsonl.EventWriter`` — scripted-like sessions without training, so the figure is the
+   ``runner.wire.jsonl.EventWriter`` — scripted-like sessions without training, so the figure is the
    monitor's. The real ``onegc monitor`` runs in a pseudo-terminal (160×45); a reader thread drains
    the terminal output. Each sample presses Down or Up (changing the selected session) and times
    until the header line with the newly selected session id has been written to the terminal.
@@ -60,12 +60,12 @@ PRESS_TIMEOUT_S = 5.0  # a press not shown within this counts as this long
 
 def writer(home: Path, sid: str, rate: float) -> None:
     """One fake live session: stream transcript lines while ``home/phase`` says so."""
-    from runner.config import SessionPaths
-    from runner.jsonl import EventWriter
-    from runner.liveness import RunnerLock
+    from runner.wire.jsonl import EventWriter
+    from runner.wire.liveness import RunnerLock
+    from runner.wire.paths import SessionPaths
 
     paths = SessionPaths(home / "runs" / sid)
-    _claim = RunnerLock.take(paths)  # alive to every liveness check, as a runner is (runner/liveness.py)
+    _claim = RunnerLock.take(paths)  # alive to every liveness check, as a runner is (runner/wire/liveness.py)
     w = EventWriter(paths.events, sid)
     budget = 3600.0
     w.emit("session_started", task="t0_demo", agent="scripted", budget_s=budget, grace_s=30, contract={})
@@ -93,8 +93,8 @@ def writer(home: Path, sid: str, rate: float) -> None:
 
 
 def start_writers(home: Path, n: int, rate: float) -> list[subprocess.Popen]:
-    from runner.config import SessionConfig
-    from runner.launch import create_session
+    from runner.launch.spawn import create_session
+    from runner.wire.session_config import SessionConfig
 
     procs = []
     for i in range(n):
@@ -276,7 +276,7 @@ def build_history_store(home: Path, n_sessions: int, n_events: int) -> tuple[flo
 
 def history_direct(home: Path) -> list[float]:
     """The matrix alone: ``queries.outcomes`` + ``build_matrix``, five times."""
-    from onegc_tui import queries
+    from onegc_tui import monitor_data as queries
     from onegc_tui.analysis import build_matrix, paper_matrix
     from onegc_tui.store import Store
 

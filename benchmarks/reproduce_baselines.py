@@ -8,7 +8,7 @@ downloading), builds a fresh workspace the way a session gets one (prepare.py, o
 train.py and only the public prepared files), runs the unmodified baseline ``train.py`` there,
 then scores every checkpoint it saved with the pristine ``prepare.py --eval`` on val and on the
 scored split, picks the official one as the harness does after a session (the best by val:
-runner/official.py), and reports its score beside ``task.toml``'s ``baseline_score`` — and, for
+runner/scoring/official.py), and reports its score beside ``task.toml``'s ``baseline_score`` — and, for
 T4-T6, what picking by the scored split itself would have reported (the selection bias the
 harness avoids), with the training wall time, the best checkpoint's --eval wall time, the
 device and the machine. ``--max-minutes`` stops training early (the figures are then marked
@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from runner.official import Candidate, ranked  # noqa: E402
+from runner.scoring.official import Candidate, ranked  # noqa: E402
 from tasks import KIT_FILE, UnknownTask, get_task  # noqa: E402
 
 KILL_GRACE_S = 10  # after SIGTERM at --max-minutes, before SIGKILL

@@ -170,7 +170,7 @@ def history_rows(quick: bool) -> list[Row]:
 def sandbox_rows(quick: bool) -> list[Row]:
     import sandbox_bench
 
-    from runner.sandbox import status
+    from runner.sandbox.bwrap import status
 
     if not status().ok:
         return [Row("sandbox start-up", f"not measured: {status().detail}", "—", "—", "≤ +150 ms", None)]
@@ -198,7 +198,7 @@ def sandbox_rows(quick: bool) -> list[Row]:
 def scoring_rows(quick: bool) -> list[Row]:
     import scoring_bench
 
-    from runner.sandbox import status
+    from runner.sandbox.bwrap import status
 
     if not status().ok:
         return [Row("live scoring overhead per checkpoint", f"not measured: {status().detail}", "—", "—", "< 1 s", None)]

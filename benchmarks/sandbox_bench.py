@@ -32,10 +32,10 @@ sys.path.insert(0, str(REPO))
 
 import pyc_files  # noqa: E402
 
-from runner import sandbox  # noqa: E402
-from runner.config import SessionConfig  # noqa: E402
-from runner.launch import create_session, spawn_local  # noqa: E402
-from runner.workspace import build_workspace  # noqa: E402
+from runner.launch.spawn import create_session, spawn_local  # noqa: E402
+from runner.sandbox import bwrap as sandbox  # noqa: E402
+from runner.session.workspace import build_workspace  # noqa: E402
+from runner.wire.session_config import SessionConfig  # noqa: E402
 from tasks import get_task  # noqa: E402
 
 START_TARGET_MS = 150.0

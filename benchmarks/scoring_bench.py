@@ -31,9 +31,9 @@ sys.path.insert(0, str(REPO))
 
 import pyc_files  # noqa: E402
 
-from runner.config import SessionConfig  # noqa: E402
-from runner.launch import create_session, spawn_local  # noqa: E402
-from runner.sandbox import status  # noqa: E402
+from runner.launch.spawn import create_session, spawn_local  # noqa: E402
+from runner.sandbox.bwrap import status  # noqa: E402
+from runner.wire.session_config import SessionConfig  # noqa: E402
 
 CONFIGS = {  # build_model(config) of each task's baseline train.py
     "t0": '{"hidden": 64}',

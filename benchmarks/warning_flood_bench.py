@@ -4,7 +4,7 @@
 
 One writer process stands in for a runner whose agent resolves names under ``--network none``:
 ``--rate`` ``network_blocked`` warnings a second, each for another host, through the runner's own
-``runner.jsonl.EventWriter`` with its warning folder (runner/coalesce.py), plus the 1 Hz GPU
+``runner.wire.jsonl.EventWriter`` with its warning folder (runner/wire/coalesce.py), plus the 1 Hz GPU
 sample and 5 s heartbeat of a live session. The real ``onegc monitor`` runs in a pseudo-terminal
 (benchmarks/monitor_bench.py's); psutil measures its CPU over ``--seconds``, and its RSS. ``--unfolded``
 writes every warning as its own event, as the runner did before (issue 13: 3 012 events in 2 s
@@ -30,10 +30,10 @@ SID = "flood-0"
 
 
 def writer(home: Path, rate: float, folded: bool) -> None:
-    from runner.coalesce import WarningFolder
-    from runner.config import SessionPaths
-    from runner.jsonl import EventWriter
-    from runner.liveness import RunnerLock
+    from runner.wire.coalesce import WarningFolder
+    from runner.wire.jsonl import EventWriter
+    from runner.wire.liveness import RunnerLock
+    from runner.wire.paths import SessionPaths
 
     paths = SessionPaths(home / "runs" / SID)
     _claim = RunnerLock.take(paths)  # a live runner to every liveness check
@@ -70,8 +70,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--unfolded", action="store_true", help="one event per warning, as before issue 13")
     args = ap.parse_args()
-    from runner.config import SessionConfig
-    from runner.launch import create_session
+    from runner.launch.spawn import create_session
+    from runner.wire.session_config import SessionConfig
 
     print(f"machine: {os.cpu_count()} CPUs · load average at start {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="onegc-floodbench-") as tmp:
@@ -98,7 +98,7 @@ def main() -> None:
             term.close()
             proc.wait(timeout=30)
         warned = int((home / "warnings").read_text())
-        how = "one event each (--unfolded)" if args.unfolded else "coalesced per cause (runner/coalesce.py)"
+        how = "one event each (--unfolded)" if args.unfolded else "coalesced per cause (runner/wire/coalesce.py)"
         print(f"{warned} warnings in about {args.seconds:.0f} s, {how}: {lines} events written "
               f"({lines / args.seconds:.1f}/s, GPU samples and heartbeats included)")
         print(f"monitor CPU: {quiet:.1f} % of one core before the flood, {busy:.1f} % during it "

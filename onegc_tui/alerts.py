@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from onegc_tui.analysis import BUSY_UTIL_PCT
 from onegc_tui.countdown import Countdown
 from onegc_tui.format import clock
-from runner.events import Event
-from runner.summary import end_state
+from runner.wire.events import Event
+from runner.wire.summary import end_state
 from tasks import Direction, better
 
 STALL_S = 10 * 60.0  # a session is "stalled" after this long with no transcript, busy GPU or training process

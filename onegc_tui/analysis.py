@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from runner.events import (
+from runner.wire.events import (
     AgentStarted,
     BudgetEvent,
     ProcessEvent,
@@ -688,7 +688,7 @@ def gpu_time_split(
 
 
 class TimedEvent(Protocol):
-    """Any ``runner.events`` event: all the timeline needs of an event it does not look into."""
+    """Any ``runner.wire.events`` event: all the timeline needs of an event it does not look into."""
 
     @property
     def ts(self) -> float: ...
@@ -698,7 +698,7 @@ class TimedEvent(Protocol):
 
 
 def activities_from_events(events: Iterable[TimedEvent], end_ts: float | None = None) -> list[Activity]:
-    """Label a session's timeline from its events (``runner.events`` objects, in any order).
+    """Label a session's timeline from its events (``runner.wire.events`` objects, in any order).
 
     - ``model_thinking``: the agent waits for the model — between transcript events while no tool
       call is open, from ``agent_started`` (or the first transcript event) on;

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import time
 
-from runner.summary import ENDED_STATES, Summary
+from runner.wire.summary import ENDED_STATES, Summary
 
 
 class Countdown(Summary):
     """The budget left of one session, advanced locally between events (the figure in the
     store is as of its last heartbeat; the screen counts down from there). Its events change it
-    by the rules of every summary (:meth:`~runner.summary.Summary.see`)."""
+    by the rules of every summary (:meth:`~runner.wire.summary.Summary.see`)."""
 
     @classmethod
     def of_row(cls, row: dict) -> Countdown:

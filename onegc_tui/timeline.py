@@ -18,7 +18,7 @@ from tasks import Direction
 class BudgetAxis:
     """Wall time → budget time (active seconds) of one session, from (ts, active_s) anchors
     (session start, heartbeats, the end); flat while paused, linear between anchors. (The
-    runner's own clock, which makes those figures, is runner.budget.BudgetClock.)"""
+    runner's own clock, which makes those figures, is runner.session.budget.BudgetClock.)"""
 
     def __init__(self, anchors: list[tuple[float, float]]):
         self.anchors = sorted(anchors)

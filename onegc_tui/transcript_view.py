@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 
 from onegc_tui.format import fmt_score
-from runner.events import Event
-from runner.summary import FAILED_REASONS
+from runner.wire.end_reasons import FAILED_REASONS
+from runner.wire.events import Event
 
 KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "progress": "⏱", "usage": "$", "result": "■",
               "error": "✖", "raw": "·"}

@@ -3,14 +3,17 @@
 Its message is one line that names the thing, the reason and the fix (``data for t4 not
 prepared: run 'onegc prepare t4'``). Every documented error of onegc is one (config, study,
 store, disk, preflight); the command line catches it in one place and prints it as one line
-with exit status 2 (``onegc_tui/cli_base.py``). Anything else that escapes is a bug, and keeps
+with exit status 2 (``onegc_tui/cli/base.py``). Anything else that escapes is a bug, and keeps
 its traceback.
 """
 
 from __future__ import annotations
 
 import errno
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 # a write that failed for want of room: the disk (or a quota, or a file-size limit) is full
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
@@ -40,3 +43,13 @@ class DiskFull(OnegcError):
 def is_no_space(exc: BaseException) -> TypeGuard[OSError | DiskFull]:
     """True for an error that means "there is no room to write this"."""
     return isinstance(exc, DiskFull) or (isinstance(exc, OSError) and exc.errno in NO_SPACE_ERRNOS)
+
+
+class ConfigError(OnegcError, ValueError):
+    """A config that cannot be used; the message names the file and field."""
+
+
+def describe_validation_error(exc: ValidationError, source: str) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(root)"
+    return f"{source}: field '{where}': {err['msg']}"

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from runner.config import ConfigError, describe_validation_error
+from runner.errors import ConfigError, describe_validation_error
 
 ObserverKind = Literal["inotify", "polling"]
 SETTINGS_FILE = "onegc.toml"

@@ -43,8 +43,8 @@ def home(tmp_path, demo_data, monkeypatch) -> Path:
 
 def start_session(home: Path, session_id: str = "s1", **fields):
     """Create a session and start its runner detached, as `onegc run` does."""
-    from runner.config import SessionConfig
-    from runner.launch import create_session, spawn_local
+    from runner.launch.spawn import create_session, spawn_local
+    from runner.wire.session_config import SessionConfig
 
     fields.setdefault("task", "t0")
     fields.setdefault("agent", "scripted")

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+from onegc_tui.cli.plain import describe
 from onegc_tui.format import COARSE_FROM_S, arrow, clock
-from onegc_tui.plain import describe
 from onegc_tui.sessions_view import session_cells
-from runner.events import BudgetEvent
+from runner.wire.events import BudgetEvent
 
 
 def test_one_clock_for_a_time_span():

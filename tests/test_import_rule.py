@@ -9,9 +9,9 @@ import pytest
 @pytest.mark.slow
 def test_core_imports_neither_textual_nor_rich():
     code = (
-        "import sys, runner, runner.session, runner.agents, tasks, onegc_tui.store, onegc_tui.ingest, "
-        "onegc_tui.plain, onegc_tui.format, onegc_tui.alerts, onegc_tui.plot, onegc_tui.timeline, "
-        "onegc_tui.transcript_view, onegc_tui.sessions_view, onegc_tui.queries, onegc_tui.store.queries, "
+        "import sys, runner, runner.session, runner.agents, tasks, onegc_tui.store, onegc_tui.store.ingest, "
+        "onegc_tui.cli.plain, onegc_tui.format, onegc_tui.alerts, onegc_tui.plot, onegc_tui.timeline, "
+        "onegc_tui.transcript_view, onegc_tui.sessions_view, onegc_tui.monitor_data, onegc_tui.store.queries, "
         "onegc_tui.cli, onegc_tui.analysis, onegc_tui.export\n"
         "from runner.agents import ADAPTERS, get_adapter\n"
         "[get_adapter(n) for n in ADAPTERS]\n"

@@ -29,7 +29,7 @@ from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
-from onegc_tui import queries
+from onegc_tui import monitor_data as queries
 from onegc_tui.alerts import Alert, Alerts, Coalescer, Note
 from onegc_tui.app.confirm import ConfirmScreen
 from onegc_tui.app.footer import KeyFooter
@@ -42,13 +42,13 @@ from onegc_tui.app.scrolling import SteadyScreen
 from onegc_tui.app.sessions import SessionsTable
 from onegc_tui.app.transcript import TranscriptLog, TranscriptPane
 from onegc_tui.format import count
-from onegc_tui.ingest import LiveIngest
 from onegc_tui.sessions_view import FILTER_HELP, sort_arrow, sort_key
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
-from runner.config import SessionPaths
-from runner.control import request
-from runner.events import Event
+from onegc_tui.store.live import LiveIngest
+from runner.wire.control import request
+from runner.wire.events import Event
+from runner.wire.paths import SessionPaths
 from tasks import direction_of
 
 GIL_SWITCH_S = 0.001

@@ -22,7 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Log, Static
 
-from onegc_tui import queries
+from onegc_tui import monitor_data as queries
 from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader

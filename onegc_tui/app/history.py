@@ -22,7 +22,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from onegc_tui import queries
+from onegc_tui import monitor_data as queries
 from onegc_tui.analysis import (
     FRACTIONS,
     Matrix,

@@ -1,5 +1,5 @@
 """The new-session form: task, agent, model, repeats, budget, GPUs; starts sessions the way
-``onegc run`` does (``runner.start.start_sessions``), in a worker, and shows its one-line error."""
+``onegc run`` does (``runner.launch.start.start_sessions``), in a worker, and shows its one-line error."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
     def start(self, task: str, agent: str, model: str | None, repeats: int, budget_s: float, gpus: str | None,
               command: list[str]) -> None:
         from runner.errors import OnegcError
-        from runner.start import start_sessions
+        from runner.launch.start import start_sessions
 
         try:
             paths = start_sessions(self.home, get_task(task), agent, model, repeats, budget_s, gpus, command,

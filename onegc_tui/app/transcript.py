@@ -22,11 +22,11 @@ from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
 from onegc_tui.app.scrolling import GrowsInPlace
-from onegc_tui.queries import pane_entries
+from onegc_tui.monitor_data import pane_entries
 from onegc_tui.sessions_view import ELLIPSIS
 from onegc_tui.store import Store
 from onegc_tui.transcript_view import FILTERS, event_line, event_matches, search_words
-from runner.events import Event
+from runner.wire.events import Event
 
 TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite
 LOAD_LINES = 500  # read on selection: a screenful many times over, cheap enough to keep keys snappy

@@ -19,7 +19,7 @@ from textual.widgets import Log, Static
 
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
-from runner.config import SessionPaths
+from runner.wire.paths import SessionPaths
 
 RAW_FILES = ("agent.stdout.jsonl", "agent.stderr.log", "runner.log", "events.jsonl")
 TAIL_BYTES = 2 << 20  # a raw file's last 2 MiB: its newest lines, whatever its size

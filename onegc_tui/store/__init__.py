@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
 from runner.errors import OnegcError
-from runner.summary import ADDED, LIVE_STATES, fold
+from runner.wire.summary import ADDED, LIVE_STATES, fold
 
-Record = dict[str, Any]  # an event's fields (onegc_tui/records.py)
+Record = dict[str, Any]  # an event's fields (onegc_tui/store/records.py)
 
 if TYPE_CHECKING:
     from tasks import Direction
@@ -55,8 +55,8 @@ sqlite3.register_adapter(type(None), {}.get)  # type: ignore[arg-type]  # {}.get
 class IngestBatch:
     """New whole lines of one ``events.jsonl``: each event's fields, and its raw text beside it.
 
-    The fields are a dict: :func:`onegc_tui.records.parse_record` of the line, or the
-    ``__dict__`` of its :data:`~runner.events.Event` model (the same keys and values)."""
+    The fields are a dict: :func:`onegc_tui.store.records.parse_record` of the line, or the
+    ``__dict__`` of its :data:`~runner.wire.events.Event` model (the same keys and values)."""
 
     path: str
     session_id: str
@@ -249,7 +249,7 @@ class Store:
             self.conn.execute("PRAGMA cache_size=-2000")
 
     def merge_part(self, part: Path) -> None:
-        """Every row of another store built from other session folders (onegc_tui/reindex.py: two
+        """Every row of another store built from other session folders (onegc_tui/store/reindex.py: two
         processes on two cores), copied in by SQLite itself, in one transaction: all or nothing
         (a row this store has already, another ingester's, raises ``sqlite3.IntegrityError``).
         Transcript rows get rowids of this store; the search index takes them now, or inside
@@ -445,7 +445,7 @@ class Store:
         if "gpu" in types:
             gpu = list(compress(records, map(eq, types, repeat("gpu"))))
         for r in compress(records, map(not_, map(_BULK_TYPES.__contains__, types))):
-            fold(s, r)  # the summary's rules (runner/summary.py); the rows they leave are kept here
+            fold(s, r)  # the summary's rules (runner/wire/summary.py); the rows they leave are kept here
             t = r["type"]
             if t == "checkpoint_found":
                 conn.execute(
@@ -525,8 +525,8 @@ class Store:
         return new
 
     def _update_summary(self, sid: str, s: dict) -> None:
-        """Apply a summary delta (:func:`runner.summary.fold`, plus the bulk kinds' usage, GPU
-        figures and ``last_ts``/``last_seq``) to the session's row, by the rules of runner/summary.py."""
+        """Apply a summary delta (:func:`runner.wire.summary.fold`, plus the bulk kinds' usage, GPU
+        figures and ``last_ts``/``last_seq``) to the session's row, by the rules of runner/wire/summary.py."""
         live = s.pop("live_values", None)
         totals = s.pop("usage_totals", None)
         if totals is not None:
@@ -572,7 +572,7 @@ class Store:
         return direction_of(task)
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
-        """A verdict (runner/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
+        """A verdict (runner/wire/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
         with self._transaction():
             self.conn.execute("UPDATE sessions SET disqualified=? WHERE session_id=?", (reason, session_id))
 

@@ -2,7 +2,7 @@
 transcript pane, stall alerts, the detail and replay views and the event viewer.
 
 Each function takes a ``Store`` opened on the calling thread (one connection per thread) and
-returns rows as tuples, dicts or JSON text; what they mean is composed in onegc_tui/queries.py.
+returns rows as tuples, dicts or JSON text; what they mean is composed in onegc_tui/monitor_data.py.
 """
 
 from __future__ import annotations

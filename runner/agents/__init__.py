@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
+from runner.agents.base import AgentAdapter, LaunchContext
+from runner.agents.item import TranscriptItem, raw_item
 from runner.errors import OnegcError
 
 __all__ = ["ADAPTERS", "AgentAdapter", "LaunchContext", "TranscriptItem", "UnknownAgent", "get_adapter", "raw_item"]

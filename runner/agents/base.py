@@ -23,23 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from runner.agents.item import TranscriptItem, raw_item
 from runner.errors import OnegcError
-from runner.events import TranscriptFields, clip
-from runner.outcome import REQUEST_FAILED
 
-
-class TranscriptItem(TranscriptFields):
-    """One normalised step of an agent's transcript (../shared/DESIGN.md §4 "Transcript events")."""
-
-    def bounded(self) -> dict:
-        data = self.model_dump(exclude_none=True)
-        data["text"] = clip(self.text)
-        return data
-
-
-def raw_item(line: str) -> TranscriptItem:
-    """What a line no adapter understands becomes."""
-    return TranscriptItem(role="system", kind="raw", text=line.rstrip("\n"))
+REQUEST_FAILED = "model request failed"  # how an adapter words a failure of the model endpoint (ErrorTrail)
 
 
 @dataclass(frozen=True)
@@ -116,9 +103,9 @@ class AgentAdapter:
         return shutil.which(self.executable) if self.executable else None
 
     def read_only_paths(self) -> list[Path]:
-        """Host paths the agent must read inside its sandbox (runner/sandbox.py) beyond the system
+        """Host paths the agent must read inside its sandbox (runner/sandbox/bwrap.py) beyond the system
         and the Python environment: by default the CLI's install and the interpreter it names."""
-        from runner.sandbox import runtime_paths
+        from runner.sandbox.bwrap import runtime_paths
 
         return runtime_paths(self.find_executable())
 
@@ -153,7 +140,7 @@ class ErrorTrail:
     """The errors an agent saw since its model last answered: what a failed session died of.
 
     A failed model request (an HTTP error, a refused connection, a retry) is worded
-    "model request failed: ..." with the count of failed attempts in a row; runner/outcome.py
+    "model request failed: ..." with the count of failed attempts in a row; runner/session/outcome.py
     names the model endpoint beside it."""
 
     def __init__(self) -> None:

@@ -42,7 +42,8 @@ import signal
 from typing import Any, ClassVar
 
 from runner.agents import credentials
-from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, dict_at, list_at, text_of
+from runner.agents.base import JsonStreamAdapter, LaunchContext, dict_at, list_at, text_of
+from runner.agents.item import TranscriptItem
 from runner.agents.usage import Tokens
 
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")

@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.agents import credentials
-from runner.agents.base import JsonStreamAdapter, LaunchContext, TranscriptItem, dict_at, json_object, list_at, text_of
+from runner.agents.base import JsonStreamAdapter, LaunchContext, dict_at, json_object, list_at, text_of
+from runner.agents.item import TranscriptItem
 from runner.agents.usage import Tokens
-from runner.jsonl import JsonlTail
+from runner.wire.jsonl import JsonlTail
 
 PROVIDER_ID = "onegc"  # the model_providers entry written for a custom endpoint
 SILENCE = ("-c", "features.plugins=false", "-c", "analytics.enabled=false")  # no plugin sync, no analytics

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.agents.base import AgentAdapter, LaunchContext
-from runner.config import SessionConfig
+from runner.wire.session_config import SessionConfig
 
 
 class CommandAdapter(AgentAdapter):
@@ -24,7 +24,7 @@ class CommandAdapter(AgentAdapter):
 
     def read_only_paths(self) -> list[Path]:
         """The program and every file the command line names by absolute path, read-only."""
-        from runner.sandbox import command_files, runtime_paths
+        from runner.sandbox.bwrap import command_files, runtime_paths
 
         return runtime_paths(self.command[0] if self.command else None) + command_files(self.command)
 

@@ -43,9 +43,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.agents import credentials
-from runner.agents.base import JsonStreamAdapter, LaunchContext, ModelRequired, TranscriptItem, dict_at, text_of
+from runner.agents.base import JsonStreamAdapter, LaunchContext, ModelRequired, dict_at, text_of
+from runner.agents.item import TranscriptItem
 from runner.agents.usage import Tokens
-from runner.jsonl import JsonlTail
+from runner.wire.jsonl import JsonlTail
 
 PROVIDER_ID = "onegc"  # the provider OPENCODE_CONFIG_CONTENT declares for a custom endpoint
 INPUT_PREVIEW = 300  # characters of a non-shell tool input shown in a tool_call item

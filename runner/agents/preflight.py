@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from runner.config import REAL_AGENTS
 from runner.errors import OnegcError
+from runner.wire.defaults import REAL_AGENTS
 
 
 class AgentNotReady(OnegcError):

@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from runner.agents.base import AgentAdapter, LaunchContext, TranscriptItem, raw_item
-from runner.config import SessionConfig
+from runner.agents.base import AgentAdapter, LaunchContext
+from runner.agents.item import TranscriptItem, raw_item
+from runner.wire.session_config import SessionConfig
 from tasks import get_task
 
 _TOOL_KINDS = {"tool_call": "tool_call", "tool_result": "tool_result", "tool_output": "tool_result"}

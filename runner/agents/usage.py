@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from runner.agents.base import TranscriptItem
+from runner.agents.item import TranscriptItem
 from runner.agents.pricing import format_usd
 
 COST_DIGITS = 9  # dollars are summed from many small increments; rounding only for display

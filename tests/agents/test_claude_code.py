@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from runner.agents import claude_code, credentials, get_adapter, locate
-from runner.agents.base import LaunchContext, TranscriptItem
+from runner.agents.base import LaunchContext
 from runner.agents.claude_code import ClaudeCodeAdapter
+from runner.agents.item import TranscriptItem
 from runner.agents.prompt import OWNERSHIP_NOTE, standard_prompt
 from tests.agents.context import launch_context
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from runner.agents import credentials, get_adapter
-from runner.agents.base import LaunchContext, TranscriptItem
+from runner.agents.base import LaunchContext
 from runner.agents.codex import CodexAdapter, error_message, unwrap_command
+from runner.agents.item import TranscriptItem
 from tests.agents.context import launch_context
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "transcripts"

@@ -43,13 +43,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
+from onegc_tui.store.ingest import Ingester
 from runner.agents import credentials
 from runner.agents.locate import CLIS, REPO_ROOT, cli_version, find_cli
 from runner.agents.pricing import load_prices
-from runner.config import SessionPaths
-from runner.control import request as control
+from runner.wire.control import request as control
+from runner.wire.paths import SessionPaths
 from tests.agents.fake_model_server import FakeModelServer, Shell, Text, Usage
 from tests.conftest import events, start_session, tree_pids, wait_event, wait_for
 
@@ -515,7 +515,7 @@ except OSError as exc:
 def test_api_only_lets_the_model_through_and_records_a_blocked_tool_call(launch):
     """Policy api-only: the CLI keeps talking to its model endpoint while its tool's connection to
     any other address fails and becomes a network_blocked warning."""
-    from runner.network import namespaces_available
+    from runner.sandbox.network import namespaces_available
 
     ok, why = namespaces_available()
     if not ok:

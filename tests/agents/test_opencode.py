@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from runner.agents import credentials, get_adapter
-from runner.agents.base import LaunchContext, TranscriptItem
+from runner.agents.base import LaunchContext
+from runner.agents.item import TranscriptItem
 from runner.agents.opencode import ModelRequired, OpenCodeAdapter
 from tests.agents.context import launch_context
 

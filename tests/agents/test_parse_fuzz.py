@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runner.agents.base import TranscriptItem
 from runner.agents.claude_code import ClaudeCodeAdapter
 from runner.agents.codex import CodexAdapter
+from runner.agents.item import TranscriptItem
 from runner.agents.opencode import OpenCodeAdapter
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "transcripts"

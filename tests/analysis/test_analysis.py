@@ -29,7 +29,7 @@ from onegc_tui.analysis import (
     scores_at,
     time_to_first_checkpoint,
 )
-from runner.events import (
+from runner.wire.events import (
     AgentStarted,
     BudgetEvent,
     ProcessEvent,

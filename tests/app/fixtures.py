@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
-from runner.config import SessionConfig
-from runner.jsonl import EventWriter
-from runner.launch import create_session
+from onegc_tui.store.ingest import Ingester
+from runner.launch.spawn import create_session
+from runner.wire.jsonl import EventWriter
+from runner.wire.session_config import SessionConfig
 
 T0 = 1_790_000_000.0  # a fixed epoch: timestamps and countdowns render the same every run
 

@@ -214,7 +214,7 @@ async def test_the_focused_pane_is_marked(crowd):
 
 
 async def test_a_burst_of_new_bests_is_one_notification_with_the_selected_session_first(crowd):
-    from runner.events import CheckpointScored
+    from runner.wire.events import CheckpointScored
 
     app = crowd_app(crowd)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -238,8 +238,8 @@ async def test_long_transcript_lines_end_in_an_ellipsis_and_enter_opens_them(tmp
     import json
 
     from onegc_tui.app.viewer import LineScreen
-    from onegc_tui.ingest import Ingester
     from onegc_tui.store import Store
+    from onegc_tui.store.ingest import Ingester
 
     home = build_home(tmp_path / "home", full=True)
     app = make_app(home, focus="b-paused", live=False, show_clock=False, now=lambda: T0 + 100)
@@ -273,12 +273,12 @@ async def test_long_transcript_lines_end_in_an_ellipsis_and_enter_opens_them(tmp
 
 
 async def test_the_placeholder_goes_when_the_first_line_arrives(tmp_path):
-    from onegc_tui.ingest import Ingester
     from onegc_tui.store import Store
-    from runner.config import SessionConfig
-    from runner.events import TranscriptEvent
-    from runner.jsonl import EventWriter
-    from runner.launch import create_session
+    from onegc_tui.store.ingest import Ingester
+    from runner.launch.spawn import create_session
+    from runner.wire.events import TranscriptEvent
+    from runner.wire.jsonl import EventWriter
+    from runner.wire.session_config import SessionConfig
 
     home = tmp_path / "home"
     create_session(SessionConfig(session_id="fresh", task="t0", agent="scripted", budget_s=120), home)

@@ -135,7 +135,7 @@ async def test_scrolling_up_stops_following_and_f_resumes(app_home):
 
 
 async def test_live_events_raise_notifications(app_home):
-    from runner.events import CheckpointScored, Warning_
+    from runner.wire.events import CheckpointScored, Warning_
 
     app = make_app(app_home, focus="b-paused", live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -154,9 +154,9 @@ async def test_live_events_raise_notifications(app_home):
 
 async def test_focus_goes_to_the_session_asked_for_even_when_it_appears_late(app_home, tmp_path):
     """`onegc demo` opens the monitor before its session is ingested: the older session must not keep the selection."""
-    from runner.config import SessionConfig
-    from runner.jsonl import EventWriter
-    from runner.launch import create_session
+    from runner.launch.spawn import create_session
+    from runner.wire.jsonl import EventWriter
+    from runner.wire.session_config import SessionConfig
 
     app = make_app(app_home, focus="z-late", show_clock=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
+from onegc_tui.store.ingest import Ingester
 from tests.conftest import REPO, start_session, wait_event, wait_for
 
 pytestmark = pytest.mark.slow

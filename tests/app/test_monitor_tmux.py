@@ -40,7 +40,7 @@ def test_monitor_in_tmux_select_pause_history_quit(home):
     finally:
         tmux("kill-session", "-t", name)
         for paths in (s1, s2):
-            from runner.control import request
+            from runner.wire.control import request
 
             request(paths, "abort", source="test")
         for paths in (s1, s2):
@@ -143,7 +143,7 @@ def test_monitor_at_80x24_help_filter_and_search(home):
         raise
     finally:
         tmux("kill-session", "-t", name)
-        from runner.control import request
+        from runner.wire.control import request
 
         request(live, "abort", source="test")
         wait_event(live, "session_ended", timeout=120)

@@ -7,7 +7,7 @@ from onegc_tui.plot import best_so_far, plot_series
 from onegc_tui.sessions_view import sort_key
 from onegc_tui.timeline import BudgetAxis
 from onegc_tui.transcript_view import event_matches
-from runner.events import GpuSample, ProcessEvent, SessionEnded, TranscriptEvent, Warning_
+from runner.wire.events import GpuSample, ProcessEvent, SessionEnded, TranscriptEvent, Warning_
 
 T = 1_000_000.0
 
@@ -86,7 +86,7 @@ def test_plot_draws_a_step_line_and_best_so_far():
 
 
 def test_only_a_new_best_score_is_announced_and_direction_counts():
-    from runner.events import CheckpointScored
+    from runner.wire.events import CheckpointScored
 
     def scored(seq, v):
         return CheckpointScored(session_id="s", seq=seq, ts=T, name=f"c{seq}", value=v, metric="test_mse", split="test",

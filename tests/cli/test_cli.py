@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from onegc_tui.cli import main
+from onegc_tui.cli.main import main
 from tests.app.fixtures import build_home
 
 
@@ -72,7 +72,8 @@ def test_doctor_reports_containment_and_data(home):
 
 
 def test_malformed_session_config_is_a_one_line_error(home):
-    from runner.config import ConfigError, SessionPaths
+    from runner.errors import ConfigError
+    from runner.wire.paths import SessionPaths
 
     folder = home / "runs" / "bad"
     folder.mkdir(parents=True)
@@ -88,7 +89,7 @@ def test_malformed_session_config_is_a_one_line_error(home):
 
 @pytest.mark.slow
 def test_without_a_sandbox_run_refuses_in_one_line_and_unsealed_is_recorded(home, monkeypatch):
-    from runner import sandbox
+    from runner.sandbox import bwrap as sandbox
 
     monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
     sandbox.status.cache_clear()
@@ -137,9 +138,9 @@ def test_tasks_prints_every_title_and_metric_whole(home):
 
 def test_disqualify_strikes_a_result_from_the_mean_keeps_it_in_n_over_n_and_survives_reindex(home):
     from onegc_tui.analysis import build_matrix
-    from onegc_tui.ingest import Ingester
-    from onegc_tui.queries import outcomes
+    from onegc_tui.monitor_data import outcomes
     from onegc_tui.store import Store
+    from onegc_tui.store.ingest import Ingester
 
     build_home(home)
     store = Store.open(home)

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from onegc_tui.cli import main
-from onegc_tui.ingest import Ingester
+from onegc_tui.cli.main import main
 from onegc_tui.store import Store
-from runner.config import SessionConfig
-from runner.jsonl import EventWriter
-from runner.launch import create_session
+from onegc_tui.store.ingest import Ingester
+from runner.launch.spawn import create_session
+from runner.wire.jsonl import EventWriter
+from runner.wire.session_config import SessionConfig
 from tests.conftest import start_session, wait_event, write_agent
 
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
@@ -30,11 +30,11 @@ def run(*args):
 @pytest.fixture
 def no_launch(monkeypatch):
     """Sessions are created as `onegc run` creates them, and their runners are not started."""
-    import runner.launch
+    import runner.launch.spawn
 
     started = []
-    monkeypatch.setattr(runner.launch, "spawn_local", lambda paths, env=None: started.append(paths) or 0)
-    monkeypatch.setattr("onegc_tui.cli._watch", lambda home, sessions, plain: None)
+    monkeypatch.setattr(runner.launch.spawn, "spawn_local", lambda paths, env=None: started.append(paths) or 0)
+    monkeypatch.setattr("onegc_tui.cli.main._watch", lambda home, sessions, plain: None)
     return started
 
 
@@ -46,7 +46,7 @@ def configs(home: Path) -> list[dict]:
 @pytest.mark.slow
 def test_pause_and_resume_wait_for_the_runner_and_a_refusal_exits_2(home, tmp_path):
     """Before: exit 0 and "pause requested" while the event said accepted:false, already paused."""
-    from runner.launchers import abort_session
+    from runner.launch.abort import abort_session
 
     cmd = write_agent(tmp_path, "idle.py", "import time\nprint('thinking', flush=True)\ntime.sleep(300)\n")
     paths = start_session(home, "ctl", agent="command", command=cmd, budget_s=300)
@@ -87,7 +87,7 @@ def finished_session(home: Path, sid: str = "p1") -> None:
 
 def test_plain_prints_every_event_even_when_another_process_ingested_them_first(home):
     """Before: it printed only what its own ingester inserted — nothing, once a monitor had."""
-    from onegc_tui.plain import follow
+    from onegc_tui.cli.plain import follow
 
     finished_session(home)
     store = Store.open(home)
@@ -103,8 +103,8 @@ def test_plain_prints_every_event_even_when_another_process_ingested_them_first(
 
 
 def test_plain_says_how_many_warnings_a_coalesced_one_stands_for():
-    from onegc_tui.plain import describe
-    from runner.events import EVENT_TYPES
+    from onegc_tui.cli.plain import describe
+    from runner.wire.events import EVENT_TYPES
 
     warning = EVENT_TYPES["warning"](session_id="s", seq=1, ts=0.0, code="network_blocked", count=1499,
                                      message="1499 more network_blocked warnings in 2 s; the latest: blocked h9.example:53")
@@ -112,7 +112,7 @@ def test_plain_says_how_many_warnings_a_coalesced_one_stands_for():
 
 
 def test_plain_follows_on_when_the_store_cannot_be_written(home):
-    from onegc_tui.plain import follow
+    from onegc_tui.cli.plain import follow
 
     finished_session(home)
     (home / "onegc.db").write_bytes(b"not a database" * 100)
@@ -145,7 +145,7 @@ def test_run_and_demo_budgets_are_minutes_or_a_unit(home, no_launch):
 
 
 def test_a_study_budget_takes_the_same_forms(tmp_path):
-    from runner.study import StudyError, load_study
+    from runner.launch.study import StudyError, load_study
 
     path = tmp_path / "s.toml"
     path.write_text('name = "s"\ntasks = ["t0"]\n[[agents]]\nadapter = "scripted"\n[budget]\nminutes = "90s"\n'

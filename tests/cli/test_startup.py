@@ -18,10 +18,10 @@ from tests.app.fixtures import build_crowd
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("pydantic", "pydantic_core", "watchdog", "numpy", "sqlite_utils", "textual", "rich", "onegc_tui.analysis",
-         "runner.study", "runner.events")
+         "runner.launch.study", "runner.wire.events")
 PROBE = """
 import json, sys
-from onegc_tui.cli import main
+from onegc_tui.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:
@@ -47,7 +47,7 @@ def test_the_listing_commands_start_without_pydantic_watchdog_or_textual(argv, h
 
 
 def test_the_history_formats_named_for_its_option_are_the_exports():
-    from onegc_tui.cli_history import FORMATS
+    from onegc_tui.cli.history import FORMATS
     from onegc_tui.export import FORMATS as EXPORTS
 
     assert FORMATS == EXPORTS

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
+from onegc_tui.store.ingest import Ingester
 from tests.store.test_store import fake_session
 
 

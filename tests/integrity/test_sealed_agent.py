@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
-from runner.sandbox import status
+from onegc_tui.store.ingest import Ingester
+from runner.sandbox.bwrap import status
 from tests.conftest import REPO, events, start_session, wait_event
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
@@ -185,7 +185,7 @@ def test_a8_the_runner_and_the_host_are_invisible_and_unreachable(home, loopback
 
 
 def test_a9_only_the_assigned_gpu_is_device_0(home, monkeypatch):
-    monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.fake_nvml")
+    monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.session.fake_nvml")
     monkeypatch.setenv("ONEGC_FAKE_GPUS", "4")
     paths, findings, ended = attack(home, "a9", "gpu", gpu="2")
     assert findings["facts"]["cuda_visible"] == "GPU-fake-2"  # the assigned GPU by UUID: index 0 inside

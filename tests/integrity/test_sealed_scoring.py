@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner.sandbox import status
+from runner.sandbox.bwrap import status
 from tests.conftest import REPO, events, start_session, wait_event
 from tests.integrity import hostile_scoring
 
@@ -111,8 +111,8 @@ def test_an_honest_print_at_the_top_of_a_script_still_scores(home, tmp_path):
 
 
 def test_an_official_checkpoint_whose_code_replaced_the_evaluator_is_disqualified(home, tmp_path):
-    from onegc_tui.ingest import Ingester
     from onegc_tui.store import Store
+    from onegc_tui.store.ingest import Ingester
 
     paths, ended, live, official = run_attack(home, "dq", "monkeypatch", "--alone")
     assert_scored_as_its_weights(paths, live, official, "monkeypatch-1", tmp_path)  # the score is still its own

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from runner import agent_env
-from runner.sandbox import status
+from runner.sandbox.bwrap import status
+from runner.session import agent_env
 from tests.conftest import events, start_session, wait_event, write_agent
 
 IMPORTS = """

@@ -1,6 +1,6 @@
 """Budget arithmetic with injected clocks: pauses do not count, the deadline moves on resume."""
 
-from runner.budget import BudgetClock
+from runner.session.budget import BudgetClock
 
 
 class FakeClock:

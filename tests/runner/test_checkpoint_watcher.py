@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from runner import checkpoints
-from runner.checkpoints import CheckpointWatcher
+from runner.scoring import checkpoints
+from runner.scoring.checkpoints import CheckpointWatcher
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
-from runner.config import SessionConfig
-from runner.jsonl import EventWriter, read_all_events
-from runner.launch import create_session
+from onegc_tui.store.ingest import Ingester
+from runner.launch.spawn import create_session
+from runner.wire.jsonl import EventWriter, read_all_events
+from runner.wire.session_config import SessionConfig
 from tests.conftest import events, start_session, wait_event, write_agent
 
 
@@ -26,7 +26,7 @@ class Steps:
 
 def flood(home, n: int, seconds: float) -> list:
     """``n`` blocked-name warnings over ``seconds`` through the runner's writer, then the end."""
-    from runner.coalesce import WarningFolder
+    from runner.wire.coalesce import WarningFolder
 
     paths = create_session(SessionConfig(session_id="flood", task="t0", agent="scripted", budget_s=60), home)
     w = EventWriter(paths.events, "flood", clock=Steps(seconds / n), fold=WarningFolder())
@@ -42,7 +42,7 @@ def flood(home, n: int, seconds: float) -> list:
 
 
 def test_a_flood_of_one_cause_is_a_few_events_whose_counts_add_up(home):
-    from runner.coalesce import BURST
+    from runner.wire.coalesce import BURST
 
     found = flood(home, 3012, 2.0)
     blocked = [e for e in found if e.type == "warning" and e.code == "network_blocked"]
@@ -64,7 +64,7 @@ def test_a_flood_of_one_cause_is_a_few_events_whose_counts_add_up(home):
 def test_a_flood_that_goes_on_is_one_summary_per_window_after_its_first_burst(home):
     """1 000 warnings a second for 30 s: the first window's burst, then one summary a window (a
     burst every window kept the monitor near its 5 % budget: benchmarks/warning_flood_bench.py)."""
-    from runner.coalesce import BURST, FOLD_S
+    from runner.wire.coalesce import BURST, FOLD_S
 
     found = flood(home, 30_000, 30.0)
     blocked = [e for e in found if e.type == "warning" and e.code == "network_blocked"]
@@ -74,7 +74,7 @@ def test_a_flood_that_goes_on_is_one_summary_per_window_after_its_first_burst(ho
 
 
 def test_a_few_warnings_of_a_cause_are_each_written_at_once():
-    from runner.coalesce import BURST, FOLD_S, WarningFolder
+    from runner.wire.coalesce import BURST, FOLD_S, WarningFolder
 
     folder = WarningFolder()
     assert all(folder.admit("checkpoint", f"m{i}", 100.0) for i in range(BURST))  # a handful stay distinct
@@ -83,7 +83,7 @@ def test_a_few_warnings_of_a_cause_are_each_written_at_once():
 
 
 def test_a_pending_summary_goes_out_with_the_next_event_once_its_window_has_passed():
-    from runner.coalesce import FOLD_S, WarningFolder
+    from runner.wire.coalesce import FOLD_S, WarningFolder
 
     folder = WarningFolder(burst=1)
     assert folder.admit("x", "first", 0.0)
@@ -96,7 +96,7 @@ def test_a_pending_summary_goes_out_with_the_next_event_once_its_window_has_pass
 
 @pytest.mark.slow
 def test_a_real_session_resolving_1500_names_under_network_none_writes_a_handful_of_warnings(home, tmp_path):
-    from runner.network import namespaces_available
+    from runner.sandbox.network import namespaces_available
 
     ok, why = namespaces_available()
     if not ok:

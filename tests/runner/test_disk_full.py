@@ -17,7 +17,7 @@ import threading
 
 import pytest
 
-from runner.config import SessionPaths
+from runner.wire.paths import SessionPaths
 from tests.conftest import REPO, tree_pids, wait_event, wait_for, write_agent
 
 pytestmark = pytest.mark.slow

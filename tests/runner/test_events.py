@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runner import events
-from runner.events import EVENT_CLASSES, EVENT_TYPES, parse_event
+from runner.wire import events
+from runner.wire.events import EVENT_CLASSES, EVENT_TYPES, parse_event
 
 
 def _subclasses(cls: type) -> set[type]:
@@ -12,7 +12,7 @@ def _subclasses(cls: type) -> set[type]:
 
 def test_every_event_class_is_in_the_union():
     defined = {c for c in _subclasses(events._Event) if c.__module__ == events.__name__}
-    assert defined == set(EVENT_CLASSES), "add the new class to runner.events.Event"
+    assert defined == set(EVENT_CLASSES), "add the new class to runner.wire.events.Event"
     assert len(EVENT_TYPES) == len(EVENT_CLASSES)  # one class per type name
 
 

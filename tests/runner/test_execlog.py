@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.execlog import ExecLog
-from runner.proctree import pidns_available
+from runner.sandbox.execlog import ExecLog
+from runner.sandbox.proctree import pidns_available
 
 VENV_BIN = str(Path(sys.executable).parent)
 

@@ -2,8 +2,8 @@
 
 import json
 
-from runner.events import parse_event
-from runner.jsonl import EventWriter, JsonlTail, TailState, read_all_events
+from runner.wire.events import parse_event
+from runner.wire.jsonl import EventWriter, JsonlTail, TailState, read_all_events
 
 
 def test_writer_numbers_events_and_continues_after_reopen(tmp_path):

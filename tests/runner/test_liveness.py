@@ -15,10 +15,11 @@ import time
 import psutil
 import pytest
 
-from runner.config import SessionConfig, SessionPaths
-from runner.launch import create_session
-from runner.launchers import write_record
-from runner.reconcile import reconcile
+from runner.launch.reconcile import reconcile
+from runner.launch.records import write_record
+from runner.launch.spawn import create_session
+from runner.wire.paths import SessionPaths
+from runner.wire.session_config import SessionConfig
 from tests.conftest import REPO, start_session, wait_event, write_agent
 
 CLOCK_STEP_S = 27.0  # the step seen on this machine
@@ -26,8 +27,8 @@ CLOCK_STEP_S = 27.0  # the step seen on this machine
 HOLDER = """
 import subprocess, sys, time
 from pathlib import Path
-from runner.config import SessionPaths
-from runner.liveness import RunnerLock
+from runner.wire.paths import SessionPaths
+from runner.wire.liveness import RunnerLock
 lock = RunnerLock.take(SessionPaths(Path(sys.argv[1])))
 child = subprocess.Popen(["sleep", "300"])  # what a runner starts (the agent's sandbox, its scorer)
 print(child.pid, flush=True)
@@ -65,8 +66,8 @@ def test_a_live_runner_is_alive_to_every_caller_whatever_the_wall_clock_did(home
     """A real runner; then its record is made to look as a 27 s clock step made it look to the
     old check. Before: `harness_error: runner … died` while it ran on, the study could move its
     folder aside and relaunch it, and the queue could give its GPU to another session."""
-    from runner.launchers.local import QueueDaemon
-    from runner.study import Planned, classify
+    from runner.launch.local import QueueDaemon
+    from runner.launch.study import Planned, classify
 
     cmd = write_agent(tmp_path, "idle.py", "import time\nprint('thinking', flush=True)\ntime.sleep(300)\n")
     paths = start_session(home, "live", agent="command", command=cmd, budget_s=300)
@@ -80,13 +81,13 @@ def test_a_live_runner_is_alive_to_every_caller_whatever_the_wall_clock_did(home
         planned = Planned(agent="command", task="t0", repeat=1, config=paths.read_config())
         assert classify(paths, planned, max_attempts=3).state == "running"  # not moved aside and relaunched
     finally:
-        from runner.launchers import abort_session
+        from runner.launch.abort import abort_session
 
         abort_session(paths, wait_s=60)
 
 
 def test_the_lock_goes_with_the_runner_not_with_the_processes_it_started(holder):
-    from runner.liveness import runner_alive
+    from runner.wire.liveness import runner_alive
 
     paths, proc, child = holder
     paths.events.write_text("")
@@ -98,7 +99,7 @@ def test_the_lock_goes_with_the_runner_not_with_the_processes_it_started(holder)
 
 
 def test_a_second_runner_for_a_live_session_is_refused(holder):
-    from runner.liveness import RunnerAlreadyRunning, RunnerLock
+    from runner.wire.liveness import RunnerAlreadyRunning, RunnerLock
 
     paths, proc, _ = holder
     with pytest.raises(RunnerAlreadyRunning, match="already has a live runner"):
@@ -109,7 +110,7 @@ def test_a_second_runner_for_a_live_session_is_refused(holder):
 def test_a_runner_still_starting_is_alive_and_one_that_died_before_its_lock_is_not(home):
     """Between the launch and the lock (seconds of Python imports) the launcher's record speaks:
     pid, boot id and start ticks. A zombie (its parent, `onegc run`, has not reaped it) has ended."""
-    from runner.liveness import launch_record, runner_alive
+    from runner.wire.liveness import launch_record, runner_alive
 
     paths = create_session(SessionConfig(session_id="starting", task="t0", agent="scripted", budget_s=60), home)
     proc = subprocess.Popen(["sleep", "300"])
@@ -124,7 +125,7 @@ def test_a_runner_still_starting_is_alive_and_one_that_died_before_its_lock_is_n
 
 
 def test_a_pid_reused_by_another_process_is_not_the_runner(home):
-    from runner.liveness import ProcessId, launch_record, runner_alive
+    from runner.wire.liveness import ProcessId, launch_record, runner_alive
 
     paths = create_session(SessionConfig(session_id="reused", task="t0", agent="scripted", budget_s=60), home)
     record = launch_record(os.getpid())  # a live process, but not the one that was started
@@ -137,7 +138,7 @@ def test_a_pid_reused_by_another_process_is_not_the_runner(home):
 def test_the_runner_notices_its_folder_is_gone(home):
     import shutil
 
-    from runner.liveness import RunnerLock
+    from runner.wire.liveness import RunnerLock
 
     paths = create_session(SessionConfig(session_id="doomed", task="t0", agent="scripted", budget_s=60), home)
     with RunnerLock.take(paths) as lock:

@@ -15,9 +15,10 @@ import threading
 
 import pytest
 
-from runner import netproxy
-from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints, namespaces_available, parse_endpoint
-from runner.proctree import pidns_available
+from runner.agents.endpoints import allowed_endpoints
+from runner.sandbox import proxy as netproxy
+from runner.sandbox.network import NetworkSandbox, NetworkUnavailable, namespaces_available, parse_endpoint
+from runner.sandbox.proctree import pidns_available
 
 NS_OK, NS_WHY = namespaces_available()
 needs_ns = pytest.mark.skipif(not NS_OK, reason=f"no network namespaces here: {NS_WHY}")
@@ -155,7 +156,7 @@ def test_open_changes_nothing():
 
 
 def test_unavailable_says_why(monkeypatch):
-    monkeypatch.setattr("runner.network.namespaces_available", lambda: (False, "unshare not found: install util-linux"))
+    monkeypatch.setattr("runner.sandbox.network.namespaces_available", lambda: (False, "unshare not found: install util-linux"))
     with pytest.raises(NetworkUnavailable, match="unshare not found.*--network open"):
         NetworkSandbox("none").start()
     with pytest.raises(ValueError, match="use one of"):

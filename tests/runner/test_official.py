@@ -1,6 +1,6 @@
 """Selection of the official checkpoint (paper step 5) by the harness's validation scores."""
 
-from runner.official import Candidate, Evaluation, ranked, select, window_best
+from runner.scoring.official import Candidate, Evaluation, ranked, select, window_best
 
 HIGHER = lambda a, b: a > b  # noqa: E731
 LOWER = lambda a, b: a < b  # noqa: E731
@@ -72,7 +72,7 @@ def test_no_scorable_checkpoint_and_the_fallback_is_bounded():
 
 
 def test_the_integrity_rule_strikes_only_a_replaced_evaluation():
-    from runner.verdicts import integrity_rule
+    from runner.wire.verdicts import integrity_rule
 
     assert integrity_rule(["changed prepare: EVAL_BATCH", "wrote to stdout"]) is None
     assert integrity_rule(["changed onegc_kit: check_predictions"]) == \
@@ -85,7 +85,7 @@ def test_where_the_disk_filled_up_the_live_scores_choose_and_give_the_value_only
     """Issue 13: a full disk must not lose a checkpoint scored live. Without a re-evaluation the
     val-best of the live scores is official; its live (val) score is the result where the task
     scores val, and no value is invented where it scores test."""
-    from runner.official import from_live_scores
+    from runner.scoring.official import from_live_scores
 
     cands = [Candidate("early", 10, 0.80), Candidate("failed-live", 20, None), Candidate("best", 30, 0.88)]
     on_val = from_live_scores(cands, HIGHER, scored_is_selection=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from runner.outcome import end_detail, endpoint_problem, probe, stderr_cause
+from runner.session.outcome import end_detail, endpoint_problem, probe, stderr_cause
 
 CODEX_STDERR = [
     "WARNING: proceeding, even though we could not create PATH aliases: "

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import sandbox
-from runner.sandbox import SandboxError, SandboxPlan, agent_ids, other_gpu_entries, runtime_paths, wrap
+from runner.sandbox import bwrap as sandbox
+from runner.sandbox.bwrap import SandboxError, SandboxPlan, agent_ids, other_gpu_entries, runtime_paths, wrap
 
 needs_sandbox = pytest.mark.skipif(not sandbox.status().ok, reason=f"no sandbox here: {sandbox.status().detail}")
 NVIDIA_MAJOR = 195

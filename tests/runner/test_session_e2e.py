@@ -10,9 +10,9 @@ import time
 import psutil
 import pytest
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
-from runner.control import request
+from onegc_tui.store.ingest import Ingester
+from runner.wire.control import request
 from tests.conftest import events, start_session, tree_pids, wait_event, wait_for, write_agent
 
 pytestmark = pytest.mark.slow
@@ -226,7 +226,7 @@ for host in ("example.com", "10.1.2.3"):
 
 
 def test_network_policy_none_blocks_and_records_every_attempt(home, tmp_path):
-    from runner.network import namespaces_available
+    from runner.sandbox.network import namespaces_available
 
     ok, why = namespaces_available()
     if not ok:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from runner.stall import StallWatch, tool_pids
+from runner.session.stall import StallWatch, tool_pids
 
 
 def test_the_alert_comes_once_after_stall_s_of_waiting_and_rearms_on_an_answer():

@@ -11,10 +11,10 @@ import signal
 import psutil
 import pytest
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
-from runner.config import SessionConfig
-from runner.launch import create_session, spawn_local
+from onegc_tui.store.ingest import Ingester
+from runner.launch.spawn import create_session, spawn_local
+from runner.wire.session_config import SessionConfig
 from tests.conftest import start_session, tree_pids, wait_event, wait_for, write_agent
 from tests.runner.test_session_e2e import BUSY_AGENT
 

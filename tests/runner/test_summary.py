@@ -1,13 +1,13 @@
-"""The one reducer from events to a session's summary (runner/summary.py): its rules on records
+"""The one reducer from events to a session's summary (runner/wire/summary.py): its rules on records
 and models alike, in memory (Summary) and in SQL (the store) the same."""
 
 from __future__ import annotations
 
 import pytest
 
-from onegc_tui.records import parse_record
-from runner.events import EVENT_TYPES, dump_event
-from runner.summary import ADDED, Summary, end_state, fold
+from onegc_tui.store.records import parse_record
+from runner.wire.events import EVENT_TYPES, dump_event
+from runner.wire.summary import ADDED, Summary, end_state, fold
 
 T0 = 1_000.0
 
@@ -152,7 +152,7 @@ def test_the_bulk_kinds_change_nothing_here():
 
 
 def test_records_and_models_fold_alike():
-    """The store's fast ingest folds the dicts of onegc_tui/records.py, the displays the models."""
+    """The store's fast ingest folds the dicts of onegc_tui/store/records.py, the displays the models."""
     e = Events()
     events = [started(e), e("agent_started", pid=3, argv=["a"], containment="bwrap"),
               e("heartbeat", remaining_s=500.0, active_s=100.0, procs=2),

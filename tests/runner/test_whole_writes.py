@@ -48,7 +48,7 @@ def test_an_event_line_is_written_whole_or_not_at_all(tmp_path):
     run_limited("""
         import json, sys
         from pathlib import Path
-        from runner.jsonl import EventWriter
+        from runner.wire.jsonl import EventWriter
         w = EventWriter(Path(sys.argv[1]), "s", clock=lambda: 1.0)
         failures = 0
         for i in range(100):
@@ -69,7 +69,7 @@ def test_a_full_disk_holds_essential_events_drops_routine_ones_and_writes_them_o
     result = run_limited("""
         import json, resource, sys
         from pathlib import Path
-        from runner.jsonl import EventWriter
+        from runner.wire.jsonl import EventWriter
         path = Path(sys.argv[1])
         told = []
         w = EventWriter(path, "s", clock=lambda: 1.0, on_no_space=told.append)
@@ -99,7 +99,7 @@ def test_control_requests_append_whole_lines(tmp_path):
     result = run_limited("""
         import json, sys
         from pathlib import Path
-        from runner.jsonl import append_json_line
+        from runner.wire.jsonl import append_json_line
         failures = 0
         for i in range(100):
             try:
@@ -121,7 +121,7 @@ def test_the_agents_output_is_read_to_its_end_when_its_copy_finds_no_room(tmp_pa
     result = run_limited("""
         import json, subprocess, sys
         from pathlib import Path
-        from runner.jsonl import RawLog
+        from runner.wire.jsonl import RawLog
         writer = "import sys\\nfor i in range(40000):\\n    sys.stdout.write(f'{i:09d} ' + 'x' * 90 + '\\\\n')\\n"
         agent = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE)
         told = []
@@ -139,8 +139,8 @@ def test_the_agents_output_is_read_to_its_end_when_its_copy_finds_no_room(tmp_pa
 
 @pytest.mark.slow
 def test_the_reserve_gives_back_room_for_the_end_of_a_session(small_tmpfs):
-    from runner.diskguard import DiskGuard
     from runner.errors import DiskFull
+    from runner.session.diskguard import DiskGuard
 
     root = small_tmpfs("8m")
     guard = DiskGuard(root)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from onegc_tui.ingest import MAX_BATCH_BYTES, Ingester
-from onegc_tui.records import parse_record
 from onegc_tui.store import Store
-from runner.config import SessionConfig
-from runner.events import parse_event
-from runner.jsonl import EventWriter, JsonlTail
-from runner.launch import create_session
+from onegc_tui.store.ingest import MAX_BATCH_BYTES, Ingester
+from onegc_tui.store.records import parse_record
+from runner.launch.spawn import create_session
+from runner.wire.events import parse_event
+from runner.wire.jsonl import EventWriter, JsonlTail
+from runner.wire.session_config import SessionConfig
 from tests.app.fixtures import build_crowd, build_home
 
 TABLES = {  # what each table is ordered by
@@ -152,7 +152,7 @@ def test_the_fast_path_stores_what_the_model_path_stores(homes):
 
 def test_the_fast_path_in_small_batches_stores_what_one_batch_stores(homes, monkeypatch):
     whole, whole_errors, _ = ingest(homes, "whole.db", typed=False)
-    monkeypatch.setattr("onegc_tui.ingest.MAX_BATCH_BYTES", 700)  # a few lines per transaction
+    monkeypatch.setattr("onegc_tui.store.ingest.MAX_BATCH_BYTES", 700)  # a few lines per transaction
     small, small_errors, _ = ingest(homes, "small.db", typed=False)
     for table in ("ingest_offsets",):
         assert whole[table] == small[table]
@@ -194,7 +194,7 @@ def test_read_block_is_read_lines_at_once(tmp_path):
 def test_reindex_in_one_bulk_transaction_stores_what_the_live_ingest_stores(homes, monkeypatch):
     from click.testing import CliRunner
 
-    from onegc_tui.cli import main
+    from onegc_tui.cli.main import main
 
     live, live_errors, _ = ingest(homes, "live.db", typed=True)
     monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)  # a commit every few batches, as over millions
@@ -252,7 +252,7 @@ def test_the_live_ingests_one_transaction_per_wake_indexes_what_batch_by_batch_i
     """The live ingest writes every session of a wake in one transaction and indexes the new
     transcript once, at its end; a tool's heartbeat row updated in place within that transaction
     (small batches: several per session) is indexed as it ends up."""
-    monkeypatch.setattr("onegc_tui.ingest.MAX_BATCH_BYTES", 600)  # many batches per session
+    monkeypatch.setattr("onegc_tui.store.ingest.MAX_BATCH_BYTES", 600)  # many batches per session
     alone, _, _ = ingest(homes, "alone.db", typed=True)  # a transaction per batch
     store = Store(homes / "wake.db")
     ing = Ingester(homes, store, on_events=lambda sid, evs: None)
@@ -266,10 +266,10 @@ def test_the_live_ingests_one_transaction_per_wake_indexes_what_batch_by_batch_i
 def test_the_two_parts_of_a_reindex_are_ranges_of_ids_with_about_half_the_bytes_each(monkeypatch):
     """The second process's ids all sort after this one's (its rows go on at the end of every
     table and index when copied in), and the bytes to read are shared within one session's."""
-    from onegc_tui.reindex import split
+    from onegc_tui.store.reindex import split
 
-    monkeypatch.setattr("onegc_tui.reindex.PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("onegc_tui.store.parallel.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("onegc_tui.store.parallel.os.cpu_count", lambda: 2)
     sizes = {f"s{k:03d}": (k * 7919) % 1000 + 1 for k in range(200)}
     mine, theirs = split(sizes)
     assert mine + theirs == sorted(sizes) and max(mine) < min(theirs)
@@ -277,7 +277,7 @@ def test_the_two_parts_of_a_reindex_are_ranges_of_ids_with_about_half_the_bytes_
     assert gap <= max(sizes.values())
     assert split({"b": 10, "a": 1}) == (["a"], ["b"])  # one each, however uneven
     assert split({"a": 5, "b": 5, "c": 100}) == (["a", "b"], ["c"])
-    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 1)
+    monkeypatch.setattr("onegc_tui.store.parallel.os.cpu_count", lambda: 1)
     assert split(sizes) == ([], [])
 
 
@@ -285,12 +285,12 @@ def test_the_two_parts_of_a_reindex_are_ranges_of_ids_with_about_half_the_bytes_
 def test_a_reindex_in_two_processes_stores_what_one_stores(homes, monkeypatch):
     """On two cores a second process builds part of the store, and its rows are copied in: the
     same rows in every table, the same search hits, an index that agrees with its table."""
-    from onegc_tui.reindex import _sizes, rebuild, split
+    from onegc_tui.store.reindex import _sizes, rebuild, split
 
     live, _, _ = ingest(homes, "live.db", typed=True)
     folders = sorted(p.parent for p in (homes / "runs").glob("*/session.json"))
-    monkeypatch.setattr("onegc_tui.reindex.PARALLEL_MIN_BYTES", 0)  # two processes, however small
-    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("onegc_tui.store.parallel.PARALLEL_MIN_BYTES", 0)  # two processes, however small
+    monkeypatch.setattr("onegc_tui.store.parallel.os.cpu_count", lambda: 2)
     mine, theirs = split(_sizes(homes / "runs"))
     assert mine and theirs and not set(mine) & set(theirs) and sorted(mine + theirs) == [f.name for f in folders]
     monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)
@@ -306,16 +306,16 @@ def test_a_reindex_in_two_processes_stores_what_one_stores(homes, monkeypatch):
 def test_a_reindex_whose_second_process_fails_says_so_and_leaves_the_store_as_it_was(homes, monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    from onegc_tui.cli import main
+    from onegc_tui.cli.main import main
 
     ingest(homes, "onegc.db", typed=False)
     before = (homes / "onegc.db").read_bytes()
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'disk full while writing the part' >&2\nexit 3\n")
     fake.chmod(0o755)
-    monkeypatch.setattr("onegc_tui.reindex.PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
-    monkeypatch.setattr("onegc_tui.reindex.sys.executable", str(fake))
+    monkeypatch.setattr("onegc_tui.store.parallel.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("onegc_tui.store.parallel.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("onegc_tui.store.parallel.sys.executable", str(fake))
     result = CliRunner().invoke(main, ["reindex"])
     assert result.exit_code == 2, result.output
     assert "the second process failed (disk full while writing the part)" in result.output
@@ -332,11 +332,11 @@ def test_a_catch_up_from_scratch_in_two_processes_stores_what_one_stores(homes, 
     meanwhile), it is dropped and those sessions are read here: the same store either way."""
     import sqlite3
 
-    import onegc_tui.reindex as reindex
+    import onegc_tui.store.parallel as reindex
 
     live, _, _ = ingest(homes, "live.db", typed=True)
-    monkeypatch.setattr("onegc_tui.reindex.PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr("onegc_tui.reindex.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("onegc_tui.store.parallel.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("onegc_tui.store.parallel.os.cpu_count", lambda: 2)
     parts: list[tuple[list[str], list[str]]] = []
     real_split = reindex.split
     monkeypatch.setattr(reindex, "split", lambda sizes: parts.append(real_split(sizes)) or parts[-1])
@@ -346,7 +346,7 @@ def test_a_catch_up_from_scratch_in_two_processes_stores_what_one_stores(homes, 
         monkeypatch.setattr(Store, "merge_part", refused)
     # this process's part commits as it goes (and indexes for search at each commit): another
     # writer waits for a few rows, not for the whole part
-    monkeypatch.setattr("onegc_tui.reindex.CATCH_UP_COMMIT_ROWS", 20)
+    monkeypatch.setattr("onegc_tui.store.parallel.CATCH_UP_COMMIT_ROWS", 20)
     store = Store(homes / "two.db")
     part_commits: list[str] = []  # the commits inside this process's part (its transaction)
     store.conn.set_trace_callback(lambda sql: sql == "COMMIT" and store._outer == "transaction"

@@ -9,13 +9,14 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from onegc_tui.cli import main
-from onegc_tui.ingest import Ingester, LiveIngest
+from onegc_tui.cli.main import main
 from onegc_tui.store import SCHEMA_VERSION, Store
+from onegc_tui.store.ingest import Ingester
+from onegc_tui.store.live import LiveIngest
 from onegc_tui.store.schema import SchemaTooNew
-from runner.config import SessionConfig
-from runner.jsonl import EventWriter
-from runner.launch import create_session
+from runner.launch.spawn import create_session
+from runner.wire.jsonl import EventWriter
+from runner.wire.session_config import SessionConfig
 
 
 def fake_session(home, sid="s1", n_transcript=10) -> EventWriter:
@@ -185,7 +186,7 @@ def test_live_ingest_with_a_real_watchdog_observer(home):
 
 
 def test_at_rest_a_line_or_two_wait_for_more_and_a_stream_is_read_at_once():
-    from onegc_tui.ingest import BUSY_BYTES, BUSY_LINES, HOLD_S, hold_back
+    from onegc_tui.store.live import BUSY_BYTES, BUSY_LINES, HOLD_S, hold_back
 
     assert hold_back(150, 0, 0.0) and hold_back(BUSY_BYTES - 1, BUSY_LINES, HOLD_S / 2)  # a GPU sample waits
     assert not hold_back(150, 0, HOLD_S)  # ... HOLD_S at most
@@ -196,7 +197,7 @@ def test_at_rest_a_line_or_two_wait_for_more_and_a_stream_is_read_at_once():
 def test_live_ingest_at_rest_still_delivers_a_lone_line_and_a_burst_with_it(home):
     """A lone heartbeat is held back for company (``hold_back``), never forgotten; what comes after
     it reaches the monitor whole and in order."""
-    from onegc_tui.ingest import HOLD_S
+    from onegc_tui.store.live import HOLD_S
 
     batches: list[list[int]] = []
     got = threading.Event()
@@ -286,7 +287,7 @@ def test_a_tools_heartbeats_are_one_row_updated_in_place(home):
 def test_search_finds_words_of_several_tokens(home):
     """'run_1.py' is three tokens to FTS5 and the index keeps no positions: searching it crashed
     the monitor ("phrase queries are not supported"); now the tokens find rows and the word is checked."""
-    from onegc_tui.queries import pane_entries
+    from onegc_tui.monitor_data import pane_entries
 
     w = fake_session(home, n_transcript=0)
     w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py")
@@ -305,7 +306,7 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
     """Issue 13: search must take what people type (file names, metric names, numbers, stray
     quotes). A word's tokens ("12" and "30" for "12:30") are in many rows; the word itself was
     checked only after the row limit, so an older real match fell behind the limit and was lost."""
-    from onegc_tui.queries import pane_entries
+    from onegc_tui.monitor_data import pane_entries
 
     w = fake_session(home, n_transcript=0)
     typed = {"run_1.py": "python run_1.py", "val_acc": "epoch 1 val_acc 0.52", "a-b": "compare a-b runs",

@@ -10,13 +10,13 @@ import time
 
 import pytest
 
-from onegc_tui.ingest import Ingester
 from onegc_tui.store import IngestBatch, Store
-from runner.config import SessionConfig
-from runner.events import parse_event
-from runner.jsonl import EventWriter
-from runner.launch import create_session
-from runner.launchers import write_record
+from onegc_tui.store.ingest import Ingester
+from runner.launch.records import write_record
+from runner.launch.spawn import create_session
+from runner.wire.events import parse_event
+from runner.wire.jsonl import EventWriter
+from runner.wire.session_config import SessionConfig
 
 
 def session(home, sid="s1") -> EventWriter:
@@ -77,7 +77,7 @@ def test_a_runner_killed_before_its_first_event_is_failed_not_queued_forever(hom
     import subprocess
     import sys
 
-    from runner.liveness import launch_record
+    from runner.wire.liveness import launch_record
 
     paths = create_session(SessionConfig(session_id="q1", task="t0", agent="scripted", budget_s=60), home)
     proc = subprocess.Popen([sys.executable, "-c", "pass"])

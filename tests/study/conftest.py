@@ -11,15 +11,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner.config import runs_dir
-from runner.launchers.local import daemon_info
-from runner.liveness import ProcessId
+from runner.launch.local import daemon_info
+from runner.wire.liveness import ProcessId
+from runner.wire.paths import runs_dir
 
 
 @pytest.fixture
 def fake_gpus(monkeypatch):
-    """Two fake GPUs for the queue and the runners' samplers (runner.fake_nvml)."""
-    monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.fake_nvml")
+    """Two fake GPUs for the queue and the runners' samplers (runner.session.fake_nvml)."""
+    monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.session.fake_nvml")
     monkeypatch.setenv("ONEGC_FAKE_GPUS", "2")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 

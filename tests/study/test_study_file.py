@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from runner.config import ConfigError, SessionConfig, SessionPaths, runs_dir
-from runner.launch import create_session
-from runner.launchers import write_record
-from runner.launchers.local import gpu_slots
-from runner.launchers.slurm import SlurmOptions, bind_gpu, job_script, sbatch_argv, time_limit
-from runner.reconcile import reconcile
+from runner.errors import ConfigError
+from runner.launch.local import gpu_slots
+from runner.launch.reconcile import reconcile
+from runner.launch.records import write_record
+from runner.launch.slurm import SlurmOptions, bind_gpu, job_script, sbatch_argv, time_limit
+from runner.launch.spawn import create_session
+from runner.launch.study import StudyError, classify, launch, load_study, plan, status_json, status_report, survey
 from runner.settings import observer_kind
-from runner.study import StudyError, classify, launch, load_study, plan, status_json, status_report, survey
+from runner.wire.paths import SessionPaths, runs_dir
+from runner.wire.session_config import SessionConfig
 from tests.study.conftest import write_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,7 +137,7 @@ def test_classify_done_retry_failed_queued_and_status_flags_mixed_contracts(tmp_
 
 @pytest.mark.slow
 def test_harness_error_with_attempts_left_is_retried_in_a_fresh_folder(tmp_path, home, monkeypatch):
-    monkeypatch.setattr("runner.launchers.local.start_daemon", lambda *a, **k: 0)  # no processes here
+    monkeypatch.setattr("runner.launch.local.start_daemon", lambda *a, **k: 0)  # no processes here
     study = load_study(write_study(tmp_path / "s.toml", BASIC.replace("repeats = 2", "repeats = 1")))
     first = plan(study)[0]
     paths = create_session(first.config, home)
@@ -176,7 +178,7 @@ def test_reconcile_names_a_dead_local_runner(home):
 
 
 def test_gpu_slots(monkeypatch):
-    monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.fake_nvml")
+    monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.session.fake_nvml")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setenv("ONEGC_FAKE_GPUS", "3")
     assert gpu_slots() == ["0", "1", "2"]
@@ -227,7 +229,7 @@ def test_slurm_job_script_and_sbatch_options(home, monkeypatch):
 
 
 def test_cli_status_dry_run_and_errors(tmp_path, home):
-    from onegc_tui.cli_study import study
+    from onegc_tui.cli.study import study
 
     path = write_study(tmp_path / "s.toml", BASIC)
     runner = CliRunner()
@@ -244,7 +246,7 @@ def test_cli_status_dry_run_and_errors(tmp_path, home):
 
 @pytest.mark.slow
 def test_cli_study_does_not_import_textual():
-    code = "import sys, onegc_tui.cli_study, runner.study, runner.launchers.slurm; print('textual' in sys.modules)"
+    code = "import sys, onegc_tui.cli.study, runner.launch.study, runner.launch.slurm; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.stdout.strip() == "False", out.stderr

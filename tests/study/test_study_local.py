@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from runner.config import SessionPaths, runs_dir
-from runner.launchers.local import QUEUE_LOG, daemon_info
-from runner.study import launch, load_study, wait
+from runner.launch.local import QUEUE_LOG, daemon_info
+from runner.launch.study import launch, load_study, wait
+from runner.wire.paths import SessionPaths, runs_dir
 from tests.conftest import events, wait_for
 from tests.study.conftest import kill_everything, read_json, write_study
 

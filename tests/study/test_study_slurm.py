@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from runner.config import SessionPaths, runs_dir
-from runner.launchers import slurm
-from runner.reconcile import reconcile
-from runner.study import launch, load_study, status_report, survey, wait
+from runner.launch import slurm
+from runner.launch.reconcile import reconcile
+from runner.launch.study import launch, load_study, status_report, survey, wait
+from runner.wire.paths import SessionPaths, runs_dir
 from tests.conftest import events, wait_event, wait_for
 from tests.study.conftest import read_json, write_study
 
@@ -83,7 +83,7 @@ def test_a_study_runs_through_sbatch_one_gpu_per_job(on_slurm, tmp_path):
 
 
 def test_pause_resume_abort_and_a_job_killed_by_the_scheduler(on_slurm, tmp_path):
-    from onegc_tui.cli_study import study as study_cli
+    from onegc_tui.cli.study import study as study_cli
 
     home = on_slurm
     study_file = _study(tmp_path, "ctl", 2, 1.0, agents=("p", "k"))
@@ -96,7 +96,7 @@ def test_pause_resume_abort_and_a_job_killed_by_the_scheduler(on_slurm, tmp_path
 
     # Pause and resume from the CLI: requests in control.jsonl, acknowledged by the runner on the node.
     cli = CliRunner()
-    from onegc_tui.cli import main as onegc
+    from onegc_tui.cli.main import main as onegc
 
     assert cli.invoke(onegc, ["pause", p.session_id]).exit_code == 0
     wait_event(p, "budget", timeout=20, state="paused")

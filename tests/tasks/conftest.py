@@ -22,7 +22,7 @@ Fixtures (names are stable; other task tests reuse them):
   checkpoint scored in this process by a frozen copy of a task's ``evaluate`` from before sealed
   scoring (its source, run against ``prep``'s helpers) and by ``judge(predict(model,
   inputs(split)))``, on one and the same model.
-- ``sealed_score(task_id, data_dir, ckpt, code) -> runner.scoring.Score``: the checkpoint scored
+- ``sealed_score(task_id, data_dir, ckpt, code) -> runner.scoring.scorer.Score``: the checkpoint scored
   as a session scores it: a snapshot of ``code``'s scripts and the checkpoint, the split's inputs
   made by the trusted side, a fresh child of the sandboxed worker predicting, the runner judging.
 - ``rejects(judge, predictions, split) -> message``: asserts that the judge refuses
@@ -310,9 +310,9 @@ def hostile():
 @pytest.fixture
 def sealed_score(tmp_path, monkeypatch):
     def score(task_id: str, data_dir: Path, ckpt: Path, code: Path):
-        from runner.checkpoints import SNAPSHOT_CKPT
-        from runner.scoring import SealedScorer, TaskJudge, WorkerPlan
-        from runner.workspace import snapshot_code
+        from runner.scoring.checkpoints import SNAPSHOT_CKPT
+        from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
+        from runner.scoring.snapshots import snapshot_code
         from tasks import get_task
 
         spec = get_task(task_id)

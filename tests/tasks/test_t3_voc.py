@@ -513,8 +513,8 @@ def test_a_sandboxed_session_runs_the_baseline_from_weights(prepared, weights, h
     backbone loads from the workspace's weights/, and the checkpoint is scored (live and official)."""
     import shutil
 
-    from runner.agent_env import torchvision_problem
-    from runner.sandbox import status
+    from runner.sandbox.bwrap import status
+    from runner.session.agent_env import torchvision_problem
     from tests.conftest import events, start_session, wait_event, write_agent
 
     if not status().ok:

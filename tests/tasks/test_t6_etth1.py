@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from runner.sandbox import status
+from runner.sandbox.bwrap import status
 from tasks import get_task
 from tests.conftest import events, start_session, wait_event, write_agent
 

@@ -1,0 +1,54 @@
+"""``onegc history``: the agent × task matrix without the TUI, with the paper's Table 4 beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from runner.errors import OnegcError
+from runner.wire.paths import usable_home
+
+# the formats of onegc_tui.export (tests/cli checks they agree): named here so that `onegc --help`
+# and every other command start without the analysis modules (lazy imports keep start-up short)
+FORMATS = ("table", "csv", "md", "latex", "json")
+
+
+@click.command("history")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--study", default=None, help="only this study's sessions (default: every session)")
+@click.option("--no-paper", is_flag=True, help="leave out the paper's reference rows")
+@click.option("--demo", is_flag=True, help="also the demo-task (t0) sessions, in a table of their own")
+@click.option("--sessions-csv", "sessions_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="also write one CSV line per session to this file")
+def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None) -> None:
+    """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
+    from onegc_tui import monitor_data as queries
+    from onegc_tui.analysis import build_matrix, split_demo
+    from onegc_tui.export import render_history, sessions_csv
+    from onegc_tui.format import count
+    from onegc_tui.store import Store
+    from onegc_tui.store.ingest import Ingester
+
+    home = usable_home()
+    store = Store.open(home)
+    try:
+        Ingester(home, store).catch_up()
+        outcomes = queries.outcomes(store, study, include_demo=demo)
+        left_out = 0 if demo or outcomes else len(queries.outcomes(store, study, include_demo=True))
+    finally:
+        store.close()
+    bench, demo_outcomes = split_demo(outcomes)
+    matrix = build_matrix(bench, study=study or "ours")
+    demo_matrix = build_matrix(demo_outcomes, study=f"{study or 'ours'} (demo tasks)") if demo_outcomes else None
+    if not matrix.rows and demo_matrix is None:
+        where = f" in study {study}" if study else ""
+        why = (f"{count(left_out, 'demo-task session')}{where} left out (--demo includes them)"
+               if left_out else f"no sessions{where} under {home / 'runs'}")
+        if no_paper:
+            raise OnegcError(f"nothing to print: {why}")
+        click.echo(f"note: only the paper's rows: {why}", err=True)
+    click.echo(render_history(matrix, demo_matrix, fmt, include_paper=not no_paper), nl=False)
+    if sessions_path is not None:
+        sessions_path.write_text(sessions_csv(outcomes))
+        click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)

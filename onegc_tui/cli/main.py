@@ -1,0 +1,386 @@
+"""The ``onegc`` command line. Errors print one line to stderr and exit 2 (onegc_tui/cli/base.py).
+
+All state lives under ``$ONEGC_HOME`` (default: the current directory): ``data/``, ``runs/``,
+``onegc.db``. Budgets are minutes, or ``90s``, ``2m``, ``1h``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import click
+
+from onegc_tui.cli.base import DURATION, OnegcGroup, need_terminal
+from runner.errors import OnegcError
+from runner.wire.paths import SessionPaths, data_root, runs_dir, usable_home
+
+if TYPE_CHECKING:
+    from tasks import TaskSpec
+# The task registry, the session config and whatever else needs pydantic are imported by the
+# commands that use them: `onegc --help`, `onegc sessions` and `onegc tasks` start without it
+
+DEMO_BUDGET = "2m"  # two scripted runs and their checkpoints fit easily
+DEMO_PACE_S = 3.0  # the scripted agent "thinks" this long between steps: the demo lasts about a minute
+
+
+def _task(name: str) -> TaskSpec:
+    from tasks import UnknownTask, get_task
+
+    try:
+        return get_task(name)
+    except UnknownTask as exc:
+        raise OnegcError(str(exc)) from None
+
+
+def _session(home: Path, session_id: str) -> SessionPaths:
+    root = runs_dir(home) / session_id
+    if not (root / "session.json").is_file():
+        runs = runs_dir(home)
+        matches = [p for p in runs.glob(f"{session_id}*") if (p / "session.json").is_file()] if runs.is_dir() else []
+        if len(matches) == 1:
+            return SessionPaths(matches[0])
+        raise OnegcError(f"no session '{session_id}' under {runs_dir(home)}: see 'onegc sessions'")
+    return SessionPaths(root)
+
+
+@click.group(cls=OnegcGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="onegc")
+def main() -> None:
+    """onegc: run coding agents on the 1GC-7RC benchmark and watch them live."""
+
+
+# ---------------------------------------------------------------------------- tasks & data
+@main.command("tasks")
+def tasks_cmd() -> None:
+    """List the tasks, their metric, budget and whether their data is prepared."""
+    from onegc_tui.format import arrow
+    from onegc_tui.task_facts import task_facts
+    from onegc_tui.text_table import terminal_width, text_table
+    from runner.session.workspace import is_prepared
+
+    home = usable_home()
+    rows = []
+    for spec in task_facts().values():
+        ready = is_prepared(spec.id, home)
+        base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
+        metric = f"{spec.metric_label} {arrow('higher' if spec.higher_is_better else 'lower')}"
+        rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base,
+                     "prepared" if ready else "not prepared"])
+    header = ["id", "task", "metric", "budget", "baseline", "data"]
+    for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
+        click.echo(line)
+
+
+PROGRESS_RE = re.compile(r"^progress: (?P<name>\S+) (?P<done>\d+)/(?P<total>\d+)$")
+
+
+def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple[str, ...] = (),
+                 weights_from: Path | None = None) -> None:
+    """Run the task's locked ``prepare.py`` into ``$ONEGC_HOME/data/<task>``, showing progress;
+    then, for a task with permitted pretrained weights, fetch those once too."""
+    base = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
+    _run_prepare(spec, base + (["--from", str(from_dir)] if from_dir else []) + list(extra))
+    if spec.pretrained_weights:
+        from runner.session.workspace import weights_dir
+
+        if not (weights_dir(spec, data_root(home)) / "weights.json").is_file():
+            _run_prepare(spec, base + ["--weights"] + (["--weights-from", str(weights_from)] if weights_from else []))
+
+
+def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, bufsize=1)
+    last_line = ""
+    bar_shown = False
+    assert proc.stderr is not None  # stderr=PIPE gives a stream
+    for line in proc.stderr:
+        line = line.rstrip()
+        m = PROGRESS_RE.match(line)
+        if m:
+            done, total = int(m["done"]), int(m["total"])
+            width = 30
+            filled = width * done // max(total, 1)
+            click.echo(f"\r  {m['name']} [{'#' * filled}{'.' * (width - filled)}] {done / 2**20:.1f}/{total / 2**20:.1f} MiB",
+                       nl=False, err=True)
+            bar_shown = True
+            continue
+        if bar_shown:
+            click.echo("", err=True)
+            bar_shown = False
+        if line:
+            last_line = line
+            click.echo(f"  {line}", err=True)
+    if proc.wait() != 0:
+        raise OnegcError(f"preparing {spec.short} failed: {last_line.removeprefix('error: ') or 'see the output above'}")
+
+
+@main.command("prepare", context_settings={"ignore_unknown_options": True})
+@click.argument("names", nargs=-1)
+@click.option("--from", "from_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="take the raw files from this folder instead of downloading (offline clusters)")
+@click.option("--weights-from", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="T3: take the DINOv3 weight files from this folder instead of downloading them")
+def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Path | None) -> None:
+    """Download (or take --from DIR), verify and convert task data: onegc prepare t1 t6 | all."""
+    home = usable_home()
+    if not names:
+        raise OnegcError("name the tasks to prepare (e.g. 'onegc prepare t1 t6') or 'all'")
+    extra = tuple(n for n in names if n.startswith("-"))
+    wanted = [n for n in names if not n.startswith("-")]
+    from tasks import benchmark_tasks
+
+    specs = benchmark_tasks() if wanted == ["all"] else [_task(n) for n in wanted]
+    for spec in specs:
+        click.echo(f"{spec.short}: {spec.title}", err=True)
+        prepare_task(spec, home, from_dir, extra, weights_from)
+        if spec.pretrained_weights:  # T3's backbones are timm models: the agents' Python must import them
+            from runner.session.agent_env import torchvision_problem
+
+            problem = torchvision_problem()
+            if problem:
+                click.echo(f"note: {spec.short}'s baseline cannot run here: {problem}", err=True)
+
+
+# ---------------------------------------------------------------------------- sessions
+def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
+    ids = [p.session_id for p in sessions]
+    if plain or not sys.stdout.isatty():
+        from onegc_tui.cli.plain import follow
+
+        ends = follow(home, ids)
+        for sid, end in ends.items():
+            score = f"{end.score:.4f}" if end.score is not None else "N/A"
+            click.echo(f"{sid}: {end.reason}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
+        return
+    from onegc_tui.app import make_app
+
+    make_app(home, focus=ids[0]).run()
+
+
+@main.command("run", context_settings={"ignore_unknown_options": True})
+@click.argument("task")
+@click.option("--agent", "-a", required=True, help="scripted, command, claude-code, codex or opencode")
+@click.option("--model", "-m", default=None, help="the model id the agent CLI should use")
+@click.option("--repeats", "-n", default=1, show_default=True, type=click.IntRange(1, 100))
+@click.option("--budget", "budget_s", type=DURATION, default=None,
+              help="minutes, or 90s, 2m, 1h (default: the task's budget)")
+@click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all visible)")
+@click.option("--pace", "pace_s", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="scripted agent: seconds between steps")
+@click.option("--network", type=click.Choice(["api-only", "none", "open"]), default=None,
+              help="what the agent may reach (default: api-only for real agent CLIs, open for scripted/command)")
+@click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
+@click.option("--detach", is_flag=True, help="start the sessions and return")
+@click.option("--unsealed", is_flag=True,
+              help="run the agent without its sandbox (it can then read held-out data and rewrite records): "
+                   "recorded in the contract, flagged wherever the result is shown")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, command) -> None:
+    """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
+    from runner.launch.start import start_sessions
+
+    home = usable_home()
+    spec = _task(task)
+    budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
+    sessions = start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
+                               sealed=not unsealed)
+    if unsealed:
+        click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
+    for p in sessions:
+        click.echo(f"started {p.session_id} ({p.root})", err=True)
+    if not detach:
+        _watch(home, sessions, plain)
+
+
+@main.command("demo")
+@click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
+@click.option("--budget", "budget_s", type=DURATION, default=DEMO_BUDGET, show_default=True,
+              help="minutes, or 90s, 2m, 1h")
+def demo_cmd(plain: bool, budget_s: float) -> None:
+    """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
+    from runner.launch.start import start_sessions
+    from runner.sandbox.bwrap import status
+
+    home = usable_home()
+    spec = _task("t0")
+    sealed = status().ok  # the built-in agent is ours: where no sandbox can be made, the demo runs without
+    if not sealed:
+        click.echo(f"note: the demo runs unsealed here: {status().detail}", err=True)
+    sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, sealed=sealed)
+    click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
+    _watch(home, sessions, plain)
+
+
+@main.command("monitor")
+@click.option("--session", "focus", default=None, help="select this session at start")
+@click.option("--web", is_flag=True, help="serve the monitor to a browser instead (textual-serve)")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="with --web: the port")
+@click.option("--host", default="localhost", show_default=True,
+              help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network)")
+def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
+    """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser)."""
+    if not web:
+        need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
+        from onegc_tui.app import make_app
+
+        make_app(usable_home(), focus=focus).run()
+        return
+    try:
+        from onegc_tui.app.web import serve
+    except ImportError as exc:
+        raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
+    try:
+        serve(usable_home(), host=host, port=port, focus=focus)
+    except OSError as exc:
+        raise OnegcError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another with --port") from None
+
+
+@main.command("sessions")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per session")
+def sessions_cmd(as_json: bool) -> None:
+    """List sessions with their state, budget left and scores."""
+    from onegc_tui.store import Store
+    from onegc_tui.store.ingest import Ingester
+
+    home = usable_home()
+    store = Store.open(home)
+    Ingester(home, store).catch_up()
+    rows = store.sessions()
+    store.close()
+    if as_json:
+        for r in rows:  # "sealed": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+            sealed = json.loads(r["contract"]).get("sealed") if r.get("contract") else None
+            click.echo(json.dumps({**{k: v for k, v in r.items() if k != "contract"}, "sealed": sealed}))
+        return
+    if not rows:
+        click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
+        return
+    from onegc_tui.format import clock
+    from onegc_tui.task_facts import find, task_facts
+    from onegc_tui.text_table import terminal_width, text_table
+
+    facts = task_facts()
+    table = []
+    for r in rows:
+        task = find(facts, r["task"]) if r["task"] else None
+        short = task.short if task else (r["task"] or "?")[:4]  # a task of another onegc version
+        left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
+        best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
+        score = "" if r["score"] is None else f"{r['score']:.4f}"
+        table.append([r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best,
+                      score, r["end_reason"] or ""])
+    header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
+    for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
+        click.echo(line)
+
+
+def _control(session_id: str, action: Literal["pause", "resume"]) -> None:
+    """Ask the runner, and wait for its answer: a refusal is an error (exit 2) saying why."""
+    from runner.launch.records import has_started, session_ended
+    from runner.wire.control import request_and_wait
+
+    paths = _session(usable_home(), session_id)
+    if paths.result.exists() or session_ended(paths) is not None:
+        raise OnegcError(f"session {paths.session_id} has already ended")
+    if not has_started(paths):
+        raise OnegcError(f"session {paths.session_id} has not started yet (queued): nothing to {action}")
+    answer = request_and_wait(paths, action)
+    if not answer.accepted:
+        raise OnegcError(f"the runner of {paths.session_id} refused to {action} it: {answer.detail or 'refused'}")
+    done = {"pause": "paused: its tree is frozen and its budget clock stopped",
+            "resume": "resumed: its deadline moved by the time it was paused"}[action]
+    click.echo(f"{paths.session_id}: {done}")
+
+
+@main.command("pause")
+@click.argument("session_id")
+def pause_cmd(session_id: str) -> None:
+    """Freeze a session's whole process tree and stop its budget clock."""
+    _control(session_id, "pause")
+
+
+@main.command("resume")
+@click.argument("session_id")
+def resume_cmd(session_id: str) -> None:
+    """Thaw a paused session; its deadline moves by the time it was paused."""
+    _control(session_id, "resume")
+
+
+@main.command("abort")
+@click.argument("session_id")
+@click.option("--no-wait", is_flag=True, help="request the abort and return at once (no escalation)")
+def abort_cmd(session_id: str, no_wait: bool) -> None:
+    """End a session now: SIGINT, SIGTERM, then SIGKILL of its whole tree within the grace period.
+
+    A queued session leaves the queue; a runner that does not end within the grace period is
+    stopped through its launcher (signals locally, scancel on Slurm)."""
+    from runner.launch.abort import abort_session
+
+    paths = _session(usable_home(), session_id)
+    click.echo(abort_session(paths, escalate=not no_wait))
+
+
+@main.command("disqualify")
+@click.argument("session_id")
+@click.option("--reason", "-r", default=None, help="why (shown in history and the exports); required unless --clear")
+@click.option("--clear", is_flag=True, help="take a disqualification back")
+def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
+    """Strike a session's result out of the statistics (the paper's protocol violations: it stays
+    in n/N, not in the mean), with a reason that history and the exports show."""
+    from onegc_tui.store import Store
+    from runner.wire import verdicts
+
+    if clear == bool(reason):
+        raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
+    home = usable_home()
+    paths = _session(home, session_id)
+    verdicts.record(paths, None if clear or reason is None else reason.strip())
+    _, standing = verdicts.current(paths)
+    store = Store.open(home)
+    try:
+        store.set_disqualified(paths.session_id, standing)
+    finally:
+        store.close()
+    click.echo(f"{paths.session_id}: " + (f"disqualified: {standing}" if standing else "counts again"))
+
+
+@main.command("reindex")
+def reindex_cmd() -> None:
+    """Rebuild onegc.db from the session folders (events.jsonl is the source of truth)."""
+    from onegc_tui.store import DB_NAME
+    from onegc_tui.store.reindex import rebuild
+
+    home = usable_home()
+    db = home / DB_NAME
+    tmp = home / f".{DB_NAME}.reindex"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(tmp) + suffix).unlink(missing_ok=True)
+    sessions, n = rebuild(home, tmp)
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    os.replace(tmp, db)
+    click.echo(f"reindexed {sessions} sessions, {n} events into {db}")
+
+
+def _register_commands() -> None:
+    """Commands that live in their own modules (studies, history, doctor)."""
+    from onegc_tui.cli.doctor import doctor
+    from onegc_tui.cli.history import history
+    from onegc_tui.cli.study import study
+
+    for command in (study, history, doctor):
+        main.add_command(command)
+
+
+_register_commands()
+
+
+def entry() -> None:
+    """The ``onegc`` executable (errors: OnegcGroup.main)."""
+    main()
+

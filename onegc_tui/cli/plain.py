@@ -1,0 +1,157 @@
+"""The line-oriented display, for when stdout is not a terminal (CI, nohup, Slurm logs).
+
+One line per notable event, and a progress line per session every ``PROGRESS_EVERY_S``. It reads
+each session's own ``events.jsonl`` (so it prints every event whoever else ingests the same home:
+a monitor, ``onegc sessions``, a second run), and ingests into SQLite as it goes, so the history
+is the same as with the monitor. A store that cannot be written (a full disk, a damaged file) is
+said once and does not stop the following: the session folders are the source of truth.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+from onegc_tui.format import clock
+from onegc_tui.store import Store
+from onegc_tui.store.ingest import Ingester
+from runner.errors import OnegcError
+from runner.launch.reconcile import reconcile
+from runner.wire.events import Event
+from runner.wire.jsonl import JsonlTail
+from runner.wire.paths import SessionPaths, runs_dir
+from runner.wire.summary import Summary
+
+PROGRESS_EVERY_S = 10.0
+POLL_S = 0.5
+LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whether its runner lives
+
+
+def describe(event: Event) -> str | None:
+    """The one-line form of a notable event, or None for the routine ones."""
+    if event.type == "session_started":
+        unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
+        return (f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
+                f"budget {clock(event.budget_s)}{unsealed}")
+    if event.type == "agent_started":
+        return f"agent running (pid {event.pid}, containment {event.containment})"
+    if event.type == "transcript" and event.kind in ("tool_call", "error", "result"):
+        return f"{event.kind}: {event.text.splitlines()[0][:120] if event.text else event.tool or ''}"
+    if event.type == "process":
+        code = f" (exit {event.returncode})" if event.returncode is not None else ""
+        return f"script {event.action}: {event.script}{code}"
+    if event.type == "checkpoint_scored":
+        what = f"{event.value:.4f}" if event.value is not None else f"ERROR {event.error}"
+        return f"{'official' if event.official else 'checkpoint'} {event.name}: {event.metric} {what}"
+    if event.type == "budget" and event.state != "running":
+        return f"budget {event.state}, {clock(event.remaining_s)} left"
+    if event.type == "control":
+        return f"control {event.action}: {'accepted' if event.accepted else 'refused'} {event.detail}".rstrip()
+    if event.type == "warning":
+        times = f" (×{event.count})" if event.count > 1 else ""
+        return f"WARNING {event.code}{times}: {event.message}"
+    if event.type == "session_ended":
+        return ended(event.reason, event.score, event.detail)
+    return None
+
+
+def ended(reason: str, score: float | None, detail: str) -> str:
+    """The line of a session's end: its ``session_ended``, or a liveness verdict."""
+    return f"ended: {reason}{f', score {score:.4f}' if score is not None else ', no score'} ({detail})"
+
+
+class Progress(Summary):
+    """What the progress line and the final line say about one session, from its own events."""
+
+    @property
+    def reason(self) -> str | None:
+        """Why the session ended (None while it runs): its ``session_ended``, or a liveness verdict."""
+        return self.end_reason
+
+
+class _StoreCopy:
+    """Ingests the home into SQLite beside the following; gives up, saying so once, if it cannot."""
+
+    def __init__(self, home: Path, say):
+        self.say = say
+        self.store: Store | None = None
+        self.ingester: Ingester | None = None
+        try:
+            self.store = Store.open(home)
+            self.ingester = Ingester(home, self.store)
+        except (OnegcError, sqlite3.Error, OSError) as exc:
+            self._give_up(exc)
+
+    def update(self, liveness: bool = False) -> None:
+        """Ingest what is new (and, with ``liveness``, mark sessions whose runner is gone)."""
+        if self.ingester is None:
+            return
+        try:
+            self.ingester.ingest_all()
+            if liveness:
+                self.ingester.check_liveness()
+        except (OnegcError, sqlite3.Error, OSError) as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: Exception) -> None:
+        self.say(f"warning: the store is not updated ({' '.join(str(exc).split())[:200]}); the session goes on, "
+                 "and 'onegc reindex' rebuilds the store from the session folders later")
+        self.close()
+
+    def close(self) -> None:
+        if self.store is not None:
+            try:
+                self.store.close()
+            except sqlite3.Error:
+                pass
+        self.store = self.ingester = None
+
+
+def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> dict[str, Progress]:
+    """Print the sessions' progress until all have ended; returns how each one ended."""
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    paths = {sid: SessionPaths(runs_dir(home) / sid) for sid in session_ids}
+    tails = {sid: JsonlTail(p.events) for sid, p in paths.items()}
+    seen = {sid: Progress() for sid in paths}
+    store = _StoreCopy(home, say)
+    next_progress = time.monotonic() + PROGRESS_EVERY_S
+    next_liveness = time.monotonic() + LIVENESS_EVERY_S
+    try:
+        while True:
+            for sid, tail in tails.items():
+                events, bad = tail.read_events()
+                for b in bad:
+                    say(f"warning: {b}")
+                for e in events:
+                    if e.session_id != sid:
+                        continue  # only its runner writes this file (the reader reports the rest)
+                    seen[sid].see(e)
+                    line = describe(e)
+                    if line:
+                        say(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {line}")
+            now = time.monotonic()
+            store.update(liveness=now >= next_liveness)
+            if all(p.reason is not None for p in seen.values()):
+                return seen
+            if now >= next_liveness:
+                for sid, p in seen.items():
+                    if p.reason is None and tails[sid].at_end and (why := reconcile(paths[sid])):
+                        p.end("harness_error", why)
+                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {ended('harness_error', None, why)}")
+                next_liveness = now + LIVENESS_EVERY_S
+            if now >= next_progress:
+                for sid, p in seen.items():
+                    if p.reason is None:
+                        best = f"{p.best_live:.4f}" if p.best_live is not None else "-"
+                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {p.state}, {clock(p.remaining_s)} left, "
+                            f"{p.n_checkpoints} checkpoints, best {best}")
+                next_progress = now + PROGRESS_EVERY_S
+            time.sleep(POLL_S)
+    finally:
+        store.close()

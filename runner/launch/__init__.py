@@ -1,0 +1,5 @@
+"""Starting sessions and finding their runners again.
+
+The one start path (``onegc run``, ``demo``, the monitor's form, ``study``), spawning, launcher
+records, abort, the local GPU queue, Slurm, reconciliation and studies.
+"""

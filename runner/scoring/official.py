@@ -1,0 +1,145 @@
+"""The official result of a session (paper step 5): selected by validation, judged by the harness.
+
+Every checkpoint has a trusted validation score from the sealed scorer (runner/scoring/scorer.py): its
+live one, else one from its re-evaluation after the session on the session's device (a
+checkpoint whose live scoring failed — a CPU timeout, CUDA-only code — is never dropped). The
+official checkpoint is the best by that score (``val-best``; the paper's "overall best" among
+scored checkpoints, then ``prepare.py --eval``), and its score on the task's scored split is the
+official result. Ranking by a test score would be selection on the held-out split; ranking by
+the agent's self-reported figure would let it choose. The self-reported figure is recorded,
+never used. The best of each 5-minute window of budget time, by the same rule, is re-evaluated
+on the scored split as the session's trajectory (the anytime curves); it does not compete.
+For T1-T3 and T7 the scored split is validation: the rule is the paper's "best scored checkpoint".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+SELECTION = "val-best"  # recorded in the contract
+WINDOW_S = 300.0  # paper step 5: the best of each 5-minute window
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str
+    elapsed_s: float  # budget time at which it appeared
+    val: float | None  # trusted validation score; None while unknown or when scoring failed
+
+
+def _known(c: Candidate) -> bool:
+    return c.val is not None and math.isfinite(c.val)
+
+
+def ranked(cands: list[Candidate], better: Callable[[float, float], bool]) -> list[Candidate]:
+    """Checkpoints with a validation score, best first (ties: the earlier checkpoint)."""
+    out: list[tuple[float, Candidate]] = []
+    for c in sorted((c for c in cands if _known(c)), key=lambda c: c.elapsed_s):
+        val = c.val if c.val is not None else math.nan  # known: never None
+        at = next((i for i, (o, _) in enumerate(out) if better(val, o)), len(out))
+        out.insert(at, (val, c))
+    return [c for _, c in out]
+
+
+def window_best(cands: list[Candidate], better: Callable[[float, float], bool],
+                window_s: float = WINDOW_S) -> list[Candidate]:
+    """The val-best checkpoint of each window of budget time, in window order."""
+    windows: dict[int, list[Candidate]] = {}
+    for c in cands:
+        windows.setdefault(int(c.elapsed_s // window_s), []).append(c)
+    out = []
+    for w in sorted(windows):
+        top = ranked(windows[w], better)
+        if top:
+            out.append(top[0])
+    return out
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A checkpoint's official re-evaluation: its validation score and its scored-split score."""
+
+    val: float | None
+    official: float | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    best: str | None  # the official checkpoint (None: no checkpoint could be scored)
+    evaluations: dict[str, Evaluation]  # every checkpoint re-evaluated, by label
+    trajectory: list[str]  # each window's val-best, in window order
+    vals: dict[str, float | None]  # the final validation score of every checkpoint
+
+
+def select(cands: list[Candidate], better: Callable[[float, float], bool], evaluate: Callable[[str], Evaluation],
+           max_fallback: int = 10, window_s: float = WINDOW_S) -> Selection:
+    """Paper step 5 by trusted validation scores, re-evaluating through ``evaluate(label)``.
+
+    1. Every checkpoint without a validation score (its live scoring failed or never ran) is
+       re-evaluated: none is dropped for a live failure.
+    2. The val-best and each window's val-best are re-evaluated on the scored split. A
+       re-evaluation's validation score replaces the live one (the official device has the last
+       word), which may reorder the ranking: repeated until every one wanted is evaluated.
+    3. The official checkpoint is the val-best whose re-evaluation gave a score; when it failed,
+       the next by validation (at most ``max_fallback`` more evaluations)."""
+    vals = {c.label: c.val for c in cands}
+    elapsed = {c.label: c.elapsed_s for c in cands}
+    done: dict[str, Evaluation] = {}
+
+    def current() -> list[Candidate]:
+        return [Candidate(label, elapsed[label], vals[label]) for label in vals]
+
+    def run(label: str) -> None:
+        result = evaluate(label)
+        done[label] = result
+        if result.val is not None:
+            vals[label] = result.val
+
+    for label in [label for label, v in vals.items() if v is None]:
+        run(label)
+    while True:
+        cs = current()
+        wanted = [c.label for c in ranked(cs, better)[:1] + window_best(cs, better, window_s) if c.label not in done]
+        if not wanted:
+            break
+        for label in dict.fromkeys(wanted):
+            run(label)
+    best = None
+    extra = 0
+    for c in ranked(current(), better):
+        if c.label not in done:
+            if extra >= max_fallback:
+                break
+            extra += 1
+            run(c.label)
+        if done[c.label].official is not None:
+            best = c.label
+            break
+    trajectory = [c.label for c in window_best(current(), better, window_s) if c.label in done]
+    return Selection(best, done, trajectory, vals)
+
+
+@dataclass(frozen=True)
+class LiveChoice:
+    """The official choice made from the live scores alone."""
+
+    label: str
+    val: float  # its live validation score
+    official: float | None  # that score where the scored split is the selection split, else None
+
+
+def from_live_scores(cands: list[Candidate], better: Callable[[float, float], bool],
+                     scored_is_selection: bool) -> LiveChoice | None:
+    """The official choice where no re-evaluation could give a score because the disk filled up:
+    the val-best by live validation scores (the same rule, without the official device's last
+    word). Its live score is the result only where the scored split is the selection split
+    (T1-T3, T7); elsewhere the checkpoint stands without a score. None without a live score."""
+    top = ranked(cands, better)
+    if not top:
+        return None
+    val = top[0].val
+    assert val is not None  # ranked() keeps only checkpoints with a validation score
+    return LiveChoice(top[0].label, val, val if scored_is_selection else None)

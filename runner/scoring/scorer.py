@@ -1,0 +1,416 @@
+"""Sealed scoring (README "Threat model"): the agent's code never runs beside the metric, and each
+checkpoint is judged alone. tests/integrity/test_sealed_scoring.py tries the attacks S1-S5 its tests
+name (replace the evaluator, print a fake result, poison a later checkpoint, outlive the scorer,
+fake a harness error).
+
+Two sides, two processes:
+
+- the **worker** (:mod:`runner.scoring.worker`) runs in a sandbox of its own: read-only Python,
+  the checkpoint snapshots, the scored split's *inputs* and the pristine task module; no network,
+  no writable storage but a small private tmpfs per checkpoint, no target anywhere. A warm zygote
+  (torch imported once) forks a fresh child per checkpoint, in its own PID namespace, which
+  imports the run script, builds the model and returns predictions on a pipe of its own;
+- the **judge** (:class:`TaskJudge`, in the runner: trusted code only) checks the predictions
+  (shape, dtype, count, finiteness) and computes the metric against the split's targets with the
+  task's own ``judge``.
+
+The inputs are made once per session by the trusted side (``task.inputs(split)``) into the
+session's ``scoring/inputs/`` (hard links where an input is a whole prepared file), outside the
+agent's reach. Integrity flags — the script changed ``prepare``/``onegc_kit``, registered
+``atexit`` handlers, wrote to stdout, started processes, opened files outside its view, used the
+network — come back with each score; they are recorded, not blocking.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from runner.sandbox import bwrap as sandbox
+from tasks import KIT_FILE, TaskSpec
+
+WORKER = Path(__file__).with_name("score_worker.py")
+INSIDE = sandbox.INSIDE / "scorer"
+START_TIMEOUT_S = 120.0  # the zygote imports torch and the task once (seconds on a cold disk)
+ANSWER_MARGIN_S = 30.0  # past the evaluation's own timeout, for the transfer and the fork
+MEMORY_FRACTION = 0.5  # a CPU evaluation may take this share of the machine's memory
+MAX_HEADER_BYTES = 1 << 20
+SELECTION_SPLIT = "val"  # checkpoints are ranked by their trusted score here (runner/scoring/official.py)
+
+
+@dataclass(frozen=True)
+class Score:
+    value: float | None
+    error: str | None
+    eval_s: float | None = None
+    flags: tuple[str, ...] = ()
+
+
+class TaskJudge:
+    """The task's ``inputs`` and ``judge``, from its pristine ``prepare.py``, in this process."""
+
+    def __init__(self, spec: TaskSpec, data_dir: Path):
+        self.spec = spec
+        self.data_dir = data_dir
+        self.module = load_task_module(spec, data_dir)
+        self.splits = sorted({SELECTION_SPLIT, spec.scored_split})  # what checkpoints are judged on
+        self._lock = threading.Lock()  # live and official scoring may judge at once
+
+    def write_inputs(self, dest: Path) -> None:
+        """Each judged split's inputs as ``dest/<split>/<name>.npy``, once per session."""
+        import numpy as np
+
+        try:
+            if json.loads((dest / ".done").read_text()) == self.splits:
+                return
+        except (OSError, ValueError):
+            pass
+        staging = dest.parent / f".{dest.name}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        for split in self.splits:
+            (staging / split).mkdir(parents=True)
+            for name, arr in self.module.inputs(split).items():
+                target = staging / split / f"{name}.npy"
+                source = _whole_npy_file(arr)
+                if source is not None:
+                    try:
+                        os.link(source, target)
+                        continue
+                    except OSError:
+                        pass  # another filesystem: a copy
+                np.save(target, np.asarray(arr), allow_pickle=False)
+        (staging / ".done").write_text(json.dumps(self.splits))
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(staging, dest)
+
+    def judge(self, predictions, split: str) -> tuple[float, int | None]:
+        kit = sys.modules["onegc_kit"]
+        with self._lock:
+            result = self.module.judge(predictions, split)
+        if not isinstance(result, dict):
+            result = {"value": result}
+        value = float(result["value"])
+        if value != value or value in (float("inf"), float("-inf")):
+            raise kit.KitError(f"the metric is {value}: the model outputs NaN or inf")
+        return value, result.get("n")
+
+
+def load_task_module(spec: TaskSpec, data_dir: Path) -> ModuleType:
+    """Import ``tasks/<id>/prepare.py`` under a name of its own, its data at ``data_dir``."""
+    os.environ["ONEGC_DATA_DIR"] = str(data_dir)  # the kit's data_dir(); the runner serves one task
+    saved = list(sys.path)
+    try:
+        mod_spec = importlib.util.spec_from_file_location(f"onegc_task_{spec.id}", spec.folder / "prepare.py")
+        if mod_spec is None or mod_spec.loader is None:
+            raise ImportError(f"cannot import {spec.folder / 'prepare.py'}")
+        module = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved  # prepare.py puts its folders first; the runner's imports stay its own
+    return module
+
+
+def _whole_npy_file(arr) -> str | None:
+    """The ``.npy`` file ``arr`` maps whole (np.load(..., mmap_mode="r")), if it is one."""
+    import numpy as np
+
+    name = getattr(arr, "filename", None)
+    if not isinstance(arr, np.memmap) or not name or not str(name).endswith(".npy"):
+        return None
+    whole = np.load(name, mmap_mode="r")
+    return str(name) if whole.shape == arr.shape and whole.dtype == arr.dtype and arr.base is not None else None
+
+
+@dataclass
+class WorkerPlan:
+    """Where one session's scorer runs."""
+
+    judge: TaskJudge
+    inputs: Path  # runs/<id>/scoring/inputs
+    snapshots: Path
+    private: Path  # runs/<id>/scoring/<device>
+    home: Path  # $ONEGC_HOME: never shown
+    session_id: str
+    device: str = "cpu"
+    gpu_minors: tuple[int, ...] = ()
+    gpu_uuids: tuple[str | None, ...] = ()
+    timeout_s: float = 600.0
+    threads: int = field(default_factory=lambda: max(1, (os.cpu_count() or 2) // 2))
+
+
+class SealedScorer:
+    """One warm worker per session and device; :meth:`score` is one fresh child per checkpoint."""
+
+    def __init__(self, plan: WorkerPlan):
+        self.plan = plan
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self._buf = bytearray()
+        self.ready = False
+        self._n = 0
+        self.sealed = False
+        self.note: str | None = None  # a degradation worth one warning (no sandbox for the scorer)
+
+    # ------------------------------------------------------------------ the worker
+    def start(self) -> None:
+        """Launch the worker and wait until it is warm."""
+        self.launch()
+        self.await_ready()
+
+    def launch(self) -> None:
+        """Start the worker without waiting for it (it imports torch meanwhile). Call this from
+        the thread that lives longest: the worker's sandbox dies with the thread that made it
+        (bubblewrap's parent-death signal is per thread)."""
+        plan = self.plan
+        plan.private.mkdir(parents=True, exist_ok=True)
+        plan.judge.write_inputs(plan.inputs)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        task_py = INSIDE / "task" / "prepare.py"
+        argv = [sys.executable, "-I", str(INSIDE / "score_worker.py"), "--task", str(task_py), "--inputs",
+                str(INSIDE / "inputs"), "--fd", str(theirs.fileno())]
+        env = self._env()
+        status = sandbox.status()
+        self.sealed = status.ok
+        if status.ok:
+            argv = sandbox.wrap(self._sandbox_plan(), argv, status.bwrap or "bwrap")
+            env = sandbox.sandbox_env(env, self._sandbox_plan(), plan.gpu_uuids)
+            env["HOME"] = "/tmp"
+        else:  # the pristine files, where they are; per-checkpoint namespaces only where root
+            argv = [sys.executable, "-I", str(WORKER), "--task", str(plan.judge.spec.folder / "prepare.py"),
+                    "--inputs", str(plan.inputs), "--fd", str(theirs.fileno())]
+            self.note = f"the scorer runs without its sandbox: {status.detail}"
+        with open(plan.private / "worker.log", "ab") as log:
+            self.proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=log, cwd=plan.inputs,
+                                         preexec_fn=_lower_priority, start_new_session=True)
+        theirs.close()
+        self.sock = ours
+        self._buf = bytearray()
+        self.ready = False
+
+    def await_ready(self) -> None:
+        if self.ready:
+            return
+        try:
+            answer = self._read_header(START_TIMEOUT_S)
+        except (OSError, ValueError):
+            answer = None
+        if not answer or not answer.get("ready"):
+            tail = _tail(self.plan.private / "worker.log")
+            self.close()
+            raise RuntimeError(f"the scorer did not start: {tail or 'no answer'}")
+        self.ready = True
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ONEGC_")}
+        env.update(PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1", TMPDIR="/tmp")
+        if self.plan.device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        weights = self._weights()
+        if weights is not None:
+            env["ONEGC_WEIGHTS_DIR"] = str(INSIDE / "weights" if sandbox.status().ok else weights)
+        return env
+
+    def _seen_as(self, path: Path) -> Path:
+        """A snapshot path as the worker sees it."""
+        return INSIDE / "snapshots" / path.relative_to(self.plan.snapshots) if self.sealed else path
+
+    def _weights(self) -> Path | None:
+        spec = self.plan.judge.spec
+        if not spec.pretrained_weights:
+            return None
+        folder = self.plan.judge.data_dir.parent / "_weights" / spec.id
+        return folder if folder.is_dir() else None
+
+    def _sandbox_plan(self) -> sandbox.SandboxPlan:
+        p = self.plan
+        spec = p.judge.spec
+        weights = self._weights()
+        # everything at fixed places of its own, none under /tmp: each checkpoint gets a fresh /tmp
+        return sandbox.SandboxPlan(
+            workspace=INSIDE / "inputs", agent_home=INSIDE / "inputs", private=p.private / "sandbox", protected=(p.home,),
+            writable=(),
+            mounts=((WORKER, INSIDE / "score_worker.py"), (spec.folder / "prepare.py", INSIDE / "task" / "prepare.py"),
+                    (KIT_FILE, INSIDE / "task" / KIT_FILE.name), (p.inputs, INSIDE / "inputs"),
+                    (p.snapshots, INSIDE / "snapshots"), *([(weights, INSIDE / "weights")] if weights else [])),
+            network=False, inner_root=True, gpu_minors=p.gpu_minors if p.device.startswith("cuda") else (),
+            ids=sandbox.agent_ids(f"{p.session_id}/scorer"), hostname="onegc-scorer")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # ------------------------------------------------------------------ one checkpoint
+    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None) -> dict[str, Score]:
+        """Predictions on each of ``splits`` (default: the selection split) from one fresh child
+        of the worker, each judged here."""
+        splits = splits or [SELECTION_SPLIT]
+        answer, payload, failed = self._predict(ckpt, code, splits)
+        if failed is not None:
+            return {split: failed for split in splits}
+        return self._judge_parts(answer, payload, splits)
+
+    def _predict(self, ckpt: Path, code: Path, splits: list[str]) -> tuple[dict, bytes, Score | None]:
+
+        try:
+            if not self.alive():
+                self.close()
+                self.launch()
+            self.await_ready()
+        except (OSError, RuntimeError) as exc:
+            return {}, b"", Score(None, f"could not start the scorer: {exc}")
+        self._n += 1
+        req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)),
+               "splits": splits, "device": self.plan.device,
+               "timeout_s": self.plan.timeout_s, "threads": self.plan.threads,
+               "cpu_s": self.plan.timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
+        try:
+            self._channel().sendall(json.dumps(req).encode() + b"\n")
+            answer = self._read_header(self.plan.timeout_s + ANSWER_MARGIN_S)
+            payload = self._read_exact(int(answer.get("bytes", 0))) if answer else b""
+        except (OSError, ValueError) as exc:
+            self.close()
+            return {}, b"", Score(None, f"the scorer failed: {exc}")
+        if answer is None:
+            self.close()
+            return {}, b"", Score(None, f"evaluation timed out after {self.plan.timeout_s:.0f} s")
+        if not answer.get("ok"):
+            error = str(answer.get("error") or "unknown error")
+            out = (answer.get("stdout") or "").strip()
+            if out and "printed" not in error:
+                error += f" (the script printed: {out.splitlines()[-1][:160]})"
+            return answer, b"", Score(None, error, answer.get("eval_s"), tuple(answer.get("flags") or ()))
+        return answer, payload, None
+
+    def _judge_parts(self, answer: dict, payload: bytes, splits: list[str]) -> dict[str, Score]:
+        import numpy as np
+
+        kit = sys.modules["onegc_kit"]
+        flags = tuple(answer.get("flags") or ())
+        worker_s = answer.get("eval_s") or 0.0
+        out: dict[str, Score] = {}
+        offset = 0
+        for part in answer.get("parts") or []:
+            blob = payload[offset:offset + int(part["bytes"])]
+            offset += int(part["bytes"])
+            started = time.perf_counter()
+            try:
+                value, _ = self.plan.judge.judge(np.load(io.BytesIO(blob), allow_pickle=False), part["split"])
+                out[part["split"]] = Score(value, None, round(worker_s + time.perf_counter() - started, 3), flags)
+            except kit.KitError as exc:
+                out[part["split"]] = Score(None, str(exc), worker_s, flags)
+            except (ValueError, TypeError) as exc:
+                out[part["split"]] = Score(None, f"predictions unreadable: {exc}", worker_s, flags)
+        for split in splits:
+            out.setdefault(split, Score(None, f"the scorer sent no predictions for {split}", worker_s, flags))
+        return out
+
+    def _read_header(self, timeout_s: float) -> dict | None:
+        """The next JSON line from the worker; None when none came within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buf:
+            if len(self._buf) > MAX_HEADER_BYTES:
+                raise ValueError("the scorer's answer has no header line")
+            if not self._recv(deadline):
+                return None
+        line, _, rest = bytes(self._buf).partition(b"\n")
+        self._buf = bytearray(rest)
+        return json.loads(line)
+
+    def _read_exact(self, n: int, timeout_s: float = ANSWER_MARGIN_S) -> bytes:
+        deadline = time.monotonic() + timeout_s
+        while len(self._buf) < n:
+            if not self._recv(deadline):
+                raise OSError("the scorer's answer was cut short")
+        data = bytes(self._buf[:n])
+        del self._buf[:n]
+        return data
+
+    def _channel(self) -> socket.socket:
+        if self.sock is None:
+            raise OSError("the scorer is not running")
+        return self.sock
+
+    def _recv(self, deadline: float) -> bool:
+        """One read into the buffer; False once the deadline passed with nothing read."""
+        sock = self._channel()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            sock.settimeout(min(left, 1.0))
+            try:
+                chunk = sock.recv(1 << 20)
+            except TimeoutError:
+                if not self.alive():
+                    raise OSError("the scorer exited") from None
+                continue
+            if not chunk:
+                raise OSError("the scorer exited")
+            self._buf += chunk
+            return True
+
+    def kill(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.kill()  # bubblewrap's --die-with-parent takes the worker and its children
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            self.proc = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+            self._buf = bytearray()
+
+
+# A self-reported score this much better than the harness's (relative, plus a floor for metrics
+# near zero) is flagged: an honest run reports its own validation figure, which is close.
+CLAIM_RELATIVE = 0.10
+CLAIM_ABSOLUTE = 0.02
+
+
+def self_report_flag(spec: TaskSpec, reported: float | None, value: float | None) -> str | None:
+    """A flag when the agent's own score is far better than the harness's (the two may be of
+    different splits on T4-T6, where the harness scores test: a large gap is still worth a look)."""
+    if reported is None or value is None or reported != reported:
+        return None
+    if spec.better(reported, value) and abs(reported - value) > CLAIM_RELATIVE * abs(value) + CLAIM_ABSOLUTE:
+        return f"self-reported {reported:.4g} is far better than the harness's {value:.4g}"
+    return None
+
+
+def _lower_priority() -> None:
+    os.nice(5)  # live scoring must not slow the training the budget is paying for
+
+
+def _memory_cap(device: str) -> int | None:
+    """RLIMIT_AS for a CPU evaluation; none on CUDA (its driver reserves terabytes of address space)."""
+    if device != "cpu":
+        return None
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return None
+    return int(total * MEMORY_FRACTION)
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""

@@ -1,0 +1,27 @@
+"""The defaults and limits of a session that every part reads without loading pydantic: the grace,
+the stall window, the network policies, the id pattern and the agents that call a model API."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from typing import Literal
+
+GRACE_S = 30.0  # paper §3.3: 30 s between the stop request and SIGKILL
+STALL_S = 300.0  # a stall warning after 5 min without a model response while no tool runs (runner/session/stall.py)
+NetworkPolicy = Literal["open", "api-only", "none"]
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+REAL_AGENTS = ("claude-code", "codex", "opencode")
+
+
+def default_network(agent: str) -> NetworkPolicy:
+    """Real agent CLIs reach their model API and nothing else; the offline agents need no network."""
+    return "api-only" if agent in REAL_AGENTS else "open"
+
+
+def new_session_id(task_short: str, agent: str, repeat: int = 1) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{task_short}-{agent}-r{repeat}-{secrets.token_hex(2)}"

@@ -1,0 +1,195 @@
+"""The event wire format: one JSON object per line of ``events.jsonl``.
+
+Every event has ``v`` (schema version), ``session_id``, ``seq`` (1, 2, 3… per session, no gaps)
+and ``ts`` (epoch seconds). :data:`Event` is a pydantic union discriminated on ``type``;
+:func:`parse_event` validates one line (Rust-side JSON parsing: faster than ``json.loads``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from runner.wire.end_reasons import EndReason
+
+SCHEMA_VERSION = 1
+TEXT_LIMIT = 4000  # characters of transcript text kept in an event; the raw line stays on disk
+
+Role = Literal["assistant", "user", "tool", "system"]
+# "progress": a running tool's heartbeat; the store keeps one row per tool call, updated in place
+Kind = Literal["text", "thinking", "tool_call", "tool_result", "progress", "usage", "result", "error", "raw"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    v: int = SCHEMA_VERSION
+    session_id: str
+    seq: int
+    ts: float
+
+
+class SessionStarted(_Event):
+    type: Literal["session_started"] = "session_started"
+    task: str
+    agent: str
+    model: str | None = None
+    repeat: int = 1
+    study: str | None = None
+    budget_s: float
+    grace_s: float
+    contract: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentStarted(_Event):
+    type: Literal["agent_started"] = "agent_started"
+    pid: int
+    argv: list[str]
+    containment: str
+    version: str | None = None
+
+
+class TranscriptFields(BaseModel):
+    """One normalised step of an agent's transcript (shared by adapters and the event)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Role
+    kind: Kind
+    text: str = ""
+    tool: str | None = None
+    call_id: str | None = None
+    exit_code: int | None = None
+    tokens_in: int | None = None  # every prompt token, cached and cache-written ones included
+    tokens_out: int | None = None
+    cache_read: int | None = None  # the part of tokens_in read from the provider's prompt cache
+    cache_write: int | None = None  # the part of tokens_in written to it (Anthropic reports these)
+    cost_usd: float | None = None
+
+
+class TranscriptEvent(_Event, TranscriptFields):
+    type: Literal["transcript"] = "transcript"
+    raw_line: int | None = None
+
+
+class GpuSample(_Event):
+    type: Literal["gpu"] = "gpu"
+    index: int
+    util_pct: float
+    mem_used_mb: float
+    mem_total_mb: float
+    power_w: float | None = None
+    temp_c: float | None = None
+
+
+class Heartbeat(_Event):
+    type: Literal["heartbeat"] = "heartbeat"
+    remaining_s: float
+    active_s: float
+    procs: int = 0
+
+
+class BudgetEvent(_Event):
+    type: Literal["budget"] = "budget"
+    state: Literal["running", "paused", "resumed", "expired"]
+    remaining_s: float
+    deadline: float  # epoch seconds at which the budget runs out if nothing pauses it
+
+
+class ProcessEvent(_Event):
+    type: Literal["process"] = "process"
+    action: Literal["started", "ended"]
+    pid: int
+    script: str
+    cmdline: str
+    returncode: int | None = None
+    training: bool = True  # a python script the agent launched (the paper's "scripts launched")
+
+
+class CheckpointFound(_Event):
+    type: Literal["checkpoint_found"] = "checkpoint_found"
+    name: str
+    path: str
+    snapshot: str
+    script: str | None = None
+    self_reported: float | None = None
+    budget_elapsed_s: float
+
+
+class CheckpointScored(_Event):
+    type: Literal["checkpoint_scored"] = "checkpoint_scored"
+    name: str
+    value: float | None = None
+    error: str | None = None
+    metric: str
+    split: str
+    eval_s: float | None = None
+    budget_elapsed_s: float
+    official: bool = False  # re-evaluated for result.json after the session
+    flags: list[str] = Field(default_factory=list)  # integrity flags: what the script did beyond predicting
+    val: float | None = None  # an official re-evaluation on a split other than val: its trusted val score too
+
+
+class ControlEvent(_Event):
+    type: Literal["control"] = "control"
+    action: Literal["pause", "resume", "abort"]
+    request_id: str
+    accepted: bool
+    detail: str = ""
+
+
+class Warning_(_Event):
+    type: Literal["warning"] = "warning"
+    code: str
+    message: str
+    count: int = Field(default=1, ge=1)  # how many warnings of this cause it stands for (runner/wire/coalesce.py)
+
+
+class SessionEnded(_Event):
+    type: Literal["session_ended"] = "session_ended"
+    reason: EndReason
+    detail: str = ""
+    active_s: float
+    wall_s: float
+    paused_s: float
+    score: float | None = None
+    best_checkpoint: str | None = None
+
+
+# Written out (not built from a tuple) so that a type checker sees every member; a new event
+# class goes here, and tests/runner/test_events.py fails until it does.
+Event: TypeAlias = Annotated[
+    SessionStarted
+    | AgentStarted
+    | TranscriptEvent
+    | GpuSample
+    | Heartbeat
+    | BudgetEvent
+    | ProcessEvent
+    | CheckpointFound
+    | CheckpointScored
+    | ControlEvent
+    | Warning_
+    | SessionEnded,
+    Field(discriminator="type"),
+]
+EVENT_CLASSES: tuple[type[_Event], ...] = get_args(get_args(Event)[0])
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_TYPES: dict[str, type[_Event]] = {cls.model_fields["type"].default: cls for cls in EVENT_CLASSES}
+
+
+
+def parse_event(line: str | bytes) -> Event:
+    """Validate one JSONL line into its event class (raises ``pydantic.ValidationError``)."""
+    return EVENT_ADAPTER.validate_json(line)
+
+
+def dump_event(event: _Event) -> str:
+    """One line of JSON, without the trailing newline; ``None`` fields are left out."""
+    return event.model_dump_json(exclude_none=True)
+
+
+def clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Bound transcript text; the full text stays in ``agent.stdout.jsonl``."""
+    return text if len(text) <= limit else text[: limit - 15] + f"… [+{len(text) - limit + 15} chars]"
