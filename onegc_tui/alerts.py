@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from onegc_tui.analysis import BUSY_UTIL_PCT
 from onegc_tui.countdown import Countdown
@@ -20,18 +21,19 @@ from tasks import Direction, better
 
 STALL_S = 10 * 60.0  # a session is "stalled" after this long with no transcript, busy GPU or training process
 LOW_BUDGET_FRACTION = 0.10  # warn once when this share of the budget is left
+Severity = Literal["information", "warning", "error"]
 
 
 @dataclass(frozen=True)
 class Alert:
     session_id: str
     message: str
-    severity: str = "information"  # information, warning, error (app.notify's severities)
+    severity: Severity = "information"  # app.notify's severities
     kind: str = "note"  # new_best, score_failed, network_blocked, ended, failed, low_budget, stalled, …
 
 
 COALESCE_S = 5.0  # at most one notification of a kind this often: a study's 20 new bests are one toast
-SEVERITY_ORDER = ("information", "warning", "error")
+SEVERITY_ORDER: tuple[Severity, ...] = ("information", "warning", "error")
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class Note:
     """One notification to show: a kind's alerts merged, the selected session's first."""
 
     message: str
-    severity: str
+    severity: Severity
     kind: str
     sessions: tuple[str, ...]
 

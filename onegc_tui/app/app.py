@@ -31,22 +31,23 @@ from textual.widgets import DataTable, Input, Static
 
 from onegc_tui import monitor_data as queries
 from onegc_tui.alerts import Alert, Alerts, Coalescer, Note
-from onegc_tui.app.confirm import ConfirmScreen
-from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.gcpace import FullCollections, settle
-from onegc_tui.app.header import CLOCK_FORMAT, BeatClock, MonitorHeader
-from onegc_tui.app.help import HelpScreen, key_sections, pane_name
-from onegc_tui.app.history import ALL, HistoryScreen, HistoryViews
-from onegc_tui.app.panes import BudgetPane, CheckpointsPane, GpuPane
-from onegc_tui.app.scrolling import SteadyScreen
-from onegc_tui.app.sessions import SessionsTable
-from onegc_tui.app.transcript import TranscriptLog, TranscriptPane
+from onegc_tui.app.host import store_of
+from onegc_tui.app.screens.confirm import ConfirmScreen
+from onegc_tui.app.screens.help import HelpScreen, key_sections, pane_name
+from onegc_tui.app.screens.history import ALL, HistoryScreen, HistoryViews
+from onegc_tui.app.screens.scrolling import SteadyScreen
+from onegc_tui.app.widgets.footer import KeyFooter
+from onegc_tui.app.widgets.header import CLOCK_FORMAT, BeatClock, MonitorHeader
+from onegc_tui.app.widgets.panes import BudgetPane, CheckpointsPane, GpuPane
+from onegc_tui.app.widgets.sessions import SessionsTable
+from onegc_tui.app.widgets.transcript import TranscriptLog, TranscriptPane
 from onegc_tui.format import count
 from onegc_tui.sessions_view import FILTER_HELP, sort_arrow, sort_key
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from onegc_tui.store.live import LiveIngest
-from runner.wire.control import request
+from runner.wire.control import Action, request
 from runner.wire.events import Event
 from runner.wire.paths import SessionPaths
 from tasks import direction_of
@@ -316,7 +317,7 @@ class MonitorApp(App):
 
     def _first_sight(self, sid: str, row: dict) -> None:
         if row["state"] in ("running", "paused"):
-            last, alive = queries.activity(self.store, sid)
+            last, alive = queries.activity(store_of(self), sid)
             self.alerts.seed(sid, last, alive)
         self.alerts.states[sid] = row["state"]
 
@@ -382,7 +383,7 @@ class MonitorApp(App):
             return
         if table.coordinate_to_cell_key(table.cursor_coordinate).row_key != event.row_key:
             return  # posted before a re-sort moved the rows: the cursor is on another session now
-        if event.row_key.value != self.selected:
+        if event.row_key.value is not None and event.row_key.value != self.selected:
             self._auto_pick = False  # the user moved: their choice stands
             self.select(event.row_key.value)
 
@@ -457,25 +458,24 @@ class MonitorApp(App):
         return SessionPaths(Path(self.rows[self.selected]["folder"]))
 
     def action_toggle_pause(self) -> None:
-        paths = self._selected_paths()
-        if paths is None:
+        paths, sid = self._selected_paths(), self.selected
+        if paths is None or sid is None:
             return
-        state = self.rows[self.selected]["state"]
+        state = self.rows[sid]["state"]
         if state not in ("running", "paused"):
-            self.notify(f"{self.selected} is {state}: nothing to pause", severity="warning")
+            self.notify(f"{sid} is {state}: nothing to pause", severity="warning")
             return
-        action = "resume" if state == "paused" else "pause"
+        action: Action = "resume" if state == "paused" else "pause"
         request(paths, action, source="monitor")
-        self.notify(f"{action} requested for {self.selected}")
+        self.notify(f"{action} requested for {sid}")
 
     def action_abort(self) -> None:
-        paths = self._selected_paths()
-        if paths is None:
+        paths, sid = self._selected_paths(), self.selected
+        if paths is None or sid is None:
             return
-        if self.rows[self.selected]["state"] in ("ended", "failed", "queued"):
-            self.notify(f"{self.selected} is not running", severity="warning")
+        if self.rows[sid]["state"] in ("ended", "failed", "queued"):
+            self.notify(f"{sid} is not running", severity="warning")
             return
-        sid = self.selected
 
         def confirmed(yes: bool | None) -> None:
             if yes:
@@ -489,19 +489,19 @@ class MonitorApp(App):
         self.query_one(TranscriptPane).follow()
 
     def action_filter(self) -> None:
-        self.query_one(TranscriptPane).cycle_filter(self.store)
+        self.query_one(TranscriptPane).cycle_filter(store_of(self))
 
     def action_search(self) -> None:
         self.query_one(TranscriptPane).open_search()
 
     def on_transcript_log_open(self, msg: TranscriptLog.Open) -> None:
-        from onegc_tui.app.viewer import LineScreen
+        from onegc_tui.app.screens.viewer import LineScreen
 
         self.push_screen(LineScreen(msg.ref, msg.line))
 
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:
-        self.query_one(TranscriptPane).set_search(event.value, self.store)
+        self.query_one(TranscriptPane).set_search(event.value, store_of(self))
         self.table.focus()
 
     # ------------------------------------------------------------------ the sessions filter
@@ -541,7 +541,7 @@ class MonitorApp(App):
             return
         box = self.focused
         if box.id == "search":
-            self.query_one(TranscriptPane).set_search("", self.store)
+            self.query_one(TranscriptPane).set_search("", store_of(self))
         elif box.id == "session-filter":
             box.value = ""
             self._apply_filter("")
@@ -600,13 +600,13 @@ class MonitorApp(App):
         self._show_summary()
 
     def action_detail(self) -> None:
-        from onegc_tui.app.detail import DetailScreen
+        from onegc_tui.app.screens.detail import DetailScreen
 
         if self.selected:
             self.push_screen(DetailScreen(self.selected))
 
     def action_replay(self) -> None:
-        from onegc_tui.app.detail import ReplayScreen
+        from onegc_tui.app.screens.detail import ReplayScreen
 
         if len(self.marked) < 2:
             self.notify("mark 2 to 4 sessions with space, then press r to replay them side by side", severity="warning")
@@ -638,7 +638,7 @@ class MonitorApp(App):
             self.push_screen("history")
 
     def action_new_session(self) -> None:
-        from onegc_tui.app.newsession import NewSessionScreen
+        from onegc_tui.app.screens.newsession import NewSessionScreen
 
         def started(ids: list[str] | None) -> None:
             if ids:

@@ -28,17 +28,18 @@ from textual.strip import Strip
 def row_runs(rows: list[int], top: int, bottom: int) -> Iterable[tuple[int, int]]:
     """Runs ``(start, end)`` of adjacent rows of the sorted ``rows`` within ``top ≤ y < bottom``."""
     i = bisect_left(rows, top)
-    start = end = None
+    start: int | None = None
+    end: int | None = None
     while i < len(rows) and rows[i] < bottom:
         y = rows[i]
         if end is not None and y == end:
             end += 1
         else:
-            if start is not None:
+            if start is not None and end is not None:
                 yield start, end
             start, end = y, y + 1
         i += 1
-    if start is not None:
+    if start is not None and end is not None:
         yield start, end
 
 

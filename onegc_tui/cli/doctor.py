@@ -9,7 +9,7 @@ import sys
 import click
 
 from runner.wire.defaults import REAL_AGENTS
-from runner.wire.paths import data_root, onegc_home
+from runner.wire.paths import data_root, is_prepared, onegc_home
 
 
 def _line(ok: bool | None, text: str) -> None:
@@ -67,6 +67,6 @@ def doctor() -> None:
     _line(n > 0 or None, f"{n} visible through NVML" if n else "none visible: sessions run on the CPU (fine for the demo)")
     click.echo("data:")
     for spec in all_tasks().values():
-        ready = (data_root(home) / spec.id / "manifest.json").is_file()
+        ready = is_prepared(spec.id, data_root(home))
         _line(ready or None, f"{spec.short} {'prepared' if ready else 'not prepared: onegc prepare ' + spec.short}")
     click.echo(f"python: {sys.version.split()[0]} ({sys.executable})")

@@ -18,7 +18,7 @@ import click
 
 from onegc_tui.cli.base import DURATION, OnegcGroup, need_terminal
 from runner.errors import OnegcError
-from runner.wire.paths import SessionPaths, data_root, runs_dir, usable_home
+from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
 if TYPE_CHECKING:
     from tasks import TaskSpec
@@ -62,12 +62,11 @@ def tasks_cmd() -> None:
     from onegc_tui.format import arrow
     from onegc_tui.task_facts import task_facts
     from onegc_tui.text_table import terminal_width, text_table
-    from runner.session.workspace import is_prepared
 
     home = usable_home()
     rows = []
     for spec in task_facts().values():
-        ready = is_prepared(spec.id, home)
+        ready = is_prepared(spec.id, data_root(home))
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
         metric = f"{spec.metric_label} {arrow('higher' if spec.higher_is_better else 'lower')}"
         rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base,

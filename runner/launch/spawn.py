@@ -20,7 +20,7 @@ from runner.wire.paths import SessionPaths, runs_dir
 if TYPE_CHECKING:
     from runner.wire.session_config import SessionConfig
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def create_session(config: SessionConfig, home: Path) -> SessionPaths:

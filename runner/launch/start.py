@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import OnegcError
-from runner.wire.paths import data_root
+from runner.wire.paths import data_root, is_prepared
 
 if TYPE_CHECKING:
     from runner.wire.paths import SessionPaths
@@ -36,8 +36,6 @@ def check_prepared(spec: TaskSpec, home: Path) -> None:
 def ensure_prepared(spec: TaskSpec, home: Path) -> None:
     """The task's data is there; a CPU task (the demo) makes its own data here, offline, when a
     person starts one (a study only checks: its sessions are planned against prepared data)."""
-    from runner.session.workspace import is_prepared
-
     if is_prepared(spec.id, data_root(home)):
         return
     if not spec.cpu_ok:

@@ -40,7 +40,7 @@ from types import ModuleType
 from runner.sandbox import bwrap as sandbox
 from tasks import KIT_FILE, TaskSpec
 
-WORKER = Path(__file__).with_name("score_worker.py")
+WORKER = Path(__file__).with_name("worker.py")
 INSIDE = sandbox.INSIDE / "scorer"
 START_TIMEOUT_S = 120.0  # the zygote imports torch and the task once (seconds on a cold disk)
 ANSWER_MARGIN_S = 30.0  # past the evaluation's own timeout, for the transfer and the fork

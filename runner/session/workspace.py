@@ -1,5 +1,6 @@
 """Builds a session's workspace (paper step 1) and keeps its ``.deadline``; says whether a task's
-data is prepared (the one check: ``onegc run``, ``onegc study``, the runner and ``onegc doctor``).
+data is prepared (:func:`prepared_dir`, on :func:`runner.wire.paths.is_prepared`: the one check, for
+``onegc run``, ``onegc study``, the runner, ``onegc tasks`` and ``onegc doctor``).
 
 Workspace: ``program.md``, read-only ``prepare.py`` and ``onegc_kit.py``, ``train.py``, ``data/``
 (the files the agent may see: a task's private files, the held-out labels, never enter),
@@ -16,19 +17,14 @@ import stat
 from pathlib import Path
 
 from runner.errors import OnegcError
+from runner.wire.paths import MANIFEST, is_prepared
 from tasks import KIT_FILE, TaskSpec
 
 READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
-MANIFEST = "manifest.json"
 
 
 class DataNotPrepared(OnegcError, RuntimeError):
     pass
-
-
-def is_prepared(task_id: str, data_root: Path) -> bool:
-    """The task's data is prepared under ``data_root`` (its manifest is written last, atomically)."""
-    return (data_root / task_id / MANIFEST).is_file()
 
 
 def prepared_dir(spec: TaskSpec, data_root: Path) -> Path:

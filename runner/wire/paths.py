@@ -103,3 +103,11 @@ def is_session_folder(folder: Path) -> bool:
     """A session's folder under ``runs`` (an earlier attempt's, ``<id>.attempt-<n>``, is its
     record, not a session)."""
     return ".attempt-" not in folder.name and (folder / "session.json").is_file()
+
+
+MANIFEST = "manifest.json"  # a prepared task's data folder lists its files here, written last
+
+
+def is_prepared(task_id: str, data_root: Path) -> bool:
+    """The task's data is prepared under ``data_root`` (its manifest is written last, atomically)."""
+    return (data_root / task_id / MANIFEST).is_file()

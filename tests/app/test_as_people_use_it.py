@@ -11,8 +11,8 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from onegc_tui.app import make_app
-from onegc_tui.app.help import HelpScreen
-from onegc_tui.app.transcript import TranscriptLog
+from onegc_tui.app.screens.help import HelpScreen
+from onegc_tui.app.widgets.transcript import TranscriptLog
 from onegc_tui.transcript_view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
 from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
 
@@ -237,7 +237,7 @@ async def test_long_transcript_lines_end_in_an_ellipsis_and_enter_opens_them(tmp
 
     import json
 
-    from onegc_tui.app.viewer import LineScreen
+    from onegc_tui.app.screens.viewer import LineScreen
     from onegc_tui.store import Store
     from onegc_tui.store.ingest import Ingester
 
@@ -353,7 +353,7 @@ async def test_an_ended_sessions_budget_bar_shows_the_share_used(tmp_path):
 
 
 async def test_a_running_sessions_detail_leaves_later_budget_shares_blank(crowd):
-    from onegc_tui.app.detail import DetailScreen
+    from onegc_tui.app.screens.detail import DetailScreen
 
     app = crowd_app(crowd)
     async with app.run_test(size=(160, 44)) as pilot:
@@ -368,7 +368,7 @@ async def test_a_running_sessions_detail_leaves_later_budget_shares_blank(crowd)
 
 
 async def test_raw_logs_open_from_the_detail_screen(tmp_path):
-    from onegc_tui.app.viewer import RawFileScreen
+    from onegc_tui.app.screens.viewer import RawFileScreen
 
     home = build_home(tmp_path / "home")
     (home / "runs" / "a-ended" / "runner.log").write_text("runner started\nscoring run_1_epoch1-1\n")
@@ -407,6 +407,6 @@ async def test_keys_typed_fast_behind_backslash_go_into_the_filter_box(crowd):
         await pilot.pause()
         assert app.query_one("#session-filter").value == "state:failed"
         assert app.table.sort_by == "state"  # the "s" did not sort
-        from onegc_tui.app.confirm import ConfirmScreen
+        from onegc_tui.app.screens.confirm import ConfirmScreen
 
         assert not isinstance(app.screen, ConfirmScreen)  # the 'a' did not ask to abort

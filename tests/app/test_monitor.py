@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import DataTable, Log
 
 from onegc_tui.app import make_app
-from onegc_tui.app.confirm import ConfirmScreen
+from onegc_tui.app.screens.confirm import ConfirmScreen
 from tests.app.fixtures import build_home
 
 SIZE = (160, 44)

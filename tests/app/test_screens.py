@@ -17,7 +17,7 @@ def app_home(tmp_path):
 
 
 async def test_marking_and_replay_side_by_side(app_home):
-    from onegc_tui.app.detail import ReplayScreen
+    from onegc_tui.app.screens.detail import ReplayScreen
 
     app = make_app(app_home, focus="a-ended", live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -46,8 +46,8 @@ async def test_marking_and_replay_side_by_side(app_home):
 
 
 async def test_history_matrix_drill_down_and_detail(app_home):
-    from onegc_tui.app.detail import DetailScreen
-    from onegc_tui.app.history import HistoryScreen, SessionsScreen
+    from onegc_tui.app.screens.detail import DetailScreen
+    from onegc_tui.app.screens.history import HistoryScreen, SessionsScreen
 
     app = make_app(app_home, live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -88,7 +88,7 @@ async def test_history_matrix_drill_down_and_detail(app_home):
 
 
 async def test_detail_cursor_walks_the_transcript(app_home):
-    from onegc_tui.app.detail import DetailScreen
+    from onegc_tui.app.screens.detail import DetailScreen
 
     app = make_app(app_home, focus="a-ended", live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -109,7 +109,7 @@ async def test_detail_cursor_walks_the_transcript(app_home):
 async def test_new_session_form_shows_the_error_in_one_line(app_home):
     from textual.widgets import Select
 
-    from onegc_tui.app.newsession import NewSessionScreen
+    from onegc_tui.app.screens.newsession import NewSessionScreen
 
     app = make_app(app_home, live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from onegc_tui.app.sessions import RELAYOUT_S, SessionsTable
+from onegc_tui.app.widgets.sessions import RELAYOUT_S, SessionsTable
 
 NOW = 1_800_000_000.0
 WIDTH = 150

@@ -1,6 +1,6 @@
 """The GPU pane's utilisation bars: a fixed 0-100 % scale, one column per sample up to the width."""
 
-from onegc_tui.app.spark import EIGHTHS, bar_heights, bar_rows
+from onegc_tui.app.widgets.spark import EIGHTHS, bar_heights, bar_rows
 
 
 def test_the_scale_is_fixed_so_a_busy_gpu_looks_busy():

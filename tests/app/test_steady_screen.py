@@ -10,7 +10,7 @@ from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Static
 
-from onegc_tui.app.scrolling import SteadyScreen
+from onegc_tui.app.screens.scrolling import SteadyScreen
 
 
 class Probe(App):

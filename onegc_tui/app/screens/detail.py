@@ -13,21 +13,23 @@ Timelines are read in a worker (its own SQLite connection) and handed over by me
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Log, Static
 
 from onegc_tui import monitor_data as queries
 from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
-from onegc_tui.app.footer import KeyFooter
-from onegc_tui.app.header import MonitorHeader
-from onegc_tui.app.plot import GUTTER, Plot, Series
-from onegc_tui.app.scrolling import SteadyScreen
+from onegc_tui.app.host import host
+from onegc_tui.app.screens.scrolling import SteadyScreen
+from onegc_tui.app.widgets.footer import KeyFooter
+from onegc_tui.app.widgets.header import MonitorHeader
+from onegc_tui.app.widgets.plot import GUTTER, Plot, Series
 from onegc_tui.format import arrow, clock, fmt_score, short_task
 from onegc_tui.plot import best_so_far, level_strip
 from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
@@ -41,7 +43,7 @@ DETAIL_LINES = 2_000  # transcript lines up to the cursor in the detail view (SQ
 IDLE_LABELS = {"paused": "paused", "model_thinking": "model thinking", "tool_running": "tool running",
                "no_training_process": "no training process", UNATTRIBUTED: "other"}
 
-CURSOR_BINDINGS = [
+CURSOR_BINDINGS: list[BindingType] = [
     Binding("left", "move(-1)", "◀ cursor"),
     Binding("right", "move(1)", "cursor ▶"),
     Binding("shift+left", "move(-10)", "◀◀", show=False),
@@ -122,7 +124,7 @@ def analytics_text(t: Timeline) -> Text:
 class CursorScreen(SteadyScreen):
     """A screen with a budget-time cursor over one or more timelines."""
 
-    BINDINGS = CURSOR_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = CURSOR_BINDINGS
 
     def __init__(self, ids: list[str]):
         super().__init__()
@@ -149,9 +151,9 @@ class CursorScreen(SteadyScreen):
 
     @work(thread=True, exit_on_error=False, exclusive=True)
     def load(self) -> None:
-        store = Store.open(self.app.home)
+        store = Store.open(host(self).home)
         try:
-            now = self.app.now()
+            now = host(self).now()
             out = [t for sid in self.ids if (t := queries.timeline(store, sid, self.analytics, now)) is not None]
         finally:
             store.close()
@@ -172,6 +174,14 @@ class CursorScreen(SteadyScreen):
         self.at_end = self.cursor >= self.end
         self.move()
 
+    def draw(self) -> None:
+        """Draw the timelines and the cursor (each screen its own)."""
+        raise NotImplementedError
+
+    def move(self) -> None:
+        """Move the cursor; by default, draw again."""
+        self.draw()
+
     def action_jump(self, where: int) -> None:
         self.cursor = self.end if where else 0.0
         self.at_end = bool(where)
@@ -179,7 +189,7 @@ class CursorScreen(SteadyScreen):
 
 
 class DetailScreen(CursorScreen):
-    BINDINGS = [Binding("l", "raw_files", "Raw logs")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("l", "raw_files", "Raw logs")]
     help_name = "Session detail"
 
     def __init__(self, sid: str):
@@ -187,16 +197,17 @@ class DetailScreen(CursorScreen):
 
     def action_raw_files(self) -> None:
         """agent.stdout.jsonl, agent.stderr.log, runner.log and events.jsonl of this session."""
-        from onegc_tui.app.viewer import RawFileScreen
+        from onegc_tui.app.screens.viewer import RawFileScreen
 
-        row = self.app.store.session(self.ids[0]) if self.app.store else None
+        store = host(self).store
+        row = store.session(self.ids[0]) if store else None
         if row is None:
             self.notify(f"no session {self.ids[0]} in the store", severity="warning")
             return
         self.app.push_screen(RawFileScreen(Path(row["folder"])))
 
     def compose(self) -> ComposeResult:
-        yield MonitorHeader(show_clock=self.app.show_clock)
+        yield MonitorHeader(show_clock=host(self).show_clock)
         with Horizontal(id="detail-top"):
             with Vertical(id="detail-plots"):
                 yield Static("Scores against budget time (dots: each checkpoint, line: best so far)", classes="pane-title")
@@ -253,7 +264,7 @@ class ReplayScreen(CursorScreen):
     analytics = False
 
     def compose(self) -> ComposeResult:
-        yield MonitorHeader(show_clock=self.app.show_clock)
+        yield MonitorHeader(show_clock=host(self).show_clock)
         yield Static("Replay: sessions aligned by budget time · ←/→ move the cursor (shift: 10 %) · Home/End",
                      id="replay-summary")
         with Horizontal(id="replay"):

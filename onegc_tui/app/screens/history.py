@@ -33,14 +33,16 @@ from onegc_tui.analysis import (
     split_demo,
     task_sort_key,
 )
-from onegc_tui.app.footer import KeyFooter
-from onegc_tui.app.header import MonitorHeader
-from onegc_tui.app.plot import Plot, Series
-from onegc_tui.app.scrolling import SteadyScreen
+from onegc_tui.app.host import host, store_of
+from onegc_tui.app.screens.scrolling import SteadyScreen
+from onegc_tui.app.widgets.footer import KeyFooter
+from onegc_tui.app.widgets.header import MonitorHeader
+from onegc_tui.app.widgets.plot import Plot, Series
 from onegc_tui.export import DEMO_TITLE, cell_text, render_history
 from onegc_tui.format import arrow, clock, count, fmt_score
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
+from tasks import Direction
 
 ALL = None  # the study filter value meaning "every session"
 SEP = "\x1f"  # row keys: study SEP row label
@@ -140,7 +142,7 @@ class HistoryScreen(SteadyScreen):
         self.demo_matrix: Matrix | None = None
 
     def compose(self) -> ComposeResult:
-        yield MonitorHeader(show_clock=self.app.show_clock)
+        yield MonitorHeader(show_clock=host(self).show_clock)
         yield Static("loading the matrix…", id="hist-summary")
         yield DataTable(id="matrix", cursor_type="cell", zebra_stripes=True)
         yield Static(DEMO_TITLE, id="demo-title", classes="pane-title")
@@ -154,18 +156,18 @@ class HistoryScreen(SteadyScreen):
 
     def on_mount(self) -> None:
         self.sub_title = "history"
-        if self.app.history.ready(self.study, self.demo):  # prefetched: drawn in the screen's first frame
-            self.on_history_screen_loaded(self.app.history.get(self.study, self.demo))  # (no second layout)
+        if host(self).history.ready(self.study, self.demo):  # prefetched: drawn in the screen's first frame
+            self.on_history_screen_loaded(host(self).history.get(self.study, self.demo))  # (no second layout)
         else:
             self.load()
 
     def on_screen_resume(self) -> None:
-        if self.matrix is not None and not self.app.history.ready(self.study, self.demo):
+        if self.matrix is not None and not host(self).history.ready(self.study, self.demo):
             self.load()  # sessions started or ended since it was drawn
 
     @work(thread=True, exit_on_error=False, exclusive=True)
     def load(self) -> None:
-        self.post_message(self.app.history.get(self.study, self.demo))
+        self.post_message(host(self).history.get(self.study, self.demo))
 
     def on_history_screen_loaded(self, msg: Loaded) -> None:
         self.matrix, self.paper, self.studies, self.demo_shown = msg.matrix, msg.paper, msg.studies, msg.demo
@@ -176,23 +178,27 @@ class HistoryScreen(SteadyScreen):
     @property
     def _tables(self) -> dict[str, list[Matrix]]:
         """Each table and the matrices in it: the paper's tasks beside the paper; the demo alone."""
-        return {"matrix": [self.matrix, self.paper], "demo-matrix": [self.demo_matrix]}
+        return {"matrix": [m for m in (self.matrix, self.paper) if m is not None],
+                "demo-matrix": [m for m in (self.demo_matrix,) if m is not None]}
 
     def draw(self) -> None:
-        has_demo = bool(self.demo_matrix and self.demo_matrix.rows)
+        matrix, paper, demo_matrix = self.matrix, self.paper, self.demo_matrix
+        if matrix is None or paper is None:
+            return  # not loaded yet
+        has_demo = bool(demo_matrix and demo_matrix.rows)
         self.query_one("#demo-title").display = self.query_one("#demo-matrix").display = has_demo
-        self._fill(self.query_one("#matrix", DataTable), [self.matrix, self.paper])
-        if has_demo:
-            self._fill(self.query_one("#demo-matrix", DataTable), [self.demo_matrix])
+        self._fill(self.query_one("#matrix", DataTable), [matrix, paper])
+        if demo_matrix is not None and has_demo:
+            self._fill(self.query_one("#demo-matrix", DataTable), [demo_matrix])
         what = "mean ± std over successful repeats (n/N when some failed)" if self.mode == "mean" else "best of N"
         study = self.study or "all sessions"
         demo = " · demo tasks in their own table below" if has_demo else ""
         self.query_one("#hist-summary", Static).update(
             f"[b]{study}[/b]: {count(self.n_sessions, 'session')}{demo} · cells: {what} · bold: best per task · "
             f"Agg: mean relative improvement over the baselines (†: partial) · paper rows: its Table 4/6")
-        if not self.matrix.rows and has_demo and self.focused is not self.query_one("#demo-matrix"):
+        if not matrix.rows and has_demo and self.focused is not self.query_one("#demo-matrix"):
             self.query_one("#demo-matrix").focus()  # nothing of ours beside the paper: start on the demo's cells
-        if not self.matrix.rows:
+        if not matrix.rows:
             self.query_one("#cell-detail", Static).update(
                 "No finished sessions of ours on the paper's tasks for this filter: only the paper's reference rows are shown."
                 + (" The demo task's sessions are in the table below." if has_demo else ""))
@@ -212,10 +218,10 @@ class HistoryScreen(SteadyScreen):
         table.add_column("Agg_max", key="agg_max", width=7)
         best: dict[str, float] = {}
         for c in cols:
-            vals = [cell.mean if self.mode == "mean" else cell.best for _, r in rows
-                    if (cell := r.cell(c.task)) is not None and cell.mean is not None]
-            if vals:
-                best[c.task] = c.best(vals)
+            vals = [v for _, r in rows if (cell := r.cell(c.task)) is not None and cell.mean is not None
+                    and (v := cell.mean if self.mode == "mean" else cell.best) is not None]
+            if (top := c.best(vals)) is not None:
+                best[c.task] = top
         for m, r in rows:
             cells = []
             for c in cols:
@@ -304,9 +310,9 @@ class HistoryScreen(SteadyScreen):
             self.lines, self.band, self.budget = lines, band, budget
 
     @work(thread=True, exit_on_error=False, exclusive=True, group="cell")
-    def _cell_analytics(self, ids: list[str], direction: str, lines: list[str], running: int) -> None:
+    def _cell_analytics(self, ids: list[str], direction: Direction, lines: list[str], running: int) -> None:
         """Anytime curves and GPU time of a cell's sessions: SQLite work, off the drawing thread."""
-        store = Store.open(self.app.home)
+        store = Store.open(host(self).home)
         try:
             busy = queries.gpu_busy_fraction(store, ids)
             points = queries.score_points(store, ids)
@@ -354,7 +360,7 @@ class HistoryScreen(SteadyScreen):
     def action_export(self) -> None:
         if self.matrix is None:
             return
-        out = Path(self.app.home) / "exports"
+        out = Path(host(self).home) / "exports"
         out.mkdir(exist_ok=True)
         name = (self.study or "all").replace("/", "_")
         for fmt, ext in (("md", "md"), ("csv", "csv"), ("latex", "tex"), ("json", "json")):
@@ -397,10 +403,11 @@ class SessionsScreen(SteadyScreen):
 
     def __init__(self, title: str, ids: list[str]):
         super().__init__()
-        self.title_text, self.ids, self.marked = title, ids, []
+        self.title_text, self.ids = title, ids
+        self.marked: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield MonitorHeader(show_clock=self.app.show_clock)
+        yield MonitorHeader(show_clock=host(self).show_clock)
         yield Static(f"{self.title_text}: {count(len(self.ids), 'session')} · Enter opens one · space marks · r replays",
                      id="drill-summary")
         yield DataTable(id="drill", cursor_type="row", zebra_stripes=True)
@@ -411,7 +418,7 @@ class SessionsScreen(SteadyScreen):
         table = self.query_one(DataTable)
         for key, label, width in self.COLUMNS:
             table.add_column(label, key=key, width=width)
-        rows = store_queries.sessions_by_id(self.app.store, self.ids)
+        rows = store_queries.sessions_by_id(store_of(self), self.ids)
         for sid in self.ids:
             r = rows.get(sid)
             if r is None:
@@ -429,7 +436,7 @@ class SessionsScreen(SteadyScreen):
         return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
 
     def action_detail(self) -> None:
-        from onegc_tui.app.detail import DetailScreen
+        from onegc_tui.app.screens.detail import DetailScreen
 
         if sid := self._current():
             self.app.push_screen(DetailScreen(sid))
@@ -448,7 +455,7 @@ class SessionsScreen(SteadyScreen):
         self.query_one(DataTable).update_cell(sid, "mark", "◆" if sid in self.marked else "")
 
     def action_replay(self) -> None:
-        from onegc_tui.app.detail import ReplayScreen
+        from onegc_tui.app.screens.detail import ReplayScreen
 
         ids = self.marked or self.ids[:4]
         if len(ids) < 2:

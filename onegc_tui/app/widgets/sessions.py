@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -107,7 +108,7 @@ class SessionsTable(DataTable):
             self._relayout_timer.stop()
         self._relayout_timer = self.set_timer(RELAYOUT_S, lambda: self.relayout(self.size.width))
 
-    _relayout_timer = None
+    _relayout_timer: Timer | None = None
 
     def relayout(self, width: int, more_ids: Iterable[str] = ()) -> bool:
         """Fit the columns to ``width`` (and the ids of rows about to come); rebuild the table if
@@ -123,7 +124,8 @@ class SessionsTable(DataTable):
     def rebuild(self) -> None:
         """Columns and rows anew (a new layout or filter); the cursor stays on its session."""
         keep = self.current()
-        self._tones or self._resolve_tones()
+        if not self._tones:
+            self._resolve_tones()
         self.clear(columns=True)
         for col, width in self.fitted:
             self.add_column(self._label(col), key=col.key, width=width)
@@ -261,7 +263,7 @@ class SessionsTable(DataTable):
     def set_sort(self, by: str, reverse: bool) -> None:
         self.sort_by, self.sort_reverse = by, reverse
         for col, _ in self.fitted:
-            self.columns[col.key].label = self._label(col)
+            self.columns[ColumnKey(col.key)].label = self._label(col)
         self._update_count += 1  # Textual caches rendered cells (headers too) per update count
         self.refresh()
         self.resort()

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
-from onegc_tui.app.scrolling import GrowsInPlace
+from onegc_tui.app.screens.scrolling import GrowsInPlace
 from onegc_tui.monitor_data import pane_entries
 from onegc_tui.sessions_view import ELLIPSIS
 from onegc_tui.store import Store
@@ -40,7 +40,7 @@ class TranscriptLog(GrowsInPlace, Log):
     """A Log of one line per event that never scrolls sideways (a cut line ends in ``…``), with a
     line cursor while it has the keyboard. It stops following new lines when the user moves up
     or scrolls back, and follows again at the end (``End`` or ``f``). New lines repaint it, not the
-    screen (:class:`~onegc_tui.app.scrolling.GrowsInPlace`)."""
+    screen (:class:`~onegc_tui.app.screens.scrolling.GrowsInPlace`)."""
 
     help_name = "Transcript"
     BINDINGS = [
@@ -88,7 +88,7 @@ class TranscriptLog(GrowsInPlace, Log):
         self.refs.clear()
         self.cursor = None
 
-    def _update_size(self, updates: int, lines: list[str]) -> None:
+    def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]  # a no-op: any signature
         """No sideways scrolling: the widest line does not matter (Log measures it on a thread)."""
 
     def render_lines(self, crop: Region) -> list[Strip]:
@@ -235,7 +235,8 @@ class TranscriptPane(Vertical):
     @staticmethod
     def fetch(store: Store, sid: str, mode: str, query_text: str) -> tuple[list[tuple[Ref, str]], list[str]]:
         """The pane's lines (each with its event) and corrupt-line notes (SQLite only: safe on a worker)."""
-        entries = [((sid, seq), line) for seq, line in pane_entries(store, sid, mode, query_text, LOAD_LINES)]
+        entries: list[tuple[Ref, str]] = [((sid, seq), line)
+                                          for seq, line in pane_entries(store, sid, mode, query_text, LOAD_LINES)]
         errors = [] if mode not in ("all", "errors") or search_words(query_text) else [
             f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
         return entries, errors
@@ -257,7 +258,7 @@ class TranscriptPane(Vertical):
         self._title()
 
     def add_events(self, events: list[Event]) -> None:
-        entries = [((e.session_id, e.seq), line) for e in events
+        entries: list[tuple[Ref, str]] = [((e.session_id, e.seq), line) for e in events
                    if event_matches(e, self.mode, self.words) and (line := event_line(e))]
         if entries:
             log = self.log_widget

@@ -10,9 +10,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from onegc_tui.app.plot import Plot, Series
-from onegc_tui.app.scrolling import GrowsInPlace
-from onegc_tui.app.spark import UtilSpark
+from onegc_tui.app.host import host
+from onegc_tui.app.screens.scrolling import GrowsInPlace
+from onegc_tui.app.widgets.plot import Plot, Series
+from onegc_tui.app.widgets.spark import UtilSpark
 from onegc_tui.countdown import Countdown
 from onegc_tui.format import arrow, bar, clock, fmt_score
 from onegc_tui.plot import best_so_far
@@ -85,9 +86,10 @@ class BudgetPane(Vertical):
         """Update a Static only when its text changes (each update costs a repaint), and relayout
         the screen only when it takes another number of lines: a relayout redraws every widget
         (on a key press that moves the selection, it was half of the drawing thread's time)."""
-        shown = getattr(self, "_shown", None)
+        shown: dict[str, str] | None = getattr(self, "_shown", None)
         if shown is None:
-            shown = self._shown = {}
+            shown = {}
+            self._shown = shown
         old = shown.get(selector)
         if old != text:
             shown[selector] = text
@@ -99,7 +101,7 @@ class BudgetPane(Vertical):
 
     def _draw(self) -> None:
         v = self.view
-        now = self.app.now()  # the app's clock: frozen in tests and snapshots
+        now = host(self).now()  # the app's clock: frozen in tests and snapshots
         left = v.remaining_now(now)
         state = v.state
         if state in ("ended", "failed") and v.budget_s:
@@ -246,7 +248,8 @@ class CheckpointsPane(Vertical):
         table = self.query_one(DataTable)
         table.clear()  # a different session: the cursor has nothing to keep
         self.cells.clear()
-        self.values, self.at, self.best, self.notes = {}, {}, None, {}
+        self.values, self.at, self.best = {}, {}, None
+        self.notes: dict[str, str] = {}
         self.official = row.get("best_checkpoint")  # the session's official checkpoint, once it ended
         self.budget_s = row.get("budget_s") or 1.0
         self.direction = direction_of(row.get("task"))

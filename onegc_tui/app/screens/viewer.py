@@ -8,15 +8,17 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
+from onegc_tui.app.host import host
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from runner.wire.paths import SessionPaths
@@ -102,7 +104,7 @@ class LineScreen(ModalScreen[None]):
 
     @work(thread=True, exit_on_error=False)
     def _read(self, sid: str, seq: int) -> None:
-        store = Store.open(self.app.home)
+        store = Store.open(host(self).home)
         try:
             self.post_message(self.Read(*describe_event(store, sid, seq)))
         finally:
@@ -116,8 +118,9 @@ class LineScreen(ModalScreen[None]):
 class RawFileScreen(ModalScreen[None]):
     """A session's raw files, the newest lines; 1–4 switch file, r reloads."""
 
-    BINDINGS = [Binding("escape,q", "dismiss", "Close"), Binding("r", "reload", "Reload")] + [
-        Binding(str(i), f"show({i - 1})", name, show=True) for i, name in enumerate(RAW_FILES, 1)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "dismiss", "Close"), Binding("r", "reload", "Reload"),
+        *(Binding(str(i), f"show({i - 1})", name, show=True) for i, name in enumerate(RAW_FILES, 1))]
     help_name = "Raw files"
 
     class Read(Message):

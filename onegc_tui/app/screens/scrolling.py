@@ -11,7 +11,7 @@ that appears or goes still relayouts (``show_vertical_scrollbar`` is a layout re
 
 from __future__ import annotations
 
-from textual.events import Resize
+from textual.events import Mount, Resize
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.screen import Screen
@@ -41,10 +41,10 @@ class SteadyScreen(Screen):
         super().__init__(name=name, id=id, classes=classes)
         self._compositor = RowsCompositor()
 
-    def _on_mount(self) -> None:
+    def _on_mount(self, event: Mount) -> None:
         self.update_classes(self._size_classes(self.app.size), animate=False)
 
-    def _on_resize(self, event: Resize) -> None:
+    def _on_resize(self, event: Resize) -> None:  # type: ignore[override]  # sync: no await between the size and the layout
         if event.size == self._compositor.size and all(
                 self.has_class(name) == on for name, on in self._size_classes(event.size).items()):
             event.prevent_default()  # Screen._on_resize: the same layout again

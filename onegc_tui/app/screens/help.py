@@ -13,8 +13,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
-from textual.widget import Widget
 from textual.widgets import Static
 
 from onegc_tui.transcript_view import MARK_LEGEND
@@ -25,7 +25,7 @@ STATE_LEGEND = [("running", "running"), ("PAUSED", "paused: the tree is frozen, 
                 ("ended", "ended: completed, budget exhausted or aborted")]
 
 
-def pane_name(widget: Widget | None) -> str:
+def pane_name(widget: DOMNode | None) -> str:
     """What a person calls the focused widget: its own or its closest ancestor's ``help_name``."""
     node = widget
     while node is not None:
@@ -49,7 +49,8 @@ def _useful(node, binding: Binding) -> bool:
 def key_sections(screen) -> list[Section]:
     """The active keys of ``screen`` grouped by who handles them: the focused pane, the screen, the app."""
     app = screen.app
-    focused, groups = screen.focused, {}
+    focused = screen.focused
+    groups: dict[str, list] = {}
     for _, (node, binding, enabled, _tooltip) in screen.active_bindings.items():
         if not enabled or not _useful(node, binding):
             continue  # a key that does nothing here is not worth a line
@@ -110,4 +111,4 @@ class HelpScreen(ModalScreen[None]):
             states.add_row(Text("⚠ id", style="bold yellow"), Text("before a session id: it ran --unsealed, or some of its "
                                                                  "scores carry integrity flags (the detail screen says which)"))
             parts += [Text("Session states", style="bold underline"), states]
-        return Group(*parts)
+        return Group(*parts)  # type: ignore[arg-type]  # Text and Table are renderables: rich types them loosely

@@ -1,0 +1,44 @@
+"""What the screens and widgets use of the app that hosts them, typed: the home, the store, the
+clock, the history's data. A protocol, so that they need not import the app (which imports them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from textual.dom import DOMNode
+
+    from onegc_tui.store import Store
+
+
+class HistoryData(Protocol):
+    """The history screen's data, shared by the app (screens/history.py ``HistoryViews``)."""
+
+    def get(self, study: str | None, demo: bool | None) -> Any: ...
+
+    def ready(self, study: str | None, demo: bool | None) -> bool: ...
+
+    def invalidate(self) -> None: ...
+
+
+class MonitorHost(Protocol):
+    home: Path
+    store: Store | None
+    now: Callable[[], float]
+    show_clock: bool
+    history: HistoryData
+
+
+def host(node: DOMNode) -> MonitorHost:
+    """``node.app``, as the monitor it is (every screen and widget of onegc runs in one)."""
+    return cast("MonitorHost", node.app)
+
+
+def store_of(node: DOMNode) -> Store:
+    """The app's store, open while the app runs (it is opened on mount, closed on unmount)."""
+    store = host(node).store
+    if store is None:
+        raise RuntimeError("the monitor's store is not open")
+    return store
