@@ -123,4 +123,8 @@ def absolute_if_file(arg: str) -> str:
     if arg.startswith("-") or not ("/" in arg or "." in arg):
         return arg
     path = Path(arg)
-    return str(path.absolute()) if not path.is_absolute() and path.is_file() else arg  # keep links: a venv's python
+    try:
+        is_file = not path.is_absolute() and path.is_file()
+    except (OSError, ValueError):  # cannot be a path (ENAMETOOLONG: inline code): passed through untouched
+        return arg
+    return str(path.absolute()) if is_file else arg  # keep links: a venv's python
