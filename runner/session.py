@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from runner import HARNESS_VERSION, agent_env, sandbox, verdicts
+from runner import HARNESS_VERSION, agent_env, code_scan, sandbox, verdicts
 from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
@@ -43,6 +43,7 @@ from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, from_live_scores, select
 from runner.outcome import end_detail, endpoint_problem
 from runner.proctree import ProcessTree, start_tree
+from runner.answer_check import INVALID_ANSWER
 from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
@@ -558,7 +559,7 @@ class Session:
         """The scorer's integrity flags, and one more when the agent's own validation figure is far
         better than the harness's."""
         claim = self_report_flag(self.spec, found.self_reported, val.value)
-        out = list(flags or val.flags)
+        out = list(code_scan.flags(found.snapshot, found.script)) + list(flags or val.flags)  # the code, read from outside
         return out + [claim] if claim else out
 
     def _official_result(self, reason: str, detail: str, live: SealedScorer | None) -> tuple[float | None, str | None]:
@@ -582,8 +583,11 @@ class Session:
             if scorer is None:
                 scorer = live if reuse and live is not None else self._scorer(device)
             found = self.found[label]
-            scores = scorer.score(found.path, found.snapshot, splits)
-            sel, off = scores[SELECTION_SPLIT], scores[scored]
+            try:
+                scores = scorer.score(found.path, found.snapshot, splits)
+                sel, off = scores[SELECTION_SPLIT], scores[scored]
+            except Exception as exc:  # noqa: BLE001 - one checkpoint's failure, never the session's
+                sel = off = Score(None, f"judging failed: {type(exc).__name__}: {str(exc)[:200]}", flags=(INVALID_ANSWER,))
             flags = self._flags(found, sel, off.flags)
             self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=self.spec.metric,
                              split=scored, eval_s=off.eval_s, budget_elapsed_s=elapsed[label], official=True,

@@ -50,11 +50,15 @@ def current(paths: SessionPaths) -> tuple[bool, str | None]:
 
 def integrity_rule(flags: list[str]) -> str | None:
     """Why the official checkpoint's code is disqualified, from its integrity flags, or None:
-    its import replaced part of the evaluation (``prepare.judge``, the kit's checks, …)."""
+    its code replaces part of the evaluation (``prepare.judge``, the kit's checks, …), as the
+    runner read it from the frozen snapshot (runner/code_scan.py). Only trusted evidence decides:
+    a flag the scorer's child reported about itself (``self-reported: …``) is kept in the record
+    but never the ground, since the child's code can switch its recorder off (issue 28)."""
+    from runner.code_scan import FLAG_PREFIX
+
     for flag in flags:
-        module, sep, names = flag.partition(": ")
-        module = module.removeprefix("changed ")
-        if sep and flag.startswith("changed ") and module in EVALUATION:
+        module, sep, names = flag.removeprefix(FLAG_PREFIX).partition(": ")
+        if sep and flag.startswith(FLAG_PREFIX) and module in EVALUATION:
             hit = sorted(EVALUATION[module] & {n.strip() for n in names.split(",")})
             if hit:
                 return f"the official checkpoint's code replaced the evaluation ({module}.{', '.join(hit)})"
