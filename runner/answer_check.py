@@ -13,7 +13,11 @@ the task's ``judge`` checks next (``onegc_kit.check_predictions``): NaN or inf i
 checkpoint's error ("the model outputs NaN or inf").
 
 Any failure here is :class:`InvalidAnswer`: that checkpoint is an error with the reason and the
-trusted flag :data:`INVALID_ANSWER`; the session goes on.
+trusted flag :data:`INVALID_ANSWER`; the session goes on. The flag means "the harness got no valid
+answer for this checkpoint": a malformed one, none at all (the child died or hung), or one the
+judge raised on. It is a record, not a verdict: it never disqualifies. A valid answer whose
+predictions the task refuses (a wrong shape or dtype kind, NaN or inf) is that checkpoint's error
+without the flag, as an honest model's can be.
 
 What the child says about itself (its ``flags``: what its audit hook saw) is kept, each one
 labelled :data:`SELF_REPORTED`: the child can switch its recorder off, so these never decide

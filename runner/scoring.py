@@ -298,7 +298,7 @@ class SealedScorer:
         if message is None:
             self.close()
             return None, b"", Score(None, f"evaluation timed out after {self.plan.timeout_s:.0f} s",
-                                    round(time.monotonic() - started, 3), ("timed out",))
+                                    round(time.monotonic() - started, 3), (INVALID_ANSWER, "timed out"))
         waited = round(time.monotonic() - started, 3)  # measured here: the child's eval_s is its own claim
         try:
             header = answer_check.read_header(message, splits, len(payload))
@@ -310,7 +310,10 @@ class SealedScorer:
             out = header.stdout.strip()
             if out and "printed" not in error:
                 error += f" (the script printed: {answer_check.text(out.splitlines()[-1], 160)})"
-            return header, b"", Score(None, error, waited, header.observed + header.self_reported)
+            # no answer came (the child died or hung): the worker saw it, and no answer is an invalid one
+            silent = any(o.startswith(("no answer", "timed out")) for o in header.observed)
+            return header, b"", Score(None, error, waited,
+                                      (INVALID_ANSWER,) * silent + header.observed + header.self_reported)
         return header, payload, None
 
     def _judge_parts(self, header: answer_check.Header, payload: bytes, splits: list[str]) -> dict[str, Score]:

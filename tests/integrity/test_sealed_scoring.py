@@ -24,10 +24,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no 
 AGENT = Path(hostile_scoring.__file__)
 
 
-def run_attack(home: Path, sid: str, attack: str, *extra: str):
-    paths = start_session(home, sid, agent="command", budget_s=120,
+def run_attack(home: Path, sid: str, attack: str, *extra: str, budget_s: float = 120, wait_s: float = 200):
+    paths = start_session(home, sid, agent="command", budget_s=budget_s,
                           command=[sys.executable, str(AGENT), attack, str(home / "runs" / sid), *extra])
-    ended = wait_event(paths, "session_ended", timeout=200)
+    ended = wait_event(paths, "session_ended", timeout=wait_s)
     live = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}
     official = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and e["official"]}
     return paths, ended, live, official
@@ -145,7 +145,7 @@ FORGED_INVALID = {  # attack: a part of the error it must give
     "empty_part": "not an .npy", "huge_header": "claims 8796093022208", "no_split": "nothing else",
     "text_size": "not a byte count", "parts_not_list": "not a list", "object_dtype": "object",
     "structured_dtype": "structured", "duplicate_part": "two parts", "extra_part": "not asked for",
-    "second_answer": "more than one answer", "close_pipe": "the evaluation died",
+    "second_answer": "more than one answer", "close_pipe": "the evaluation died (exit 0)",
 }
 
 
@@ -155,19 +155,22 @@ def test_forged_answers_fail_only_their_own_checkpoint_and_the_session_goes_on(h
     in the official phase; NaN predictions are the task's error; a well-formed answer is just
     predictions; the honest checkpoint after them is scored, and the session ends in order."""
     attacks = [*FORGED_INVALID, "nan", "forged_zeros", "hang"]
-    paths, ended, live, official = run_attack(home, "forged", ",".join(attacks))
+    # the hanging one takes the task's eval timeout (60 s) live and again in the official phase
+    paths, ended, live, official = run_attack(home, "forged", ",".join(attacks), budget_s=240, wait_s=420)
     assert ended["reason"] == "completed", ended  # never a harness error a study would retry
     result = json.loads(paths.result.read_text())
-    assert result["checkpoint"] == "honest-1"
+    assert result["checkpoint"] in ("honest-1", "forged_zeros-1") and result["value"] == ended["score"] is not None
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
     for attack, says in FORGED_INVALID.items():
         for phase in (live, official):
             e = phase[f"{attack}-1"]
-            assert e["value"] is None and says in (e["error"] or "") and "invalid_answer" in e["flags"], (attack, e)
+            assert e.get("value") is None and says in e.get("error", "") and "invalid_answer" in e.get("flags", []), (attack, e)
     for phase in (live, official):
-        assert "NaN or inf" in phase["nan-1"]["error"] or "must be" in phase["nan-1"]["error"], phase["nan-1"]
-        assert phase["forged_zeros-1"]["value"] is not None and "invalid_answer" not in phase["forged_zeros-1"]["flags"]
-    assert official["hang-1"]["value"] is None and "timed out" in official["hang-1"]["error"]
-    assert "timed out" in official["hang-1"]["flags"]
+        assert "must be" in phase["nan-1"]["error"] and "invalid_answer" not in phase["nan-1"].get("flags", [])
+        assert phase["forged_zeros-1"].get("value") is not None
+        assert "invalid_answer" not in phase["forged_zeros-1"].get("flags", [])
+    hang = official["hang-1"]
+    assert hang.get("value") is None and "timed out" in hang["error"]
+    assert "timed out" in hang["flags"] and "invalid_answer" in hang["flags"]
     runner_log = (paths.root / "runner.log").read_text() if (paths.root / "runner.log").exists() else ""
     assert "Traceback" not in runner_log, runner_log[-2000:]
