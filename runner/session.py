@@ -30,6 +30,7 @@ from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
 from runner.budget import BudgetClock
+from runner.caps import CapGroup, default_caps
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.coalesce import WarningFolder
 from runner.config import SessionPaths, data_root
@@ -69,6 +70,7 @@ class Session:
                                   on_no_space=self.guard.trip)
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
+        self.caps: CapGroup | None = None  # the agent tree's memory and process caps (runner/caps.py)
         self.stop_reason: tuple[str, str] | None = None  # (reason, detail) once decided
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.found: dict[str, FoundCheckpoint] = {}
@@ -123,6 +125,7 @@ class Session:
             self._end("harness_error", why)
             return 2
         sampler, self.gpu_info, gpu_problem = self._open_gpu()
+        self.caps = CapGroup(self.config.session_id, default_caps(self.config.memory_bytes, self.config.max_processes))
         self._emit_start(self.gpu_info)
         for note in self.net.notes:
             self.events.emit("warning", code="network", message=note)
@@ -176,6 +179,9 @@ class Session:
                 sampler.close()
             if self.tree is not None:
                 self.tree.close()
+            if self.caps is not None:
+                self._check_caps()  # a cap reached in the last moments
+                self.caps.close()
             if self.net is not None:
                 self.net.stop()  # reports counted repeats of blocked attempts before session_ended
             if self.guard.full:
@@ -244,6 +250,7 @@ class Session:
             "agent_version": self.agent_version,
             "model": self.config.model,
             "sealed": self.config.sealed,
+            "caps": self.caps.contract() if self.caps else None,
             "selection": SELECTION,
             "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/agent_env.py)
             **(self.net.contract() if self.net else {"network": self.config.network}),
@@ -316,7 +323,8 @@ class Session:
             env.update(self.net.env())
         stdin = subprocess.PIPE if self.adapter.prompt_on_stdin else subprocess.DEVNULL
         self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, name=self.config.session_id, sandboxed=self.config.sealed)
+                               stderr=subprocess.PIPE, name=self.config.session_id, sandboxed=self.config.sealed,
+                               caps=self.caps)
         if self.adapter.prompt_on_stdin and self.tree.popen.stdin is not None:  # stdin=PIPE gives a stream
             try:
                 self.tree.popen.stdin.write(ctx.prompt.encode())
@@ -393,6 +401,7 @@ class Session:
                 if self.stop_reason is not None:
                     break
                 self._scan_processes()
+                self._check_caps()
                 self._emit_items(self.adapter.poll())  # side files: Codex's token totals, OpenCode's errors
                 self._check_stall()
                 next_scan = now + PROCESS_SCAN_S
@@ -497,8 +506,14 @@ class Session:
         problem = self.net.endpoint_problem() if self.net is not None else None
         if failure and problem is None and (self.net is None or not self.net.confined):
             problem = endpoint_problem(self.endpoints)  # no gate saw the endpoint: probe it
+        capped = self.caps.summary() if self.caps is not None else None
+        detail = f"{detail}; {capped}" if capped else detail  # the caps the agent reached (runner/caps.py)
         return end_detail(reason, detail, failure=failure, notes=self.adapter.notes(), endpoint_problem=problem,
                           endpoints=self.endpoints, stderr=self.stderr_tail)
+
+    def _check_caps(self) -> None:
+        for code, message in self.caps.hits() if self.caps is not None else []:
+            self.events.emit("warning", code=code, message=message)
 
     def _stop_tree(self, grace_s: float) -> None:
         """The agent's graceful signal (SIGINT), SIGTERM to the tree at a third of the grace,
