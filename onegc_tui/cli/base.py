@@ -96,6 +96,25 @@ class Duration(click.ParamType):
 DURATION = Duration()
 
 
+class Size(click.ParamType):
+    """``512M``, ``2G``: bytes (runner/sandbox/caps.py)."""
+
+    name = "size"
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        from runner.sandbox.caps import parse_size
+
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+SIZE = Size()
+
+
 def need_terminal(command: str) -> None:
     """Refuse, in one line, to draw a full-screen UI where there is no terminal to draw on; a
     Textual driver named in ``TEXTUAL_DRIVER`` draws elsewhere (textual-serve's web driver, for

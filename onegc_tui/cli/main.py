@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from onegc_tui.cli.base import DURATION, OnegcGroup, need_terminal
+from onegc_tui.cli.base import DURATION, SIZE, OnegcGroup, need_terminal
 from runner.errors import OnegcError
 from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
@@ -178,8 +178,13 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 @click.option("--unsealed", is_flag=True,
               help="run the agent without its sandbox (it can then read held-out data and rewrite records): "
                    "recorded in the contract, flagged wherever the result is shown")
+@click.option("--memory", "memory_bytes", type=SIZE, default=None,
+              help="memory cap of the agent's processes, e.g. 512M, 16G (default: 80%% of this machine's)")
+@click.option("--max-processes", type=click.IntRange(min=16), default=None,
+              help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, command) -> None:
+def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
+            max_processes, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
     from runner.launch.start import start_sessions
 
@@ -187,7 +192,7 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
     spec = _task(task)
     budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
     sessions = start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
-                               sealed=not unsealed)
+                               sealed=not unsealed, memory_bytes=memory_bytes, max_processes=max_processes)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
     for p in sessions:

@@ -93,7 +93,8 @@ def create_sessions(home: Path, configs: Sequence[SessionConfig]) -> list[Sessio
 
 def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
                    gpus: str | None, command: list[str], pace_s: float, network: str | None = None,
-                   sealed: bool = True) -> list[SessionPaths]:
+                   sealed: bool = True, memory_bytes: int | None = None,
+                   max_processes: int | None = None) -> list[SessionPaths]:
     """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.launch.local import gpu_slots
     from runner.wire.defaults import default_network, new_session_id
@@ -106,7 +107,8 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
     queued = repeats > 1
     configs = [SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
                              repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
-                             pace_s=pace_s, network=network or default_network(agent), sealed=sealed)
+                             pace_s=pace_s, network=network or default_network(agent), sealed=sealed,
+                             memory_bytes=memory_bytes, max_processes=max_processes)
                for k in range(1, repeats + 1)]
     started = create_sessions(home, configs)
     launch_local(home, started, slots, queued=queued)
@@ -137,4 +139,8 @@ def absolute_if_file(arg: str) -> str:
     if arg.startswith("-") or not ("/" in arg or "." in arg):
         return arg
     path = Path(arg)
-    return str(path.absolute()) if not path.is_absolute() and path.is_file() else arg  # keep links: a venv's python
+    try:
+        is_file = not path.is_absolute() and path.is_file()
+    except (OSError, ValueError):  # cannot be a path (ENAMETOOLONG: inline code): passed through untouched
+        return arg
+    return str(path.absolute()) if is_file else arg  # keep links: a venv's python

@@ -44,6 +44,7 @@ from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.launch.records import has_started, read_record, session_ended
 from runner.launch.slurm import SlurmOptions
+from runner.sandbox.caps import parse_size
 from runner.wire.defaults import GRACE_S, NetworkPolicy, default_network
 from runner.wire.paths import SessionPaths, runs_dir
 from runner.wire.session_config import SessionConfig
@@ -151,8 +152,17 @@ class StudySpec(BaseModel):
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
     network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, open for scripted/command
     unsealed: bool = False  # agents without their sandbox: recorded in every contract, flagged in results
+    memory: str | None = None  # each session's memory cap ("512M", "8G"); None: the machine's default (runner/sandbox/caps.py)
+    max_processes: int | None = Field(default=None, ge=16)  # each session's process cap; None: the machine's default
     max_attempts: int = Field(default=MAX_ATTEMPTS, ge=1)
     launcher: LauncherSpec = Field(default_factory=LauncherSpec)
+
+    @field_validator("memory")
+    @classmethod
+    def _valid_memory(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size(value)  # ValueError: the study file's error, in one line
+        return value
 
     @field_validator("name")
     @classmethod
@@ -240,6 +250,10 @@ def plan(study: StudySpec) -> list[Planned]:
                 or spec.budget_minutes
             for agent in study.agents:
                 extra = {"pace_s": agent.pace_s} if agent.pace_s is not None else {}
+                if study.memory is not None:
+                    extra["memory_bytes"] = parse_size(study.memory)
+                if study.max_processes is not None:
+                    extra["max_processes"] = study.max_processes
                 config = SessionConfig(
                     session_id=session_id(study.name, agent.key, short, k), task=spec.id, agent=agent.adapter,
                     model=agent.model, repeat=k, study=study.name, budget_s=minutes * 60,

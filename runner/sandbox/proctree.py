@@ -32,6 +32,8 @@ from pathlib import Path
 
 import psutil
 
+from runner.sandbox.caps import CapGroup
+
 NSINIT = Path(__file__).with_name("nsinit.py")  # PID 1 in the namespace: forwards signals, reaps
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -286,6 +288,7 @@ def start_tree(
     stderr,
     name: str,
     sandboxed: bool = False,
+    caps: CapGroup | None = None,
 ) -> ProcessTree:
     """Start ``argv`` as a contained tree. ``sandboxed``: ``argv`` is already a bubblewrap command
     line (runner/sandbox/bwrap.py), whose PID namespace holds the tree; else a PID namespace of
@@ -306,6 +309,8 @@ def start_tree(
         _die_with_parent()
         if freezer:
             freezer.join_self()
+        if caps is not None:
+            caps.enter()  # its memory and process caps (runner/sandbox/caps.py), inherited by the whole tree
 
     popen = subprocess.Popen(
         full, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr, preexec_fn=preexec, start_new_session=True

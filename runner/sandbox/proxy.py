@@ -35,6 +35,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from runner.sandbox.http_count import TLS_HANDSHAKE, MessageCounter, status_of
+
 HEAD_LIMIT = 16384  # bytes of request head read before giving up (a CONNECT head is ~200 bytes)
 HEAD_TIMEOUT_S = 30.0  # a client that opens the proxy and says nothing is dropped after this
 CONNECT_TIMEOUT_S = 30.0  # upstream connect timeout, like a browser's
@@ -58,12 +60,14 @@ class EndpointHealth:
         self._failing: dict[tuple[str, int], list] = {}  # target -> [attempts, reported attempts, last report ts, why]
         self._lock = threading.Lock()  # the gate's thread counts, the runner's asks
 
-    def failed(self, host: str, port: int, why: str) -> None:
+    def failed(self, host: str, port: int, why: str, unit: str = "attempt") -> None:
+        """One more failure: ``unit`` says what failed (a ``request`` the gate saw, a ``tunnel``
+        whose requests it cannot see, a ``connection``)."""
         now = self.clock()
         with self._lock:
-            state = self._failing.setdefault((host, port), [0, 0, 0.0, why])
+            state = self._failing.setdefault((host, port), [0, 0, 0.0, why, unit])
             state[0] += 1
-            state[3] = why
+            state[3], state[4] = why, unit
             due = state[1] == 0 or now - state[2] >= ENDPOINT_REPORT_S
         if due:
             self._report((host, port), state, now)
@@ -93,9 +97,9 @@ class EndpointHealth:
 
     @staticmethod
     def _message(target: tuple[str, int], state: list) -> str:
-        attempts, why = state[0], state[3]
+        attempts, why, unit = state[0], state[3], state[4]
         head = "failing" if why.startswith("HTTP ") else "unreachable"
-        return f"model endpoint {head}: {target[0]}:{target[1]} ({attempts} attempt{'s' if attempts != 1 else ''}: {why})"
+        return f"model endpoint {head}: {target[0]}:{target[1]} ({attempts} {unit}{'s' if attempts != 1 else ''}: {why})"
 
 
 def norm_host(host: str) -> str:
@@ -158,7 +162,8 @@ class Gate:
         self.health = EndpointHealth(on_endpoint or (lambda *_: None))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="netgate", daemon=True)
-        self.counts = {"allowed": 0, "blocked": 0, "bytes_up": 0, "bytes_down": 0}
+        # allowed connections; HTTP requests forwarded (plain HTTP: each one seen); TLS tunnels (their requests unseen)
+        self.counts = {"allowed": 0, "blocked": 0, "requests": 0, "tunnels": 0, "bytes_up": 0, "bytes_down": 0}
         self._last: dict[tuple[str, int], tuple[float, int, str]] = {}  # target -> (last report, suppressed, detail)
         self._servers: list = []
         self._resolved_at = 0.0
@@ -256,15 +261,18 @@ class Gate:
             self.blocked(host or target, port, f"proxy {method.upper()} refused by the network policy")
             await _reply(writer, 403, "Forbidden", f"onegc network policy: {host}:{port} is not an allowed model endpoint")
             return
-        upstream = await self._open(host, port)
+        tunnel = method.upper() == "CONNECT"
+        upstream = await self._open(host, port, "tunnel" if tunnel else "request")
         if upstream is None:
             await _reply(writer, 502, "Bad Gateway", f"cannot reach {host}:{port}")
             return
-        if method.upper() == "CONNECT":
+        if tunnel:
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
             upstream[1].write(rest)
-        await self._pipe(reader, writer, upstream[0], upstream[1], target=(host, port))
+            self.counts["requests"] += 1  # one request: the head was rewritten with "Connection: close"
+        await self._pipe(reader, writer, upstream[0], upstream[1], target=(host, port),
+                         kind="detect" if tunnel else "http")
 
     async def _transparent(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._track()
@@ -278,28 +286,33 @@ class Gate:
             self.blocked(norm_host(ip), port, "direct connection refused by the network policy")
             _reset(writer)
             return
-        upstream = await self._open(host, port)
+        upstream = await self._open(host, port, "connection")
         if upstream is None:
             _reset(writer)
             return
-        await self._pipe(reader, writer, upstream[0], upstream[1], target=(host, port))
+        await self._pipe(reader, writer, upstream[0], upstream[1], target=(host, port), kind="detect")
 
-    async def _open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    async def _open(self, host: str, port: int,
+                    unit: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         try:
             upstream = await asyncio.wait_for(asyncio.open_connection(host, port, limit=CHUNK), CONNECT_TIMEOUT_S)
         except TimeoutError:
-            self.health.failed(host, port, f"no answer within {CONNECT_TIMEOUT_S:.0f} s")
+            self.health.failed(host, port, f"no answer within {CONNECT_TIMEOUT_S:.0f} s", unit)
             return None
         except OSError as exc:
-            self.health.failed(host, port, _why(exc))
+            self.health.failed(host, port, _why(exc), unit)
             return None
         self.counts["allowed"] += 1
         return upstream
 
-    async def _pipe(self, reader, writer, up_reader, up_writer, target: tuple[str, int]) -> None:
+    async def _pipe(self, reader, writer, up_reader, up_writer, target: tuple[str, int], kind: str = "detect") -> None:
+        """Copy both ways. ``kind``: ``http`` (the request head already sent and counted), or
+        ``detect``: TLS from the client's first byte is a tunnel (counted once, its requests
+        unseen), anything else is read as plain HTTP and each request counted."""
+        watch = _Watch(self, target, kind)
         await asyncio.gather(
-            self._copy(reader, up_writer, "bytes_up"),
-            self._copy(up_reader, writer, "bytes_down", lambda head: self._first_answer(target, head)),
+            self._copy(reader, up_writer, "bytes_up", watch.up),
+            self._copy(up_reader, writer, "bytes_down", watch.down),
             return_exceptions=True,
         )
         for w in (writer, up_writer):
@@ -314,12 +327,11 @@ class Gate:
             self.health.answered(*target)
 
     async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, counter: str,
-                    first: Callable[[bytes], None] | None = None) -> None:  # fmt: skip
+                    seen: Callable[[bytes], None] | None = None) -> None:  # fmt: skip
         try:
             while data := await reader.read(CHUNK):
-                if first is not None:
-                    first(data[:HTTP_STATUS_HEAD])
-                    first = None
+                if seen is not None:
+                    seen(data)
                 self.counts[counter] += len(data)
                 writer.write(data)
                 await writer.drain()
@@ -333,6 +345,47 @@ class Gate:
         if task is not None:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+
+class _Watch:
+    """What one forwarded connection carries: HTTP requests and their answers, or a tunnel."""
+
+    def __init__(self, gate: Gate, target: tuple[str, int], kind: str):
+        self.gate = gate
+        self.target = target
+        self.kind = kind  # http | detect | tunnel
+        self.requests = MessageCounter(self._request)
+        self.responses = MessageCounter(self._response, responses=True)
+        self._first_down = True
+
+    def up(self, data: bytes) -> None:
+        if self.kind == "detect":
+            if data[:1] == bytes([TLS_HANDSHAKE]):
+                self.kind = "tunnel"
+                self.gate.counts["tunnels"] += 1
+                return
+            self.kind = "http-detected"
+        if self.kind == "http-detected":
+            self.requests.feed(data)
+
+    def down(self, data: bytes) -> None:
+        if self.kind == "tunnel" or self.responses.lost:
+            if self._first_down:
+                self.gate._first_answer(self.target, data[:HTTP_STATUS_HEAD])
+            self._first_down = False
+            return
+        self._first_down = False
+        self.responses.feed(data)
+
+    def _request(self, _line: str) -> None:
+        self.gate.counts["requests"] += 1
+
+    def _response(self, line: str) -> None:
+        code = status_of(line)
+        if code is not None and code >= 500:
+            self.gate.health.failed(*self.target, f"HTTP {code}", "request")
+        else:
+            self.gate.health.answered(*self.target)
 
 
 def _why(exc: OSError) -> str:

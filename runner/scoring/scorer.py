@@ -24,7 +24,6 @@ network — come back with each score; they are recorded, not blocking.
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 import os
 import shutil
@@ -38,6 +37,8 @@ from pathlib import Path
 from types import ModuleType
 
 from runner.sandbox import bwrap as sandbox
+from runner.scoring import answer_check
+from runner.scoring.answer_check import INVALID_ANSWER
 from tasks import KIT_FILE, TaskSpec
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -160,6 +161,7 @@ class SealedScorer:
         self.ready = False
         self._n = 0
         self.sealed = False
+        self._waited = 0.0  # seconds the last answer took, measured here
         self.note: str | None = None  # a degradation worth one warning (no sandbox for the scorer)
 
     # ------------------------------------------------------------------ the worker
@@ -253,66 +255,90 @@ class SealedScorer:
     # ------------------------------------------------------------------ one checkpoint
     def score(self, ckpt: Path, code: Path, splits: list[str] | None = None) -> dict[str, Score]:
         """Predictions on each of ``splits`` (default: the selection split) from one fresh child
-        of the worker, each judged here."""
+        of the worker, each judged here. Never raises: whatever the child's answer is, or whatever
+        goes wrong judging it, is that checkpoint's error (runner/scoring/answer_check.py)."""
         splits = splits or [SELECTION_SPLIT]
-        answer, payload, failed = self._predict(ckpt, code, splits)
-        if failed is not None:
-            return {split: failed for split in splits}
-        return self._judge_parts(answer, payload, splits)
+        try:
+            header, payload, failed = self._predict(ckpt, code, splits)
+            if failed is not None or header is None:
+                failed = failed or Score(None, "the scorer gave no answer", flags=(INVALID_ANSWER,))
+                return {split: failed for split in splits}
+            return self._judge_parts(header, payload, splits)
+        except Exception as exc:  # noqa: BLE001 - agent bytes never end the session
+            error = f"judging failed: {type(exc).__name__}: {answer_check.text(exc, 200)}"
+            return {split: Score(None, error, flags=(INVALID_ANSWER,)) for split in splits}
 
-    def _predict(self, ckpt: Path, code: Path, splits: list[str]) -> tuple[dict, bytes, Score | None]:
-
+    def _predict(self, ckpt: Path, code: Path,
+                 splits: list[str]) -> tuple[answer_check.Header | None, bytes, Score | None]:
         try:
             if not self.alive():
                 self.close()
                 self.launch()
             self.await_ready()
         except (OSError, RuntimeError) as exc:
-            return {}, b"", Score(None, f"could not start the scorer: {exc}")
+            return None, b"", Score(None, f"could not start the scorer: {exc}")
         self._n += 1
         req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)),
                "splits": splits, "device": self.plan.device,
                "timeout_s": self.plan.timeout_s, "threads": self.plan.threads,
                "cpu_s": self.plan.timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
+        started = time.monotonic()
         try:
+            self._buf = bytearray()  # nothing the worker sent before this request counts
             self._channel().sendall(json.dumps(req).encode() + b"\n")
-            answer = self._read_header(self.plan.timeout_s + ANSWER_MARGIN_S)
-            payload = self._read_exact(int(answer.get("bytes", 0))) if answer else b""
+            message = self._read_header(self.plan.timeout_s + ANSWER_MARGIN_S)
+            payload = self._read_exact(answer_check.payload_size(message)) if message is not None else b""
+            if message is not None and (message.get("id") != req["id"] or self._buf):
+                raise answer_check.InvalidAnswer("the scorer sent more than one answer")
+        except answer_check.InvalidAnswer as exc:
+            self.close()  # the stream is out of step: the next checkpoint gets a fresh worker
+            return None, b"", Score(None, str(exc), round(time.monotonic() - started, 3), (INVALID_ANSWER,))
         except (OSError, ValueError) as exc:
             self.close()
-            return {}, b"", Score(None, f"the scorer failed: {exc}")
-        if answer is None:
+            return None, b"", Score(None, f"the scorer failed: {exc}", flags=(INVALID_ANSWER,))
+        if message is None:
             self.close()
-            return {}, b"", Score(None, f"evaluation timed out after {self.plan.timeout_s:.0f} s")
-        if not answer.get("ok"):
-            error = str(answer.get("error") or "unknown error")
-            out = (answer.get("stdout") or "").strip()
+            return None, b"", Score(None, f"evaluation timed out after {self.plan.timeout_s:.0f} s",
+                                    round(time.monotonic() - started, 3), (INVALID_ANSWER, "timed out"))
+        waited = round(time.monotonic() - started, 3)  # measured here: the child's eval_s is its own claim
+        try:
+            header = answer_check.read_header(message, splits, len(payload))
+        except answer_check.InvalidAnswer as exc:
+            return None, b"", Score(None, str(exc), waited, (INVALID_ANSWER, *_labelled(message)))
+        self._waited = waited
+        if not header.ok:
+            error = header.error or "unknown error"
+            out = header.stdout.strip()
             if out and "printed" not in error:
-                error += f" (the script printed: {out.splitlines()[-1][:160]})"
-            return answer, b"", Score(None, error, answer.get("eval_s"), tuple(answer.get("flags") or ()))
-        return answer, payload, None
+                error += f" (the script printed: {answer_check.text(out.splitlines()[-1], 160)})"
+            # no answer came (the child died or hung): the worker saw it, and no answer is an invalid one
+            silent = any(o.startswith(("no answer", "timed out")) for o in header.observed)
+            return header, b"", Score(None, error, waited,
+                                      (INVALID_ANSWER,) * silent + header.observed + header.self_reported)
+        return header, payload, None
 
-    def _judge_parts(self, answer: dict, payload: bytes, splits: list[str]) -> dict[str, Score]:
-        import numpy as np
-
+    def _judge_parts(self, header: answer_check.Header, payload: bytes, splits: list[str]) -> dict[str, Score]:
         kit = sys.modules["onegc_kit"]
-        flags = tuple(answer.get("flags") or ())
-        worker_s = answer.get("eval_s") or 0.0
+        flags = header.observed + header.self_reported
+        waited = self._waited
+        blobs = answer_check.split_payload(header.parts, payload)
+        arrays = {}
+        try:
+            for split in splits:
+                arrays[split] = answer_check.npy_array(blobs[split])
+        except answer_check.InvalidAnswer as exc:
+            return {split: Score(None, str(exc), waited, (INVALID_ANSWER, *flags)) for split in splits}
         out: dict[str, Score] = {}
-        offset = 0
-        for part in answer.get("parts") or []:
-            blob = payload[offset:offset + int(part["bytes"])]
-            offset += int(part["bytes"])
+        for split in splits:
             started = time.perf_counter()
             try:
-                value, _ = self.plan.judge.judge(np.load(io.BytesIO(blob), allow_pickle=False), part["split"])
-                out[part["split"]] = Score(value, None, round(worker_s + time.perf_counter() - started, 3), flags)
-            except kit.KitError as exc:
-                out[part["split"]] = Score(None, str(exc), worker_s, flags)
-            except (ValueError, TypeError) as exc:
-                out[part["split"]] = Score(None, f"predictions unreadable: {exc}", worker_s, flags)
-        for split in splits:
-            out.setdefault(split, Score(None, f"the scorer sent no predictions for {split}", worker_s, flags))
+                value, _ = self.plan.judge.judge(arrays[split], split)
+                out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3), flags)
+            except kit.KitError as exc:  # the task's own refusal: a wrong shape, NaN or inf
+                out[split] = Score(None, str(exc), waited, flags)
+            except Exception as exc:  # noqa: BLE001 - predictions the judge could not take
+                out[split] = Score(None, f"predictions unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}",
+                                   waited, (INVALID_ANSWER, *flags))
         return out
 
     def _read_header(self, timeout_s: float) -> dict | None:
@@ -325,7 +351,10 @@ class SealedScorer:
                 return None
         line, _, rest = bytes(self._buf).partition(b"\n")
         self._buf = bytearray(rest)
-        return json.loads(line)
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise answer_check.InvalidAnswer("the scorer's answer is not a JSON object")
+        return message
 
     def _read_exact(self, n: int, timeout_s: float = ANSWER_MARGIN_S) -> bytes:
         deadline = time.monotonic() + timeout_s
@@ -391,6 +420,15 @@ def self_report_flag(spec: TaskSpec, reported: float | None, value: float | None
     if spec.better(reported, value) and abs(reported - value) > CLAIM_RELATIVE * abs(value) + CLAIM_ABSOLUTE:
         return f"self-reported {reported:.4g} is far better than the harness's {value:.4g}"
     return None
+
+
+def _labelled(message: dict) -> tuple[str, ...]:
+    """The child's own flags from an answer that failed its checks, labelled, where readable."""
+    flags = message.get("flags")
+    if not isinstance(flags, list):
+        return ()
+    return tuple(answer_check.SELF_REPORTED + answer_check.text(f, 200) for f in flags[:answer_check.MAX_FLAGS]
+                 if isinstance(f, str))
 
 
 def _lower_priority() -> None:

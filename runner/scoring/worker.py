@@ -20,7 +20,10 @@ task's ``predict`` captured before the import. The predictions go back on a pipe
 When it exits, whatever it forked dies with its PID namespace.
 
 The answer on the socket: one JSON line (``ok``, ``error``, ``flags``, ``stdout``/``stderr``
-tails, ``eval_s``, ``bytes``) followed by that many bytes of ``.npy``. Standard library, numpy
+tails, ``eval_s``, ``bytes``) followed by that many bytes of ``.npy``. The child's own keys are
+its word (it may have written that line itself); ``observed`` (its stdout, its exit, a timeout)
+and ``invalid`` (its answer was malformed) are this process's, which the child cannot reach. The
+runner checks all of it again (runner/scoring/answer_check.py). Standard library, numpy
 and torch only: the project's source is not in the sandbox.
 """
 
@@ -46,6 +49,7 @@ TMP_BYTES = 256 << 20  # the child's only writable storage: its own /tmp ($TMPDI
 TAIL_BYTES = 8 << 10  # of stdout and stderr, for the error message
 MAX_PREDICTION_BYTES = 4 << 30  # T3's val predictions are 73 MB; anything near this is not predictions
 FLAG_LIMIT = 20
+MAX_HEADER_BYTES = 64 << 10  # an answer's JSON line: a few parts and flags
 
 
 def _libc():
@@ -358,23 +362,35 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes]:
     for fd in (res_r, out_r, err_r):
         os.close(fd)
     tails = {"stdout": out_tail.decode(errors="replace"), "stderr": err_tail.decode(errors="replace")}
+    # what this process saw from outside the child (its answer's flags are the child's own word)
+    code = os.waitstatus_to_exitcode(status)
+    how = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+    observed = ["wrote to stdout"] if tails["stdout"].strip() else []
     if timed_out:
-        return {"ok": False, "error": f"evaluation timed out after {float(req.get('timeout_s', 600)):.0f} s", **tails}, b""
+        return {"ok": False, "error": f"evaluation timed out after {float(req.get('timeout_s', 600)):.0f} s",
+                "observed": observed + ["timed out"], **tails}, b""
     if too_big:
-        return {"ok": False, "error": f"predictions over {MAX_PREDICTION_BYTES >> 30} GiB", **tails}, b""
+        return {"ok": False, "error": f"predictions over {MAX_PREDICTION_BYTES >> 30} GiB",
+                "invalid": f"predictions over {MAX_PREDICTION_BYTES >> 30} GiB", "observed": observed, **tails}, b""
     line, _, payload = bytes(result).partition(b"\n")
     try:
         answer = json.loads(line)
     except ValueError:
-        code = os.waitstatus_to_exitcode(status)
-        why = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+        answer = None
+    if not result or answer is None:
         last = (err_tail.decode(errors="replace").strip().splitlines() or [""])[-1][:300]
-        return {"ok": False, "error": f"the evaluation died ({why})" + (f": {last}" if last else ""), **tails}, b""
-    if len(payload) != answer.get("bytes", 0):
-        return {"ok": False, "error": "the evaluation's answer was cut short", **tails}, b""
-    answer.update(tails)
-    if tails["stdout"].strip():
-        answer.setdefault("flags", []).append("wrote to stdout")
+        error = f"the evaluation died ({how})" + (f": {last}" if last else "")
+        return {"ok": False, "error": error, "observed": observed + [f"no answer ({how})"], **tails}, b""
+    if not isinstance(answer, dict) or len(line) > MAX_HEADER_BYTES:
+        return {"ok": False, "invalid": "the answer is not a JSON object of at most 64 KiB", "observed": observed, **tails}, b""
+    for key in ("observed", "invalid", "stdout", "stderr", "id"):  # this process's to say, not the child's
+        answer.pop(key, None)
+    if type(answer.get("bytes")) is not int or len(payload) != answer["bytes"]:
+        return {"ok": False, "invalid": f"the answer announces {str(answer.get('bytes'))[:40]} bytes and carries "
+                f"{len(payload)} (cut short, or more than one answer)", "observed": observed, **tails}, b""
+    if code != 0:
+        observed.append(f"the evaluation ended with {how} after its answer")
+    answer.update(tails, observed=observed)
     return answer, payload
 
 

@@ -33,9 +33,12 @@ from runner.agents.item import raw_item
 from runner.agents.prompt import standard_prompt
 from runner.errors import DiskFull, is_no_space
 from runner.sandbox import bwrap as sandbox
+from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog, Launch
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree, start_tree
+from runner.scoring import code_scan
+from runner.scoring.answer_check import INVALID_ANSWER
 from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.scoring.official import SELECTION, WINDOW_S, Candidate, Evaluation, from_live_scores, select
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
@@ -73,6 +76,7 @@ class Session:
                                   on_no_space=self.guard.trip)
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
+        self.caps: CapGroup | None = None  # the agent tree's memory and process caps (runner/sandbox/caps.py)
         self.stop_reason: tuple[str, str] | None = None  # (reason, detail) once decided
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.found: dict[str, FoundCheckpoint] = {}
@@ -127,6 +131,7 @@ class Session:
             self._end("harness_error", why)
             return 2
         sampler, self.gpu_info, gpu_problem = self._open_gpu()
+        self.caps = CapGroup(self.config.session_id, default_caps(self.config.memory_bytes, self.config.max_processes))
         self._emit_start(self.gpu_info)
         for note in self.net.notes:
             self.events.emit("warning", code="network", message=note)
@@ -180,6 +185,9 @@ class Session:
                 sampler.close()
             if self.tree is not None:
                 self.tree.close()
+            if self.caps is not None:
+                self._check_caps()  # a cap reached in the last moments
+                self.caps.close()
             if self.net is not None:
                 self.net.stop()  # reports counted repeats of blocked attempts before session_ended
             if self.guard.full:
@@ -248,6 +256,7 @@ class Session:
             "agent_version": self.agent_version,
             "model": self.config.model,
             "sealed": self.config.sealed,
+            "caps": self.caps.contract() if self.caps else None,
             "selection": SELECTION,
             "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
             **(self.net.contract() if self.net else {"network": self.config.network}),
@@ -320,7 +329,8 @@ class Session:
             env.update(self.net.env())
         stdin = subprocess.PIPE if self.adapter.prompt_on_stdin else subprocess.DEVNULL
         self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, name=self.config.session_id, sandboxed=self.config.sealed)
+                               stderr=subprocess.PIPE, name=self.config.session_id, sandboxed=self.config.sealed,
+                               caps=self.caps)
         if self.adapter.prompt_on_stdin and self.tree.popen.stdin is not None:  # stdin=PIPE gives a stream
             try:
                 self.tree.popen.stdin.write(ctx.prompt.encode())
@@ -397,6 +407,7 @@ class Session:
                 if self.stop_reason is not None:
                     break
                 self._scan_processes()
+                self._check_caps()
                 self._emit_items(self.adapter.poll())  # side files: Codex's token totals, OpenCode's errors
                 self._check_stall()
                 next_scan = now + PROCESS_SCAN_S
@@ -501,8 +512,14 @@ class Session:
         problem = self.net.endpoint_problem() if self.net is not None else None
         if failure and problem is None and (self.net is None or not self.net.confined):
             problem = endpoint_problem(self.endpoints)  # no gate saw the endpoint: probe it
+        capped = self.caps.summary() if self.caps is not None else None
+        detail = f"{detail}; {capped}" if capped else detail  # the caps the agent reached (runner/sandbox/caps.py)
         return end_detail(reason, detail, failure=failure, notes=self.adapter.notes(), endpoint_problem=problem,
                           endpoints=self.endpoints, stderr=self.stderr_tail)
+
+    def _check_caps(self) -> None:
+        for code, message in self.caps.hits() if self.caps is not None else []:
+            self.events.emit("warning", code=code, message=message)
 
     def _stop_tree(self, grace_s: float) -> None:
         """The agent's graceful signal (SIGINT), SIGTERM to the tree at a third of the grace,
@@ -563,7 +580,7 @@ class Session:
         """The scorer's integrity flags, and one more when the agent's own validation figure is far
         better than the harness's."""
         claim = self_report_flag(self.spec, found.self_reported, val.value)
-        out = list(flags or val.flags)
+        out = list(code_scan.flags(found.snapshot, found.script)) + list(flags or val.flags)  # the code, read from outside
         return out + [claim] if claim else out
 
     def _official_result(self, reason: str, detail: str, live: SealedScorer | None) -> tuple[float | None, str | None]:
@@ -587,8 +604,11 @@ class Session:
             if scorer is None:
                 scorer = live if reuse and live is not None else self._scorer(device)
             found = self.found[label]
-            scores = scorer.score(found.path, found.snapshot, splits)
-            sel, off = scores[SELECTION_SPLIT], scores[scored]
+            try:
+                scores = scorer.score(found.path, found.snapshot, splits)
+                sel, off = scores[SELECTION_SPLIT], scores[scored]
+            except Exception as exc:  # noqa: BLE001 - one checkpoint's failure, never the session's
+                sel = off = Score(None, f"judging failed: {type(exc).__name__}: {str(exc)[:200]}", flags=(INVALID_ANSWER,))
             flags = self._flags(found, sel, off.flags)
             self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=self.spec.metric,
                              split=scored, eval_s=off.eval_s, budget_elapsed_s=elapsed[label], official=True,

@@ -36,6 +36,9 @@ class SessionConfig(BaseModel):
     pace_s: float = Field(default=1.0, ge=0)  # scripted agent: seconds of "thinking" between steps
     live_eval_device: str = "cpu"  # live scoring must not take the GPU the budget is paying for
     stall_s: float = Field(default=STALL_S, gt=0)
+    # the agent tree's caps (runner/sandbox/caps.py); None: this machine's defaults, resolved by the runner
+    memory_bytes: int | None = Field(default=None, ge=64 << 20)
+    max_processes: int | None = Field(default=None, ge=16)
     created: float = Field(default_factory=time.time)
 
     @field_validator("session_id")

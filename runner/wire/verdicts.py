@@ -16,6 +16,7 @@ from runner.wire.jsonl import append_json_line
 from runner.wire.paths import SessionPaths
 
 FILE = "verdicts.jsonl"
+FLAG_PREFIX = "code replaces "  # the runner's own reading of a checkpoint's code (runner/scoring/code_scan.py)
 # What a run script may not replace at import in the scorer: the evaluation itself. (The scorer
 # is sealed, so doing it gains nothing; trying is what the paper calls a protocol violation.)
 EVALUATION = {"prepare": {"evaluate", "judge", "predict", "inputs"},
@@ -50,11 +51,13 @@ def current(paths: SessionPaths) -> tuple[bool, str | None]:
 
 def integrity_rule(flags: list[str]) -> str | None:
     """Why the official checkpoint's code is disqualified, from its integrity flags, or None:
-    its import replaced part of the evaluation (``prepare.judge``, the kit's checks, …)."""
+    its code replaces part of the evaluation (``prepare.judge``, the kit's checks, …), as the
+    runner read it from the frozen snapshot (runner/scoring/code_scan.py). Only trusted evidence decides:
+    a flag the scorer's child reported about itself (``self-reported: …``) is kept in the record
+    but never the ground, since the child's code can switch its recorder off (issue 28)."""
     for flag in flags:
-        module, sep, names = flag.partition(": ")
-        module = module.removeprefix("changed ")
-        if sep and flag.startswith("changed ") and module in EVALUATION:
+        module, sep, names = flag.removeprefix(FLAG_PREFIX).partition(": ")
+        if sep and flag.startswith(FLAG_PREFIX) and module in EVALUATION:
             hit = sorted(EVALUATION[module] & {n.strip() for n in names.split(",")})
             if hit:
                 return f"the official checkpoint's code replaced the evaluation ({module}.{', '.join(hit)})"

@@ -1,4 +1,5 @@
-"""Sealed scoring (../shared/INTEGRITY.md S1-S5): a run script's import-time code attacks the scorer. Each
+"""Sealed scoring (../shared/INTEGRITY.md S1-S5, and issue 28's forged answers): a run script's import-time code attacks the
+scorer. Each
 test is a real session of the command agent (``hostile_scoring.py``) and asserts that the
 attacking checkpoint gets exactly the score its weights earn (computed here with a clean copy of
 its script), that the honest checkpoint after it is untouched, that the record is the runner's,
@@ -24,10 +25,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no 
 AGENT = Path(hostile_scoring.__file__)
 
 
-def run_attack(home: Path, sid: str, attack: str, *extra: str):
-    paths = start_session(home, sid, agent="command", budget_s=120,
+def run_attack(home: Path, sid: str, attack: str, *extra: str, budget_s: float = 120, wait_s: float = 200):
+    paths = start_session(home, sid, agent="command", budget_s=budget_s,
                           command=[sys.executable, str(AGENT), attack, str(home / "runs" / sid), *extra])
-    ended = wait_event(paths, "session_ended", timeout=200)
+    ended = wait_event(paths, "session_ended", timeout=wait_s)
     live = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}
     official = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and e["official"]}
     return paths, ended, live, official
@@ -59,8 +60,9 @@ def test_s1_replacing_the_evaluator_at_import_changes_nothing_and_is_flagged(hom
     paths, ended, live, official = run_attack(home, "s1", "monkeypatch")
     value = assert_scored_as_its_weights(paths, live, official, "monkeypatch-1", tmp_path)
     assert value < 0.9  # an untrained net on three spirals, not the forged 1.0
-    assert any(f.startswith("changed prepare: ") and "judge" in f for f in live["monkeypatch-1"]["flags"])
-    assert any(f.startswith("changed onegc_kit: ") for f in live["monkeypatch-1"]["flags"])
+    assert any(f.startswith("self-reported: changed prepare: ") and "judge" in f for f in live["monkeypatch-1"]["flags"])
+    assert any(f.startswith("self-reported: changed onegc_kit: ") for f in live["monkeypatch-1"]["flags"])
+    assert "code replaces prepare: evaluate, judge" in live["monkeypatch-1"]["flags"]  # read from outside
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
     assert live["honest-1"]["flags"] == []
     assert json.loads(paths.result.read_text())["value"] == ended["score"] != 1.0
@@ -70,14 +72,15 @@ def test_s2_fake_result_lines_on_stdout_and_from_atexit_are_ignored_and_flagged(
     paths, ended, live, official = run_attack(home, "s2", "fake_lines")
     assert_scored_as_its_weights(paths, live, official, "fake_lines-1", tmp_path)
     flags = live["fake_lines-1"]["flags"]
-    assert "registered atexit handlers" in flags and "wrote to stdout" in flags, flags
+    assert "self-reported: registered atexit handlers" in flags and "wrote to stdout" in flags, flags
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
 
 
 def test_s3_a_poisoned_checkpoint_cannot_reach_the_next_one(home, tmp_path):
     paths, ended, live, official = run_attack(home, "s3", "poison")
     assert live["poison-1"]["value"] is not None  # its own predict() was replaced: its own score spoilt
-    assert any(f.startswith("changed prepare: predict") for f in live["poison-1"]["flags"])
+    assert any(f.startswith("self-reported: changed prepare: predict") for f in live["poison-1"]["flags"])
+    assert "code replaces prepare: predict" in live["poison-1"]["flags"]
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)  # scored after it, clean
     assert live["honest-1"]["flags"] == []
 
@@ -85,8 +88,8 @@ def test_s3_a_poisoned_checkpoint_cannot_reach_the_next_one(home, tmp_path):
 def test_s4_a_process_forked_by_the_scorer_dies_with_it_and_never_touches_the_record(home, tmp_path):
     paths, ended, live, official = run_attack(home, "s4", "daemon")
     assert_scored_as_its_weights(paths, live, official, "daemon-1", tmp_path)
-    assert any(f.startswith("started a process") for f in live["daemon-1"]["flags"])
-    assert any(f.startswith("left ") and "processes running" in f for f in live["daemon-1"]["flags"])
+    assert any(f.startswith("self-reported: started a process") for f in live["daemon-1"]["flags"])
+    assert any(f.startswith("self-reported: left ") and "processes running" in f for f in live["daemon-1"]["flags"])
     time.sleep(2)  # the daemon would write every 0.1 s
     assert not [p for p in psutil.process_iter(["cmdline"]) if "run_daemon" in " ".join(p.info["cmdline"] or [])]
     assert not paths.control.exists() or "evil" not in paths.control.read_text()
@@ -100,7 +103,7 @@ def test_s5_killing_the_scorer_fails_only_that_checkpoint(home, tmp_path):
     assert ended["reason"] == "completed"  # not a harness error a study would retry
     # as PID 1 of its own namespace it cannot even kill itself; nothing outside is in reach
     assert_scored_as_its_weights(paths, live, official, "kill_scorer-1", tmp_path)
-    assert any(f.startswith("sent a signal") for f in live["kill_scorer-1"]["flags"])
+    assert any(f.startswith("self-reported: sent a signal") for f in live["kill_scorer-1"]["flags"])
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
 
 
@@ -123,3 +126,52 @@ def test_an_official_checkpoint_whose_code_replaced_the_evaluator_is_disqualifie
     Ingester(home, store).ingest_all()
     assert store.session("dq")["disqualified"].startswith("the official checkpoint's code replaced the evaluation")
     store.close()
+
+
+def test_a_silenced_flag_recorder_is_harmless_and_the_code_read_from_outside_still_disqualifies(home, tmp_path):
+    """Issue 28: the checkpoint's code switches the child's recorder off, then replaces the judge
+    and the evaluator. The child reports nothing; the score is still its weights' (the runner
+    judges), and the runner's own reading of the frozen code disqualifies it."""
+    paths, ended, live, official = run_attack(home, "silenced", "silenced", "--alone")
+    assert_scored_as_its_weights(paths, live, official, "silenced-1", tmp_path)
+    flags = live["silenced-1"]["flags"]
+    assert not [f for f in flags if f.startswith("self-reported: changed")], flags  # the recorder was off
+    assert "code replaces prepare: evaluate, judge" in flags
+    result = json.loads(paths.result.read_text())
+    assert result["checkpoint"] == "silenced-1" and ended["reason"] == "completed"
+    assert "replaced the evaluation (prepare.evaluate, judge)" in result["disqualified"]
+
+
+FORGED_INVALID = {  # attack: a part of the error it must give
+    "empty_part": "not an .npy", "huge_header": "claims 8796093022208", "no_split": "nothing else",
+    "text_size": "not a byte count", "parts_not_list": "not a list", "object_dtype": "object",
+    "structured_dtype": "structured", "duplicate_part": "two parts", "extra_part": "not asked for",
+    "second_answer": "more than one answer", "close_pipe": "the evaluation died (exit 0)",
+}
+
+
+def test_forged_answers_fail_only_their_own_checkpoint_and_the_session_goes_on(home, tmp_path):
+    """Issue 28: the checkpoint's code writes its own answer on the child's answer pipe. Each
+    malformed answer is that checkpoint's error with the trusted ``invalid_answer`` flag, live and
+    in the official phase; NaN predictions are the task's error; a well-formed answer is just
+    predictions; the honest checkpoint after them is scored, and the session ends in order."""
+    attacks = [*FORGED_INVALID, "nan", "forged_zeros", "hang"]
+    # the hanging one takes the task's eval timeout (60 s) live and again in the official phase
+    paths, ended, live, official = run_attack(home, "forged", ",".join(attacks), budget_s=240, wait_s=420)
+    assert ended["reason"] == "completed", ended  # never a harness error a study would retry
+    result = json.loads(paths.result.read_text())
+    assert result["checkpoint"] in ("honest-1", "forged_zeros-1") and result["value"] == ended["score"] is not None
+    assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
+    for attack, says in FORGED_INVALID.items():
+        for phase in (live, official):
+            e = phase[f"{attack}-1"]
+            assert e.get("value") is None and says in e.get("error", "") and "invalid_answer" in e.get("flags", []), (attack, e)
+    for phase in (live, official):
+        assert "must be" in phase["nan-1"]["error"] and "invalid_answer" not in phase["nan-1"].get("flags", [])
+        assert phase["forged_zeros-1"].get("value") is not None
+        assert "invalid_answer" not in phase["forged_zeros-1"].get("flags", [])
+    hang = official["hang-1"]
+    assert hang.get("value") is None and "timed out" in hang["error"]
+    assert "timed out" in hang["flags"] and "invalid_answer" in hang["flags"]
+    runner_log = (paths.root / "runner.log").read_text() if (paths.root / "runner.log").exists() else ""
+    assert "Traceback" not in runner_log, runner_log[-2000:]

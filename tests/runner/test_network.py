@@ -52,6 +52,28 @@ for name, kind, arg in probes:
             data = b""
             while chunk := s.recv(65536): data += chunk
             out[name] = "ok:" + data.split(b"\r\n\r\n", 1)[1].decode()
+        elif kind == "keepalive":  # N requests on one kept-alive connection, each answer read whole
+            host, port, n = arg.split(":")
+            s = socket.create_connection((host, int(port)), timeout=5)
+            f = s.makefile("rb")
+            codes = []
+            for _ in range(int(n)):
+                s.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+                status = f.readline().split()[1].decode()
+                length = 0
+                while (line := f.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                f.read(length)
+                codes.append(status)
+            out[name] = "ok:" + ",".join(codes)
+        elif kind == "tls_tunnel":  # a CONNECT tunnel whose first bytes are a TLS record: its requests unseen
+            s = socket.create_connection(("127.0.0.1", int(os.environ["HTTPS_PROXY"].rsplit(":", 1)[1])), timeout=5)
+            s.sendall(f"CONNECT {arg} HTTP/1.1\r\nHost: {arg}\r\n\r\n".encode())
+            status = s.recv(4096).split(b"\r\n")[0].decode()
+            s.sendall(b"\x16\x03\x01\x00\x05hello")
+            s.close()
+            out[name] = "ok:" + status
         elif kind == "tcp":
             host, port = arg.rsplit(":", 1)
             s = socket.create_connection((host, int(port)), timeout=5)
@@ -230,6 +252,8 @@ def test_wrap_before_start_is_an_error():
 
 
 class Fails(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keeps the connection alive
+
     def do_GET(self):
         self.send_response(503)
         self.send_header("Content-Length", "0")
@@ -255,8 +279,58 @@ def test_failing_endpoint_reports_are_coalesced_and_the_problem_clears_when_it_a
     assert health.problem() == seen[-1][3]
     health.answered("api.example", 443)
     assert health.problem() is None
-    health.failed("api.example", 443, "HTTP 502")
-    assert seen[-1][3] == "model endpoint failing: api.example:443 (1 attempt: HTTP 502)"
+    health.failed("api.example", 443, "HTTP 502", "request")
+    assert seen[-1][3] == "model endpoint failing: api.example:443 (1 request: HTTP 502)"
+    health.failed("api.example", 443, "connection refused", "tunnel")
+    assert health.problem() == "model endpoint unreachable: api.example:443 (2 tunnels: connection refused)"
+
+
+def test_each_http_message_is_counted_through_lengths_chunks_and_split_reads():
+    from runner.sandbox.http_count import MessageCounter
+
+    heads = []
+    responses = MessageCounter(heads.append, responses=True)
+    stream = (b"HTTP/1.1 500 Internal\r\nContent-Length: 5\r\n\r\nerror"
+              b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\ndata\r\n3;x=1\r\nabc\r\n0\r\n\r\n"
+              b"HTTP/1.1 204 No Content\r\n\r\n"
+              b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n")
+    for i in range(0, len(stream), 7):  # as the network delivers it: in pieces
+        responses.feed(stream[i:i + 7])
+    assert [h.split()[1] for h in heads] == ["500", "200", "204", "503"] and not responses.lost
+    requests = MessageCounter(heads.append)
+    requests.feed(b"POST /v1 HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}GET / HTTP/1.1\r\n\r\n")
+    assert requests.count == 2
+    tls = MessageCounter(heads.append)
+    tls.feed(b"\x16\x03\x01\x02\x00")
+    assert tls.lost and tls.count == 0
+
+
+@needs_ns
+@pytest.mark.slow
+def test_the_gate_counts_each_request_it_forwards_and_says_tunnels_for_tls(servers):
+    """Issue 28: 7 HTTP 500s on one kept-alive connection read "1 attempt"; they are 7 requests.
+    A TLS tunnel's requests cannot be seen: it is counted as a tunnel."""
+    failing = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fails)
+    threading.Thread(target=failing.serve_forever, daemon=True).start()
+    down = failing.server_address[1]
+    good, _ = servers
+    reports = []
+    sandbox = NetworkSandbox("api-only", [f"http://127.0.0.1:{p}" for p in (good, down)], None, None,
+                             lambda *a: reports.append(a))
+    sandbox.start()
+    try:
+        out = run_inside(sandbox, [("seven", "keepalive", f"127.0.0.1:{down}:7"),
+                                   ("tunnel", "tls_tunnel", f"127.0.0.1:{good}")])
+        sandbox.gate.health.flush()
+        stats = sandbox.stats()
+    finally:
+        sandbox.stop()
+        failing.shutdown()
+        failing.server_close()
+    assert out["seven"] == "ok:" + ",".join(["503"] * 7), out
+    assert " 200 " in out["tunnel"], out
+    assert stats["requests"] == 7 and stats["tunnels"] == 1, stats
+    assert reports[-1][3] == f"model endpoint failing: 127.0.0.1:{down} (7 requests: HTTP 503)", reports
 
 
 @needs_ns
@@ -290,6 +364,6 @@ def test_api_only_names_an_allowed_endpoint_that_refuses_or_answers_5xx(servers)
         failing.server_close()
     assert out["good"] == "ok:allowed" and out["dead"].startswith("fail:") and "503" in out["down"]
     messages = [r[3] for r in reports]
-    assert f"model endpoint unreachable: 127.0.0.1:{dead} (1 attempt: connection refused)" in messages
-    assert f"model endpoint failing: 127.0.0.1:{down} (1 attempt: HTTP 503)" in messages
-    assert f"127.0.0.1:{dead} (2 attempts: connection refused)" in problem and f"127.0.0.1:{good}" not in problem
+    assert f"model endpoint unreachable: 127.0.0.1:{dead} (1 connection: connection refused)" in messages
+    assert f"model endpoint failing: 127.0.0.1:{down} (1 request: HTTP 503)" in messages
+    assert f"127.0.0.1:{dead} (2 connections: connection refused)" in problem and f"127.0.0.1:{good}" not in problem

@@ -74,11 +74,13 @@ def test_no_scorable_checkpoint_and_the_fallback_is_bounded():
 def test_the_integrity_rule_strikes_only_a_replaced_evaluation():
     from runner.wire.verdicts import integrity_rule
 
-    assert integrity_rule(["changed prepare: EVAL_BATCH", "wrote to stdout"]) is None
-    assert integrity_rule(["changed onegc_kit: check_predictions"]) == \
+    assert integrity_rule(["code replaces prepare: EVAL_BATCH", "wrote to stdout"]) is None
+    assert integrity_rule(["code replaces onegc_kit: check_predictions"]) == \
         "the official checkpoint's code replaced the evaluation (onegc_kit.check_predictions)"
-    assert "prepare.judge" in integrity_rule(["registered atexit handlers", "changed prepare: judge, EVAL_BATCH"])
+    assert "prepare.judge" in integrity_rule(["registered atexit handlers", "code replaces prepare: judge, EVAL_BATCH"])
     assert integrity_rule([]) is None
+    # what the scorer's child says about itself never decides (issue 28): its code can silence it
+    assert integrity_rule(["self-reported: changed prepare: judge", "self-reported: code replaces prepare: judge"]) is None
 
 
 def test_where_the_disk_filled_up_the_live_scores_choose_and_give_the_value_only_for_a_val_scored_task():
