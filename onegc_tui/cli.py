@@ -263,6 +263,7 @@ def sessions_cmd(as_json: bool) -> None:
     from onegc_tui.format import clock
     from onegc_tui.task_facts import find, task_facts
     from onegc_tui.text_table import terminal_width, text_table
+    from runner.textsafe import safe_text
 
     facts = task_facts()
     table = []
@@ -272,8 +273,9 @@ def sessions_cmd(as_json: bool) -> None:
         left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = "" if r["score"] is None else f"{r['score']:.4f}"
-        table.append([r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best,
-                      score, r["end_reason"] or ""])
+        table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
+            r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best, score,
+            r["end_reason"] or "")])
     header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
         click.echo(line)

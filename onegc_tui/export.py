@@ -23,6 +23,7 @@ import csv
 import dataclasses
 import io
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, get_args
 
@@ -38,6 +39,7 @@ from onegc_tui.analysis import (
     task_sort_key,
 )
 from onegc_tui.format import arrow
+from runner.textsafe import safe_text
 from tasks import TaskSpec, best_of
 
 Format = Literal["table", "csv", "md", "latex", "json"]
@@ -183,7 +185,7 @@ def _grid(studies: Sequence[Matrix], bold: tuple[str, str] | None) -> tuple[list
             cells = [b(cell_text(r.cell(c.task)), _is_best(r.cell(c.task), c.task, best)) for c in cols]
             agg = b(_agg_text(r.agg), _agg_is_best(r.agg, best_agg))
             agg_max = b(_agg_text(r.agg_max), _agg_is_best(r.agg_max, best_max))
-            body.append([m.study, r.label, *cells, agg, agg_max])
+            body.append([_one_line(m.study), _one_line(r.label), *cells, agg, agg_max])
     return header, body
 
 
@@ -202,7 +204,7 @@ def _footnotes(studies: Sequence[Matrix]) -> list[str]:
                 missing = ", ".join(t.upper() for t in r.agg.missing)
                 covered = f"{r.agg.n_tasks} of {len(r.agg.expected)} tasks"
                 notes.append(
-                    f"{PARTIAL_MARK} {m.study} / {r.label}: Agg over {covered} (no result on {missing})"
+                    f"{PARTIAL_MARK} {_one_line(m.study)} / {_one_line(r.label)}: Agg over {covered} (no result on {missing})"
                 )
     return notes
 
@@ -227,14 +229,31 @@ def _table(studies: Sequence[Matrix]) -> str:
     return "\n".join(out + ([""] + notes if notes else [])) + "\n"
 
 
+def _one_line(text: object) -> str:
+    """Text from a session (a study or agent name, a model id) as the exports write it: one line,
+    no terminal controls (:func:`runner.textsafe.safe_text`)."""
+    return safe_text(text, one_line=True)
+
+
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+_MD_SPECIALS = re.compile(r"([\\`*_\[\]<>#!|~])")
+
+
+def _md_text(text: str) -> str:
+    """Free text in a Markdown cell (a study or agent name): every character Markdown or HTML
+    would read as syntax (emphasis, links, images, tags, code, the cell bar) is backslash-escaped."""
+    return _MD_SPECIALS.sub(r"\\\1", text)
 
 
 def _md(studies: Sequence[Matrix]) -> str:
     header, body = _grid(studies, ("**", "**"))
     align = ["---", "---", *(["---:"] * (len(header) - 2))]
-    lines = ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in [header, align, *body]]
+    rows = [[_md_escape(v) for v in row] for row in [header, align]]
+    rows += [[_md_text(row[0]), _md_text(row[1]), *(_md_escape(v) for v in row[2:])] for row in body]
+    lines = ["| " + " | ".join(row) + " |" for row in rows]
     notes = _footnotes(studies)
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
@@ -256,7 +275,7 @@ _TEX_ESCAPES = {
 
 
 def _tex(text: str) -> str:
-    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in text)
+    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in _one_line(text))
 
 
 def _tex_cell(cell: Cell | None, bold: bool) -> str:
@@ -345,9 +364,22 @@ MATRIX_CSV_FIELDS = (
 )
 
 
+CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
+
+
+def _csv_text(text: str) -> str:
+    """A text cell that a spreadsheet shows as text: one line, no terminal controls, and a
+    leading ``'`` when it starts like a formula (OWASP's CSV injection rule)."""
+    shown = _one_line(text)
+    risky = text.startswith(CSV_FORMULA_STARTS) or shown.lstrip().startswith(CSV_FORMULA_STARTS)
+    return "'" + shown if risky else shown
+
+
 def _csv_value(v: Any) -> Any:
     if v is None:
         return ""
+    if isinstance(v, str):
+        return _csv_text(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):

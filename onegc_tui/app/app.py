@@ -49,6 +49,7 @@ from onegc_tui.store import queries as store_queries
 from runner.config import SessionPaths
 from runner.control import request
 from runner.events import Event
+from runner.textsafe import safe_text
 from tasks import direction_of
 
 GIL_SWITCH_S = 0.001
@@ -373,7 +374,8 @@ class MonitorApp(App):
                 self._show_note(note)
 
     def _show_note(self, note: Note) -> None:
-        self.notify(note.message, severity=note.severity, timeout=NOTE_TIMEOUT_S[note.severity])
+        self.notify(safe_text(note.message), severity=note.severity, timeout=NOTE_TIMEOUT_S[note.severity],
+                    markup=False)  # an alert can quote an agent (a warning, an error)
 
     @on(DataTable.RowHighlighted, "#sessions")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -19,6 +19,8 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from runner.textsafe import safe_text
+
 from onegc_tui.sessions_view import (
     DEFAULT_SORT,
     SESSION,
@@ -60,7 +62,8 @@ class Cell:
         self.text, self.width, self.style, self.sid, self.middle = text, width, style, sid, middle
 
     def __rich__(self) -> Text:
-        return Text((middle_cut if self.middle else end_cut)(self.text, self.width), style=self.style)
+        return Text((middle_cut if self.middle else end_cut)(safe_text(self.text, one_line=True), self.width),
+                    style=self.style)
 
     def __str__(self) -> str:
         return str(self.__rich__())
