@@ -24,7 +24,7 @@ import dataclasses
 import io
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, get_args
 
 from onegc_tui.analysis import (
@@ -189,7 +189,8 @@ def _grid(studies: Sequence[Matrix], bold: tuple[str, str] | None) -> tuple[list
     return header, body
 
 
-def _footnotes(studies: Sequence[Matrix]) -> list[str]:
+def _footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda text: safe_text(text, one_line=True)
+               ) -> list[str]:
     notes = []
     rows = [r for m in studies for r in m.rows]
     if any(c.mixed_contracts for r in rows for c in r.cells.values()):
@@ -204,7 +205,7 @@ def _footnotes(studies: Sequence[Matrix]) -> list[str]:
                 missing = ", ".join(t.upper() for t in r.agg.missing)
                 covered = f"{r.agg.n_tasks} of {len(r.agg.expected)} tasks"
                 notes.append(
-                    f"{PARTIAL_MARK} {_one_line(m.study)} / {_one_line(r.label)}: Agg over {covered} (no result on {missing})"
+                    f"{PARTIAL_MARK} {name(m.study)} / {name(r.label)}: Agg over {covered} (no result on {missing})"
                 )
     return notes
 
@@ -239,12 +240,13 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-_MD_SPECIALS = re.compile(r"([\\`*_\[\]<>#!|~])")
+_MD_SPECIALS = re.compile(r"([\\`\[\]<>|])")
 
 
 def _md_text(text: str) -> str:
-    """Free text in a Markdown cell (a study or agent name): every character Markdown or HTML
-    would read as syntax (emphasis, links, images, tags, code, the cell bar) is backslash-escaped."""
+    """Free text from a session in Markdown (a study or agent name): what would make a link, an
+    image, an HTML tag, code or a new cell is backslash-escaped. Emphasis (``*``, ``_``) is left:
+    it changes no more than a name's look, and ``opus_x`` stays readable in the source."""
     return _MD_SPECIALS.sub(r"\\\1", text)
 
 
@@ -254,7 +256,7 @@ def _md(studies: Sequence[Matrix]) -> str:
     rows = [[_md_escape(v) for v in row] for row in [header, align]]
     rows += [[_md_text(row[0]), _md_text(row[1]), *(_md_escape(v) for v in row[2:])] for row in body]
     lines = ["| " + " | ".join(row) + " |" for row in rows]
-    notes = _footnotes(studies)
+    notes = _footnotes(studies, name=lambda text: _md_text(_one_line(text)))
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 

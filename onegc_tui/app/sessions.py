@@ -19,8 +19,6 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-from runner.textsafe import safe_text
-
 from onegc_tui.sessions_view import (
     DEFAULT_SORT,
     SESSION,
@@ -35,6 +33,7 @@ from onegc_tui.sessions_view import (
     session_cells,
     sort_arrow,
 )
+from runner.textsafe import safe_text
 
 RELAYOUT_S = 0.15  # a resize drag sends many events: lay out once it settles
 SCROLLBAR_W = 2  # reserved: the layout must not flip as the scrollbar comes and goes
