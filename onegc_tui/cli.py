@@ -221,7 +221,8 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
 @click.option("--web", is_flag=True, help="serve the monitor to a browser instead (textual-serve)")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="with --web: the port")
 @click.option("--host", default="localhost", show_default=True,
-              help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network)")
+              help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network); "
+                   "the printed URL carries the token every page and websocket needs")
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser)."""
     if not web:
