@@ -173,7 +173,8 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 @click.option("--pace", "pace_s", type=click.FloatRange(min=0), default=1.0, show_default=True,
               help="scripted agent: seconds between steps")
 @click.option("--network", type=click.Choice(["api-only", "none", "open"]), default=None,
-              help="what the agent may reach (default: api-only for real agent CLIs, open for scripted/command)")
+              help="what the agent may reach (default: api-only for real agent CLIs, none for scripted/command; "
+                   "open shares this machine's network, and is flagged wherever the result is shown)")
 @click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
 @click.option("--detach", is_flag=True, help="start the sessions and return")
 @click.option("--unsealed", is_flag=True,
@@ -203,6 +204,7 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
               help="minutes, or 90s, 2m, 1h")
 def demo_cmd(plain: bool, budget_s: float) -> None:
     """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
+    from runner.network_choice import demo_network
     from runner.sandbox import status
     from runner.start import start_sessions
 
@@ -211,7 +213,11 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
     sealed = status().ok  # the built-in agent is ours: where no sandbox can be made, the demo runs without
     if not sealed:
         click.echo(f"note: the demo runs unsealed here: {status().detail}", err=True)
-    sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, sealed=sealed)
+    network, why = demo_network()  # likewise its network: a namespace of its own where one can be made
+    if why:
+        click.echo(f"note: the demo's agent shares this machine's network here: {why}", err=True)
+    sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, network=network,
+                              sealed=sealed)
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
     _watch(home, sessions, plain)
 
@@ -254,9 +260,11 @@ def sessions_cmd(as_json: bool) -> None:
     rows = store.sessions()
     store.close()
     if as_json:
-        for r in rows:  # "sealed": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
-            sealed = json.loads(r["contract"]).get("sealed") if r.get("contract") else None
-            click.echo(json.dumps({**{k: v for k, v in r.items() if k != "contract"}, "sealed": sealed}))
+        # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+        for r in rows:
+            contract = json.loads(r["contract"]) if r.get("contract") else {}
+            click.echo(json.dumps({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
+                                   "network": contract.get("network")}))
         return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")

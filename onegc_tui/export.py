@@ -127,11 +127,12 @@ INTEGRITY_MARK = "⚠"
 
 
 def integrity_marks(cell: Cell | None) -> str:
-    """What a cell's figure needs beside it: ``⚠`` when it pools sessions run ``--unsealed`` or
-    with integrity-flagged scores, `` DQ<n>`` for sessions disqualified (in n/N, not in the mean)."""
+    """What a cell's figure needs beside it: ``⚠`` when it pools sessions run ``--unsealed``, with
+    ``--network open`` or with integrity-flagged scores, `` DQ<n>`` for sessions disqualified (in
+    n/N, not in the mean)."""
     if cell is None:
         return ""
-    return (INTEGRITY_MARK if cell.n_flagged or cell.n_unsealed else "") + (
+    return (INTEGRITY_MARK if cell.n_flagged or cell.n_unsealed or cell.n_open_network else "") + (
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
@@ -195,8 +196,9 @@ def _footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda te
     rows = [r for m in studies for r in m.rows]
     if any(c.mixed_contracts for r in rows for c in r.cells.values()):
         notes.append(f"{MIXED_MARK} pools sessions run under different contracts (task files, sandbox, selection, …)")
-    if any(c.n_flagged or c.n_unsealed for r in rows for c in r.cells.values()):
-        notes.append(f"{INTEGRITY_MARK} pools sessions run --unsealed or with integrity-flagged scores (onegc sessions --json)")
+    if any(c.n_flagged or c.n_unsealed or c.n_open_network for r in rows for c in r.cells.values()):
+        notes.append(f"{INTEGRITY_MARK} pools sessions run --unsealed, with --network open (the host's network) "
+                     "or with integrity-flagged scores (onegc sessions --json)")
     if any(c.n_disqualified for r in rows for c in r.cells.values()):
         notes.append("DQ<n>: sessions disqualified (counted in n/N, not in the mean), as the paper's protocol violations")
     for m in studies:
@@ -287,7 +289,7 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
         return "N/A"
     body = _num(cell.mean) if cell.std is None else f"{_num(cell.mean)} \\pm {_num(cell.std)}"
     mark = "^{*}" if cell.mixed_contracts else ""
-    mark += "^{!}" if cell.n_flagged or cell.n_unsealed else ""
+    mark += "^{!}" if cell.n_flagged or cell.n_unsealed or cell.n_open_network else ""
     mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
@@ -360,6 +362,7 @@ MATRIX_CSV_FIELDS = (
     "n_disqualified",
     "n_flagged",
     "n_unsealed",
+    "n_open_network",
     "partial",
     "scripts_mean",
     "session_ids",
@@ -418,6 +421,7 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     c.n_disqualified,
                     c.n_flagged,
                     c.n_unsealed,
+                    c.n_open_network,
                     None,
                     c.scripts_mean,
                     " ".join(c.session_ids),
@@ -440,6 +444,7 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         None,
                         None,
                         r.agg_max.value,
+                        None,
                         None,
                         None,
                         None,

@@ -36,6 +36,7 @@ def describe(event: Event) -> str | None:
     """The one-line form of a notable event, or None for the routine ones."""
     if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
+        unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
         return (f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
                 f"budget {clock(event.budget_s)}{unsealed}")
     if event.type == "agent_started":

@@ -7,10 +7,11 @@ module on first use.
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runner.config import GRACE_S, SESSION_ID_RE, STALL_S, NetworkPolicy
+from runner.config import GRACE_S, SESSION_ID_RE, STALL_S, NetworkPolicy, default_network
 
 
 class SessionConfig(BaseModel):
@@ -27,7 +28,7 @@ class SessionConfig(BaseModel):
     budget_s: float = Field(gt=0)
     grace_s: float = Field(default=GRACE_S, ge=0)
     gpu: str | None = None  # CUDA_VISIBLE_DEVICES for the agent; None = no GPU assigned
-    network: NetworkPolicy = "open"
+    network: NetworkPolicy = "none"  # not given: default_network(agent) (api-only for agent CLIs, else none)
     # the agent runs in the sandbox of runner/sandbox.py; False (`--unsealed`) is recorded in the
     # contract and flagged wherever the session's results are shown
     sealed: bool = True
@@ -37,6 +38,13 @@ class SessionConfig(BaseModel):
     live_eval_device: str = "cpu"  # live scoring must not take the GPU the budget is paying for
     stall_s: float = Field(default=STALL_S, gt=0)
     created: float = Field(default_factory=time.time)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _network_by_agent(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("network") is None and isinstance(data.get("agent"), str):
+            return {**data, "network": default_network(data["agent"])}
+        return data
 
     @field_validator("session_id")
     @classmethod

@@ -82,10 +82,12 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
     from runner.config import SessionConfig, default_network, new_session_id
     from runner.launch import create_session
     from runner.launchers.local import gpu_slots
+    from runner.network_choice import ensure_network
 
     ensure_agent(agent, model, command)
     ensure_prepared(spec, home)
     ensure_sandbox(sealed)
+    ensure_network(network or default_network(agent))
     command = [absolute_if_file(a) for a in command]
     slots = gpu_slots(gpus)
     queued = repeats > 1

@@ -148,7 +148,7 @@ class StudySpec(BaseModel):
     agents: list[AgentSpec] = Field(min_length=1)
     repeats: int = Field(default=1, ge=1)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
-    network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, open for scripted/command
+    network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, none for scripted/command
     unsealed: bool = False  # agents without their sandbox: recorded in every contract, flagged in results
     max_attempts: int = Field(default=MAX_ATTEMPTS, ge=1)
     launcher: LauncherSpec = Field(default_factory=LauncherSpec)
