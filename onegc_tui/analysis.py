@@ -95,6 +95,7 @@ class SessionOutcome:
     disqualified: str | None = None  # why a person or an integrity rule struck the result (the paper's violations)
     flagged: int = 0  # scores with integrity flags (sealed scoring's notes: what the scored code did)
     sealed: bool | None = None  # None: the session predates the record
+    network: str | None = None  # the contract's policy (open, api-only, none); None: not recorded
 
     @property
     def finished(self) -> bool:
@@ -187,6 +188,7 @@ class Cell:
     n_disqualified: int = 0  # finished sessions struck out (counted in n_total, not in the mean)
     n_flagged: int = 0  # finished sessions with integrity-flagged scores
     n_unsealed: int = 0  # finished sessions run --unsealed
+    n_open_network: int = 0  # finished sessions whose agent shared the host's network (--network open)
 
     @property
     def mixed_contracts(self) -> bool:
@@ -400,6 +402,7 @@ def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cel
         n_disqualified=sum(1 for s in done if s.disqualified),
         n_flagged=sum(1 for s in done if s.flagged),
         n_unsealed=sum(1 for s in done if s.sealed is False),
+        n_open_network=sum(1 for s in done if s.network == "open"),
     )
 
 

@@ -23,7 +23,8 @@ import csv
 import dataclasses
 import io
 import json
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, get_args
 
 from onegc_tui.analysis import (
@@ -38,6 +39,7 @@ from onegc_tui.analysis import (
     task_sort_key,
 )
 from onegc_tui.format import arrow
+from runner.wire.textsafe import safe_text
 from tasks import TaskSpec, best_of
 
 Format = Literal["table", "csv", "md", "latex", "json"]
@@ -125,11 +127,12 @@ INTEGRITY_MARK = "⚠"
 
 
 def integrity_marks(cell: Cell | None) -> str:
-    """What a cell's figure needs beside it: ``⚠`` when it pools sessions run ``--unsealed`` or
-    with integrity-flagged scores, `` DQ<n>`` for sessions disqualified (in n/N, not in the mean)."""
+    """What a cell's figure needs beside it: ``⚠`` when it pools sessions run ``--unsealed``, with
+    ``--network open`` or with integrity-flagged scores, `` DQ<n>`` for sessions disqualified (in
+    n/N, not in the mean)."""
     if cell is None:
         return ""
-    return (INTEGRITY_MARK if cell.n_flagged or cell.n_unsealed else "") + (
+    return (INTEGRITY_MARK if cell.n_flagged or cell.n_unsealed or cell.n_open_network else "") + (
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
@@ -183,17 +186,19 @@ def _grid(studies: Sequence[Matrix], bold: tuple[str, str] | None) -> tuple[list
             cells = [b(cell_text(r.cell(c.task)), _is_best(r.cell(c.task), c.task, best)) for c in cols]
             agg = b(_agg_text(r.agg), _agg_is_best(r.agg, best_agg))
             agg_max = b(_agg_text(r.agg_max), _agg_is_best(r.agg_max, best_max))
-            body.append([m.study, r.label, *cells, agg, agg_max])
+            body.append([_one_line(m.study), _one_line(r.label), *cells, agg, agg_max])
     return header, body
 
 
-def _footnotes(studies: Sequence[Matrix]) -> list[str]:
+def _footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda text: safe_text(text, one_line=True)
+               ) -> list[str]:
     notes = []
     rows = [r for m in studies for r in m.rows]
     if any(c.mixed_contracts for r in rows for c in r.cells.values()):
         notes.append(f"{MIXED_MARK} pools sessions run under different contracts (task files, sandbox, selection, …)")
-    if any(c.n_flagged or c.n_unsealed for r in rows for c in r.cells.values()):
-        notes.append(f"{INTEGRITY_MARK} pools sessions run --unsealed or with integrity-flagged scores (onegc sessions --json)")
+    if any(c.n_flagged or c.n_unsealed or c.n_open_network for r in rows for c in r.cells.values()):
+        notes.append(f"{INTEGRITY_MARK} pools sessions run --unsealed, with --network open (the host's network) "
+                     "or with integrity-flagged scores (onegc sessions --json)")
     if any(c.n_disqualified for r in rows for c in r.cells.values()):
         notes.append("DQ<n>: sessions disqualified (counted in n/N, not in the mean), as the paper's protocol violations")
     for m in studies:
@@ -202,7 +207,7 @@ def _footnotes(studies: Sequence[Matrix]) -> list[str]:
                 missing = ", ".join(t.upper() for t in r.agg.missing)
                 covered = f"{r.agg.n_tasks} of {len(r.agg.expected)} tasks"
                 notes.append(
-                    f"{PARTIAL_MARK} {m.study} / {r.label}: Agg over {covered} (no result on {missing})"
+                    f"{PARTIAL_MARK} {name(m.study)} / {name(r.label)}: Agg over {covered} (no result on {missing})"
                 )
     return notes
 
@@ -227,15 +232,33 @@ def _table(studies: Sequence[Matrix]) -> str:
     return "\n".join(out + ([""] + notes if notes else [])) + "\n"
 
 
+def _one_line(text: object) -> str:
+    """Text from a session (a study or agent name, a model id) as the exports write it: one line,
+    no terminal controls (:func:`runner.wire.textsafe.safe_text`)."""
+    return safe_text(text, one_line=True)
+
+
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+_MD_SPECIALS = re.compile(r"([\\`\[\]<>|])")
+
+
+def _md_text(text: str) -> str:
+    """Free text from a session in Markdown (a study or agent name): what would make a link, an
+    image, an HTML tag, code or a new cell is backslash-escaped. Emphasis (``*``, ``_``) is left:
+    it changes no more than a name's look, and ``opus_x`` stays readable in the source."""
+    return _MD_SPECIALS.sub(r"\\\1", text)
 
 
 def _md(studies: Sequence[Matrix]) -> str:
     header, body = _grid(studies, ("**", "**"))
     align = ["---", "---", *(["---:"] * (len(header) - 2))]
-    lines = ["| " + " | ".join(_md_escape(v) for v in row) + " |" for row in [header, align, *body]]
-    notes = _footnotes(studies)
+    rows = [[_md_escape(v) for v in row] for row in [header, align]]
+    rows += [[_md_text(row[0]), _md_text(row[1]), *(_md_escape(v) for v in row[2:])] for row in body]
+    lines = ["| " + " | ".join(row) + " |" for row in rows]
+    notes = _footnotes(studies, name=lambda text: _md_text(_one_line(text)))
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
@@ -256,7 +279,7 @@ _TEX_ESCAPES = {
 
 
 def _tex(text: str) -> str:
-    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in text)
+    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in _one_line(text))
 
 
 def _tex_cell(cell: Cell | None, bold: bool) -> str:
@@ -266,7 +289,7 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
         return "N/A"
     body = _num(cell.mean) if cell.std is None else f"{_num(cell.mean)} \\pm {_num(cell.std)}"
     mark = "^{*}" if cell.mixed_contracts else ""
-    mark += "^{!}" if cell.n_flagged or cell.n_unsealed else ""
+    mark += "^{!}" if cell.n_flagged or cell.n_unsealed or cell.n_open_network else ""
     mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
@@ -339,15 +362,29 @@ MATRIX_CSV_FIELDS = (
     "n_disqualified",
     "n_flagged",
     "n_unsealed",
+    "n_open_network",
     "partial",
     "scripts_mean",
     "session_ids",
 )
 
 
+CSV_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
+
+
+def _csv_text(text: str) -> str:
+    """A text cell that a spreadsheet shows as text: one line, no terminal controls, and a
+    leading ``'`` when it starts like a formula (OWASP's CSV injection rule)."""
+    shown = _one_line(text)
+    risky = text.startswith(CSV_FORMULA_STARTS) or shown.lstrip().startswith(CSV_FORMULA_STARTS)
+    return "'" + shown if risky else shown
+
+
 def _csv_value(v: Any) -> Any:
     if v is None:
         return ""
+    if isinstance(v, str):
+        return _csv_text(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
@@ -384,6 +421,7 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     c.n_disqualified,
                     c.n_flagged,
                     c.n_unsealed,
+                    c.n_open_network,
                     None,
                     c.scripts_mean,
                     " ".join(c.session_ids),
@@ -406,6 +444,7 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         None,
                         None,
                         r.agg_max.value,
+                        None,
                         None,
                         None,
                         None,

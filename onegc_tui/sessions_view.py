@@ -113,6 +113,8 @@ def integrity_note(row: dict) -> str | None:
     containment = row.get("containment") or ""
     if containment and not containment.startswith("bwrap"):
         notes.append("unsealed: the agent saw the host (not comparable)")
+    if '"network": "open"' in (row.get("contract") or ""):  # the store's json.dumps of the contract
+        notes.append("network open: the agent shared this machine's network")
     if row.get("flagged"):
         notes.append(f"{row['flagged']} score{'s' if row['flagged'] != 1 else ''} with integrity flags")
     return "; ".join(notes) or None

@@ -50,6 +50,7 @@ from onegc_tui.store.live import LiveIngest
 from runner.wire.control import Action, request
 from runner.wire.events import Event
 from runner.wire.paths import SessionPaths
+from runner.wire.textsafe import safe_text
 from tasks import direction_of
 
 GIL_SWITCH_S = 0.001
@@ -374,7 +375,8 @@ class MonitorApp(App):
                 self._show_note(note)
 
     def _show_note(self, note: Note) -> None:
-        self.notify(note.message, severity=note.severity, timeout=NOTE_TIMEOUT_S[note.severity])
+        self.notify(safe_text(note.message), severity=note.severity, timeout=NOTE_TIMEOUT_S[note.severity],
+                    markup=False)  # an alert can quote an agent (a warning, an error)
 
     @on(DataTable.RowHighlighted, "#sessions")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

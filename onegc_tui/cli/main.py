@@ -172,7 +172,8 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 @click.option("--pace", "pace_s", type=click.FloatRange(min=0), default=1.0, show_default=True,
               help="scripted agent: seconds between steps")
 @click.option("--network", type=click.Choice(["api-only", "none", "open"]), default=None,
-              help="what the agent may reach (default: api-only for real agent CLIs, open for scripted/command)")
+              help="what the agent may reach (default: api-only for real agent CLIs, none for scripted/command; "
+                   "open shares this machine's network, and is flagged wherever the result is shown)")
 @click.option("--plain", is_flag=True, help="print one line per event instead of opening the monitor")
 @click.option("--detach", is_flag=True, help="start the sessions and return")
 @click.option("--unsealed", is_flag=True,
@@ -207,6 +208,7 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
               help="minutes, or 90s, 2m, 1h")
 def demo_cmd(plain: bool, budget_s: float) -> None:
     """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
+    from runner.launch.network_choice import demo_network
     from runner.launch.start import start_sessions
     from runner.sandbox.bwrap import status
 
@@ -215,7 +217,11 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
     sealed = status().ok  # the built-in agent is ours: where no sandbox can be made, the demo runs without
     if not sealed:
         click.echo(f"note: the demo runs unsealed here: {status().detail}", err=True)
-    sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, sealed=sealed)
+    network, why = demo_network()  # likewise its network: a namespace of its own where one can be made
+    if why:
+        click.echo(f"note: the demo's agent shares this machine's network here: {why}", err=True)
+    sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, network=network,
+                              sealed=sealed)
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
     _watch(home, sessions, plain)
 
@@ -225,7 +231,8 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
 @click.option("--web", is_flag=True, help="serve the monitor to a browser instead (textual-serve)")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="with --web: the port")
 @click.option("--host", default="localhost", show_default=True,
-              help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network)")
+              help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network); "
+                   "the printed URL carries the token every page and websocket needs")
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser)."""
     if not web:
@@ -257,9 +264,11 @@ def sessions_cmd(as_json: bool) -> None:
     rows = store.sessions()
     store.close()
     if as_json:
-        for r in rows:  # "sealed": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
-            sealed = json.loads(r["contract"]).get("sealed") if r.get("contract") else None
-            click.echo(json.dumps({**{k: v for k, v in r.items() if k != "contract"}, "sealed": sealed}))
+        # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+        for r in rows:
+            contract = json.loads(r["contract"]) if r.get("contract") else {}
+            click.echo(json.dumps({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
+                                   "network": contract.get("network")}))
         return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
@@ -267,6 +276,7 @@ def sessions_cmd(as_json: bool) -> None:
     from onegc_tui.format import clock
     from onegc_tui.task_facts import find, task_facts
     from onegc_tui.text_table import terminal_width, text_table
+    from runner.wire.textsafe import safe_text
 
     facts = task_facts()
     table = []
@@ -276,8 +286,9 @@ def sessions_cmd(as_json: bool) -> None:
         left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = "" if r["score"] is None else f"{r['score']:.4f}"
-        table.append([r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best,
-                      score, r["end_reason"] or ""])
+        table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
+            r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best, score,
+            r["end_reason"] or "")])
     header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
         click.echo(line)

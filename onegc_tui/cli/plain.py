@@ -25,6 +25,7 @@ from runner.wire.events import Event
 from runner.wire.jsonl import JsonlTail
 from runner.wire.paths import SessionPaths, runs_dir
 from runner.wire.summary import Summary
+from runner.wire.textsafe import safe_text
 
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
@@ -35,12 +36,14 @@ def describe(event: Event) -> str | None:
     """The one-line form of a notable event, or None for the routine ones."""
     if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
+        unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
         return (f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
                 f"budget {clock(event.budget_s)}{unsealed}")
     if event.type == "agent_started":
         return f"agent running (pid {event.pid}, containment {event.containment})"
     if event.type == "transcript" and event.kind in ("tool_call", "error", "result"):
-        return f"{event.kind}: {event.text.splitlines()[0][:120] if event.text else event.tool or ''}"
+        # "agent": what follows is the agent's own text, not a line of the harness's
+        return f"agent {event.kind}: {event.text.splitlines()[0][:120] if event.text else event.tool or ''}"
     if event.type == "process":
         code = f" (exit {event.returncode})" if event.returncode is not None else ""
         return f"script {event.action}: {event.script}{code}"
@@ -113,8 +116,8 @@ class _StoreCopy:
 
 def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> dict[str, Progress]:
     """Print the sessions' progress until all have ended; returns how each one ended."""
-    def say(line: str) -> None:
-        print(line, file=out, flush=True)
+    def say(line: str) -> None:  # one line each, whatever an agent put in its text (runner.wire.textsafe)
+        print(safe_text(line, one_line=True), file=out, flush=True)
 
     paths = {sid: SessionPaths(runs_dir(home) / sid) for sid in session_ids}
     tails = {sid: JsonlTail(p.events) for sid, p in paths.items()}

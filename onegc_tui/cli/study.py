@@ -106,13 +106,14 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
 def status_cmd(file: str, as_json: bool) -> None:
     """Progress per agent × task (done/running/queued/failed) and contract mismatches."""
     from runner.launch.study import status_json, status_report
+    from runner.wire.textsafe import safe_text
 
     spec = _load(file)
     home = usable_home()
     if as_json:
         click.echo(json.dumps(status_json(spec, home), indent=1, default=str))
     else:
-        click.echo(status_report(spec, home))
+        click.echo(safe_text(status_report(spec, home)))  # its details can hold an agent's text
 
 
 @study.command("abort")

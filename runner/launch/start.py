@@ -97,11 +97,13 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
                    max_processes: int | None = None) -> list[SessionPaths]:
     """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.launch.local import gpu_slots
+    from runner.launch.network_choice import ensure_network
     from runner.wire.defaults import default_network, new_session_id
     from runner.wire.session_config import SessionConfig
 
     ensure_agent(agent, model, command)
     check_start(home, [spec], sealed=sealed, prepare=True)
+    ensure_network(network or default_network(agent))
     command = [absolute_if_file(a) for a in command]
     slots = gpu_slots(gpus)
     queued = repeats > 1

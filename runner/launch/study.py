@@ -150,7 +150,7 @@ class StudySpec(BaseModel):
     agents: list[AgentSpec] = Field(min_length=1)
     repeats: int = Field(default=1, ge=1)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
-    network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, open for scripted/command
+    network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, none for scripted/command
     unsealed: bool = False  # agents without their sandbox: recorded in every contract, flagged in results
     memory: str | None = None  # each session's memory cap ("512M", "8G"); None: the machine's default (runner/sandbox/caps.py)
     max_processes: int | None = Field(default=None, ge=16)  # each session's process cap; None: the machine's default

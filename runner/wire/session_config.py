@@ -7,10 +7,11 @@ defaults (runner/wire/defaults.py) starts without importing pydantic.
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runner.wire.defaults import GRACE_S, SESSION_ID_RE, STALL_S, NetworkPolicy
+from runner.wire.defaults import GRACE_S, SESSION_ID_RE, STALL_S, NetworkPolicy, default_network
 
 
 class SessionConfig(BaseModel):
@@ -27,7 +28,7 @@ class SessionConfig(BaseModel):
     budget_s: float = Field(gt=0)
     grace_s: float = Field(default=GRACE_S, ge=0)
     gpu: str | None = None  # CUDA_VISIBLE_DEVICES for the agent; None = no GPU assigned
-    network: NetworkPolicy = "open"
+    network: NetworkPolicy = "none"  # not given: default_network(agent) (api-only for agent CLIs, else none)
     # the agent runs in the sandbox of runner/sandbox/bwrap.py; False (`--unsealed`) is recorded in the
     # contract and flagged wherever the session's results are shown
     sealed: bool = True
@@ -40,6 +41,13 @@ class SessionConfig(BaseModel):
     memory_bytes: int | None = Field(default=None, ge=64 << 20)
     max_processes: int | None = Field(default=None, ge=16)
     created: float = Field(default_factory=time.time)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _network_by_agent(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("network") is None and isinstance(data.get("agent"), str):
+            return {**data, "network": default_network(data["agent"])}
+        return data
 
     @field_validator("session_id")
     @classmethod

@@ -1,11 +1,14 @@
 """``onegc monitor --web`` in a real headless Chromium: the page loads, its terminal shows the
 sessions table with the running session on top, and the keys work as in a terminal (``?``).
+Without the token in the printed URL, the page and the websocket are refused (403).
 
 Set ``ONEGC_WEB_SCREENSHOT=path.png`` to keep a screenshot of the page (the README's)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,6 +35,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def printed_url(proc: subprocess.Popen) -> str:
+    """The URL the server prints on its first line (with its token)."""
+    line = proc.stdout.readline().decode()  # the server prints it once it listens
+    found = re.search(r"onegc monitor on (http://\S+/\?token=\S+)", line)
+    assert found, line
+    return found.group(1)
+
+
 def wait_http(url: str, timeout: float = 60) -> str:
     deadline = time.monotonic() + timeout
     while True:
@@ -52,7 +63,7 @@ def web_monitor(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "onegc_tui.cli", "monitor", "--web", "--port", str(port)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        yield f"http://localhost:{port}/", proc
+        yield printed_url(proc), proc
     finally:
         proc.terminate()
         try:
@@ -64,7 +75,7 @@ def web_monitor(tmp_path):
 async def test_the_web_monitor_shows_the_session_table_in_chromium(web_monitor):
     url, proc = web_monitor
     page = wait_http(url)
-    assert "ws://localhost" in page and "/ws" in page  # the websocket link is the address the browser used
+    assert "ws://localhost" in page and "/ws/" in page  # the websocket link is the address the browser used
     async with Browser(1400, 900) as browser:
         await browser.open(url)
         text = await browser.wait_for_text("State", "Budget left", "Best", "Session", "FAILED", "? Help", timeout=90)
@@ -86,4 +97,38 @@ def test_the_web_server_says_where_it_listens_and_how_to_tunnel(web_monitor):
     wait_http(url)
     proc.terminate()
     out = proc.communicate(timeout=20)[0].decode()
-    assert f"onegc monitor on {url}" in out and "ssh -L" in out
+    assert "ssh -L" in out and url.split("?token=")[1] in out
+
+
+def test_without_its_token_the_web_monitor_refuses_pages_and_websockets(web_monitor):
+    """A process that reaches the port but has not seen the printed URL gets nothing: no page, no
+    websocket (so no screen to read and no keys to press); with the token both work."""
+    import aiohttp
+
+    url, _proc = web_monitor
+    token = url.split("?token=")[1]
+    base = url.split("/?token=")[0]
+    assert len(token) >= 32 and "ws/" + token in wait_http(url)
+
+    async def probe() -> None:
+        async with aiohttp.ClientSession() as http:
+            for path in ("/", "/?token=", f"/?token={token[:-1]}", "/download/x", f"/?token={token}x"):
+                async with http.get(base + path) as r:
+                    assert r.status == 403 and "needs its token" in await r.text(), path
+            async with http.get(base + "/static/js/textual.js") as r:  # the public script: no secret
+                assert r.status == 200
+            ws_base = base.replace("http://", "ws://")
+            for path in ("/ws", "/ws?width=80&height=24", f"/ws/{token[:-1]}?width=80", f"/ws?token={token[:-1]}"):
+                try:
+                    async with http.ws_connect(ws_base + path):
+                        raise AssertionError(f"a websocket opened at {path} without the token")
+                except aiohttp.WSServerHandshakeError as exc:
+                    assert exc.status == 403, path
+            async with http.ws_connect(f"{ws_base}/ws/{token}?width=100&height=30") as ws:
+                seen = b""
+                while b"Budget" not in seen:  # the monitor's screen comes through, escape codes and all
+                    msg = await asyncio.wait_for(ws.receive(), timeout=90)
+                    assert msg.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), msg
+                    seen += msg.data if isinstance(msg.data, bytes) else msg.data.encode()
+
+    asyncio.run(probe())

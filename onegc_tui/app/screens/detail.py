@@ -26,6 +26,7 @@ from textual.widgets import Log, Static
 from onegc_tui import monitor_data as queries
 from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
 from onegc_tui.app.host import host
+from onegc_tui.app.safe import markup_escape, plain
 from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
@@ -35,6 +36,7 @@ from onegc_tui.plot import best_so_far, level_strip
 from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
 from onegc_tui.store import Store
 from onegc_tui.timeline import Timeline
+from runner.wire.textsafe import safe_text
 
 STEP = 0.01  # of the budget per left/right press
 RELOAD_S = 5.0  # a live session's timeline is re-read this often while the cursor sits at its end
@@ -92,15 +94,16 @@ def at_cursor(t: Timeline, cursor: float) -> str:
 
 
 def analytics_text(t: Timeline) -> Text:
-    lines = [f"[b]{t.session_id}[/b]", f"{short_task(t.row.get('task'))} · {t.row.get('agent')}"
-             + (f" · {t.row.get('model')}" if t.row.get("model") else "") + f" · repeat {t.row.get('repeat') or 1}",
-             f"state {t.row.get('state')}" + (f" · {t.row['end_reason'].replace('_', ' ')}" if t.row.get("end_reason") else ""),
+    row = {k: markup_escape(v) if isinstance(v, str) else v for k, v in t.row.items()}  # from sessions: no markup
+    lines = [f"[b]{markup_escape(t.session_id)}[/b]", f"{short_task(t.row.get('task'))} · {row.get('agent')}"
+             + (f" · {row.get('model')}" if row.get("model") else "") + f" · repeat {row.get('repeat') or 1}",
+             f"state {row.get('state')}" + (f" · {row['end_reason'].replace('_', ' ')}" if row.get("end_reason") else ""),
              f"official score {fmt_score(t.row.get('score'))} · {t.metric} {arrow(t.direction)}"
-             + (f" · checkpoint {t.row['best_checkpoint']} (best by the harness's val score)"
-                if t.row.get("best_checkpoint") else "")]
+             + (f" · checkpoint {row['best_checkpoint']} (best by the harness's val score)"
+                if row.get("best_checkpoint") else "")]
     note = integrity_note(t.row)
     if note:
-        lines.append(f"[b yellow]{INTEGRITY_MARK} {note}[/b yellow] (the checkpoints pane lists the flags)")
+        lines.append(f"[b yellow]{INTEGRITY_MARK} {markup_escape(note)}[/b yellow] (the checkpoints pane lists the flags)")
     lines.append("")
     if t.curve is not None:
         live = t.row.get("state") not in ("ended", "failed")
@@ -242,7 +245,8 @@ class DetailScreen(CursorScreen):
         self.query_one("#detail-cursor", Static).update(at_cursor(t, self.cursor))
         log = self.query_one("#detail-log", Log)
         log.clear()
-        log.write_lines(t.lines_until(self.cursor, DETAIL_LINES) or ["(nothing yet at this point)"])
+        log.write_lines([safe_text(line, one_line=True) for line in t.lines_until(self.cursor, DETAIL_LINES)]
+                        or ["(nothing yet at this point)"])
         log.scroll_end(animate=False)
 
     def on_resize(self) -> None:
@@ -284,8 +288,8 @@ class ReplayScreen(CursorScreen):
             y_range = (min(y) - pad, max(y) + pad)  # one y scale: columns compare at a glance
         self.y_range = y_range
         for col, t in zip(self.query(ReplayColumn), self.timelines, strict=False):
-            col.query_one(".replay-title", Static).update(
-                f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · {fmt_score(t.row.get('score'))}")
+            col.query_one(".replay-title", Static).update(plain(
+                f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · {fmt_score(t.row.get('score'))}"))
         self.move()
 
     def move(self) -> None:
@@ -296,7 +300,8 @@ class ReplayScreen(CursorScreen):
             col.query_one(".replay-cursor", Static).update(at_cursor(t, min(self.cursor, t.budget_s)))
             log = col.query_one(Log)
             log.clear()
-            log.write_lines(t.lines_until(self.cursor, REPLAY_LINES) or ["(nothing yet)"])
+            log.write_lines([safe_text(line, one_line=True) for line in t.lines_until(self.cursor, REPLAY_LINES)]
+                            or ["(nothing yet)"])
             log.scroll_end(animate=False)
 
     def on_resize(self) -> None:

@@ -34,6 +34,7 @@ from onegc_tui.analysis import (
     task_sort_key,
 )
 from onegc_tui.app.host import host, store_of
+from onegc_tui.app.safe import plain
 from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
@@ -230,8 +231,8 @@ class HistoryScreen(SteadyScreen):
                 value = None if cell is None or cell.mean is None else (cell.mean if self.mode == "mean" else cell.best)
                 cells.append(Text(text, style="bold" if value is not None and value == best.get(c.task) else "",
                                   justify="right"))
-            study = Text(m.study, style="dim italic" if m.is_paper else "bold")
-            table.add_row(study, r.label, *cells, Text(agg_text(r.agg), justify="right"),
+            study = plain(m.study, style="dim italic" if m.is_paper else "bold")
+            table.add_row(study, plain(r.label), *cells, Text(agg_text(r.agg), justify="right"),
                           Text(agg_text(r.agg_max), justify="right"), key=f"{m.study}{SEP}{r.label}")
         if table.row_count:
             fresh = keep.column < 2 or keep.row >= table.row_count or keep.column >= len(table.columns)
@@ -280,12 +281,12 @@ class HistoryScreen(SteadyScreen):
             parts += [f"  {t.upper()}: r = {r:+.3f}" for t, r in agg.per_task.items()]
             if agg.missing:
                 parts.append(f"  no result on {', '.join(t.upper() for t in agg.missing)}: partial aggregate")
-            detail.update("\n".join(parts), layout=False)
+            detail.update(plain("\n".join(parts), one_line=False), layout=False)
             plot.show([], 1.0)
             return
         cell = row.cell(col) if col not in ("study", "agent") else None
         if cell is None:
-            detail.update(f"{row.label}: no session on this task" if col not in ("study", "agent") else row.label,
+            detail.update(plain(f"{row.label}: no session on this task" if col not in ("study", "agent") else row.label),
                           layout=False)
             plot.show([], 1.0)
             return
@@ -294,14 +295,14 @@ class HistoryScreen(SteadyScreen):
                  f"success {cell.n_success}/{cell.n_total}  best {fmt_score(cell.best)}"]
         if m.is_paper:
             lines.append("reference figures from the paper (Table 4 mean ± std, Table 6 best of 5)")
-            detail.update("\n".join(lines), layout=False)
+            detail.update(plain("\n".join(lines), one_line=False), layout=False)
             plot.show([], 1.0)
             return
         ids = list(cell.session_ids)
         lines.append(f"best session {cell.best_session or '-'} · first checkpoint {clock(cell.first_checkpoint_mean_s)} "
                      f"(mean) · scripts {'-' if cell.scripts_mean is None else f'{cell.scripts_mean:.1f}'}"
                      f" · budget used {'-' if cell.budget_used_mean is None else f'{cell.budget_used_mean:.0%}'}")
-        detail.update("\n".join(lines + ["loading curves and GPU time…"]), layout=False)
+        detail.update(plain("\n".join(lines + ["loading curves and GPU time…"]), one_line=False), layout=False)
         self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids))
 
     class CellAnalytics(Message):
@@ -331,7 +332,7 @@ class HistoryScreen(SteadyScreen):
         self.post_message(self.CellAnalytics(lines, band, budget))
 
     def on_history_screen_cell_analytics(self, msg: CellAnalytics) -> None:
-        self.query_one("#cell-detail", Static).update("\n".join(msg.lines), layout=False)
+        self.query_one("#cell-detail", Static).update(plain("\n".join(msg.lines), one_line=False), layout=False)
         band, budget, plot = msg.band, msg.budget, self.query_one("#band-plot", Plot)
         if band:
             mean = [(f * budget, v) for f, v in zip(band.grid, band.mean, strict=True) if v is not None]

@@ -19,9 +19,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
 from onegc_tui.app.host import host
+from onegc_tui.app.safe import markup_escape
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from runner.wire.paths import SessionPaths
+from runner.wire.textsafe import safe_text
 
 RAW_FILES = ("agent.stdout.jsonl", "agent.stderr.log", "runner.log", "events.jsonl")
 TAIL_BYTES = 2 << 20  # a raw file's last 2 MiB: its newest lines, whatever its size
@@ -93,7 +95,7 @@ class LineScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="viewer"):
-            yield Static(self.line, id="viewer-text", markup=False)
+            yield Static(safe_text(self.line), id="viewer-text", markup=False)
 
     def on_mount(self) -> None:
         box = self.query_one("#viewer")
@@ -111,8 +113,8 @@ class LineScreen(ModalScreen[None]):
             store.close()
 
     def on_line_screen_read(self, msg: Read) -> None:
-        self.query_one("#viewer").border_title = msg.head
-        self.query_one("#viewer-text", Static).update(msg.body)
+        self.query_one("#viewer").border_title = markup_escape(msg.head)  # (a border title is markup)
+        self.query_one("#viewer-text", Static).update(safe_text(msg.body))  # raw bytes stay in the files
 
 
 class RawFileScreen(ModalScreen[None]):
@@ -159,5 +161,5 @@ class RawFileScreen(ModalScreen[None]):
         log = self.query_one(Log)
         log.border_title = f"{self.folder.name} · {msg.name}" + (" · the last 2 MiB" if msg.cut else "")
         log.clear()
-        log.write_lines(msg.lines or ["(empty)"])
+        log.write_lines([safe_text(line, one_line=True) for line in msg.lines] or ["(empty)"])  # no colours, titles…
         log.scroll_end(animate=False)

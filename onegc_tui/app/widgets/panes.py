@@ -11,6 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from onegc_tui.app.host import host
+from onegc_tui.app.safe import markup_escape, plain
 from onegc_tui.app.screens.scrolling import GrowsInPlace
 from onegc_tui.app.widgets.plot import Plot, Series
 from onegc_tui.app.widgets.spark import UtilSpark
@@ -114,7 +115,7 @@ class BudgetPane(Vertical):
         row = getattr(self, "row", {}) or {}
         detail = f"budget {clock(v.budget_s)}"
         if row.get("end_reason"):
-            detail += f" · {row['end_reason'].replace('_', ' ')}: {row.get('end_detail') or ''}"
+            detail += f" · {row['end_reason'].replace('_', ' ')}: {markup_escape(row.get('end_detail') or '')}"
         self._set("#budget-detail", detail)
         self.set_class(state == "paused", "-paused")
         self.set_class(state == "failed", "-failed")
@@ -189,7 +190,7 @@ class GpuPane(Vertical):
 
 def cut(text: str) -> Text:
     """A table cell that ends in ``…`` when its column is too narrow for it."""
-    return Text(text, overflow="ellipsis", no_wrap=True, end="")
+    return plain(text, overflow="ellipsis", no_wrap=True, end="")  # a checkpoint's name or error: the agent's
 
 
 class CheckpointsPane(Vertical):

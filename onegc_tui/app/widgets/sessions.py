@@ -34,6 +34,7 @@ from onegc_tui.sessions_view import (
     session_cells,
     sort_arrow,
 )
+from runner.wire.textsafe import safe_text
 
 RELAYOUT_S = 0.15  # a resize drag sends many events: lay out once it settles
 SCROLLBAR_W = 2  # reserved: the layout must not flip as the scrollbar comes and goes
@@ -61,7 +62,8 @@ class Cell:
         self.text, self.width, self.style, self.sid, self.middle = text, width, style, sid, middle
 
     def __rich__(self) -> Text:
-        return Text((middle_cut if self.middle else end_cut)(self.text, self.width), style=self.style)
+        return Text((middle_cut if self.middle else end_cut)(safe_text(self.text, one_line=True), self.width),
+                    style=self.style)
 
     def __str__(self) -> str:
         return str(self.__rich__())

@@ -27,6 +27,7 @@ from onegc_tui.sessions_view import ELLIPSIS
 from onegc_tui.store import Store
 from onegc_tui.transcript_view import FILTERS, event_line, event_matches, search_words
 from runner.wire.events import Event
+from runner.wire.textsafe import safe_text
 
 TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite
 LOAD_LINES = 500  # read on selection: a screenful many times over, cheap enough to keep keys snappy
@@ -77,7 +78,7 @@ class TranscriptLog(GrowsInPlace, Log):
         """Append lines, each with the event it shows (one line each: newlines are flattened)."""
         before = len(self.lines)
         self.refs.extend(ref for ref, _ in entries)
-        self.write_lines([line.replace("\r", " ").replace("\n", " ↵ ") for _, line in entries])
+        self.write_lines([safe_text(line, one_line=True) for _, line in entries])  # no terminal controls
         dropped = before + len(entries) - len(self.lines)
         if self.cursor is not None and dropped:
             self.cursor = max(0, self.cursor - dropped)  # the oldest lines made way: keep the same line
