@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from seed_table import summarise, table  # noqa: E402
+
 from runner.official import Candidate, ranked  # noqa: E402
 from tasks import KIT_FILE, UnknownTask, get_task  # noqa: E402
 from tasks.script_edit import MissingConstant, set_constants  # noqa: E402

@@ -70,13 +70,14 @@ def _fmt(mean: float | None, std: float | None) -> str:
 
 def table(rows: list[SeedSummary]) -> str:
     """A markdown table, one line per (task, recipe)."""
-    out = ["| task | recipe | seeds | val-best (official) mean ± sd | test-best mean ± sd | paper baseline | val-best − paper | verdict |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| task | recipe | seeds | val-best (official) mean ± sd | test-best mean ± sd | paper baseline "
+           "| val-best − paper | verdict |", "|---|---|---|---|---|---|---|---|"]
     for s in rows:
         vm, vs = s.mean_std(s.val_best)
         tm, ts = s.mean_std(s.test_best)
         diff = f"{vm - s.paper:+.4f}" if vm is not None and s.paper is not None else "—"
         paper = f"{s.paper:g}" if s.paper is not None else "—"
         seeds = f"{s.n} ({', '.join(map(str, s.seeds))})"
-        out.append(f"| {s.task} ({s.metric}) | {s.recipe} | {seeds} | {_fmt(vm, vs)} | {_fmt(tm, ts)} | {paper} | {diff} | {s.verdict} |")
+        out.append(f"| {s.task} ({s.metric}) | {s.recipe} | {seeds} | {_fmt(vm, vs)} | {_fmt(tm, ts)} | {paper} "
+                   f"| {diff} | {s.verdict} |")
     return "\n".join(out)

@@ -368,12 +368,13 @@ def reindex_cmd() -> None:
 
 
 def _register_commands() -> None:
-    """Commands that live in their own modules (studies, history, doctor)."""
+    """Commands that live in their own modules (studies, history, doctor, baseline)."""
+    from onegc_tui.cli_baseline import baseline
     from onegc_tui.cli_doctor import doctor
     from onegc_tui.cli_history import history
     from onegc_tui.cli_study import study
 
-    for command in (study, history, doctor):
+    for command in (study, history, doctor, baseline):
         main.add_command(command)
 
 

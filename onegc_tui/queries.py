@@ -14,6 +14,7 @@ from onegc_tui.analysis import (
     BUSY_UTIL_PCT,
     Activity,
     GpuSplit,
+    MeasuredBaseline,
     ScorePoint,
     SessionOutcome,
     UtilSample,
@@ -21,6 +22,7 @@ from onegc_tui.analysis import (
     anytime_curve,
     gpu_time_split,
 )
+from onegc_tui.analysis import measured_baselines as analysis_measured
 from onegc_tui.store import Store
 from onegc_tui.store import queries as sql
 from onegc_tui.timeline import BudgetAxis, Timeline
@@ -33,6 +35,7 @@ from onegc_tui.transcript_view import (
     transcript_line,
 )
 from runner.events import parse_event
+from runner.selection_gap import BASELINE_STUDY
 from tasks import UnknownTask, direction_of, get_task
 
 TIMELINE_LINES = 20_000  # transcript lines a detail/replay view keeps (the newest); SQLite has them all
@@ -52,15 +55,20 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
     """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
     out = []
     for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first, disqualified, flagged, containment) in sql.outcome_rows(store, study, include_demo):
+         scripts, first, disqualified, flagged, containment, val_gap_flag) in sql.outcome_rows(store, study, include_demo):
         ended = state in ("ended", "failed")
         out.append(SessionOutcome(
             session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
             score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
             budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
             first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
-            sealed=None if not containment else containment.startswith("bwrap")))
+            sealed=None if not containment else containment.startswith("bwrap"), val_gap_flag=val_gap_flag))
     return out
+
+
+def measured_baselines(store: Store) -> dict[str, MeasuredBaseline]:
+    """The baselines measured here (``onegc baseline`` sessions), by task short id."""
+    return analysis_measured(outcomes(store, BASELINE_STUDY))
 
 
 def study_label(session_id: str, study: str | None) -> str | None:

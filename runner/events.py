@@ -155,6 +155,8 @@ class SessionEnded(_Event):
     paused_s: float
     score: float | None = None
     best_checkpoint: str | None = None
+    val: float | None = None  # the official checkpoint's validation score (the selection's)
+    val_gap_flag: str | None = None  # runner/selection_gap.py: its val beats its test beyond the baseline's gap
 
 
 # Written out (not built from a tuple) so that a type checker sees every member; a new event

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from runner import HARNESS_VERSION, agent_env, sandbox, verdicts
+from runner import HARNESS_VERSION, agent_env, sandbox, selection_gap, verdicts
 from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
@@ -73,6 +73,8 @@ class Session:
         self.found: dict[str, FoundCheckpoint] = {}
         self.found_at: dict[str, float] = {}
         self.live: dict[str, Score] = {}
+        self.selected_val: float | None = None  # the official checkpoint's validation score
+        self.val_gap: selection_gap.GapCheck | None = None  # its val-test gap check (T4-T6)
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._known_procs: dict[int, tuple[str, str]] = {}
@@ -614,6 +616,8 @@ class Session:
                 or next((s.error for s in self.live.values() if s.error), "") or "unknown")
         elif best[1] is None:
             failure = f"{scored_by}; the {scored} split needs the re-evaluation, so there is no {scored} score"
+        self.selected_val = val
+        self.val_gap = selection_gap.check_selected(self.spec, self.paths.root.parent, val, best[1] if best else None)
         struck = verdicts.integrity_rule(flags) if best else None
         if struck:
             try:
@@ -661,6 +665,7 @@ class Session:
             "evaluated": rows,
             "trajectory": trajectory or [],  # each 5-minute window's val-best on the scored split
             "disqualified": disqualified,  # an integrity rule's verdict (runner/verdicts.py); people add theirs later
+            "val_test_gap": self.val_gap.record() if self.val_gap else None,  # runner/selection_gap.py
         }
         tmp = self.paths.root / ".result.json.tmp"
         try:
@@ -672,7 +677,8 @@ class Session:
 
     def _end(self, reason: str, detail: str, score: float | None = None, best: str | None = None) -> None:
         self.events.emit("session_ended", reason=reason, detail=detail, active_s=self.clock.active_s(),
-                         wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=score, best_checkpoint=best)
+                         wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=score, best_checkpoint=best,
+                         val=self.selected_val, val_gap_flag=self.val_gap.flag if self.val_gap else None)
         self.events.close()
         self.guard.release()
         outcome = f"score {score:.6g} ({best})" if score is not None else "no score"

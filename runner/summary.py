@@ -77,7 +77,8 @@ def fold(delta: dict[str, Any], r: Mapping[str, Any]) -> None:
         delta["warnings"] = delta.get("warnings", 0) + (r.get("count") or 1)
     elif t == "session_ended":
         delta.update(state=end_state(r["reason"]), ended_ts=r["ts"], end_reason=r["reason"], end_detail=r["detail"],
-                     score=r["score"], best_checkpoint=r["best_checkpoint"], active_s=r["active_s"], remaining_s=None)
+                     score=r["score"], best_checkpoint=r["best_checkpoint"], active_s=r["active_s"], remaining_s=None,
+                     val=r.get("val"), val_gap_flag=r.get("val_gap_flag"))
 
 
 @dataclass

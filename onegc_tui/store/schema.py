@@ -110,6 +110,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE ingest_offsets ADD COLUMN file_id TEXT;
     """,
+    # 7: the official checkpoint's validation score, and the val-test gap flag (runner/selection_gap.py)
+    """
+    ALTER TABLE sessions ADD COLUMN val REAL;
+    ALTER TABLE sessions ADD COLUMN val_gap_flag TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
