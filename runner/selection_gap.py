@@ -146,9 +146,13 @@ def reference_for(spec, runs: Path | None) -> GapReference | None:
     return reference_from_spec(spec.baseline_val_gap, spec.val_gap_margin)
 
 
-def check_selected(spec, runs: Path | None, val: float | None, test: float | None) -> GapCheck | None:
+def check_selected(spec, runs: Path | None, val: float | None, test: float | None,
+                   study: str | None = None) -> GapCheck | None:
     """The check of a session's selected checkpoint; None where the scored split is validation
-    (T1-T3, T7: nothing to compare)."""
+    (T1-T3, T7: nothing to compare). A baseline session (``study`` ``baseline``) is a reference
+    itself: its advantage is recorded, never flagged."""
     if spec.scored_split == "val":
         return None
+    if study == BASELINE_STUDY:
+        return GapCheck(val_advantage(val, test, spec.direction), None, None)
     return check(val, test, spec.direction, reference_for(spec, runs))

@@ -617,7 +617,8 @@ class Session:
         elif best[1] is None:
             failure = f"{scored_by}; the {scored} split needs the re-evaluation, so there is no {scored} score"
         self.selected_val = val
-        self.val_gap = selection_gap.check_selected(self.spec, self.paths.root.parent, val, best[1] if best else None)
+        self.val_gap = selection_gap.check_selected(self.spec, self.paths.root.parent, val, best[1] if best else None,
+                                                    self.config.study)
         struck = verdicts.integrity_rule(flags) if best else None
         if struck:
             try:
