@@ -98,6 +98,7 @@ class SessionOutcome:
     flagged: int = 0  # scores with integrity flags (sealed scoring's notes: what the scored code did)
     sealed: bool | None = None  # None: the session predates the record
     val_gap_flag: str | None = None  # its selected checkpoint's val beats its test beyond the baseline's gap
+    contended: bool | None = None  # ran with a foreign GPU process, throttling, other sessions, pauses (None: not recorded)
 
     @property
     def finished(self) -> bool:
@@ -191,6 +192,13 @@ class Cell:
     n_flagged: int = 0  # finished sessions with integrity-flagged scores
     n_unsealed: int = 0  # finished sessions run --unsealed
     n_val_gap: int = 0  # finished sessions with the val-test gap flag (runner/selection_gap.py)
+    n_contended: int = 0  # finished sessions whose conditions record says contended (runner/contention.py)
+    n_clean: int = 0  # finished sessions whose conditions record says clean
+
+    @property
+    def mixed_conditions(self) -> bool:
+        """The cell pools contended and clean sessions: their scores are not measured alike."""
+        return self.n_contended > 0 and self.n_clean > 0
 
     @property
     def mixed_contracts(self) -> bool:
@@ -406,6 +414,8 @@ def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cel
         n_flagged=sum(1 for s in done if s.flagged),
         n_unsealed=sum(1 for s in done if s.sealed is False),
         n_val_gap=sum(1 for s in done if s.val_gap_flag),
+        n_contended=sum(1 for s in done if s.contended is True),
+        n_clean=sum(1 for s in done if s.contended is False),
     )
 
 

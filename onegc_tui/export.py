@@ -126,16 +126,19 @@ def _agg_is_best(agg: Aggregate, best: float | None) -> bool:
 
 
 INTEGRITY_MARK = "⚠"
+CONTENDED_MARK = "§"  # runner/contention.py: the cell pools contended and clean sessions
 VAL_GAP_MARK = "‡"  # runner/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
 
 
 def integrity_marks(cell: Cell | None) -> str:
     """What a cell's figure needs beside it: ``⚠`` when it pools sessions run ``--unsealed`` or
-    with integrity-flagged scores, ``‡`` when it pools sessions with the val-test gap flag, `` DQ<n>``
+    with integrity-flagged scores, ``‡`` when it pools sessions with the val-test gap flag, ``§`` when
+    it pools contended and clean sessions (runner/contention.py), `` DQ<n>``
     for sessions disqualified (in n/N, not in the mean)."""
     if cell is None:
         return ""
     return (INTEGRITY_MARK if cell.n_flagged or cell.n_unsealed else "") + (VAL_GAP_MARK if cell.n_val_gap else "") + (
+        CONTENDED_MARK if cell.mixed_conditions else "") + (
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
@@ -213,6 +216,9 @@ def _footnotes(studies: Sequence[Matrix]) -> list[str]:
                      "baseline's own val-test gap (trained on val, or overfit to it; docs/selection.md)")
     if any(c.n_disqualified for r in rows for c in r.cells.values()):
         notes.append("DQ<n>: sessions disqualified (counted in n/N, not in the mean), as the paper's protocol violations")
+    if any(c.mixed_conditions for r in rows for c in r.cells.values()):
+        notes.append(f"{CONTENDED_MARK} pools sessions run contended (a foreign process on the GPU, memory in use at start, "
+                     "throttling, other sessions on the host, operator pauses) with clean ones (onegc sessions --json)")
     if _has_ours(studies):
         notes.append("Agg, Agg_max: relative to the paper's baselines (task.toml); Agg_ours: relative to the baselines "
                      "measured here under the same contract (onegc baseline TASK)")
@@ -288,6 +294,7 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
     mark = "^{*}" if cell.mixed_contracts else ""
     mark += "^{!}" if cell.n_flagged or cell.n_unsealed else ""
     mark += "^{\\ddagger}" if cell.n_val_gap else ""
+    mark += "^{\\S}" if cell.mixed_conditions else ""
     mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
@@ -365,6 +372,8 @@ MATRIX_CSV_FIELDS = (
     "session_ids",
     "n_val_gap",
     "r_ours",
+    "n_contended",
+    "n_clean",
 )
 
 
@@ -412,6 +421,8 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     " ".join(c.session_ids),
                     c.n_val_gap,
                     r.agg_ours.per_task.get(task) if r.agg_ours is not None else None,
+                    c.n_contended,
+                    c.n_clean,
                 ]
                 w.writerow([_csv_value(v) for v in row])
             w.writerow(
@@ -442,6 +453,8 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         "",
                         None,
                         r.agg_ours.value if r.agg_ours is not None else None,
+                        None,
+                        None,
                     ]
                 ]
             )
@@ -465,7 +478,7 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
         cells = {}
         for task, c in r.cells.items():
             d = dataclasses.asdict(c)
-            d.update(mixed_contracts=c.mixed_contracts, success_rate=c.success_rate)
+            d.update(mixed_contracts=c.mixed_contracts, success_rate=c.success_rate, mixed_conditions=c.mixed_conditions)
             cells[task] = d
         rows.append(
             {

@@ -55,14 +55,16 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
     """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
     out = []
     for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first, disqualified, flagged, containment, val_gap_flag) in sql.outcome_rows(store, study, include_demo):
+         scripts, first, disqualified, flagged, containment, val_gap_flag, contended) in sql.outcome_rows(
+            store, study, include_demo):
         ended = state in ("ended", "failed")
         out.append(SessionOutcome(
             session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
             score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
             budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
             first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
-            sealed=None if not containment else containment.startswith("bwrap"), val_gap_flag=val_gap_flag))
+            sealed=None if not containment else containment.startswith("bwrap"), val_gap_flag=val_gap_flag,
+            contended=None if contended is None else bool(contended)))
     return out
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from runner import HARNESS_VERSION, agent_env, sandbox, selection_gap, verdicts
+from runner import HARNESS_VERSION, agent_env, contention, sandbox, selection_gap, verdicts
 from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
@@ -33,6 +33,7 @@ from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.coalesce import WarningFolder
 from runner.config import SessionPaths, data_root
+from runner.contention import ContentionWatch
 from runner.diskguard import DiskGuard
 from runner.errors import DiskFull, is_no_space
 from runner.execlog import ExecLog, Launch
@@ -75,6 +76,9 @@ class Session:
         self.live: dict[str, Score] = {}
         self.selected_val: float | None = None  # the official checkpoint's validation score
         self.val_gap: selection_gap.GapCheck | None = None  # its val-test gap check (T4-T6)
+        self.contention: ContentionWatch | None = None  # runner/contention.py, from the GPU's opening on
+        self.pauses = 0  # operator pauses (for the conditions record)
+        self.conditions: dict | None = None  # the conditions record, at the end
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._known_procs: dict[int, tuple[str, str]] = {}
@@ -124,6 +128,9 @@ class Session:
             self._end("harness_error", why)
             return 2
         sampler, self.gpu_info, gpu_problem = self._open_gpu()
+        self.contention = ContentionWatch(sampler.nvml if sampler else None, sampler.handles if sampler else [],
+                                          self._own_pids, self.paths.root.parent, self.config.session_id)
+        self.contention.start()  # before the agent: memory already in use, processes already there
         self._emit_start(self.gpu_info)
         for note in self.net.notes:
             self.events.emit("warning", code="network", message=note)
@@ -189,6 +196,7 @@ class Session:
             return 2
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
         detail = self._explain(reason, detail)
+        self.conditions = self._conditions()
         try:
             score, best = self._official_result(reason, detail, live)
         finally:
@@ -374,13 +382,42 @@ class Session:
             log.close()
 
     def _sample_gpu(self, sampler: GpuSampler) -> None:
+        next_poll = next_sessions = time.monotonic()
         while not self._done.wait(SAMPLE_PERIOD_S):
             try:
-                for s in sampler.sample():
+                samples = sampler.sample()
+                for s in samples:
                     self.events.emit("gpu", **vars(s))
+                now = time.monotonic()
+                if self.contention is not None and now >= next_poll:  # runner/contention.py
+                    self.contention.poll({s.index: s.util_pct for s in samples}, contention.POLL_S)
+                    next_poll = now + contention.POLL_S
+                if self.contention is not None and now >= next_sessions:
+                    self.contention.poll_sessions()
+                    next_sessions = now + contention.CONCURRENCY_PERIOD_S
             except Exception as exc:
                 self.events.emit("warning", code="gpu", message=f"GPU sampling stopped: {exc}")
                 return
+
+    def _own_pids(self) -> set[int]:
+        """The runner, everything it started, and the agent's tree: nobody foreign on the GPU."""
+        own = {os.getpid()}
+        try:
+            own |= {p.pid for p in psutil.Process().children(recursive=True)}
+        except psutil.Error:
+            pass
+        if self.tree is not None:
+            own |= set(self.tree.pids())
+        return own
+
+    def _conditions(self) -> dict | None:
+        """The session's conditions (runner/contention.py), emitted once at its end."""
+        if self.contention is None:
+            return None
+        self.contention.poll_sessions()
+        record = self.contention.summary(self.pauses, self.clock.paused_s())
+        self.events.emit("conditions", **record)
+        return record
 
     # ------------------------------------------------------------------ the loop
     def _loop(self) -> None:
@@ -430,6 +467,7 @@ class Session:
                 if tree is not None:
                     tree.pause()
                     self.clock.pause()
+                    self.pauses += 1
                     self.events.emit("budget", state="paused", remaining_s=self.clock.remaining_s(),
                                      deadline=self.clock.deadline())
                 self.events.emit("control", action="pause", request_id=rid, accepted=ok, detail="" if ok else "already paused")
@@ -667,6 +705,7 @@ class Session:
             "trajectory": trajectory or [],  # each 5-minute window's val-best on the scored split
             "disqualified": disqualified,  # an integrity rule's verdict (runner/verdicts.py); people add theirs later
             "val_test_gap": self.val_gap.record() if self.val_gap else None,  # runner/selection_gap.py
+            "conditions": self.conditions,  # runner/contention.py: contended or clean
         }
         tmp = self.paths.root / ".result.json.tmp"
         try:
