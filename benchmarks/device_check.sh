@@ -5,6 +5,9 @@
 #   2. T6 (ETTh1) full baseline and T1 (TinyShakespeare, bounded) from the offline copies in
 #      $DATA (shared/data layout), scored by the pristine evaluator.
 #   3. T2/T3 at full size for a bounded time on synthetic arrays (benchmarks/gpu_baselines.sh).
+#   1b. The contention guard (runner/session/contention.py): a foreign CUDA process holding 2 GB on GPU 0
+#      while a session runs must make its `conditions` event contended (naming that PID); a session
+#      after it is gone must be clean. The throttle and clock figures NVML gave are printed.
 #   0. First, the sandbox on a GPU: a sealed command-agent session given GPU 0 prints what it sees
 #      (nvidia-smi -L, torch.cuda.device_count(), /dev/nvidia*); exactly the assigned GPU must show.
 # Python packages the machine lacks travel as wheels in .whl/ (pydantic, watchdog, sqlite-utils, timm,
@@ -59,8 +62,34 @@ print("gpu samples:", len(gpu), "max util %:", max((e["util_pct"] for e in gpu),
 print("result:", json.loads((run / "result.json").read_text())["value"])
 PY
 
+echo "== 1b. the contention guard: a foreign CUDA process on GPU 0 =="
+python3 -c "
+import time, torch
+x = torch.empty(2 << 30, dtype=torch.uint8, device='cuda:0'); torch.cuda.synchronize()
+print('foreign: holding 2 GB on cuda:0', flush=True); time.sleep(120)" &
+FOREIGN=$!
+sleep 15  # its CUDA context up and its memory held
+timeout 150 python3 -m onegc_tui.cli run t0 --agent scripted --pace 0 --budget 0.5 --gpus 0 --plain 2>&1 | tail -2
+kill $FOREIGN; wait $FOREIGN 2>/dev/null
+sleep 3
+timeout 150 python3 -m onegc_tui.cli run t0 --agent scripted --pace 0 --budget 0.5 --gpus 0 --plain 2>&1 | tail -2
+FOREIGN=$FOREIGN python3 - <<'PY'
+import json, os, pathlib
+runs = sorted(pathlib.Path("/tmp/onegc-home/runs").iterdir(), key=lambda p: p.stat().st_mtime)[-2:]
+for label, run in zip(("with the foreign process", "after it"), runs):
+    ev = [json.loads(l) for l in (run / "events.jsonl").read_text().splitlines()]
+    cond = next((e for e in ev if e["type"] == "conditions"), None)
+    if cond is None:
+        print(label, ": NO conditions event"); continue
+    pids = [p["pid"] for p in cond.get("foreign_processes", [])]
+    print(label, ": contended", cond["contended"], "foreign pids", pids, "(expected", os.environ["FOREIGN"] + ")",
+          "reasons", cond["reasons"])
+    print("   mem at start", cond.get("mem_used_at_start_mb"), "throttle_s", cond.get("throttle_s"),
+          "min SM clock ratio", cond.get("min_sm_clock_ratio"), "problems", cond.get("problems"))
+PY
+
 echo "== 2. T6 and T1 baselines (real data, CUDA) =="
-timeout 120 python3 benchmarks/reproduce_baselines.py t6 --from "$DATA/etth1" --device cuda --json "$OUT/t6.json" 2>&1 | tail -12
+timeout 300 python3 benchmarks/reproduce_baselines.py t6 --from "$DATA/etth1" --device cuda --seeds 5 --json "$OUT/t6.json" 2>&1 | tail -12
 timeout 150 python3 benchmarks/reproduce_baselines.py t1 --from "$DATA/tinyshakespeare" --device cuda --max-minutes 1.5 --json "$OUT/t1.json" 2>&1 | tail -12
 
 echo "== 3. T2/T3 full size, synthetic data =="

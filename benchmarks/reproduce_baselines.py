@@ -2,6 +2,7 @@
 
     python benchmarks/reproduce_baselines.py TASK [--from DIR] [--device cpu|cuda] [--max-minutes M]
                                                   [--data-dir DIR] [--json FILE] [--keep]
+                                                  [--seeds N] [--set NAME=VALUE ...]
 
 It prepares the task's data with the pristine ``tasks/<id>/prepare.py`` (from DIR, or by
 downloading), builds a fresh workspace the way a session gets one (prepare.py, onegc_kit.py,
@@ -13,6 +14,12 @@ T4-T6, what picking by the scored split itself would have reported (the selectio
 harness avoids), with the training wall time, the best checkpoint's --eval wall time, the
 device and the machine. ``--max-minutes`` stops training early (the figures are then marked
 incomplete). Exit status: 0 when a checkpoint was scored, 1 when none was, 2 on a usage or data error.
+
+``--seeds N`` runs the baseline N times (``SEED`` = 0 .. N-1, each in a fresh workspace) and ends
+with one table: the mean ± sample std of the official (val-best) score, the test-best one beside
+it, the paper's baseline and whether they agree within noise (benchmarks/seed_table.py says the
+rule). ``--set NAME=VALUE`` changes an UPPERCASE constant of train.py first (a Python literal),
+e.g. ``--set BATCH_SIZE=128 --set EPOCHS=5`` for the paper's description of the T6 baseline.
 """
 
 from __future__ import annotations
@@ -33,8 +40,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from seed_table import summarise, table  # noqa: E402
+
 from runner.scoring.official import Candidate, ranked  # noqa: E402
 from tasks import KIT_FILE, UnknownTask, get_task  # noqa: E402
+from tasks.script_edit import MissingConstant, set_constants  # noqa: E402
 
 KILL_GRACE_S = 10  # after SIGTERM at --max-minutes, before SIGKILL
 
@@ -71,7 +82,23 @@ def prepare_data(task_id: str, data_dir: Path, from_dir: Path | None) -> None:
         fail(f"preparing {task_id} failed: {lines[-1] if lines else proc.returncode}".replace("error: ", ""))
 
 
-def make_workspace(task_id: str, data_dir: Path, device: str | None) -> Path:
+def parse_sets(items: list[str]) -> dict[str, object]:
+    """``NAME=VALUE`` pairs (VALUE a Python literal) for train.py's UPPERCASE constants."""
+    import ast
+
+    values: dict[str, object] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            fail(f"--set {item!r}: write NAME=VALUE with an UPPERCASE constant name, e.g. --set EPOCHS=5")
+        try:
+            values[name] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            fail(f"--set {item!r}: VALUE must be a Python literal (a number, or a quoted string)")
+    return values
+
+
+def make_workspace(task_id: str, data_dir: Path, device: str | None, constants: dict[str, object] | None = None) -> Path:
     ws = Path(tempfile.mkdtemp(prefix=f"onegc-repro-{task_id}-"))
     for name in ("prepare.py", "train.py"):
         shutil.copy(REPO / "tasks" / task_id / name, ws / name)
@@ -91,6 +118,14 @@ def make_workspace(task_id: str, data_dir: Path, device: str | None) -> Path:
         text, n = re.subn(r"^DEVICE\s*=.*$", f"DEVICE = {device!r}", train.read_text(), count=1, flags=re.MULTILINE)
         if not n:
             fail(f"tasks/{task_id}/train.py has no top-level DEVICE constant")
+        train.write_text(text)
+    if constants:
+        train = ws / "train.py"
+        try:
+            text, _ = set_constants(train.read_text(), constants)
+        except MissingConstant as exc:
+            shutil.rmtree(ws, ignore_errors=True)
+            fail(f"--set: tasks/{task_id}/train.py has {exc.args[0]}")
         train.write_text(text)
     return ws
 
@@ -148,11 +183,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, help="where the prepared data lives (default $ONEGC_HOME/data/<task>)")
     parser.add_argument("--json", type=Path, help="also write the summary to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspace")
+    parser.add_argument("--seeds", type=int, help="run SEED = 0 .. N-1 and print mean ± std as a table")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
+                        help="change a constant of train.py first (repeatable)")
     args = parser.parse_args(argv)
     try:
         spec = get_task(args.task)
     except UnknownTask as exc:
         fail(str(exc))
+    if args.seeds is not None and not 1 <= args.seeds <= 100:
+        fail(f"--seeds {args.seeds}: give a number of seeds from 1 to 100")
+    constants = parse_sets(args.sets)
+    if args.seeds is not None and "SEED" in constants:
+        fail("--seeds sets SEED itself: drop --set SEED=...")
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -162,7 +205,31 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = (args.data_dir or home / "data" / spec.id).resolve()
     print(f"{spec.id}: preparing data in {data_dir}", flush=True)
     prepare_data(spec.id, data_dir, args.from_dir)
-    ws = make_workspace(spec.id, data_dir, device)
+    if args.seeds is None:
+        summary = run_once(spec, data_dir, device, args, constants)
+        if args.json:
+            args.json.write_text(json.dumps(summary, indent=2) + "\n")
+        return 0 if summary["score"] is not None else 1
+    runs = []
+    for seed in range(args.seeds):
+        print(f"\n{spec.id}: seed {seed}", flush=True)
+        summary = run_once(spec, data_dir, device, args, {**constants, "SEED": seed})
+        runs.append({**summary, "seed": seed})
+    recipe = ", ".join(f"{k}={v!r}" for k, v in constants.items()) or "train.py as shipped"
+    result = summarise(spec.id, spec.metric, recipe, runs, spec.baseline_score)
+    print()
+    print(table([result]))
+    if args.json:
+        args.json.write_text(json.dumps({"task": spec.id, "recipe": recipe, "device": device, "runs": runs,
+                                         "val_best": result.val_best, "test_best": result.test_best,
+                                         "paper_baseline": spec.baseline_score, "verdict": result.verdict},
+                                        indent=2) + "\n")
+    return 0 if result.n == args.seeds else 1
+
+
+def run_once(spec, data_dir: Path, device: str, args: argparse.Namespace, constants: dict[str, object]) -> dict:
+    """One baseline run in a fresh workspace, every checkpoint scored; returns its summary."""
+    ws = make_workspace(spec.id, data_dir, device, constants)
     print(f"{spec.id}: training the baseline in {ws} on {device}", flush=True)
     train_s, completed, code = train(ws, args.max_minutes)
     ckpts = sorted((ws / "checkpoints").glob("*.pt"), key=lambda p: p.stat().st_mtime)
@@ -207,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": device,
         "machine": machine(device),
         "max_minutes": args.max_minutes,
+        "constants": {k: v for k, v in constants.items()},
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "all": [{k: r.get(k) for k in ("checkpoint", "val", "value", "wall_s", "error") if r.get(k) is not None}
                 for r in results],
@@ -215,8 +283,6 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in summary.items():
         if key != "all":
             print(f"{key}: {value}")
-    if args.json:
-        args.json.write_text(json.dumps(summary, indent=2) + "\n")
     if not best:
         why = "training stopped before its first checkpoint" if not results else "every checkpoint failed --eval"
         print(f"error: no checkpoint was scored: {why}", file=sys.stderr)
@@ -224,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workspace kept: {ws}")
     else:
         shutil.rmtree(ws, ignore_errors=True)
-    return 0 if best else 1
+    return summary
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ a partial Agg is shown with a mark and never competes for "best" with complete o
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -38,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from runner.scoring.selection_gap import BASELINE_STUDY
 from runner.wire.events import (
     AgentStarted,
     BudgetEvent,
@@ -96,6 +98,8 @@ class SessionOutcome:
     flagged: int = 0  # scores with integrity flags (sealed scoring's notes: what the scored code did)
     sealed: bool | None = None  # None: the session predates the record
     network: str | None = None  # the contract's policy (open, api-only, none); None: not recorded
+    val_gap_flag: str | None = None  # its selected checkpoint's val beats its test beyond the baseline's gap
+    contended: bool | None = None  # ran with a foreign GPU process, throttling, other sessions, pauses (None: not recorded)
 
     @property
     def finished(self) -> bool:
@@ -189,6 +193,14 @@ class Cell:
     n_flagged: int = 0  # finished sessions with integrity-flagged scores
     n_unsealed: int = 0  # finished sessions run --unsealed
     n_open_network: int = 0  # finished sessions whose agent shared the host's network (--network open)
+    n_val_gap: int = 0  # finished sessions with the val-test gap flag (runner/scoring/selection_gap.py)
+    n_contended: int = 0  # finished sessions whose conditions record says contended (runner/session/contention.py)
+    n_clean: int = 0  # finished sessions whose conditions record says clean
+
+    @property
+    def mixed_conditions(self) -> bool:
+        """The cell pools contended and clean sessions: their scores are not measured alike."""
+        return self.n_contended > 0 and self.n_clean > 0
 
     @property
     def mixed_contracts(self) -> bool:
@@ -229,8 +241,9 @@ class Row:
     agent: str
     model: str | None
     cells: Mapping[str, Cell]  # by task short id; tasks with no session are absent
-    agg: Aggregate
+    agg: Aggregate  # relative to the paper's baselines (task.toml's baseline_score)
     agg_max: Aggregate
+    agg_ours: Aggregate | None = None  # Agg relative to the baselines measured here (onegc baseline), if any
 
     def cell(self, task: str) -> Cell | None:
         return self.cells.get(task)
@@ -403,6 +416,9 @@ def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cel
         n_flagged=sum(1 for s in done if s.flagged),
         n_unsealed=sum(1 for s in done if s.sealed is False),
         n_open_network=sum(1 for s in done if s.network == "open"),
+        n_val_gap=sum(1 for s in done if s.val_gap_flag),
+        n_contended=sum(1 for s in done if s.contended is True),
+        n_clean=sum(1 for s in done if s.contended is False),
     )
 
 
@@ -413,11 +429,16 @@ def _row(
     cells: dict[str, Cell],
     columns: Sequence[TaskColumn],
     expected: Sequence[str],
+    measured: Mapping[str, float] | None = None,
 ) -> Row:
     means = {t: c.mean for t, c in cells.items()}
     bests = {t: c.best for t, c in cells.items()}
+    ours = None
+    if measured:
+        ours_cols = [dataclasses.replace(c, baseline=measured.get(c.task)) for c in columns]
+        ours = aggregate(means, ours_cols, expected)
     return Row(
-        label, agent, model, cells, aggregate(means, columns, expected), aggregate(bests, columns, expected)
+        label, agent, model, cells, aggregate(means, columns, expected), aggregate(bests, columns, expected), ours
     )
 
 
@@ -426,6 +447,7 @@ def build_matrix(
     study: str = "ours",
     specs: Iterable[TaskSpec] | None = None,
     agg_tasks: Sequence[str] | None = None,
+    measured: Mapping[str, float] | None = None,
 ) -> Matrix:
     """The agent × task matrix of ``outcomes`` (pooled as given: filter by study first).
 
@@ -433,7 +455,8 @@ def build_matrix(
     model), sorted by label; columns are the tasks that appear, in task
     order. ``specs`` defaults to the task registry; names that match no spec are reported in
     ``unknown_tasks`` and left out. ``agg_tasks`` fixes the aggregate's task set (default: see
-    :func:`_expected_tasks`).
+    :func:`_expected_tasks`). ``measured``: baselines measured under the same contract, by task
+    short id (:func:`measured_baselines`); each row then has ``agg_ours``, its Agg against them.
     """
     table = _resolve(specs)
     groups: dict[tuple, dict[str, list[SessionOutcome]]] = {}
@@ -457,9 +480,41 @@ def build_matrix(
             for t, sessions in sorted(by_task.items(), key=lambda kv: task_sort_key(kv[0]))
         }
         name = row_label(agent, model, label, row_study if several_studies else None)
-        rows.append(_row(name, agent, model, cells, cols, expected))
+        rows.append(_row(name, agent, model, cells, cols, expected, measured))
     rows.sort(key=lambda r: r.label.lower())
     return Matrix(study, cols, tuple(rows), tuple(sorted(unknown)))
+
+
+def measured_baselines(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskSpec] | None = None
+                       ) -> dict[str, MeasuredBaseline]:
+    """The baseline measured here, per task short id: the mean official score of the successful
+    sessions of the ``baseline`` study (``onegc baseline TASK`` runs the task's baseline
+    ``train.py`` as the agent under the same contract as any session). Tasks whose baseline
+    sessions pool different task contracts take only the newest contract's sessions."""
+    table = _resolve(specs)
+    by_task: dict[str, list[SessionOutcome]] = {}
+    for o in outcomes:
+        spec = table.get(o.task.strip().lower())
+        if spec is not None and o.study == BASELINE_STUDY and o.succeeded and o.score is not None:
+            by_task.setdefault(spec.short, []).append(o)
+    out: dict[str, MeasuredBaseline] = {}
+    for task, sessions in by_task.items():
+        newest = max(sessions, key=lambda s: s.started_at or 0.0).contract_hash
+        scores = [s.score for s in sessions if s.contract_hash == newest and s.score is not None]
+        mean = _mean(scores)
+        if mean is not None and mean != 0:
+            out[task] = MeasuredBaseline(task, mean, sample_std(scores), len(scores))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredBaseline:
+    """A task's baseline as measured here: mean ± std of ``n`` baseline sessions' official scores."""
+
+    task: str
+    mean: float
+    std: float | None
+    n: int
 
 
 def paper_matrix(specs: Iterable[TaskSpec] | None = None) -> Matrix:

@@ -9,12 +9,16 @@ unless ``include_paper=False``, the paper's reference rows) as
   column in bold; needs ``booktabs``);
 - ``csv``: long format, one line per (study, agent, task) cell plus one ``task=agg`` line per
   row whose ``mean`` is Agg, ``best`` is Agg_max, ``n_success``/``n_total`` the tasks it covers
-  out of those expected, and ``partial`` set when some are missing;
+  out of those expected, and ``partial`` set when some are missing (``r_ours``: per cell, r against
+  the baseline measured here; on the agg line, Agg_ours);
 - ``json``: the full matrices (every cell field, session ids, aggregates, flags).
 
 :func:`sessions_csv` writes one line per session. Markers in the text formats: ``*`` = the cell
 pools sessions run under different task contracts; ``†`` = partial aggregate (some of its tasks
-have no result); ``(n/N)`` = not every repeat produced a scorable checkpoint.
+have no result); ``(n/N)`` = not every repeat produced a scorable checkpoint; ``‡`` = the cell
+pools sessions with the val-test gap flag (runner/scoring/selection_gap.py). ``Agg``/``Agg_max`` are
+relative to the paper's baselines; ``Agg_ours`` (shown when baseline sessions were run here with
+``onegc baseline``) relative to the baselines measured under the same contract.
 """
 
 from __future__ import annotations
@@ -124,15 +128,19 @@ def _agg_is_best(agg: Aggregate, best: float | None) -> bool:
 
 
 INTEGRITY_MARK = "⚠"
+CONTENDED_MARK = "§"  # runner/session/contention.py: the cell pools contended and clean sessions
+VAL_GAP_MARK = "‡"  # runner/scoring/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
 
 
 def integrity_marks(cell: Cell | None) -> str:
     """What a cell's figure needs beside it: ``⚠`` when it pools sessions run ``--unsealed``, with
-    ``--network open`` or with integrity-flagged scores, `` DQ<n>`` for sessions disqualified (in
-    n/N, not in the mean)."""
+    ``--network open`` or with integrity-flagged scores, ``‡`` when it pools sessions with the
+    val-test gap flag, ``§`` when it pools contended and clean sessions (runner/session/contention.py),
+    `` DQ<n>`` for sessions disqualified (in n/N, not in the mean)."""
     if cell is None:
         return ""
     return (INTEGRITY_MARK if cell.n_flagged or cell.n_unsealed or cell.n_open_network else "") + (
+        VAL_GAP_MARK if cell.n_val_gap else "") + (CONTENDED_MARK if cell.mixed_conditions else "") + (
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
@@ -179,15 +187,23 @@ def _grid(studies: Sequence[Matrix], bold: tuple[str, str] | None) -> tuple[list
     def b(text: str, on: bool) -> str:
         return f"{bold[0]}{text}{bold[1]}" if bold and on else text
 
+    ours = _has_ours(studies)
     header = ["study", "agent", *(f"{c.label} {arrow(c.direction)}" for c in cols), "Agg", "Agg_max"]
+    header += ["Agg_ours"] if ours else []
     body = []
     for m in studies:
         for r in m.rows:
             cells = [b(cell_text(r.cell(c.task)), _is_best(r.cell(c.task), c.task, best)) for c in cols]
             agg = b(_agg_text(r.agg), _agg_is_best(r.agg, best_agg))
             agg_max = b(_agg_text(r.agg_max), _agg_is_best(r.agg_max, best_max))
-            body.append([_one_line(m.study), _one_line(r.label), *cells, agg, agg_max])
+            extra = [_agg_text(r.agg_ours) if r.agg_ours is not None else MISSING] if ours else []
+            body.append([_one_line(m.study), _one_line(r.label), *cells, agg, agg_max, *extra])
     return header, body
+
+
+def _has_ours(studies: Sequence[Matrix]) -> bool:
+    """Whether any row has an Agg against baselines measured here (then the tables show Agg_ours)."""
+    return any(r.agg_ours is not None for m in studies for r in m.rows)
 
 
 def _footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda text: safe_text(text, one_line=True)
@@ -199,8 +215,17 @@ def _footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda te
     if any(c.n_flagged or c.n_unsealed or c.n_open_network for r in rows for c in r.cells.values()):
         notes.append(f"{INTEGRITY_MARK} pools sessions run --unsealed, with --network open (the host's network) "
                      "or with integrity-flagged scores (onegc sessions --json)")
+    if any(c.n_val_gap for r in rows for c in r.cells.values()):
+        notes.append(f"{VAL_GAP_MARK} pools sessions whose selected checkpoint's val score beats its test score beyond the "
+                     "baseline's own val-test gap (trained on val, or overfit to it; docs/selection.md)")
     if any(c.n_disqualified for r in rows for c in r.cells.values()):
         notes.append("DQ<n>: sessions disqualified (counted in n/N, not in the mean), as the paper's protocol violations")
+    if any(c.mixed_conditions for r in rows for c in r.cells.values()):
+        notes.append(f"{CONTENDED_MARK} pools sessions run contended (a foreign process on the GPU, memory in use at start, "
+                     "throttling, other sessions on the host, operator pauses) with clean ones (onegc sessions --json)")
+    if _has_ours(studies):
+        notes.append("Agg, Agg_max: relative to the paper's baselines (task.toml); Agg_ours: relative to the baselines "
+                     "measured here under the same contract (onegc baseline TASK)")
     for m in studies:
         for r in m.rows:
             if r.agg.partial:
@@ -290,6 +315,8 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
     body = _num(cell.mean) if cell.std is None else f"{_num(cell.mean)} \\pm {_num(cell.std)}"
     mark = "^{*}" if cell.mixed_contracts else ""
     mark += "^{!}" if cell.n_flagged or cell.n_unsealed or cell.n_open_network else ""
+    mark += "^{\\ddagger}" if cell.n_val_gap else ""
+    mark += "^{\\S}" if cell.mixed_conditions else ""
     mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
@@ -366,6 +393,10 @@ MATRIX_CSV_FIELDS = (
     "partial",
     "scripts_mean",
     "session_ids",
+    "n_val_gap",
+    "r_ours",
+    "n_contended",
+    "n_clean",
 )
 
 
@@ -425,6 +456,10 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     None,
                     c.scripts_mean,
                     " ".join(c.session_ids),
+                    c.n_val_gap,
+                    r.agg_ours.per_task.get(task) if r.agg_ours is not None else None,
+                    c.n_contended,
+                    c.n_clean,
                 ]
                 w.writerow([_csv_value(v) for v in row])
             w.writerow(
@@ -454,6 +489,10 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         r.agg.partial,
                         None,
                         "",
+                        None,
+                        r.agg_ours.value if r.agg_ours is not None else None,
+                        None,
+                        None,
                     ]
                 ]
             )
@@ -477,7 +516,7 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
         cells = {}
         for task, c in r.cells.items():
             d = dataclasses.asdict(c)
-            d.update(mixed_contracts=c.mixed_contracts, success_rate=c.success_rate)
+            d.update(mixed_contracts=c.mixed_contracts, success_rate=c.success_rate, mixed_conditions=c.mixed_conditions)
             cells[task] = d
         rows.append(
             {
@@ -487,6 +526,7 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
                 "cells": cells,
                 "agg": _aggregate_dict(r.agg),
                 "agg_max": _aggregate_dict(r.agg_max),
+                "agg_ours": _aggregate_dict(r.agg_ours) if r.agg_ours is not None else None,
             }
         )
     return {

@@ -14,6 +14,7 @@ from onegc_tui.analysis import (
     BUSY_UTIL_PCT,
     Activity,
     GpuSplit,
+    MeasuredBaseline,
     ScorePoint,
     SessionOutcome,
     UtilSample,
@@ -21,6 +22,7 @@ from onegc_tui.analysis import (
     anytime_curve,
     gpu_time_split,
 )
+from onegc_tui.analysis import measured_baselines as analysis_measured
 from onegc_tui.store import Store
 from onegc_tui.store import queries as sql
 from onegc_tui.timeline import BudgetAxis, Timeline
@@ -32,6 +34,7 @@ from onegc_tui.transcript_view import (
     search_words,
     transcript_line,
 )
+from runner.scoring.selection_gap import BASELINE_STUDY
 from runner.wire.events import parse_event
 from tasks import UnknownTask, direction_of, get_task
 
@@ -52,15 +55,22 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
     """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
     out = []
     for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first, disqualified, flagged, containment, network) in sql.outcome_rows(store, study, include_demo):
+         scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended) in sql.outcome_rows(
+            store, study, include_demo):
         ended = state in ("ended", "failed")
         out.append(SessionOutcome(
             session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
             score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
             budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
             first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
-            sealed=None if not containment else containment.startswith("bwrap"), network=network))
+            sealed=None if not containment else containment.startswith("bwrap"), network=network,
+            val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended)))
     return out
+
+
+def measured_baselines(store: Store) -> dict[str, MeasuredBaseline]:
+    """The baselines measured here (``onegc baseline`` sessions), by task short id."""
+    return analysis_measured(outcomes(store, BASELINE_STUDY))
 
 
 def study_label(session_id: str, study: str | None) -> str | None:

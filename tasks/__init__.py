@@ -69,6 +69,10 @@ class TaskSpec(BaseModel):
     baseline_score: float | None
     paper_reference: float | None = None
     baseline_note: str = ""
+    # the baseline's val advantage over its test score, and the margin beyond it that flags a
+    # session (runner/scoring/selection_gap.py); measured by benchmarks/reproduce_baselines.py --seeds 5
+    baseline_val_gap: float | None = None
+    val_gap_margin: float | None = None
     eval_timeout_s: float = 600.0
     cpu_ok: bool = False  # the demo task: data made offline on first use, baseline trains on a CPU in seconds
     pretrained_weights: list[str] = Field(default_factory=list)

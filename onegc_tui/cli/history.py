@@ -35,11 +35,12 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     try:
         Ingester(home, store).catch_up()
         outcomes = queries.outcomes(store, study, include_demo=demo)
+        measured = queries.measured_baselines(store)
         left_out = 0 if demo or outcomes else len(queries.outcomes(store, study, include_demo=True))
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
-    matrix = build_matrix(bench, study=study or "ours")
+    matrix = build_matrix(bench, study=study or "ours", measured={t: m.mean for t, m in measured.items()})
     demo_matrix = build_matrix(demo_outcomes, study=f"{study or 'ours'} (demo tasks)") if demo_outcomes else None
     if not matrix.rows and demo_matrix is None:
         where = f" in study {study}" if study else ""
@@ -49,6 +50,10 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
             raise OnegcError(f"nothing to print: {why}")
         click.echo(f"note: only the paper's rows: {why}", err=True)
     click.echo(render_history(matrix, demo_matrix, fmt, include_paper=not no_paper), nl=False)
+    if measured and fmt in ("table", "md"):
+        click.echo("\nbaselines measured here (onegc baseline): " + "; ".join(
+            f"{t.upper()} {m.mean:.4f}" + (f" ± {m.std:.4f}" if m.std is not None else "") + f" (n={m.n})"
+            for t, m in sorted(measured.items())))
     if sessions_path is not None:
         sessions_path.write_text(sessions_csv(outcomes))
         click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)

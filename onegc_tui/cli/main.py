@@ -383,12 +383,13 @@ def reindex_cmd() -> None:
 
 
 def _register_commands() -> None:
-    """Commands that live in their own modules (studies, history, doctor)."""
+    """Commands that live in their own modules (studies, history, doctor, baseline)."""
+    from onegc_tui.cli.baseline import baseline
     from onegc_tui.cli.doctor import doctor
     from onegc_tui.cli.history import history
     from onegc_tui.cli.study import study
 
-    for command in (study, history, doctor):
+    for command in (study, history, doctor, baseline):
         main.add_command(command)
 
 

@@ -59,6 +59,8 @@ def describe(event: Event) -> str | None:
         return f"WARNING {event.code}{times}: {event.message}"
     if event.type == "session_ended":
         return ended(event.reason, event.score, event.detail)
+    if event.type == "conditions":  # runner/session/contention.py
+        return "conditions: " + ("CONTENDED: " + "; ".join(event.reasons) if event.contended else "clean")
     return None
 
 

@@ -110,6 +110,14 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE ingest_offsets ADD COLUMN file_id TEXT;
     """,
+    # 7: the official checkpoint's validation score, the val-test gap flag (runner/scoring/selection_gap.py),
+    # and whether the session ran contended (runner/session/contention.py)
+    """
+    ALTER TABLE sessions ADD COLUMN val REAL;
+    ALTER TABLE sessions ADD COLUMN val_gap_flag TEXT;
+    ALTER TABLE sessions ADD COLUMN contended INTEGER;  -- runner/session/contention.py; NULL: not recorded
+    ALTER TABLE sessions ADD COLUMN conditions TEXT;    -- its reasons, '; '-joined
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -37,13 +37,14 @@ from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog, Launch
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree, start_tree
-from runner.scoring import code_scan
+from runner.scoring import code_scan, selection_gap
 from runner.scoring.answer_check import INVALID_ANSWER
 from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.scoring.official import SELECTION, WINDOW_S, Candidate, Evaluation, from_live_scores, select
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
-from runner.session import agent_env
+from runner.session import agent_env, contention
 from runner.session.budget import BudgetClock
+from runner.session.contention import ContentionWatch
 from runner.session.diskguard import DiskGuard
 from runner.session.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.session.outcome import end_detail, endpoint_problem
@@ -82,6 +83,11 @@ class Session:
         self.found: dict[str, FoundCheckpoint] = {}
         self.found_at: dict[str, float] = {}
         self.live: dict[str, Score] = {}
+        self.selected_val: float | None = None  # the official checkpoint's validation score
+        self.val_gap: selection_gap.GapCheck | None = None  # its val-test gap check (T4-T6)
+        self.contention: ContentionWatch | None = None  # runner/session/contention.py, from the GPU's opening on
+        self.pauses = 0  # operator pauses (for the conditions record)
+        self.conditions: dict | None = None  # the conditions record, at the end
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._known_procs: dict[int, tuple[str, str]] = {}
@@ -132,6 +138,9 @@ class Session:
             return 2
         sampler, self.gpu_info, gpu_problem = self._open_gpu()
         self.caps = CapGroup(self.config.session_id, default_caps(self.config.memory_bytes, self.config.max_processes))
+        self.contention = ContentionWatch(sampler.nvml if sampler else None, sampler.handles if sampler else [],
+                                          self._own_pids, self.paths.root.parent, self.config.session_id)
+        self.contention.start()  # before the agent: memory already in use, processes already there
         self._emit_start(self.gpu_info)
         for note in self.net.notes:
             self.events.emit("warning", code="network", message=note)
@@ -200,6 +209,7 @@ class Session:
             return 2
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
         detail = self._explain(reason, detail)
+        self.conditions = self._conditions()
         try:
             score, best = self._official_result(reason, detail, live)
         finally:
@@ -387,13 +397,42 @@ class Session:
             log.close()
 
     def _sample_gpu(self, sampler: GpuSampler) -> None:
+        next_poll = next_sessions = time.monotonic()
         while not self._done.wait(SAMPLE_PERIOD_S):
             try:
-                for s in sampler.sample():
+                samples = sampler.sample()
+                for s in samples:
                     self.events.emit("gpu", **vars(s))
+                now = time.monotonic()
+                if self.contention is not None and now >= next_poll:  # runner/session/contention.py
+                    self.contention.poll({s.index: s.util_pct for s in samples}, contention.POLL_S)
+                    next_poll = now + contention.POLL_S
+                if self.contention is not None and now >= next_sessions:
+                    self.contention.poll_sessions()
+                    next_sessions = now + contention.CONCURRENCY_PERIOD_S
             except Exception as exc:
                 self.events.emit("warning", code="gpu", message=f"GPU sampling stopped: {exc}")
                 return
+
+    def _own_pids(self) -> set[int]:
+        """The runner, everything it started, and the agent's tree: nobody foreign on the GPU."""
+        own = {os.getpid()}
+        try:
+            own |= {p.pid for p in psutil.Process().children(recursive=True)}
+        except psutil.Error:
+            pass
+        if self.tree is not None:
+            own |= set(self.tree.pids())
+        return own
+
+    def _conditions(self) -> dict | None:
+        """The session's conditions (runner/session/contention.py), emitted once at its end."""
+        if self.contention is None:
+            return None
+        self.contention.poll_sessions()
+        record = self.contention.summary(self.pauses, self.clock.paused_s())
+        self.events.emit("conditions", **record)
+        return record
 
     # ------------------------------------------------------------------ the loop
     def _loop(self) -> None:
@@ -444,6 +483,7 @@ class Session:
                 if tree is not None:
                     tree.pause()
                     self.clock.pause()
+                    self.pauses += 1
                     self.events.emit("budget", state="paused", remaining_s=self.clock.remaining_s(),
                                      deadline=self.clock.deadline())
                 self.events.emit("control", action="pause", request_id=rid, accepted=ok, detail="" if ok else "already paused")
@@ -639,6 +679,9 @@ class Session:
                 or next((s.error for s in self.live.values() if s.error), "") or "unknown")
         elif best[1] is None:
             failure = f"{scored_by}; the {scored} split needs the re-evaluation, so there is no {scored} score"
+        self.selected_val = val
+        self.val_gap = selection_gap.check_selected(self.spec, self.paths.root.parent, val, best[1] if best else None,
+                                                    self.config.study)
         struck = verdicts.integrity_rule(flags) if best else None
         if struck:
             try:
@@ -686,6 +729,8 @@ class Session:
             "evaluated": rows,
             "trajectory": trajectory or [],  # each 5-minute window's val-best on the scored split
             "disqualified": disqualified,  # an integrity rule's verdict (runner/wire/verdicts.py); people add theirs later
+            "val_test_gap": self.val_gap.record() if self.val_gap else None,  # runner/scoring/selection_gap.py
+            "conditions": self.conditions,  # runner/session/contention.py: contended or clean
         }
         tmp = self.paths.root / ".result.json.tmp"
         try:
@@ -697,7 +742,8 @@ class Session:
 
     def _end(self, reason: str, detail: str, score: float | None = None, best: str | None = None) -> None:
         self.events.emit("session_ended", reason=reason, detail=detail, active_s=self.clock.active_s(),
-                         wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=score, best_checkpoint=best)
+                         wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=score, best_checkpoint=best,
+                         val=self.selected_val, val_gap_flag=self.val_gap.flag if self.val_gap else None)
         self.events.close()
         self.guard.release()
         outcome = f"score {score:.6g} ({best})" if score is not None else "no score"

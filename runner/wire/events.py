@@ -155,6 +155,26 @@ class SessionEnded(_Event):
     paused_s: float
     score: float | None = None
     best_checkpoint: str | None = None
+    val: float | None = None  # the official checkpoint's validation score (the selection's)
+    val_gap_flag: str | None = None  # runner/scoring/selection_gap.py: its val beats its test beyond the baseline's gap
+
+
+class Conditions(_Event):
+    """What made the session's conditions unlike a clean one (runner/session/contention.py), at its end:
+    part of its contract, beside ``session_started``'s."""
+
+    type: Literal["conditions"] = "conditions"
+    contended: bool
+    reasons: list[str] = Field(default_factory=list)
+    foreign_processes: list[dict[str, Any]] = Field(default_factory=list)
+    mem_used_at_start_mb: dict[str, float] = Field(default_factory=dict)
+    throttle_s: dict[str, float] = Field(default_factory=dict)
+    clock_drop_s: float = 0.0
+    min_sm_clock_ratio: float | None = None
+    other_sessions: list[str] = Field(default_factory=list)
+    pauses: int = 0
+    paused_s: float = 0.0
+    problems: list[str] = Field(default_factory=list)
 
 
 # Written out (not built from a tuple) so that a type checker sees every member; a new event
@@ -171,7 +191,8 @@ Event: TypeAlias = Annotated[
     | CheckpointScored
     | ControlEvent
     | Warning_
-    | SessionEnded,
+    | SessionEnded
+    | Conditions,
     Field(discriminator="type"),
 ]
 EVENT_CLASSES: tuple[type[_Event], ...] = get_args(get_args(Event)[0])

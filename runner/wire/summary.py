@@ -75,9 +75,12 @@ def fold(delta: dict[str, Any], r: Mapping[str, Any]) -> None:
     elif t == "warning":
         # one event may stand for many (runner/wire/coalesce.py)
         delta["warnings"] = delta.get("warnings", 0) + (r.get("count") or 1)
+    elif t == "conditions":  # runner/session/contention.py
+        delta.update(contended=int(bool(r["contended"])), conditions="; ".join(r["reasons"] or []))
     elif t == "session_ended":
         delta.update(state=end_state(r["reason"]), ended_ts=r["ts"], end_reason=r["reason"], end_detail=r["detail"],
-                     score=r["score"], best_checkpoint=r["best_checkpoint"], active_s=r["active_s"], remaining_s=None)
+                     score=r["score"], best_checkpoint=r["best_checkpoint"], active_s=r["active_s"], remaining_s=None,
+                     val=r.get("val"), val_gap_flag=r.get("val_gap_flag"))
 
 
 @dataclass

@@ -121,7 +121,8 @@ def inputs(split: str) -> dict:
 
 
 def predict(model, inputs: dict, device: str):
-    """The class of every text, the argmax of the model's logits: int64 [N]."""
+    """The class of every text, the argmax of the model's logits: int64 [N]. Logits that are NaN
+    or inf are refused (a KitError: the checkpoint cannot be scored), not argmax-ed into a class."""
     import torch
 
     x, out = inputs["x"], []
@@ -132,6 +133,9 @@ def predict(model, inputs: dict, device: str):
             if not isinstance(logits, torch.Tensor) or logits.shape != (len(batch), len(CLASSES)):
                 got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
                 raise kit.KitError(f"model(x) must return logits [B, {len(CLASSES)}]; got {got}")
+            if not bool(torch.isfinite(logits).all()):
+                raise kit.KitError(f"model(x) returned NaN or inf logits for texts {i}-{i + len(batch) - 1}: "
+                                   "the checkpoint cannot be scored")
             out.append(logits.argmax(dim=1).cpu())
     return torch.cat(out).numpy()
 

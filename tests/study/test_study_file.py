@@ -51,6 +51,24 @@ def test_examples_load_and_the_paper_design_has_245_distinct_sessions():
                                                   "demo--quick--t0--r2", "demo--steady--t0--r2"]
 
 
+# The paper's design (arXiv 2605.17046, shared/TASKS.md): its seven agents, each task's own
+# budget in minutes, 5 repeats, 30 s grace, no internet and no package installation.
+PAPER_BUDGET_MIN = {"t1": 40, "t2": 120, "t3": 80, "t4": 60, "t5": 40, "t6": 40, "t7": 40}
+PAPER_AGENTS = ["sonnet-4.6", "opus-4.6", "opus-4.7", "gpt-5.5", "kimi-k2.5", "kimi-k2.6", "qwen-3.6-plus"]
+
+
+def test_the_paper_study_file_is_faithful_to_the_paper():
+    paper = load_study(REPO / "examples" / "paper_study.toml")
+    assert paper.network == "api-only" and not paper.unsealed  # rules 3-4: no internet, no pip
+    assert paper.repeats == 5 and paper.budget.grace_s == 30
+    assert paper.budget.minutes is None and not paper.budget.tasks  # each task's own budget
+    assert [a.label for a in paper.agents] == PAPER_AGENTS
+    sessions = plan(paper)
+    assert {p.config.network for p in sessions} == {"api-only"}
+    assert {p.task: p.config.budget_s / 60 for p in sessions} == PAPER_BUDGET_MIN
+    assert {p.config.grace_s for p in sessions} == {30}
+
+
 def test_plan_ids_are_stable_and_configs_follow_the_file(tmp_path):
     body = BASIC + """
     [budget]

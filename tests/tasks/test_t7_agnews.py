@@ -222,3 +222,35 @@ def test_reproduction_stops_with_one_line_without_train_csv(shared_data, tmp_pat
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "train.csv not found" in lines[0]
     assert not (tmp_path / "data" / "t7_agnews").exists()
+
+
+NAN_MODEL = CONSTANT_MODEL.replace("logits[:, self.label] = 1.0", "logits[:, self.label] = float('nan')")
+
+
+def test_predict_refuses_non_finite_logits(raw_dir, prepare_fixture, load_prepare):
+    data = prepare_fixture(TASK, raw_dir)
+    prepare = load_prepare(TASK, data)
+
+    class Logits(torch.nn.Module):
+        def __init__(self, value):
+            super().__init__()
+            self.value = value
+
+        def forward(self, x):
+            out = torch.zeros(x.shape[0], 4)
+            out[-1, 2] = self.value  # one bad logit in the batch is enough
+            return out
+
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        with pytest.raises(prepare.kit.KitError, match=r"NaN or inf logits for texts 0-11: the checkpoint cannot be scored"):
+            prepare.predict(Logits(bad), prepare.inputs("val"), "cpu")
+    assert prepare.predict(Logits(1.0), prepare.inputs("val"), "cpu").shape == (12,)  # finite: scored
+
+
+@pytest.mark.slow
+def test_a_checkpoint_with_nan_logits_fails_eval_with_a_clear_error(raw_dir, prepare_fixture, make_workspace, save_state):
+    data = prepare_fixture(TASK, raw_dir)
+    ws = make_workspace(TASK, data)
+    ws.write("nan_model.py", NAN_MODEL)
+    result = ws.evaluate(save_state(ws.path / "checkpoints" / "nan.pt", {}, {"label": 1}, script="nan_model.py"))
+    assert result["returncode"] == 1 and not result["ok"] and "NaN or inf logits" in result["error"], result

@@ -62,11 +62,12 @@ def compute_history(home: Path, study: str | None, demo: bool | None, paper: Mat
         if demo is None and not outcomes:
             shown = True
             outcomes = queries.outcomes(store, study, include_demo=True)
+        measured = {t: m.mean for t, m in queries.measured_baselines(store).items()}
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
     name = study or "ours"
-    matrix = build_matrix(bench, study=name)
+    matrix = build_matrix(bench, study=name, measured=measured)
     demo_matrix = build_matrix(demo_outcomes, study=f"{name} (demo)")
     return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown, demo_matrix)
 
@@ -217,6 +218,9 @@ class HistoryScreen(SteadyScreen):
             table.add_column(f"{c.label} {arrow(c.direction)}", key=c.task, width=width)
         table.add_column("Agg", key="agg", width=7)
         table.add_column("Agg_max", key="agg_max", width=7)
+        ours = any(r.agg_ours is not None for _, r in rows)  # Agg against the baselines measured here
+        if ours:
+            table.add_column("Agg_ours", key="agg_ours", width=8)
         best: dict[str, float] = {}
         for c in cols:
             vals = [v for _, r in rows if (cell := r.cell(c.task)) is not None and cell.mean is not None
@@ -232,8 +236,9 @@ class HistoryScreen(SteadyScreen):
                 cells.append(Text(text, style="bold" if value is not None and value == best.get(c.task) else "",
                                   justify="right"))
             study = plain(m.study, style="dim italic" if m.is_paper else "bold")
+            extra = [Text(agg_text(r.agg_ours) if r.agg_ours is not None else "-", justify="right")] if ours else []
             table.add_row(study, plain(r.label), *cells, Text(agg_text(r.agg), justify="right"),
-                          Text(agg_text(r.agg_max), justify="right"), key=f"{m.study}{SEP}{r.label}")
+                          Text(agg_text(r.agg_max), justify="right"), *extra, key=f"{m.study}{SEP}{r.label}")
         if table.row_count:
             fresh = keep.column < 2 or keep.row >= table.row_count or keep.column >= len(table.columns)
             table.cursor_coordinate = self._first_result(matrices[0], cols) if fresh else keep
@@ -275,9 +280,11 @@ class HistoryScreen(SteadyScreen):
         if target is None:
             return
         m, row, col = target
-        if col in ("agg", "agg_max"):
-            agg = row.agg if col == "agg" else row.agg_max
-            parts = [f"{row.label} · {'Agg (on means)' if col == 'agg' else 'Agg_max (on best of N)'}: {agg_text(agg)}"]
+        if col in ("agg", "agg_max") or (col == "agg_ours" and row.agg_ours is not None):
+            agg = row.agg if col == "agg" else row.agg_max if col == "agg_max" else row.agg_ours
+            what = {"agg": "Agg (on means)", "agg_max": "Agg_max (on best of N)",
+                    "agg_ours": "Agg_ours (on means, vs the baselines measured here)"}[col]
+            parts = [f"{row.label} · {what}: {agg_text(agg)}"]
             parts += [f"  {t.upper()}: r = {r:+.3f}" for t, r in agg.per_task.items()]
             if agg.missing:
                 parts.append(f"  no result on {', '.join(t.upper() for t in agg.missing)}: partial aggregate")
@@ -373,7 +380,7 @@ class HistoryScreen(SteadyScreen):
         if target is None:
             return
         m, row, col = target
-        cell = row.cell(col) if col not in ("study", "agent", "agg", "agg_max") else None
+        cell = row.cell(col) if col not in ("study", "agent", "agg", "agg_max", "agg_ours") else None
         if m.is_paper or cell is None:
             ids = [sid for c in row.cells.values() for sid in (*c.session_ids, *c.running_ids)] if not m.is_paper else []
             if not ids:
