@@ -95,6 +95,8 @@ class SessionOutcome:
     disqualified: str | None = None  # why a person or an integrity rule struck the result (the paper's violations)
     flagged: int = 0  # scores with integrity flags (sealed scoring's notes: what the scored code did)
     sealed: bool | None = None  # None: the session predates the record
+    # UNOFFICIAL, never ranked: the best scored-split score over all checkpoints (runner/unofficial.py)
+    unofficial_test_best: float | None = None
 
     @property
     def finished(self) -> bool:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from runner import HARNESS_VERSION, agent_env, sandbox, verdicts
+from runner import HARNESS_VERSION, agent_env, sandbox, unofficial, verdicts
 from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
@@ -596,6 +596,9 @@ class Session:
 
         try:
             chosen = select(cands, self.spec.better, evaluate, MAX_FALLBACK)
+            if not self.guard.full:  # the unofficial test-best (runner/unofficial.py): every checkpoint, capped
+                for label in unofficial.still_to_evaluate(elapsed, rows):
+                    evaluate(label)
         finally:
             if scorer is not None and scorer is not live:
                 scorer.close()
@@ -661,6 +664,7 @@ class Session:
             "evaluated": rows,
             "trajectory": trajectory or [],  # each 5-minute window's val-best on the scored split
             "disqualified": disqualified,  # an integrity rule's verdict (runner/verdicts.py); people add theirs later
+            "unofficial": unofficial.test_best(rows, self.spec.better, self.spec.scored_split, found),
         }
         tmp = self.paths.root / ".result.json.tmp"
         try:
