@@ -370,10 +370,11 @@ def reindex_cmd() -> None:
 def _register_commands() -> None:
     """Commands that live in their own modules (studies, history, doctor)."""
     from onegc_tui.cli_doctor import doctor
+    from onegc_tui.cli_export import export, report
     from onegc_tui.cli_history import history
     from onegc_tui.cli_study import study
 
-    for command in (study, history, doctor):
+    for command in (study, history, doctor, export, report):
         main.add_command(command)
 
 

@@ -664,7 +664,7 @@ class Session:
             "evaluated": rows,
             "trajectory": trajectory or [],  # each 5-minute window's val-best on the scored split
             "disqualified": disqualified,  # an integrity rule's verdict (runner/verdicts.py); people add theirs later
-            "unofficial": unofficial.test_best(rows, self.spec.better, self.spec.scored_split, found),
+            "unofficial": unofficial.best_scored(rows, self.spec.better, self.spec.scored_split, found),
         }
         tmp = self.paths.root / ".result.json.tmp"
         try:

@@ -33,7 +33,7 @@ def still_to_evaluate(found_at: Mapping[str, float], evaluated: Iterable[str],
     return [label for _, label in todo[:max(0, limit)]]
 
 
-def test_best(rows: Sequence[Mapping], better: Callable[[float, float], bool], split: str,
+def best_scored(rows: Sequence[Mapping], better: Callable[[float, float], bool], split: str,
               found: int) -> dict:
     """The ``unofficial`` block of result.json from the evaluated rows (each with ``checkpoint``,
     ``budget_elapsed_s`` and ``official``, the scored-split score): the best score, its checkpoint

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from runner.unofficial import KEY, LABEL, still_to_evaluate, test_best
+from runner.unofficial import KEY, LABEL, best_scored, still_to_evaluate
 
 
 def higher(a: float, b: float) -> bool:
@@ -25,16 +25,16 @@ ROWS = [
 
 
 def test_best_by_the_tasks_direction_ties_to_the_earlier_and_it_says_what_it_is():
-    block = test_best(ROWS, higher, "test", found=5)[KEY]
+    block = best_scored(ROWS, higher, "test", found=5)[KEY]
     assert (block["value"], block["checkpoint"], block["budget_elapsed_s"]) == (0.70, "b", 20.0)
     assert block["label"] == LABEL and LABEL.startswith("unofficial") and "ranking key" in LABEL
     assert block["checkpoints_scored"] == 3 and block["checkpoints_found"] == 5 and block["complete"] is False
-    low = test_best(ROWS, lower, "test", found=3)[KEY]
+    low = best_scored(ROWS, lower, "test", found=3)[KEY]
     assert (low["value"], low["checkpoint"], low["complete"]) == (0.50, "a", True)
 
 
 def test_no_scored_checkpoint_gives_no_value():
-    block = test_best([], higher, "val", found=0)[KEY]
+    block = best_scored([], higher, "val", found=0)[KEY]
     assert block["value"] is None and block["checkpoint"] is None and block["complete"] is True
 
 
