@@ -21,7 +21,12 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 @click.option("--demo", is_flag=True, help="also the demo-task (t0) sessions, in a table of their own")
 @click.option("--sessions-csv", "sessions_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also write one CSV line per session to this file")
-def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None) -> None:
+@click.option("--paired", is_flag=True,
+              help="also the paired comparisons: every two configurations per task, by repeat (SD, SEM, bootstrap CI)")
+@click.option("--noise-from", "noise_from", multiple=True, metavar="CONFIG",
+              help="with --paired: configurations whose reruns give the noise floor (default: the scripted agent's)")
+def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
+            noise_from: tuple[str, ...]) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
     from onegc_tui import queries
     from onegc_tui.analysis import build_matrix, split_demo
@@ -49,6 +54,12 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
             raise OnegcError(f"nothing to print: {why}")
         click.echo(f"note: only the paper's rows: {why}", err=True)
     click.echo(render_history(matrix, demo_matrix, fmt, include_paper=not no_paper), nl=False)
+    if paired:
+        from onegc_tui.paired import study_comparisons
+        from onegc_tui.paired_table import render_paired
+
+        comps = study_comparisons(outcomes, noise_from or None)
+        click.echo("\n" + render_paired(comps, fmt if fmt in ("csv", "json") else "table"), nl=False)
     if sessions_path is not None:
         sessions_path.write_text(sessions_csv(outcomes))
         click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)

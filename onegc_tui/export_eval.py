@@ -162,7 +162,8 @@ def build_log(store: Store, data: StudyData) -> Any:
     log = i["log"]
     sessions = [s for s in data.sessions if s.outcome.finished]
     models = {s.outcome.model for s in sessions}
-    model = next(iter(models)) if len(models) == 1 and None not in models else "onegc/mixed"
+    only = next(iter(models)) if len(models) == 1 else None
+    model = only or "onegc/mixed"
     samples = [_sample(i, store, s, model) for s in sessions]
     budgets = {s.outcome.budget_s for s in sessions}
     groups: dict[str, list[float]] = {}
@@ -180,8 +181,8 @@ def build_log(store: Store, data: StudyData) -> Any:
     for smp in samples:
         for m, u in (smp.model_usage or {}).items():
             usage[m] = usage[m] + u if m in usage else u
-    starts = [s.row.get("started_ts") for s in sessions if s.row.get("started_ts")]
-    ends = [s.row.get("ended_ts") for s in sessions if s.row.get("ended_ts")]
+    starts = [float(s.row["started_ts"]) for s in sessions if s.row.get("started_ts")]
+    ends = [float(s.row["ended_ts"]) for s in sessions if s.row.get("ended_ts")]
     spec = log.EvalSpec(
         created=datetime.now(tz=UTC).isoformat(), task=f"onegc/{data.study or 'all'}", model=model,
         dataset=log.EvalDataset(name=data.study or "onegc", samples=len(samples),

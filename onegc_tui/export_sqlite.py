@@ -27,6 +27,7 @@ from typing import Any
 
 from onegc_tui.analysis import Matrix, build_matrix, paper_matrix, split_demo
 from onegc_tui.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
+from onegc_tui.paired_table import as_record
 from onegc_tui.store import Store
 from onegc_tui.study_data import StudyData
 from runner.errors import OnegcError
@@ -42,6 +43,7 @@ NOTES = {
     "paired.sd": SD_LABEL,
     "paired.sem": SEM_LABEL,
     "paired.ci_lo": CI_LABEL,
+    "paired.mean_diff": "mean paired difference, oriented: positive = configuration a did better",
     "paired.noise_floor": NOISE_LABEL,
     "checkpoints.official": "0: live score on the validation split (ranks); 1: the harness's re-evaluation on the scored split",
 }
@@ -114,14 +116,8 @@ def write_sqlite(store: Store, data: StudyData, out: Path) -> dict[str, int]:
         if ledgers:
             db["time_ledger"].insert_all(ledgers, pk="session_id", alter=True,
                                          foreign_keys=[("session_id", "sessions", "session_id")])
-        paired = []
-        for c in data.comparisons():
-            paired.append({"task": c.task, "a": c.a, "b": c.b, "n_pairs": c.n, "mean_diff": c.mean, "sd": c.sd,
-                           "sem": c.sem, "ci_lo": c.ci[0] if c.ci else None, "ci_hi": c.ci[1] if c.ci else None,
-                           "noise_floor": c.noise.diff_sd if c.noise else None,
-                           "noise_from": c.noise.source if c.noise else None, "beyond_noise": c.beyond_noise,
-                           "verdict": c.verdict, "unpaired": json.dumps(list(c.unpaired)),
-                           "differences": json.dumps(list(c.differences))})
+        paired = [{k: json.dumps(v) if isinstance(v, list) else v for k, v in as_record(c).items()}
+                  for c in data.comparisons()]
         if paired:
             db["paired"].insert_all(paired, pk=("task", "a", "b"))
         db["_notes"].insert_all(({"column": k, "note": v} for k, v in NOTES.items()), pk="column")

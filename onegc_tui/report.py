@@ -32,13 +32,13 @@ from runner.unofficial import LABEL as UNOFFICIAL_LABEL
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 LEDGER_COLOURS = {"model_s": "#1f77b4", "tool_s": "#ff7f0e", "paused_s": "#999999", "other_s": "#dddddd"}
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1400px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 h3{font-size:15px;margin:16px 0 6px}table{border-collapse:collapse;margin:6px 0 10px}
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}th{background:#f3f3f3}
+td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px;text-align:right;white-space:nowrap}th{background:#f3f3f3}
 td.l,th.l{text-align:left}tr.paper td{color:#666;background:#fbfbf4}.note{color:#555;font-size:12.5px;max-width:1000px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart text.t{font-size:13px;font-weight:600}svg text.k{font-size:11px;fill:#444}
-.flag{color:#b00}.ok{color:#070}code{background:#f4f4f4;padding:0 3px}
+.wide{overflow-x:auto}.flag{color:#b00}.ok{color:#070}code{background:#f4f4f4;padding:0 3px}
 """
 
 
@@ -62,7 +62,7 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1, cl
         cls = f' class="{classes[r_i]}"' if r_i < len(classes) and classes[r_i] else ""
         body.append(f"<tr{cls}>" + "".join(f'<td class="{"l" if i < left else ""}">{c}</td>'
                                            for i, c in enumerate(r)) + "</tr>")
-    return f"<table><tr>{th}</tr>{''.join(body)}</table>"
+    return f'<div class="wide"><table><tr>{th}</tr>{"".join(body)}</table></div>'
 
 
 # ----------------------------------------------------------------------------- sections
@@ -122,8 +122,10 @@ def _curves_section(data: StudyData) -> str:
     out = ["<h2>Anytime curves across repeats</h2><p class=\"note\">Best-so-far by the official rule (at each "
            "moment, the val-best checkpoint so far and its score on the scored split) against the fraction of the "
            "active budget. Solid: the mean over repeats with a min–max band; dashed: the expected best of k "
-           "repeats. Scales: the task's metric, the paper's relative improvement over the baseline, and "
-           "RE-Bench's normalisation (baseline 0, reference 1) where the task has a paper reference.</p>"]
+           "repeats. The mean and band are over the repeats with a scored checkpoint by then (a repeat whose first "
+           "checkpoint comes late and low pulls the mean down when it enters). Scales: the task's metric, the "
+           "paper's relative improvement over the baseline, and RE-Bench's normalisation (baseline 0, reference 1) "
+           "where the task has a paper reference.</p>"]
     budgets = {s.outcome.task: s.outcome.budget_s for s in data.sessions if s.outcome.budget_s}
     for scale in SCALES:
         cells = data.curves(scale)

@@ -64,8 +64,10 @@ def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: s
     def py(y: float) -> float:
         return top + (1 - (y - y0) / (y1 - y0)) * ph
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="{html.escape(title)}" class="chart">',
+    named = [s for s in series if s.name]
+    full = height + 14 * len(named)  # the legend goes under the plot, never over the lines
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{full}" '
+           f'viewBox="0 0 {width} {full}" role="img" aria-label="{html.escape(title)}" class="chart">',
            f'<text x="{left}" y="18" class="t">{html.escape(title)}</text>',
            f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#bbb"/>']
     for t in _nice_ticks(y0, y1):
@@ -98,10 +100,8 @@ def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: s
         out.append(f'<polyline points="{path}" fill="none" stroke="{s.color}" stroke-width="{s.width}"{dash}/>')
         if s.markers:
             out += [f'<circle cx="{_fmt(px(x))}" cy="{_fmt(py(y))}" r="2.5" fill="{s.color}"/>' for x, y in pts]
-    ly = top + 6
-    for s in series:
-        if not s.name:
-            continue
+    ly = height + 2
+    for s in named:
         dash = ' stroke-dasharray="6 4"' if s.dashed else ""
         out.append(f'<line x1="{left + 8}" x2="{left + 28}" y1="{ly + 6}" y2="{ly + 6}" stroke="{s.color}" '
                    f'stroke-width="2"{dash}/><text x="{left + 32}" y="{ly + 10}" class="k">{html.escape(s.name)}</text>')
