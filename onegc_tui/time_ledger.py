@@ -21,6 +21,7 @@ that priority where causes overlap). ``gpu_unsampled_s`` is GPU time the samples
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ from onegc_tui.analysis import (  # the interval arithmetic of the GPU split, sh
     _total,
     _union,
 )
+from onegc_tui.timeline import Timeline
 
 AGENT_PARTS = ("model_s", "tool_s", "paused_s", "other_s")
 PART_LABELS: Mapping[str, str] = {
@@ -107,4 +109,22 @@ def summed(ledgers: Iterable[TimeLedger]) -> dict[str, float]:
     return out
 
 
-__all__ = ["AGENT_PARTS", "PART_LABELS", "TimeLedger", "summed", "time_ledger"]
+
+
+def timeline_ledger(t: Timeline, now: float | None = None) -> TimeLedger | None:
+    """The ledger of a session as the detail view holds it (a live one's up to ``now``); None
+    before it started."""
+    start = t.row.get("started_ts")
+    if not start:
+        return None
+    end = t.row.get("ended_ts") or (now if now is not None else time.time())
+    return time_ledger(t.session_id, (start, end), t.activities, t.split, 1 if t.gpu else 0)
+
+
+def ledger_line(led: TimeLedger) -> str:
+    """One line: each agent part's time and share of the wall time."""
+    parts = [f"{PART_LABELS[k]} {getattr(led, k):.0f} s ({led.share(k) or 0:.0%})" for k in AGENT_PARTS]
+    return f"wall {led.wall_s:.0f} s: " + " · ".join(parts)
+
+
+__all__ = ["AGENT_PARTS", "PART_LABELS", "TimeLedger", "ledger_line", "summed", "time_ledger", "timeline_ledger"]
