@@ -179,8 +179,11 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 @click.option("--unsealed", is_flag=True,
               help="run the agent without its sandbox (it can then read held-out data and rewrite records): "
                    "recorded in the contract, flagged wherever the result is shown")
+@click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
+              help="also end the session, in order, once its model calls have cost this much (reason cost_limit)")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, command) -> None:
+def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, cost_limit,
+            command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
     from runner.start import start_sessions
 
@@ -188,7 +191,7 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
     spec = _task(task)
     budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
     sessions = start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
-                               sealed=not unsealed)
+                               sealed=not unsealed, cost_limit_usd=cost_limit)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
     for p in sessions:

@@ -33,6 +33,8 @@ from runner.budget import BudgetClock
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.coalesce import WarningFolder
 from runner.config import SessionPaths, data_root
+from runner.cost_limit import END_REASON as COST_LIMIT
+from runner.cost_limit import CostMeter
 from runner.diskguard import DiskGuard
 from runner.errors import DiskFull, is_no_space
 from runner.execlog import ExecLog, Launch
@@ -84,6 +86,8 @@ class Session:
         # every python the agent starts through PATH (in the sandbox its folder is under /run/onegc)
         self.launches = ExecLog(paths.root / "exec", sandbox.INSIDE / "exec" if self.config.sealed else None)
         self.stall = StallWatch(self.config.stall_s)
+        self.cost = CostMeter(self.config.cost_limit_usd)  # --cost-limit (runner/cost_limit.py)
+        self._cost_warned = False
         self.agent_version = self.adapter.version()  # once: `--version` of a Node CLI takes seconds
 
     # ------------------------------------------------------------------ lifecycle
@@ -360,6 +364,11 @@ class Session:
             if item.role == "assistant" or item.kind == "usage":
                 self.stall.model_answered()
             self.events.emit("transcript", raw_line=raw_line, **item.bounded())
+            if self.cost.limit_usd is not None:
+                self.cost.add(item)
+                if self.cost.unpriced and not self._cost_warned:
+                    self._cost_warned = True
+                    self.events.emit("warning", code="cost_limit", message=self.cost.unpriced_warning())
 
     def _pump_stderr(self) -> None:
         assert self.tree is not None and self.tree.popen.stderr is not None
@@ -407,6 +416,8 @@ class Session:
             elif self.clock.expired():
                 self.events.emit("budget", state="expired", remaining_s=0.0, deadline=self.clock.deadline())
                 self.stop_reason = ("budget_exhausted", f"active time reached the {self.config.budget_s:.0f} s budget")
+            elif self.cost.reached:
+                self.stop_reason = (COST_LIMIT, self.cost.detail())
             elif self.tree.popen.poll() is not None:
                 code = self.tree.popen.returncode
                 if code == 0:

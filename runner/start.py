@@ -77,7 +77,7 @@ def ensure_agent(agent: str, model: str | None, command: list[str]) -> None:
 
 def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
                    gpus: str | None, command: list[str], pace_s: float, network: str | None = None,
-                   sealed: bool = True) -> list[SessionPaths]:
+                   sealed: bool = True, cost_limit_usd: float | None = None) -> list[SessionPaths]:
     """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.config import SessionConfig, default_network, new_session_id
     from runner.launch import create_session
@@ -93,7 +93,8 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
     for k in range(1, repeats + 1):
         config = SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
                                repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
-                               pace_s=pace_s, network=network or default_network(agent), sealed=sealed)
+                               pace_s=pace_s, network=network or default_network(agent), sealed=sealed,
+                               cost_limit_usd=cost_limit_usd)
         started.append(create_session(config, home))
     launch_local(home, started, slots, queued=queued)
     return started

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from runner.events import Event
 
-EndReason = Literal["completed", "budget_exhausted", "aborted", "agent_failed", "harness_error"]
+EndReason = Literal["completed", "budget_exhausted", "cost_limit", "aborted", "agent_failed", "harness_error"]
 FAILED_REASONS: tuple[EndReason, ...] = ("agent_failed", "harness_error")  # the others are a normal end
 ENDED_STATES = ("ended", "failed")  # a session in these has nothing left to run
 

@@ -198,3 +198,9 @@ def test_history_paired_and_the_study_exports_from_the_command_line(home, tmp_pa
     assert r.exit_code == 2 and "no sessions in study nope" in r.output
     r = run("export", "--format", "xlsx", "-o", str(tmp_path / "x.db"))
     assert r.exit_code == 2 and "'xlsx' is not one of 'sqlite', 'eval'" in r.output
+
+
+def test_a_cost_limit_must_be_a_positive_number_of_dollars(home):
+    r = run("run", "t0", "--agent", "scripted", "--detach", "--cost-limit", "0")
+    assert r.exit_code == 2 and "--cost-limit" in r.output and "not in the range x>0" in r.output
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
