@@ -16,6 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.agents.price_tiers import Tier, parse_tiers, tier_for
 from runner.errors import OnegcError
 
 PACKAGED_PRICES = Path(__file__).resolve().with_name("prices.toml")
@@ -30,20 +31,22 @@ class PriceFileError(OnegcError, ValueError):
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens."""
+    """USD per million tokens; ``tiers``: the prices of long prompts (runner/agents/price_tiers.py)."""
 
     input: float
     output: float
     cached_input: float | None = None  # None: billed as input
     cache_write: float | None = None  # None: billed as input
+    tiers: tuple[Tier, ...] = ()
 
 
 def _price_entry(raw: object, where: str) -> Price:
     if not isinstance(raw, dict):
         raise PriceFileError(f"{where}: expected a table like {{ input = 1.0, output = 2.0 }}")
-    unknown = set(raw) - {"input", "output", "cached_input", "cache_write"}
+    unknown = set(raw) - {"input", "output", "cached_input", "cache_write", "tiers"}
     if unknown:
         raise PriceFileError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    tiers = parse_tiers(raw.get("tiers"), where, PriceFileError)
     values = {}
     for key in ("input", "output", "cached_input", "cache_write"):
         value = raw.get(key)
@@ -53,7 +56,7 @@ def _price_entry(raw: object, where: str) -> Price:
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise PriceFileError(f"{where}: '{key}' must be a number >= 0 (USD per million tokens)")
             values[key] = float(value)
-    return Price(**values)
+    return Price(**values, tiers=tiers)
 
 
 def read_price_file(path: Path) -> dict[str, Price]:
@@ -116,6 +119,7 @@ class PriceTable:
         price = self.price(model)
         if price is None:
             return None
+        price = tier_for(price, input_tokens + cached_input_tokens + cache_write_tokens)
         cached = price.input if price.cached_input is None else price.cached_input
         write = price.input if price.cache_write is None else price.cache_write
         return (
