@@ -16,7 +16,7 @@ inspect_ai is the ``[inspect]`` extra, imported lazily). One log per export; in 
 - **model usage** (tokens, cache reads and writes, cost where known) per sample and in total;
 - the **budget as a limit**: the active-time budget is the log's ``working_limit``, each sample's
   ``time_limit`` field holds it too, and a session that ran it out ends with a working-limit event
-  and the sample's ``limit``.
+  and the sample's ``limit``; one ended by ``--cost-limit`` ends with a cost-limit event.
 
 A study mixes configurations and tasks, where Inspect's log has one task and one model: the log's
 task is ``onegc/<study>``, its model the sessions' model when they share one, else
@@ -129,6 +129,10 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
         limit = log.EvalSampleLimit(type="working", limit=o.budget_s)
         events.append(ev.SampleLimitEvent(type="working", message=row.get("end_detail") or "budget exhausted",
                                           limit=o.budget_s, timestamp=_when(end)))
+    elif o.end_reason == "cost_limit":  # --cost-limit (runner/cost_limit.py): what it had cost when it stopped
+        limit = log.EvalSampleLimit(type="cost", limit=s.cost_usd or 0.0)
+        events.append(ev.SampleLimitEvent(type="cost", message=row.get("end_detail") or "cost limit",
+                                          limit=s.cost_usd, timestamp=_when(end)))
     scores = {}
     if o.score is not None and math.isfinite(o.score):
         official = i["Score"](value=o.score, answer=row.get("best_checkpoint"),

@@ -18,7 +18,7 @@ import html
 import time
 from collections.abc import Iterable, Sequence
 
-from onegc_tui.analysis import FRACTIONS, Matrix, build_matrix, paper_matrix, resolve_task, split_demo
+from onegc_tui.analysis import FRACTIONS, Matrix, build_matrix, paper_matrix, resolve_task, row_label, split_demo
 from onegc_tui.anytime import SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.cost_views import PER_DOLLAR_LABEL
 from onegc_tui.export import DECIMALS, cell_text
@@ -127,21 +127,19 @@ def _curves_section(data: StudyData) -> str:
            "paper's relative improvement over the baseline, and RE-Bench's normalisation (baseline 0, reference 1) "
            "where the task has a paper reference.</p>"]
     budgets = {s.outcome.task: s.outcome.budget_s for s in data.sessions if s.outcome.budget_s}
+    rows: dict[str, list[str]] = {}  # by task: its charts, one per scale, side by side
     for scale in SCALES:
-        cells = data.curves(scale)
         by_task: dict[str, list[RepeatCurves]] = {}
-        for rc in cells:
+        for rc in data.curves(scale):
             by_task.setdefault(rc.task, []).append(rc)
         if not by_task:
             out.append(f'<p class="note">{_e(SCALE_LABELS[scale])}: no task of this study has it '
                        "(it needs a baseline, and a reference for RE-Bench's scale).</p>")
-            continue
-        charts = []
         for task, rcs in by_task.items():
             spec = resolve_task(task)
             budget = next((b for t, b in budgets.items() if spec is not None and resolve_task(t) == spec), None)
-            charts.append(_curve_chart(rcs, task, scale, budget / 60 if budget else None))
-        out.append(f'<div class="charts">{"".join(charts)}</div>')
+            rows.setdefault(task, []).append(_curve_chart(rcs, task, scale, budget / 60 if budget else None))
+    out += [f'<div class="charts">{"".join(charts)}</div>' for charts in rows.values()]
     out.append(_at_budget_table(data))
     return "".join(out)
 
@@ -151,7 +149,8 @@ def _at_budget_table(data: StudyData) -> str:
     groups: dict[tuple[str, str], list[SessionData]] = {}
     for s in data.sessions:
         if s.outcome.finished and s.outcome.budget_s:
-            groups.setdefault((s.outcome.task, s.outcome.label or s.outcome.agent), []).append(s)
+            o = s.outcome
+            groups.setdefault((o.task, row_label(o.agent, o.model, o.label)), []).append(s)
     rows = []
     for (task, label), runs in sorted(groups.items()):
         budget_min = runs[0].outcome.budget_s / 60
@@ -177,13 +176,15 @@ def _paired_section(data: StudyData) -> str:
     rows = []
     for c in comps:
         ci = f"[{_n(c.ci[0])}, {_n(c.ci[1])}]" if c.ci else "–"
-        noise = (f"{_n(c.noise.diff_sd)} ({_e(c.noise.source)})" if c.noise and c.noise.diff_sd is not None
-                 else "–")
+        noise = (f'<span title="from the reruns of {_e(c.noise.source)}">{_n(c.noise.diff_sd)}</span>'
+                 if c.noise and c.noise.diff_sd is not None else "–")
         beyond = {True: "yes", False: "no", None: "–"}[c.beyond_noise]
         rows.append([_e(c.task), _e(c.a), _e(c.b), str(c.n), _n(c.mean), _n(c.sd), _n(c.sem), ci, noise, beyond,
                      _e(c.verdict), str(len(c.unpaired))])
+    named = sorted({c.noise.source for c in comps if c.noise is not None})
+    sources = f": here {'; '.join(named)}" if named else ""
     notes = (f"<p class=\"note\">Repeat k of A is paired with repeat k of B. {_e(SD_LABEL)}. {_e(SEM_LABEL)}. "
-             f"{_e(CI_LABEL)}. {_e(NOISE_LABEL)}; by default the reruns of the scripted agent (fixed edits).</p>")
+             f"{_e(CI_LABEL)}. {_e(NOISE_LABEL)}; by default the reruns of the scripted agent (fixed edits){_e(sources)}.</p>")
     body = _table(head, rows, left=3) if rows else "<p>No two configurations share a task.</p>"
     return "<h2>Paired comparisons</h2>" + notes + body
 
