@@ -126,16 +126,21 @@ def test_report_renders_in_chromium_with_its_plots_and_fetches_nothing(study_hom
         async with Browser(1280, 2200) as browser:
             await browser.call("Network.enable")
             await browser.open(out.as_uri())
-            probe = ("JSON.stringify({ready: document.readyState, charts: document.querySelectorAll('svg.chart').length,"
-                     " lines: document.querySelectorAll('svg.chart polyline').length,"
-                     " bands: document.querySelectorAll('svg.chart polygon').length,"
-                     " resources: performance.getEntriesByType('resource').length,"
-                     " width: document.querySelector('svg.chart').getBoundingClientRect().width,"
-                     " text: document.body.innerText.length})")
-            for _ in range(100):
+            probe = """(() => {
+                const chart = document.querySelector('svg.chart');
+                return JSON.stringify({href: location.href, ready: document.readyState,
+                    charts: document.querySelectorAll('svg.chart').length,
+                    lines: document.querySelectorAll('svg.chart polyline').length,
+                    bands: document.querySelectorAll('svg.chart polygon').length,
+                    resources: performance.getEntriesByType('resource').length,
+                    width: chart ? chart.getBoundingClientRect().width : 0,
+                    text: document.body ? document.body.innerText.length : 0});
+            })()"""
+            got: dict = {}
+            for _ in range(300):  # until the report has replaced about:blank and finished loading
                 got = json.loads((await browser.call("Runtime.evaluate", expression=probe,
                                                      returnByValue=True))["result"]["value"])
-                if got["ready"] == "complete":
+                if got["href"].startswith("file:") and got["ready"] == "complete":
                     break
                 await asyncio.sleep(0.1)
             if shot := os.environ.get("ONEGC_REPORT_SCREENSHOT"):
@@ -143,6 +148,7 @@ def test_report_renders_in_chromium_with_its_plots_and_fetches_nothing(study_hom
             return got
 
     got = asyncio.run(render())
+    assert got["href"] == out.as_uri() and got["ready"] == "complete"
     # curves (raw and relative scales) and a score timeline per session, drawn with real size
     assert got["charts"] >= 2 + len(CONFIGS) * REPEATS and got["lines"] > got["charts"] and got["bands"] >= 1
     assert got["width"] > 300 and got["text"] > 1000
