@@ -21,7 +21,12 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 @click.option("--demo", is_flag=True, help="also the demo-task (t0) sessions, in a table of their own")
 @click.option("--sessions-csv", "sessions_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="also write one CSV line per session to this file")
-def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None) -> None:
+@click.option("--paired", is_flag=True,
+              help="also the paired comparisons: every two configurations per task, by repeat (SD, SEM, bootstrap CI)")
+@click.option("--noise-from", "noise_from", multiple=True, metavar="CONFIG",
+              help="with --paired: configurations whose reruns give the noise floor (default: the scripted agent's)")
+def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
+            noise_from: tuple[str, ...]) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
     from onegc_tui import monitor_data as queries
     from onegc_tui.analysis import build_matrix, split_demo
@@ -54,6 +59,12 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
         click.echo("\nbaselines measured here (onegc baseline): " + "; ".join(
             f"{t.upper()} {m.mean:.4f}" + (f" ± {m.std:.4f}" if m.std is not None else "") + f" (n={m.n})"
             for t, m in sorted(measured.items())))
+    if paired:
+        from onegc_tui.paired import study_comparisons
+        from onegc_tui.paired_table import render_paired
+
+        comps = study_comparisons(outcomes, noise_from or None)
+        click.echo("\n" + render_paired(comps, fmt if fmt in ("csv", "json") else "table"), nl=False)
     if sessions_path is not None:
         sessions_path.write_text(sessions_csv(outcomes))
         click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)

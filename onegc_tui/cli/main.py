@@ -183,9 +183,11 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
               help="memory cap of the agent's processes, e.g. 512M, 16G (default: 80%% of this machine's)")
 @click.option("--max-processes", type=click.IntRange(min=16), default=None,
               help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
+@click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
+              help="also end the session, in order, once its model calls have cost this much (reason cost_limit)")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
-            max_processes, command) -> None:
+            max_processes, cost_limit, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
     from runner.launch.start import start_sessions
 
@@ -193,7 +195,8 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
     spec = _task(task)
     budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
     sessions = start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
-                               sealed=not unsealed, memory_bytes=memory_bytes, max_processes=max_processes)
+                               sealed=not unsealed, memory_bytes=memory_bytes, max_processes=max_processes,
+                               cost_limit_usd=cost_limit)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
     for p in sessions:
@@ -383,13 +386,14 @@ def reindex_cmd() -> None:
 
 
 def _register_commands() -> None:
-    """Commands that live in their own modules (studies, history, doctor, baseline)."""
+    """Commands that live in their own modules (studies, history, doctor, baseline, export, report)."""
     from onegc_tui.cli.baseline import baseline
     from onegc_tui.cli.doctor import doctor
+    from onegc_tui.cli.export import export, report
     from onegc_tui.cli.history import history
     from onegc_tui.cli.study import study
 
-    for command in (study, history, doctor, baseline):
+    for command in (study, history, doctor, baseline, export, report):
         main.add_command(command)
 
 

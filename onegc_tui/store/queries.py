@@ -76,6 +76,14 @@ def live_scores(store: Store, sid: str) -> list[tuple[float | None, float | None
         "SELECT budget_elapsed_s, value FROM checkpoints WHERE session_id=? AND official=0", (sid,)).fetchall()
 
 
+def official_score_range(store: Store) -> dict[str, tuple[float, float]]:
+    """``(min, max)`` of the scored-split re-evaluations of every session that has one (the
+    unofficial test-best is one of the two, by the task's direction)."""
+    rows = store.conn.execute("SELECT session_id, MIN(value), MAX(value) FROM checkpoints WHERE official=1"
+                              " AND value IS NOT NULL GROUP BY session_id").fetchall()
+    return {sid: (lo, hi) for sid, lo, hi in rows}
+
+
 def gpu_busy_counts(store: Store, sid: str, busy_pct: float) -> tuple[int, int]:
     """GPU samples of a session above ``busy_pct``, and all of them."""
     busy, total = store.conn.execute(

@@ -13,9 +13,10 @@ import fnmatch
 import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from runner.agents.price_tiers import Tier, parse_tiers
 from runner.errors import OnegcError
 
 PACKAGED_PRICES = Path(__file__).resolve().with_name("prices.toml")
@@ -30,20 +31,22 @@ class PriceFileError(OnegcError, ValueError):
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens."""
+    """USD per million tokens; ``tiers``: the prices of long prompts (runner/agents/price_tiers.py)."""
 
     input: float
     output: float
     cached_input: float | None = None  # None: billed as input
     cache_write: float | None = None  # None: billed as input
+    tiers: tuple[Tier, ...] = ()
 
 
 def _price_entry(raw: object, where: str) -> Price:
     if not isinstance(raw, dict):
         raise PriceFileError(f"{where}: expected a table like {{ input = 1.0, output = 2.0 }}")
-    unknown = set(raw) - {"input", "output", "cached_input", "cache_write"}
+    unknown = set(raw) - {"input", "output", "cached_input", "cache_write", "tiers"}
     if unknown:
         raise PriceFileError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    tiers = parse_tiers(raw.get("tiers"), where, PriceFileError)
     values = {}
     for key in ("input", "output", "cached_input", "cache_write"):
         value = raw.get(key)
@@ -53,7 +56,7 @@ def _price_entry(raw: object, where: str) -> Price:
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise PriceFileError(f"{where}: '{key}' must be a number >= 0 (USD per million tokens)")
             values[key] = float(value)
-    return Price(**values)
+    return Price(**values, tiers=tiers)
 
 
 def read_price_file(path: Path) -> dict[str, Price]:
@@ -116,6 +119,7 @@ class PriceTable:
         price = self.price(model)
         if price is None:
             return None
+        price = tier_for(price, input_tokens + cached_input_tokens + cache_write_tokens)
         cached = price.input if price.cached_input is None else price.cached_input
         write = price.input if price.cache_write is None else price.cache_write
         return (
@@ -147,3 +151,16 @@ def format_usd(cost: float | None) -> str:
     if cost is None:
         return "price unknown"
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+def tier_for(price: Price, prompt_tokens: int) -> Price:
+    """``price`` with the rates of the highest tier whose threshold ``prompt_tokens`` exceeds."""
+    chosen = None
+    for tier in price.tiers:
+        if prompt_tokens > tier.above:
+            chosen = tier
+    if chosen is None:
+        return price
+    return replace(price, input=chosen.input, output=chosen.output,
+                   cached_input=chosen.cached_input if chosen.cached_input is not None else chosen.input,
+                   cache_write=chosen.cache_write if chosen.cache_write is not None else chosen.input, tiers=())

@@ -94,7 +94,8 @@ def create_sessions(home: Path, configs: Sequence[SessionConfig]) -> list[Sessio
 def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
                    gpus: str | None, command: list[str], pace_s: float, network: str | None = None,
                    sealed: bool = True, memory_bytes: int | None = None,
-                   max_processes: int | None = None) -> list[SessionPaths]:
+                   max_processes: int | None = None,
+                   cost_limit_usd: float | None = None) -> list[SessionPaths]:
     """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.launch.local import gpu_slots
     from runner.launch.network_choice import ensure_network
@@ -110,7 +111,8 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
     configs = [SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
                              repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
                              pace_s=pace_s, network=network or default_network(agent), sealed=sealed,
-                             memory_bytes=memory_bytes, max_processes=max_processes)
+                             memory_bytes=memory_bytes, max_processes=max_processes,
+                             cost_limit_usd=cost_limit_usd)
                for k in range(1, repeats + 1)]
     started = create_sessions(home, configs)
     launch_local(home, started, slots, queued=queued)

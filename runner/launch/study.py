@@ -116,6 +116,7 @@ class BudgetSpec(BaseModel):
     minutes: Minutes | None = None  # every task; default: each task's own budget
     grace_s: float = Field(default=GRACE_S, ge=0)
     tasks: dict[str, Minutes] = Field(default_factory=dict)  # per-task minutes, e.g. {t2 = 60} or {t2 = "1h"}
+    cost_usd: float | None = Field(default=None, gt=0)  # each session's cost limit (runner/session/cost_limit.py)
 
     @field_validator("tasks")
     @classmethod
@@ -258,7 +259,8 @@ def plan(study: StudySpec) -> list[Planned]:
                     session_id=session_id(study.name, agent.key, short, k), task=spec.id, agent=agent.adapter,
                     model=agent.model, repeat=k, study=study.name, budget_s=minutes * 60,
                     grace_s=study.budget.grace_s, network=study.network or default_network(agent.adapter),
-                    command=list(agent.command), agent_args=list(agent.args), sealed=not study.unsealed, **extra)
+                    command=list(agent.command), agent_args=list(agent.args), sealed=not study.unsealed,
+                    cost_limit_usd=study.budget.cost_usd, **extra)
                 out.append(Planned(agent.key, short, k, config))
     return out
 

@@ -37,7 +37,7 @@ from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog, Launch
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree, start_tree
-from runner.scoring import code_scan, selection_gap
+from runner.scoring import code_scan, selection_gap, unofficial
 from runner.scoring.answer_check import INVALID_ANSWER
 from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.scoring.official import SELECTION, WINDOW_S, Candidate, Evaluation, from_live_scores, select
@@ -45,6 +45,8 @@ from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, TaskJudg
 from runner.session import agent_env, contention
 from runner.session.budget import BudgetClock
 from runner.session.contention import ContentionWatch
+from runner.session.cost_limit import END_REASON as COST_LIMIT
+from runner.session.cost_limit import CostMeter
 from runner.session.diskguard import DiskGuard
 from runner.session.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.session.outcome import end_detail, endpoint_problem
@@ -99,6 +101,8 @@ class Session:
         # every python the agent starts through PATH (in the sandbox its folder is under /run/onegc)
         self.launches = ExecLog(paths.root / "exec", sandbox.INSIDE / "exec" if self.config.sealed else None)
         self.stall = StallWatch(self.config.stall_s)
+        self.cost = CostMeter(self.config.cost_limit_usd)  # --cost-limit (runner/session/cost_limit.py)
+        self._cost_warned = False
         self.agent_version = self.adapter.version()  # once: `--version` of a Node CLI takes seconds
 
     # ------------------------------------------------------------------ lifecycle
@@ -385,6 +389,11 @@ class Session:
             if item.role == "assistant" or item.kind == "usage":
                 self.stall.model_answered()
             self.events.emit("transcript", raw_line=raw_line, **item.bounded())
+            if self.cost.limit_usd is not None:
+                self.cost.add(item)
+                if self.cost.unpriced and not self._cost_warned:
+                    self._cost_warned = True
+                    self.events.emit("warning", code="cost_limit", message=self.cost.unpriced_warning())
 
     def _pump_stderr(self) -> None:
         assert self.tree is not None and self.tree.popen.stderr is not None
@@ -462,6 +471,8 @@ class Session:
             elif self.clock.expired():
                 self.events.emit("budget", state="expired", remaining_s=0.0, deadline=self.clock.deadline())
                 self.stop_reason = ("budget_exhausted", f"active time reached the {self.config.budget_s:.0f} s budget")
+            elif self.cost.reached:
+                self.stop_reason = (COST_LIMIT, self.cost.detail())
             elif self.tree.popen.poll() is not None:
                 code = self.tree.popen.returncode
                 if code == 0:
@@ -661,6 +672,9 @@ class Session:
 
         try:
             chosen = select(cands, self.spec.better, evaluate, MAX_FALLBACK)
+            if not self.guard.full:  # the unofficial test-best (runner/scoring/unofficial.py): every checkpoint, capped
+                for label in unofficial.still_to_evaluate(elapsed, rows):
+                    evaluate(label)
         finally:
             if scorer is not None and scorer is not live:
                 scorer.close()
@@ -731,6 +745,7 @@ class Session:
             "disqualified": disqualified,  # an integrity rule's verdict (runner/wire/verdicts.py); people add theirs later
             "val_test_gap": self.val_gap.record() if self.val_gap else None,  # runner/scoring/selection_gap.py
             "conditions": self.conditions,  # runner/session/contention.py: contended or clean
+            "unofficial": unofficial.best_scored(rows, self.spec.better, self.spec.scored_split, found),
         }
         tmp = self.paths.root / ".result.json.tmp"
         try:

@@ -4,5 +4,5 @@ from __future__ import annotations
 
 from typing import Literal
 
-EndReason = Literal["completed", "budget_exhausted", "aborted", "agent_failed", "harness_error"]
+EndReason = Literal["completed", "budget_exhausted", "cost_limit", "aborted", "agent_failed", "harness_error"]
 FAILED_REASONS: tuple[EndReason, ...] = ("agent_failed", "harness_error")  # the others are a normal end

@@ -26,6 +26,7 @@ class SessionConfig(BaseModel):
     repeat: int = Field(default=1, ge=1)
     study: str | None = None
     budget_s: float = Field(gt=0)
+    cost_limit_usd: float | None = Field(default=None, gt=0)  # ends the session in order (runner/session/cost_limit.py)
     grace_s: float = Field(default=GRACE_S, ge=0)
     gpu: str | None = None  # CUDA_VISIBLE_DEVICES for the agent; None = no GPU assigned
     network: NetworkPolicy = "none"  # not given: default_network(agent) (api-only for agent CLIs, else none)

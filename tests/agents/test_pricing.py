@@ -89,6 +89,10 @@ def test_user_file_overrides_and_extends(no_user_file):
         ('[models]\n"x" = { input = 1, output = 1, cheap = true }\n', "unknown field(s) cheap"),
         ('[models]\n"x" = 3\n', "expected a table"),
         ("[models\n", "cannot read price table"),
+        ('[models]\n"x" = { input = 1, output = 1, tiers = 3 }\n', "'tiers' must be a list"),
+        ('[models]\n"x" = { input = 1, output = 1, tiers = [{ input = 2, output = 2 }] }\n', "tiers[0]: 'above' is required"),
+        ('[models]\n"x" = { input = 1, output = 1, tiers = [{ above = 9, input = 2, output = 2, x = 1 }] }\n',
+         "tiers[0]: unknown field(s) x"),
     ],
 )
 def test_a_broken_user_file_names_the_file_and_entry(no_user_file, content, message):
@@ -103,3 +107,22 @@ def test_a_broken_user_file_names_the_file_and_entry(no_user_file, content, mess
 
 def test_format_usd():
     assert format_usd(None) == "price unknown" and format_usd(0.00135) == "$0.0014" and format_usd(12.345) == "$12.35"
+
+
+def test_long_prompts_are_billed_at_their_tier_where_the_provider_has_one(no_user_file):
+    table = load_prices()
+    # Sonnet 4.5: a request above 200k prompt tokens is billed at $6 / $22.50 (cache $0.60 / $7.50), whole
+    assert table.cost("claude-sonnet-4-5", 100_000, 1_000) == pytest.approx(0.3 + 0.015)
+    assert table.cost("claude-sonnet-4-5", 150_000, 1_000, cached_input_tokens=60_000) == pytest.approx(
+        (150_000 * 6.0 + 1_000 * 22.5 + 60_000 * 0.60) / 1e6)
+    assert table.cost("claude-sonnet-4-5", 200_000, 0) == pytest.approx(0.6)  # at the threshold: not above it
+    assert table.cost("openrouter/google/gemini-2.5-pro", 250_000, 0) == pytest.approx(250_000 * 2.5 / 1e6)
+    assert table.cost("gpt-5", 900_000, 0) == pytest.approx(900_000 * 1.25 / 1e6)  # no tier: one rate
+    (no_user_file / "prices.toml").write_text(
+        '[models]\n"m" = { input = 1, output = 2, tiers = [{ above = 1000, input = 3, output = 4 },'
+        ' { above = 10, input = 2, output = 3 }] }\n')
+    custom = load_prices()
+    assert [t.above for t in custom.price("m").tiers] == [10, 1000]
+    assert custom.cost("m", 5, 0) == pytest.approx(5 / 1e6)
+    assert custom.cost("m", 50, 0, cached_input_tokens=10) == pytest.approx((50 * 2 + 10 * 2) / 1e6)
+    assert custom.cost("m", 5000, 100) == pytest.approx((5000 * 3 + 100 * 4) / 1e6)

@@ -125,3 +125,41 @@ async def test_new_session_form_shows_the_error_in_one_line(app_home):
         assert app.screen is form
         await pilot.press("escape")
         assert not isinstance(app.screen, NewSessionScreen)
+
+
+async def test_history_cell_shows_best_of_k_paired_comparison_and_time_ledger(tmp_path):
+    """Issue 30: under a study's cell, the official rule's best-of-k, the paired comparison with
+    the other configuration (SD, SEM, CI labelled) and the time ledger; the detail view's ledger."""
+    from onegc_tui.app.screens.detail import DetailScreen
+    from onegc_tui.app.screens.history import HistoryScreen, SessionsScreen
+    from tests.app.fixtures import build_demo_study
+
+    home = build_demo_study(tmp_path / "home")
+    app = make_app(home, live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("h")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        table = screen.query_one("#demo-matrix", DataTable)
+        table.focus()
+        table.cursor_coordinate = (table.get_row_index("ours (demo)\x1fquick (scripted)"), 2)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        detail = str(screen.query_one("#cell-detail").render())
+        assert "best of 2 (official rule) at" in detail and "100%: 0.9746" in detail
+        # quick - steady by repeat: 0.97-0.70 and 0.9746-0.6586
+        assert "vs steady (scripted): paired diff +0.2930 (+: this better) over 2 · SD 0.0325 · SEM 0.0230" in detail
+        assert "95% CI [+0.2700, +0.3160]" in detail
+        assert "time (2 sessions" in detail and "model generation" in detail
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionsScreen)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        analytics = str(app.screen.query_one("#analytics").render())
+        assert "time ledger wall" in analytics and "tool time" in analytics

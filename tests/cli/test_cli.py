@@ -174,3 +174,34 @@ def test_disqualify_strikes_a_result_from_the_mean_keeps_it_in_n_over_n_and_surv
     assert run("disqualify", target, "--clear").exit_code == 0
     row, cell, _ = cell_of(True)
     assert row["disqualified"] is None and cell.n_disqualified == 0
+
+
+def test_history_paired_and_the_study_exports_from_the_command_line(home, tmp_path):
+    """Issue 30: the paired comparison in `onegc history`, the report and the exports' errors."""
+    from tests.app.fixtures import build_demo_study
+
+    build_demo_study(home)
+    r = run("history", "--demo", "--no-paper", "--paired")
+    assert r.exit_code == 0, r.output
+    table = r.output.split("Paired comparisons")[1]
+    assert "quick (scripted)  steady (scripted)" in table and "SD (sample, ddof=1)" in table and "SEM =" in table
+    assert "quick (scripted)" in table and "0.2930" in table  # (0.97-0.70 + 0.9746-0.6586) / 2
+    r = run("history", "--demo", "--no-paper", "--paired", "--format", "json")
+    doc = json.loads(r.output[r.output.index('{\n  "schema": "onegc.paired/1"'):])
+    (c,) = doc["comparisons"]
+    assert c["n_pairs"] == 2 and c["mean_diff"] == pytest.approx(0.293) and c["noise_from"]
+    report = tmp_path / "r.html"
+    r = run("report", "-o", str(report))
+    assert r.exit_code == 0 and "Paired comparisons" in report.read_text()
+    r = run("report", "-o", str(tmp_path / "missing" / "r.html"))
+    assert r.exit_code == 2 and "is not a folder" in r.output
+    r = run("export", "--format", "sqlite", "-o", str(tmp_path / "x.db"), "--study", "nope")
+    assert r.exit_code == 2 and "no sessions in study nope" in r.output
+    r = run("export", "--format", "xlsx", "-o", str(tmp_path / "x.db"))
+    assert r.exit_code == 2 and "'xlsx' is not one of 'sqlite', 'eval'" in r.output
+
+
+def test_a_cost_limit_must_be_a_positive_number_of_dollars(home):
+    r = run("run", "t0", "--agent", "scripted", "--detach", "--cost-limit", "0")
+    assert r.exit_code == 2 and "--cost-limit" in r.output and "not in the range x>0" in r.output
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())

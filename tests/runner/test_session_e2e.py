@@ -10,6 +10,8 @@ import time
 import psutil
 import pytest
 
+from onegc_tui import monitor_data as queries
+from onegc_tui.export import sessions_csv
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from runner.wire.control import request
@@ -64,6 +66,10 @@ def test_scripted_session_end_to_end(home):
     result = json.loads(paths.result.read_text())
     assert result["value"] == pytest.approx(max(values), abs=1e-6) and result["failure"] is None
     assert ended["score"] == result["value"]
+    unofficial = result["unofficial"]["test_best"]  # every checkpoint re-evaluated for it, labelled
+    assert unofficial["label"].startswith("unofficial") and unofficial["complete"]
+    assert unofficial["checkpoints_scored"] == result["checkpoints_found"] == len(result["evaluated"])
+    assert unofficial["value"] == max(r["official"] for r in result["evaluated"])
     transcript = [e for e in events(paths) if e["type"] == "transcript"]
     assert {"text", "tool_call", "tool_result"} <= {e["kind"] for e in transcript}
     started = [e for e in events(paths) if e["type"] == "process" and e["action"] == "started"]
@@ -75,6 +81,9 @@ def test_scripted_session_end_to_end(home):
     assert row["state"] == "ended" and row["score"] == pytest.approx(result["value"])
     assert row["scripts_launched"] == 3 and row["n_checkpoints"] == result["checkpoints_found"]
     assert store.count_events("demo1") == len(paths.events.read_text().splitlines())
+    (outcome,) = queries.outcomes(store, include_demo=True)
+    assert outcome.unofficial_test_best == pytest.approx(unofficial["value"])
+    assert "unofficial_test_best" in sessions_csv([outcome]).splitlines()[0]
     store.close()
 
 

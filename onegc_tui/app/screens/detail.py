@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -35,6 +36,7 @@ from onegc_tui.format import arrow, clock, fmt_score, short_task
 from onegc_tui.plot import best_so_far, level_strip
 from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
 from onegc_tui.store import Store
+from onegc_tui.time_ledger import ledger_line, timeline_ledger
 from onegc_tui.timeline import Timeline
 from runner.wire.textsafe import safe_text
 
@@ -112,6 +114,9 @@ def analytics_text(t: Timeline) -> Text:
             f"{f:.0%} {fmt_score(at[f]) if f in at else 'not yet'}" for f in FRACTIONS))
     lines.append(f"first checkpoint at {clock(t.first_checkpoint_s)} · {len(t.scores())} scored · "
                  f"scripts launched {t.row.get('scripts_launched') or 0}")
+    ledger = timeline_ledger(t)
+    if ledger is not None:
+        lines.append("[b]time ledger[/b] " + escape(ledger_line(ledger)))
     if t.split is not None and t.split.total_s > 0:
         s = t.split
         lines += ["", f"[b]GPU time[/b] busy {clock(s.busy_s)} ({s.busy_fraction:.0%}) · idle {clock(s.idle_s)}"]

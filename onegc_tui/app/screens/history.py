@@ -39,6 +39,7 @@ from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.plot import Plot, Series
+from onegc_tui.cell_insights import cell_insights, insight_lines
 from onegc_tui.export import DEMO_TITLE, cell_text, render_history
 from onegc_tui.format import arrow, clock, count, fmt_score
 from onegc_tui.store import Store
@@ -152,7 +153,7 @@ class HistoryScreen(SteadyScreen):
         with Horizontal(id="hist-bottom"):
             yield Static("", id="cell-detail")
             with Vertical(id="band-box"):
-                yield Static("Anytime: best so far against budget (mean, band = min…max)", classes="pane-title")
+                yield Static("Anytime (official rule): mean, band min…max, yellow best of k", classes="pane-title")
                 yield Plot(id="band-plot", empty="highlight one of our cells to see its anytime curves")
         yield KeyFooter()
 
@@ -310,25 +311,30 @@ class HistoryScreen(SteadyScreen):
                      f"(mean) · scripts {'-' if cell.scripts_mean is None else f'{cell.scripts_mean:.1f}'}"
                      f" · budget used {'-' if cell.budget_used_mean is None else f'{cell.budget_used_mean:.0%}'}")
         detail.update(plain("\n".join(lines + ["loading curves and GPU time…"]), one_line=False), layout=False)
-        self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids))
+        self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids), col, row.label)
 
     class CellAnalytics(Message):
-        def __init__(self, lines: list[str], band, budget: float):
+        def __init__(self, lines: list[str], band, budget: float, best_of_k=None):
             super().__init__()
-            self.lines, self.band, self.budget = lines, band, budget
+            self.lines, self.band, self.budget, self.best_of_k = lines, band, budget, best_of_k
 
     @work(thread=True, exit_on_error=False, exclusive=True, group="cell")
-    def _cell_analytics(self, ids: list[str], direction: Direction, lines: list[str], running: int) -> None:
-        """Anytime curves and GPU time of a cell's sessions: SQLite work, off the drawing thread."""
+    def _cell_analytics(self, ids: list[str], direction: Direction, lines: list[str], running: int, task: str = "",
+                        label: str = "") -> None:
+        """Anytime curves and GPU time of a cell's sessions: SQLite work, off the drawing thread;
+        by the official rule with best-of-k, paired comparisons and the time ledger (cell_insights)."""
         store = Store.open(host(self).home)
         try:
             busy = queries.gpu_busy_fraction(store, ids)
             points = queries.score_points(store, ids)
             budget = max((r["budget_s"] or 0 for r in store_queries.sessions_by_id(store, ids).values()), default=0.0)
+            insight = cell_insights(store, self.study, task, label, ids) if task else None
         finally:
             store.close()
         curves = [anytime_curve(p, budget, direction, sid) for sid, p in points.items()] if budget else []
         band = anytime_band(curves) if curves else None
+        if insight is not None and insight.curves is not None:
+            band = insight.curves.band  # the official rule's curves (val-best so far, its scored-split score)
         lines = list(lines)
         if band:
             at = {f: band.mean[round(f * (len(band.grid) - 1))] for f in FRACTIONS}
@@ -336,7 +342,9 @@ class HistoryScreen(SteadyScreen):
                          + f"  (mean of {band.n_curves})")
         lines.append(f"GPU busy {'-' if busy is None else f'{busy:.0%}'} of sampled time · "
                      f"{len(ids)} finished, {running} running · Enter: list them")
-        self.post_message(self.CellAnalytics(lines, band, budget))
+        lines += insight_lines(insight) if insight is not None else []
+        bok = insight.curves.best_of_k if insight is not None and insight.curves is not None else None
+        self.post_message(self.CellAnalytics(lines, band, budget, bok))
 
     def on_history_screen_cell_analytics(self, msg: CellAnalytics) -> None:
         self.query_one("#cell-detail", Static).update(plain("\n".join(msg.lines), one_line=False), layout=False)
@@ -345,8 +353,9 @@ class HistoryScreen(SteadyScreen):
             mean = [(f * budget, v) for f, v in zip(band.grid, band.mean, strict=True) if v is not None]
             lo = [(f * budget, v) for f, v in zip(band.grid, band.lo, strict=True) if v is not None]
             hi = [(f * budget, v) for f, v in zip(band.grid, band.hi, strict=True) if v is not None]
+            best = [(f * budget, v) for f, v in zip(band.grid, msg.best_of_k or (), strict=False) if v is not None]
             plot.show([Series(tuple(lo), "dim cyan", "line"), Series(tuple(hi), "dim cyan", "line"),
-                       Series(tuple(mean), "bold green", "line")], budget)
+                       Series(tuple(best), "yellow", "line"), Series(tuple(mean), "bold green", "line")], budget)
         else:
             plot.show([], 1.0)
 
