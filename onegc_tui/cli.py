@@ -241,7 +241,7 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 
 
 @main.command("sessions")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per session")
+@click.option("--json", "as_json", is_flag=True, help="a JSON list, one object per session")
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
     from onegc_tui.ingest import Ingester
@@ -252,10 +252,12 @@ def sessions_cmd(as_json: bool) -> None:
     Ingester(home, store).catch_up()
     rows = store.sessions()
     store.close()
-    if as_json:
+    if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
+        docs = []
         for r in rows:  # "sealed": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
             sealed = json.loads(r["contract"]).get("sealed") if r.get("contract") else None
-            click.echo(json.dumps({**{k: v for k, v in r.items() if k != "contract"}, "sealed": sealed}))
+            docs.append({**{k: v for k, v in r.items() if k != "contract"}, "sealed": sealed})
+        click.echo(json.dumps(docs, indent=1))
         return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
@@ -319,9 +321,11 @@ def abort_cmd(session_id: str, no_wait: bool) -> None:
 
     A queued session leaves the queue; a runner that does not end within the grace period is
     stopped through its launcher (signals locally, scancel on Slurm)."""
-    from runner.launchers import abort_session
+    from runner.launchers import abort_session, session_ended
 
     paths = _session(usable_home(), session_id)
+    if paths.result.exists() or session_ended(paths) is not None:  # as pause and resume: an error, exit 2
+        raise OnegcError(f"session {paths.session_id} has already ended: nothing to abort")
     click.echo(abort_session(paths, escalate=not no_wait))
 
 
