@@ -149,17 +149,24 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
 # ---------------------------------------------------------------------------- sessions
 def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
     ids = [p.session_id for p in sessions]
+    from onegc_tui.plain import still_running
+
     if plain or not sys.stdout.isatty():
         from onegc_tui.plain import follow
 
-        ends = follow(home, ids)
+        try:
+            ends = follow(home, ids)
+        except KeyboardInterrupt:  # Ctrl-C stops the following, not the sessions: say so, and how to end them
+            click.echo(f"\nstopped following{still_running(ids)}", err=True)
+            click.get_current_context().exit(130)
         for sid, end in ends.items():
             score = f"{end.score:.4f}" if end.score is not None else "N/A"
             click.echo(f"{sid}: {end.reason}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
         return
     from onegc_tui.app import make_app
+    from onegc_tui.app.guard import run_monitor
 
-    make_app(home, focus=ids[0]).run()
+    run_monitor(make_app(home, focus=ids[0]), still_running(ids))
 
 
 @main.command("run", context_settings={"ignore_unknown_options": True})
@@ -227,8 +234,9 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
         from onegc_tui.app import make_app
+        from onegc_tui.app.guard import run_monitor
 
-        make_app(usable_home(), focus=focus).run()
+        run_monitor(make_app(usable_home(), focus=focus))
         return
     try:
         from onegc_tui.app.web import serve
