@@ -29,6 +29,7 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     from onegc_tui.format import count
     from onegc_tui.ingest import Ingester
     from onegc_tui.store import Store
+    from onegc_tui.usage_table import session_usage, usage_rows, usage_table
 
     home = usable_home()
     store = Store.open(home)
@@ -36,6 +37,7 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
         Ingester(home, store).catch_up()
         outcomes = queries.outcomes(store, study, include_demo=demo)
         left_out = 0 if demo or outcomes else len(queries.outcomes(store, study, include_demo=True))
+        usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
@@ -49,6 +51,11 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
             raise OnegcError(f"nothing to print: {why}")
         click.echo(f"note: only the paper's rows: {why}", err=True)
     click.echo(render_history(matrix, demo_matrix, fmt, include_paper=not no_paper), nl=False)
+    if fmt == "table":  # what each row spent (the data formats keep their columns as they are)
+        for sessions, title in ((bench, study or "ours"), (demo_outcomes, f"{study or 'ours'} (demo tasks)")):
+            lines = usage_table(usage_rows(sessions, usage), title)
+            if lines:
+                click.echo("\n" + "\n".join(lines))
     if sessions_path is not None:
         sessions_path.write_text(sessions_csv(outcomes))
         click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)

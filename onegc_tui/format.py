@@ -66,6 +66,23 @@ def fmt_tokens(n: int | None) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else str(n)
 
 
+def fmt_cost(usd: float | None, none: str = "-") -> str:
+    """Dollars with the precision they need: two significant digits below a dollar (``$0.0021``,
+    ``$0.042``, ``$0.38``), cents from one dollar (``$12.40``), whole dollars from a thousand
+    (``$1234``); below a hundredth of a cent ``<$0.0001``. ``none`` for no cost (nothing spent,
+    or a price unknown)."""
+    if not usd or usd <= 0 or usd != usd:
+        return none
+    if usd < 1e-4:
+        return "<$0.0001"
+    if usd < 1:
+        digits = 2
+        while usd < 10 ** (1 - digits) and digits < 4:  # 0.0021 -> 4 places: two significant digits
+            digits += 1
+        return f"${usd:.{digits}f}"
+    return f"${usd:.2f}" if usd < 1000 else f"${usd:.0f}"
+
+
 def arrow(direction: Direction) -> str:
     """↑ where higher is better, ↓ where lower is."""
     return "↑" if direction == "higher" else "↓"
