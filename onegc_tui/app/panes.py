@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from onegc_tui.app.plot import Plot, Series
 from onegc_tui.app.scrolling import GrowsInPlace
 from onegc_tui.app.spark import UtilSpark
+from onegc_tui.checkpoint_names import checkpoint_label, fit_checkpoint_label
 from onegc_tui.countdown import Countdown
 from onegc_tui.format import arrow, bar, clock, fmt_score
 from onegc_tui.plot import best_so_far
@@ -236,7 +237,11 @@ class CheckpointsPane(Vertical):
         for key, w in widths.items():
             table.add_column(cut(self.LABELS[key]), key=key, width=w)
         for key, cells in self.cells.items():
-            table.add_row(*(cut(cells[c]) for c in widths), key=key)
+            table.add_row(*(self._cell(c, cells[c]) for c in widths), key=key)
+
+    def _cell(self, col: str, text: str) -> Text:
+        """A cell as drawn: the name cut in the middle (its distinguishing tail stays), the rest end-first."""
+        return cut(fit_checkpoint_label(text, self.widths[col]) if col == "name" else text)
 
     @staticmethod
     def fetch(store: Store, sid: str) -> list[dict]:
@@ -283,12 +288,12 @@ class CheckpointsPane(Vertical):
         if self.cells[key][col] != text:
             self.cells[key][col] = text
             if col in self.widths:
-                self.query_one(DataTable).update_cell(key, col, cut(text))
+                self.query_one(DataTable).update_cell(key, col, self._cell(col, text))
 
     def _put(self, name: str, official: bool, at: float | None, value: float | None, error: str | None,
              reported: float | None, flags: list[str] | None = None) -> None:
         key = f"{name}#official" if official else name
-        label = f"{name} (official)" if official else name
+        label = checkpoint_label(name, official)
         if error:
             note = f"✖ {error}"
         elif value is None:
@@ -308,7 +313,7 @@ class CheckpointsPane(Vertical):
                 self._set(key, col, text)
         else:
             self.cells[key] = cells
-            self.query_one(DataTable).add_row(*(cut(cells[c]) for c in self.widths), key=key)
+            self.query_one(DataTable).add_row(*(self._cell(c, cells[c]) for c in self.widths), key=key)
         if value is not None:
             self.values[key] = value
             self.at[key] = at or 0.0
@@ -333,5 +338,19 @@ class CheckpointsPane(Vertical):
         if self.best and self.best != best and self.best in self.cells:
             self._set(self.best, "note", self.notes.get(self.best, ""))
         if best in self.cells:
-            self._set(best, "note", "★ " + (self.notes.get(best) or "best"))
+            self._set(best, "note", "★ " + (self.notes.get(best) or ("result" if best.endswith("#official") else "best")))
         self.best = best
+        if best.endswith("#official"):
+            self._pin(best)
+
+    def _pin(self, key: str) -> None:
+        """The official checkpoint on the first row, with the cursor on it: after the end it is what
+        the session scored, and below a long list of live checkpoints it was out of sight."""
+        if next(iter(self.cells)) == key:
+            return
+        self.cells = {key: self.cells[key], **{k: v for k, v in self.cells.items() if k != key}}
+        table = self.query_one(DataTable)
+        table.clear()
+        for k, cells in self.cells.items():
+            table.add_row(*(self._cell(c, cells[c]) for c in self.widths), key=k)
+        table.move_cursor(row=0, scroll=True)
