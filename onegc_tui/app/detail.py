@@ -24,6 +24,7 @@ from textual.widgets import Log, Static
 
 from onegc_tui import queries
 from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
+from onegc_tui.app.cutlog import CutLog
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
 from onegc_tui.app.plot import GUTTER, Plot, Series
@@ -52,8 +53,9 @@ CURSOR_BINDINGS = [
 ]
 
 
-class CursorLog(Log, can_focus=False):
-    """A transcript that never takes focus: left/right belong to the cursor, not to scrolling."""
+class CursorLog(CutLog, can_focus=False):
+    """A transcript that never takes focus: left/right belong to the cursor, not to scrolling; a
+    line wider than its column ends in ``…``."""
 
 
 class TimelinesLoaded(Message):
