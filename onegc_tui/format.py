@@ -67,20 +67,19 @@ def fmt_tokens(n: int | None) -> str:
 
 
 def fmt_cost(usd: float | None, none: str = "-") -> str:
-    """Dollars with the precision they need: two significant digits below a dollar (``$0.0021``,
-    ``$0.042``, ``$0.38``), cents from one dollar (``$12.40``), whole dollars from a thousand
-    (``$1234``); below a hundredth of a cent ``<$0.0001``. ``none`` for no cost (nothing spent,
-    or a price unknown)."""
+    """Dollars with the precision they need, in seven characters at most: two significant digits
+    below ten cents (``$0.0021``, ``$0.042``), cents up to a thousand dollars (``$0.38``, ``$0.02``,
+    ``$12.40``), whole dollars above (``$1234``); under a tenth of a cent ``<$0.001``. ``none`` for
+    no cost (nothing spent, or no price known)."""
     if not usd or usd <= 0 or usd != usd:
         return none
-    if usd < 1e-4:
-        return "<$0.0001"
-    if usd < 1:
-        digits = 2
-        while usd < 10 ** (1 - digits) and digits < 4:  # 0.0021 -> 4 places: two significant digits
-            digits += 1
-        return f"${usd:.{digits}f}"
-    return f"${usd:.2f}" if usd < 1000 else f"${usd:.0f}"
+    if usd < 0.001:
+        return "<$0.001"
+    if usd >= 1000:
+        return f"${usd:.0f}"
+    if usd >= 0.1 or abs(usd - round(usd, 2)) < 1e-9:
+        return f"${usd:.2f}"
+    return f"${usd:.3f}" if usd >= 0.01 else f"${usd:.4f}"
 
 
 def arrow(direction: Direction) -> str:

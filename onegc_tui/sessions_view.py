@@ -52,7 +52,7 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("started", "Started", 11, "started", descending=True),
     ColumnSpec("rep", "#", 2, "rep"),
     ColumnSpec("tokens", "Tokens", 6, "tokens", descending=True),
-    ColumnSpec("cost", "Cost", 8, "cost", descending=True),  # format.fmt_cost: "$0.0021", "<$0.0001"
+    ColumnSpec("cost", "Cost", 7, "cost", descending=True),  # format.fmt_cost: "$0.0021", "<$0.001"
     ColumnSpec("scripts", "Scripts", 7, "scripts", descending=True),
 )
 ALWAYS = 5  # mark, state, budget left, best, session

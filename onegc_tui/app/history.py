@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
+from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -35,6 +36,7 @@ from onegc_tui.analysis import (
 )
 from onegc_tui.app.footer import KeyFooter
 from onegc_tui.app.header import MonitorHeader
+from onegc_tui.app.history_layout import BOTTOM_ROWS, bottom_rows
 from onegc_tui.app.plot import Plot, Series
 from onegc_tui.app.scrolling import SteadyScreen
 from onegc_tui.export import DEMO_TITLE, cell_text, render_history
@@ -197,6 +199,24 @@ class HistoryScreen(SteadyScreen):
                 "No finished sessions of ours on the paper's tasks for this filter: only the paper's reference rows are shown."
                 + (" The demo task's sessions are in the table below." if has_demo else ""))
         self._describe()
+        self.call_after_refresh(self._fit_bottom)
+
+    def _fit_bottom(self) -> None:
+        """The matrix keeps its rows on a short terminal; the bottom box gets what is left
+        (onegc_tui/app/history_layout.py)."""
+        if not self.is_attached:
+            return
+        others = (MonitorHeader, "#hist-summary", "#demo-title", "#demo-matrix", KeyFooter)
+        fixed = sum(w.outer_size.height for sel in others for w in self.query(sel) if w.display)
+        rows = bottom_rows(self.size.height, fixed, self.query_one("#matrix", DataTable).row_count)
+        bottom = self.query_one("#hist-bottom")
+        if bottom.display != bool(rows) or (rows and bottom.styles.height != Scalar.from_number(rows)):
+            bottom.display = bool(rows)
+            bottom.styles.height = rows or BOTTOM_ROWS
+
+    def on_resize(self) -> None:
+        if self.matrix is not None:
+            self.call_after_refresh(self._fit_bottom)
 
     def _fill(self, table: DataTable, matrices: list[Matrix]) -> None:
         keep = table.cursor_coordinate

@@ -41,6 +41,6 @@ def test_history_prints_tokens_and_cost_per_row(home):
     table = r.output[at:].splitlines()
     assert table[1].split()[:3] == ["agent", "sessions", "tokens"]
     scripted = next(line for line in table if line.startswith("scripted"))
-    assert scripted.split()[-2:] == ["$0.060", "$0.020"]  # three sessions at $0.02 each (fixtures.py)
+    assert scripted.split()[-2:] == ["$0.06", "$0.02"]  # three sessions at $0.02 each (fixtures.py)
     r = CliRunner().invoke(main, ["history", "--demo", "--format", "csv"])  # data formats as they were
     assert "tokens and cost" not in r.output
