@@ -41,6 +41,7 @@ from onegc_tui.app.plot import Plot, Series
 from onegc_tui.app.scrolling import SteadyScreen
 from onegc_tui.export import DEMO_TITLE, cell_text, render_history
 from onegc_tui.format import arrow, clock, count, fmt_score
+from onegc_tui.metric_range import UNBOUNDED, task_bounds
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 
@@ -316,6 +317,7 @@ class HistoryScreen(SteadyScreen):
                      f"(mean) · scripts {'-' if cell.scripts_mean is None else f'{cell.scripts_mean:.1f}'}"
                      f" · budget used {'-' if cell.budget_used_mean is None else f'{cell.budget_used_mean:.0%}'}")
         detail.update("\n".join(lines + ["loading curves and GPU time…"]), layout=False)
+        self._band_bounds = task_bounds(col)  # the anytime plot keeps to the metric's range
         self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids))
 
     class CellAnalytics(Message):
@@ -352,7 +354,8 @@ class HistoryScreen(SteadyScreen):
             lo = [(f * budget, v) for f, v in zip(band.grid, band.lo, strict=True) if v is not None]
             hi = [(f * budget, v) for f, v in zip(band.grid, band.hi, strict=True) if v is not None]
             plot.show([Series(tuple(lo), "dim cyan", "line"), Series(tuple(hi), "dim cyan", "line"),
-                       Series(tuple(mean), "bold green", "line")], budget)
+                       Series(tuple(mean), "bold green", "line")], budget,
+                      bounds=getattr(self, "_band_bounds", UNBOUNDED))
         else:
             plot.show([], 1.0)
 

@@ -16,6 +16,7 @@ from onegc_tui.app.spark import UtilSpark
 from onegc_tui.checkpoint_names import checkpoint_label, fit_checkpoint_label
 from onegc_tui.countdown import Countdown
 from onegc_tui.format import arrow, bar, clock, fmt_score
+from onegc_tui.metric_range import UNBOUNDED, Bounds, task_bounds
 from onegc_tui.plot import best_so_far
 from onegc_tui.store import Store
 from runner.events import Event
@@ -210,6 +211,7 @@ class CheckpointsPane(Vertical):
         self.at: dict[str, float] = {}
         self.best: str | None = None
         self.budget_s = 1.0
+        self.bounds: Bounds = UNBOUNDED
         self.cells: dict[str, dict[str, str]] = {}  # row key -> the text of each cell
         self.widths: dict[str, int] = {}  # the columns shown, in order, and their widths
         self._fit(self.size.width or 40)
@@ -255,6 +257,7 @@ class CheckpointsPane(Vertical):
         self.official = row.get("best_checkpoint")  # the session's official checkpoint, once it ended
         self.budget_s = row.get("budget_s") or 1.0
         self.direction = direction_of(row.get("task"))
+        self.bounds = task_bounds(row.get("task"))  # the plot's axis keeps to the metric's range
         try:
             metric = get_task(row.get("task") or "").metric_label
         except UnknownTask:
@@ -322,7 +325,7 @@ class CheckpointsPane(Vertical):
         live = [(self.at[k], v) for k, v in self.values.items() if not k.endswith("#official")]
         steps = best_so_far(live, self.direction)
         self.query_one(Plot).show([Series(tuple(steps), "green", "step"), Series(tuple(live), "bold cyan", "dots")],
-                                  self.budget_s)
+                                  self.budget_s, bounds=self.bounds)
 
     def _mark_best(self) -> None:
         """★ on the official checkpoint once the session has one (chosen by validation, which is
