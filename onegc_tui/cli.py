@@ -60,11 +60,12 @@ def main() -> None:
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
     from onegc_tui.format import arrow
+    from onegc_tui.readonly_home import browsable_home
     from onegc_tui.task_facts import task_facts
     from onegc_tui.text_table import terminal_width, text_table
     from runner.start import is_prepared
 
-    home = usable_home()
+    home = browsable_home()  # only reads: a read-only home is fine
     rows = []
     for spec in task_facts().values():
         ready = is_prepared(spec.id, home)
@@ -252,14 +253,14 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="a JSON list, one object per session")
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
-    from onegc_tui.ingest import Ingester
-    from onegc_tui.store import Store
+    from onegc_tui.readonly_home import browsable_home, caught_up_store
 
-    home = usable_home()
-    store = Store.open(home)
-    Ingester(home, store).catch_up()
-    rows = store.sessions()
-    store.close()
+    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
+    store = caught_up_store(home)
+    try:
+        rows = store.sessions()
+    finally:
+        store.close()
     if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
         docs = []
         for r in rows:  # "sealed": the contract's (None before sessions recorded it); "flagged": scores with integrity flags

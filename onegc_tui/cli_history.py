@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from runner.config import usable_home
 from runner.errors import OnegcError
 
 # the formats of onegc_tui.export (tests/cli checks they agree): named here so that `onegc --help`
@@ -27,14 +26,12 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     from onegc_tui.analysis import build_matrix, split_demo
     from onegc_tui.export import render_history, sessions_csv
     from onegc_tui.format import count
-    from onegc_tui.ingest import Ingester
-    from onegc_tui.store import Store
+    from onegc_tui.readonly_home import browsable_home, caught_up_store
     from onegc_tui.usage_table import session_usage, usage_rows, usage_table
 
-    home = usable_home()
-    store = Store.open(home)
+    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
+    store = caught_up_store(home)
     try:
-        Ingester(home, store).catch_up()
         outcomes = queries.outcomes(store, study, include_demo=demo)
         left_out = 0 if demo or outcomes else len(queries.outcomes(store, study, include_demo=True))
         usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}

@@ -107,8 +107,10 @@ def status_cmd(file: str, as_json: bool) -> None:
     """Progress per agent × task (done/running/queued/failed) and contract mismatches."""
     from runner.study import status_json, status_report
 
+    from onegc_tui.readonly_home import browsable_home
+
     spec = _load(file)
-    home = usable_home()
+    home = browsable_home()  # only reads the session folders
     if as_json:
         click.echo(json.dumps(status_json(spec, home), indent=1, default=str))
     else:
