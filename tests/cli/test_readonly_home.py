@@ -16,7 +16,6 @@ from onegc_tui.ingest import Ingester
 from onegc_tui.store import Store
 from tests.app.fixtures import _session, build_home
 
-
 pytestmark = pytest.mark.slow  # mount
 
 
