@@ -51,7 +51,7 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
                 yield Label("Repeats")
                 yield Input("1", id="repeats", type="integer")
                 yield Label("Budget")
-                yield Input(f"{tasks[0].budget_minutes:g}", id="budget",
+                yield Input(f"{tasks[0].budget_minutes:g}m", id="budget",  # the unit in sight: 90s, 2m, 1h
                             placeholder="minutes, or 90s, 2m, 1h (as onegc run --budget)")
                 yield Label("GPUs")
                 yield Input(placeholder="e.g. 0,1 (empty: all visible)", id="gpus")
@@ -65,7 +65,7 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
     @on(Select.Changed, "#task")
     def _task_changed(self, event: Select.Changed) -> None:
         if event.value is not Select.BLANK:
-            self.query_one("#budget", Input).value = f"{get_task(str(event.value)).budget_minutes:g}"
+            self.query_one("#budget", Input).value = f"{get_task(str(event.value)).budget_minutes:g}m"
 
     def _error(self, text: str) -> None:
         self.query_one("#form-error", Static).update(f"✖ {text}")
