@@ -235,14 +235,18 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
         from onegc_tui.app import make_app
-        from onegc_tui.app.guard import run_monitor
+        from onegc_tui.app.guard import check_store, run_monitor
 
+        check_store(usable_home())
         run_monitor(make_app(usable_home(), focus=focus))
         return
     try:
         from onegc_tui.app.web import serve
     except ImportError as exc:
         raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
+    from onegc_tui.app.guard import check_store
+
+    check_store(usable_home())  # a damaged store: one line now, not a failure in every tab
     try:
         serve(usable_home(), host=host, port=port, focus=focus)
     except OSError as exc:

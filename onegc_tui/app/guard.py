@@ -15,11 +15,24 @@ from textual.app import App
 from runner.errors import OnegcError
 
 
+def check_store(home) -> None:
+    """Open the store and read its session list's size before a monitor starts, so that a store
+    damaged where most damage shows (its header, the sessions table) is said in one line before
+    the screen changes (and before ``--web`` serves tabs that would each fail)."""
+    from onegc_tui.store import Store
+
+    store = Store.open(home)
+    try:
+        store.conn.execute("SELECT count(*) FROM sessions").fetchone()
+    finally:
+        store.close()
+
+
 class MonitorFailed(OnegcError):
     """The monitor ended on an error it cannot show on screen; the message says what and the way out."""
 
 
-def run_monitor(app: App, going_on: str = "") -> None:
+def run_monitor(app: App, going_on: str = "", headless: bool = False) -> None:
     """``app.run()``; a documented error ends it and is raised as :class:`MonitorFailed` (with
     ``going_on`` after it: what still runs, for ``onegc run`` and ``onegc demo``)."""
     from onegc_tui.cli_base import describe
@@ -37,7 +50,7 @@ def run_monitor(app: App, going_on: str = "") -> None:
         app.exit(return_code=2)
 
     app._handle_exception = one_line  # type: ignore[method-assign]
-    app.run()
+    app.run(headless=headless)
     if caught:
         line = " ".join((describe(caught[0]) or "").split())
         raise MonitorFailed(f"{line}{going_on}") from None

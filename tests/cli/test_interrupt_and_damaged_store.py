@@ -47,7 +47,7 @@ def damaged_home(home):
 
 
 @pytest.mark.parametrize("argv", [["sessions"], ["sessions", "--json"], ["history"], ["history", "--format", "csv"],
-                                  ["disqualify", "a-ended", "-r", "test"]])
+                                  ["disqualify", "a-ended", "-r", "test"], ["monitor", "--web", "--port", "8129"]])
 def test_every_command_on_a_damaged_store_says_one_line_and_exits_2(damaged_home, argv):
     r = CliRunner().invoke(main, argv)
     assert r.exit_code == 2, r.output
