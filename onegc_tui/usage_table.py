@@ -11,7 +11,7 @@ adds nothing to its row's cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from onegc_tui.analysis import SessionOutcome, row_key, row_label
@@ -74,3 +74,14 @@ def usage_table(rows: Sequence[RowUsage], title: str) -> list[str]:
     total = sum(r.cost_usd for r in rows)
     n = sum(r.sessions for r in rows)
     return [f"{title}: tokens and cost of {count(n, 'session')} (total {fmt_cost(total, '$0')})", *lines]
+
+
+def usage_line(usage: Iterable[tuple[int, int, float]], sessions: int) -> str:
+    """One line for a group of sessions (the history screen's highlighted cell): tokens in and
+    out, cost, and cost per session."""
+    t_in = t_out = 0
+    cost = 0.0
+    for i, o, c in usage:
+        t_in, t_out, cost = t_in + i, t_out + o, cost + c
+    per = fmt_cost(cost / sessions if sessions else None)
+    return f"tokens {fmt_tokens(t_in)} in, {fmt_tokens(t_out)} out · cost {fmt_cost(cost)} ({per} a session)"

@@ -44,6 +44,7 @@ from onegc_tui.format import arrow, clock, count, fmt_score
 from onegc_tui.metric_range import UNBOUNDED, task_bounds
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
+from onegc_tui.usage_table import session_usage, usage_line
 
 ALL = None  # the study filter value meaning "every session"
 SEP = "\x1f"  # row keys: study SEP row label
@@ -331,6 +332,7 @@ class HistoryScreen(SteadyScreen):
         store = Store.open(self.app.home)
         try:
             busy = queries.gpu_busy_fraction(store, ids)
+            usage = session_usage(store, ids)
             points = queries.score_points(store, ids)
             budget = max((r["budget_s"] or 0 for r in store_queries.sessions_by_id(store, ids).values()), default=0.0)
         finally:
@@ -344,6 +346,7 @@ class HistoryScreen(SteadyScreen):
                          + f"  (mean of {band.n_curves})")
         lines.append(f"GPU busy {'-' if busy is None else f'{busy:.0%}'} of sampled time · "
                      f"{len(ids)} finished, {running} running · Enter: list them")
+        lines.append(usage_line(usage.values(), len(ids)))
         self.post_message(self.CellAnalytics(lines, band, budget))
 
     def on_history_screen_cell_analytics(self, msg: CellAnalytics) -> None:

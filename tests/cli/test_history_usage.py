@@ -44,3 +44,11 @@ def test_history_prints_tokens_and_cost_per_row(home):
     assert scripted.split()[-2:] == ["$0.06", "$0.02"]  # three sessions at $0.02 each (fixtures.py)
     r = CliRunner().invoke(main, ["history", "--demo", "--format", "csv"])  # data formats as they were
     assert "tokens and cost" not in r.output
+
+
+def test_the_history_screens_cell_says_its_tokens_and_cost():
+    from onegc_tui.usage_table import usage_line
+
+    assert usage_line([(1000, 200, 0.0021), (3000, 800, 0.0101)], 2) == (
+        "tokens 4k in, 1k out · cost $0.012 ($0.0061 a session)")
+    assert usage_line([], 0) == "tokens - in, - out · cost - (- a session)"
