@@ -66,6 +66,22 @@ def fmt_tokens(n: int | None) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}k" if n >= 1e3 else str(n)
 
 
+def fmt_cost(usd: float | None, none: str = "-") -> str:
+    """Dollars with the precision they need, in seven characters at most: two significant digits
+    below ten cents (``$0.0021``, ``$0.042``), cents up to a thousand dollars (``$0.38``, ``$0.02``,
+    ``$12.40``), whole dollars above (``$1234``); under a tenth of a cent ``<$0.001``. ``none`` for
+    no cost (nothing spent, or no price known)."""
+    if not usd or usd <= 0 or usd != usd:
+        return none
+    if usd < 0.001:
+        return "<$0.001"
+    if usd >= 1000:
+        return f"${usd:.0f}"
+    if usd >= 0.1 or abs(usd - round(usd, 2)) < 1e-9:
+        return f"${usd:.2f}"
+    return f"${usd:.3f}" if usd >= 0.01 else f"${usd:.4f}"
+
+
 def arrow(direction: Direction) -> str:
     """↑ where higher is better, ↓ where lower is."""
     return "↑" if direction == "higher" else "↓"

@@ -5,6 +5,7 @@ widget only sizes and colours what these draw.
 
 from __future__ import annotations
 
+from onegc_tui.metric_range import UNBOUNDED, Bounds, padded_range
 from tasks import Direction, better
 
 _BRAILLE = 0x2800
@@ -41,17 +42,17 @@ class BrailleCanvas:
 
 def plot_series(series: list[list[tuple[float, float]]], width: int, height: int, x_max: float,
                 y_range: tuple[float, float] | None = None,
-                modes: list[str] | None = None) -> tuple[BrailleCanvas, tuple[float, float]]:
+                modes: list[str] | None = None, bounds: Bounds = UNBOUNDED) -> tuple[BrailleCanvas, tuple[float, float]]:
     """Draw each series ((x, y) points, x in [0, x_max]) on a braille canvas, each as a ``step`` line
-    (best so far, the default), a ``line`` or ``dots``; returns the canvas and the y range used."""
+    (best so far, the default), a ``line`` or ``dots``; returns the canvas and the y range used.
+    Without ``y_range``, the values' range with a margin, inside the metric's ``bounds``
+    (an accuracy's axis never runs past 1: onegc_tui/metric_range.py)."""
     canvas = BrailleCanvas(width, height)
     ys = [y for s in series for _, y in s]
     if y_range is None:
-        if not ys:
+        y_range = padded_range(ys, bounds)
+        if y_range is None:
             return canvas, (0.0, 1.0)
-        lo, hi = min(ys), max(ys)
-        pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
-        y_range = (lo - pad, hi + pad)
     lo, hi = y_range
     pw, ph = canvas.px
 

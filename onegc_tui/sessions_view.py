@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from onegc_tui.countdown import Countdown
-from onegc_tui.format import bar, clock, fmt_score, fmt_tokens, short_task
+from onegc_tui.format import bar, clock, fmt_cost, fmt_score, fmt_tokens, short_task
 
 ELLIPSIS = "…"
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
@@ -52,7 +52,7 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("started", "Started", 11, "started", descending=True),
     ColumnSpec("rep", "#", 2, "rep"),
     ColumnSpec("tokens", "Tokens", 6, "tokens", descending=True),
-    ColumnSpec("cost", "Cost", 6, "cost", descending=True),
+    ColumnSpec("cost", "Cost", 7, "cost", descending=True),  # format.fmt_cost: "$0.0021", "<$0.001"
     ColumnSpec("scripts", "Scripts", 7, "scripts", descending=True),
 )
 ALWAYS = 5  # mark, state, budget left, best, session
@@ -147,7 +147,7 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
         "gpu": "-" if util is None else f"{util:.0f}%",
         "scripts": str(row.get("scripts_launched") or 0),
         "tokens": fmt_tokens((row.get("tokens_in") or 0) + (row.get("tokens_out") or 0)),
-        "cost": "-" if not row.get("cost_usd") else f"${row['cost_usd']:.2f}",
+        "cost": fmt_cost(row.get("cost_usd")),
     }
 
 

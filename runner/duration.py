@@ -1,7 +1,14 @@
 """Durations as people type them: ``90s``, ``2m``, ``1.5h``; a bare number is minutes.
 
 One unit everywhere budgets are given (``onegc run --budget``, ``onegc demo --budget``, a study
-file's ``[budget]``): minutes, as the paper and ``task.toml`` state budgets.
+file's ``[budget]``, the monitor's new-session form): minutes, as the paper and ``task.toml`` state
+budgets.
+
+Bounds: a budget runs from :data:`MIN_BUDGET_S` (10 s: the shortest session that still starts its
+agent and scores a checkpoint of the demo task, and what quick tests use) to :data:`MAX_BUDGET_S`
+(7 days: ten times the longest task's budget, and longer than any cluster's job limit). Outside
+them a typo (``0.001``, ``1e9h``) would make a session that ends before it starts, or one that
+never ends, so it is refused in one line instead.
 """
 
 from __future__ import annotations
@@ -13,15 +20,18 @@ from runner.errors import OnegcError
 
 _UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0}
 DURATION_RE = re.compile(r"^\s*(?P<n>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
-HINT = "give a positive duration like 90s, 2m or 1h (a bare number is minutes)"
+MIN_BUDGET_S = 10.0
+MAX_BUDGET_S = 7 * 24 * 3600.0
+HINT = "give a duration from 10s to 7 days (168h), like 90s, 2m or 1h (a bare number is minutes)"
 
 
 class BadDuration(OnegcError, ValueError):
-    """A duration that is not one (or not positive)."""
+    """A duration that is not one, or outside the bounds of a budget."""
 
 
 def duration_s(value: str | float | int, what: str = "budget") -> float:
-    """Seconds from ``"90s"``, ``"2m"``, ``"1h"`` or a number of minutes; raises :class:`BadDuration`."""
+    """Seconds from ``"90s"``, ``"2m"``, ``"1h"`` or a number of minutes, within the bounds of a
+    budget; raises :class:`BadDuration`."""
     if isinstance(value, bool):
         raise BadDuration(f"{what} {value!r}: {HINT}")
     if isinstance(value, int | float):
@@ -31,7 +41,7 @@ def duration_s(value: str | float | int, what: str = "budget") -> float:
         if not m:
             raise BadDuration(f"{what} {str(value)!r}: {HINT}")
         seconds = float(m["n"]) * _UNITS[(m["unit"] or "m").lower()]
-    if not math.isfinite(seconds) or seconds <= 0:
+    if not math.isfinite(seconds) or not MIN_BUDGET_S <= seconds <= MAX_BUDGET_S:
         raise BadDuration(f"{what} {value!r}: {HINT}")
     return seconds
 

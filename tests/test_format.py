@@ -24,3 +24,14 @@ def test_plain_and_the_sessions_table_use_it():
 
 def test_arrows_follow_the_direction():
     assert (arrow("higher"), arrow("lower")) == ("↑", "↓")
+
+
+def test_cost_has_the_precision_it_needs():
+    """Issue 29: $0.0021 read $0.00 in the sessions table."""
+    from onegc_tui.format import fmt_cost
+
+    cases = {0.0021: "$0.0021", 0.0123: "$0.012", 0.042: "$0.042", 0.02: "$0.02", 0.38: "$0.38", 12.4: "$12.40",
+             999.99: "$999.99", 1234.5: "$1234", 0.00001: "<$0.001", 0.0: "-", None: "-"}
+    assert {v: fmt_cost(v) for v in cases} == cases
+    row = {"session_id": "s", "state": "running", "cost_usd": 0.0021, "tokens_in": 1500, "tokens_out": 200}
+    assert session_cells(row, now=0.0)["cost"] == "$0.0021"

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from runner.errors import OnegcError
-from runner.wire.paths import usable_home
 
 # the formats of onegc_tui.export (tests/cli checks they agree): named here so that `onegc --help`
 # and every other command start without the analysis modules (lazy imports keep start-up short)
@@ -32,16 +31,16 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     from onegc_tui.analysis import build_matrix, split_demo
     from onegc_tui.export import render_history, sessions_csv
     from onegc_tui.format import count
-    from onegc_tui.store import Store
-    from onegc_tui.store.ingest import Ingester
+    from onegc_tui.readonly_home import browsable_home, caught_up_store
+    from onegc_tui.usage_table import session_usage, usage_rows, usage_table
 
-    home = usable_home()
-    store = Store.open(home)
+    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
+    store = caught_up_store(home)
     try:
-        Ingester(home, store).catch_up()
         outcomes = queries.outcomes(store, study, include_demo=demo)
         measured = queries.measured_baselines(store)
         left_out = 0 if demo or outcomes else len(queries.outcomes(store, study, include_demo=True))
+        usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
@@ -65,6 +64,11 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
 
         comps = study_comparisons(outcomes, noise_from or None)
         click.echo("\n" + render_paired(comps, fmt if fmt in ("csv", "json") else "table"), nl=False)
+    if fmt == "table":  # what each row spent (the data formats keep their columns as they are)
+        for sessions, title in ((bench, study or "ours"), (demo_outcomes, f"{study or 'ours'} (demo tasks)")):
+            lines = usage_table(usage_rows(sessions, usage), title)
+            if lines:
+                click.echo("\n" + "\n".join(lines))
     if sessions_path is not None:
         sessions_path.write_text(sessions_csv(outcomes))
         click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)

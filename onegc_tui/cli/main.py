@@ -60,10 +60,11 @@ def main() -> None:
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
     from onegc_tui.format import arrow
+    from onegc_tui.readonly_home import browsable_home
     from onegc_tui.task_facts import task_facts
     from onegc_tui.text_table import terminal_width, text_table
 
-    home = usable_home()
+    home = browsable_home()  # only reads: a read-only home is fine
     rows = []
     for spec in task_facts().values():
         ready = is_prepared(spec.id, data_root(home))
@@ -148,17 +149,24 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
 # ---------------------------------------------------------------------------- sessions
 def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
     ids = [p.session_id for p in sessions]
+    from onegc_tui.cli.plain import still_running
+
     if plain or not sys.stdout.isatty():
         from onegc_tui.cli.plain import follow
 
-        ends = follow(home, ids)
+        try:
+            ends = follow(home, ids)
+        except KeyboardInterrupt:  # Ctrl-C stops the following, not the sessions: say so, and how to end them
+            click.echo(f"\nstopped following{still_running(ids)}", err=True)
+            click.get_current_context().exit(130)
         for sid, end in ends.items():
             score = f"{end.score:.4f}" if end.score is not None else "N/A"
             click.echo(f"{sid}: {end.reason}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
         return
     from onegc_tui.app import make_app
+    from onegc_tui.cli.monitor_guard import run_monitor
 
-    make_app(home, focus=ids[0]).run()
+    run_monitor(make_app(home, focus=ids[0]), still_running(ids))
 
 
 @main.command("run", context_settings={"ignore_unknown_options": True})
@@ -241,13 +249,18 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
         from onegc_tui.app import make_app
+        from onegc_tui.cli.monitor_guard import check_store, run_monitor
 
-        make_app(usable_home(), focus=focus).run()
+        check_store(usable_home())
+        run_monitor(make_app(usable_home(), focus=focus))
         return
     try:
         from onegc_tui.app.web import serve
     except ImportError as exc:
         raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
+    from onegc_tui.cli.monitor_guard import check_store
+
+    check_store(usable_home())  # a damaged store: one line now, not a failure in every tab
     try:
         serve(usable_home(), host=host, port=port, focus=focus)
     except OSError as exc:
@@ -255,23 +268,25 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 
 
 @main.command("sessions")
-@click.option("--json", "as_json", is_flag=True, help="one JSON object per session")
+@click.option("--json", "as_json", is_flag=True, help="a JSON list, one object per session")
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
-    from onegc_tui.store import Store
-    from onegc_tui.store.ingest import Ingester
+    from onegc_tui.readonly_home import browsable_home, caught_up_store
 
-    home = usable_home()
-    store = Store.open(home)
-    Ingester(home, store).catch_up()
-    rows = store.sessions()
-    store.close()
-    if as_json:
+    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
+    store = caught_up_store(home)
+    try:
+        rows = store.sessions()
+    finally:
+        store.close()
+    if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
+        docs = []
         # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
         for r in rows:
             contract = json.loads(r["contract"]) if r.get("contract") else {}
-            click.echo(json.dumps({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
-                                   "network": contract.get("network")}))
+            docs.append({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
+                         "network": contract.get("network")})
+        click.echo(json.dumps(docs, indent=1))
         return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
@@ -338,8 +353,11 @@ def abort_cmd(session_id: str, no_wait: bool) -> None:
     A queued session leaves the queue; a runner that does not end within the grace period is
     stopped through its launcher (signals locally, scancel on Slurm)."""
     from runner.launch.abort import abort_session
+    from runner.launch.records import session_ended
 
     paths = _session(usable_home(), session_id)
+    if paths.result.exists() or session_ended(paths) is not None:  # as pause and resume: an error, exit 2
+        raise OnegcError(f"session {paths.session_id} has already ended: nothing to abort")
     click.echo(abort_session(paths, escalate=not no_wait))
 
 

@@ -64,6 +64,17 @@ def describe(event: Event) -> str | None:
     return None
 
 
+def still_running(session_ids: list[str]) -> str:
+    """What to tell someone who stops watching (Ctrl-C, a monitor that failed): the sessions run on
+    without a viewer, and the commands that watch and end them."""
+    if len(session_ids) == 1:
+        sid = session_ids[0]
+        return (f"; session {sid} goes on: 'onegc monitor --session {sid}' watches it, "
+                f"'onegc abort {sid}' ends it")
+    return (f"; the {len(session_ids)} sessions go on: 'onegc sessions' lists them, "
+            "'onegc abort ID' ends one")
+
+
 def ended(reason: str, score: float | None, detail: str) -> str:
     """The line of a session's end: its ``session_ended``, or a liveness verdict."""
     return f"ended: {reason}{f', score {score:.4f}' if score is not None else ', no score'} ({detail})"

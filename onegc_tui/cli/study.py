@@ -21,6 +21,7 @@ import click
 
 from onegc_tui.cli.base import OnegcGroup
 from runner.wire.paths import SessionPaths, runs_dir, usable_home
+from runner.wire.textsafe import safe_text
 
 if TYPE_CHECKING:
     from runner.launch.study import StudySpec
@@ -105,11 +106,11 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
 @click.option("--json", "as_json", is_flag=True, help="every session and cell as one JSON object")
 def status_cmd(file: str, as_json: bool) -> None:
     """Progress per agent × task (done/running/queued/failed) and contract mismatches."""
+    from onegc_tui.readonly_home import browsable_home
     from runner.launch.study import status_json, status_report
-    from runner.wire.textsafe import safe_text
 
     spec = _load(file)
-    home = usable_home()
+    home = browsable_home()  # only reads the session folders
     if as_json:
         click.echo(json.dumps(status_json(spec, home), indent=1, default=str))
     else:

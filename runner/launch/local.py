@@ -77,8 +77,29 @@ def gpu_slots(spec: str | None = None) -> list[str | None]:
         parts = [p.strip() for p in spec.split(",") if p.strip()]
         if not all(p.isdigit() or p.startswith(("GPU-", "MIG-")) for p in parts):
             raise ConfigError(f"--gpus {spec!r}: give GPU indices like 0,1 (or GPU UUIDs)")
+        check_gpu_indices(parts, spec)
         return list(dict.fromkeys(parts))
     return list(visible_gpus()) or [None]
+
+
+def check_gpu_indices(parts: list[str], spec: str) -> None:
+    """Every index given is a GPU NVML sees on this machine (0 .. count-1); a session sent to a
+    GPU that is not there would only fail later, in its training script. UUIDs are left to CUDA."""
+    indices = [int(p) for p in parts if p.isdigit()]
+    if not indices:
+        return
+    from runner.session.gpu import gpu_count
+
+    count = gpu_count()
+    missing = sorted({i for i in indices if i >= count})
+    if not missing:
+        return
+    what = "GPU " + ", ".join(map(str, missing))
+    if count == 0:
+        raise ConfigError(f"--gpus {spec!r}: this machine has no GPU that NVML sees, so no {what}: "
+                          "leave out --gpus to run on the CPU")
+    have = "GPU 0" if count == 1 else f"GPUs 0-{count - 1}"
+    raise ConfigError(f"--gpus {spec!r}: this machine has no {what} (NVML sees {have}): see nvidia-smi")
 
 
 # ---------------------------------------------------------------------- locks and files

@@ -302,7 +302,8 @@ async def test_the_placeholder_goes_when_the_first_line_arrives(tmp_path):
         assert len(log.lines) == 1 and "reading program.md" in log.lines[0]
 
 
-async def test_a_cut_checkpoint_name_ends_in_an_ellipsis(crowd):
+async def test_a_cut_checkpoint_name_is_cut_in_the_middle(crowd):
+    """Cut end-first every row read ``run_1_epoch…`` (issue 29): the distinguishing tail stays."""
     app = crowd_app(crowd)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -312,7 +313,8 @@ async def test_a_cut_checkpoint_name_ends_in_an_ellipsis(crowd):
         width = ckpts.columns["name"].width
         name = ckpts.get_cell("run_1_epoch1-1", "name")
         rendered = "".join(s.text for s in app.console.render(name, app.console.options.update(width=width)))
-        assert rendered.strip().endswith("…") and len(rendered.strip()) == width
+        shown = rendered.strip()
+        assert "…" in shown and shown.endswith("1-1") and shown.startswith("ru") and len(shown) == width, shown
 
 
 # ---------------------------------------------------------------------------- wrong or stale content

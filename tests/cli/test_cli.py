@@ -38,8 +38,8 @@ def test_tasks_lists_all_eight_with_their_data_state(home):
 def test_sessions_history_and_export(home):
     build_home(home)
     r = run("sessions", "--json")
-    rows = [json.loads(line) for line in r.output.splitlines()]
-    assert {r["session_id"] for r in rows} == {"a-ended", "b-paused"}
+    rows = json.loads(r.output)  # one JSON document: a list (was JSON Lines)
+    assert isinstance(rows, list) and {r["session_id"] for r in rows} == {"a-ended", "b-paused"}
     r = run("history", "--demo", "--format", "csv", "--no-paper")
     assert r.exit_code == 0 and "scripted" in r.output and "paper" not in r.output
     r = run("history", "--format", "md")
@@ -63,6 +63,9 @@ def test_resume_of_an_ended_session_is_refused(home):
     (home / "runs/a-ended/result.json").write_text("{}")
     r = run("resume", "a-ended")
     assert r.exit_code == 2 and "already ended" in r.output
+    r = run("abort", "a-ended")  # as pause and resume: exit 2, one line
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [
+        "error: session a-ended has already ended: nothing to abort"]
 
 
 @pytest.mark.slow
@@ -98,7 +101,7 @@ def test_without_a_sandbox_run_refuses_in_one_line_and_unsealed_is_recorded(home
         assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
         assert "bubblewrap not found" in r.output and "--unsealed" in r.output
         assert not (home / "runs").exists() or not any((home / "runs").iterdir())  # nothing started
-        r = CliRunner().invoke(main, ["run", "t0", "--agent", "scripted", "--detach", "--unsealed", "--budget", "0.05"],
+        r = CliRunner().invoke(main, ["run", "t0", "--agent", "scripted", "--detach", "--unsealed", "--budget", "10s"],
                                catch_exceptions=False)
         assert r.exit_code == 0 and "--unsealed" in r.output
         (config,) = [json.loads(p.read_text()) for p in (home / "runs").glob("*/session.json")]

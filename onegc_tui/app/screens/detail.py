@@ -29,10 +29,12 @@ from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
 from onegc_tui.app.host import host
 from onegc_tui.app.safe import markup_escape, plain
 from onegc_tui.app.screens.scrolling import SteadyScreen
+from onegc_tui.app.widgets.cutlog import CutLog
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.plot import GUTTER, Plot, Series
 from onegc_tui.format import arrow, clock, fmt_score, short_task
+from onegc_tui.metric_range import UNBOUNDED, padded_range, task_bounds
 from onegc_tui.plot import best_so_far, level_strip
 from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
 from onegc_tui.store import Store
@@ -58,8 +60,9 @@ CURSOR_BINDINGS: list[BindingType] = [
 ]
 
 
-class CursorLog(Log, can_focus=False):
-    """A transcript that never takes focus: left/right belong to the cursor, not to scrolling."""
+class CursorLog(CutLog, can_focus=False):
+    """A transcript that never takes focus: left/right belong to the cursor, not to scrolling; a
+    line wider than its column ends in ``…``."""
 
 
 class TimelinesLoaded(Message):
@@ -236,7 +239,8 @@ class DetailScreen(CursorScreen):
             self.query_one("#analytics", Static).update(f"no session {self.ids[0]} in the store")
             return
         t = self.timelines[0]
-        self.query_one("#detail-plot", Plot).show(score_series(t), t.budget_s, self.cursor)
+        self.query_one("#detail-plot", Plot).show(score_series(t), t.budget_s, self.cursor,
+                                                  bounds=task_bounds(t.row.get("task")))
         self.query_one("#analytics", Static).update(analytics_text(t))
         self.move()
 
@@ -287,11 +291,9 @@ class ReplayScreen(CursorScreen):
 
     def draw(self) -> None:
         y = [v for t in self.timelines for _, v in t.scores()]
-        y_range = None
-        if y:
-            pad = (max(y) - min(y)) * 0.05 or 0.01
-            y_range = (min(y) - pad, max(y) + pad)  # one y scale: columns compare at a glance
-        self.y_range = y_range
+        bounds = {task_bounds(t.row.get("task")) for t in self.timelines}  # one metric: keep to its range
+        # one y scale: columns compare at a glance
+        self.y_range = padded_range(y, bounds.pop() if len(bounds) == 1 else UNBOUNDED)
         for col, t in zip(self.query(ReplayColumn), self.timelines, strict=False):
             col.query_one(".replay-title", Static).update(plain(
                 f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · {fmt_score(t.row.get('score'))}"))

@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
+from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -35,6 +36,7 @@ from onegc_tui.analysis import (
 )
 from onegc_tui.app.host import host, store_of
 from onegc_tui.app.safe import plain
+from onegc_tui.app.screens.history_layout import BOTTOM_ROWS, bottom_rows
 from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
@@ -42,8 +44,10 @@ from onegc_tui.app.widgets.plot import Plot, Series
 from onegc_tui.cell_insights import cell_insights, insight_lines
 from onegc_tui.export import DEMO_TITLE, cell_text, render_history
 from onegc_tui.format import arrow, clock, count, fmt_score
+from onegc_tui.metric_range import UNBOUNDED, task_bounds
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
+from onegc_tui.usage_table import session_usage, usage_line
 from tasks import Direction
 
 ALL = None  # the study filter value meaning "every session"
@@ -206,6 +210,24 @@ class HistoryScreen(SteadyScreen):
                 "No finished sessions of ours on the paper's tasks for this filter: only the paper's reference rows are shown."
                 + (" The demo task's sessions are in the table below." if has_demo else ""))
         self._describe()
+        self.call_after_refresh(self._fit_bottom)
+
+    def _fit_bottom(self) -> None:
+        """The matrix keeps its rows on a short terminal; the bottom box gets what is left
+        (onegc_tui/app/screens/history_layout.py)."""
+        if not self.is_attached:
+            return
+        others = (MonitorHeader, "#hist-summary", "#demo-title", "#demo-matrix", KeyFooter)
+        fixed = sum(w.outer_size.height for sel in others for w in self.query(sel) if w.display)
+        rows = bottom_rows(self.size.height, fixed, self.query_one("#matrix", DataTable).row_count)
+        bottom = self.query_one("#hist-bottom")
+        if bottom.display != bool(rows) or (rows and bottom.styles.height != Scalar.from_number(rows)):
+            bottom.display = bool(rows)
+            bottom.styles.height = rows or BOTTOM_ROWS
+
+    def on_resize(self) -> None:
+        if self.matrix is not None:
+            self.call_after_refresh(self._fit_bottom)
 
     def _fill(self, table: DataTable, matrices: list[Matrix]) -> None:
         keep = table.cursor_coordinate
@@ -311,6 +333,7 @@ class HistoryScreen(SteadyScreen):
                      f"(mean) · scripts {'-' if cell.scripts_mean is None else f'{cell.scripts_mean:.1f}'}"
                      f" · budget used {'-' if cell.budget_used_mean is None else f'{cell.budget_used_mean:.0%}'}")
         detail.update(plain("\n".join(lines + ["loading curves and GPU time…"]), one_line=False), layout=False)
+        self._band_bounds = task_bounds(col)  # the anytime plot keeps to the metric's range
         self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids), col, row.label)
 
     class CellAnalytics(Message):
@@ -326,6 +349,7 @@ class HistoryScreen(SteadyScreen):
         store = Store.open(host(self).home)
         try:
             busy = queries.gpu_busy_fraction(store, ids)
+            usage = session_usage(store, ids)
             points = queries.score_points(store, ids)
             budget = max((r["budget_s"] or 0 for r in store_queries.sessions_by_id(store, ids).values()), default=0.0)
             insight = cell_insights(store, self.study, task, label, ids) if task else None
@@ -343,6 +367,7 @@ class HistoryScreen(SteadyScreen):
         lines.append(f"GPU busy {'-' if busy is None else f'{busy:.0%}'} of sampled time · "
                      f"{len(ids)} finished, {running} running · Enter: list them")
         lines += insight_lines(insight) if insight is not None else []
+        lines.append(usage_line(usage.values(), len(ids)))
         bok = insight.curves.best_of_k if insight is not None and insight.curves is not None else None
         self.post_message(self.CellAnalytics(lines, band, budget, bok))
 
@@ -355,7 +380,8 @@ class HistoryScreen(SteadyScreen):
             hi = [(f * budget, v) for f, v in zip(band.grid, band.hi, strict=True) if v is not None]
             best = [(f * budget, v) for f, v in zip(band.grid, msg.best_of_k or (), strict=False) if v is not None]
             plot.show([Series(tuple(lo), "dim cyan", "line"), Series(tuple(hi), "dim cyan", "line"),
-                       Series(tuple(best), "yellow", "line"), Series(tuple(mean), "bold green", "line")], budget)
+                       Series(tuple(best), "yellow", "line"), Series(tuple(mean), "bold green", "line")], budget,
+                      bounds=getattr(self, "_band_bounds", UNBOUNDED))
         else:
             plot.show([], 1.0)
 

@@ -15,10 +15,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from runner.agents import ADAPTERS
+from runner.duration import HINT, BadDuration, duration_s
 from tasks import all_tasks, get_task
 
 DEFAULT_AGENT = "scripted"  # runs offline, so the form works out of the box
 DEFAULT_PACE_S = 1.0  # the CLI's --pace default
+MAX_REPEATS = 100  # the CLI's --repeats bound
 
 
 class NewSessionScreen(ModalScreen[list[str] | None]):
@@ -48,8 +50,9 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
                 yield Input(placeholder="model id (empty: the agent's default)", id="model")
                 yield Label("Repeats")
                 yield Input("1", id="repeats", type="integer")
-                yield Label("Budget (min)")
-                yield Input(f"{tasks[0].budget_minutes:g}", id="budget", type="number")
+                yield Label("Budget")
+                yield Input(f"{tasks[0].budget_minutes:g}m", id="budget",  # the unit in sight: 90s, 2m, 1h
+                            placeholder="minutes, or 90s, 2m, 1h (as onegc run --budget)")
                 yield Label("GPUs")
                 yield Input(placeholder="e.g. 0,1 (empty: all visible)", id="gpus")
                 yield Label("Command")
@@ -62,7 +65,7 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
     @on(Select.Changed, "#task")
     def _task_changed(self, event: Select.Changed) -> None:
         if event.value is not Select.BLANK:
-            self.query_one("#budget", Input).value = f"{get_task(str(event.value)).budget_minutes:g}"
+            self.query_one("#budget", Input).value = f"{get_task(str(event.value)).budget_minutes:g}m"
 
     def _error(self, text: str) -> None:
         self.query_one("#form-error", Static).update(f"✖ {text}")
@@ -80,12 +83,15 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
         values = {w.id: w.value for w in self.query(Input)}
         try:
             repeats = int(values["repeats"] or "1")
-            budget_min = float(values["budget"])
         except ValueError:
-            self._error("repeats must be a whole number and the budget a number of minutes")
+            repeats = 0
+        if not 1 <= repeats <= MAX_REPEATS:
+            self._error(f"repeats: give a whole number from 1 to {MAX_REPEATS}")
             return
-        if repeats < 1 or budget_min <= 0:
-            self._error("repeats must be at least 1 and the budget positive")
+        try:  # the CLI's parser and bounds (runner/duration.py): 90s is 90 seconds, a bare number minutes
+            budget_s = duration_s(values["budget"])
+        except BadDuration:
+            self._error(f"budget {values['budget'].strip()!r}: {HINT}")
             return
         try:
             command = shlex.split(values["command"])
@@ -95,7 +101,7 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
         self.query_one("#start", Button).disabled = True
         self.query_one("#form-error", Static).update("starting…")
         self.start(str(self.query_one("#task", Select).value), str(self.query_one("#agent", Select).value),
-                   values["model"].strip() or None, repeats, budget_min * 60, values["gpus"].strip() or None, command)
+                   values["model"].strip() or None, repeats, budget_s, values["gpus"].strip() or None, command)
 
     @work(thread=True, exit_on_error=False)
     def start(self, task: str, agent: str, model: str | None, repeats: int, budget_s: float, gpus: str | None,

@@ -15,8 +15,10 @@ from onegc_tui.app.safe import markup_escape, plain
 from onegc_tui.app.screens.scrolling import GrowsInPlace
 from onegc_tui.app.widgets.plot import Plot, Series
 from onegc_tui.app.widgets.spark import UtilSpark
+from onegc_tui.checkpoint_names import checkpoint_label, fit_checkpoint_label
 from onegc_tui.countdown import Countdown
 from onegc_tui.format import arrow, bar, clock, fmt_score
+from onegc_tui.metric_range import UNBOUNDED, Bounds, task_bounds
 from onegc_tui.plot import best_so_far
 from onegc_tui.store import Store
 from runner.wire.events import Event
@@ -212,6 +214,7 @@ class CheckpointsPane(Vertical):
         self.at: dict[str, float] = {}
         self.best: str | None = None
         self.budget_s = 1.0
+        self.bounds: Bounds = UNBOUNDED
         self.cells: dict[str, dict[str, str]] = {}  # row key -> the text of each cell
         self.widths: dict[str, int] = {}  # the columns shown, in order, and their widths
         self._fit(self.size.width or 40)
@@ -239,7 +242,11 @@ class CheckpointsPane(Vertical):
         for key, w in widths.items():
             table.add_column(cut(self.LABELS[key]), key=key, width=w)
         for key, cells in self.cells.items():
-            table.add_row(*(cut(cells[c]) for c in widths), key=key)
+            table.add_row(*(self._cell(c, cells[c]) for c in widths), key=key)
+
+    def _cell(self, col: str, text: str) -> Text:
+        """A cell as drawn: the name cut in the middle (its distinguishing tail stays), the rest end-first."""
+        return cut(fit_checkpoint_label(text, self.widths[col]) if col == "name" else text)
 
     @staticmethod
     def fetch(store: Store, sid: str) -> list[dict]:
@@ -254,6 +261,7 @@ class CheckpointsPane(Vertical):
         self.official = row.get("best_checkpoint")  # the session's official checkpoint, once it ended
         self.budget_s = row.get("budget_s") or 1.0
         self.direction = direction_of(row.get("task"))
+        self.bounds = task_bounds(row.get("task"))  # the plot's axis keeps to the metric's range
         try:
             metric = get_task(row.get("task") or "").metric_label
         except UnknownTask:
@@ -287,12 +295,12 @@ class CheckpointsPane(Vertical):
         if self.cells[key][col] != text:
             self.cells[key][col] = text
             if col in self.widths:
-                self.query_one(DataTable).update_cell(key, col, cut(text))
+                self.query_one(DataTable).update_cell(key, col, self._cell(col, text))
 
     def _put(self, name: str, official: bool, at: float | None, value: float | None, error: str | None,
              reported: float | None, flags: list[str] | None = None) -> None:
         key = f"{name}#official" if official else name
-        label = f"{name} (official)" if official else name
+        label = checkpoint_label(name, official)
         if error:
             note = f"✖ {error}"
         elif value is None:
@@ -312,7 +320,7 @@ class CheckpointsPane(Vertical):
                 self._set(key, col, text)
         else:
             self.cells[key] = cells
-            self.query_one(DataTable).add_row(*(cut(cells[c]) for c in self.widths), key=key)
+            self.query_one(DataTable).add_row(*(self._cell(c, cells[c]) for c in self.widths), key=key)
         if value is not None:
             self.values[key] = value
             self.at[key] = at or 0.0
@@ -321,7 +329,7 @@ class CheckpointsPane(Vertical):
         live = [(self.at[k], v) for k, v in self.values.items() if not k.endswith("#official")]
         steps = best_so_far(live, self.direction)
         self.query_one(Plot).show([Series(tuple(steps), "green", "step"), Series(tuple(live), "bold cyan", "dots")],
-                                  self.budget_s)
+                                  self.budget_s, bounds=self.bounds)
 
     def _mark_best(self) -> None:
         """★ on the official checkpoint once the session has one (chosen by validation, which is
@@ -337,5 +345,19 @@ class CheckpointsPane(Vertical):
         if self.best and self.best != best and self.best in self.cells:
             self._set(self.best, "note", self.notes.get(self.best, ""))
         if best in self.cells:
-            self._set(best, "note", "★ " + (self.notes.get(best) or "best"))
+            self._set(best, "note", "★ " + (self.notes.get(best) or ("result" if best.endswith("#official") else "best")))
         self.best = best
+        if best.endswith("#official"):
+            self._pin(best)
+
+    def _pin(self, key: str) -> None:
+        """The official checkpoint on the first row, with the cursor on it: after the end it is what
+        the session scored, and below a long list of live checkpoints it was out of sight."""
+        if next(iter(self.cells)) == key:
+            return
+        self.cells = {key: self.cells[key], **{k: v for k, v in self.cells.items() if k != key}}
+        table = self.query_one(DataTable)
+        table.clear()
+        for k, cells in self.cells.items():
+            table.add_row(*(self._cell(c, cells[c]) for c in self.widths), key=k)
+        table.move_cursor(row=0, scroll=True)

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from onegc_tui.format import clock
+from onegc_tui.metric_range import UNBOUNDED, Bounds
 from onegc_tui.plot import plot_series
 
 GUTTER = 8  # characters of y labels left of the plot
@@ -36,12 +37,15 @@ class Plot(Widget):
         self.x_max = 1.0
         self.cursor: float | None = None
         self.y_range: tuple[float, float] | None = None
+        self.bounds: Bounds = UNBOUNDED
         self.empty = empty
         self.fmt = fmt
 
     def show(self, series: list[Series], x_max: float, cursor: float | None = None,
-             y_range: tuple[float, float] | None = None) -> None:
+             y_range: tuple[float, float] | None = None, bounds: Bounds = UNBOUNDED) -> None:
+        """``bounds``: the metric's range (onegc_tui/metric_range.py), which the y axis keeps to."""
         self.series, self.x_max, self.cursor, self.y_range = series, max(x_max, 1e-9), cursor, y_range
+        self.bounds = bounds
         self.refresh()
 
     def move_cursor(self, cursor: float | None) -> None:
@@ -54,7 +58,7 @@ class Plot(Widget):
         if not any(s.points for s in self.series):
             return Text(self.empty, style="dim")
         canvas, (lo, hi) = plot_series([list(s.points) for s in self.series], pw, ph, self.x_max, self.y_range,
-                                       [s.mode for s in self.series])
+                                       [s.mode for s in self.series], self.bounds)
         cursor_col = None
         if self.cursor is not None:
             cursor_col = min(pw - 1, max(0, round(self.cursor / self.x_max * (pw * 2 - 1)) // 2))

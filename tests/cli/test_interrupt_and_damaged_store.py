@@ -1,0 +1,113 @@
+"""Issue 29, with real processes: Ctrl-C on ``onegc run --plain`` says the session goes on and
+how to end it (it printed ``Aborted!``); every command on a damaged ``onegc.db``, the monitor in
+a real terminal included, says so in one line and exits 2 (the monitor printed a 7 KB traceback
+and exited 0)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
+
+import pytest
+from click.testing import CliRunner
+
+from onegc_tui.cli.main import main
+from onegc_tui.store import Store
+from onegc_tui.store.ingest import Ingester
+from tests.app.fixtures import build_home
+from tests.conftest import REPO, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def damage(db) -> None:
+    """Random bytes over every page after the first: the header reads, the tables do not."""
+    data = bytearray(db.read_bytes())
+    rng = random.Random(29)
+    for i in range(4096, len(data)):
+        data[i] = rng.randrange(256)
+    db.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def damaged_home(home):
+    build_home(home)
+    store = Store.open(home)
+    Ingester(home, store).catch_up()
+    store.close()
+    for suffix in ("-wal", "-shm"):
+        (home / f"onegc.db{suffix}").unlink(missing_ok=True)
+    damage(home / "onegc.db")
+    return home
+
+
+@pytest.mark.parametrize("argv", [["sessions"], ["sessions", "--json"], ["history"], ["history", "--format", "csv"],
+                                  ["disqualify", "a-ended", "-r", "test"], ["monitor", "--web", "--port", "8129"]])
+def test_every_command_on_a_damaged_store_says_one_line_and_exits_2(damaged_home, argv):
+    r = CliRunner().invoke(main, argv)
+    assert r.exit_code == 2, r.output
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(f"error: {damaged_home / 'onegc.db'}: ") and "onegc reindex" in line
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_monitor_on_a_damaged_store_says_one_line_and_exits_2(damaged_home, tmp_path):
+    name = f"onegc-test-{uuid.uuid4().hex[:8]}"
+    err, rc = tmp_path / "stderr", tmp_path / "rc"
+    cmd = (f"env ONEGC_HOME={damaged_home} PYTHONPATH={REPO} TERM=xterm-256color "
+           f"{sys.executable} -m onegc_tui.cli monitor 2>{err}; echo $? >{rc}")
+    tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "30", cmd)
+    try:
+        wait_for(rc.exists, 60, "the monitor to exit")
+        wait_for(lambda: rc.read_text().strip(), 10, "its exit code")
+    finally:
+        tmux("kill-session", "-t", name)
+    assert rc.read_text().strip() == "2"
+    said = err.read_text(errors="replace")
+    assert "Traceback" not in said and said.count("error: ") == 1, said
+    line = said[said.index("error: "):].strip()
+    assert "\n" not in line and "database disk image is malformed" in line and "onegc reindex" in line
+
+
+def test_ctrl_c_on_run_plain_says_the_session_goes_on_and_how_to_end_it(home):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cli = subprocess.Popen([sys.executable, "-m", "onegc_tui.cli", "run", "t0", "--agent", "scripted", "--plain",
+                            "--budget", "5m", "--unsealed"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    sid = None
+    try:
+        assert cli.stdout is not None
+        for line in cli.stdout:  # the first event line: the session has started and is being followed
+            if "started:" in line:
+                sid = line.split("] ", 1)[1].split(":", 1)[0]
+                break
+        assert sid, "no start line"
+        cli.send_signal(signal.SIGINT)  # the CLI only, as a terminal's Ctrl-C reaches the foreground job
+        _, stderr = cli.communicate(timeout=60)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 130, stderr
+    assert "Aborted!" not in stderr and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"stopped following; session {sid} goes on: 'onegc monitor --session {sid}' watches it, "
+        f"'onegc abort {sid}' ends it")
+    from runner.launch.abort import abort_session
+    from runner.launch.records import session_ended
+    from runner.wire.paths import SessionPaths
+
+    paths = SessionPaths(home / "runs" / sid)
+    assert session_ended(paths) is None  # it did go on
+    r = CliRunner().invoke(main, ["abort", sid])  # and the way out said works
+    assert r.exit_code == 0 and "aborted" in r.output, r.output
+    assert session_ended(paths) is not None
+    assert abort_session(paths).endswith("already ended")

@@ -1,0 +1,73 @@
+"""A read-only home can be browsed: tasks, sessions, history and study status work, and read it
+whole (the store and whatever the session folders hold beyond it), writing nothing; the commands
+that write say why not (issue 29: a read-only home was refused even for tasks, sessions, history)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from onegc_tui.cli.main import main
+from onegc_tui.store import Store
+from onegc_tui.store.ingest import Ingester
+from tests.app.fixtures import _session, build_home
+
+pytestmark = pytest.mark.slow  # mount
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def snapshot(folder):
+    return sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def readonly_home(tmp_path, small_tmpfs, demo_data, monkeypatch):
+    """A home with sessions and a store that lags one session behind its folders, on a
+    filesystem mounted read-only (root ignores permissions; a read-only mount it does not)."""
+    src = tmp_path / "src"
+    build_home(src, full=True)
+    store = Store.open(src)
+    Ingester(src, store).catch_up()
+    store.close()
+    _session(src, "e-late", "scripted", "completed", False, [0.5, 0.7])  # in the folders only
+    shutil.copytree(demo_data, src / "data" / "t0_demo")
+    home = small_tmpfs("64m")
+    shutil.copytree(src, home, dirs_exist_ok=True)
+    out = subprocess.run(["mount", "-o", "remount,ro", str(home)], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip(f"cannot remount read-only: {out.stderr.strip()}")
+    monkeypatch.setenv("ONEGC_HOME", str(home))
+    return home
+
+
+def test_a_read_only_home_is_browsed_whole_and_left_as_it_was(readonly_home):
+    before = snapshot(readonly_home)
+    r = run("tasks")
+    assert r.exit_code == 0 and "t0 " in r.output and "prepared" in r.output, r.output
+    r = run("sessions", "--json")
+    assert r.exit_code == 0, r.output
+    rows = {row["session_id"]: row for row in json.loads(r.output)}
+    assert {"a-ended", "b-paused", "e-late"} <= set(rows)  # e-late: read from its folder, not in onegc.db
+    assert rows["e-late"]["state"] == "ended" and rows["e-late"]["score"] == 0.7
+    r = run("sessions")
+    assert r.exit_code == 0 and "e-late" in r.output
+    r = run("history", "--demo")
+    assert r.exit_code == 0 and "scripted" in r.output and "tokens and cost of" in r.output, r.output
+    assert snapshot(readonly_home) == before  # nothing written: no store, no -wal, no -shm
+
+
+@pytest.mark.parametrize("argv", [["run", "t0", "--agent", "scripted", "--detach"], ["reindex"],
+                                  ["pause", "b-paused"], ["disqualify", "a-ended", "-r", "x"]])
+def test_commands_that_write_say_why_not(readonly_home, argv):
+    r = run(*argv)
+    assert r.exit_code == 2, r.output
+    (line,) = r.output.strip().splitlines()
+    assert f"ONEGC_HOME={readonly_home} is not writable by this user, and this command writes there" in line
+    assert "'onegc tasks', 'sessions', 'history' and 'study status' only read it" in line
