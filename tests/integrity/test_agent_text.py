@@ -223,3 +223,9 @@ async def test_monitor_screens_show_agent_text_inert(hostile_home):
         assert isinstance(app.screen, HistoryScreen)
         await look("history")
         assert "test_mse 0.0001" in seen["history"]
+
+
+def test_an_error_line_that_quotes_a_file_is_inert():
+    from onegc_tui.cli_base import one_line
+
+    assert one_line(f"bad session.json: {CLEAR}{TITLE}x\ny") == "bad session.json: x y"
