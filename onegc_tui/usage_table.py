@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from onegc_tui.analysis import SessionOutcome, row_key, row_label
 from onegc_tui.format import count, fmt_cost, fmt_tokens
 from onegc_tui.store import Store
+from runner.wire.textsafe import safe_text
 
 _CHUNK = 500  # ids per query (SQLite's parameter limit is 32 766; a 100k-session history needs several)
 
@@ -68,12 +69,14 @@ def usage_table(rows: Sequence[RowUsage], title: str) -> list[str]:
     from onegc_tui.text_table import text_table
 
     header = ["agent", "sessions", "tokens in", "tokens out", "cost", "per session"]
-    body = [[r.label, str(r.sessions), fmt_tokens(r.tokens_in), fmt_tokens(r.tokens_out), fmt_cost(r.cost_usd),
+    body = [[safe_text(r.label, one_line=True),
+             str(r.sessions), fmt_tokens(r.tokens_in), fmt_tokens(r.tokens_out), fmt_cost(r.cost_usd),
              fmt_cost(r.cost_usd / r.sessions if r.sessions else None)] for r in rows]
     lines = text_table(header, body, right=frozenset({1, 2, 3, 4, 5}))
     total = sum(r.cost_usd for r in rows)
     n = sum(r.sessions for r in rows)
-    return [f"{title}: tokens and cost of {count(n, 'session')} (total {fmt_cost(total, '$0')})", *lines]
+    head = f"{safe_text(title, one_line=True)}: tokens and cost of {count(n, 'session')} (total {fmt_cost(total, '$0')})"
+    return [head, *lines]
 
 
 def usage_line(usage: Iterable[tuple[int, int, float]], sessions: int) -> str:

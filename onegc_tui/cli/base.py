@@ -20,12 +20,14 @@ import click
 
 from runner.duration import HINT, BadDuration, duration_s
 from runner.errors import OnegcError
+from runner.wire.textsafe import safe_text
 
 EXIT_ERROR = 2  # the README's promise: one line, exit 2
 
 
 def one_line(message: str) -> str:
-    return " ".join(str(message).split())
+    """An error on one line, with no terminal control in it (it can quote a session's file)."""
+    return " ".join(safe_text(message).split())
 
 
 def describe(exc: BaseException) -> str | None:

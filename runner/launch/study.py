@@ -399,6 +399,15 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
     runs = runs_dir(home)
     runs.mkdir(parents=True, exist_ok=True)
     check_start(study, home, kind)
+    if kind == "local":  # each agent's network policy needs a namespace here (runner/launch/network_choice.py)
+        from runner.launch.network_choice import ensure_network
+
+        for agent in study.agents:
+            try:
+                ensure_network(study.network or default_network(agent.adapter))
+            except OnegcError as exc:
+                why = exc.message.replace("pass --network open", 'set network = "open" in the study')
+                raise StudyError(f"agent {agent.key}: {why}") from None
     if kind == "slurm" and not slurm.available():
         raise StudyError("sbatch not found: run the study on a Slurm login node, or set launcher.kind = \"local\"")
     # local: one session per GPU, or [None] for the CPU

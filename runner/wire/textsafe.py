@@ -34,7 +34,8 @@ _STRING_SEQ = r"(?:\x1b[PX\]^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x9c\n]*?(?:\x07|\x
 _CSI_SEQ = r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
 # the other ESC sequences: intermediates (0x20-0x2f) then one final byte (ESC c, ESC ( B, ESC 7, …)
 _ESC_SEQ = r"\x1b[\x20-\x2f]*[\x30-\x7e]?"
-_SEQUENCES = re.compile(f"{_STRING_SEQ}|{_CSI_SEQ}|{_ESC_SEQ}", re.DOTALL)
+# (the lookahead first: a position that is no ESC or C1 byte fails at once, not once per alternative)
+_SEQUENCES = re.compile(f"(?=[\x1b\x90-\x9f])(?:{_STRING_SEQ}|{_CSI_SEQ}|{_ESC_SEQ})", re.DOTALL)
 # what is left: C0 but tab and newline, DEL, C1, and the bidi controls
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _LINE_BREAKS = re.compile("\r\n|[\n\u2028\u2029]")

@@ -24,6 +24,7 @@ from tests.integrity.hostile_text import (
     CLIPBOARD,
     FORGED,
     HOSTILE,
+    MARKUP,
     SID,
     TITLE,
     assert_inert,
@@ -117,7 +118,7 @@ def test_sessions_and_history_print_agent_text_inert(hostile_home):
     assert SID in table
     as_json = _cli("sessions", "--json")
     assert_inert(as_json.replace("\n", ""), "onegc sessions --json")  # JSON escapes them: \u001b
-    assert json.loads(as_json.splitlines()[0])["model"].startswith("m=cmd()\x1b[2J")  # the record keeps the raw text
+    assert json.loads(as_json)[0]["model"].startswith("m=cmd()\x1b[2J")  # the record keeps the raw text
     for fmt in ("table", "md", "latex", "csv", "json"):
         out = _cli("history", "--demo", "--no-paper", "--format", fmt)
         assert_inert(out.replace("\n", ""), f"onegc history --format {fmt}")
@@ -223,3 +224,25 @@ async def test_monitor_screens_show_agent_text_inert(hostile_home):
         assert isinstance(app.screen, HistoryScreen)
         await look("history")
         assert "test_mse 0.0001" in seen["history"]
+
+
+def test_an_error_line_that_quotes_a_file_is_inert():
+    from onegc_tui.cli.base import one_line
+
+    assert one_line(f"bad session.json: {CLEAR}{TITLE}x\ny") == "bad session.json: x y"
+
+
+@pytest.mark.parametrize("text", [MARKUP, "[b]x[/b]", "[$accent]q", "[ bold ]z", "C:\\dir\\[x]", "end\\", "a\\\\[i]k",
+                                  "[link=https://x.example]l[/link]", HOSTILE])
+def test_agent_text_inside_our_markup_is_shown_as_written(text):
+    """Inside a markup string of ours (Rich's for the analytics, Textual's for titles and the
+    budget's end detail), agent text reads as written and styles nothing."""
+    from rich.text import Text
+    from textual.content import Content
+
+    from onegc_tui.app.safe import content_escape, markup_escape
+
+    rich = Text.from_markup(f"[b]{markup_escape(text)}[/b] after")
+    assert rich.plain == f"{safe_text(text, one_line=True)} after" and [s.end for s in rich.spans] == [len(rich.plain) - 6]
+    content = Content.from_markup(f"before {content_escape(text)}")
+    assert content.plain == f"before {safe_text(text, one_line=True)}" and not content.spans

@@ -93,3 +93,44 @@ def test_nothing_an_agent_printed_reaches_the_terminal(tmp_path, tmux):
     tmux("new-window", "-t", "judge", "-n", "control", f"cat {raw}; sleep 600")
     wait_for(lambda: tmux.buffers() != "", 30, "the control's clipboard write")
     assert any("PWNED" in t for t in tmux.titles())
+
+
+HOSTILE_AGENT = r'''
+import os, subprocess, sys
+bad = "\x1b]0;PWNED-TITLE\x07\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J"
+script = f"run_{bad}x.py"
+with open(script, "w") as f:
+    f.write("print('epoch 1 test_mse 0.0001')\n")
+subprocess.run(["python", script], check=False)  # the shim counts it: a process event names it
+with open(os.path.join("checkpoints", f"ck{bad}.pt"), "wb") as f:
+    f.write(b"not a checkpoint " + bad.encode())
+print(f"text {bad}\r\n[12:00:00] s: official final: test_mse 0.0001", flush=True)
+print(f"stderr {bad}", file=sys.stderr, flush=True)
+import time; time.sleep(3)  # the checkpoint is found and scored (an error) before the end
+'''
+
+
+def test_a_real_hostile_session_under_plain_leaves_the_terminal_alone(home, tmp_path, tmux):
+    """``onegc run --plain`` of a command agent whose script name, checkpoint name and output
+    carry a title change, a clipboard write and a screen wipe, in a real terminal."""
+    agent = tmp_path / "hostile_plain.py"
+    agent.write_text(HOSTILE_AGENT)
+    env = f"env ONEGC_HOME={home} PYTHONPATH={REPO} TERM=xterm-256color TZ=UTC"
+    run = (f"{env} {shlex.quote(sys.executable)} -m onegc_tui.cli run t0 --agent command --plain --budget 60s -- "
+           f"{shlex.quote(sys.executable)} {agent}; echo RUN-DONE; sleep 600")
+    tmux("new-session", "-d", "-s", "judge", "-x", "200", "-y", "50", "sleep 600")
+    tmux("set-option", "-g", "set-clipboard", "on")
+    tmux("new-window", "-t", "judge", "-n", "run", run)
+    try:
+        wait_for(lambda: "RUN-DONE" in tmux.screen("judge:run"), 150, "the session to end")
+        screen = tmux.screen("judge:run")
+        assert "ended:" in screen and "script started: run_" in screen and "checkpoint ck" in screen, screen
+        assert tmux.buffers() == "", "an OSC 52 clipboard write got through"
+        assert not [t for t in tmux.titles() if "PWNED" in t], tmux.titles()
+        lines = [line for line in screen.splitlines() if line.strip() and "RUN-DONE" not in line]
+        assert not [line for line in lines if line.startswith("[12:00:00]")], lines  # no forged harness line
+    except AssertionError:
+        print(tmux.screen("judge:run"))
+        raise
+    events = next((home / "runs").iterdir()) / "events.jsonl"
+    assert "\\u001b]0;PWNED-TITLE" in events.read_text()  # the record keeps what the agent wrote

@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Log, Static
 
 from onegc_tui.app.host import host
-from onegc_tui.app.safe import markup_escape
+from onegc_tui.app.safe import content_escape
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from runner.wire.paths import SessionPaths
@@ -113,7 +113,7 @@ class LineScreen(ModalScreen[None]):
             store.close()
 
     def on_line_screen_read(self, msg: Read) -> None:
-        self.query_one("#viewer").border_title = markup_escape(msg.head)  # (a border title is markup)
+        self.query_one("#viewer").border_title = content_escape(msg.head)  # (a border title is markup)
         self.query_one("#viewer-text", Static).update(safe_text(msg.body))  # raw bytes stay in the files
 
 

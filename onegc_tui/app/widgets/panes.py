@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from onegc_tui.app.host import host
-from onegc_tui.app.safe import markup_escape, plain
+from onegc_tui.app.safe import content_escape, plain
 from onegc_tui.app.screens.scrolling import GrowsInPlace
 from onegc_tui.app.widgets.plot import Plot, Series
 from onegc_tui.app.widgets.spark import UtilSpark
@@ -117,7 +117,7 @@ class BudgetPane(Vertical):
         row = getattr(self, "row", {}) or {}
         detail = f"budget {clock(v.budget_s)}"
         if row.get("end_reason"):
-            detail += f" · {row['end_reason'].replace('_', ' ')}: {markup_escape(row.get('end_detail') or '')}"
+            detail += f" · {row['end_reason'].replace('_', ' ')}: {content_escape(row.get('end_detail') or '')}"
         self._set("#budget-detail", detail)
         self.set_class(state == "paused", "-paused")
         self.set_class(state == "failed", "-failed")
