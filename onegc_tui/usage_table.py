@@ -19,7 +19,7 @@ from onegc_tui.format import count, fmt_cost, fmt_tokens
 from onegc_tui.store import Store
 from runner.wire.textsafe import safe_text
 
-_CHUNK = 500  # ids per query (SQLite's parameter limit is 32 766; a 100k-session history needs several)
+_CHUNK = 500  # up to this many ids: looked up by key; more: one pass over the table (SQLite's parameter limit)
 
 
 @dataclass
@@ -32,16 +32,19 @@ class RowUsage:
 
 
 def session_usage(store: Store, session_ids: Sequence[str]) -> dict[str, tuple[int, int, float]]:
-    """``(tokens_in, tokens_out, cost_usd)`` of each session, by id."""
-    out: dict[str, tuple[int, int, float]] = {}
-    for start in range(0, len(session_ids), _CHUNK):
-        chunk = session_ids[start:start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        for sid, t_in, t_out, cost in store.conn.execute(
-                f"SELECT session_id, tokens_in, tokens_out, cost_usd FROM sessions WHERE session_id IN ({marks})",
-                list(chunk)):
-            out[sid] = (int(t_in or 0), int(t_out or 0), float(cost or 0.0))
-    return out
+    """``(tokens_in, tokens_out, cost_usd)`` of each session, by id: a lookup by key for a few
+    (a history cell), one pass over the summary table for many (a history of 100 000 sessions)."""
+    columns = "SELECT session_id, tokens_in, tokens_out, cost_usd FROM sessions"
+    if not session_ids:
+        return {}
+    rows: Iterable[tuple]
+    if len(session_ids) > _CHUNK:
+        wanted = set(session_ids)
+        rows = (r for r in store.conn.execute(columns) if r[0] in wanted)
+    else:
+        rows = store.conn.execute(f"{columns} WHERE session_id IN ({','.join('?' * len(session_ids))})",
+                                  list(session_ids))
+    return {sid: (int(t_in or 0), int(t_out or 0), float(cost or 0.0)) for sid, t_in, t_out, cost in rows}
 
 
 def usage_rows(outcomes: Sequence[SessionOutcome], usage: dict[str, tuple[int, int, float]]) -> list[RowUsage]:

@@ -52,3 +52,19 @@ def test_the_history_screens_cell_says_its_tokens_and_cost():
     assert usage_line([(1000, 200, 0.0021), (3000, 800, 0.0101)], 2) == (
         "tokens 4k in, 1k out · cost $0.012 ($0.0061 a session)")
     assert usage_line([], 0) == "tokens - in, - out · cost - (- a session)"
+
+
+def test_usage_is_read_for_a_few_sessions_and_for_many_alike(home):
+    from onegc_tui.readonly_home import caught_up_store
+    from onegc_tui.usage_table import _CHUNK, session_usage
+
+    build_home(home, full=True)
+    store = caught_up_store(home)
+    try:
+        ids = [r["session_id"] for r in store.sessions()]
+        few = session_usage(store, ids)
+        many = session_usage(store, ids + [f"missing-{i}" for i in range(_CHUNK)])  # past the lookup by key
+        assert few == many and set(few) == set(ids) and few["a-ended"] == (1200, 300, 0.02)
+        assert session_usage(store, []) == {}
+    finally:
+        store.close()
