@@ -29,6 +29,7 @@ from onegc_tui.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
 from runner.unofficial import LABEL as UNOFFICIAL_LABEL
 
+MAX_TIMELINES = 100  # sessions whose own score and GPU charts the page draws (about 4 KiB each)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 LEDGER_COLOURS = {"model_s": "#1f77b4", "tool_s": "#ff7f0e", "paused_s": "#999999", "other_s": "#dddddd"}
 STYLE = """
@@ -238,10 +239,10 @@ def _cost_section(data: StudyData) -> str:
 
 def _timelines_section(data: StudyData) -> str:
     charts = []
-    for s in data.sessions:
+    finished = [s for s in data.sessions if s.outcome.finished and s.timeline is not None]
+    for s in finished[:MAX_TIMELINES]:
         tl = s.timeline
-        if tl is None or not s.outcome.finished:
-            continue
+        assert tl is not None
         live = sorted((t, v) for t, v in tl.scores())
         series = [Series("live val score", live, PALETTE[0], step=False, markers=True, width=1.0)]
         if s.curve is not None and s.curve.steps:
@@ -255,7 +256,9 @@ def _timelines_section(data: StudyData) -> str:
                                      y_label="util %", x_range=(0.0, max(tl.budget_s, tl.end_s)), width=380,
                                      height=220))
     note = ('<p class="note">Each session\'s live validation scores as its checkpoints appeared, the official-rule '
-            "curve, and its GPU utilisation where a GPU was sampled.</p>")
+            "curve, and its GPU utilisation where a GPU was sampled"
+            + (f"; the first {MAX_TIMELINES} of {len(finished)} finished sessions (the page stays small: "
+               "<code>--study</code> narrows it)" if len(finished) > MAX_TIMELINES else "") + ".</p>")
     return "<h2>Per-session score and GPU timelines</h2>" + note + f'<div class="charts">{"".join(charts)}</div>'
 
 

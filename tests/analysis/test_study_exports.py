@@ -104,6 +104,7 @@ def test_inspect_log_reads_back_with_every_checkpoints_score_event(study_home, t
             assert sample.scores["onegc_official"].value == pytest.approx(official[0])
         assert {"tool", "model"} <= {e.event for e in sample.events}
         assert sample.metadata["unofficial_label"].startswith("unofficial")
+        assert sample.metadata["time_ledger"]["wall_s"] > 0 and "model_s" in sample.metadata["time_ledger"]
         assert sample.model_usage and sample.time_limit == 120
 
 
