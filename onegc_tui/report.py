@@ -18,12 +18,12 @@ import html
 import time
 from collections.abc import Iterable, Sequence
 
-from onegc_tui.analysis import FRACTIONS, Matrix, build_matrix, paper_matrix, resolve_task, row_label, split_demo
+from onegc_tui.analysis import FRACTIONS, Matrix, build_matrix, paper_matrix, resolve_task, split_demo
 from onegc_tui.anytime import SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.cost_views import PER_DOLLAR_LABEL
 from onegc_tui.export import DECIMALS, cell_text
 from onegc_tui.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
-from onegc_tui.study_data import SessionData, StudyData
+from onegc_tui.study_data import StudyData, at_budget_cells
 from onegc_tui.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
@@ -147,20 +147,11 @@ def _curves_section(data: StudyData) -> str:
 
 def _at_budget_table(data: StudyData) -> str:
     """Mean score per configuration × task had the budget been 25/50/75/100 % of what it was."""
-    groups: dict[tuple[str, str], list[SessionData]] = {}
-    for s in data.sessions:
-        if s.outcome.finished and s.outcome.budget_s:
-            o = s.outcome
-            groups.setdefault((o.task, row_label(o.agent, o.model, o.label)), []).append(s)
+    columns = [at_budget_cells(data, fraction=f) for f in FRACTIONS]
     rows = []
-    for (task, label), runs in sorted(groups.items()):
-        budget_min = runs[0].outcome.budget_s / 60
-        cells = []
-        for f in FRACTIONS:
-            scored = data.at_budget(budget_min * f)
-            got = [v for v in (scored.get(s.outcome.session_id) for s in runs) if v is not None]
-            cells.append(f"{_n(sum(got) / len(got))} ({len(got)}/{len(runs)})" if got else "–")
-        rows.append([_e(task), _e(label), *cells])
+    for cells in zip(*columns, strict=True):
+        rows.append([_e(cells[0].task), _e(cells[0].label),
+                     *[f"{_n(c.mean)} ({c.n_scored}/{c.n})" if c.mean is not None else "–" for c in cells]])
     if not rows:
         return ""
     head = ["task", "configuration", *[f"{f:.0%} of the budget" for f in FRACTIONS]]
