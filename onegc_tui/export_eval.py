@@ -3,8 +3,8 @@
 Built from inspect_ai's own pydantic types and written with its own writer (``write_eval_log``;
 inspect_ai is the ``[inspect]`` extra, imported lazily). One log per export; in it:
 
-- one **sample per session** (id: the session id; its configuration, task, repeat, end reason and
-  the UNOFFICIAL test-best, labelled, in the sample's metadata);
+- one **sample per session** (id: the session id; its configuration, task, repeat, end reason,
+  time ledger and the UNOFFICIAL test-best, labelled, in the sample's metadata);
 - the **transcript as events**: the model's text and thinking as model events, each tool call as
   a tool event with its result (exit code in its metadata), anything else (errors, usage notes)
   as info events, all at their recorded times;
@@ -157,7 +157,8 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
                   "repeat": o.repeat, "end_reason": o.end_reason, "end_detail": row.get("end_detail"),
                   "official_score": o.score, "disqualified": o.disqualified, "flagged": o.flagged,
                   "unofficial_test_best": o.unofficial_test_best, "unofficial_label": UNOFFICIAL_LABEL,
-                  "budget_s": o.budget_s, "active_s": o.active_s, "contract_hash": o.contract_hash})
+                  "budget_s": o.budget_s, "active_s": o.active_s, "contract_hash": o.contract_hash,
+                  "time_ledger": s.ledger.as_dict() if s.ledger is not None else None})
 
 
 def build_log(store: Store, data: StudyData) -> Any:

@@ -18,17 +18,18 @@ import html
 import time
 from collections.abc import Iterable, Sequence
 
-from onegc_tui.analysis import FRACTIONS, Matrix, build_matrix, paper_matrix, resolve_task, row_label, split_demo
+from onegc_tui.analysis import FRACTIONS, Matrix, build_matrix, paper_matrix, resolve_task, split_demo
 from onegc_tui.anytime import SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.cost_views import PER_DOLLAR_LABEL
 from onegc_tui.export import DECIMALS, cell_text
 from onegc_tui.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
-from onegc_tui.study_data import SessionData, StudyData
+from onegc_tui.study_data import StudyData, at_budget_cells
 from onegc_tui.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 
+MAX_TIMELINES = 100  # sessions whose own score and GPU charts the page draws (about 4 KiB each)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 LEDGER_COLOURS = {"model_s": "#1f77b4", "tool_s": "#ff7f0e", "paused_s": "#999999", "other_s": "#dddddd"}
 STYLE = """
@@ -146,20 +147,11 @@ def _curves_section(data: StudyData) -> str:
 
 def _at_budget_table(data: StudyData) -> str:
     """Mean score per configuration × task had the budget been 25/50/75/100 % of what it was."""
-    groups: dict[tuple[str, str], list[SessionData]] = {}
-    for s in data.sessions:
-        if s.outcome.finished and s.outcome.budget_s:
-            o = s.outcome
-            groups.setdefault((o.task, row_label(o.agent, o.model, o.label)), []).append(s)
+    columns = [at_budget_cells(data, fraction=f) for f in FRACTIONS]
     rows = []
-    for (task, label), runs in sorted(groups.items()):
-        budget_min = runs[0].outcome.budget_s / 60
-        cells = []
-        for f in FRACTIONS:
-            scored = data.at_budget(budget_min * f)
-            got = [v for v in (scored.get(s.outcome.session_id) for s in runs) if v is not None]
-            cells.append(f"{_n(sum(got) / len(got))} ({len(got)}/{len(runs)})" if got else "–")
-        rows.append([_e(task), _e(label), *cells])
+    for cells in zip(*columns, strict=True):
+        rows.append([_e(cells[0].task), _e(cells[0].label),
+                     *[f"{_n(c.mean)} ({c.n_scored}/{c.n})" if c.mean is not None else "–" for c in cells]])
     if not rows:
         return ""
     head = ["task", "configuration", *[f"{f:.0%} of the budget" for f in FRACTIONS]]
@@ -238,10 +230,10 @@ def _cost_section(data: StudyData) -> str:
 
 def _timelines_section(data: StudyData) -> str:
     charts = []
-    for s in data.sessions:
+    finished = [s for s in data.sessions if s.outcome.finished and s.timeline is not None]
+    for s in finished[:MAX_TIMELINES]:
         tl = s.timeline
-        if tl is None or not s.outcome.finished:
-            continue
+        assert tl is not None
         live = sorted((t, v) for t, v in tl.scores())
         series = [Series("live val score", live, PALETTE[0], step=False, markers=True, width=1.0)]
         if s.curve is not None and s.curve.steps:
@@ -255,7 +247,9 @@ def _timelines_section(data: StudyData) -> str:
                                      y_label="util %", x_range=(0.0, max(tl.budget_s, tl.end_s)), width=380,
                                      height=220))
     note = ('<p class="note">Each session\'s live validation scores as its checkpoints appeared, the official-rule '
-            "curve, and its GPU utilisation where a GPU was sampled.</p>")
+            "curve, and its GPU utilisation where a GPU was sampled"
+            + (f"; the first {MAX_TIMELINES} of {len(finished)} finished sessions (the page stays small: "
+               "<code>--study</code> narrows it)" if len(finished) > MAX_TIMELINES else "") + ".</p>")
     return "<h2>Per-session score and GPU timelines</h2>" + note + f'<div class="charts">{"".join(charts)}</div>'
 
 

@@ -94,6 +94,38 @@ class StudyData:
         return out
 
 
+@dataclass(frozen=True)
+class AtBudget:
+    """One configuration × task had its budget been ``minutes``: the mean official-rule score of
+    the repeats that had a scored checkpoint by then (``n_scored`` of ``n``)."""
+
+    task: str
+    label: str
+    minutes: float
+    budget_minutes: float  # the budget the sessions ran with
+    n_scored: int
+    n: int
+    mean: float | None
+
+
+def at_budget_cells(data: StudyData, minutes: float | None = None, fraction: float | None = None) -> list[AtBudget]:
+    """:meth:`StudyData.at_budget` per configuration × task, at ``minutes`` or at a ``fraction`` of
+    each cell's own budget (one of the two)."""
+    groups: dict[tuple[str, str], list[SessionData]] = {}
+    for s in data.sessions:
+        o = s.outcome
+        if o.finished and o.budget_s and (spec := resolve_task(o.task)) is not None:
+            groups.setdefault((spec.short, row_label(o.agent, o.model, o.label)), []).append(s)
+    out = []
+    for (task, label), runs in sorted(groups.items(), key=lambda kv: (task_sort_key(kv[0][0]), kv[0][1])):
+        budget_min = runs[0].outcome.budget_s / 60
+        at = minutes if minutes is not None else budget_min * (fraction if fraction is not None else 1.0)
+        scored = data.at_budget(at)
+        got = [v for v in (scored.get(s.outcome.session_id) for s in runs) if v is not None]
+        out.append(AtBudget(task, label, at, budget_min, len(got), len(runs), sum(got) / len(got) if got else None))
+    return out
+
+
 def checkpoint_scores(rows: Sequence[dict], scored_is_val: bool) -> tuple[CheckpointScore, ...]:
     """A session's checkpoints from the store's rows: the live score is the validation score that
     ranks; the official re-evaluation's the scored-split score (where the scored split is
@@ -137,4 +169,4 @@ def load_study(store: Store, study: str | None = None, include_demo: bool = True
                      tuple(noise_from) if noise_from is not None else None)
 
 
-__all__ = ["SessionData", "StudyData", "checkpoint_scores", "load_session", "load_study"]
+__all__ = ["AtBudget", "SessionData", "StudyData", "at_budget_cells", "checkpoint_scores", "load_session", "load_study"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from onegc_tui.cli.base import DURATION
 from runner.errors import OnegcError
 
 # the formats of onegc_tui.export (tests/cli checks they agree): named here so that `onegc --help`
@@ -24,8 +25,11 @@ FORMATS = ("table", "csv", "md", "latex", "json")
               help="also the paired comparisons: every two configurations per task, by repeat (SD, SEM, bootstrap CI)")
 @click.option("--noise-from", "noise_from", multiple=True, metavar="CONFIG",
               help="with --paired: configurations whose reruns give the noise floor (default: the scripted agent's)")
+@click.option("--at-budget", "at_minutes", type=DURATION, default=None, metavar="MINUTES",
+              help="also what a budget this long (40, 90s, 20m, 1h) would have scored, from the stored checkpoint "
+                   "times (the official rule on the checkpoints by then: a truncation, not a rerun)")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
-            noise_from: tuple[str, ...]) -> None:
+            noise_from: tuple[str, ...], at_minutes: float | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
     from onegc_tui import monitor_data as queries
     from onegc_tui.analysis import build_matrix, split_demo
@@ -69,6 +73,28 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
             lines = usage_table(usage_rows(sessions, usage), title)
             if lines:
                 click.echo("\n" + "\n".join(lines))
+    if at_minutes is not None:
+        click.echo("\n" + _at_budget(home, study, demo, at_minutes / 60), nl=False)
     if sessions_path is not None:
         sessions_path.write_text(sessions_csv(outcomes))
         click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)
+
+
+def _at_budget(home: Path, study: str | None, demo: bool, minutes: float) -> str:
+    """``--at-budget``: per configuration × task, the mean score a ``minutes`` budget would have given."""
+    from onegc_tui.store import Store
+    from onegc_tui.study_data import at_budget_cells, load_study
+    from onegc_tui.text_table import text_table
+
+    store = Store.open(home)
+    try:
+        cells = at_budget_cells(load_study(store, study, include_demo=demo), minutes=minutes)
+    finally:
+        store.close()
+    rows = [[c.task, c.label, f"{c.budget_minutes:g}", f"{c.n_scored}/{c.n}", "-" if c.mean is None else f"{c.mean:.4f}"]
+            for c in cells]
+    head = ["task", "configuration", "ran (min)", "scored by then", f"mean at {minutes:.4g} min"]
+    note = ("the official rule (val-best, its scored-split score) on the checkpoints that had appeared by then: "
+            "a truncation of the sessions as they ran, not a rerun")
+    title = f"What a {minutes:.4g}-minute budget would have scored"
+    return "\n".join([title, *text_table(head, rows, right=frozenset({2, 3, 4})), note]) + "\n"

@@ -208,3 +208,17 @@ def test_a_cost_limit_must_be_a_positive_number_of_dollars(home):
     r = run("run", "t0", "--agent", "scripted", "--detach", "--cost-limit", "0")
     assert r.exit_code == 2 and "--cost-limit" in r.output and "not in the range x>0" in r.output
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+
+
+def test_history_at_budget_says_what_a_shorter_budget_would_have_scored(home):
+    from tests.app.fixtures import build_demo_study
+
+    build_demo_study(home)
+    r = run("history", "--demo", "--no-paper", "--at-budget", "90s")
+    assert r.exit_code == 0, r.output
+    part = r.output.split("What a 1.5-minute budget would have scored\n")[1].splitlines()
+    assert part[0].split() == ["task", "configuration", "ran", "(min)", "scored", "by", "then", "mean", "at", "1.5", "min"]
+    rows = {" ".join(line.split()[1:3]): line.split()[-2:] for line in part[1:3]}
+    assert rows == {"quick (scripted)": ["2/2", "0.9723"], "steady (scripted)": ["2/2", "0.6793"]}
+    early = run("history", "--demo", "--no-paper", "--at-budget", "1s").output
+    assert "0/2" in early and "a truncation of the sessions as they ran, not a rerun" in early
