@@ -124,7 +124,8 @@ def flags(snapshot: Path, script: str | None) -> tuple[str, ...]:
     if not _inside(snapshot, first):
         return ()
     found: dict[str, set[str]] = {}
-    todo, seen = [first], set()
+    todo: list[Path] = [first]
+    seen: set[Path] = set()
     while todo and len(seen) < MAX_FILES:
         path = todo.pop()
         if path in seen:

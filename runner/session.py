@@ -29,6 +29,7 @@ from runner import HARNESS_VERSION, agent_env, code_scan, sandbox, verdicts
 from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter, raw_item
 from runner.agents.prompt import standard_prompt
+from runner.answer_check import INVALID_ANSWER
 from runner.budget import BudgetClock
 from runner.caps import CapGroup, default_caps
 from runner.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
@@ -42,9 +43,9 @@ from runner.jsonl import EventWriter, JsonlTail, RawLog
 from runner.liveness import RunnerLock, main_with_lock
 from runner.network import NetworkSandbox, NetworkUnavailable, allowed_endpoints
 from runner.official import SELECTION, WINDOW_S, Candidate, Evaluation, from_live_scores, select
+from runner.open_tools import OpenTools
 from runner.outcome import end_detail, endpoint_problem
 from runner.proctree import ProcessTree, start_tree
-from runner.answer_check import INVALID_ANSWER
 from runner.scoring import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan, self_report_flag
 from runner.stall import StallWatch, tool_pids
 from runner.workspace import build_workspace, write_deadline
@@ -71,6 +72,7 @@ class Session:
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
         self.caps: CapGroup | None = None  # the agent tree's memory and process caps (runner/caps.py)
+        self.open_tools = OpenTools()  # tool calls without a result yet (runner/open_tools.py)
         self.stop_reason: tuple[str, str] | None = None  # (reason, detail) once decided
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.found: dict[str, FoundCheckpoint] = {}
@@ -361,11 +363,13 @@ class Session:
                     items = [raw_item(text)]
                 self._emit_items(items, line_no)
             self._emit_items(self.adapter.finish())
+            self._emit_items(self.open_tools.killed())  # the agent's output ended: a tool still running dies with it
         finally:
             raw.close()
 
     def _emit_items(self, items, raw_line: int | None = None) -> None:
         for item in items:
+            self.open_tools.seen(item)
             if item.role == "assistant" or item.kind == "usage":
                 self.stall.model_answered()
             self.events.emit("transcript", raw_line=raw_line, **item.bounded())
@@ -508,7 +512,9 @@ class Session:
             problem = endpoint_problem(self.endpoints)  # no gate saw the endpoint: probe it
         capped = self.caps.summary() if self.caps is not None else None
         detail = f"{detail}; {capped}" if capped else detail  # the caps the agent reached (runner/caps.py)
-        return end_detail(reason, detail, failure=failure, notes=self.adapter.notes(), endpoint_problem=problem,
+        killed = self.open_tools.note()
+        return end_detail(reason, detail, failure=failure, notes=self.adapter.notes() + ([killed] if killed else []),
+                          endpoint_problem=problem,
                           endpoints=self.endpoints, stderr=self.stderr_tail)
 
     def _check_caps(self) -> None:
