@@ -9,9 +9,9 @@ Without caps a fork bomb or a RAM hog in the sandbox reaches the host. Two layer
   whatever limits the runner has hold for the agent too. The agent joins them before ``exec``;
 - **rlimits** on the sandboxed tree, inherited by every process: ``RLIMIT_NPROC`` (processes and
   threads of the agent's uid: the sandbox runs the agent as a uid of its own where the runner is
-  root, and in a user namespace of its own otherwise, where the kernel counts that namespace's
-  processes; an ``--unsealed`` agent of a non-root runner shares the person's uid, whose other
-  processes count too) and, only where no memory cgroup could be made, ``RLIMIT_DATA`` at the memory cap (a
+  root; under a runner that is not root the agent shares the person's uid, and the kernel counts
+  the person's other processes against the cap too, so a small cap there is best left to the pids
+  cgroup) and, only where no memory cgroup could be made, ``RLIMIT_DATA`` at the memory cap (a
   per-process bound: CUDA's large address-space reservations are not data, so unlike
   ``RLIMIT_AS`` it does not break GPU code). ``RLIMIT_FSIZE`` is not set: the disk guard
   (runner/diskguard.py) watches the room left, and one big checkpoint is honest.
