@@ -146,6 +146,8 @@ class Alerts:
                                        f"{clock(e.budget_elapsed_s)}", kind="new_best")]
         elif e.type == "warning" and e.code == "network_blocked":
             return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning", "network_blocked")]
+        elif e.type == "warning" and e.code in ("oom", "process_cap"):  # a cap of the session (runner/sandbox/caps.py)
+            return [Alert(sid, f"{sid}: {e.message}", "warning", e.code)]
         elif e.type == "session_ended":
             self.states[sid] = end_state(e.reason)
             score = f"score {e.score:.4f}" if e.score is not None else "no score"

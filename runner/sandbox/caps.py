@@ -9,7 +9,9 @@ Without caps a fork bomb or a RAM hog in the sandbox reaches the host. Two layer
   whatever limits the runner has hold for the agent too. The agent joins them before ``exec``;
 - **rlimits** on the sandboxed tree, inherited by every process: ``RLIMIT_NPROC`` (processes and
   threads of the agent's uid: the sandbox runs the agent as a uid of its own where the runner is
-  root) and, only where no memory cgroup could be made, ``RLIMIT_DATA`` at the memory cap (a
+  root; under a runner that is not root the agent shares the person's uid, and the kernel counts
+  the person's other processes against the cap too, so there it is set only where no pids cgroup
+  could be made) and, only where no memory cgroup could be made, ``RLIMIT_DATA`` at the memory cap (a
   per-process bound: CUDA's large address-space reservations are not data, so unlike
   ``RLIMIT_AS`` it does not break GPU code). ``RLIMIT_FSIZE`` is not set: the disk guard
   (runner/session/diskguard.py) watches the room left, and one big checkpoint is honest.
@@ -121,13 +123,20 @@ class CapGroup:
             setattr(self, controller, made)
 
     @property
+    def _nproc(self) -> bool:
+        """RLIMIT_NPROC where it counts the agent alone (a root runner gives it its own uid), or
+        where nothing else caps processes."""
+        return os.geteuid() == 0 or self.pids is None
+
+    @property
     def enforced_by(self) -> list[str]:
         out = []
         if self.memory:
             out.append("memory cgroup")
         if self.pids:
             out.append("pids cgroup")
-        out.append("RLIMIT_NPROC")
+        if self._nproc:
+            out.append("RLIMIT_NPROC")
         if not self.memory:
             out.append("RLIMIT_DATA")
         return out
@@ -142,7 +151,8 @@ class CapGroup:
             assert made is not None
             with open(made[0] / "cgroup.procs", "w") as f:
                 f.write("0")
-        _lower(resource.RLIMIT_NPROC, self.caps.max_processes)
+        if self._nproc:
+            _lower(resource.RLIMIT_NPROC, self.caps.max_processes)
         if self.memory is None:
             _lower(resource.RLIMIT_DATA, self.caps.memory_bytes)
 

@@ -21,6 +21,7 @@ process appears.
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import shutil
 import signal
@@ -123,8 +124,12 @@ class Freezer:
 
     @staticmethod
     def remove_stale(name: str) -> None:
-        """Remove the cgroup of a session whose runner died (kill -9) once it is empty."""
-        for path in (FREEZER_V1 / "onegc" / name,):
+        """Remove the cgroups of a session whose runner died (kill -9) once they are empty. A runner
+        names its cgroup ``<session id>.<its pid>``: two runners of one session id on a host (a
+        retried attempt, the same test in two checkouts) never share one, nor freeze or count each
+        other's processes."""
+        base = FREEZER_V1 / "onegc"
+        for path in (base / name, *(base.glob(f"{glob.escape(name)}.*") if base.is_dir() else ())):
             try:
                 if path.is_dir() and not (path / "cgroup.procs").read_text().split():
                     (path / "freezer.state").write_text("THAWED")

@@ -30,6 +30,7 @@ from runner.agents import LaunchContext, get_adapter
 from runner.agents.base import AgentAdapter
 from runner.agents.endpoints import allowed_endpoints
 from runner.agents.item import raw_item
+from runner.agents.open_tools import OpenTools
 from runner.agents.prompt import standard_prompt
 from runner.errors import DiskFull, is_no_space
 from runner.sandbox import bwrap as sandbox
@@ -80,6 +81,7 @@ class Session:
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
         self.caps: CapGroup | None = None  # the agent tree's memory and process caps (runner/sandbox/caps.py)
+        self.open_tools = OpenTools()  # tool calls without a result yet (runner/agents/open_tools.py)
         self.stop_reason: tuple[str, str] | None = None  # (reason, detail) once decided
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.found: dict[str, FoundCheckpoint] = {}
@@ -343,8 +345,8 @@ class Session:
             env.update(self.net.env())
         stdin = subprocess.PIPE if self.adapter.prompt_on_stdin else subprocess.DEVNULL
         self.tree = start_tree(argv, cwd=self.paths.workspace, env=env, stdin=stdin, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, name=self.config.session_id, sandboxed=self.config.sealed,
-                               caps=self.caps)
+                               stderr=subprocess.PIPE, name=f"{self.config.session_id}.{os.getpid()}",  # its own cgroup
+                               sandboxed=self.config.sealed, caps=self.caps)
         if self.adapter.prompt_on_stdin and self.tree.popen.stdin is not None:  # stdin=PIPE gives a stream
             try:
                 self.tree.popen.stdin.write(ctx.prompt.encode())
@@ -381,11 +383,13 @@ class Session:
                     items = [raw_item(text)]
                 self._emit_items(items, line_no)
             self._emit_items(self.adapter.finish())
+            self._emit_items(self.open_tools.killed())  # the agent's output ended: a tool still running dies with it
         finally:
             raw.close()
 
     def _emit_items(self, items, raw_line: int | None = None) -> None:
         for item in items:
+            self.open_tools.seen(item)
             if item.role == "assistant" or item.kind == "usage":
                 self.stall.model_answered()
             self.events.emit("transcript", raw_line=raw_line, **item.bounded())
@@ -565,7 +569,9 @@ class Session:
             problem = endpoint_problem(self.endpoints)  # no gate saw the endpoint: probe it
         capped = self.caps.summary() if self.caps is not None else None
         detail = f"{detail}; {capped}" if capped else detail  # the caps the agent reached (runner/sandbox/caps.py)
-        return end_detail(reason, detail, failure=failure, notes=self.adapter.notes(), endpoint_problem=problem,
+        killed = self.open_tools.note()
+        return end_detail(reason, detail, failure=failure, notes=self.adapter.notes() + ([killed] if killed else []),
+                          endpoint_problem=problem,
                           endpoints=self.endpoints, stderr=self.stderr_tail)
 
     def _check_caps(self) -> None:

@@ -47,6 +47,8 @@ def test_blocked_network_and_failures_are_notified():
     w = Warning_(session_id="s", seq=1, ts=T, code="network_blocked", message="connect github.com:443")
     assert alerts.feed("s", w)[0].severity == "warning"
     assert alerts.feed("s", Warning_(session_id="s", seq=2, ts=T, code="no_gpu", message="x")) == []
+    oom = alerts.feed("s", Warning_(session_id="s", seq=2, ts=T, code="oom", message="the agent's processes reached"))
+    assert oom[0].severity == "warning" and oom[0].message == "s: the agent's processes reached"
     ended = SessionEnded(session_id="s", seq=3, ts=T, reason="agent_failed", detail="exit 1", active_s=1, wall_s=1,
                          paused_s=0)
     assert alerts.feed("s", ended)[0].severity == "error"

@@ -93,7 +93,8 @@ def npy(descr, shape, data=b""):
     return b"\\x93NUMPY\\x01\\x00" + len(h).to_bytes(2, "little") + h + data
 def each(splits, blob, extra=()):
     names = list(splits) + list(extra)
-    return {"ok": True, "parts": [{"split": s, "bytes": len(blob)} for s in names], "bytes": len(blob) * len(names)}, blob * len(names)
+    parts = [{"split": s, "bytes": len(blob)} for s in names]
+    return {"ok": True, "parts": parts, "bytes": len(blob) * len(names)}, blob * len(names)
 def forge(make):
     f = sys._getframe()
     while f is not None and "result_fd" not in f.f_locals:
@@ -117,7 +118,8 @@ FORGED = {
     "forged_zeros": "lambda s, n: each(s, npy('<i8', (n,), bytes(8 * n)))",  # an honest-looking all-zero answer
     "duplicate_part": "lambda s, n: each(s + s, npy('<i8', (n,), bytes(8 * n)))",
     "extra_part": "lambda s, n: each(s, npy('<i8', (n,), bytes(8 * n)), ['train'])",
-    "second_answer": "lambda s, n: (lambda h, p: (h, p + json.dumps(h).encode() + b'\\n' + p))(*each(s, npy('<i8', (n,), bytes(8 * n))))",
+    "second_answer": "lambda s, n: (lambda h, p: (h, p + json.dumps(h).encode() + b'\\n' + p))"
+                     "(*each(s, npy('<i8', (n,), bytes(8 * n))))",
     "close_pipe": "lambda s, n: (None, b'')",
     "hang": "lambda s, n: (time.sleep(3600), b'')",
 }

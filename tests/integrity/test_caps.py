@@ -32,8 +32,8 @@ for pid in children:  # room for the next attack
     os.kill(pid, 9)
     os.waitpid(pid, 0)
 # a RAM hog: 2 GiB, every page touched, in a process of its own
-hog = subprocess.run([sys.executable, "-c", "b = bytearray(2 << 30)\\nfor i in range(0, len(b), 4096): b[i] = 1\\nprint('survived')"],
-                     capture_output=True, text=True)
+hog_code = "b = bytearray(2 << 30)\\nfor i in range(0, len(b), 4096): b[i] = 1\\nprint('survived')"
+hog = subprocess.run([sys.executable, "-c", hog_code], capture_output=True, text=True)
 open("greedy.json", "w").write(json.dumps({"made": made, "refused": refused, "hog": hog.returncode,
                                            "hog_out": hog.stdout}))
 """

@@ -1,5 +1,4 @@
-"""Sealed scoring (../shared/INTEGRITY.md S1-S5, and issue 28's forged answers): a run script's import-time code attacks the
-scorer. Each
+"""Sealed scoring (../shared/INTEGRITY.md S1-S7): a run script's import-time code attacks the scorer. Each
 test is a real session of the command agent (``hostile_scoring.py``) and asserts that the
 attacking checkpoint gets exactly the score its weights earn (computed here with a clean copy of
 its script), that the honest checkpoint after it is untouched, that the record is the runner's,
