@@ -6,9 +6,10 @@ the evaluation itself; and the official re-evaluation per checkpoint.
 A real session (runner, sandboxed agent, sandboxed scorer) whose command agent saves
 ``--checkpoints`` checkpoints two seconds apart through ``prepare.save_checkpoint``. For each:
 the overhead is ``checkpoint_scored.ts - saved_at - eval_s`` (``saved_at`` is written into the
-checkpoint by the kit; ``eval_s`` is the worker's import + predict plus the judge), i.e. the
-watcher's notice, the copy and snapshot, the fork of a fresh sandboxed child and the transfer of
-the predictions. Target: under 1 s. The official phase is timed from the agent's end to
+checkpoint by the kit; ``eval_s`` is the runner's own measure, from its request to the scorer to
+the judged score: the fork of a fresh sandboxed child, the import, predict, the transfer of the
+predictions and the judge; the child's own timing is its word and not used, issue 28), i.e. the
+watcher's notice, the copy and snapshot and the wait in the queue. Target: under 1 s. The official phase is timed from the agent's end to
 ``session_ended``: the tree stopped, live scores drained, every candidate re-evaluated (by the
 warm live scorer where the session's device is the CPU; a new one on the GPU).
 """
