@@ -105,6 +105,8 @@ class CapGroup:
         self.pids: tuple[Path, bool] | None = None
         self._seen = {"oom": 0, "pids": 0}
         own = _own_cgroups()
+        # the runner's pid in the name: two sessions of one id (tests in two homes) never share caps
+        name = f"{name}-{os.getpid()}"
         v2_root = CGROUP_ROOT if (CGROUP_ROOT / "cgroup.controllers").exists() else CGROUP_ROOT / "unified"
         for controller, limit_file, value in (("memory", "memory.limit_in_bytes", caps.memory_bytes),
                                               ("pids", "pids.max", caps.max_processes)):

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
 from runner.sandbox.caps import default_caps, parse_size
-from tests.conftest import events, wait_for, write_agent
+from tests.conftest import events, wait_event, write_agent
 
 GREEDY = """
 import json, os, subprocess, sys, time
@@ -71,9 +71,9 @@ def test_a_greedy_agent_is_held_at_its_caps_and_the_runner_says_why(home, tmp_pa
                                   "--max-processes", "64", "--", *command], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     (folder,) = (home / "runs").iterdir()
-    wait_for(lambda: (folder / "result.json").exists(), 180, "the session's result")
     from runner.wire.paths import SessionPaths
 
+    wait_event(SessionPaths(folder), "session_ended", timeout=180)  # written after result.json
     evs = events(SessionPaths(folder))
     started = next(e for e in evs if e["type"] == "session_started")
     caps = started["contract"]["caps"]

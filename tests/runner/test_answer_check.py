@@ -109,3 +109,32 @@ other.judge = 1
     assert code_scan.flags(tmp_path, "../run.py") == () and code_scan.flags(tmp_path, None) == ()
     assert code_scan.flags(tmp_path, "other.py") == ("code replaces prepare: judge",)
     assert answer_check.text("a\x1b]0;x\x07b") == "a ]0;x b"
+
+
+def test_any_exception_while_judging_is_that_checkpoints_error_with_the_trusted_flag(monkeypatch):
+    """A judge that raises something other than the kit's refusal (here a RuntimeError) fails only
+    that split's score, flagged invalid_answer; the kit's refusal (NaN, a wrong shape) is the
+    checkpoint's own error without the flag; the child's flags stay labelled."""
+    import sys
+    from types import SimpleNamespace
+
+    from runner.scoring.scorer import SealedScorer
+    from tasks import onegc_kit
+
+    monkeypatch.setitem(sys.modules, "onegc_kit", onegc_kit)
+
+    def judge(pred, split):
+        if split == "val":
+            onegc_kit.check_predictions(pred, (2,), "f", "two scores")
+            return 0.5, 2
+        raise RuntimeError("boom")
+
+    scorer = SealedScorer(SimpleNamespace(judge=SimpleNamespace(judge=judge)))  # type: ignore[arg-type]
+    blob = npy(np.array([1.0, np.nan]))
+    header = read_header({"ok": True, "parts": [{"split": "val", "bytes": len(blob)}, {"split": "test", "bytes": len(blob)}],
+                          "flags": ["wrote a file"]}, ["val", "test"], 2 * len(blob))
+    out = scorer._judge_parts(header, blob + blob, ["val", "test"])
+    assert out["val"].value is None and "NaN or inf" in out["val"].error
+    assert out["val"].flags == ("self-reported: wrote a file",)
+    assert out["test"].error == "predictions unusable: RuntimeError: boom"
+    assert out["test"].flags == ("invalid_answer", "self-reported: wrote a file")
