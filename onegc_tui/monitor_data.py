@@ -54,12 +54,12 @@ def studies(store: Store) -> list[str]:
 def outcomes(store: Store, study: str | None = None, include_demo: bool = False) -> list[SessionOutcome]:
     """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
     out = []
-    tested = sql.official_score_range(store)
+    tested = sql.scored_split_ranges(store)
     for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
          scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended) in sql.outcome_rows(
             store, study, include_demo):
         ended = state in ("ended", "failed")
-        lo_hi = tested.get(sid) if ended else None
+        lo_hi = unofficial_range(tested.get(sid), task) if ended else None
         out.append(SessionOutcome(
             session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
             score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
@@ -74,6 +74,19 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
 def measured_baselines(store: Store) -> dict[str, MeasuredBaseline]:
     """The baselines measured here (``onegc baseline`` sessions), by task short id."""
     return analysis_measured(outcomes(store, BASELINE_STUDY))
+
+
+def unofficial_range(ranges: tuple[tuple[float, float] | None, tuple[float, float] | None] | None,
+                     task: str | None) -> tuple[float, float] | None:
+    """The range the unofficial test-best comes from, as result.json takes it (runner/scoring/unofficial.py):
+    re-evaluations only where the task scores a held-out split; with the live scores where it scores val."""
+    if ranges is None:
+        return None
+    try:
+        held_out = get_task(task or "").scored_split != "val"
+    except UnknownTask:
+        held_out = True
+    return ranges[0] if held_out else ranges[1]
 
 
 def study_label(session_id: str, study: str | None) -> str | None:

@@ -76,12 +76,19 @@ def live_scores(store: Store, sid: str) -> list[tuple[float | None, float | None
         "SELECT budget_elapsed_s, value FROM checkpoints WHERE session_id=? AND official=0", (sid,)).fetchall()
 
 
-def official_score_range(store: Store) -> dict[str, tuple[float, float]]:
-    """``(min, max)`` of the scored-split re-evaluations of every session that has one (the
-    unofficial test-best is one of the two, by the task's direction)."""
-    rows = store.conn.execute("SELECT session_id, MIN(value), MAX(value) FROM checkpoints WHERE official=1"
-                              " AND value IS NOT NULL GROUP BY session_id").fetchall()
-    return {sid: (lo, hi) for sid, lo, hi in rows}
+def scored_split_ranges(store: Store) -> dict[str, tuple[tuple[float, float] | None, tuple[float, float] | None]]:
+    """Per session, ``(min, max)`` of its checkpoints' scored-split scores two ways: the harness's
+    re-evaluations only (a task scored on a held-out split), and each checkpoint's re-evaluation
+    else its live score (a task scored on validation, where the live score is one); the unofficial
+    test-best is one end of one of them (runner/scoring/unofficial.py)."""
+    official = {sid: (lo, hi) for sid, lo, hi in store.conn.execute(
+        "SELECT session_id, MIN(value), MAX(value) FROM checkpoints WHERE official=1 AND value IS NOT NULL"
+        " GROUP BY session_id")}
+    either = {sid: (lo, hi) for sid, lo, hi in store.conn.execute(
+        "SELECT session_id, MIN(v), MAX(v) FROM (SELECT session_id, COALESCE(MAX(CASE WHEN official=1 THEN value END),"
+        " MAX(CASE WHEN official=0 THEN value END)) AS v FROM checkpoints GROUP BY session_id, name)"
+        " WHERE v IS NOT NULL GROUP BY session_id")}
+    return {sid: (official.get(sid), either.get(sid)) for sid in official.keys() | either.keys()}
 
 
 def gpu_busy_counts(store: Store, sid: str, busy_pct: float) -> tuple[int, int]:

@@ -8,10 +8,12 @@ of the paper will nonetheless read "best scored" as the best test score, so resu
 that figure too, under ``unofficial`` and labelled, beside the official result: it never enters
 the matrix, the aggregate or the ranking.
 
-Every checkpoint is re-evaluated on the scored split for it (the official ones already are), at
-most :data:`MAX_EXTRA_EVALUATIONS` more after the official choice; when that cap or a full disk
-leaves some out, ``complete`` is false and ``checkpoints_scored`` < ``checkpoints_found`` says
-how many stood.
+Where the scored split is held out (T4-T6), every checkpoint is re-evaluated on it for this figure
+(the official ones already are), at most :data:`MAX_EXTRA_EVALUATIONS` more after the official
+choice; where the scored split is validation (T0-T3, T7), each checkpoint's live score is already
+one, and its official re-evaluation replaces it where there is one: no extra evaluation (those
+tasks' checkpoints are the costly ones to evaluate). When the cap or a full disk leaves some out,
+``complete`` is false and ``checkpoints_scored`` < ``checkpoints_found`` says how many stood.
 """
 
 from __future__ import annotations
@@ -31,6 +33,18 @@ def still_to_evaluate(found_at: Mapping[str, float], evaluated: Iterable[str],
     done = set(evaluated)
     todo = sorted((t, label) for label, t in found_at.items() if label not in done)
     return [label for _, label in todo[:max(0, limit)]]
+
+
+def candidates(rows: Sequence[Mapping], live: Mapping[str, float | None], found_at: Mapping[str, float],
+               scored_is_selection: bool) -> list[dict]:
+    """The rows the figure is chosen from: the evaluated ones, and where the scored split is the
+    selection split, every other checkpoint with its live score."""
+    out = [dict(r) for r in rows]
+    if scored_is_selection:
+        done = {r["checkpoint"] for r in rows}
+        out += [{"checkpoint": label, "budget_elapsed_s": round(found_at.get(label, 0.0), 1), "official": value}
+                for label, value in live.items() if label not in done]
+    return out
 
 
 def best_scored(rows: Sequence[Mapping], better: Callable[[float, float], bool], split: str,

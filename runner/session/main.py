@@ -678,7 +678,7 @@ class Session:
 
         try:
             chosen = select(cands, self.spec.better, evaluate, MAX_FALLBACK)
-            if not self.guard.full:  # the unofficial test-best (runner/scoring/unofficial.py): every checkpoint, capped
+            if not self.guard.full and scored != SELECTION_SPLIT:  # the unofficial test-best (runner/scoring/unofficial.py)
                 for label in unofficial.still_to_evaluate(elapsed, rows):
                     evaluate(label)
         finally:
@@ -708,8 +708,10 @@ class Session:
                 verdicts.record(self.paths, struck, by="integrity rule")
             except OSError as exc:  # a full disk: result.json still carries the verdict
                 print(f"onegc runner: verdict not recorded in {verdicts.FILE}: {exc}", file=sys.stderr, flush=True)
-        self._write_result(reason, detail, sorted(rows.values(), key=lambda r: r["budget_elapsed_s"]), best, failure,
-                           len(self.found), trajectory, val, struck, scored_by)
+        evaluated = sorted(rows.values(), key=lambda r: r["budget_elapsed_s"])
+        tested = unofficial.candidates(evaluated, live_val, elapsed, scored == SELECTION_SPLIT)
+        self._write_result(reason, detail, evaluated, best, failure, len(self.found), trajectory, val, struck, scored_by,
+                           tested)
         return (best[1], best[0]) if best else (None, None)
 
     def _live_result(self, cands: list[Candidate], rows: dict[str, dict]):
@@ -725,7 +727,8 @@ class Session:
 
     def _write_result(self, reason: str, detail: str, rows: list[dict], best: tuple[str, float] | None,
                       failure: str | None, found: int, trajectory: list[dict] | None = None,
-                      val: float | None = None, disqualified: str | None = None, scored_by: str | None = None) -> None:
+                      val: float | None = None, disqualified: str | None = None, scored_by: str | None = None,
+                      tested: list[dict] | None = None) -> None:
         result = {
             "session_id": self.config.session_id,
             "task": self.spec.id,
@@ -751,7 +754,8 @@ class Session:
             "disqualified": disqualified,  # an integrity rule's verdict (runner/wire/verdicts.py); people add theirs later
             "val_test_gap": self.val_gap.record() if self.val_gap else None,  # runner/scoring/selection_gap.py
             "conditions": self.conditions,  # runner/session/contention.py: contended or clean
-            "unofficial": unofficial.best_scored(rows, self.spec.better, self.spec.scored_split, found),
+            "unofficial": unofficial.best_scored(rows if tested is None else tested, self.spec.better,
+                                                 self.spec.scored_split, found),
         }
         tmp = self.paths.root / ".result.json.tmp"
         try:

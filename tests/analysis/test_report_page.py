@@ -31,3 +31,25 @@ def test_the_page_holds_every_section_escapes_session_text_and_names_nothing_out
         assert heading in page
     assert page.count('class="chart"') >= 2 + 4  # curves (raw, relative) and one score timeline per session
     assert "disqualified: &lt;script&gt;" in page and "1970-01-01 00:00 UTC" in page
+
+
+def test_the_unofficial_test_best_in_the_outcomes_follows_result_jsons_rule(home):
+    from onegc_tui import monitor_data as queries
+    from onegc_tui.monitor_data import unofficial_range
+
+    build_demo_study(home)
+    store = Store.open(home)
+    try:
+        # t0 scores val: its live scores count (the fixture's sessions have no re-evaluation)
+        best = {o.session_id: o.unofficial_test_best for o in queries.outcomes(store, include_demo=True)}
+        with store.conn:
+            store.conn.execute("INSERT INTO checkpoints (session_id, name, official, budget_elapsed_s, value)"
+                               " VALUES ('demo--quick--t0--r1', 'late', 0, 100.0, 0.99)")
+        again = {o.session_id: o.unofficial_test_best for o in queries.outcomes(store, include_demo=True)}
+    finally:
+        store.close()
+    assert best["demo--quick--t0--r1"] == 0.97 and best["demo--steady--t0--r2"] == 0.6586
+    assert again["demo--quick--t0--r1"] == 0.99
+    ranges = ((0.30, 0.40), (0.20, 0.45))  # (re-evaluations only, each checkpoint's best known)
+    assert unofficial_range(ranges, "t6") == (0.30, 0.40)  # held-out test split: re-evaluations only
+    assert unofficial_range(ranges, "t1") == (0.20, 0.45) and unofficial_range(None, "t1") is None

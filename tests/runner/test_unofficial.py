@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from runner.scoring.unofficial import KEY, LABEL, best_scored, still_to_evaluate
+from runner.scoring.unofficial import KEY, LABEL, best_scored, candidates, still_to_evaluate
 
 
 def higher(a: float, b: float) -> bool:
@@ -43,3 +43,15 @@ def test_the_rest_is_evaluated_in_budget_order_and_capped():
     assert still_to_evaluate(found_at, {"w"}) == ["y", "z", "x"]
     assert still_to_evaluate(found_at, set(), limit=2) == ["w", "y"]
     assert still_to_evaluate(found_at, set(), limit=-1) == []
+
+
+def test_where_the_scored_split_is_val_the_live_scores_stand_for_the_checkpoints_not_re_evaluated():
+    rows = [{"checkpoint": "a", "budget_elapsed_s": 10.0, "official": 0.60}]  # its re-evaluation replaces 0.9
+    live = {"a": 0.90, "b": 0.70, "c": None}
+    at = {"a": 10.0, "b": 20.04, "c": 30.0}
+    val_task = candidates(rows, live, at, scored_is_selection=True)
+    assert [(r["checkpoint"], r["official"]) for r in val_task] == [("a", 0.60), ("b", 0.70), ("c", None)]
+    block = best_scored(val_task, higher, "val", found=3)[KEY]
+    assert (block["value"], block["checkpoint"], block["budget_elapsed_s"]) == (0.70, "b", 20.0)
+    assert block["checkpoints_scored"] == 2 and not block["complete"]
+    assert candidates(rows, live, at, scored_is_selection=False) == rows  # a held-out split: re-evaluations only
