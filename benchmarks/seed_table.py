@@ -45,7 +45,7 @@ class SeedSummary:
             return "one seed: no spread"
         gap = mean - self.paper
         if abs(gap) <= NOISE_SIGMAS * std:
-            return f"agrees within noise (|{gap:+.4f}| <= {NOISE_SIGMAS:g} sd)"
+            return f"agrees within noise ({gap:+.4f}, {abs(gap) / std:.1f} sd)" if std > 0 else "agrees"
         return f"differs beyond noise ({gap:+.4f}, {abs(gap) / std:.1f} sd)" if std > 0 else f"differs ({gap:+.4f}, no spread)"
 
 

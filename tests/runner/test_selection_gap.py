@@ -74,3 +74,35 @@ def test_baseline_sessions_are_read_from_the_runs_folder_with_the_same_task_file
     assert gap.baseline_pairs(runs, "t6_etth1", "h1") == [(0.65, 0.37)]
     assert sorted(gap.baseline_pairs(runs, "t6_etth1", None)) == [(0.64, 0.37), (0.65, 0.37)]
     assert gap.baseline_pairs(tmp_path / "nowhere", "t6_etth1", None) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["t9"], "t9"),
+    (["t6", "--set", "EPOCHS"], "--set 'EPOCHS': write NAME=VALUE"),
+    (["t6", "--set", "EPOCHS=five"], "--set 'EPOCHS=five': write NAME=VALUE"),
+    (["t6", "--label", "a b"], "--label 'a b'"),
+])
+def test_onegc_baseline_refuses_bad_input_in_one_line(args, message, home):
+    from click.testing import CliRunner
+
+    from onegc_tui.cli.main import main
+
+    (home / "data" / "t6_etth1").mkdir(parents=True)
+    (home / "data" / "t6_etth1" / "manifest.json").write_text("{}")  # prepared, as far as the check goes
+    out = CliRunner().invoke(main, ["baseline", *args])
+    assert out.exit_code == 2, out.output
+    lines = [line for line in out.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], lines
+    assert not (home / "runs").exists()  # nothing created
+
+
+def test_baseline_sessions_number_their_repeats_after_the_ones_there(tmp_path):
+    from runner.launch.baseline import baseline_command, next_repeat
+
+    runs = tmp_path / "runs"
+    assert next_repeat(runs, "train", "t6") == 1
+    for name in ("baseline--train--t6--r1", "baseline--train--t6--r2", "baseline--other--t6--r3", "baseline--train--t5--r4"):
+        (runs / name).mkdir(parents=True)
+    assert next_repeat(runs, "train", "t6") == 3 and next_repeat(runs, "other", "t6") == 1
+    assert baseline_command({})[-1] == "train.py"  # unmodified
+    assert json.loads(baseline_command({"EPOCHS": 2})[-1]) == {"EPOCHS": 2}
