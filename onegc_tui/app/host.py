@@ -1,5 +1,6 @@
 """What the screens and widgets use of the app that hosts them, typed: the home, the store, the
-clock, the history's data. A protocol, so that they need not import the app (which imports them)."""
+clock, the history's data, what the dashboard reads of the sessions. A protocol, so that they
+need not import the app (which imports them)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ class MonitorHost(Protocol):
     now: Callable[[], float]
     show_clock: bool
     history: HistoryData
+    sub_title: str  # shown in the header beside the title: the selected session
+    running: set[str]  # the running sessions (their countdowns move)
+
+    def refresh_sessions(self) -> None:
+        """Read the sessions rows changed since the last look, and hand them to the dashboard."""
 
 
 def host(node: DOMNode) -> MonitorHost:
