@@ -111,7 +111,7 @@ def start_writers(home: Path, n: int, rate: float) -> list[subprocess.Popen]:
 
 # ----------------------------------------------------------------------------- the monitor in a pty
 
-MONITOR = "from onegc_tui.cli import main; main(['monitor'])"
+MONITOR = "from onegc_tui.cli.main import main; main(['monitor'])"
 # the machine's own limit for the monitor's CPU: a Textual app that shows one Static and does nothing
 STATIC_APP = ("from textual.app import App\nfrom textual.widgets import Static\n"
               "class Idle(App):\n    def compose(self):\n        yield Static('monitor — idle')\n"

@@ -142,7 +142,7 @@ def test_network_open_is_asked_for_reaches_the_host_and_is_flagged(home, tmp_pat
     history = CliRunner().invoke(main, ["history", "--demo", "--no-paper"])
     assert history.exit_code == 0 and "⚠" in history.output and "--network open" in history.output, history.output
     listing = CliRunner().invoke(main, ["sessions", "--json"])
-    assert json.loads(listing.output.splitlines()[0])["network"] == "open", listing.output
+    assert json.loads(listing.output)[0]["network"] == "open", listing.output
     store = Store.open(home)
     try:
         note = integrity_note(store.session("no1"))  # the monitor's ⚠ before the id, and the detail's note

@@ -285,13 +285,14 @@ def test_the_two_parts_of_a_reindex_are_ranges_of_ids_with_about_half_the_bytes_
 def test_a_reindex_in_two_processes_stores_what_one_stores(homes, monkeypatch):
     """On two cores a second process builds part of the store, and its rows are copied in: the
     same rows in every table, the same search hits, an index that agrees with its table."""
-    from onegc_tui.store.reindex import _sizes, rebuild, split
+    from onegc_tui.store.parallel import split, store_sizes
+    from onegc_tui.store.reindex import rebuild
 
     live, _, _ = ingest(homes, "live.db", typed=True)
     folders = sorted(p.parent for p in (homes / "runs").glob("*/session.json"))
     monkeypatch.setattr("onegc_tui.store.parallel.PARALLEL_MIN_BYTES", 0)  # two processes, however small
     monkeypatch.setattr("onegc_tui.store.parallel.os.cpu_count", lambda: 2)
-    mine, theirs = split(_sizes(homes / "runs"))
+    mine, theirs = split(store_sizes(homes / "runs"))
     assert mine and theirs and not set(mine) & set(theirs) and sorted(mine + theirs) == [f.name for f in folders]
     monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)
     sessions, events = rebuild(homes, homes / "two.db")
