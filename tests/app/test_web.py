@@ -96,7 +96,10 @@ def test_the_web_server_says_where_it_listens_and_how_to_tunnel(web_monitor):
     url, proc = web_monitor
     wait_http(url)
     proc.terminate()
-    out = proc.communicate(timeout=20)[0].decode()
+    proc.wait(timeout=20)
+    # read through the pipe's buffered reader: printed_url's readline may hold the next lines
+    # already (communicate() reads the raw pipe and would miss them, as it did under load)
+    out = proc.stdout.read().decode()
     assert "ssh -L" in out and url.split("?token=")[1] in out
 
 

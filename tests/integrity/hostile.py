@@ -87,7 +87,7 @@ def evaluator(repo):
     """A2: the pristine evaluator and kit of the install."""
     attempt("write prepare.py", lambda: append(Path(repo) / "tasks" / "t0_demo" / "prepare.py", b"\nevaluate = None\n"))
     attempt("write onegc_kit.py", lambda: append(Path(repo) / "tasks" / "onegc_kit.py", b"\n# hacked\n"))
-    attempt("read runner source", lambda: read(Path(repo) / "runner" / "session.py"))
+    attempt("read runner source", lambda: read(Path(repo) / "runner" / "session" / "main.py"))
 
 
 def record():
