@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from onegc_tui.cli.base import DURATION, SIZE, OnegcGroup, need_terminal
+from onegc_tui.cli.base import DURATION, SIZE, OnegcGroup, describe, need_terminal
 from runner.errors import OnegcError
 from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
@@ -164,9 +164,9 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
             click.echo(f"{sid}: {end.reason}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
         return
     from onegc_tui.app import make_app
-    from onegc_tui.cli.monitor_guard import run_monitor
+    from onegc_tui.app.guard import run_monitor
 
-    run_monitor(make_app(home, focus=ids[0]), still_running(ids))
+    run_monitor(make_app(home, focus=ids[0]), still_running(ids), describe=describe)
 
 
 @main.command("run", context_settings={"ignore_unknown_options": True})
@@ -249,16 +249,16 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
         from onegc_tui.app import make_app
-        from onegc_tui.cli.monitor_guard import check_store, run_monitor
+        from onegc_tui.app.guard import check_store, run_monitor
 
         check_store(usable_home())
-        run_monitor(make_app(usable_home(), focus=focus))
+        run_monitor(make_app(usable_home(), focus=focus), describe=describe)
         return
     try:
         from onegc_tui.app.web import serve
     except ImportError as exc:
         raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
-    from onegc_tui.cli.monitor_guard import check_store
+    from onegc_tui.app.guard import check_store
 
     check_store(usable_home())  # a damaged store: one line now, not a failure in every tab
     try:

@@ -2,13 +2,15 @@
 
 Textual catches what a handler raises, draws a traceback of several KB with its locals and exits
 0. For the errors onegc documents (a damaged or locked ``onegc.db``, a folder that cannot be
-read, an :class:`~runner.errors.OnegcError`: whatever :func:`onegc_tui.cli.base.describe` has a
-line for) :func:`run_monitor` closes the app instead and raises the error again once the
+read, an :class:`~runner.errors.OnegcError`: whatever the command's ``describe`` has a line
+for, onegc_tui/cli/base.py) :func:`run_monitor` closes the app instead and raises the error again once the
 terminal is restored, so the command prints ``error: …`` and exits 2 like every other one. A bug
 (anything else) keeps Textual's traceback, and its exit code 1.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from textual.app import App
 
@@ -32,11 +34,11 @@ class MonitorFailed(OnegcError):
     """The monitor ended on an error it cannot show on screen; the message says what and the way out."""
 
 
-def run_monitor(app: App, going_on: str = "", headless: bool = False) -> None:
+def run_monitor(app: App, going_on: str = "", headless: bool = False, *,
+                describe: Callable[[BaseException], str | None]) -> None:
     """``app.run()``; a documented error ends it and is raised as :class:`MonitorFailed` (with
-    ``going_on`` after it: what still runs, for ``onegc run`` and ``onegc demo``)."""
-    from onegc_tui.cli.base import describe
-
+    ``going_on`` after it: what still runs, for ``onegc run`` and ``onegc demo``). ``describe``: the
+    one line for an error people can act on, None for a bug (the CLI's, which the app may not import)."""
     caught: list[BaseException] = []
     handle = app._handle_exception  # Textual's: draws the traceback and exits 0 (8.x)
 
