@@ -12,9 +12,10 @@ from runner.errors import OnegcError
 from runner.wire.defaults import NetworkPolicy
 
 
-def ensure_network(policy: str) -> None:
+def ensure_network(policy: str, open_hint: str = "pass --network open") -> None:
     """A confined policy (``none``, ``api-only``) needs a network namespace: refuse otherwise,
-    saying how to get one or how to share the host's network knowingly."""
+    saying how to get one or how to share the host's network knowingly (``open_hint``: the way to
+    ask for ``open`` where the start came from)."""
     if policy == "open":
         return
     from runner.sandbox.network import namespaces_available
@@ -22,7 +23,7 @@ def ensure_network(policy: str) -> None:
     ok, why = namespaces_available()
     if not ok:
         raise OnegcError(f"network {policy} needs a network namespace of the agent's own: {why}; "
-                         "or pass --network open to let the agent share this machine's network (flagged in history)")
+                         f"or {open_hint} to let the agent share this machine's network (flagged in history)")
 
 
 def demo_network() -> tuple[NetworkPolicy, str | None]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,15 +73,20 @@ def ensure_agent(agent: str, model: str | None, command: list[str]) -> None:
     preflight(agent, model)
 
 
-def check_start(home: Path, specs: Sequence[TaskSpec], *, sealed: bool, prepare: bool = False,
-                unsealed_hint: str | None = None) -> None:
+def check_start(home: Path, specs: Sequence[TaskSpec], *, sealed: bool, networks: Iterable[str] = (),
+                prepare: bool = False, unsealed_hint: str | None = None, open_hint: str | None = None) -> None:
     """What every start checks before it creates anything: each task's data prepared (``prepare``:
-    a CPU task makes its own, as ``onegc run`` of the demo does) and the sandbox, for sealed
-    sessions. The agents are checked apart (:func:`ensure_agent`): a study on Slurm has its CLIs on
-    the compute nodes."""
+    a CPU task makes its own, as ``onegc run`` of the demo does), the sandbox for sealed sessions,
+    and a network namespace for each confined policy in ``networks`` (runner/launch/network_choice.py).
+    The agents are checked apart (:func:`ensure_agent`): a study on Slurm has its CLIs on the
+    compute nodes."""
+    from runner.launch.network_choice import ensure_network
+
     for spec in specs:
         (ensure_prepared if prepare else check_prepared)(spec, home)
     ensure_sandbox(sealed, unsealed_hint)
+    for policy in dict.fromkeys(networks):
+        ensure_network(policy, *([open_hint] if open_hint else []))
 
 
 def create_sessions(home: Path, configs: Sequence[SessionConfig]) -> list[SessionPaths]:
@@ -98,19 +103,18 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
                    cost_limit_usd: float | None = None) -> list[SessionPaths]:
     """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.launch.local import gpu_slots
-    from runner.launch.network_choice import ensure_network
     from runner.wire.defaults import default_network, new_session_id
     from runner.wire.session_config import SessionConfig
 
     ensure_agent(agent, model, command)
-    check_start(home, [spec], sealed=sealed, prepare=True)
-    ensure_network(network or default_network(agent))
+    network = network or default_network(agent)
+    check_start(home, [spec], sealed=sealed, networks=[network], prepare=True)
     command = [absolute_if_file(a) for a in command]
     slots = gpu_slots(gpus)
     queued = repeats > 1
     configs = [SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
                              repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
-                             pace_s=pace_s, network=network or default_network(agent), sealed=sealed,
+                             pace_s=pace_s, network=network, sealed=sealed,
                              memory_bytes=memory_bytes, max_processes=max_processes,
                              cost_limit_usd=cost_limit_usd)
                for k in range(1, repeats + 1)]

@@ -360,15 +360,16 @@ class LaunchReport:
 
 def check_start(study: StudySpec, home: Path, kind: str) -> None:
     """What ``onegc run`` checks before it creates anything (runner/launch/start.py): every task's
-    data prepared before hundreds of sessions fail on it, and the sandbox for a sealed local study
-    (on Slurm the compute nodes have their own)."""
+    data prepared before hundreds of sessions fail on it, and for a local study the sandbox (when
+    sealed) and each agent's network policy (on Slurm the compute nodes have their own)."""
     from runner.launch import start
     from tasks import get_task
 
     try:
         start.check_start(home, [get_task(short) for short in study.tasks],
                           sealed=kind == "local" and not study.unsealed,
-                          unsealed_hint="set unsealed = true in the study")
+                          networks=[study.network or default_network(a.adapter) for a in study.agents] if kind == "local" else [],
+                          unsealed_hint="set unsealed = true in the study", open_hint='set network = "open" in the study')
     except StudyError:
         raise
     except OnegcError as exc:
@@ -399,15 +400,6 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
     runs = runs_dir(home)
     runs.mkdir(parents=True, exist_ok=True)
     check_start(study, home, kind)
-    if kind == "local":  # each agent's network policy needs a namespace here (runner/launch/network_choice.py)
-        from runner.launch.network_choice import ensure_network
-
-        for agent in study.agents:
-            try:
-                ensure_network(study.network or default_network(agent.adapter))
-            except OnegcError as exc:
-                why = exc.message.replace("pass --network open", 'set network = "open" in the study')
-                raise StudyError(f"agent {agent.key}: {why}") from None
     if kind == "slurm" and not slurm.available():
         raise StudyError("sbatch not found: run the study on a Slurm login node, or set launcher.kind = \"local\"")
     # local: one session per GPU, or [None] for the CPU
