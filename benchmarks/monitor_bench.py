@@ -19,7 +19,7 @@
    and ``--history-events`` event rows is generated directly in SQLite: the summary rows with
    ``executemany``, the events with one ``INSERT … SELECT`` joining the sessions to a counter
    table (C speed: no Python per row). It is cached under the temp folder and reused. Timed: the
-   query plus matrix build (``queries.outcomes`` + ``build_matrix``), and in the app, ``h``
+   query plus matrix build (``monitor_data.outcomes`` + ``build_matrix``), and in the app, ``h``
    pressed → the matrix drawn (Pilot, headless).
 
 Targets: latency p99 < 100 ms, history < 300 ms, idle monitor < 2 % of one core. The machine's
@@ -275,8 +275,8 @@ def build_history_store(home: Path, n_sessions: int, n_events: int) -> tuple[flo
 
 
 def history_direct(home: Path) -> list[float]:
-    """The matrix alone: ``queries.outcomes`` + ``build_matrix``, five times."""
-    from onegc_tui import monitor_data as queries
+    """The matrix alone: ``monitor_data.outcomes`` + ``build_matrix``, five times."""
+    from onegc_tui import monitor_data
     from onegc_tui.analysis import build_matrix, paper_matrix
     from onegc_tui.store import Store
 
@@ -285,7 +285,7 @@ def history_direct(home: Path) -> list[float]:
     for _ in range(5):
         t0 = time.perf_counter()
         store = Store.open(home)
-        matrix = build_matrix(queries.outcomes(store, None), study="ours")
+        matrix = build_matrix(monitor_data.outcomes(store, None), study="ours")
         store.close()
         out.append(time.perf_counter() - t0)
     assert matrix.rows, "the generated store gave an empty matrix"

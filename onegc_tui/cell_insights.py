@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onegc_tui import monitor_data as queries
+from onegc_tui import monitor_data
 from onegc_tui.analysis import FRACTIONS, resolve_task
 from onegc_tui.anytime import RepeatCurves, repeat_curves
 from onegc_tui.format import clock, fmt_score
@@ -33,7 +33,7 @@ def cell_insights(store: Store, study: str | None, task: str, label: str, ids: S
     """The insights of the cell (``label`` × ``task``) whose finished sessions are ``ids``."""
     spec = resolve_task(task)
     wanted = set(ids)
-    outcomes = [o for o in queries.outcomes(store, study, include_demo=True)
+    outcomes = [o for o in monitor_data.outcomes(store, study, include_demo=True)
                 if (s := resolve_task(o.task)) is not None and spec is not None and s.short == spec.short]
     sessions = [load_session(store, o) for o in outcomes if o.session_id in wanted]
     curves = [s.curve for s in sessions if s.curve is not None]

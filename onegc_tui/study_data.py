@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onegc_tui import monitor_data as queries
+from onegc_tui import monitor_data
 from onegc_tui.analysis import AnytimeCurve, SessionOutcome, resolve_task, row_label, task_sort_key
 from onegc_tui.anytime import (
     CheckpointScore,
@@ -149,7 +149,7 @@ def load_session(store: Store, outcome: SessionOutcome) -> SessionData:
     row = store.session(sid) or {}
     spec = resolve_task(outcome.task)
     cks = checkpoint_scores(store.checkpoints(sid), spec is None or spec.scored_split == "val")
-    tl = queries.timeline(store, sid)
+    tl = monitor_data.timeline(store, sid)
     ledger = None
     if tl is not None and row.get("started_ts") and row.get("ended_ts"):
         n_gpus = len({g or 0 for _, _, g in sql.gpu_series(store, sid)})
@@ -163,7 +163,7 @@ def load_session(store: Store, outcome: SessionOutcome) -> SessionData:
 def load_study(store: Store, study: str | None = None, include_demo: bool = True,
                noise_from: Sequence[str] | None = None) -> StudyData:
     """Every session of ``study`` (all studies: None), with the demo task unless told otherwise."""
-    outcomes = sorted(queries.outcomes(store, study, include_demo=include_demo),
+    outcomes = sorted(monitor_data.outcomes(store, study, include_demo=include_demo),
                       key=lambda o: (task_sort_key(o.task), o.label or o.agent, o.repeat, o.session_id))
     return StudyData(study, tuple(load_session(store, o) for o in outcomes),
                      tuple(noise_from) if noise_from is not None else None)

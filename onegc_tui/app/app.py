@@ -31,7 +31,7 @@ from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.widgets import Input
 
-from onegc_tui import monitor_data as queries
+from onegc_tui import monitor_data
 from onegc_tui.alerts import Alert, Alerts, Coalescer, Note
 from onegc_tui.app.gcpace import FullCollections, settle
 from onegc_tui.app.host import store_of
@@ -254,7 +254,7 @@ class MonitorApp(App):
 
     def _first_sight(self, sid: str, row: dict) -> None:
         if row["state"] in ("running", "paused"):
-            last, alive = queries.activity(store_of(self), sid)
+            last, alive = monitor_data.activity(store_of(self), sid)
             self.alerts.seed(sid, last, alive)
         self.alerts.states[sid] = row["state"]
 

@@ -31,7 +31,7 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
             noise_from: tuple[str, ...], at_minutes: float | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
-    from onegc_tui import monitor_data as queries
+    from onegc_tui import monitor_data
     from onegc_tui.analysis import build_matrix, split_demo
     from onegc_tui.export import render_history, sessions_csv
     from onegc_tui.format import count
@@ -41,9 +41,9 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
     store = caught_up_store(home)
     try:
-        outcomes = queries.outcomes(store, study, include_demo=demo)
-        measured = queries.measured_baselines(store)
-        left_out = 0 if demo or outcomes else len(queries.outcomes(store, study, include_demo=True))
+        outcomes = monitor_data.outcomes(store, study, include_demo=demo)
+        measured = monitor_data.measured_baselines(store)
+        left_out = 0 if demo or outcomes else len(monitor_data.outcomes(store, study, include_demo=True))
         usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}
     finally:
         store.close()

@@ -34,18 +34,18 @@ def test_the_page_holds_every_section_escapes_session_text_and_names_nothing_out
 
 
 def test_the_unofficial_test_best_in_the_outcomes_follows_result_jsons_rule(home):
-    from onegc_tui import monitor_data as queries
+    from onegc_tui import monitor_data
     from onegc_tui.monitor_data import unofficial_range
 
     build_demo_study(home)
     store = Store.open(home)
     try:
         # t0 scores val: its live scores count (the fixture's sessions have no re-evaluation)
-        best = {o.session_id: o.unofficial_test_best for o in queries.outcomes(store, include_demo=True)}
+        best = {o.session_id: o.unofficial_test_best for o in monitor_data.outcomes(store, include_demo=True)}
         with store.conn:
             store.conn.execute("INSERT INTO checkpoints (session_id, name, official, budget_elapsed_s, value)"
                                " VALUES ('demo--quick--t0--r1', 'late', 0, 100.0, 0.99)")
-        again = {o.session_id: o.unofficial_test_best for o in queries.outcomes(store, include_demo=True)}
+        again = {o.session_id: o.unofficial_test_best for o in monitor_data.outcomes(store, include_demo=True)}
     finally:
         store.close()
     assert best["demo--quick--t0--r1"] == 0.97 and best["demo--steady--t0--r2"] == 0.6586

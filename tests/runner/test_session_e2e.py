@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from onegc_tui import monitor_data as queries
+from onegc_tui import monitor_data
 from onegc_tui.export import sessions_csv
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
@@ -84,7 +84,7 @@ def test_scripted_session_end_to_end(home):
     assert row["state"] == "ended" and row["score"] == pytest.approx(result["value"])
     assert row["scripts_launched"] == 3 and row["n_checkpoints"] == result["checkpoints_found"]
     assert store.count_events("demo1") == len(paths.events.read_text().splitlines())
-    (outcome,) = queries.outcomes(store, include_demo=True)
+    (outcome,) = monitor_data.outcomes(store, include_demo=True)
     assert outcome.unofficial_test_best == pytest.approx(unofficial["value"])
     assert "unofficial_test_best" in sessions_csv([outcome]).splitlines()[0]
     store.close()

@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Log, Static
 
-from onegc_tui import monitor_data as queries
+from onegc_tui import monitor_data
 from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
 from onegc_tui.app.host import host
 from onegc_tui.app.safe import markup_escape, plain
@@ -165,7 +165,7 @@ class CursorScreen(SteadyScreen):
         store = Store.open(host(self).home)
         try:
             now = host(self).now()
-            out = [t for sid in self.ids if (t := queries.timeline(store, sid, self.analytics, now)) is not None]
+            out = [t for sid in self.ids if (t := monitor_data.timeline(store, sid, self.analytics, now)) is not None]
         finally:
             store.close()
         self.post_message(TimelinesLoaded(out))

@@ -23,7 +23,7 @@ from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from onegc_tui import monitor_data as queries
+from onegc_tui import monitor_data
 from onegc_tui.analysis import (
     FRACTIONS,
     Matrix,
@@ -61,13 +61,13 @@ def compute_history(home: Path, study: str | None, demo: bool | None, paper: Mat
     session starts or ends, and computes the default view ahead of the first ``h``."""
     store = Store.open(home)
     try:
-        studies = queries.studies(store)
+        studies = monitor_data.studies(store)
         shown = bool(demo)
-        outcomes = queries.outcomes(store, study, include_demo=shown)
+        outcomes = monitor_data.outcomes(store, study, include_demo=shown)
         if demo is None and not outcomes:
             shown = True
-            outcomes = queries.outcomes(store, study, include_demo=True)
-        measured = {t: m.mean for t, m in queries.measured_baselines(store).items()}
+            outcomes = monitor_data.outcomes(store, study, include_demo=True)
+        measured = {t: m.mean for t, m in monitor_data.measured_baselines(store).items()}
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
@@ -348,9 +348,9 @@ class HistoryScreen(SteadyScreen):
         by the official rule with best-of-k, paired comparisons and the time ledger (cell_insights)."""
         store = Store.open(host(self).home)
         try:
-            busy = queries.gpu_busy_fraction(store, ids)
+            busy = monitor_data.gpu_busy_fraction(store, ids)
             usage = session_usage(store, ids)
-            points = queries.score_points(store, ids)
+            points = monitor_data.score_points(store, ids)
             budget = max((r["budget_s"] or 0 for r in store_queries.sessions_by_id(store, ids).values()), default=0.0)
             insight = cell_insights(store, self.study, task, label, ids) if task else None
         finally:
