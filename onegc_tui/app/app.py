@@ -181,6 +181,7 @@ class MonitorApp(App):
         batch, and the sessions rows it changed are read again."""
         if not self.dashboard.widgets_up:
             return  # not mounted yet, or the app is closing: the queue waits
+        self.dashboard.follow(store_of(self))  # the panes: what the store gained, whoever ingested it
         with self._pending_lock:
             batch = list(self._pending)
             self._pending.clear()
@@ -191,7 +192,6 @@ class MonitorApp(App):
         if not batch:
             return
         self._gc.fed(time.monotonic(), len(batch))
-        self.dashboard.take(batch)
         self._notify([alert for sid, e in batch for alert in self.alerts.feed(sid, e)])
         if any(e.type in ("session_started", "session_ended", "budget", "checkpoint_scored") for _, e in batch):
             self.refresh_sessions()

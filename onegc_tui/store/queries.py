@@ -116,6 +116,13 @@ def event_data(store: Store, sid: str, types: Sequence[str], limit: int | None =
     return [d for (d,) in reversed(rows)]
 
 
+def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int, str]]:
+    """``(seq, JSON)`` of a session's events after ``seq``, oldest first, at most ``limit``: what a
+    viewer has not drawn yet, whoever ingested it (the primary key's range)."""
+    return store.conn.execute("SELECT seq, data FROM events WHERE session_id=? AND seq>? ORDER BY seq LIMIT ?",
+                              (sid, seq, limit)).fetchall()
+
+
 def event_json(store: Store, sid: str, seq: int) -> dict | None:
     """One event as stored, or None."""
     row = store.conn.execute("SELECT data FROM events WHERE session_id=? AND seq=?", (sid, seq)).fetchone()

@@ -125,3 +125,17 @@ async def settled(pilot) -> None:
         await pilot.pause()
         if app.query(FooterKey) and app.loaded_seq is not None:
             return
+
+
+def add_events(home: Path, sid: str, events: list, on_events=None) -> None:
+    """Append ``events`` to a session's ``events.jsonl`` and ingest them on a connection of their
+    own, as another process would (``on_events``: a monitor's queue, as its own ingest feeds it)."""
+    from runner.wire.events import dump_event
+
+    with open(home / "runs" / sid / "events.jsonl", "a") as f:
+        f.writelines(dump_event(e) + "\n" for e in events)
+    store = Store.open(home)
+    try:
+        Ingester(home, store, on_events=on_events).ingest_all()
+    finally:
+        store.close()

@@ -14,7 +14,7 @@ from onegc_tui.app import make_app
 from onegc_tui.app.screens.help import HelpScreen
 from onegc_tui.app.widgets.transcript import TranscriptLog
 from onegc_tui.transcript_view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
-from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
+from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, add_events, build_crowd, build_home, settled
 
 SIZES = [(80, 24), (100, 30), (120, 40), (200, 50)]
 
@@ -295,8 +295,8 @@ async def test_the_placeholder_goes_when_the_first_line_arrives(tmp_path):
         await pilot.pause()
         log = app.query_one(TranscriptLog)
         assert list(log.lines) == ["(no transcript yet)"]
-        app._queue_events("fresh", [TranscriptEvent(session_id="fresh", seq=2, ts=T0 + 1, role="assistant",
-                                                    kind="text", text="reading program.md")])
+        add_events(home, "fresh", [TranscriptEvent(session_id="fresh", seq=2, ts=T0 + 1, role="assistant",
+                                                   kind="text", text="reading program.md")])
         app.flush()
         await pilot.pause()
         assert len(log.lines) == 1 and "reading program.md" in log.lines[0]

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Log
 
 from onegc_tui.app import make_app
 from onegc_tui.app.screens.confirm import ConfirmScreen
-from tests.app.fixtures import build_home
+from tests.app.fixtures import add_events, build_home
 
 SIZE = (160, 44)
 
@@ -140,10 +140,11 @@ async def test_live_events_raise_notifications(app_home):
     app = make_app(app_home, focus="b-paused", live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        app._queue_events("b-paused", [
+        add_events(app_home, "b-paused", [  # ingested elsewhere: the panes read them from the store
             Warning_(session_id="b-paused", seq=100, ts=1.0, code="network_blocked", message="connect to pypi.org:443"),
             CheckpointScored(session_id="b-paused", seq=101, ts=2.0, name="run_2-1", value=0.71, metric="val_acc",
-                             split="val", budget_elapsed_s=65.0)])
+                             split="val", budget_elapsed_s=65.0)], on_events=app._queue_events)
+        app.flush()
         await pilot.pause()
         messages = [n.message for n in app._notifications]
         assert any("blocked network attempt: connect to pypi.org:443" in m for m in messages)

@@ -35,11 +35,12 @@ from onegc_tui.sessions_view import FILTER_HELP, sort_arrow, sort_key
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from runner.wire.control import Action, request
-from runner.wire.events import Event
+from runner.wire.events import Event, parse_event
 from runner.wire.paths import SessionPaths
 
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 MAX_REPLAY = 4  # sessions side by side in the replay screen
+FOLLOW_MAX = 2_000  # events of the selected session drawn per beat at most (the rest at the next)
 
 
 class DashboardScreen(SteadyScreen):
@@ -55,7 +56,7 @@ class DashboardScreen(SteadyScreen):
         self._focus_pending = focus is not None
         self.selected: str | None = None
         self.loaded_seq: int | None = 0  # None while the selected session's panes are being read
-        self._held: list[Event] = []
+        self._followed: int | None = None  # the store's data_version when follow() last read all
         self._summary = ""
         self._table: SessionsTable | None = None
         self._mounted_at = 0.0
@@ -182,13 +183,29 @@ class DashboardScreen(SteadyScreen):
             self.query_one("#summary", Static).update(summary, layout=False)
 
     # ------------------------------------------------------------------ the selected session
-    def take(self, batch: list[tuple[str, Event]]) -> None:
-        """New events from the app's queue: the selected session's are drawn (held while its panes are read)."""
-        mine = [e for sid, e in batch if sid == self.selected]
-        if self.loaded_seq is None:
-            self._held.extend(mine)  # the panes are being read: apply these after
-        elif mine:
-            self._draw_selected([e for e in mine if e.seq > self.loaded_seq])
+    def follow(self, store: Store) -> None:
+        """Draw what the store gained for the selected session since its panes were read, whoever
+        ingested it: this monitor, another one, a browser tab's or ``onegc sessions`` (issue 29:
+        panes fed by this process's own ingest showed complementary halves of the stream). Asked
+        every beat; a look costs a ``data_version`` read unless something was committed."""
+        sid, after = self.selected, self.loaded_seq
+        if sid is None or after is None:
+            return  # nothing selected, or its panes are being read (up to a seq, then this goes on)
+        version = store_queries.data_version(store)
+        if version == self._followed:
+            return
+        rows = store_queries.events_after(store, sid, after, FOLLOW_MAX)
+        if len(rows) < FOLLOW_MAX:
+            self._followed = version  # all read; more, and the next beat reads on
+        events = []
+        for _seq, data in rows:
+            try:
+                events.append(parse_event(data))
+            except ValueError:  # stored by an older onegc: the raw-file viewer still shows it
+                continue
+        if rows:
+            self.loaded_seq = rows[-1][0]
+            self._draw_selected(events)
 
     @on(DataTable.RowHighlighted, "#sessions")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -228,8 +245,7 @@ class DashboardScreen(SteadyScreen):
         self.selected = sid
         host(self).sub_title = sid
         self.query_one(BudgetPane).load(row)
-        self.loaded_seq = None  # live events for it are held until its panes are loaded
-        self._held.clear()
+        self.loaded_seq = None  # its panes are read first; then follow() draws what comes after
         pane = self.query_one(TranscriptPane)
         self._fetch_selected(sid, row, pane.mode, pane.query_text)
 
@@ -259,10 +275,8 @@ class DashboardScreen(SteadyScreen):
             self.query_one(GpuPane).show(msg.gpu)
             self.query_one(CheckpointsPane).show(msg.row, msg.checkpoints)
         self.loaded_seq = msg.seq
-        held = [e for e in self._held if e.seq > msg.seq]
-        self._held.clear()
-        if held:
-            self._draw_selected(held)
+        self._followed = None  # read on from msg.seq at the next beat, whatever was committed
+        self.follow(store_of(self))
 
     # ------------------------------------------------------------------ actions (keys bound on the app)
     def _selected_paths(self) -> SessionPaths | None:
