@@ -3,7 +3,6 @@ issue 28): Codex's own output of such a run (its item.started without item.compl
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -54,8 +53,11 @@ def test_a_session_whose_codex_exits_mid_tool_records_the_tool_as_killed(home, t
     in a process of its own, as Codex's shell does), prints Codex's own mid-turn lines and exits."""
     from tests.conftest import events, start_session, wait_event, wait_for
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    # the stand-in goes where the runner looks first (runner/agents/locate.py): a project prefix,
+    # which would otherwise be this checkout's `make agents` install, the real codex
+    prefix = tmp_path / "agents"
+    bin_dir = prefix / "node_modules" / ".bin"
+    bin_dir.mkdir(parents=True)
     fake = bin_dir / "codex"
     fake.write_text(f"""#!{sys.executable}
 import subprocess, sys
@@ -65,7 +67,7 @@ subprocess.Popen(["sleep", "600"], start_new_session=True)
 print({FIXTURE.read_text()!r}, flush=True)
 """)
     fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("ONEGC_AGENTS_PREFIX", str(prefix))
     paths = start_session(home, "codexkill", agent="codex", model="gpt-5", network="open", budget_s=60)
     ended = wait_event(paths, "session_ended", timeout=120)
     results = [e for e in events(paths) if e["type"] == "transcript" and e["kind"] == "tool_result"]
