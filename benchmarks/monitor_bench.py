@@ -58,36 +58,58 @@ PRESS_TIMEOUT_S = 5.0  # a press not shown within this counts as this long
 
 # ----------------------------------------------------------------------------- writer processes
 
-def writer(home: Path, sid: str, rate: float) -> None:
-    """One fake live session: stream transcript lines while ``home/phase`` says so."""
+SESSIONS_PER_WRITER = 16  # one writer process streams this many sessions (105 processes of their own
+# would measure the machine's scheduler, not the monitor: 2 cores here)
+
+
+def sid_of(i: int) -> str:
+    """Zero-padded, so that no id is the prefix of another (the header needle of bench-10 must not
+    match bench-104)."""
+    return f"bench-{i:03d}"
+
+
+def writer(home: Path, sids: list[str], rate: float) -> None:
+    """Fake live sessions: stream ``rate`` transcript lines/s into each of ``sids`` while
+    ``home/phase`` says so, with a GPU sample a second and a heartbeat every 5 s."""
     from runner.wire.jsonl import EventWriter
     from runner.wire.liveness import RunnerLock
     from runner.wire.paths import SessionPaths
 
-    paths = SessionPaths(home / "runs" / sid)
-    _claim = RunnerLock.take(paths)  # alive to every liveness check, as a runner is (runner/wire/liveness.py)
-    w = EventWriter(paths.events, sid)
     budget = 3600.0
-    w.emit("session_started", task="t0_demo", agent="scripted", budget_s=budget, grace_s=30, contract={})
-    w.emit("budget", state="running", remaining_s=budget, deadline=time.time() + budget)
+    writers, claims = [], []
+    for sid in sids:  # started one after the other: running, newest first, the table shows the last first
+        paths = SessionPaths(home / "runs" / sid)
+        claims.append(RunnerLock.take(paths))  # alive to every liveness check, as a runner is (runner/wire/liveness.py)
+        w = EventWriter(paths.events, sid)
+        w.emit("session_started", task="t0_demo", agent="scripted", budget_s=budget, grace_s=30, contract={})
+        w.emit("budget", state="running", remaining_s=budget, deadline=time.time() + budget)
+        writers.append(w)
+        time.sleep(0.02)
     start, n, last_gpu, last_hb = time.time(), 0, 0.0, 0.0
     tick = 0.05
+    owed, last = 0.0, time.time()  # lines per session due but not yet written (by the clock: a slow pass owes more)
     while True:
         phase = (home / "phase").read_text().strip() if (home / "phase").exists() else "stream"
         now = time.time()
         if phase == "stop":
             return
         if phase == "stream":
-            for _ in range(int(rate * tick)):
+            owed += rate * (now - last)
+            for _ in range(int(owed)):
                 n += 1
-                w.emit("transcript", role="assistant", kind="text" if n % 3 else "tool_result",
-                       text=f"step {n}: epoch {n % 50} loss {1 / (1 + n % 97):.4f} val_acc {0.5 + (n % 41) / 100:.4f}")
+                for w in writers:
+                    w.emit("transcript", role="assistant", kind="text" if n % 3 else "tool_result",
+                           text=f"step {n}: epoch {n % 50} loss {1 / (1 + n % 97):.4f} val_acc {0.5 + (n % 41) / 100:.4f}")
+            owed -= int(owed)
+        last = now
         if phase in ("stream", "tick"):
             if now - last_gpu >= 1.0:
-                w.emit("gpu", index=0, util_pct=float(n % 100), mem_used_mb=4000, mem_total_mb=81920)
+                for w in writers:
+                    w.emit("gpu", index=0, util_pct=float(n % 100), mem_used_mb=4000, mem_total_mb=81920)
                 last_gpu = now
             if now - last_hb >= 5.0:
-                w.emit("heartbeat", remaining_s=budget - (now - start), active_s=now - start, procs=2)
+                for w in writers:
+                    w.emit("heartbeat", remaining_s=budget - (now - start), active_s=now - start, procs=2)
                 last_hb = now
         time.sleep(tick)
 
@@ -97,14 +119,15 @@ def start_writers(home: Path, n: int, rate: float) -> list[subprocess.Popen]:
     from runner.wire.session_config import SessionConfig
 
     procs = []
-    for i in range(n):
-        sid = f"bench-{i}"
-        create_session(SessionConfig(session_id=sid, task="t0", agent="scripted", budget_s=3600), home)
-        procs.append(subprocess.Popen([sys.executable, __file__, "--writer", str(home), sid, str(rate)]))
-        events = home / "runs" / sid / "events.jsonl"
-        deadline = time.monotonic() + 30
+    for first in range(0, n, SESSIONS_PER_WRITER):
+        sids = [sid_of(i) for i in range(first, min(n, first + SESSIONS_PER_WRITER))]
+        for sid in sids:
+            create_session(SessionConfig(session_id=sid, task="t0", agent="scripted", budget_s=3600), home)
+        procs.append(subprocess.Popen([sys.executable, __file__, "--writer", str(home), str(rate), ",".join(sids)]))
+        events = home / "runs" / sids[-1] / "events.jsonl"
+        deadline = time.monotonic() + 60
         while not (events.exists() and events.stat().st_size) and time.monotonic() < deadline:
-            time.sleep(0.02)  # one after the other: running, newest first, the table shows bench-N-1 … bench-0
+            time.sleep(0.02)  # the next writer's sessions start after this one's
         time.sleep(0.05)
     return procs
 
@@ -346,7 +369,7 @@ def live_figures(sessions: int, rate: float, presses: int, idle_seconds: float) 
         writers = start_writers(home, sessions, rate)
         term = Terminal(home)
         try:
-            order = [f"bench-{i}" for i in reversed(range(sessions))]  # all running: newest first
+            order = [sid_of(i) for i in reversed(range(sessions))]  # all running: newest first
             if not term.wait_for(header(order[0]), 0, 60):
                 sys.exit("the monitor did not show the first session within 60 s")
             time.sleep(3)  # let the ingest catch up with the streams
@@ -464,6 +487,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--writer":
-        writer(Path(sys.argv[2]), sys.argv[3], float(sys.argv[4]))
+        writer(Path(sys.argv[2]), sys.argv[4].split(","), float(sys.argv[3]))
     else:
         main()

@@ -37,7 +37,12 @@ import monitor_bench  # noqa: E402
 import pyc_files  # noqa: E402
 import startup_bench  # noqa: E402
 
-SECTIONS = ("ingest", "monitor", "startup", "reindex", "history", "sandbox", "scoring", "gpu")  # in this order
+SECTIONS = ("ingest", "monitor", "study", "startup", "reindex", "history", "sandbox", "scoring", "gpu")  # in this order
+# a study of the paper's size, all live at once: 7 tasks × 5 repeats × 3 agents (issue 29)
+STUDY_SESSIONS = 105
+# transcript lines/s of each: a burst pace, far above what a real agent session writes on average
+# (a line every few seconds in the captured Claude Code and Codex transcripts), so the figure is a bound
+STUDY_RATE = 10.0
 
 
 @dataclass
@@ -116,6 +121,28 @@ def monitor_rows(quick: bool) -> list[Row]:
     ]
 
 
+def study_rows(quick: bool) -> list[Row]:
+    presses, idle = (40, 8.0) if quick else (100, 20.0)
+    n, per = STUDY_SESSIONS, STUDY_RATE
+    live = monitor_bench.live_figures(n, per, presses, idle)
+    p99 = monitor_bench.pct(live["latency"], 0.99)
+    static = max(live["static"], 0.05)
+    events = n * (per + 1 + 0.2)  # and a GPU sample a second, a heartbeat every 5 s
+    return [
+        Row(f"key → screen p99, a study's {n} live sessions × {per:.0f} lines/s ({events:,.0f} events/s; {presses} presses)",
+            ms(p99), "—", "—", "< 100 ms", p99 < 0.1, live["load_latency"]),
+        Row(f"monitor CPU while those {n} stream", f"{live['busy']:.1f} % of a core",
+            f"idle one-Static app {live['static']:.2f} %", f"{live['busy'] / static:.0f}×", "< 30 %",
+            live["busy"] < 30, live["load_busy"]),
+        Row(f"idle monitor, {n} running sessions, 1 Hz GPU samples + 5 s heartbeats ({n * 1.2:.0f} events/s)",
+            f"{live['tick']:.2f} % of a core", f"idle one-Static app {live['static']:.2f} %",
+            f"{live['tick'] / static:.0f}×", "—", None, live["load_tick"]),
+        Row(f"idle monitor, {n} running sessions, no events", f"{live['quiet']:.2f} % of a core",
+            f"idle one-Static app {live['static']:.2f} %", f"{live['quiet'] / static:.0f}×", "—", None,
+            live["load_quiet"]),
+    ]
+
+
 def startup_rows(quick: bool) -> list[Row]:
     import shutil
     import tempfile
@@ -152,7 +179,7 @@ def reindex_rows(quick: bool, sessions: int, events: int) -> list[Row]:
 
 def history_size(quick: bool) -> tuple[int, int]:
     """Sessions and events of the history store."""
-    return (2_000, 1_000_000) if quick else (10_000, 10_000_000)
+    return (10_000, 1_000_000) if quick else (100_000, 10_000_000)
 
 
 def history_rows(quick: bool) -> list[Row]:
@@ -267,7 +294,8 @@ def run_section(section: str, args: argparse.Namespace) -> list[Row]:
         return reindex_rows(args.quick, args.reindex_sessions, args.reindex_events)
     if section == "gpu":
         return gpu_rows()
-    by_quick = {"ingest": ingest_rows, "monitor": monitor_rows, "startup": startup_rows, "history": history_rows,
+    by_quick = {"ingest": ingest_rows, "monitor": monitor_rows, "study": study_rows, "startup": startup_rows,
+                "history": history_rows,
                 "sandbox": sandbox_rows, "scoring": scoring_rows}
     return by_quick[section](args.quick)
 
