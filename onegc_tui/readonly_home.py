@@ -8,20 +8,31 @@ Where it cannot, the store is a copy in memory: ``onegc.db`` read as it is on di
 ``immutable``: SQLite then makes no ``-wal``/``-shm`` beside it, which a read-only folder would
 refuse), then caught up with the session folders, which are the source of truth, so the view is
 as complete as with a writable home. Nothing is written: not the store, not the liveness marks (a
-session whose runner died shows its last recorded state). The commands that write (run, pause,
-abort, prepare, reindex, the monitor, which keeps the store up to date) still refuse such a home
-in one line naming what can be done (runner/wire/paths.py ``usable_home``).
+session whose runner died shows its last recorded state).
+
+``onegc monitor`` (and each ``--web`` tab's) browses such a home live, through
+:func:`private_store`: the same copy, made in a private temporary file instead of in memory, so
+that its several connections, its WAL and the ``data_version`` the dashboard follows work as on
+the home's own store; its live ingest reads the session folders into the copy as the sessions
+write them, and the copy is removed when the monitor ends. The monitor shows that it is a
+read-only view, and its keys that would write (pause, resume, abort, new session, export) say why
+not in one line. The commands that write (run, pause, abort, prepare, reindex) still refuse such
+a home in one line naming what can be done (runner/wire/paths.py ``usable_home``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from onegc_tui.store import DB_NAME, Store, StoreUnusable, _holds, unusable
-from onegc_tui.store.schema import SchemaTooNew, migrate
+from onegc_tui.store import DB_NAME, Store, StoreUnusable, _holds, redirect, unusable
+from onegc_tui.store.schema import migrate
 from runner.wire.paths import onegc_home, usable_home
 
 
@@ -40,6 +51,22 @@ def browsable_home() -> Path:
     return usable_home()
 
 
+def copy_store(db: Path, conn: sqlite3.Connection) -> None:
+    """``db`` as it is on disk into ``conn``, read-only (nothing where there is none). Opened
+    ``immutable``: SQLite makes no ``-wal``/``-shm`` beside it, which a read-only folder would
+    refuse; a StoreUnusable naming the file where SQLite cannot read it."""
+    if not db.exists():
+        return
+    try:
+        source = sqlite3.connect(f"file:{quote(str(db))}?mode=ro&immutable=1", uri=True)
+        try:
+            source.backup(conn)
+        finally:
+            source.close()
+    except sqlite3.Error as exc:
+        raise StoreUnusable(unusable(db, exc)) from None
+
+
 class MemoryCopy(Store):
     """A store in memory, copied from ``onegc.db`` read-only (or empty, where there is none)."""
 
@@ -47,20 +74,43 @@ class MemoryCopy(Store):
         self.path = db
         conn = sqlite3.connect(":memory:", check_same_thread=True)
         try:
-            if db.exists():
-                source = sqlite3.connect(f"file:{quote(str(db))}?mode=ro&immutable=1", uri=True)
-                try:
-                    source.backup(conn)
-                finally:
-                    source.close()
+            copy_store(db, conn)
             conn.create_function("holds", 2, _holds, deterministic=True)
             migrate(conn)
-        except (sqlite3.Error, SchemaTooNew) as exc:
+        except sqlite3.Error as exc:
             conn.close()
-            if isinstance(exc, SchemaTooNew):
-                raise
             raise StoreUnusable(unusable(db, exc)) from None
+        except BaseException:  # SchemaTooNew, or the copy's own StoreUnusable: as they are
+            conn.close()
+            raise
         self.conn = conn
+
+
+@contextmanager
+def private_store(home: Path) -> Iterator[bool]:
+    """Where ``home`` cannot be written, its store for this process is a private copy for as long
+    as this lasts: ``onegc.db`` copied read-only (:func:`copy_store`) into a file in a temporary
+    folder only this user can read (0700), which every :meth:`Store.open` of ``home`` opens
+    instead (:func:`onegc_tui.store.redirect`), removed at the end. Yields whether it is so:
+    True for a read-only view. Where the home can be written, nothing changes (False)."""
+    if writable(home):
+        yield False
+        return
+    folder = Path(tempfile.mkdtemp(prefix="onegc-monitor-"))
+    try:
+        copy = folder / DB_NAME
+        conn = sqlite3.connect(copy)
+        try:
+            copy_store(home / DB_NAME, conn)
+        finally:
+            conn.close()
+        redirect(home, copy)
+        try:
+            yield True
+        finally:
+            redirect(home, None)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def caught_up_store(home: Path) -> Store:

@@ -11,6 +11,11 @@ dashboard's table.
 Screens (keys): the dashboard; ``h`` history (agent × task matrix, paper beside it); ``d``/Enter
 session detail (replay on one budget-time axis); ``r`` side-by-side replay of marked sessions
 (space marks); ``n`` new session.
+
+``read_only``: a home this user cannot write (the CLI has redirected its store to a private copy,
+onegc_tui/readonly_home.py ``private_store``). The monitor is then a view: the sessions stream as
+ever, the header says so, and the keys that would write (pause, resume, abort, new session, the
+history's export) say why not in one line (host.py ``refused``).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from textual.widgets import Input
 from onegc_tui import monitor_data
 from onegc_tui.alerts import Alert, Alerts, Coalescer, Note
 from onegc_tui.app.gcpace import FullCollections, settle
-from onegc_tui.app.host import store_of
+from onegc_tui.app.host import refused, store_of
 from onegc_tui.app.screens.dashboard import DashboardScreen
 from onegc_tui.app.screens.help import HelpScreen, key_sections, pane_name
 from onegc_tui.app.screens.history import ALL, HistoryScreen, HistoryViews
@@ -97,11 +102,14 @@ class MonitorApp(App):
         """Something urgent arrived: flush now rather than at the next tick."""
 
     def __init__(self, home: Path, focus: str | None = None, live: bool = True, show_clock: bool = True,
-                 now=None):
+                 now=None, read_only: bool = False):
         super().__init__()
         self.show_clock = show_clock
         self.home = home
         self.live = live
+        self.read_only = read_only
+        if read_only:  # at a glance, on every screen: nothing here acts on the sessions
+            self.title = f"{self.TITLE} · read-only view of {home}"
         self.now = now or time.time  # injectable: snapshots freeze the countdowns
         self.running: set[str] = set()  # the running sessions: their countdowns move, the alerts watch them
         self._unchecked: set[str] = set()  # rows changed since the alerts last looked
@@ -132,7 +140,8 @@ class MonitorApp(App):
         # kept waiting behind a batch (Python's default switch interval is 5 ms)
         sys.setswitchinterval(GIL_SWITCH_S)
         if self.live:
-            self._ingest = LiveIngest(self.home, on_events=self._queue_events, on_error=self._queue_error)
+            self._ingest = LiveIngest(self.home, on_events=self._queue_events, on_error=self._queue_error,
+                                      read_only=self.read_only)
             self._ingest.start()
         # on a thread beside the first table (over 10 000 sessions, seconds of drawing): the history
         # matrix is ready before anyone can press h (after the first frame, h pressed the moment
@@ -349,7 +358,9 @@ class MonitorApp(App):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(key_sections(self.screen), pane_name(self.screen.focused)))
+        note = (f"A read-only view of {self.home}: this user cannot write it. The sessions stream as they run; "
+                "pause, resume, abort, new session and export say why not instead of acting.") if self.read_only else ""
+        self.push_screen(HelpScreen(key_sections(self.screen), pane_name(self.screen.focused), note=note))
 
     def get_system_commands(self, screen):
         """The palette's "Keys" opens the same help as ``?`` (Textual's panel did not close on Esc)."""
@@ -393,11 +404,14 @@ class MonitorApp(App):
                 self.dashboard.ask_for(ids[0])
                 self.notify(f"started {', '.join(ids)}")
 
+        if refused(self, "start a session"):
+            return
         if not isinstance(self.screen, NewSessionScreen):
             self.push_screen(NewSessionScreen(self.home), started)
 
 
 def make_app(home: Path, focus: str | None = None, live: bool = True, show_clock: bool = True,
-             now=None) -> MonitorApp:
-    """The one factory the CLI and the tests share (tests: ``live=False``, no clock, a fixed ``now``)."""
-    return MonitorApp(home, focus=focus, live=live, show_clock=show_clock, now=now)
+             now=None, read_only: bool = False) -> MonitorApp:
+    """The one factory the CLI and the tests share (tests: ``live=False``, no clock, a fixed ``now``;
+    ``read_only``: inside readonly_home ``private_store``, which says whether the home is)."""
+    return MonitorApp(home, focus=focus, live=live, show_clock=show_clock, now=now, read_only=read_only)

@@ -32,6 +32,7 @@ class MonitorHost(Protocol):
     history: HistoryData
     sub_title: str  # shown in the header beside the title: the selected session
     running: set[str]  # the running sessions (their countdowns move)
+    read_only: bool  # a home this user cannot write, watched through a private copy of its store (no key acts on it)
 
     def refresh_sessions(self) -> None:
         """Read the sessions rows changed since the last look, and hand them to the dashboard."""
@@ -40,6 +41,17 @@ class MonitorHost(Protocol):
 def host(node: DOMNode) -> MonitorHost:
     """``node.app``, as the monitor it is (every screen and widget of onegc runs in one)."""
     return cast("MonitorHost", node.app)
+
+
+def refused(node: DOMNode, what: str) -> bool:
+    """Where the monitor is a read-only view, True and one line saying why ``what`` (``abort
+    s1``) is not done and who can do it; False where it may go ahead."""
+    monitor = host(node)
+    if not monitor.read_only:
+        return False
+    node.app.notify(f"cannot {what}: {monitor.home} is read-only for this user, and this monitor only watches it; "
+                    "someone who can write there can", severity="warning", markup=False)
+    return True
 
 
 def store_of(node: DOMNode) -> Store:

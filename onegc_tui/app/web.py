@@ -39,9 +39,10 @@ def monitor_command(focus: str | None = None) -> str:
 
 class MonitorServer(Server):
     def __init__(self, home: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, focus: str | None = None,
-                 token: str | None = None):
+                 token: str | None = None, read_only: bool = False):
         super().__init__(monitor_command(focus), host=host, port=port, title="onegc monitor")
         self.home = home
+        self.read_only = read_only
         self.token = token or new_token()
 
     async def _make_app(self) -> web.Application:
@@ -66,7 +67,8 @@ class MonitorServer(Server):
         }
 
     async def on_startup(self, app: web.Application) -> None:
-        self.console.print(f"onegc monitor on {self.url} (sessions under {self.home}); Ctrl+C stops it.",
+        view = ", a read-only view: this user cannot write there" if self.read_only else ""
+        self.console.print(f"onegc monitor on {self.url} (sessions under {self.home}{view}); Ctrl+C stops it.",
                            soft_wrap=True, markup=False, highlight=False)
         if self.host in ("localhost", "127.0.0.1", "::1"):
             self.console.print(f"From another machine: ssh -L {self.port}:localhost:{self.port} THIS-HOST, "
@@ -74,7 +76,10 @@ class MonitorServer(Server):
                                markup=False, highlight=False)
 
 
-def serve(home: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, focus: str | None = None) -> None:
-    """Serve the monitor until Ctrl+C (or SIGTERM); every tab's monitor watches ``home``."""
+def serve(home: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, focus: str | None = None,
+          read_only: bool = False) -> None:
+    """Serve the monitor until Ctrl+C (or SIGTERM); every tab's monitor watches ``home`` (where
+    this user cannot write it, ``read_only``: each tab's is a read-only view, on a private copy of
+    the store of its own)."""
     os.environ["ONEGC_HOME"] = str(home.resolve())  # the tabs' monitors inherit it
-    MonitorServer(home, host, port, focus).serve()
+    MonitorServer(home, host, port, focus, read_only=read_only).serve()

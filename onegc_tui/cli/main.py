@@ -245,14 +245,20 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
               help="with --web: the address to bind; localhost is for an SSH tunnel (0.0.0.0 opens it to the network); "
                    "the printed URL carries the token every page and websocket needs")
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
-    """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser)."""
+    """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser). A home
+    this user can read but not write is watched as a read-only view, live, through a private copy
+    of its store (onegc_tui/readonly_home.py)."""
+    from onegc_tui.readonly_home import browsable_home, private_store
+
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
         from onegc_tui.app import make_app
         from onegc_tui.app.guard import check_store, run_monitor
 
-        check_store(usable_home())
-        run_monitor(make_app(usable_home(), focus=focus), describe=describe)
+        home = browsable_home()
+        with private_store(home) as read_only:
+            check_store(home)
+            run_monitor(make_app(home, focus=focus, read_only=read_only), describe=describe)
         return
     try:
         from onegc_tui.app.web import serve
@@ -260,9 +266,11 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
         raise OnegcError(f"--web needs textual-serve ({exc.name} is missing): pip install textual-serve") from None
     from onegc_tui.app.guard import check_store
 
-    check_store(usable_home())  # a damaged store: one line now, not a failure in every tab
+    home = browsable_home()
+    with private_store(home) as read_only:  # each tab's monitor makes its own (it is an 'onegc monitor')
+        check_store(home)  # a damaged store: one line now, not a failure in every tab
     try:
-        serve(usable_home(), host=host, port=port, focus=focus)
+        serve(home, host=host, port=port, focus=focus, read_only=read_only)
     except OSError as exc:
         raise OnegcError(f"cannot serve on {host}:{port}: {exc.strerror or exc}; pick another with --port") from None
 

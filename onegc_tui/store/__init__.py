@@ -145,6 +145,26 @@ class StoreUnusable(OnegcError):
     """``onegc.db`` cannot be opened or brought to this schema (the message names the fix)."""
 
 
+_instead: dict[Path, Path] = {}  # home -> the store this process opens for it (redirect)
+
+
+def redirect(home: Path, db: Path | None) -> None:
+    """From now on in this process, :meth:`Store.open` of ``home`` opens ``db`` instead of its
+    ``onegc.db`` (None: its own again). The monitor over a home it cannot write works so on a
+    private copy of the store (onegc_tui/readonly_home.py ``private_store``): every connection
+    it opens by home (the app's, the ingest thread's, each screen's worker) opens the copy."""
+    if db is None:
+        _instead.pop(home.resolve(), None)
+    else:
+        _instead[home.resolve()] = db
+
+
+def db_path(home: Path) -> Path:
+    """The store :meth:`Store.open` opens for ``home``: its ``onegc.db``, unless :func:`redirect`
+    sent it elsewhere."""
+    return _instead.get(home.resolve(), home / DB_NAME) if _instead else home / DB_NAME
+
+
 class Store:
     def __init__(self, path: Path):
         self.path = path
@@ -167,7 +187,7 @@ class Store:
 
     @classmethod
     def open(cls, home: Path) -> Store:
-        return cls(home / DB_NAME)
+        return cls(db_path(home))
 
     def close(self) -> None:
         self.conn.close()
@@ -638,4 +658,4 @@ class Store:
 
 
 __all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "SchemaTooNew", "Store", "StoreUnusable",
-           "contract_hash", "fts_query", "text_search", "unusable"]
+           "contract_hash", "db_path", "fts_query", "redirect", "text_search", "unusable"]

@@ -47,6 +47,9 @@ class Ingester:
     store: Store
     on_events: OnEvents | None = None
     on_error: Callable[[str], None] | None = None
+    # the home is only read (a monitor's read-only view): a session found dead is marked in the
+    # store, a private copy, and nothing is cleaned up after its runner (its folder, its cgroup)
+    read_only: bool = False
     _known: dict[str, SessionPaths] = field(default_factory=dict)
     _live: set[str] = field(default_factory=set)  # known and not ended: the ones looked at every poll
     _tails: dict[str, JsonlTail] = field(default_factory=dict)
@@ -304,7 +307,8 @@ class Ingester:
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
-                clean_up_after(self._known[sid])
+                if not self.read_only:
+                    clean_up_after(self._known[sid])
                 failed.append(sid)
         return failed
 

@@ -79,12 +79,16 @@ class LiveIngest:
     live session's file every ``POLL_S`` finds what grew (a little, at rest, waits up to
     ``HOLD_S`` for more), and a periodic rescan reads them all.
 
-    The store is opened on that thread (one connection per thread).
+    The store is opened on that thread (one connection per thread). ``read_only``: the home is only
+    read (the monitor's read-only view, whose store is a private copy): nothing is made or
+    cleaned up in it, and where it has no ``runs/`` yet the rescan alone finds the sessions.
     """
 
     def __init__(self, home: Path, on_events: OnEvents | None = None, on_error: Callable[[str], None] | None = None,
-                 on_sessions: Callable[[list[str]], None] | None = None, rescan_s: float = RESCAN_S, polling: bool | None = None):
+                 on_sessions: Callable[[list[str]], None] | None = None, rescan_s: float = RESCAN_S, polling: bool | None = None,
+                 read_only: bool = False):
         self.home = home
+        self.read_only = read_only
         self.on_events = on_events
         self.on_error = on_error
         self.on_sessions = on_sessions
@@ -105,13 +109,16 @@ class LiveIngest:
         from watchdog.observers import Observer
         from watchdog.observers.polling import PollingObserver
 
-        (self.home / "runs").mkdir(parents=True, exist_ok=True)
-        observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
-        # only writes and new files: the kernel then never reports our own reads to us
-        observer.schedule(_Dirty(self._mark),  # type: ignore[arg-type]  # its dispatch is all watchdog calls
-                          str(self.home / "runs"), recursive=True, event_filter=_appear_events())
-        observer.start()
-        self._observer = observer
+        runs = self.home / "runs"
+        if not self.read_only:
+            runs.mkdir(parents=True, exist_ok=True)
+        if runs.is_dir():
+            observer = PollingObserver(timeout=POLL_INTERVAL_S) if self.polling else Observer()
+            # only writes and new files: the kernel then never reports our own reads to us
+            observer.schedule(_Dirty(self._mark),  # type: ignore[arg-type]  # its dispatch is all watchdog calls
+                              str(runs), recursive=True, event_filter=_appear_events())
+            observer.start()
+            self._observer = observer
         self._thread.start()
 
     def stop(self) -> None:
@@ -143,7 +150,7 @@ class LiveIngest:
                         ingester._error(f"ingesting {sid} failed: {type(exc).__name__}: {exc}")
         except sqlite3.Error as exc:  # the commit: nothing is shown, and the lines are read again
             ingester.discard()
-            ingester._error(f"writing {self.home / 'onegc.db'} failed: {exc}")
+            ingester._error(f"writing {store.path} failed: {exc}")
         else:
             ingester.deliver()
         return read
@@ -154,7 +161,7 @@ class LiveIngest:
         except (OSError, AttributeError):
             pass
         store = Store.open(self.home)
-        ingester = Ingester(self.home, store, self.on_events, self.on_error)
+        ingester = Ingester(self.home, store, self.on_events, self.on_error, read_only=self.read_only)
         last_full = 0.0
         read = 0  # events the last look read
         held_since: float | None = None  # when a look first left a little unread (at rest)

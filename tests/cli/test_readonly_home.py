@@ -70,4 +70,4 @@ def test_commands_that_write_say_why_not(readonly_home, argv):
     assert r.exit_code == 2, r.output
     (line,) = r.output.strip().splitlines()
     assert f"ONEGC_HOME={readonly_home} is not writable by this user, and this command writes there" in line
-    assert "'onegc tasks', 'sessions', 'history' and 'study status' only read it" in line
+    assert "'onegc tasks', 'sessions', 'history', 'study status' and 'monitor' only read it" in line

@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from onegc_tui.app.gcpace import settle
-from onegc_tui.app.host import host, store_of
+from onegc_tui.app.host import host, refused, store_of
 from onegc_tui.app.screens.confirm import ConfirmScreen
 from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
@@ -175,9 +175,11 @@ class DashboardScreen(SteadyScreen):
         order = f"sorted by {table.sort_by} {sort_arrow(table.sort_by, table.sort_reverse)}"
         marks = f" · {len(self.marked)} marked for replay" if self.marked else ""
         shown = f" · filter “{table.filter_text}”: {len(table.order)} shown" if table.row_filter else ""
+        runs = host(self).home / "runs"
+        none = (f"No sessions under {runs} yet: they show here as they start (a read-only view)." if host(self).read_only
+                else f"No sessions under {runs} yet: press n, or run 'onegc demo' or 'onegc run'.")
         summary = (f"{count(len(rows), 'session')} · {len(host(self).running)} running · {n_paused} paused{shown} · "
-                   f"{order}{marks}" if rows else
-                   f"No sessions under {host(self).home / 'runs'} yet: press n, or run 'onegc demo' or 'onegc run'.")
+                   f"{order}{marks}" if rows else none)
         if summary != self._summary:  # an update relayouts the screen: only when the text changes
             self._summary = summary
             self.query_one("#summary", Static).update(summary, layout=False)
@@ -294,6 +296,8 @@ class DashboardScreen(SteadyScreen):
             self.notify(f"{sid} is {state}: nothing to pause", severity="warning")
             return
         action: Action = "resume" if state == "paused" else "pause"
+        if refused(self, f"{action} {sid}"):
+            return
         request(paths, action, source="monitor")
         self.notify(f"{action} requested for {sid}")
 
@@ -303,6 +307,8 @@ class DashboardScreen(SteadyScreen):
             return
         if self.rows[sid]["state"] in ("ended", "failed", "queued"):
             self.notify(f"{sid} is not running", severity="warning")
+            return
+        if refused(self, f"abort {sid}"):
             return
 
         def confirmed(yes: bool | None) -> None:

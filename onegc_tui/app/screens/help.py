@@ -7,7 +7,7 @@ from what the keys do. Esc, ``?`` or ``q`` closes it.
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -71,9 +71,9 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", show=False)]
     help_name = "Help"
 
-    def __init__(self, sections: list[Section], focus_name: str, legend: bool = True):
+    def __init__(self, sections: list[Section], focus_name: str, legend: bool = True, note: str = ""):
         super().__init__()
-        self.sections, self.focus_name, self.legend = sections, focus_name, legend
+        self.sections, self.focus_name, self.legend, self.note = sections, focus_name, legend, note
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
@@ -87,7 +87,9 @@ class HelpScreen(ModalScreen[None]):
 
     def body(self) -> Group:
         """The keys and the legend, as one renderable."""
-        parts = []
+        parts: list[RenderableType] = []
+        if self.note:  # the monitor's own caveat (a read-only view), before the keys it is about
+            parts += [Text(self.note, style="bold yellow"), Text("")]
         for title, entries in self.sections:
             table = Table.grid(padding=(0, 2))
             table.add_column(style="bold", min_width=8, no_wrap=True)
@@ -111,4 +113,4 @@ class HelpScreen(ModalScreen[None]):
             states.add_row(Text("⚠ id", style="bold yellow"), Text("before a session id: it ran --unsealed, or some of its "
                                                                  "scores carry integrity flags (the detail screen says which)"))
             parts += [Text("Session states", style="bold underline"), states]
-        return Group(*parts)  # type: ignore[arg-type]  # Text and Table are renderables: rich types them loosely
+        return Group(*parts)

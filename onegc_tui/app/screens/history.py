@@ -34,7 +34,7 @@ from onegc_tui.analysis import (
     split_demo,
     task_sort_key,
 )
-from onegc_tui.app.host import host, store_of
+from onegc_tui.app.host import host, refused, store_of
 from onegc_tui.app.safe import plain
 from onegc_tui.app.screens.history_layout import BOTTOM_ROWS, bottom_rows
 from onegc_tui.app.screens.scrolling import SteadyScreen
@@ -404,6 +404,8 @@ class HistoryScreen(SteadyScreen):
         if self.matrix is None:
             return
         out = Path(host(self).home) / "exports"
+        if refused(self, f"export the history to {out}"):
+            return
         out.mkdir(exist_ok=True)
         name = (self.study or "all").replace("/", "_")
         for fmt, ext in (("md", "md"), ("csv", "csv"), ("latex", "tex"), ("json", "json")):
