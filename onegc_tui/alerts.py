@@ -104,8 +104,10 @@ def merge(alerts: list[Alert], selected: str | None = None) -> Note:
 class Alerts:
     """Which live events and states deserve a notification, each at most once.
 
-    ``feed`` sees every newly ingested event; ``check`` runs on a clock over the summary rows for
-    what no single event says: 10 % of the budget left, a stall, a runner that died."""
+    ``feed`` sees every new event once, as the store has it (whoever ingested it: the monitor reads
+    them from SQLite, onegc_tui/app/app.py); ``active`` is a transcript line's part of that, by its
+    time alone; ``check`` runs on a clock over the summary rows for what no single event says: 10 %
+    of the budget left, a stall, a runner that died."""
 
     def __init__(self, stall_s: float = STALL_S, direction: Callable[[str], Direction] = lambda sid: "higher"):
         self.stall_s = stall_s
@@ -121,6 +123,10 @@ class Alerts:
         if last_activity is not None:
             self.activity[sid] = max(self.activity.get(sid, 0.0), last_activity)
         self.training[sid] = set(training_pids)
+
+    def active(self, sid: str, ts: float) -> None:
+        """The session did something at ``ts`` (a transcript line: no need to read it)."""
+        self._active(sid, ts)
 
     def _active(self, sid: str, ts: float) -> None:
         self.activity[sid] = max(self.activity.get(sid, 0.0), ts)

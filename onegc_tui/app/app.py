@@ -4,9 +4,11 @@ a score plot for the selected one), as Textualize's toolong does.
 
 Threads only fetch: the ingest thread (watchdog + SQLite writes) queues new events, and the
 app drains the queue on a clock (``FLUSH_HZ``), with an immediate wake for checkpoint and
-control events: alerts become notifications, and the dashboard draws the batch. Once a second
-the app reads the sessions rows changed in the store since its last look and hands them to the
-dashboard's table.
+control events. Everything shown is read from the store, whoever ingested it (this monitor,
+another one, a browser tab's, ``onegc sessions``; issue 29): each beat the dashboard's panes read
+what the selected session gained; once a second the app reads the sessions rows changed since
+its last look, hands them to the dashboard's table, and feeds the events those sessions gained to
+the alerts, which become notifications. This process's own queue only says when to look sooner.
 
 Screens (keys): the dashboard; ``h`` history (agent × task matrix, paper beside it); ``d``/Enter
 session detail (replay on one budget-time axis); ``r`` side-by-side replay of marked sessions
@@ -48,7 +50,7 @@ from onegc_tui.app.widgets.sessions import SessionsTable
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from onegc_tui.store.live import LiveIngest
-from runner.wire.events import Event
+from runner.wire.events import Event, parse_event
 from runner.wire.textsafe import safe_text
 from tasks import direction_of
 
@@ -56,6 +58,7 @@ GIL_SWITCH_S = 0.001
 FLUSH_HZ = 5  # drain new events into the panes this often: CPU follows frames, not lines (../shared/PERFORMANCE.md);
 # each drain redraws the transcript pane, and at 10 Hz that was a third of the streaming monitor's CPU
 MAX_PENDING = 20_000  # events buffered between flushes before the oldest are dropped from view
+ALERT_READ_MAX = 5_000  # events of one session the alerts read per look (a backlog is read over a few)
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}
 BOX_ACTIONS = {"filter_sessions", "search"}  # priority keys that open a text box
 NOTE_TIMEOUT_S = {"information": 5, "warning": 8, "error": 10}
@@ -113,6 +116,8 @@ class MonitorApp(App):
         self.now = now or time.time  # injectable: snapshots freeze the countdowns
         self.running: set[str] = set()  # the running sessions: their countdowns move, the alerts watch them
         self._unchecked: set[str] = set()  # rows changed since the alerts last looked
+        self._alerted: dict[str, int] = {}  # per session, the seq up to which the alerts have read the store
+        self._opened = False  # the first read of the sessions is done: a session seen later is new
         self.alerts = Alerts(direction=lambda sid: direction_of(self.rows.get(sid, {}).get("task")))
         self.coalescer = Coalescer()
         self.history = HistoryViews(home)  # the history screen's data; dropped when sessions start or end
@@ -201,11 +206,9 @@ class MonitorApp(App):
         if not batch:
             return
         self._gc.fed(time.monotonic(), len(batch))
-        self._notify([alert for sid, e in batch for alert in self.alerts.feed(sid, e)])
-        if any(e.type in ("session_started", "session_ended", "budget", "checkpoint_scored") for _, e in batch):
-            self.refresh_sessions()
-        if any(e.type in ("session_started", "session_ended") for _, e in batch):
-            self.history.invalidate()
+        if any(e.type in ("session_started", "session_ended", "budget", "checkpoint_scored", "warning")
+               for _, e in batch):
+            self.refresh_sessions()  # now rather than at the next second: the table and the alerts
 
     # the dashboard's, read through (tests and the alerts use them)
     @property
@@ -246,10 +249,37 @@ class MonitorApp(App):
                 self._rev = max(self._rev, row["rev"])
         moving = [sid for sid in self.running if sid not in changed]  # their countdowns
         shown = self.rows
+        if any(sid not in shown or shown[sid]["state"] != row["state"] for sid, row in changed.items()):
+            self.history.invalidate()  # a session started or ended: the matrix is computed again when asked
         for sid, row in changed.items():
             self._track(sid, row, first=sid not in shown)
+        self._notify([alert for sid, row in changed.items() for alert in self._alerts_from_store(sid, row)])
+        self._opened = True
         self._unchecked.update(changed)
         self.dashboard.show_sessions(changed, moving, caught_up)
+
+    def _alerts_from_store(self, sid: str, row: dict) -> list[Alert]:
+        """What the session's new events in the store say (a new best, a failed score, a blocked
+        connection, the end), whoever ingested them: every monitor on a home notifies, not only
+        the one whose ingest happened to read the line."""
+        after = self._alerted.get(sid, 0)
+        if (row.get("last_seq") or 0) <= after:
+            return []
+        out: list[Alert] = []
+        rows = store_queries.events_for_alerts(store_of(self), sid, after, ALERT_READ_MAX)
+        for _seq, ts, kind, data in rows:
+            if data is None:
+                if kind == "transcript":
+                    self.alerts.active(sid, ts)
+                continue
+            try:
+                event = parse_event(data)
+            except ValueError:  # the store holds what the ingest validated; a row it did not is no alert
+                continue
+            out += self.alerts.feed(sid, event)
+        if rows:
+            self._alerted[sid] = rows[-1][0]
+        return out
 
     _rev = 0  # the newest sessions-row revision read
 
@@ -262,6 +292,10 @@ class MonitorApp(App):
             self.running.discard(sid)
 
     def _first_sight(self, sid: str, row: dict) -> None:
+        if not self._opened:  # there when the monitor opened: its past is no news (its best is the one to beat)
+            self._alerted[sid] = row.get("last_seq") or 0
+            if row.get("best_live") is not None:
+                self.alerts.best[sid] = row["best_live"]
         if row["state"] in ("running", "paused"):
             last, alive = monitor_data.activity(store_of(self), sid)
             self.alerts.seed(sid, last, alive)

@@ -213,17 +213,18 @@ async def test_the_focused_pane_is_marked(crowd):
 # ---------------------------------------------------------------------------- notifications
 
 
-async def test_a_burst_of_new_bests_is_one_notification_with_the_selected_session_first(crowd):
+async def test_a_burst_of_new_bests_is_one_notification_with_the_selected_session_first(tmp_path):
     from runner.wire.events import CheckpointScored
 
-    app = crowd_app(crowd)
+    home = build_crowd(tmp_path / "home")  # its own: the events below would change the module's crowd
+    app = crowd_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         others = [sid for sid in app.table.order[1:8]]
-        for i, sid in enumerate([*others, CROWD_RUNNING]):
-            app._queue_events(sid, [CheckpointScored(session_id=sid, seq=900 + i, ts=T0, name="run_9-1", value=0.99,
-                                                     metric="val_acc", split="val", budget_elapsed_s=30.0)])
-        app.flush()
+        for i, sid in enumerate([*others, CROWD_RUNNING]):  # ingested by another process: read from the store
+            add_events(home, sid, [CheckpointScored(session_id=sid, seq=900 + i, ts=T0, name="run_9-1", value=0.99,
+                                                    metric="val_acc", split="val", budget_elapsed_s=30.0)])
+        app.refresh_sessions()
         await pilot.pause()
         bests = [n for n in app._notifications if "new best" in n.message]
         assert len(bests) == 1

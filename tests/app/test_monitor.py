@@ -143,7 +143,8 @@ async def test_live_events_raise_notifications(app_home):
         add_events(app_home, "b-paused", [  # ingested elsewhere: the panes read them from the store
             Warning_(session_id="b-paused", seq=100, ts=1.0, code="network_blocked", message="connect to pypi.org:443"),
             CheckpointScored(session_id="b-paused", seq=101, ts=2.0, name="run_2-1", value=0.71, metric="val_acc",
-                             split="val", budget_elapsed_s=65.0)], on_events=app._queue_events)
+                             split="val", budget_elapsed_s=65.0)])  # not by this app: it reads the store
+        app.refresh_sessions()  # its once-a-second look (no wake: its own ingest read nothing)
         app.flush()
         await pilot.pause()
         messages = [n.message for n in app._notifications]
@@ -151,6 +152,27 @@ async def test_live_events_raise_notifications(app_home):
         assert any("new best, run_2-1 scored 0.7100" in m for m in messages)
         log = app.query_one("#transcript-log", Log)
         assert any("network_blocked" in line for line in log.lines)
+        app.refresh_sessions()
+        assert sum("new best, run_2-1" in n.message for n in app._notifications) == 1  # each event once
+
+
+async def test_every_monitor_notifies_the_end_of_a_session_another_one_ingested(app_home):
+    """Issue 29: alerts came from this process's own ingest, so of two monitors on one home only
+    the one that read the line said that a session ended."""
+    from runner.wire.events import SessionEnded
+
+    app = make_app(app_home, focus="b-paused", live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        before = {n.message for n in app._notifications}
+        add_events(app_home, "b-paused", [SessionEnded(session_id="b-paused", seq=200, ts=3.0, reason="aborted",
+                                                       detail="aborted by the operator", active_s=10.0, wall_s=12.0,
+                                                       paused_s=0.0)])
+        app.refresh_sessions()
+        await pilot.pause()
+        new = [n.message for n in app._notifications if n.message not in before]
+        assert any(m.startswith("b-paused: aborted") for m in new), new
+        assert app.rows["b-paused"]["state"] == "ended"
 
 
 async def test_focus_goes_to_the_session_asked_for_even_when_it_appears_late(app_home, tmp_path):
