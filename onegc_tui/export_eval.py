@@ -148,7 +148,8 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
                             input_tokens_cache_read=row.get("cache_read") or None,
                             input_tokens_cache_write=row.get("cache_write") or None,
                             total_cost=s.cost_usd)
-    prompt = f"{spec.title if spec else o.task}: {o.budget_s / 60:g} minutes of active budget"
+    minutes = o.budget_s / 60
+    prompt = f"{spec.title if spec else o.task}: {minutes:g} minute{'' if minutes == 1 else 's'} of active budget"
     return log.EvalSample(
         id=o.session_id, epoch=1, input=prompt, target="", scores=scores or None, events=events,
         model_usage={o.model or model: usage}, started_at=_iso(start), completed_at=_iso(end),

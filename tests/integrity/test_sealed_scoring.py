@@ -155,7 +155,7 @@ def test_forged_answers_fail_only_their_own_checkpoint_and_the_session_goes_on(h
     in the official phase; NaN predictions are the task's error; a well-formed answer is just
     predictions; the honest checkpoint after them is scored, and the session ends in order."""
     attacks = [*FORGED_INVALID, "nan", "forged_zeros", "hang"]
-    # the hanging one takes the task's eval timeout (60 s) live and again in the official phase
+    # the hanging one takes the task's eval timeout (t0: 20 s) live and again in the official phase
     paths, ended, live, official = run_attack(home, "forged", ",".join(attacks), budget_s=240, wait_s=420)
     assert ended["reason"] == "completed", ended  # never a harness error a study would retry
     result = json.loads(paths.result.read_text())
