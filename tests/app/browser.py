@@ -13,7 +13,9 @@ import asyncio
 import base64
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -58,10 +60,13 @@ class Browser:
 
         exe = find_chromium()
         assert exe, "no Chromium"
-        self._profile = tempfile.TemporaryDirectory(prefix="onegc-chromium-")
+        # Chromium's helpers (renderer, GPU, crashpad) can still be writing the profile as it is
+        # removed: they are killed with their group first, and what they wrote meanwhile is no error
+        self._profile = tempfile.TemporaryDirectory(prefix="onegc-chromium-", ignore_cleanup_errors=True)
         self.proc = subprocess.Popen([exe, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile.name}",
                                       "--remote-debugging-port=0", f"--window-size={self.width},{self.height}",
-                                      "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                      "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
         port_file = Path(self._profile.name) / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
@@ -85,6 +90,11 @@ class Browser:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its helpers, which outlive it for a moment
+        except ProcessLookupError:
+            pass
         self._profile.cleanup()
 
     async def call(self, method: str, **params):
