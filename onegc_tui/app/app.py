@@ -249,8 +249,10 @@ class MonitorApp(App):
                 self._rev = max(self._rev, row["rev"])
         moving = [sid for sid in self.running if sid not in changed]  # their countdowns
         shown = self.rows
-        if any(sid not in shown or shown[sid]["state"] != row["state"] for sid, row in changed.items()):
-            self.history.invalidate()  # a session started or ended: the matrix is computed again when asked
+        if self._opened and any(sid not in shown or shown[sid]["state"] != row["state"] for sid, row in changed.items()):
+            # a session appeared, started or ended since the first read: the matrix is computed again
+            # when asked (not at the first read: the history prefetched from the start is current)
+            self.history.invalidate()
         for sid, row in changed.items():
             self._track(sid, row, first=sid not in shown)
         self._notify([alert for sid, row in changed.items() for alert in self._alerts_from_store(sid, row)])

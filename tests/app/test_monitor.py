@@ -269,3 +269,27 @@ async def test_an_empty_home_says_how_to_start_a_session(tmp_path):
         await pilot.pause()
         summary = str(app.query_one("#summary").render())
         assert f"No sessions under {home / 'runs'} yet" in summary and "onegc demo" in summary
+
+
+async def test_the_history_prefetched_at_start_survives_the_first_read_of_the_sessions(app_home):
+    """The matrix is computed from the start, on a thread, so that the first ``h`` is instant (over
+    100 000 sessions it takes ~1.5 s); the first read of the sessions table must not drop it as if
+    every session had just appeared (it did: the first h over 100 000 sessions waited 2.4 s)."""
+    import time
+
+    from onegc_tui.app.screens.history import ALL
+
+    app = make_app(app_home, live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 30
+        while not app.history.ready(ALL, None) and time.monotonic() < deadline:
+            await pilot.pause(0.1)
+        assert app.history.ready(ALL, None), "the prefetched history was dropped"
+        app.tick()
+        assert app.history.ready(ALL, None)
+        from runner.wire.events import SessionEnded
+
+        add_events(app_home, "b-paused", [SessionEnded(session_id="b-paused", seq=300, ts=3.0, reason="aborted",
+                                                       active_s=10.0, wall_s=12.0, paused_s=0.0)])
+        app.refresh_sessions()
+        assert not app.history.ready(ALL, None)  # a session ended since: computed again when asked
