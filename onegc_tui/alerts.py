@@ -125,22 +125,19 @@ class Alerts:
         self.training[sid] = set(training_pids)
 
     def active(self, sid: str, ts: float) -> None:
-        """The session did something at ``ts`` (a transcript line: no need to read it)."""
-        self._active(sid, ts)
-
-    def _active(self, sid: str, ts: float) -> None:
+        """The session did something at ``ts`` (a transcript line is this and no more)."""
         self.activity[sid] = max(self.activity.get(sid, 0.0), ts)
         self.stall_sent.discard(sid)
 
     def feed(self, sid: str, e: Event) -> list[Alert]:
         if e.type == "transcript" or e.type == "gpu" and e.util_pct > BUSY_UTIL_PCT:
-            self._active(sid, e.ts)
+            self.active(sid, e.ts)
         elif e.type == "process" and e.training:
             pids = self.training.setdefault(sid, set())
             (pids.add if e.action == "started" else pids.discard)(e.pid)
-            self._active(sid, e.ts)
+            self.active(sid, e.ts)
         elif e.type == "session_started":
-            self._active(sid, e.ts)
+            self.active(sid, e.ts)
         elif e.type == "checkpoint_scored" and not e.official:
             if e.error:
                 return [Alert(sid, f"{sid}: {e.name} failed scoring: {e.error}", "error", "score_failed")]

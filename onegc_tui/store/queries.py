@@ -127,14 +127,15 @@ def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int
 ALERT_EVENT_TYPES = ("gpu", "process", "session_started", "checkpoint_scored", "warning", "session_ended")
 
 
+_ALERTS_SQL = (f"SELECT seq, ts, type, CASE WHEN type IN ({','.join(repr(t) for t in ALERT_EVENT_TYPES)}) THEN data END"
+               " FROM events WHERE session_id=? AND seq>? ORDER BY seq LIMIT ?")
+
+
 def events_for_alerts(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int, float, str, str | None]]:
     """``(seq, ts, type, JSON)`` of a session's events after ``seq``, oldest first, at most
     ``limit``; the JSON only for :data:`ALERT_EVENT_TYPES` (a transcript line's time is all its
     alert needs, and it is most of a stream)."""
-    kinds = ",".join(f"'{t}'" for t in ALERT_EVENT_TYPES)
-    return store.conn.execute(
-        f"SELECT seq, ts, type, CASE WHEN type IN ({kinds}) THEN data END FROM events"
-        " WHERE session_id=? AND seq>? ORDER BY seq LIMIT ?", (sid, seq, limit)).fetchall()
+    return store.conn.execute(_ALERTS_SQL, (sid, seq, limit)).fetchall()
 
 
 def event_json(store: Store, sid: str, seq: int) -> dict | None:
