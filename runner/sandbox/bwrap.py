@@ -244,8 +244,10 @@ def wrap(plan: SandboxPlan, argv: list[str], bwrap: str) -> list[str]:
         args += ["--unshare-user", "--uid", str(inner), "--gid", str(inner)]
         if plan.inner_root:
             args += ["--cap-add", "ALL"]  # within its own user namespace only
-    else:  # privileged bubblewrap: the init keeps only what it needs to give up root
-        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:  # privileged bubblewrap: the init keeps only what it needs to give up root, and CAP_KILL
+        # to forward the runner's signals to the agent, another uid (it signals nothing beyond its
+        # own PID namespace, which holds only the agent's tree; runner/sandbox/nsinit.py)
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
     trees: list[Path] = []
     for name in SYSTEM_PATHS:
         path = Path(name)

@@ -12,10 +12,13 @@ With ``--uid``/``--gid`` (the sandbox of a runner that is root, runner/sandbox/b
 process gives up root for good before it runs anything: no supplementary groups, real,
 effective and saved ids ``U``/``G`` (which clears every capability), then a user namespace of
 its own in which it is ``N`` (default 1000) and nothing else is mapped. This init stays uid 0
-but drops every capability once the agent is forked: the agent (another uid, no capabilities)
-can neither signal nor trace it, while bubblewrap, whose parent-death signal ties this init to
-the runner, still may (a signal to another uid would need CAP_KILL, which bubblewrap has
-dropped: an init that changed its own uid would outlive a runner killed with -9).
+but drops every capability but CAP_KILL once the agent is forked: the agent (another uid, no
+capabilities) can neither signal nor trace it, while bubblewrap, whose parent-death signal ties
+this init to the runner, still may (a signal to another uid would need CAP_KILL, which bubblewrap
+has dropped: an init that changed its own uid would outlive a runner killed with -9). CAP_KILL
+is what lets this init forward a signal to the agent, another uid: without it every forward
+failed (EPERM) and took the init down with a traceback. A forward that fails all the same is
+dropped, never fatal: the runner stops the tree through its cgroup either way.
 """
 
 import ctypes
@@ -54,10 +57,17 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def drop_capabilities() -> None:
-    """Empty effective, permitted and inheritable sets, keeping the uid (capset(2), version 3)."""
+CAP_KILL = 5  # linux/capability.h
+
+
+def drop_capabilities(keep: tuple[int, ...] = ()) -> None:
+    """Empty effective, permitted and inheritable sets but for ``keep`` (capability numbers),
+    keeping the uid (capset(2), version 3: two 32-bit words per set)."""
     header = _CapHeader(0x20080522, 0)
     data = (_CapData * 2)()
+    for cap in keep:
+        data[cap // 32].effective |= 1 << (cap % 32)
+        data[cap // 32].permitted |= 1 << (cap % 32)
     _check(_libc().capset(ctypes.byref(header), data), "capset")
 
 
@@ -104,12 +114,12 @@ def main() -> int:
             print(f"nsinit: cannot run {argv[0]}: {exc}", file=sys.stderr)
             os._exit(127)
     if "uid" in opts:
-        drop_capabilities()
+        drop_capabilities(keep=(CAP_KILL,))  # to forward signals to the agent, which is another uid
 
     def forward(signum, _frame):
         try:
             os.kill(child, signum)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):  # gone, or not ours to signal: never fatal to the init
             pass
 
     for sig in FORWARDED:

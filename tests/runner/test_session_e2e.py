@@ -167,6 +167,32 @@ def test_deadline_ends_an_agent_that_ignores_sigint_and_sigterm(home, tmp_path):
     assert result["value"] is None and result["failure"] == "no checkpoint was saved"
 
 
+GRACEFUL_AGENT = """
+import os, signal, sys, time
+def done(signum, _frame):
+    print(f"got {signal.Signals(signum).name} as uid {os.getuid()}", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGINT, done)
+print("waiting for the deadline", flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+def test_the_deadlines_sigint_reaches_a_sealed_agent_through_its_init(home, tmp_path):
+    """The sandbox's init (runner/sandbox/nsinit.py) forwards the runner's graceful SIGINT to the
+    agent, another uid where the runner is root: without CAP_KILL every forward failed with EPERM
+    and the init died with a traceback, so no agent ever saw it."""
+    cmd = write_agent(tmp_path, "graceful.py", GRACEFUL_AGENT)
+    paths = start_session(home, "sigint", agent="command", command=cmd, budget_s=4, grace_s=10)
+    ended = wait_event(paths, "session_ended", timeout=60)
+    said = [e["text"] for e in events(paths) if e["type"] == "transcript" and e.get("text", "").startswith("got ")]
+    assert said and said[0].startswith("got SIGINT"), (said, ended)
+    assert ended["active_s"] < 4 + 10  # it ended on the SIGINT, not at the end of the grace
+    stderr = paths.root / "agent.stderr.log"
+    assert "Traceback" not in (stderr.read_text() if stderr.exists() else "")
+
+
 def test_kill_9_of_the_runner_takes_the_tree_down_and_ingest_marks_it_failed(home, tmp_path):
     cmd = write_agent(tmp_path, "busy_agent.py", BUSY_AGENT)
     paths = start_session(home, "k9", agent="command", command=cmd, budget_s=120)
