@@ -33,6 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from runner.wire.untrusted import clean
+
 INVALID_ANSWER = "invalid_answer"
 SELF_REPORTED = "self-reported: "
 MAX_PAYLOAD_BYTES = 4 << 30  # the worker's own bound (score_worker.MAX_PREDICTION_BYTES)
@@ -62,8 +64,9 @@ class Header:
 
 
 def text(value: Any, limit: int = MAX_TEXT) -> str:
-    """A bounded, printable one-liner from whatever ``value`` is."""
-    return _UNPRINTABLE.sub(" ", str(value))[:limit]
+    """A bounded, printable, recordable one-liner from whatever ``value`` is (a lone surrogate,
+    which the child's JSON can carry as ``"\\ud800"``, becomes U+FFFD: runner/wire/untrusted.py)."""
+    return clean(_UNPRINTABLE.sub(" ", str(value)[:limit]), limit)
 
 
 def payload_size(message: Any, limit: int = MAX_PAYLOAD_BYTES) -> int:

@@ -108,7 +108,13 @@ class EventWriter:
         from runner.wire.events import EVENT_TYPES, dump_event
 
         event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **fields)
-        line = dump_event(event).encode() + b"\n"
+        try:
+            line = dump_event(event).encode() + b"\n"
+        except ValueError:  # a lone surrogate that a boundary let through (runner/wire/untrusted.py)
+            from runner.wire.untrusted import recordable
+
+            event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **recordable(fields))
+            line = dump_event(event).encode() + b"\n"
         if self._held is None:
             try:
                 self._end = append_whole(self._fd, line, self.path, self._end)
