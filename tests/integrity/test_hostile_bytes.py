@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import events, start_session, wait_event
+from tests.helpers import events, start_session, wait_event
 from tests.integrity import hostile_bytes
 
 pytestmark = pytest.mark.slow
