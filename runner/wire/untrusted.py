@@ -57,7 +57,9 @@ def cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     mark = f"… [+{len(text) - limit} chars]"
-    return text[: max(0, limit - len(mark))] + mark
+    if len(mark) >= limit:  # no room to say so
+        return text[:limit]
+    return text[: limit - len(mark)] + mark
 
 
 def shown(value: object, limit: int = 120) -> str:
@@ -70,7 +72,10 @@ def shown(value: object, limit: int = 120) -> str:
 def file_name(name: str | bytes) -> str:
     """A name read from a folder the agent writes, as text; :class:`Untrusted` when it is not
     valid UTF-8 or is longer than a file name can be."""
-    raw = os.fsencode(name)
+    try:
+        raw = os.fsencode(name)
+    except UnicodeEncodeError:  # a surrogate no file system gave: not a name
+        raise Untrusted(f"a file name that is not valid UTF-8 ({shown(name, 80)})") from None
     if len(raw) > NAME_LIMIT:
         raise Untrusted(f"a file name of {len(raw)} bytes (at most {NAME_LIMIT})")
     try:
