@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from onegc_tui.analysis import SessionOutcome, build_matrix, measured_baselines
-from onegc_tui.export import render_matrix
+from onegc_tui.results.analysis import SessionOutcome, build_matrix, measured_baselines
+from onegc_tui.results.export import render_matrix
 from tasks import get_task
 
 

@@ -30,10 +30,10 @@ from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.panes import BudgetPane, CheckpointsPane, GpuPane
 from onegc_tui.app.widgets.sessions import SessionsTable
 from onegc_tui.app.widgets.transcript import TranscriptLog, TranscriptPane
-from onegc_tui.format import count
-from onegc_tui.sessions_view import FILTER_HELP, sort_arrow, sort_key
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
+from onegc_tui.views.format import count
+from onegc_tui.views.sessions_view import FILTER_HELP, sort_arrow, sort_key
 from runner.wire.control import Action, request
 from runner.wire.events import Event, parse_event
 from runner.wire.paths import SessionPaths

@@ -22,10 +22,10 @@ from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
 from onegc_tui.app.screens.scrolling import GrowsInPlace
-from onegc_tui.monitor_data import pane_entries
-from onegc_tui.sessions_view import ELLIPSIS
 from onegc_tui.store import Store
-from onegc_tui.transcript_view import FILTERS, event_line, event_matches, search_words
+from onegc_tui.views.monitor_data import pane_entries
+from onegc_tui.views.sessions_view import ELLIPSIS
+from onegc_tui.views.transcript_view import FILTERS, event_line, event_matches, search_words
 from runner.wire.events import Event
 from runner.wire.textsafe import safe_text
 

@@ -1,6 +1,6 @@
 """A session's time ledger: where its wall-clock time went, and what the GPU did meanwhile.
 
-Agent time (from the transcript's timestamps, :func:`onegc_tui.analysis.activities_from_events`):
+Agent time (from the transcript's timestamps, :func:`onegc_tui.results.analysis.activities_from_events`):
 
 - ``model_s``: the agent waits for the model (no tool call open) — model generation, the
   network round trip to the API included;
@@ -11,7 +11,7 @@ Agent time (from the transcript's timestamps, :func:`onegc_tui.analysis.activiti
 
 Paused time wins over the agent's labels where they overlap, so the four add up to ``wall_s``.
 
-GPU time (from the GPU samples, :func:`onegc_tui.analysis.gpu_time_split`, GPU-seconds summed
+GPU time (from the GPU samples, :func:`onegc_tui.results.analysis.gpu_time_split`, GPU-seconds summed
 over the session's GPUs): ``gpu_busy_s``, ``gpu_idle_s`` and the idle time by cause
 (``idle_by``: paused, model_thinking, tool_running, no_training_process, unattributed, in
 that priority where causes overlap). ``gpu_unsampled_s`` is GPU time the samples do not cover
@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from onegc_tui.analysis import (  # the interval arithmetic of the GPU split, shared rather than copied
+from onegc_tui.results.analysis import (  # the interval arithmetic of the GPU split, shared rather than copied
     Activity,
     GpuSplit,
     _intersect,
@@ -33,7 +33,7 @@ from onegc_tui.analysis import (  # the interval arithmetic of the GPU split, sh
     _total,
     _union,
 )
-from onegc_tui.timeline import Timeline
+from onegc_tui.views.timeline import Timeline
 
 AGENT_PARTS = ("model_s", "tool_s", "paused_s", "other_s")
 PART_LABELS: Mapping[str, str] = {

@@ -1,4 +1,4 @@
-"""A session's budget-time axis (the countdown of the budget left: :mod:`onegc_tui.countdown`).
+"""A session's budget-time axis (the countdown of the budget left: :mod:`onegc_tui.views.countdown`).
 
 :class:`BudgetAxis` maps wall
 time onto budget time (active seconds, standing still while paused); :class:`Timeline` is one
@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from onegc_tui.analysis import Activity, AnytimeCurve, GpuSplit
+from onegc_tui.results.analysis import Activity, AnytimeCurve, GpuSplit
 from tasks import Direction
 
 

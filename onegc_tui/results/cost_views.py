@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from onegc_tui.analysis import SessionOutcome, relative_improvement, resolve_task, row_label
+from onegc_tui.results.analysis import SessionOutcome, relative_improvement, resolve_task, row_label
 
 PER_DOLLAR_LABEL = "mean relative improvement over the baseline per mean USD per session (failures' cost included)"
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from onegc_tui.analysis import GRID_POINTS, AnytimeBand, AnytimeCurve, anytime_band, relative_improvement
+from onegc_tui.results.analysis import GRID_POINTS, AnytimeBand, AnytimeCurve, anytime_band, relative_improvement
 from tasks import Direction, TaskSpec, better
 
 Scale = Literal["raw", "relative", "rebench"]

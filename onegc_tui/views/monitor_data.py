@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from onegc_tui.analysis import (
+from onegc_tui.results.analysis import (
     BUSY_UTIL_PCT,
     Activity,
     GpuSplit,
@@ -22,11 +22,11 @@ from onegc_tui.analysis import (
     anytime_curve,
     gpu_time_split,
 )
-from onegc_tui.analysis import measured_baselines as analysis_measured
+from onegc_tui.results.analysis import measured_baselines as analysis_measured
 from onegc_tui.store import Store
 from onegc_tui.store import queries as sql
-from onegc_tui.timeline import BudgetAxis, Timeline
-from onegc_tui.transcript_view import (
+from onegc_tui.views.timeline import BudgetAxis, Timeline
+from onegc_tui.views.transcript_view import (
     FILTER_KINDS,
     PANE_EVENT_TYPES,
     event_line,
