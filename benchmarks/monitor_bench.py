@@ -299,7 +299,7 @@ def build_history_store(home: Path, n_sessions: int, n_events: int) -> tuple[flo
 
 def history_direct(home: Path) -> list[float]:
     """The matrix alone: ``monitor_data.outcomes`` + ``build_matrix``, five times."""
-    from onegc_tui.results.analysis import build_matrix, paper_matrix
+    from onegc_tui.results.matrix import build_matrix, paper_matrix
     from onegc_tui.store import Store
     from onegc_tui.views import monitor_data
 

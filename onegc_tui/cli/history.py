@@ -31,8 +31,8 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
             noise_from: tuple[str, ...], at_minutes: float | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
-    from onegc_tui.results.analysis import build_matrix, split_demo
     from onegc_tui.results.export import render_history, sessions_csv
+    from onegc_tui.results.matrix import build_matrix, split_demo
     from onegc_tui.results.usage_table import session_usage, usage_rows, usage_table
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
     from onegc_tui.views import monitor_data

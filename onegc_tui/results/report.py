@@ -18,14 +18,15 @@ import html
 import time
 from collections.abc import Iterable, Sequence
 
-from onegc_tui.results.analysis import FRACTIONS, Matrix, build_matrix, paper_matrix, resolve_task, split_demo
-from onegc_tui.results.anytime import SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.results.cost_views import PER_DOLLAR_LABEL
 from onegc_tui.results.export import DECIMALS, cell_text
+from onegc_tui.results.matrix import Matrix, build_matrix, paper_matrix, split_demo
 from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
 from onegc_tui.results.study_data import StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
-from onegc_tui.results.time_ledger import PART_LABELS
+from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
+from onegc_tui.views.outcomes import resolve_task
+from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 

@@ -11,8 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onegc_tui.results.analysis import AnytimeCurve, SessionOutcome, resolve_task, row_label, task_sort_key
-from onegc_tui.results.anytime import (
+from onegc_tui.results.cost_views import CostCell, cost_cells
+from onegc_tui.results.matrix import row_label, task_sort_key
+from onegc_tui.results.paired import PairedComparison, study_comparisons
+from onegc_tui.store import Store
+from onegc_tui.store import queries as sql
+from onegc_tui.views import monitor_data
+from onegc_tui.views.anytime import (
+    AnytimeCurve,
     CheckpointScore,
     RepeatCurves,
     Scale,
@@ -21,12 +27,8 @@ from onegc_tui.results.anytime import (
     rescale_curve,
     score_at_budget,
 )
-from onegc_tui.results.cost_views import CostCell, cost_cells
-from onegc_tui.results.paired import PairedComparison, study_comparisons
-from onegc_tui.results.time_ledger import TimeLedger, time_ledger
-from onegc_tui.store import Store
-from onegc_tui.store import queries as sql
-from onegc_tui.views import monitor_data
+from onegc_tui.views.outcomes import SessionOutcome, resolve_task
+from onegc_tui.views.time_ledger import TimeLedger, time_ledger
 from onegc_tui.views.timeline import Timeline
 
 

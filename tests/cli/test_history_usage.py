@@ -6,8 +6,8 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
-from onegc_tui.results.analysis import SessionOutcome
 from onegc_tui.results.usage_table import usage_rows, usage_table
+from onegc_tui.views.outcomes import SessionOutcome
 from tests.app.fixtures import build_home
 
 

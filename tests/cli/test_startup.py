@@ -17,7 +17,7 @@ from onegc_tui.views import task_facts
 from tests.app.fixtures import build_crowd
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("pydantic", "pydantic_core", "watchdog", "numpy", "sqlite_utils", "textual", "rich", "onegc_tui.results.analysis",
+HEAVY = ("pydantic", "pydantic_core", "watchdog", "numpy", "sqlite_utils", "textual", "rich", "onegc_tui.results.matrix",
          "runner.launch.study", "runner.wire.events")
 PROBE = """
 import json, sys
