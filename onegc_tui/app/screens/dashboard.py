@@ -23,8 +23,8 @@ from textual.widgets import DataTable, Input, Static
 
 from onegc_tui.app.gcpace import settle
 from onegc_tui.app.host import host, refused, store_of
+from onegc_tui.app.layout import SteadyScreen
 from onegc_tui.app.screens.confirm import ConfirmScreen
-from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.panes import BudgetPane, CheckpointsPane, GpuPane

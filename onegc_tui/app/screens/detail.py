@@ -25,8 +25,8 @@ from textual.message import Message
 from textual.widgets import Log, Static
 
 from onegc_tui.app.host import host
+from onegc_tui.app.layout import SteadyScreen
 from onegc_tui.app.safe import markup_escape, plain
-from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.cutlog import CutLog
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader

@@ -24,9 +24,9 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from onegc_tui.app.host import host, refused, store_of
+from onegc_tui.app.layout import SteadyScreen
 from onegc_tui.app.safe import plain
 from onegc_tui.app.screens.history_layout import BOTTOM_ROWS, bottom_rows
-from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.plot import Plot, Series

@@ -11,8 +11,8 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from onegc_tui.app.host import host
+from onegc_tui.app.layout import GrowsInPlace
 from onegc_tui.app.safe import content_escape, plain
-from onegc_tui.app.screens.scrolling import GrowsInPlace
 from onegc_tui.app.widgets.plot import Plot, Series
 from onegc_tui.app.widgets.spark import UtilSpark
 from onegc_tui.store import Store
