@@ -12,25 +12,19 @@ and at the end has the official result made (runner/scoring/official_phase.py) a
 from __future__ import annotations
 
 import os
-import platform
 import signal
-import socket
 import sys
 import threading
 import time
 import traceback
-from collections import deque
 from contextlib import ExitStack
 from pathlib import Path
 
 import psutil
 
-from runner import HARNESS_VERSION
 from runner.agents import get_adapter
 from runner.agents.base import AgentAdapter
 from runner.agents.endpoints import allowed_endpoints
-from runner.agents.item import raw_item
-from runner.agents.open_tools import OpenTools
 from runner.errors import DiskFull, is_no_space
 from runner.sandbox import bwrap as sandbox
 from runner.sandbox.caps import CapGroup, default_caps
@@ -38,24 +32,27 @@ from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree
 from runner.scoring.live import LiveScoring
-from runner.scoring.official import SELECTION
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
 from runner.scoring.result_file import result_record, write_result
 from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
-from runner.session import agent_env, contention
+from runner.session import agent_env
 from runner.session.agent_launch import start_agent
+from runner.session.agent_output import AgentOutput
+from runner.session.agent_stop import stop_tree
 from runner.session.budget import BudgetClock
 from runner.session.contention import ContentionWatch
+from runner.session.contract import emit_started
 from runner.session.cost_limit import END_REASON as COST_LIMIT
 from runner.session.cost_limit import CostMeter
 from runner.session.diskguard import DiskGuard
-from runner.session.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
+from runner.session.gpu import open_sampler, visible_indices
+from runner.session.gpu_feed import sample_until
 from runner.session.outcome import end_detail, endpoint_problem
 from runner.session.scripts import ScriptWatch
 from runner.session.stall import StallWatch, tool_pids
 from runner.session.workspace import build_workspace, write_deadline
 from runner.wire.coalesce import WarningFolder
-from runner.wire.jsonl import EventWriter, JsonlTail, RawLog
+from runner.wire.jsonl import EventWriter, JsonlTail
 from runner.wire.liveness import RunnerLock, main_with_lock
 from runner.wire.paths import SessionPaths, data_root
 from tasks import get_task
@@ -63,7 +60,6 @@ from tasks import get_task
 TICK_S = 0.2  # main loop period: control requests are applied within this
 HEARTBEAT_S = 5.0
 PROCESS_SCAN_S = 1.0
-STDERR_TAIL_LINES = 50  # kept in memory for the failure message; all of it is on disk
 HARNESS_ERROR_GRACE_S = 5.0  # the agent's grace when the harness itself broke
 
 
@@ -80,9 +76,7 @@ class Session:
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
         self.caps: CapGroup | None = None  # the agent tree's memory and process caps (runner/sandbox/caps.py)
-        self.open_tools = OpenTools()  # tool calls without a result yet (runner/agents/open_tools.py)
         self.stop_reason: tuple[str, str] | None = None  # (reason, detail) once decided
-        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.contention: ContentionWatch | None = None  # runner/session/contention.py, from the GPU's opening on
         self.pauses = 0  # operator pauses (for the conditions record)
         self._done = threading.Event()
@@ -97,7 +91,7 @@ class Session:
         self.scripts = ScriptWatch(paths.workspace, self.events)
         self.stall = StallWatch(self.config.stall_s)
         self.cost = CostMeter(self.config.cost_limit_usd)  # --cost-limit (runner/session/cost_limit.py)
-        self._cost_warned = False
+        self.output = AgentOutput(self.adapter, paths, self.events, self.stall, self.cost, self.guard.trip)
         self.agent_version = self.adapter.version()  # once: `--version` of a Node CLI takes seconds
 
     # ------------------------------------------------------------------ lifecycle
@@ -178,7 +172,7 @@ class Session:
         stack.callback(self.net.stop)  # reports counted repeats of blocked attempts before session_ended
         self.caps = CapGroup(self.config.session_id, default_caps(self.config.memory_bytes, self.config.max_processes))
         stack.callback(self._close_caps)
-        sampler, self.gpu_info, gpu_problem = self._open_gpu()
+        sampler, self.gpu_info, gpu_problem = open_sampler(self.config.gpu)
         if sampler is not None:
             stack.callback(sampler.close)
         self.contention = ContentionWatch(sampler.nvml if sampler else None, sampler.handles if sampler else [],
@@ -202,9 +196,13 @@ class Session:
                                 caps=self.caps, gpus=self._gpus(), deadline=self.clock.deadline(), events=self.events,
                                 version=self.agent_version)
         stack.callback(self._stop_agent)
-        self._pumps = [threading.Thread(target=self._pump_stdout, name="stdout", daemon=True),
-                       threading.Thread(target=self._pump_stderr, name="stderr", daemon=True)]
-        threads = self._pumps + ([threading.Thread(target=self._sample_gpu, args=(sampler,), name="gpu", daemon=True)]
+        assert self.tree.popen.stdout is not None and self.tree.popen.stderr is not None  # both are pipes
+        self._pumps = [threading.Thread(target=self.output.pump_stdout, args=(self.tree.popen.stdout,), name="stdout",
+                                        daemon=True),
+                       threading.Thread(target=self.output.pump_stderr, args=(self.tree.popen.stderr,), name="stderr",
+                                        daemon=True)]
+        threads = self._pumps + ([threading.Thread(target=sample_until, name="gpu", daemon=True,
+                                                   args=(self._done, sampler, self.events, self.contention))]
                                  if sampler is not None else [])
         for t in threads:
             t.start()
@@ -213,12 +211,14 @@ class Session:
     def _stop_agent(self) -> None:
         """Stop the agent's tree (a short grace when the harness broke), record its last launches and
         the end of every script, and remove its cgroup."""
-        assert self.tree is not None
+        tree = self.tree
+        assert tree is not None
         harness_broke = self.stop_reason is None or self.stop_reason[0] == "harness_error"
-        self._stop_tree(HARNESS_ERROR_GRACE_S if harness_broke else self.config.grace_s)
+        stop_tree(tree, self.adapter.graceful_signal, HARNESS_ERROR_GRACE_S if harness_broke else self.config.grace_s,
+                  self.clock.paused, lambda: self.scripts.scan(tree, self.launches))
         self.launches.close()  # every launch record sent is in hand now
-        self.scripts.scan(self.tree, self.launches)  # the last launches, and the end of every script
-        self.tree.close()
+        self.scripts.scan(tree, self.launches)  # the last launches, and the end of every script
+        tree.close()
 
     def _join_pumps(self) -> None:
         for t in self._pumps:
@@ -260,38 +260,9 @@ class Session:
             lost = ", ".join(f"{n} {kind}" for kind, n in sorted(self.events.dropped.items()))
             self.events.emit("warning", code="not_recorded", message=f"while the disk was full: {lost} events were not recorded")
 
-    def _open_gpu(self):
-        indices = visible_indices(self.config.gpu)
-        try:
-            sampler = GpuSampler(indices)
-            return sampler, [vars(i) for i in sampler.info()], None
-        except NoGpu as exc:
-            return None, [], str(exc)
-        except Exception as exc:  # a broken NVML must not stop the session
-            return None, [], f"no GPU visible: {type(exc).__name__}: {exc}"
-
-    def _emit_start(self, gpu_info) -> None:
-        contract = {
-            "task_version": self.spec.version,
-            "task_hash": self.spec.version_hash(),
-            "budget_s": self.config.budget_s,
-            "grace_s": self.config.grace_s,
-            "gpu": gpu_info,
-            "agent": self.config.agent,
-            "agent_version": self.agent_version,
-            "model": self.config.model,
-            "sealed": self.config.sealed,
-            "caps": self.caps.contract() if self.caps else None,
-            "selection": SELECTION,
-            "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
-            **(self.net.contract() if self.net else {"network": self.config.network}),
-            "harness_version": HARNESS_VERSION,
-            "python": platform.python_version(),
-            "host": socket.gethostname(),
-        }
-        self.events.emit("session_started", task=self.spec.id, agent=self.config.agent, model=self.config.model,
-                         repeat=self.config.repeat, study=self.config.study, budget_s=self.config.budget_s,
-                         grace_s=self.config.grace_s, contract=contract)
+    def _emit_start(self, gpu_info: list[dict]) -> None:
+        emit_started(self.events, self.spec, self.config, agent_version=self.agent_version, gpu_info=gpu_info,
+                     caps=self.caps, net=self.net)
 
     def _gpus(self) -> tuple[tuple[int, ...], tuple[str | None, ...]]:
         """The assigned GPUs' device-node minors and UUIDs (NVML's, where it answered)."""
@@ -309,66 +280,6 @@ class Session:
             private=self.paths.root / "scoring" / device.split(":")[0], home=self.paths.root.parent.parent,
             session_id=self.config.session_id, device=device, gpu_minors=minors, gpu_uuids=uuids,
             timeout_s=self.spec.eval_timeout_s))
-
-    # ------------------------------------------------------------------ the agent
-    def _pump_stdout(self) -> None:
-        assert self.tree is not None and self.tree.popen.stdout is not None
-        line_no = 0
-        raw = RawLog(self.paths.agent_stdout, self.guard.trip)  # read on whatever happens to the copy
-        try:
-            for line in iter(self.tree.popen.stdout.readline, b""):
-                raw.write(line)
-                line_no += 1
-                text = line.decode("utf-8", errors="replace")
-                try:
-                    items = self.adapter.parse(text)
-                except Exception:  # an adapter bug must not lose the line
-                    items = [raw_item(text)]
-                self._emit_items(items, line_no)
-            self._emit_items(self.adapter.finish())
-            self._emit_items(self.open_tools.killed())  # the agent's output ended: a tool still running dies with it
-        finally:
-            raw.close()
-
-    def _emit_items(self, items, raw_line: int | None = None) -> None:
-        for item in items:
-            self.open_tools.seen(item)
-            if item.role == "assistant" or item.kind == "usage":
-                self.stall.model_answered()
-            self.events.emit("transcript", raw_line=raw_line, **item.bounded())
-            if self.cost.limit_usd is not None:
-                self.cost.add(item)
-                if self.cost.unpriced and not self._cost_warned:
-                    self._cost_warned = True
-                    self.events.emit("warning", code="cost_limit", message=self.cost.unpriced_warning())
-
-    def _pump_stderr(self) -> None:
-        assert self.tree is not None and self.tree.popen.stderr is not None
-        log = RawLog(self.paths.agent_stderr, self.guard.trip)
-        try:
-            for line in iter(self.tree.popen.stderr.readline, b""):
-                log.write(line)
-                self.stderr_tail.append(line.decode("utf-8", errors="replace").rstrip())
-        finally:
-            log.close()
-
-    def _sample_gpu(self, sampler: GpuSampler) -> None:
-        next_poll = next_sessions = time.monotonic()
-        while not self._done.wait(SAMPLE_PERIOD_S):
-            try:
-                samples = sampler.sample()
-                for s in samples:
-                    self.events.emit("gpu", **vars(s))
-                now = time.monotonic()
-                if self.contention is not None and now >= next_poll:  # runner/session/contention.py
-                    self.contention.poll({s.index: s.util_pct for s in samples}, contention.POLL_S)
-                    next_poll = now + contention.POLL_S
-                if self.contention is not None and now >= next_sessions:
-                    self.contention.poll_sessions()
-                    next_sessions = now + contention.CONCURRENCY_PERIOD_S
-            except Exception as exc:
-                self.events.emit("warning", code="gpu", message=f"GPU sampling stopped: {exc}")
-                return
 
     def _own_pids(self) -> set[int]:
         """The runner, everything it started, and the agent's tree: nobody foreign on the GPU."""
@@ -404,7 +315,7 @@ class Session:
                     break
                 self.scripts.scan(tree, self.launches)
                 self._check_caps()
-                self._emit_items(self.adapter.poll())  # side files: Codex's token totals, OpenCode's errors
+                self.output.emit(self.adapter.poll())  # side files: Codex's token totals, OpenCode's errors
                 self._check_stall()
                 next_scan = now + PROCESS_SCAN_S
             if now >= next_beat and not self.clock.paused:
@@ -485,42 +396,14 @@ class Session:
             problem = endpoint_problem(self.endpoints)  # no gate saw the endpoint: probe it
         capped = self.caps.summary() if self.caps is not None else None
         detail = f"{detail}; {capped}" if capped else detail  # the caps the agent reached (runner/sandbox/caps.py)
-        killed = self.open_tools.note()
+        killed = self.output.open_tools.note()
         return end_detail(reason, detail, failure=failure, notes=self.adapter.notes() + ([killed] if killed else []),
                           endpoint_problem=problem,
-                          endpoints=self.endpoints, stderr=self.stderr_tail)
+                          endpoints=self.endpoints, stderr=self.output.stderr_tail)
 
     def _check_caps(self) -> None:
         for code, message in self.caps.hits() if self.caps is not None else []:
             self.events.emit("warning", code=code, message=message)
-
-    def _stop_tree(self, grace_s: float) -> None:
-        """The agent's graceful signal (SIGINT), SIGTERM to the tree at a third of the grace,
-        SIGKILL at its end."""
-        tree = self.tree
-        assert tree is not None
-        if self.clock.paused:
-            tree.resume()
-        if not tree.alive():
-            tree.reap()
-            return
-        graceful = self.adapter.graceful_signal
-        if graceful is not None:
-            tree.interrupt_root(graceful)
-        else:
-            tree.signal_all(signal.SIGTERM)
-        end = time.monotonic() + grace_s
-        termed = graceful is None
-        while time.monotonic() < end and tree.alive():
-            if not termed and time.monotonic() >= end - grace_s * 2 / 3:
-                tree.signal_all(signal.SIGTERM)
-                termed = True
-            self.scripts.scan(tree, self.launches)
-            time.sleep(0.1)
-        if tree.alive():
-            tree.kill_all()
-        tree.reap()
-        self.scripts.scan(tree, self.launches)
 
     def _on_blocked(self, host: str, port: int, ts: float, detail: str) -> None:  # the gate's thread
         self.events.emit("warning", code="network_blocked", message=f"blocked {host}:{port} ({detail})")
