@@ -88,6 +88,7 @@ class DiskGuard:
         self.cause = ""
         self._agent_folders: tuple[Path, ...] = ()
         self._start: tuple[int, Usage] | None = None
+        self._verdict: tuple[str, str] | None = None
 
     def mark_start(self, agent_folders: Iterable[Path]) -> None:
         """Note the room free and what the agent's folders hold, just before the agent starts."""
@@ -95,7 +96,13 @@ class DiskGuard:
         self._start = (_free(self.root), usage(self._agent_folders))
 
     def end(self) -> tuple[str, str]:
-        """The session's end reason and detail for a full disk: whose doing it was (module docstring)."""
+        """The session's end reason and detail for a full disk: whose doing it was (module docstring);
+        measured once, at the first call."""
+        if self._verdict is None:
+            self._verdict = self._judge()
+        return self._verdict
+
+    def _judge(self) -> tuple[str, str]:
         if self._start is None:
             return "harness_error", self.reason
         free, before = self._start

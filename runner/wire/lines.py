@@ -9,7 +9,7 @@ untouched; the runner parses the line's head and records that the line was cut (
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import IO
 
 # Longer than any line a real agent CLI writes (Claude Code's stream-json lines, a tool result
 # with a file's contents, run to a few hundred KiB); the runner's memory for one line is this
@@ -17,7 +17,7 @@ from typing import BinaryIO
 LINE_LIMIT = 4 << 20
 
 
-def bounded_lines(stream: BinaryIO, sink: Callable[[bytes], object],
+def bounded_lines(stream: IO[bytes], sink: Callable[[bytes], object],
                   limit: int = LINE_LIMIT) -> Iterator[tuple[bytes, int]]:
     """``(head, cut)`` for each line of ``stream``: its first ``limit`` bytes at most, and how many
     bytes after them were left out (0 for a whole line). ``sink`` gets every byte first, as read."""

@@ -52,7 +52,9 @@ def study_session(tmp_path: Path, home: Path, demo_data: Path, monkeypatch, how:
         name = "fill"
         tasks = ["t0"]
         repeats = 1
-        budget = "3m"
+        [budget]
+        minutes = 3
+        grace_s = 5
         [[agents]]
         adapter = "command"
         label = "filler"
