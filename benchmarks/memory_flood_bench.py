@@ -20,7 +20,8 @@ Each flood's growth over ``honest`` is printed beside its stated bound:
   one read (1 MiB); the worker stops the child past that answer plus a 64 KiB header. Bound:
   2 MiB + the answer's bound, for each of the two processes;
 - a line: the runner holds ``runner.wire.lines.LINE_LIMIT`` (4 MiB) of one line; the bound stated
-  is 4 × that (the bytes, their decode, one parse, the transcript event), 16 MiB.
+  is 5 × that (the bytes, the pipe's read buffer, their decode, the adapter's copy of the text,
+  the event's clip), 20 MiB.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def main() -> None:
                        capture_output=True)
         os.environ["ONEGC_HOME"] = str(home)
         answer_bound = TaskJudge(get_task("t0"), data).answer_bytes("val") + (2 << 20)
-        line_bound = 4 * LINE_LIMIT
+        line_bound = 5 * LINE_LIMIT
         runs = {name: session(home, name, mib) for name, mib in
                 (("honest", 0), ("answer", args.answer_mib), ("line", args.line_mib))}
         shutil.rmtree(home / "runs", ignore_errors=True)
