@@ -9,7 +9,8 @@ score ``after`` and end the session in order. The attacks:
 - ``bad_argv``: a training script launched through ``python`` with an argument that is not UTF-8;
 - ``int_script``: a checkpoint whose ``script`` field is an integer;
 - ``surrogate_error``: a run script whose ``build_model`` raises, in the scorer's child, an
-  exception whose text holds a lone surrogate.
+  exception whose text holds a lone surrogate;
+- ``long_line``: one stdout line of 12 MiB, not valid UTF-8 (issue 38 part 2).
 """
 
 import os
@@ -69,6 +70,9 @@ def attack(which: str) -> None:
         run("int_script", INT_SCRIPT)
     elif which == "surrogate_error":
         run("surrogate", SURROGATE)
+    elif which == "long_line":  # R2: one stdout line of 12 MiB, three times the runner's line bound
+        sys.stdout.buffer.write(b'{"type": "text", "text": "' + b"\xff" * (12 << 20) + b'"}\n')
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

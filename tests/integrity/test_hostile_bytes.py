@@ -57,3 +57,10 @@ def test_a_lone_surrogate_in_the_scorer_childs_exception_is_replaced(home):
     _, _, record = run_attack(home, "surrogate_error")
     scored = next(e for e in record if e["type"] == "checkpoint_scored" and e["name"] == "surrogate-1")
     assert scored.get("value") is None and "model broke: \ufffd \ufffd end" in scored["error"], scored
+
+
+def test_a_stdout_line_over_the_bound_is_cut_recorded_and_kept_whole(home):
+    paths, _, record = run_attack(home, "long_line")
+    cut = [e for e in record if e["type"] == "warning" and e["code"] == "line_cut"]
+    assert len(cut) == 1 and f"{(12 << 20) + 29} bytes" in cut[0]["message"], cut
+    assert paths.agent_stdout.stat().st_size > 12 << 20  # the raw file keeps every byte
