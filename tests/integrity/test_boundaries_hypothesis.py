@@ -19,6 +19,7 @@ from onegc_tui.cli.plain import row
 from runner.agents import ADAPTERS, get_adapter
 from runner.sandbox.execlog import RECORD_LIMIT, UCRED, _launch
 from runner.scoring import answer_check
+from runner.wire.control import ControlRequest, read_request
 from runner.wire.end_reasons import harness_failure
 from runner.wire.events import parse_event
 from runner.wire.jsonl import EventWriter
@@ -192,6 +193,15 @@ def test_the_event_writer_never_fails_on_a_surrogate_a_boundary_missed(writer, v
     text = json.dumps(value, ensure_ascii=False)[:300] + "\ud800"
     w.emit("warning", code="x", message=text)
     assert "\ufffd" in parse_event(path.read_bytes().splitlines()[-1]).message
+
+
+@SETTINGS
+@given(st.one_of(json_values, st.fixed_dictionaries({"id": json_values, "action": json_values, "ts": json_values})))
+def test_a_control_record_is_a_request_or_one_line_why_not(record):
+    req = read_request(record)
+    assert isinstance(req, ControlRequest) or (isinstance(req, str) and recordable(req) and "\n" not in req)
+    assert read_request({"id": "a1", "action": "pause", "ts": 1.0, "source": "cli@h"}) == \
+        ControlRequest(id="a1", action="pause", ts=1.0, source="cli@h")
 
 
 @SETTINGS
