@@ -197,6 +197,7 @@ class Session:
                                 caps=self.caps, gpus=self._gpus(), deadline=self.clock.deadline(), events=self.events,
                                 version=self.agent_version)
         stack.callback(self._stop_agent)
+        self.stall.start()
         assert self.tree.popen.stdout is not None and self.tree.popen.stderr is not None  # both are pipes
         self._pumps = [threading.Thread(target=self.output.pump_stdout, args=(self.tree.popen.stdout,), name="stdout",
                                         daemon=True),

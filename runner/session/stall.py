@@ -46,6 +46,11 @@ class StallWatch:
         self._stalled_since: float | None = None  # the wait's start, while a stall is reported
         self._answered = threading.Event()  # a model response since the last check (the stdout thread sets it)
 
+    def start(self) -> None:
+        """The agent started: its wait on its model begins now (the session's set-up before it is
+        not the agent's wait)."""
+        self._since = self.clock()
+
     def model_answered(self) -> None:
         self._since = self.clock()
         self._answered.set()

@@ -33,6 +33,17 @@ def test_the_alert_comes_once_after_stall_s_of_waiting_and_ends_at_an_answer():
     assert watch.check(tool_running=False) == StallChange(True, 61.0)  # a new stall warns again
 
 
+def test_the_wait_begins_when_the_agent_starts_not_when_the_session_is_set_up():
+    now = [0.0]
+    watch = StallWatch(60.0, clock=lambda: now[0])
+    now[0] = 100.0  # the workspace, the network, the sandbox: a slow machine's set-up
+    watch.start()
+    now[0] = 150.0
+    assert watch.check(tool_running=False) is None
+    now[0] = 161.0
+    assert watch.check(tool_running=False) == StallChange(True, 61.0)
+
+
 def test_a_running_tool_or_a_pause_is_not_waiting_on_the_model():
     now = [0.0]
     watch = StallWatch(60.0, clock=lambda: now[0])
