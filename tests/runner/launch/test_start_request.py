@@ -135,3 +135,22 @@ def test_a_study_builds_its_sessions_from_one_request_per_agent_and_task(tmp_pat
     for p in plan(study):
         mine = cells[(p.task, p.agent)].config(p.session_id, p.repeat, None)
         assert p.config.model_dump(exclude={"created"}) == mine.model_dump(exclude={"created"})
+
+
+def test_the_demo_builds_its_request_like_any_start(tmp_path, monkeypatch):
+    import onegc_tui.cli.main as cli
+    from runner.launch import network_choice
+    from runner.sandbox import bwrap
+    from runner.wire.paths import SessionPaths
+
+    captured = []
+    monkeypatch.setattr(start, "start_sessions", lambda home, request: captured.append(request) or
+                        [SessionPaths(runs_dir(home) / "demo")])
+    monkeypatch.setenv("ONEGC_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(cli, "_watch", lambda home, sessions, plain: None)
+    monkeypatch.setattr(network_choice, "demo_network", lambda: ("none", None))
+    monkeypatch.setattr(bwrap, "status", lambda: bwrap.SandboxStatus(ok=True, detail="", bwrap="bwrap"))
+    out = CliRunner().invoke(main, ["demo", "--budget", "90s", "--plain"])
+    assert out.exit_code == 0, out.output
+    [request] = captured
+    assert request == make_request(task="t0", agent="scripted", budget_s=90, pace_s=cli.DEMO_PACE_S, network="none")
