@@ -197,14 +197,15 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
             max_processes, cost_limit, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
-    from runner.launch.start import start_sessions
+    from runner.launch.request import make_request
+    from runner.launch.start import absolute_command, start_sessions
 
     home = usable_home()
-    spec = _task(task)
-    budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
-    sessions = start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
-                               sealed=not unsealed, memory_bytes=memory_bytes, max_processes=max_processes,
-                               cost_limit_usd=cost_limit)
+    request = make_request(task=_task(task).id, agent=agent, model=model, repeats=repeats, budget_s=budget_s,
+                           gpus=gpus, network=network, pace_s=pace_s, sealed=not unsealed,
+                           command=absolute_command(command), memory_bytes=memory_bytes,
+                           max_processes=max_processes, cost_limit_usd=cost_limit)
+    sessions = start_sessions(home, request)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
     for p in sessions:
@@ -220,19 +221,19 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
 def demo_cmd(plain: bool, budget_s: float) -> None:
     """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
     from runner.launch.network_choice import demo_network
+    from runner.launch.request import make_request
     from runner.launch.start import start_sessions
     from runner.sandbox.bwrap import status
 
     home = usable_home()
-    spec = _task("t0")
     sealed = status().ok  # the built-in agent is ours: where no sandbox can be made, the demo runs without
     if not sealed:
         click.echo(f"note: the demo runs unsealed here: {status().detail}", err=True)
     network, why = demo_network()  # likewise its network: a namespace of its own where one can be made
     if why:
         click.echo(f"note: the demo's agent shares this machine's network here: {why}", err=True)
-    sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, network=network,
-                              sealed=sealed)
+    sessions = start_sessions(home, make_request(task="t0", agent="scripted", budget_s=budget_s, pace_s=DEMO_PACE_S,
+                                                 network=network, sealed=sealed))
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
     _watch(home, sessions, plain)
 

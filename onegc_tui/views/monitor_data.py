@@ -1,5 +1,5 @@
-"""What the monitor reads, as records: the matrix input, the transcript pane's lines, activity
-for stall alerts, and one session's timeline for the detail and replay screens.
+"""What the monitor reads, as records: the matrix input, the transcript pane's lines, and one
+session's timeline for the detail and replay screens.
 
 Each function takes a ``Store`` opened on the calling thread (one connection per thread); the SQL
 is in onegc_tui/store/queries.py, and nothing here imports textual.
@@ -137,14 +137,6 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
                 lines.append((e.seq, line))
     lines.sort()
     return lines[-limit:]
-
-
-# ----------------------------------------------------------------------------- alerts
-
-
-def activity(store: Store, sid: str) -> tuple[float | None, set[int]]:
-    """Last sign of life (transcript step, busy GPU sample) and the training processes alive, for stall alerts."""
-    return sql.last_activity(store, sid, BUSY_UTIL_PCT), sql.training_pids(store, sid)
 
 
 # ----------------------------------------------------------------------------- one session's timeline
