@@ -9,7 +9,7 @@ import time
 
 from runner.scoring.checkpoints import CheckpointWatcher
 from runner.scoring.snapshots import OBJECTS, SnapshotStore, verify
-from tests.runner.test_checkpoint_watcher import settled
+from tests.runner.scoring.test_checkpoint_watcher import settled
 
 
 def watcher(tmp_path, **kw):

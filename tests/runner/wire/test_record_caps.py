@@ -10,7 +10,7 @@ from runner.launch.spawn import create_session
 from runner.wire.jsonl import EventWriter, RawLog, read_all_events
 from runner.wire.record_caps import HEADROOM, RecordCaps, RecordLimits
 from runner.wire.session_config import SessionConfig
-from tests.runner.test_coalesce import Steps
+from tests.runner.wire.test_coalesce import Steps
 
 
 def test_the_caps_scale_with_the_budget_from_the_measured_figures():
