@@ -638,9 +638,11 @@ class Store:
     def stream_transcript(self, session_id: str, limit: int | None = None) -> Iterator[dict]:
         """A session's transcript rows, oldest first, read from SQLite as they are used: an export of
         a session of any size holds one row at a time. ``limit``: the first this many."""
+        args: list[Any]
         sql, args = "SELECT * FROM transcript WHERE session_id=? ORDER BY seq", [session_id]
         if limit is not None:
-            sql, args = sql + " LIMIT ?", [session_id, str(limit)]  # (SQLite takes a text number for LIMIT)
+            sql += " LIMIT ?"
+            args.append(limit)
         cur = self.conn.execute(sql, args)
         names = [d[0] for d in cur.description]
         for row in cur:
