@@ -34,6 +34,7 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
 from runner.scoring.answer_check import INVALID_ANSWER
+from runner.scoring.official import WINDOW_S
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer
 from runner.scoring.snapshots import (
     OPEN_UNTRUSTED,
@@ -56,6 +57,7 @@ DISCOVERY_SLACK_S = RESCAN_S + SETTLE_S + 1.0
 # "Dated before the session" allows for the wall clock stepping back (seen here: by 27 s): an
 # honest new file must never be refused, and a stolen one is minutes or hours old.
 PREDATES_SLACK_S = 600.0
+MAX_LIVE_BACKLOG = 4  # checkpoints waiting for the live scorer before the backlog is thinned (ScoreQueue)
 
 
 @dataclass(frozen=True)
@@ -290,11 +292,21 @@ class _Handler(FileSystemEventHandler):
 
 
 class ScoreQueue:
-    """A worker thread that scores found checkpoints in arrival order (the scorer warmed first)."""
+    """A worker thread that scores found checkpoints in arrival order (the scorer warmed first).
 
-    def __init__(self, scorer: SealedScorer, on_scored: Callable[[FoundCheckpoint, Score], None]):
+    A scorer that falls behind (a checkpoint flood: INTEGRITY.md R2) does not let its backlog grow:
+    when more than :data:`MAX_LIVE_BACKLOG` wait, only the newest of each 5-minute window (by
+    ``window_of``) stays queued, and each one passed over is reported at once as a live score with
+    its reason (no value: the official phase may still re-evaluate it, within its bounds,
+    runner/scoring/official.py)."""
+
+    def __init__(self, scorer: SealedScorer, on_scored: Callable[[FoundCheckpoint, Score], None],
+                 window_of: Callable[[FoundCheckpoint], int] | None = None):
         self.scorer = scorer
         self.on_scored = on_scored
+        started = time.time()
+        self.window_of = window_of or (lambda f: int((f.seen_at - started) // WINDOW_S))
+        self.skipped = 0
         self._queue: queue.Queue[FoundCheckpoint | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="scorer", daemon=True)
 
@@ -316,8 +328,37 @@ class ScoreQueue:
         self._thread.join(timeout=5)
         return False
 
+    def _next(self) -> FoundCheckpoint | None:
+        """The next checkpoint to score (None: closed), the backlog thinned first where it is too long."""
+        first = self._queue.get()
+        if first is None or self._queue.qsize() < MAX_LIVE_BACKLOG:
+            return first
+        waiting: list[FoundCheckpoint] = [first]
+        closed = False
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                closed = True
+                break
+            waiting.append(item)
+        newest = {self.window_of(f): f for f in waiting}  # arrival order: the last of each window wins
+        kept = [f for f in waiting if newest[self.window_of(f)] is f]
+        for f in waiting:
+            if newest[self.window_of(f)] is not f:
+                self.skipped += 1
+                self.on_scored(f, Score(None, f"not scored live: {len(waiting)} checkpoints waited for the live scorer; "
+                                              "the newest of each 5-minute window was kept"))
+        for f in kept[1:]:
+            self._queue.put(f)
+        if closed:
+            self._queue.put(None)
+        return kept[0]
+
     def _run(self) -> None:
-        while (found := self._queue.get()) is not None:
+        while (found := self._next()) is not None:
             split = SELECTION_SPLIT  # live: the trusted validation score, which ranks checkpoints
             try:
                 score = self.scorer.score(found.path, found.snapshot, [split])[split]
