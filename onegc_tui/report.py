@@ -23,6 +23,7 @@ from onegc_tui.anytime import SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.cost_views import PER_DOLLAR_LABEL
 from onegc_tui.export import DECIMALS, cell_text
 from onegc_tui.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
+from onegc_tui.sessions_view import truncation_note
 from onegc_tui.study_data import StudyData, at_budget_cells
 from onegc_tui.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.time_ledger import PART_LABELS
@@ -192,6 +193,8 @@ def _integrity_section(data: StudyData) -> str:
             marks.append(f"{o.flagged} flagged score(s)")
         if o.sealed is False:
             marks.append("run --unsealed")
+        if cut := truncation_note(s.row):
+            marks.append(cut)
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
                      f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _n(o.score),
                      _n(o.unofficial_test_best)])

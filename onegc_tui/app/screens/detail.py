@@ -36,7 +36,7 @@ from onegc_tui.app.widgets.plot import GUTTER, Plot, Series
 from onegc_tui.format import arrow, clock, fmt_score, short_task
 from onegc_tui.metric_range import UNBOUNDED, padded_range, task_bounds
 from onegc_tui.plot import best_so_far, level_strip
-from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
+from onegc_tui.sessions_view import INTEGRITY_MARK, TRUNCATED_MARK, integrity_note, truncation_note
 from onegc_tui.store import Store
 from onegc_tui.time_ledger import ledger_line, timeline_ledger
 from onegc_tui.timeline import Timeline
@@ -109,6 +109,9 @@ def analytics_text(t: Timeline) -> Text:
     note = integrity_note(t.row)
     if note:
         lines.append(f"[b yellow]{INTEGRITY_MARK} {markup_escape(note)}[/b yellow] (the checkpoints pane lists the flags)")
+    cut = truncation_note(t.row)
+    if cut:
+        lines.append(f"[yellow]{TRUNCATED_MARK} {markup_escape(cut)}[/yellow]")
     lines.append("")
     if t.curve is not None:
         live = t.row.get("state") not in ("ended", "failed")

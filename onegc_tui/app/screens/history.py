@@ -45,6 +45,7 @@ from onegc_tui.cell_insights import cell_insights, insight_lines
 from onegc_tui.export import DEMO_TITLE, cell_text, render_history
 from onegc_tui.format import arrow, clock, count, fmt_score
 from onegc_tui.metric_range import UNBOUNDED, task_bounds
+from onegc_tui.sessions_view import TRUNCATED_MARK
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from onegc_tui.usage_table import session_usage, usage_line
@@ -351,7 +352,9 @@ class HistoryScreen(SteadyScreen):
             busy = monitor_data.gpu_busy_fraction(store, ids)
             usage = session_usage(store, ids)
             points = monitor_data.score_points(store, ids)
-            budget = max((r["budget_s"] or 0 for r in store_queries.sessions_by_id(store, ids).values()), default=0.0)
+            rows = store_queries.sessions_by_id(store, ids)
+            budget = max((r["budget_s"] or 0 for r in rows.values()), default=0.0)
+            cut = sum(1 for r in rows.values() if r.get("truncated"))
             insight = cell_insights(store, self.study, task, label, ids) if task else None
         finally:
             store.close()
@@ -368,6 +371,8 @@ class HistoryScreen(SteadyScreen):
                      f"{len(ids)} finished, {running} running · Enter: list them")
         lines += insight_lines(insight) if insight is not None else []
         lines.append(usage_line(usage.values(), len(ids)))
+        if cut:  # runner/wire/record_caps.py: the agent's output past the caps was left out of these records
+            lines.append(f"{TRUNCATED_MARK} {cut} of these records cut past the session's caps (its detail says how much)")
         bok = insight.curves.best_of_k if insight is not None and insight.curves is not None else None
         self.post_message(self.CellAnalytics(lines, band, budget, bok))
 
