@@ -46,7 +46,7 @@ SCORER = "onegc_official"
 # Transcript steps of one session in its sample: Inspect holds a sample whole (in memory here, and
 # in `inspect view`), so a flooded session's sample is bounded; the steps past this are counted in
 # its metadata (``transcript_left_out``), and every step is in the sqlite export and events.jsonl
-SAMPLE_TRANSCRIPT_ROWS = 20_000
+SAMPLE_TRANSCRIPT_ROWS = 5_000  # a real 2-hour session has a few thousand steps
 
 
 def _inspect() -> dict[str, Any]:
