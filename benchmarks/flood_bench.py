@@ -66,7 +66,7 @@ if __name__ == "__main__":
     for i in range(CODE_FILES):
         os.makedirs("lib", exist_ok=True)
         with open(f"lib/blob_{i}.py", "w") as f:
-            f.write(("x = 1  # padding to a megabyte of code" + chr(10)) * 27_000)
+            f.write(f"# file {i}" + chr(10) + ("x = 1  # padding to a megabyte of code" + chr(10)) * 27_000)
     for i in range(COUNT):
         save(f"c{i:04d}")
         time.sleep(PAUSE)

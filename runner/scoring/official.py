@@ -22,7 +22,8 @@ out is named in :attr:`Selection.left_out` with its reason, and result.json reco
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 SELECTION = "val-best"  # recorded in the contract
@@ -35,6 +36,7 @@ POST_SESSION_S = 900.0
 CAPPED = "not re-evaluated: the post-session cap of {cap} evaluations was reached"
 TIMED_OUT = "not re-evaluated: the post-session phase's {s:.0f} s were spent"
 UNSCORED_LEFT = "not re-evaluated: no live score, and {n} newer checkpoints of its 5-minute window were tried first"
+NOT_NEEDED = "not re-evaluated: neither the val-best nor a window's best (its live score stands)"
 
 
 def windows(budget_s: float, window_s: float = WINDOW_S) -> int:
@@ -178,6 +180,13 @@ def select(cands: list[Candidate], better: Callable[[float, float], bool], evalu
             break
     trajectory = [c.label for c in window_best(current(), better, window_s) if c.label in done]
     return Selection(best, done, trajectory, vals, {k: v for k, v in left_out.items() if k not in done})
+
+
+def not_reevaluated(found: Iterable[str], evaluated: Container[str], left_out: Mapping[str, str]) -> dict:
+    """result.json's record of the checkpoints without an official re-evaluation: how many, and how
+    many for each reason (a few reasons, whatever the count)."""
+    reasons = Counter(left_out.get(label, NOT_NEEDED) for label in found if label not in evaluated)
+    return {"count": sum(reasons.values()), "by_reason": dict(reasons)}
 
 
 @dataclass(frozen=True)

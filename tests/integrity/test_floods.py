@@ -64,7 +64,7 @@ os.makedirs("lib", exist_ok=True)
 def code(version):
     for i in range(8):  # 8 MiB of code
         with open(f"lib/blob_{i}.py", "w") as f:
-            f.write(f"# version {version}" + chr(10) + ("x = 1  # padding to a megabyte of code" + chr(10)) * 27_000)
+            f.write(f"# version {version} of file {i}" + chr(10) + ("x = 1  # padding to a megabyte of code" + chr(10)) * 27_000)
 code(1)
 for i in range(4):  # unchanged code: stored once
     save(f"same{i}")
