@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from onegc_tui.format import clock
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from onegc_tui.transcript_view import truncated_text
+from onegc_tui.views.format import clock
+from onegc_tui.views.transcript_view import truncated_text
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.wire.events import Event

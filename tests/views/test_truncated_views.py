@@ -4,8 +4,8 @@ detail's note, the transcript pane's line, the plain display's line."""
 from __future__ import annotations
 
 from onegc_tui.cli.plain import describe
-from onegc_tui.sessions_view import TRUNCATED_MARK, session_cells, truncation_note
-from onegc_tui.transcript_view import event_line
+from onegc_tui.views.sessions_view import TRUNCATED_MARK, session_cells, truncation_note
+from onegc_tui.views.transcript_view import event_line
 from runner.wire.events import Truncated
 
 

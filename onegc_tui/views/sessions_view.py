@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from onegc_tui.countdown import Countdown
-from onegc_tui.format import bar, clock, fmt_bytes, fmt_cost, fmt_score, fmt_tokens, short_task
+from onegc_tui.views.countdown import Countdown
+from onegc_tui.views.format import bar, clock, fmt_bytes, fmt_cost, fmt_score, fmt_tokens, short_task
 
 ELLIPSIS = "…"
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
