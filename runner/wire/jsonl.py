@@ -170,11 +170,12 @@ def _last_seq(path: Path) -> int:
     if not path.exists():
         return 0
     last = 0
-    for line in path.read_bytes().splitlines():
-        try:
-            last = max(last, int(json.loads(line)["seq"]))
-        except (ValueError, KeyError, TypeError):
-            continue
+    with open(path, "rb") as f:  # line by line: a record of any size in bounded memory
+        for line in f:
+            try:
+                last = max(last, int(json.loads(line)["seq"]))
+            except (ValueError, KeyError, TypeError):
+                continue
     return last
 
 
