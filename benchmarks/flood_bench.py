@@ -173,8 +173,8 @@ def output_flood(root: Path, scale: float) -> list[dict]:
 
 
 def checkpoint_flood(root: Path, scale: float) -> list[dict]:
+    from runner.scoring.live import LIVE_SCORE_DRAIN_S
     from runner.scoring.official import evaluation_cap
-    from runner.session.main import LIVE_SCORE_DRAIN_S
     from tasks import get_task
 
     home = new_home(root)

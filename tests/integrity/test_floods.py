@@ -9,8 +9,8 @@ import json
 
 import pytest
 
+from runner.scoring.live import LIVE_SCORE_DRAIN_S
 from runner.scoring.official import evaluation_cap
-from runner.session.main import LIVE_SCORE_DRAIN_S
 from runner.wire.record_caps import EVENTS_FILE_MULTIPLE, RecordCaps
 from tests.helpers import events, start_session, wait_event, write_agent
 
