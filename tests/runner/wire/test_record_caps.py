@@ -86,3 +86,19 @@ def test_a_raw_copy_keeps_whole_lines_up_to_its_cap_and_counts_the_rest(tmp_path
     assert (tmp_path / "agent.stdout.jsonl").read_bytes().count(b"\n") == 20
     assert limits.drain() == [{"stream": "stdout", "dropped": 80, "dropped_bytes": 4_000, "limit_events": None,
                                "limit_bytes": 1_000, "final": True}]
+
+
+def test_onegc_sessions_marks_a_cut_record_and_its_json_carries_the_counts(home):
+    import json
+
+    from click.testing import CliRunner
+
+    from onegc_tui.cli.main import main
+
+    caps = RecordCaps(events=20, event_bytes=1 << 20, raw_bytes=1 << 20)
+    _, _, written, limits = flood(home, 300, caps)
+    table = CliRunner().invoke(main, ["sessions"], catch_exceptions=False)
+    assert table.exit_code == 0 and "completed ✂" in table.output and "✂: the record was cut" in table.output
+    listed = CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False)
+    (row,) = json.loads(listed.output)
+    assert row["truncated"] == 300 - written and row["truncated_bytes"] == limits.transcript.total_dropped_bytes
