@@ -34,9 +34,10 @@ OPEN_UNTRUSTED = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | ge
 # A session's snapshot objects: its checkpoints (the largest honest one, a ViT-B with its head in
 # fp32, is ~0.35 GiB: a save every 5-minute window of a 2-hour budget is ~8 GiB) and their code
 SNAPSHOT_CAP_BYTES = 32 << 30
-# A snapshot never takes the filesystem's last this-many bytes: the end of the record (held
-# events, the official scores, result.json, session_ended) needs far less (diskguard.RESERVE_BYTES)
-FREE_FLOOR_BYTES = 256 << 20
+# A snapshot never takes the filesystem's last this-many bytes: twice the room the end of the
+# record needs (runner/session/diskguard.py's 4 MiB reserve) and far above the guard's 1 MiB low
+# water, so the runner's own snapshots never trip the disk guard nor take the end's room
+FREE_FLOOR_BYTES = 8 << 20
 OBJECTS = "objects"
 MANIFEST = "manifest.json"
 SNAPSHOT_CKPT = "checkpoint.pt"  # the checkpoint's own place in its snapshot
