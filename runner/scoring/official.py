@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 SELECTION = "val-best"  # recorded in the contract
 WINDOW_S = 300.0  # paper step 5: the best of each 5-minute window
 MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many more of the ranking are tried
-UNSCORED_PER_WINDOW = 2  # checkpoints without a live validation score re-evaluated per window, newest first
+# checkpoints without a live validation score re-evaluated per window, newest first: one saved every
+# 20 s of a window whose live scoring failed throughout (CUDA-only code scored live on the CPU) is judged
+UNSCORED_PER_WINDOW = 15
 # no re-evaluation starts after this long (one in flight ends within its task's eval_timeout_s): an
 # honest session's official phase is a few evaluations of seconds to minutes each
 POST_SESSION_S = 900.0
