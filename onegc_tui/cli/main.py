@@ -301,6 +301,7 @@ def sessions_cmd(as_json: bool) -> None:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
     from onegc_tui.views.format import clock
+    from onegc_tui.views.sessions_view import TRUNCATED_MARK
     from onegc_tui.views.task_facts import find, task_facts
     from onegc_tui.views.text_table import terminal_width, text_table
     from runner.wire.textsafe import safe_text
@@ -315,10 +316,13 @@ def sessions_cmd(as_json: bool) -> None:
         score = "" if r["score"] is None else f"{r['score']:.4f}"
         table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
             r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best, score,
-            r["end_reason"] or "")])
+            (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""))])
     header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
         click.echo(line)
+    if any(r.get("truncated") for r in rows):
+        click.echo(f"{TRUNCATED_MARK}: the record was cut past the session's caps (onegc sessions --json: truncated, "
+                   "truncated_bytes)")
 
 
 def _control(session_id: str, action: Literal["pause", "resume"]) -> None:

@@ -106,6 +106,14 @@ def gpu_series(store: Store, sid: str) -> list[tuple[float, float, int | None]]:
 # ----------------------------------------------------------------------------- events
 
 
+def stream_event_data(store: Store, sid: str, types: Sequence[str]) -> Iterator[str]:
+    """The JSON of a session's events of these types, in order, read as they are used (a session's
+    record of any size, in bounded memory)."""
+    sql = f"SELECT data FROM events WHERE session_id=? AND type IN ({_marks(len(types))}) ORDER BY seq"
+    for (data,) in store.conn.execute(sql, (sid, *types)):
+        yield data
+
+
 def event_data(store: Store, sid: str, types: Sequence[str], limit: int | None = None) -> list[str]:
     """The JSON of a session's events of these types, oldest first; ``limit``: only the newest."""
     sql = f"SELECT data FROM events WHERE session_id=? AND type IN ({_marks(len(types))})"

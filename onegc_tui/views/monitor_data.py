@@ -20,7 +20,7 @@ from onegc_tui.views.time_ledger import (
     Activity,
     GpuSplit,
     UtilSample,
-    activities_from_events,
+    activities_in_order,
     gpu_time_split,
 )
 from onegc_tui.views.timeline import BudgetAxis, Timeline
@@ -179,9 +179,10 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     split: GpuSplit | None = None
     acts: tuple[Activity, ...] = ()
     if analytics:
-        events = [parse_event(d) for d in sql.event_data(store, sid, ACTIVITY_TYPES)]
+        # streamed in the order of seq (the runner's clock, by one writer): a flooded record is read once
+        events = (parse_event(d) for d in sql.stream_event_data(store, sid, ACTIVITY_TYPES))
         end_ts = None if row.get("ended_ts") else now
-        acts = tuple(activities_from_events(events, end_ts=end_ts))
+        acts = tuple(activities_in_order(events, end_ts=end_ts))
         window = (row["started_ts"], row.get("ended_ts") or now) if row.get("started_ts") else None
         split = gpu_time_split([UtilSample(ts, util, g or 0) for ts, util, g in gpu_rows], acts, window=window)
     return Timeline(row=row, budget_s=budget_s, direction=direction, metric=metric, checkpoints=ckpts, gpu=gpu,

@@ -35,6 +35,7 @@ from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
 from runner.scoring.result_file import result_record, write_result
 from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
+from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.session import agent_env
 from runner.session.agent_launch import start_agent
 from runner.session.agent_output import AgentOutput
@@ -56,6 +57,7 @@ from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
 from runner.wire.jsonl import EventWriter, JsonlTail
 from runner.wire.liveness import RunnerLock, main_with_lock
 from runner.wire.paths import SessionPaths, data_root
+from runner.wire.record_caps import RecordCaps, RecordLimits
 from tasks import get_task
 
 TICK_S = 0.2  # main loop period: control requests are applied within this
@@ -72,8 +74,8 @@ class Session:
         self.spec = get_task(self.config.task)
         self.clock = BudgetClock(self.config.budget_s)
         self.guard = DiskGuard(paths.root)  # room to end the session if the disk fills up
-        self.events = EventWriter(paths.events, self.config.session_id, fold=WarningFolder(),
-                                  on_no_space=self.guard.trip)
+        self.events = EventWriter(paths.events, self.config.session_id, fold=WarningFolder(), on_no_space=self.guard.trip,
+                                  limits=RecordLimits(RecordCaps.for_budget(self.config.budget_s)))  # record_caps.py
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
         self.caps: CapGroup | None = None  # the agent tree's memory and process caps (runner/sandbox/caps.py)
@@ -100,7 +102,8 @@ class Session:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
-        self.scoring = LiveScoring(self.spec, self.paths, self.events, self.clock.active_s, self.began)
+        self.scoring = LiveScoring(self.spec, self.paths, self.events, self.clock.active_s, self.began,
+                                   self.config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES)
         if not self._set_up():
             return 2
         with ExitStack() as stack:  # clean-ups run in reverse order of registration
