@@ -2,8 +2,9 @@
 adapter's parse; a line the adapter cannot parse is kept raw), stderr into its log and a bounded
 tail for the end detail. A line is held to ``runner.wire.lines.LINE_LIMIT`` bytes in memory,
 whatever the agent prints; a longer one is parsed from its head and recorded as cut (a
-``line_cut`` warning), and the raw file keeps every byte. Every model response re-arms the stall watch (runner/session/stall.py)
-and every priced item counts toward ``--cost-limit`` (runner/session/cost_limit.py)."""
+``line_cut`` warning); the raw file gets every byte, within its cap. Every model response re-arms
+the stall watch (runner/session/stall.py) and every priced item counts toward ``--cost-limit``
+(runner/session/cost_limit.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from runner.session.stall import StallWatch
 from runner.wire.jsonl import EventWriter, OnNoSpace, RawLog
 from runner.wire.lines import LINE_LIMIT, bounded_lines
 from runner.wire.paths import SessionPaths
+from runner.wire.record_caps import StreamCap
 from runner.wire.untrusted import text_of_bytes
 
 STDERR_TAIL_LINES = 50  # kept in memory for the failure message; all of it is on disk
@@ -40,12 +42,16 @@ class AgentOutput:
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._cost_warned = False
 
+    def _cap(self, stream: str) -> StreamCap | None:
+        """The byte cap of a raw copy of the agent's output (runner/wire/record_caps.py)."""
+        return self.events.limits.raw[stream] if self.events.limits is not None else None
+
     def pump_stdout(self, stream: IO[bytes]) -> None:
         """Until the agent's stdout ends: each line to agent_stdout and to transcript events."""
         line_no = 0
-        raw = RawLog(self.paths.agent_stdout, self.on_no_space)  # read on whatever happens to the copy
+        raw = RawLog(self.paths.agent_stdout, self.on_no_space, self._cap("stdout"))  # read whatever the copy
         try:
-            for line, cut in bounded_lines(stream, raw.write):  # the raw file gets every byte
+            for line, cut in bounded_lines(stream, raw.write):  # the raw file gets every byte (within its cap)
                 line_no += 1
                 text = line.decode("utf-8", errors="replace")
                 try:
@@ -56,7 +62,7 @@ class AgentOutput:
                 if cut:
                     self.events.emit("warning", code="line_cut", message=(
                         f"agent stdout line {line_no} has {len(line) + cut} bytes: the runner read its first "
-                        f"{LINE_LIMIT >> 20} MiB, and agent.stdout.jsonl keeps it whole"))
+                        f"{LINE_LIMIT >> 20} MiB (agent.stdout.jsonl keeps it, within its cap)"))
             self.emit(self.adapter.finish())
             self.emit(self.open_tools.killed())  # the agent's output ended: a tool still running dies with it
         finally:
@@ -64,7 +70,7 @@ class AgentOutput:
 
     def pump_stderr(self, stream: IO[bytes]) -> None:
         """Until the agent's stderr ends: each line to agent_stderr and the tail."""
-        log = RawLog(self.paths.agent_stderr, self.on_no_space)
+        log = RawLog(self.paths.agent_stderr, self.on_no_space, self._cap("stderr"))
         try:
             for line, _cut in bounded_lines(stream, log.write):
                 self.stderr_tail.append(text_of_bytes(line, STDERR_LINE_CHARS).rstrip())

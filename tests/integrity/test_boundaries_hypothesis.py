@@ -151,7 +151,7 @@ def test_lines_are_cut_at_the_bound_and_every_byte_reaches_the_raw_file(chunks, 
     data = b"".join(chunks)
     raw = bytearray()
     total = 0
-    for head, cut in bounded_lines(io.BufferedReader(io.BytesIO(data)), raw.extend, limit):
+    for head, cut in bounded_lines(io.BufferedReader(io.BytesIO(data)), lambda piece, _more: raw.extend(piece), limit):
         assert len(head) <= limit
         total += len(head) + cut
     assert bytes(raw) == data and total == len(data)

@@ -47,3 +47,21 @@ def test_the_stderr_tail_is_bounded_per_line(tmp_path):
     assert len(first) <= STDERR_LINE_CHARS and first.startswith("e" * 1900) and "… [+" in first
     assert last == "last \ufffd line"
     assert paths.agent_stderr.read_bytes() == data
+
+
+def test_a_cut_line_reaches_a_capped_raw_file_whole_or_closed(tmp_path):
+    """The raw copy keeps whole lines: a long line's pieces go where its head went, and a cap reached
+    inside a line closes it (runner/wire/jsonl.py RawLog, runner/wire/record_caps.py)."""
+    from runner.wire.jsonl import RawLog
+    from runner.wire.lines import bounded_lines
+    from runner.wire.record_caps import StreamCap
+
+    data = b"short\n" + b"x" * 5000 + b"\n" + b"y" * 3000 + b"\nlast\n"
+    for cap_bytes, want in ((100, b"short\nlast\n"),  # the long lines left out whole
+                            (2000, b"short\n" + b"x" * 1000 + b"\nlast\n"),  # the cap reached inside x: closed
+                            (10_000, data)):  # room for all
+        path = tmp_path / f"raw{cap_bytes}"
+        log = RawLog(path, None, StreamCap("stdout", cap_bytes))
+        heads = [head for head, _ in bounded_lines(io.BufferedReader(io.BytesIO(data)), log.write, 1000)]
+        log.close()
+        assert len(heads) == 4 and path.read_bytes() == want, cap_bytes
