@@ -26,6 +26,7 @@ class TaskFacts:
     short: str
     title: str
     metric_label: str
+    scored_split: str  # what the official result is measured on (val or test)
     higher_is_better: bool
     budget_minutes: float
     baseline_score: float | None
@@ -64,7 +65,7 @@ def task_facts() -> dict[str, TaskFacts]:
         pass
     from tasks import all_tasks
 
-    facts = {spec.id: TaskFacts(spec.id, spec.short, spec.title, spec.metric_label, spec.higher_is_better,
+    facts = {spec.id: TaskFacts(spec.id, spec.short, spec.title, spec.metric_label, spec.scored_split, spec.higher_is_better,
                                 spec.budget_minutes, spec.baseline_score) for spec in all_tasks().values()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

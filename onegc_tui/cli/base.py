@@ -81,6 +81,28 @@ class OnegcGroup(click.Group):
         return code
 
 
+class AfterDashDash(click.Command):
+    """A command that knows all its options and takes a command line only after ``--``.
+
+    ``onegc run t6 --agent scripted --budgt 2m`` must not start a 40-minute session with the typo
+    stored as the agent's command line: an unknown option is a usage error (exit 2, with click's
+    "Did you mean"), a stray word before ``--`` is one too, and only the words after the first
+    ``--`` reach the command (as ``ctx.meta[AFTER_DASH_DASH]``, a list, empty without ``--``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        head, tail = (args[:args.index("--")], args[args.index("--") + 1:]) if "--" in args else (args, [])
+        ctx.meta[AFTER_DASH_DASH] = list(tail)
+        rest = super().parse_args(ctx, head)
+        if ctx.args and not ctx.resilient_parsing:
+            words = " ".join(ctx.args)
+            raise click.UsageError(f"unexpected word(s) '{words}': a command agent's command line goes after "
+                                   f"'--' ({ctx.command_path} TASK --agent command -- CMD ...)", ctx)
+        return rest
+
+
+AFTER_DASH_DASH = "onegc.after_dash_dash"
+
+
 class Duration(click.ParamType):
     """``90s``, ``2m``, ``1h``; a bare number is minutes (runner/duration.py). Gives seconds."""
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from onegc_tui.cli.base import DURATION, SIZE, OnegcGroup, describe, need_terminal
+from onegc_tui.cli.base import AFTER_DASH_DASH, DURATION, SIZE, AfterDashDash, OnegcGroup, describe, need_terminal
 from runner.errors import OnegcError
 from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
@@ -147,10 +147,13 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
 
 
 # ---------------------------------------------------------------------------- sessions
-def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
-    ids = [p.session_id for p in sessions]
-    from onegc_tui.cli.plain import still_running
+def _watch(home: Path, sessions: list[SessionPaths], plain: bool, task: str) -> int:
+    """Follow the sessions (the monitor, or ``--plain`` lines); the exit code of how they ended
+    (onegc_tui/cli/exit_codes.py)."""
+    from onegc_tui.cli.exit_codes import EXIT_INTERRUPTED, Outcome, exit_code
+    from onegc_tui.cli.plain import official_words, still_running
 
+    ids = [p.session_id for p in sessions]
     if plain or not sys.stdout.isatty():
         from onegc_tui.cli.plain import follow
 
@@ -158,18 +161,27 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
             ends = follow(home, ids)
         except KeyboardInterrupt:  # Ctrl-C stops the following, not the sessions: say so, and how to end them
             click.echo(f"\nstopped following{still_running(ids)}", err=True)
-            click.get_current_context().exit(130)
+            return EXIT_INTERRUPTED
         for sid, end in ends.items():
-            score = f"{end.score:.4f}" if end.score is not None else "N/A"
-            click.echo(f"{sid}: {end.reason}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
-        return
+            click.echo(f"{sid}: {end.reason}, {official_words(end.score, end.task, end.best_checkpoint)} "
+                       f"(result: {runs_dir(home) / sid / 'result.json'})")
+        return exit_code(Outcome(end.reason, end.score) for end in ends.values())
     from onegc_tui.app import make_app
     from onegc_tui.app.guard import run_monitor
+    from runner.launch.records import session_ended
 
     run_monitor(make_app(home, focus=ids[0]), still_running(ids), describe=describe)
+    outcomes = []
+    for p in sessions:
+        last = session_ended(p)
+        outcomes.append(Outcome(last.get("reason"), last.get("score")) if last else Outcome(None, None))
+        said = (f"{last.get('reason')}, {official_words(last.get('score'), task, last.get('best_checkpoint'), last.get('val'))}"
+                f" (result: {p.result})" if last else f"still running{still_running([p.session_id])}")
+        click.echo(f"{p.session_id}: {said}", err=True)
+    return exit_code(outcomes)
 
 
-@main.command("run", context_settings={"ignore_unknown_options": True})
+@main.command("run", cls=AfterDashDash, context_settings={"allow_extra_args": True})
 @click.argument("task")
 @click.option("--agent", "-a", required=True, help="scripted, command, claude-code, codex or opencode")
 @click.option("--model", "-m", default=None, help="the model id the agent CLI should use")
@@ -193,11 +205,19 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
               help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
 @click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
               help="also end the session, in order, once its model calls have cost this much (reason cost_limit)")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
-            max_processes, cost_limit, command) -> None:
-    """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
+@click.pass_context
+def run_cmd(ctx, task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
+            max_processes, cost_limit) -> None:
+    """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6.
+
+    The command agent's command line goes after ``--``: onegc run t0 --agent command -- python agent.py.
+    The exit code says how the sessions ended (docs/exit-codes.md)."""
     from runner.launch.start import start_sessions
+
+    command = ctx.meta[AFTER_DASH_DASH]
+    if command and agent != "command":
+        raise click.UsageError(f"only --agent command takes a command line after '--' (--agent {agent} does not): "
+                               f"'{' '.join(command)}'", ctx)
 
     home = usable_home()
     spec = _task(task)
@@ -210,7 +230,7 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
     for p in sessions:
         click.echo(f"started {p.session_id} ({p.root})", err=True)
     if not detach:
-        _watch(home, sessions, plain)
+        ctx.exit(_watch(home, sessions, plain, spec.id))
 
 
 @main.command("demo")
@@ -234,7 +254,7 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
     sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, network=network,
                               sealed=sealed)
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
-    _watch(home, sessions, plain)
+    click.get_current_context().exit(_watch(home, sessions, plain, spec.id))
 
 
 @main.command("monitor")

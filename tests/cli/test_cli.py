@@ -190,7 +190,7 @@ def test_history_paired_and_the_study_exports_from_the_command_line(home, tmp_pa
     assert "quick (scripted)  steady (scripted)" in table and "SD (sample, ddof=1)" in table and "SEM =" in table
     assert "quick (scripted)" in table and "0.2930" in table  # (0.97-0.70 + 0.9746-0.6586) / 2
     r = run("history", "--demo", "--no-paper", "--paired", "--format", "json")
-    doc = json.loads(r.output[r.output.index('{\n  "schema": "onegc.paired/1"'):])
+    doc = json.loads(r.output)["paired"]  # one document: the comparisons are a key of it
     (c,) = doc["comparisons"]
     assert c["n_pairs"] == 2 and c["mean_diff"] == pytest.approx(0.293) and c["noise_from"]
     report = tmp_path / "r.html"
