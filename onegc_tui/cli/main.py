@@ -310,16 +310,21 @@ def sessions_cmd(as_json: bool) -> None:
     if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
         docs = []
         # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+        # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
+        from onegc_tui.task_facts import scored_split
+
         for r in rows:
             contract = json.loads(r["contract"]) if r.get("contract") else {}
             docs.append({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
-                         "network": contract.get("network")})
+                         "network": contract.get("network"), "best_live_split": "val",
+                         "score_split": scored_split(r["task"])})
         click.echo(json.dumps(docs, indent=1))
         return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
     from onegc_tui.format import clock
+    from onegc_tui.sessions_view import official_cell
     from onegc_tui.task_facts import find, task_facts
     from onegc_tui.text_table import terminal_width, text_table
     from runner.wire.textsafe import safe_text
@@ -331,11 +336,11 @@ def sessions_cmd(as_json: bool) -> None:
         short = task.short if task else (r["task"] or "?")[:4]  # a task of another onegc version
         left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
-        score = "" if r["score"] is None else f"{r['score']:.4f}"
+        score = official_cell(r)
         table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
             r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best, score,
             r["end_reason"] or "")])
-    header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
+    header = ["session", "task", "agent", "state", "left", "ckpts", "best val", "official", "end"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
         click.echo(line)
 
@@ -416,8 +421,9 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
 @main.command("reindex")
 def reindex_cmd() -> None:
     """Rebuild onegc.db from the session folders (events.jsonl is the source of truth)."""
-    from onegc_tui.store import DB_NAME
+    from onegc_tui.store import DB_NAME, Store
     from onegc_tui.store.reindex import rebuild
+    from onegc_tui.store.torn_tail import settle_unended
 
     home = usable_home()
     db = home / DB_NAME
@@ -425,10 +431,21 @@ def reindex_cmd() -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(tmp) + suffix).unlink(missing_ok=True)
     sessions, n = rebuild(home, tmp)
+    store = Store(tmp)
+    try:
+        settled = settle_unended(store, home)  # a finished session whose log's last line is torn
+    finally:
+        store.close()
     for suffix in ("-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     os.replace(tmp, db)
     click.echo(f"reindexed {sessions} sessions, {n} events into {db}")
+    from onegc_tui.cli.plain import official_words
+
+    for s in settled:
+        why = f"its event log ends in a torn line ({s.torn} bytes)" if s.torn else "its event log has no end"
+        click.echo(f"{s.session_id}: {why}: its end is taken from result.json: {s.end.reason}, "
+                   f"{official_words(s.end.score, s.task, s.end.checkpoint, s.end.val)}")
 
 
 def _register_commands() -> None:

@@ -19,6 +19,7 @@ from typing import TextIO
 from onegc_tui.format import clock
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
+from onegc_tui.task_facts import metric_label, scored_split
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.wire.events import Event
@@ -31,14 +32,6 @@ from runner.wire.textsafe import safe_text
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
 LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whether its runner lives
-
-
-def metric_label(task: str | None) -> str:
-    """The task's metric label ("test MSE"), or "score" for a task this onegc does not know."""
-    from onegc_tui.task_facts import find, task_facts
-
-    facts = find(task_facts(), task) if task else None
-    return facts.metric_label if facts else "score"
 
 
 def describe(event: Event, task: str | None = None) -> str | None:
@@ -102,14 +95,6 @@ def official_words(score: float | None, task: str | None, checkpoint: str | None
     if val is not None and split != "val":
         why.append(f"{score_name(label, 'val', 'live')} {val:.4f}")
     return f"{score_name(label, split, 'official')} {score:.4f}" + (f" ({', '.join(why)})" if why else "")
-
-
-def scored_split(task: str | None) -> str:
-    """The split a task's official result is measured on (val for an unknown task)."""
-    from onegc_tui.task_facts import find, task_facts
-
-    facts = find(task_facts(), task) if task else None
-    return facts.scored_split if facts else "val"
 
 
 def ended(reason: str, score: float | None, detail: str, task: str | None = None, checkpoint: str | None = None,

@@ -88,14 +88,14 @@ async def test_clicking_a_header_sorts_by_it_and_again_reverses(crowd):
         assert str(table.columns["state"].label) == "State ▲"
         table.post_message(DataTable.HeaderSelected(table, table.columns["best"].key, 3, table.columns["best"].label))
         await pilot.pause()
-        assert table.sort_by == "best" and str(table.columns["best"].label) == "Best ▼"
+        assert table.sort_by == "best" and str(table.columns["best"].label) == "Best val ▼"
         assert str(table.columns["state"].label) == "State"
         scores = [table.summaries[sid].get("score") for sid in table.order if table.summaries[sid].get("score")]
         assert scores == sorted(scores, reverse=True)
         assert "sorted by best ▼" in str(app.query_one("#summary").render())
         table.post_message(DataTable.HeaderSelected(table, table.columns["best"].key, 3, table.columns["best"].label))
         await pilot.pause()
-        assert str(table.columns["best"].label) == "Best ▲" and table.sort_reverse
+        assert str(table.columns["best"].label) == "Best val ▲" and table.sort_reverse
         assert app.selected == CROWD_RUNNING  # the selection stays on its session
 
 

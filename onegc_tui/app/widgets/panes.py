@@ -22,6 +22,7 @@ from onegc_tui.metric_range import UNBOUNDED, Bounds, task_bounds
 from onegc_tui.plot import best_so_far
 from onegc_tui.store import Store
 from runner.wire.events import Event
+from runner.wire.score_terms import measure
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the utilisation bars
@@ -199,8 +200,10 @@ class CheckpointsPane(Vertical):
     help_name = "Checkpoint scores"
     # name, score, when it appeared, and a note (an error, "scoring…", "★ best"); in a narrow
     # pane the name gives way first, then the time, so the score and the note stay in sight
-    LABELS = {"name": "Checkpoint", "score": "Score", "at": "At", "note": ""}
-    SCORE_W, AT_W = 6, 5
+    # "On": the split each score was measured on (live rows val, the official re-evaluations the
+    # task's scored split: test on T4-T6), so no val figure reads as a test one (docs/numbers.md)
+    LABELS = {"name": "Checkpoint", "score": "Score", "split": "On", "at": "At", "note": ""}
+    SCORE_W, SPLIT_W, AT_W = 6, 4, 5
     NAME_MIN, NAME_MAX, NOTE_MIN = 8, 24, 8
 
     def compose(self) -> ComposeResult:
@@ -210,6 +213,7 @@ class CheckpointsPane(Vertical):
 
     def on_mount(self) -> None:
         self.direction: Direction = "higher"
+        self.scored_split = "val"  # the split the session's task scores officially (set by show)
         self.values: dict[str, float] = {}
         self.at: dict[str, float] = {}
         self.best: str | None = None
@@ -226,8 +230,8 @@ class CheckpointsPane(Vertical):
     def fit(cls, width: int) -> dict[str, int]:
         """The columns a pane ``width`` cells wide shows, and their widths."""
         room = width - 4  # border and scrollbar
-        with_at = room - 2 * 4 - cls.SCORE_W - cls.AT_W >= cls.NAME_MIN + cls.NOTE_MIN
-        fixed = {"score": cls.SCORE_W, **({"at": cls.AT_W} if with_at else {})}
+        with_at = room - 2 * 5 - cls.SCORE_W - cls.SPLIT_W - cls.AT_W >= cls.NAME_MIN + cls.NOTE_MIN
+        fixed = {"score": cls.SCORE_W, "split": cls.SPLIT_W, **({"at": cls.AT_W} if with_at else {})}
         room -= 2 * (len(fixed) + 2) + sum(fixed.values())  # one blank each side of every column
         name = max(cls.NAME_MIN, min(cls.NAME_MAX, room - cls.NOTE_MIN))
         return {"name": name, **fixed, "note": max(cls.NOTE_MIN, room - name)}
@@ -263,10 +267,12 @@ class CheckpointsPane(Vertical):
         self.direction = direction_of(row.get("task"))
         self.bounds = task_bounds(row.get("task"))  # the plot's axis keeps to the metric's range
         try:
-            metric = get_task(row.get("task") or "").metric_label
+            spec = get_task(row.get("task") or "")
+            metric, self.scored_split = spec.metric_label, spec.scored_split
         except UnknownTask:
-            metric = "score"
-        title = f"Checkpoint scores · {metric} {arrow(self.direction)}"
+            metric, self.scored_split = "score", "val"
+        title = (f"Checkpoint scores · {measure(metric)} {arrow(self.direction)} · live on val, "
+                 f"official on {self.scored_split}")
         if title != getattr(self, "_shown_title", None):  # one line (.pane-title): no relayout of the screen
             self._shown_title = title
             self.query_one("#ckpt-title", Static).update(title, layout=False)
@@ -312,7 +318,8 @@ class CheckpointsPane(Vertical):
         if not (key in self.notes and value is None and not error and self.notes[key]):
             self.notes[key] = note  # keep what we knew (e.g. the error) until a score arrives
         note = ("★ " if key == self.best else "") + self.notes[key]
-        cells = {"name": label, "score": fmt_score(value), "at": clock(at), "note": note}
+        split = self.scored_split if official else "val"
+        cells = {"name": label, "score": fmt_score(value), "split": split, "at": clock(at), "note": note}
         if key in self.cells:
             for col, text in cells.items():
                 if col == "note" and value is None and not error and self.cells[key][col]:
