@@ -51,7 +51,7 @@ from runner.session.cost_limit import CostMeter
 from runner.session.diskguard import DiskGuard
 from runner.session.gpu import SAMPLE_PERIOD_S, GpuSampler, NoGpu, visible_indices
 from runner.session.outcome import end_detail, endpoint_problem
-from runner.session.stall import StallWatch, tool_pids
+from runner.session.stall import StallWatch, took, tool_pids
 from runner.session.workspace import build_workspace, write_deadline
 from runner.wire import verdicts
 from runner.wire.coalesce import WarningFolder
@@ -557,9 +557,8 @@ class Session:
         waited = self.stall.check(busy)
         if waited is not None:
             why = self.adapter.failure() or (self.net.endpoint_problem() if self.net else None)
-            took = f"{waited / 60:.0f} min" if waited >= 90 else f"{waited:.0f} s"
-            self.events.emit("warning", code="stall", message=f"no model response for {took} while the agent runs "
-                             "no tool" + (f"; its last error: {why}" if why else ""))  # fmt: skip
+            self.events.emit("warning", code="stall", message=f"no model response for {took(waited)} while the agent runs "
+                             "no tool (the model stream stalled?)" + (f"; its last error: {why}" if why else ""))  # fmt: skip
 
     def _explain(self, reason: str, detail: str) -> str:
         """The end detail with its cause (runner/session/outcome.py)."""
@@ -570,7 +569,9 @@ class Session:
         capped = self.caps.summary() if self.caps is not None else None
         detail = f"{detail}; {capped}" if capped else detail  # the caps the agent reached (runner/sandbox/caps.py)
         killed = self.open_tools.note()
-        return end_detail(reason, detail, failure=failure, notes=self.adapter.notes() + ([killed] if killed else []),
+        stalled = self.stall.end_note()  # a hung model stream, named in the end detail too
+        notes = self.adapter.notes() + [n for n in (killed, stalled) if n]
+        return end_detail(reason, detail, failure=failure, notes=notes,
                           endpoint_problem=problem,
                           endpoints=self.endpoints, stderr=self.stderr_tail)
 

@@ -7,6 +7,12 @@ is alive (the CLIs start every tool in a session of its own, so a process of the
 the agent's session is a tool at work: a training run, a background task) and the session is
 not paused, and restarts at every model response. After ``stall_s`` of it, one ``stall``
 warning; the next model response re-arms it.
+
+A model stream that hangs mid-response looks the same from here: the CLI prints nothing and runs
+no tool. So the stall is named twice: as the ``stall`` warning once ``stall_s`` has passed (5 min
+by default, ``SessionConfig.stall_s``), and, when the session ends while the agent still waits,
+in the end detail (:meth:`StallWatch.end_note`): a session that burnt its budget on a hung
+stream says so instead of only "active time reached the budget".
 """
 
 from __future__ import annotations
@@ -39,6 +45,19 @@ class StallWatch:
             return None
         self._alerted = True
         return waited
+
+    def end_note(self) -> str | None:
+        """For the end detail: the stall still going on as the session ends (alerted and no model
+        response since), else None."""
+        if not self._alerted:
+            return None
+        return (f"the model stream stalled: no model response in its last {took(self.clock() - self._since)} "
+                f"while no tool ran (named after {took(self.stall_s)})")
+
+
+def took(seconds: float) -> str:
+    """A wait in words: "75 s", "12 min"."""
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
 def tool_pids(pids: Iterable[int], agent_sid: int, scaffolding: Iterable[int] = ()) -> list[int]:
