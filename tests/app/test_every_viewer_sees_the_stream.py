@@ -18,7 +18,7 @@ from onegc_tui.app.widgets.transcript import TranscriptLog
 from onegc_tui.store import Store
 from onegc_tui.transcript_view import event_line, event_matches
 from runner.wire.events import parse_event
-from tests.conftest import REPO, start_session
+from tests.helpers import REPO, start_session
 
 LOOP = """
 import subprocess, sys, time

@@ -22,7 +22,7 @@ from onegc_tui.readonly_home import private_store
 from onegc_tui.store import DB_NAME, Store, db_path
 from onegc_tui.store.ingest import Ingester
 from runner.wire.jsonl import EventWriter
-from tests.app.fixtures import _session
+from tests.homes import _session
 
 SIZE = (160, 44)
 LIVE = "b-live"
@@ -180,7 +180,7 @@ async def test_onegc_monitor_web_serves_a_read_only_view(mounted, tmp_path):
     if find_chromium() is None:
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     from tests.app.test_web import free_port, wait_http
-    from tests.conftest import REPO
+    from tests.helpers import REPO
 
     home, _src = mounted
     before = snapshot(home)

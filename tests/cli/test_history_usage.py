@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from onegc_tui.analysis import SessionOutcome
 from onegc_tui.cli.main import main
 from onegc_tui.usage_table import usage_rows, usage_table
-from tests.app.fixtures import build_home
+from tests.homes import build_home
 
 
 def outcome(sid: str, agent: str, model: str | None = None, study: str | None = None,

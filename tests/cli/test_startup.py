@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from onegc_tui import task_facts
-from tests.app.fixtures import build_crowd
+from tests.homes import build_crowd
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("pydantic", "pydantic_core", "watchdog", "numpy", "sqlite_utils", "textual", "rich", "onegc_tui.analysis",

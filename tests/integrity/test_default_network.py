@@ -21,7 +21,7 @@ import pytest
 
 from runner.sandbox.network import namespaces_available
 from tests.app.test_web import wait_http
-from tests.conftest import REPO, events, start_session, wait_event, write_agent
+from tests.helpers import REPO, events, start_session, wait_event, write_agent
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 
 from runner.session.cost_limit import CostMeter
 from runner.wire.events import TranscriptFields
-from tests.conftest import events, start_session, tree_pids, wait_event
+from tests.helpers import events, start_session, tree_pids, wait_event
 
 
 def item(kind: str, cost: float | None = None, tokens_in: int | None = None) -> TranscriptFields:

@@ -9,7 +9,7 @@ import pytest
 
 from runner.sandbox.bwrap import status
 from runner.session import agent_env
-from tests.conftest import events, start_session, wait_event, write_agent
+from tests.helpers import events, start_session, wait_event, write_agent
 
 IMPORTS = """
 import importlib, json

@@ -15,7 +15,7 @@ from onegc_tui.export import sessions_csv
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from runner.wire.control import request
-from tests.conftest import events, start_session, tree_pids, wait_event, wait_for, write_agent
+from tests.helpers import events, start_session, tree_pids, wait_event, wait_for, write_agent
 
 pytestmark = pytest.mark.slow
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from runner.launch.spawn import create_session
 from runner.wire.jsonl import EventWriter, read_all_events
 from runner.wire.session_config import SessionConfig
-from tests.conftest import events, start_session, wait_event, write_agent
+from tests.helpers import events, start_session, wait_event, write_agent
 
 
 class Steps:
@@ -41,7 +40,7 @@ def flood(home, n: int, seconds: float) -> list:
     return found
 
 
-def test_a_flood_of_one_cause_is_a_few_events_whose_counts_add_up(home):
+def test_a_flood_of_one_cause_is_a_few_events_whose_counts_add_up(home, store):
     from runner.wire.coalesce import BURST
 
     found = flood(home, 3012, 2.0)
@@ -55,10 +54,8 @@ def test_a_flood_of_one_cause_is_a_few_events_whose_counts_add_up(home):
     stall = [e for e in found if e.type == "warning" and e.code == "stall"]
     assert [e.count for e in stall] == [1]
     assert found[-1].type == "session_ended" and found[-2].type == "warning"  # nothing is held past the end
-    store = Store.open(home)
     Ingester(home, store).ingest_all()
     assert store.session("flood")["warnings"] == 3012 + 1  # the store counts warnings, not events
-    store.close()
 
 
 def test_a_flood_that_goes_on_is_one_summary_per_window_after_its_first_burst(home):
@@ -95,7 +92,7 @@ def test_a_pending_summary_goes_out_with_the_next_event_once_its_window_has_pass
 
 
 @pytest.mark.slow
-def test_a_real_session_resolving_1500_names_under_network_none_writes_a_handful_of_warnings(home, tmp_path):
+def test_a_real_session_resolving_1500_names_under_network_none_writes_a_handful_of_warnings(home, tmp_path, store):
     from runner.sandbox.network import namespaces_available
 
     ok, why = namespaces_available()
@@ -119,7 +116,5 @@ def test_a_real_session_resolving_1500_names_under_network_none_writes_a_handful
     assert len(blocked) <= windows * 11, (len(blocked), elapsed)  # BURST (10) one by one and a summary per window
     total = sum(e.get("count", 1) for e in blocked)
     assert total >= 1500  # every name was refused, and counted
-    store = Store.open(home)
     Ingester(home, store).ingest_all()
     assert store.session("names")["warnings"] == sum(e.get("count", 1) for e in events(paths) if e["type"] == "warning")
-    store.close()

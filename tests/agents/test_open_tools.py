@@ -14,7 +14,7 @@ from runner.agents.codex import CodexAdapter
 from runner.agents.open_tools import KILLED, OpenTools
 from runner.session.outcome import end_detail
 
-FIXTURE = Path(__file__).parents[1] / "agents" / "fixtures" / "codex-0.171.0-midturn.jsonl"
+FIXTURE = Path(__file__).parent / "fixtures" / "codex-0.171.0-midturn.jsonl"
 
 
 def test_codex_exiting_mid_tool_leaves_a_killed_result_and_a_note():
@@ -51,7 +51,7 @@ def test_finished_calls_and_calls_without_an_id_are_left_alone():
 def test_a_session_whose_codex_exits_mid_tool_records_the_tool_as_killed(home, tmp_path, monkeypatch):
     """A real session of the codex adapter with a stand-in ``codex`` that starts a tool (a sleep
     in a process of its own, as Codex's shell does), prints Codex's own mid-turn lines and exits."""
-    from tests.conftest import events, start_session, wait_event, wait_for
+    from tests.helpers import events, start_session, wait_event, wait_for
 
     # the stand-in goes where the runner looks first (runner/agents/locate.py): a project prefix,
     # which would otherwise be this checkout's `make agents` install, the real codex

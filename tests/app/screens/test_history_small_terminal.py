@@ -8,7 +8,7 @@ from textual.widgets import DataTable
 
 from onegc_tui.app import make_app
 from onegc_tui.app.screens.history_layout import BOTTOM_MIN, BOTTOM_ROWS, bottom_rows
-from tests.app.fixtures import build_home, settled
+from tests.homes import build_home, settled
 
 
 @pytest.fixture

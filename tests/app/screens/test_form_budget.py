@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import Input
 
 from onegc_tui.app import make_app
-from tests.app.fixtures import build_home
+from tests.homes import build_home
 
 SIZE = (160, 44)
 

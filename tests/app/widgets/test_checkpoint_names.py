@@ -16,7 +16,7 @@ from onegc_tui.store.ingest import Ingester
 from runner.launch.spawn import create_session
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig
-from tests.app.fixtures import T0, Clock, settled
+from tests.homes import T0, Clock, settled
 
 NAME = "run_1_resnet_wide_lr3e-4_epoch_{}"
 OFFICIAL = 12

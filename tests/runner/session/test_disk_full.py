@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from runner.wire.paths import SessionPaths
-from tests.conftest import REPO, tree_pids, wait_event, wait_for, write_agent
+from tests.helpers import REPO, tree_pids, wait_event, wait_for, write_agent
 
 pytestmark = pytest.mark.slow
 

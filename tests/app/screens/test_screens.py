@@ -6,7 +6,7 @@ import pytest
 from textual.widgets import DataTable
 
 from onegc_tui.app import make_app
-from tests.app.fixtures import build_home
+from tests.homes import build_home
 
 SIZE = (160, 44)
 
@@ -132,7 +132,7 @@ async def test_history_cell_shows_best_of_k_paired_comparison_and_time_ledger(tm
     the other configuration (SD, SEM, CI labelled) and the time ledger; the detail view's ledger."""
     from onegc_tui.app.screens.detail import DetailScreen
     from onegc_tui.app.screens.history import HistoryScreen, SessionsScreen
-    from tests.app.fixtures import build_demo_study
+    from tests.homes import build_demo_study
 
     home = build_demo_study(tmp_path / "home")
     app = make_app(home, live=False, show_clock=False)

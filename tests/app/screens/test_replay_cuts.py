@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import Log
 
 from onegc_tui.app import make_app
-from tests.app.fixtures import build_home, settled
+from tests.homes import build_home, settled
 
 
 @pytest.fixture

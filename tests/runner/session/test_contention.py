@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from runner.sandbox.bwrap import status
 from runner.session import contention, fake_nvml
-from tests.conftest import events, start_session, wait_event, write_agent
+from tests.helpers import events, start_session, wait_event, write_agent
 
 AGENT = """
 import subprocess, sys, time

@@ -20,7 +20,7 @@ from runner.launch.records import write_record
 from runner.launch.spawn import create_session
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
-from tests.conftest import REPO, start_session, wait_event, write_agent
+from tests.helpers import REPO, start_session, wait_event, write_agent
 
 CLOCK_STEP_S = 27.0  # the step seen on this machine
 

@@ -11,7 +11,7 @@ from onegc_tui.metric_range import metric_bounds, padded_range, task_bounds
 from onegc_tui.plot import plot_series
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from tests.app.fixtures import _session, settled
+from tests.homes import _session, settled
 
 
 def test_every_tasks_metric_has_its_range():
