@@ -21,7 +21,7 @@ from onegc_tui.cli.exit_codes import (
 )
 from onegc_tui.cli.main import main
 from runner.launch.study import StudyError, load_study
-from tests.app.fixtures import build_home
+from tests.homes import build_home
 
 
 def invoke(*args):

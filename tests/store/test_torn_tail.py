@@ -12,7 +12,7 @@ from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.store.torn_tail import result_end, torn_bytes
 from runner.wire.paths import SessionPaths
-from tests.app.fixtures import build_home
+from tests.homes import build_home
 
 RESULT = {"end_reason": "completed", "end_detail": "the agent finished", "value": 0.93, "checkpoint": "run_1_epoch3-1",
           "val": 0.93, "split": "val"}

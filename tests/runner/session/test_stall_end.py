@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import events, start_session, wait_event
+from tests.helpers import events, start_session, wait_event
 
 pytestmark = pytest.mark.slow
 
