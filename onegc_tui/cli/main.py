@@ -38,7 +38,10 @@ def _task(name: str) -> TaskSpec:
         raise OnegcError(str(exc)) from None
 
 
-def _session(home: Path, session_id: str) -> SessionPaths:
+def session_paths(home: Path, session_id: str) -> SessionPaths:
+    """The folder of a session named by its id or an unambiguous prefix of it."""
+    if not session_id or "/" in session_id or session_id.startswith(".") or any(c in session_id for c in "*?["):
+        raise OnegcError(f"'{session_id}' is not a session id: see 'onegc sessions'")
     root = runs_dir(home) / session_id
     if not (root / "session.json").is_file():
         runs = runs_dir(home)
@@ -350,7 +353,7 @@ def _control(session_id: str, action: Literal["pause", "resume"]) -> None:
     from runner.launch.records import has_started, session_ended
     from runner.wire.control import request_and_wait
 
-    paths = _session(usable_home(), session_id)
+    paths = session_paths(usable_home(), session_id)
     if paths.result.exists() or session_ended(paths) is not None:
         raise OnegcError(f"session {paths.session_id} has already ended")
     if not has_started(paths):
@@ -388,7 +391,7 @@ def abort_cmd(session_id: str, no_wait: bool) -> None:
     from runner.launch.abort import abort_session
     from runner.launch.records import session_ended
 
-    paths = _session(usable_home(), session_id)
+    paths = session_paths(usable_home(), session_id)
     if paths.result.exists() or session_ended(paths) is not None:  # as pause and resume: an error, exit 2
         raise OnegcError(f"session {paths.session_id} has already ended: nothing to abort")
     click.echo(abort_session(paths, escalate=not no_wait))
@@ -407,7 +410,7 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
     if clear == bool(reason):
         raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
     home = usable_home()
-    paths = _session(home, session_id)
+    paths = session_paths(home, session_id)
     verdicts.record(paths, None if clear or reason is None else reason.strip())
     _, standing = verdicts.current(paths)
     store = Store.open(home)
@@ -449,14 +452,15 @@ def reindex_cmd() -> None:
 
 
 def _register_commands() -> None:
-    """Commands that live in their own modules (studies, history, doctor, baseline, export, report)."""
+    """Commands that live in their own modules (studies, history, doctor, baseline, export, report, rm)."""
     from onegc_tui.cli.baseline import baseline
     from onegc_tui.cli.doctor import doctor
     from onegc_tui.cli.export import export, report
     from onegc_tui.cli.history import history
+    from onegc_tui.cli.remove import rm
     from onegc_tui.cli.study import study
 
-    for command in (study, history, doctor, baseline, export, report):
+    for command in (study, history, doctor, baseline, export, report, rm):
         main.add_command(command)
 
 
