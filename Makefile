@@ -53,15 +53,17 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH)"
 	$(VENV)/bin/python -m pip install -q -e '.[dev]'
-	# the agents' Python (requirements-agent.txt): scipy, scikit-learn, pandas; then timm without its
-	# dependencies and torchvision matched to torch, kept only where the pair imports (PyPI's
-	# torchvision 0.28 does not beside the CPU build of torch 2.13: `onegc doctor` then says so)
+	# the agents' Python (requirements-agent.txt): scipy, scikit-learn, pandas; then torchvision
+	# matched to torch and, only where that pair imports, timm with its own dependencies (PyPI's
+	# torchvision 0.28 does not import beside the CPU build of torch 2.13: `onegc doctor` then says
+	# so). timm is never left without what it requires: pip would print a red ERROR about it at
+	# every later install (its resolver checks what is installed)
 	$(VENV)/bin/python -m pip install -q -r requirements-agent.txt
-	$(VENV)/bin/python -m pip install -q --no-deps "timm>=1.0.20,<2"
 	@tv=$$($(VENV)/bin/python -c 'from runner.session.agent_env import matching_torchvision as m; print(m() or "")'); \
 	if [ -n "$$tv" ] && $(VENV)/bin/python -m pip install -q --no-deps "torchvision==$$tv.*" 2>/dev/null \
-	   && $(VENV)/bin/python -c 'import torchvision.ops' 2>/dev/null; then echo "torchvision $$tv for the agents"; \
-	else $(VENV)/bin/python -m pip uninstall -q -y torchvision 2>/dev/null; \
+	   && $(VENV)/bin/python -c 'import torchvision.ops' 2>/dev/null \
+	   && $(VENV)/bin/python -m pip install -q "timm>=1.0.20,<2"; then echo "torchvision $$tv and timm for the agents"; \
+	else $(VENV)/bin/python -m pip uninstall -q -y torchvision timm 2>/dev/null; \
 	     echo "note: no torchvision imports beside this torch here: T3's backbones (timm) will not run (onegc doctor)"; fi
 	@touch $@
 

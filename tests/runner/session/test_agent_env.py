@@ -56,3 +56,38 @@ def test_torchvision_is_matched_to_torch_and_the_fix_names_a_pair():
     assert agent_env.matching_torchvision("2.14.1+cu130") == "0.29"
     assert agent_env.matching_torchvision("1.13.1") is None
     assert "torch==2.14.1 torchvision==0.29.1" in agent_env.torchvision_fix()
+
+
+def test_the_imports_are_probed_in_one_interpreter_once_per_environment(tmp_path, monkeypatch):
+    """onegc doctor under 3 s: torch is imported once, in one fresh interpreter, and the answer is
+    kept under the environment's fingerprint (the next doctor asks no interpreter at all)."""
+    import subprocess
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+
+    answer = {m: None for m in agent_env.DECLARED.values()} | {"torchvision.ops": "ImportError: x"}
+
+    def counting(argv, *args, **kwargs):  # the interpreter's answer, without starting one
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 0, stdout=json.dumps(answer) + "\n", stderr="")
+
+    monkeypatch.setattr(agent_env.subprocess, "run", counting)
+    monkeypatch.setattr(agent_env, "_version", lambda dist: "1.0")
+    first = agent_env.check()
+    assert len(calls) == 1 and calls[0][-7:] == list(agent_env.DECLARED.values())
+    assert agent_env.check() == first and len(calls) == 1  # from the cache
+    tv = next(c for c in first if c.package == "torchvision")
+    assert not tv.ok and tv.detail.startswith("does not import (ImportError: x): fix: ")
+
+
+def test_the_torchvision_fix_is_one_consistent_command(monkeypatch):
+    import re
+
+    monkeypatch.setattr(agent_env.platform, "machine", lambda: "x86_64")
+    fix = agent_env.torchvision_fix()
+    assert len(set(re.findall(r"torchvision[= ]=?(\d+\.\d+)", fix))) == 1, fix  # one torchvision named, never two
+    monkeypatch.setattr(agent_env.platform, "machine", lambda: "aarch64")
+    monkeypatch.setattr(agent_env, "_version", lambda dist: "2.13.0+cpu")
+    assert agent_env.torchvision_fix() == ("fix: install torchvision 0.28.x built for torch 2.13.0+cpu "
+                                           "(the same CPU or CUDA build)")
