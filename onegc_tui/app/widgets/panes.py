@@ -183,12 +183,25 @@ class GpuPane(Vertical):
             return
         self.set_class(False, "-nogpu")
         if last:
-            mem = f"{last['mem_used_mb'] / 1024:.1f}/{last['mem_total_mb'] / 1024:.0f} GiB"
-            extra = f" · {last['power_w']:.0f} W" if last.get("power_w") else ""
-            extra += f" · {last['temp_c']:.0f}°C" if last.get("temp_c") else ""
-            busy = sum(1 for u in self.history if u > 10) / max(1, len(self.history))
-            figures.update(f"util {last['util_pct']:.0f}% {bar(last['util_pct'] / 100)} · mem {mem}{extra}\n"
-                           f"busy {busy:.0%} of the last {len(self.history)} s", layout=False)
+            figures.update("\n".join(gpu_lines(last, list(self.history))), layout=False)
+        title = f"GPU · bars 0–100 % util, last {len(self.history)} s" if self.history else "GPU"
+        if title != getattr(self, "_title", None):  # the bars' scale and time span (one line: no relayout)
+            self._title = title
+            self.query_one(".pane-title", Static).update(title, layout=False)
+
+
+GPU_LINE_W = 26  # the GPU pane's figure lines fit a 30-column pane (its border and padding): none is cut
+
+
+def gpu_lines(last: dict, history: list[float]) -> list[str]:
+    """The GPU pane's three figure lines, each at most :data:`GPU_LINE_W` characters: utilisation
+    with power and temperature, memory, and the share of the shown span the GPU was busy."""
+    util = f"util {last['util_pct']:.0f}%"
+    util += f" · {last['power_w']:.0f} W" if last.get("power_w") else ""
+    util += f" · {last['temp_c']:.0f}°C" if last.get("temp_c") else ""
+    mem = f"mem {last['mem_used_mb'] / 1024:.1f}/{last['mem_total_mb'] / 1024:.0f} GiB"
+    busy = sum(1 for u in history if u > 10) / max(1, len(history))
+    return [util, mem, f"busy {busy:.0%} of last {len(history)} s"]
 
 
 def cut(text: str) -> Text:
@@ -205,6 +218,7 @@ class CheckpointsPane(Vertical):
     LABELS = {"name": "Checkpoint", "score": "Score", "split": "On", "at": "At", "note": ""}
     SCORE_W, SPLIT_W, AT_W = 6, 4, 5
     NAME_MIN, NAME_MAX, NOTE_MIN = 8, 24, 8
+    NAME_KEEP = 16  # "run_1_epoch12-1": wide enough that a checkpoint keeps its run and epoch
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint scores", classes="pane-title", id="ckpt-title")
@@ -230,8 +244,11 @@ class CheckpointsPane(Vertical):
     def fit(cls, width: int) -> dict[str, int]:
         """The columns a pane ``width`` cells wide shows, and their widths."""
         room = width - 4  # border and scrollbar
-        with_at = room - 2 * 5 - cls.SCORE_W - cls.SPLIT_W - cls.AT_W >= cls.NAME_MIN + cls.NOTE_MIN
-        fixed = {"score": cls.SCORE_W, "split": cls.SPLIT_W, **({"at": cls.AT_W} if with_at else {})}
+        # the split column only beside a name that keeps its run and epoch (the title names both splits)
+        with_split = room - 2 * 4 - cls.SCORE_W - cls.SPLIT_W >= cls.NAME_KEEP + cls.NOTE_MIN
+        with_at = with_split and room - 2 * 5 - cls.SCORE_W - cls.SPLIT_W - cls.AT_W >= cls.NAME_KEEP + cls.NOTE_MIN
+        fixed = {"score": cls.SCORE_W, **({"split": cls.SPLIT_W} if with_split else {}),
+                 **({"at": cls.AT_W} if with_at else {})}
         room -= 2 * (len(fixed) + 2) + sum(fixed.values())  # one blank each side of every column
         name = max(cls.NAME_MIN, min(cls.NAME_MAX, room - cls.NOTE_MIN))
         return {"name": name, **fixed, "note": max(cls.NOTE_MIN, room - name)}
