@@ -151,9 +151,10 @@ class HistoryScreen(SteadyScreen):
     def compose(self) -> ComposeResult:
         yield MonitorHeader(show_clock=host(self).show_clock)
         yield Static("loading the matrix…", id="hist-summary")
-        yield DataTable(id="matrix", cursor_type="cell", zebra_stripes=True)
+        # the study and agent columns stay in sight while the task columns scroll (they name each row)
+        yield DataTable(id="matrix", cursor_type="cell", zebra_stripes=True, fixed_columns=2)
         yield Static(DEMO_TITLE, id="demo-title", classes="pane-title")
-        yield DataTable(id="demo-matrix", cursor_type="cell", zebra_stripes=True)
+        yield DataTable(id="demo-matrix", cursor_type="cell", zebra_stripes=True, fixed_columns=2)
         with Horizontal(id="hist-bottom"):
             yield Static("", id="cell-detail")
             with Vertical(id="band-box"):
