@@ -20,6 +20,7 @@ import click
 
 from runner.duration import HINT, BadDuration, duration_s
 from runner.errors import OnegcError
+from runner.wire.paths import SessionPaths, runs_dir
 from runner.wire.textsafe import safe_text
 
 EXIT_ERROR = 2  # the README's promise: one line, exit 2
@@ -148,3 +149,17 @@ def need_terminal(command: str) -> None:
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise OnegcError(f"{command} needs a terminal (stdin and stdout are not both one): "
                          "use 'onegc sessions' for a one-shot list, or 'onegc run --plain' to follow a session")
+
+
+def session_paths(home: Path, session_id: str) -> SessionPaths:
+    """The folder of a session named by its id or an unambiguous prefix of it."""
+    if not session_id or "/" in session_id or session_id.startswith(".") or any(c in session_id for c in "*?["):
+        raise OnegcError(f"'{session_id}' is not a session id: see 'onegc sessions'")
+    root = runs_dir(home) / session_id
+    if not (root / "session.json").is_file():
+        runs = runs_dir(home)
+        matches = [p for p in runs.glob(f"{session_id}*") if (p / "session.json").is_file()] if runs.is_dir() else []
+        if len(matches) == 1:
+            return SessionPaths(matches[0])
+        raise OnegcError(f"no session '{session_id}' under {runs_dir(home)}: see 'onegc sessions'")
+    return SessionPaths(root)

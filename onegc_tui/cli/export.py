@@ -22,9 +22,9 @@ _noise = click.option("--noise-from", "noise_from", multiple=True, metavar="CONF
 def _load(study: str | None, noise_from: tuple[str, ...]):
     """The study's data, from the home's store caught up with its folders. Both commands only read
     the home: a read-only one (a results folder shared read-only) is read through a copy in memory
-    (onegc_tui/readonly_home.py); only the output file is written."""
-    from onegc_tui.readonly_home import browsable_home, caught_up_store
-    from onegc_tui.study_data import load_study
+    (onegc_tui/store/readonly_home.py); only the output file is written."""
+    from onegc_tui.results.study_data import load_study
+    from onegc_tui.store.readonly_home import browsable_home, caught_up_store
 
     home = browsable_home()
     store = caught_up_store(home)
@@ -54,12 +54,12 @@ def export(fmt: str, out: Path, study: str | None, noise_from: tuple[str, ...]) 
     store, data = _load(study, noise_from)
     try:
         if fmt == "sqlite":
-            from onegc_tui.export_sqlite import write_sqlite
+            from onegc_tui.results.export_sqlite import write_sqlite
 
             counts = write_sqlite(store, data, out)
             click.echo(f"wrote {out}: " + ", ".join(f"{n} {t}" for t, n in counts.items()), err=True)
         else:
-            from onegc_tui.export_eval import write_eval
+            from onegc_tui.results.export_eval import write_eval
 
             n = write_eval(store, data, out)
             click.echo(f"wrote {out}: an Inspect log of {n} sessions (inspect view --log-dir {out.parent})", err=True)
@@ -74,7 +74,7 @@ def export(fmt: str, out: Path, study: str | None, noise_from: tuple[str, ...]) 
 def report(out: Path, study: str | None, noise_from: tuple[str, ...]) -> None:
     """Write one self-contained HTML page of a study: the matrix beside the paper, anytime curves,
     paired comparisons, integrity flags, time ledgers, costs and each session's timelines."""
-    from onegc_tui.report import render_report
+    from onegc_tui.results.report import render_report
 
     _writable(out)
     store, data = _load(study, noise_from)

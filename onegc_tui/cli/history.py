@@ -10,7 +10,7 @@ import click
 from onegc_tui.cli.base import DURATION
 from runner.errors import OnegcError
 
-# the formats of onegc_tui.export (tests/cli checks they agree): named here so that `onegc --help`
+# the formats of onegc_tui.results.export (tests/cli checks they agree): named here so that `onegc --help`
 # and every other command start without the analysis modules (lazy imports keep start-up short)
 FORMATS = ("table", "csv", "md", "latex", "json")
 
@@ -32,14 +32,14 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
             noise_from: tuple[str, ...], at_minutes: float | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
-    from onegc_tui import monitor_data
-    from onegc_tui.analysis import build_matrix, split_demo
-    from onegc_tui.export import render_history, sessions_csv
-    from onegc_tui.format import count
-    from onegc_tui.readonly_home import browsable_home, caught_up_store
-    from onegc_tui.usage_table import session_usage
+    from onegc_tui.results.export import render_history, sessions_csv
+    from onegc_tui.results.matrix import build_matrix, split_demo
+    from onegc_tui.results.usage_table import session_usage
+    from onegc_tui.store.readonly_home import browsable_home, caught_up_store
+    from onegc_tui.views import monitor_data
+    from onegc_tui.views.format import count
 
-    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
+    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
     try:
         outcomes = monitor_data.outcomes(store, study, include_demo=demo)
@@ -79,7 +79,7 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
 def _text_history(rendered: str, fmt: str, measured: dict, outcomes: list, noise_from: tuple[str, ...] | None,
                   bench: list, demo_outcomes: list, usage: dict, study: str | None) -> None:
     """The history in a text format (table, md, latex, csv): its sections one after another."""
-    from onegc_tui.usage_table import usage_rows, usage_table
+    from onegc_tui.results.usage_table import usage_rows, usage_table
 
     click.echo(rendered, nl=False)
     if measured and fmt in ("table", "md"):
@@ -97,8 +97,8 @@ def _text_history(rendered: str, fmt: str, measured: dict, outcomes: list, noise
 
 def _paired(outcomes: list, noise_from: tuple[str, ...], fmt: str) -> str:
     """``--paired``: every two configurations per task, by repeat."""
-    from onegc_tui.paired import study_comparisons
-    from onegc_tui.paired_table import render_paired
+    from onegc_tui.results.paired import study_comparisons
+    from onegc_tui.results.paired_table import render_paired
 
     return render_paired(study_comparisons(outcomes, noise_from or None), fmt)
 
@@ -108,8 +108,8 @@ AT_BUDGET_NOTE = ("the official rule (val-best, its scored-split score) on the c
 
 
 def _at_budget_cells(home: Path, study: str | None, demo: bool, minutes: float) -> list:
-    from onegc_tui.readonly_home import caught_up_store
-    from onegc_tui.study_data import at_budget_cells, load_study
+    from onegc_tui.results.study_data import at_budget_cells, load_study
+    from onegc_tui.store.readonly_home import caught_up_store
 
     store = caught_up_store(home)  # only reads: a read-only home too
     try:
@@ -128,7 +128,7 @@ def _at_budget_doc(home: Path, study: str | None, demo: bool, minutes: float) ->
 
 def _at_budget(home: Path, study: str | None, demo: bool, minutes: float) -> str:
     """``--at-budget``: per configuration × task, the mean score a ``minutes`` budget would have given."""
-    from onegc_tui.text_table import text_table
+    from onegc_tui.views.text_table import text_table
 
     cells = _at_budget_cells(home, study, demo, minutes)
     rows = [[c.task, c.label, f"{c.budget_minutes:g}", f"{c.n_scored}/{c.n}", "-" if c.mean is None else f"{c.mean:.4f}"]

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from onegc_tui.cli.base import AFTER_DASH_DASH, DURATION, SIZE, AfterDashDash, OnegcGroup, describe, need_terminal
+from onegc_tui.cli.base import (
+    AFTER_DASH_DASH,
+    DURATION,
+    SIZE,
+    AfterDashDash,
+    OnegcGroup,
+    describe,
+    need_terminal,
+    session_paths,
+)
 from runner.errors import OnegcError
 from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
@@ -38,20 +47,6 @@ def _task(name: str) -> TaskSpec:
         raise OnegcError(str(exc)) from None
 
 
-def session_paths(home: Path, session_id: str) -> SessionPaths:
-    """The folder of a session named by its id or an unambiguous prefix of it."""
-    if not session_id or "/" in session_id or session_id.startswith(".") or any(c in session_id for c in "*?["):
-        raise OnegcError(f"'{session_id}' is not a session id: see 'onegc sessions'")
-    root = runs_dir(home) / session_id
-    if not (root / "session.json").is_file():
-        runs = runs_dir(home)
-        matches = [p for p in runs.glob(f"{session_id}*") if (p / "session.json").is_file()] if runs.is_dir() else []
-        if len(matches) == 1:
-            return SessionPaths(matches[0])
-        raise OnegcError(f"no session '{session_id}' under {runs_dir(home)}: see 'onegc sessions'")
-    return SessionPaths(root)
-
-
 @click.group(cls=OnegcGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="onegc")
 def main() -> None:
@@ -62,10 +57,10 @@ def main() -> None:
 @main.command("tasks")
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
-    from onegc_tui.format import arrow
-    from onegc_tui.readonly_home import browsable_home
-    from onegc_tui.task_facts import task_facts
-    from onegc_tui.text_table import terminal_width, text_table
+    from onegc_tui.store.readonly_home import browsable_home
+    from onegc_tui.views.format import arrow
+    from onegc_tui.views.task_facts import task_facts
+    from onegc_tui.views.text_table import terminal_width, text_table
 
     home = browsable_home()  # only reads: a read-only home is fine
     rows = []
@@ -270,8 +265,8 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser). A home
     this user can read but not write is watched as a read-only view, live, through a private copy
-    of its store (onegc_tui/readonly_home.py)."""
-    from onegc_tui.readonly_home import browsable_home, private_store
+    of its store (onegc_tui/store/readonly_home.py)."""
+    from onegc_tui.store.readonly_home import browsable_home, private_store
 
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
@@ -302,9 +297,9 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="a JSON list, one object per session")
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
-    from onegc_tui.readonly_home import browsable_home, caught_up_store
+    from onegc_tui.store.readonly_home import browsable_home, caught_up_store
 
-    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
+    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
     try:
         rows = store.sessions()
@@ -314,7 +309,7 @@ def sessions_cmd(as_json: bool) -> None:
         docs = []
         # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
         # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
-        from onegc_tui.task_facts import scored_split
+        from onegc_tui.views.task_facts import scored_split
 
         for r in rows:
             contract = json.loads(r["contract"]) if r.get("contract") else {}
@@ -326,10 +321,10 @@ def sessions_cmd(as_json: bool) -> None:
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
-    from onegc_tui.format import clock
-    from onegc_tui.sessions_view import official_cell
-    from onegc_tui.task_facts import find, task_facts
-    from onegc_tui.text_table import terminal_width, text_table
+    from onegc_tui.views.format import clock
+    from onegc_tui.views.sessions_view import official_cell
+    from onegc_tui.views.task_facts import find, task_facts
+    from onegc_tui.views.text_table import terminal_width, text_table
     from runner.wire.textsafe import safe_text
 
     facts = task_facts()

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from onegc_tui.format import clock
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from onegc_tui.task_facts import metric_label, scored_split
+from onegc_tui.views.format import clock
+from onegc_tui.views.task_facts import metric_label, scored_split
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.wire.events import Event

@@ -65,7 +65,7 @@ def rm(session_ids: tuple[str, ...], yes: bool) -> None:
     """Remove ended sessions: their folder under runs/ and their rows in onegc.db (history follows)."""
     import sys
 
-    from onegc_tui.cli.main import session_paths
+    from onegc_tui.cli.base import session_paths
     from runner.wire.paths import usable_home
 
     home = usable_home()

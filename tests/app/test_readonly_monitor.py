@@ -1,5 +1,5 @@
 """A read-only home can be browsed by the monitor, live (issue 29): the monitor works on a private
-copy of the store (onegc_tui/readonly_home.py ``private_store``), its live ingest reads the session
+copy of the store (onegc_tui/store/readonly_home.py ``private_store``), its live ingest reads the session
 folders into it, the keys that would write say why not in one line, and the home is left as it
 was: no ``onegc.db-wal``/``-shm``, no new file, no byte changed; the copy is gone afterwards."""
 
@@ -13,14 +13,13 @@ import pytest
 from click.testing import CliRunner
 from textual.widgets import Log
 
-from onegc_tui import readonly_home
 from onegc_tui.app import make_app
 from onegc_tui.app.guard import check_store
 from onegc_tui.app.screens.newsession import NewSessionScreen
 from onegc_tui.app.widgets.panes import CheckpointsPane
-from onegc_tui.readonly_home import private_store
-from onegc_tui.store import DB_NAME, Store, db_path
+from onegc_tui.store import DB_NAME, Store, db_path, readonly_home
 from onegc_tui.store.ingest import Ingester
+from onegc_tui.store.readonly_home import private_store
 from runner.wire.jsonl import EventWriter
 from tests.homes import _session
 

@@ -137,10 +137,10 @@ def test_tasks_prints_every_title_and_metric_whole(home):
 
 
 def test_disqualify_strikes_a_result_from_the_mean_keeps_it_in_n_over_n_and_survives_reindex(home, built_home):
-    from onegc_tui.analysis import build_matrix
-    from onegc_tui.monitor_data import outcomes
+    from onegc_tui.results.matrix import build_matrix
     from onegc_tui.store import Store
     from onegc_tui.store.ingest import Ingester
+    from onegc_tui.views.monitor_data import outcomes
 
     store = Store.open(home)
     Ingester(home, store).catch_up()

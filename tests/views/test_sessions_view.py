@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onegc_tui.sessions_view import (
+from onegc_tui.views.sessions_view import (
     ELLIPSIS,
     SessionFilter,
     end_cut,
@@ -56,7 +56,7 @@ def test_cut_text_ends_with_an_ellipsis():
 
 
 def test_budget_left_of_an_ended_session_fits_its_column():
-    from onegc_tui.sessions_view import BY_KEY
+    from onegc_tui.views.sessions_view import BY_KEY
 
     cells = session_cells({"session_id": "s", "state": "ended", "end_reason": "budget_exhausted"})
     assert cells["left"] == "budget exhausted" and len(cells["left"]) <= BY_KEY["left"].width
@@ -97,7 +97,7 @@ def test_the_filter_matches_fields_and_words():
 
 
 def test_unsealed_or_integrity_flagged_sessions_are_marked_in_the_session_column():
-    from onegc_tui.sessions_view import cell_tone, integrity_note, session_cells
+    from onegc_tui.views.sessions_view import cell_tone, integrity_note, session_cells
 
     sealed = {"session_id": "s1", "state": "ended", "containment": "bwrap+freezer", "flagged": 0}
     unsealed = dict(sealed, session_id="s2", containment="pidns+freezer")

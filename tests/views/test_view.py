@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from onegc_tui.alerts import LOW_BUDGET_FRACTION, Alerts
-from onegc_tui.plot import best_so_far, plot_series
-from onegc_tui.sessions_view import sort_key
-from onegc_tui.timeline import BudgetAxis
-from onegc_tui.transcript_view import event_matches
+from onegc_tui.views.alerts import LOW_BUDGET_FRACTION, Alerts
+from onegc_tui.views.plot import best_so_far, plot_series
+from onegc_tui.views.sessions_view import sort_key
+from onegc_tui.views.timeline import BudgetAxis
+from onegc_tui.views.transcript_view import event_matches
 from runner.wire.events import GpuSample, ProcessEvent, SessionEnded, TranscriptEvent, Warning_
 
 T = 1_000_000.0

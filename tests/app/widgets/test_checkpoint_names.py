@@ -10,9 +10,9 @@ import pytest
 from textual.widgets import DataTable
 
 from onegc_tui.app import make_app
-from onegc_tui.checkpoint_names import checkpoint_label, fit_checkpoint_label
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
+from onegc_tui.views.checkpoint_names import checkpoint_label, fit_checkpoint_label
 from runner.launch.spawn import create_session
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig

@@ -7,10 +7,10 @@ import pytest
 
 from onegc_tui.app import make_app
 from onegc_tui.app.widgets.plot import Plot
-from onegc_tui.metric_range import metric_bounds, padded_range, task_bounds
-from onegc_tui.plot import plot_series
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
+from onegc_tui.views.metric_range import metric_bounds, padded_range, task_bounds
+from onegc_tui.views.plot import plot_series
 from tests.homes import _session, settled
 
 

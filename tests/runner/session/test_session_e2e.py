@@ -10,10 +10,10 @@ import time
 import psutil
 import pytest
 
-from onegc_tui import monitor_data
-from onegc_tui.export import sessions_csv
+from onegc_tui.results.export import sessions_csv
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
+from onegc_tui.views import monitor_data
 from runner.wire.control import request
 from tests.helpers import events, start_session, tree_pids, wait_event, wait_for, write_agent
 

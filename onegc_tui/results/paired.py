@@ -29,7 +29,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from onegc_tui.analysis import SessionOutcome, sample_std, sem
+from onegc_tui.views.outcomes import SessionOutcome
+from onegc_tui.views.statistics import sample_std, sem
 from tasks import Direction
 
 BOOTSTRAP_RESAMPLES = 10_000
@@ -182,7 +183,8 @@ def study_comparisons(outcomes: Iterable[SessionOutcome], noise_from: Sequence[s
     """Every pair of configurations (matrix row labels, in order) on every task they share, each
     with the task's noise floor: reruns of the configurations named in ``noise_from`` (row labels),
     by default those of a :data:`NOISE_ADAPTERS` adapter."""
-    from onegc_tui.analysis import resolve_task, row_label, task_sort_key
+    from onegc_tui.results.matrix import row_label, task_sort_key
+    from onegc_tui.views.outcomes import resolve_task
 
     groups: dict[str, dict[str, list[SessionOutcome]]] = {}
     adapters: dict[str, str] = {}

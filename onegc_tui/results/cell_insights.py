@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onegc_tui import monitor_data
-from onegc_tui.analysis import FRACTIONS, resolve_task
-from onegc_tui.anytime import RepeatCurves, repeat_curves
-from onegc_tui.format import clock, fmt_score
-from onegc_tui.paired import PairedComparison, study_comparisons
+from onegc_tui.results.paired import PairedComparison, study_comparisons
+from onegc_tui.results.study_data import load_session
 from onegc_tui.store import Store
-from onegc_tui.study_data import load_session
-from onegc_tui.time_ledger import AGENT_PARTS, PART_LABELS, summed
+from onegc_tui.views import monitor_data
+from onegc_tui.views.anytime import FRACTIONS, RepeatCurves, repeat_curves
+from onegc_tui.views.format import clock, fmt_score
+from onegc_tui.views.outcomes import resolve_task
+from onegc_tui.views.time_ledger import AGENT_PARTS, PART_LABELS, summed
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-from onegc_tui.sessions_view import end_cut, middle_cut
+from onegc_tui.views.sessions_view import end_cut, middle_cut
 
 MIN_CUT = 12  # a cut column keeps at least this many characters
 

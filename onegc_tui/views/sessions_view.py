@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from onegc_tui.countdown import Countdown
-from onegc_tui.format import bar, clock, fmt_cost, fmt_score, fmt_tokens, short_task
+from onegc_tui.views.countdown import Countdown
+from onegc_tui.views.format import bar, clock, fmt_cost, fmt_score, fmt_tokens, short_task
 
 ELLIPSIS = "…"
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
@@ -104,7 +104,7 @@ def official_cell(row: dict) -> str:
     """The official score with the split it was measured on ("0.3792 test"); "N/A" for a session
     that ended without one (the paper's failed run), "-" while none is known."""
     if row.get("score") is not None:
-        from onegc_tui.task_facts import scored_split
+        from onegc_tui.views.task_facts import scored_split
 
         return f"{fmt_score(row['score'])} {scored_split(row.get('task'))}"
     return "N/A" if row.get("state") in ("ended", "failed") else "-"

@@ -1,4 +1,4 @@
-"""A session's budget-time axis (the countdown of the budget left: :mod:`onegc_tui.countdown`).
+"""A session's budget-time axis (the countdown of the budget left: :mod:`onegc_tui.views.countdown`).
 
 :class:`BudgetAxis` maps wall
 time onto budget time (active seconds, standing still while paused); :class:`Timeline` is one
@@ -9,9 +9,11 @@ fill them.
 from __future__ import annotations
 
 import bisect
+import time
 from dataclasses import dataclass, field
 
-from onegc_tui.analysis import Activity, AnytimeCurve, GpuSplit
+from onegc_tui.views.anytime import AnytimeCurve
+from onegc_tui.views.time_ledger import Activity, GpuSplit, TimeLedger, time_ledger
 from tasks import Direction
 
 
@@ -64,3 +66,12 @@ class Timeline:
     def lines_until(self, t: float, n: int) -> list[str]:
         i = bisect.bisect_right([x for x, _ in self.lines], t)
         return [line for _, line in self.lines[max(0, i - n):i]]
+
+def timeline_ledger(t: Timeline, now: float | None = None) -> TimeLedger | None:
+    """The ledger of a session as the detail view holds it (a live one's up to ``now``); None
+    before it started."""
+    start = t.row.get("started_ts")
+    if not start:
+        return None
+    end = t.row.get("ended_ts") or (now if now is not None else time.time())
+    return time_ledger(t.session_id, (start, end), t.activities, t.split, 1 if t.gpu else 0)

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from onegc_tui.analysis import BUSY_UTIL_PCT
-from onegc_tui.countdown import Countdown
-from onegc_tui.format import clock
+from onegc_tui.views.countdown import Countdown
+from onegc_tui.views.format import clock
+from onegc_tui.views.time_ledger import BUSY_UTIL_PCT
 from runner.wire.events import Event
 from runner.wire.summary import end_state
 from tasks import Direction, better

@@ -1,6 +1,6 @@
 """Export of the agent × task matrix and of per-session results, as strings.
 
-:func:`render_matrix` writes one or more :class:`~onegc_tui.analysis.Matrix` (our studies and,
+:func:`render_matrix` writes one or more :class:`~onegc_tui.results.matrix.Matrix` (our studies and,
 unless ``include_paper=False``, the paper's reference rows) as
 
 - ``table``: aligned plain text, for the terminal and logs;
@@ -31,18 +31,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, get_args
 
-from onegc_tui.analysis import (
-    Aggregate,
-    Cell,
-    Matrix,
-    SessionOutcome,
-    TaskColumn,
-    paper_matrix,
-    relative_improvement,
-    resolve_task,
-    task_sort_key,
-)
-from onegc_tui.format import arrow
+from onegc_tui.results.matrix import Aggregate, Cell, Matrix, TaskColumn, paper_matrix, task_sort_key
+from onegc_tui.views.format import arrow
+from onegc_tui.views.outcomes import SessionOutcome, resolve_task
+from onegc_tui.views.statistics import relative_improvement
 from runner.wire.textsafe import safe_text
 from tasks import TaskSpec, best_of
 
@@ -559,7 +551,7 @@ def render_matrix(
 ) -> str:
     """Render one matrix (or several studies) in ``fmt`` (one of :data:`FORMATS`), followed by
     the paper's reference rows unless ``include_paper`` is false or a paper matrix is already
-    given. ``paper`` overrides the reference (default :func:`~onegc_tui.analysis.paper_matrix`)."""
+    given. ``paper`` overrides the reference (default :func:`~onegc_tui.results.matrix.paper_matrix`)."""
     key = fmt.strip().lower()
     if key not in _RENDERERS:
         raise ValueError(f"unknown export format '{fmt}': choose one of {', '.join(FORMATS)}")

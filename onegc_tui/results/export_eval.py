@@ -33,10 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from onegc_tui.analysis import resolve_task, row_label
-from onegc_tui.export_sqlite import MissingExtra
+from onegc_tui.results.export_sqlite import MissingExtra
+from onegc_tui.results.matrix import row_label
+from onegc_tui.results.study_data import SessionData, StudyData
 from onegc_tui.store import Store
-from onegc_tui.study_data import SessionData, StudyData
+from onegc_tui.views.outcomes import resolve_task
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 

@@ -10,7 +10,7 @@ Written with sqlite-utils (imported lazily: it is the ``[export]`` extra, ``pip 
                    re-evaluation on the scored split, ``official = 1``), foreign key to sessions;
 - ``transcript``   every transcript step, foreign key to sessions, full-text search on ``text``;
 - ``cells``        the agent × task matrix (mean, SD, SEM, n/N, best of N), the paper's rows too;
-- ``time_ledger``  each session's time split (onegc_tui/time_ledger.py), foreign key to sessions;
+- ``time_ledger``  each session's time split (onegc_tui/views/time_ledger.py), foreign key to sessions;
 - ``paired``       paired comparisons per task (mean difference, SD, SEM, bootstrap CI, noise floor);
 - ``_notes``       what the columns that need a word mean (SD vs SEM, unofficial, the ranking key).
 
@@ -25,11 +25,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from onegc_tui.analysis import Matrix, build_matrix, paper_matrix, split_demo
-from onegc_tui.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
-from onegc_tui.paired_table import as_record
+from onegc_tui.results.matrix import Matrix, build_matrix, paper_matrix, split_demo
+from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
+from onegc_tui.results.paired_table import as_record
+from onegc_tui.results.study_data import StudyData
 from onegc_tui.store import Store
-from onegc_tui.study_data import StudyData
 from runner.errors import OnegcError
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 

@@ -15,7 +15,9 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from onegc_tui.analysis import SessionOutcome, relative_improvement, resolve_task, row_label
+from onegc_tui.results.matrix import row_label
+from onegc_tui.views.outcomes import SessionOutcome, resolve_task
+from onegc_tui.views.statistics import relative_improvement
 
 PER_DOLLAR_LABEL = "mean relative improvement over the baseline per mean USD per session (failures' cost included)"
 

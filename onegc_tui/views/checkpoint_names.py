@@ -6,7 +6,7 @@ read ``run_1_epoch…``."""
 
 from __future__ import annotations
 
-from onegc_tui.sessions_view import middle_cut
+from onegc_tui.views.sessions_view import middle_cut
 
 OFFICIAL = " (official)"
 NAME_KEEP = 6  # the name keeps at least this much beside the mark; narrower, the mark is cut too

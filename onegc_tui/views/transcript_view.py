@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from onegc_tui.format import fmt_score
+from onegc_tui.views.format import fmt_score
 from runner.wire.end_reasons import FAILED_REASONS
 from runner.wire.events import Event
 

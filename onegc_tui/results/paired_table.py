@@ -8,8 +8,8 @@ import io
 import json
 from collections.abc import Sequence
 
-from onegc_tui.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL, PairedComparison
-from onegc_tui.text_table import text_table
+from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL, PairedComparison
+from onegc_tui.views.text_table import text_table
 
 HEADER = ("task", "A", "B", "pairs", "mean A-B (+: A better)", "SD", "SEM", "95% CI (bootstrap)", "noise floor",
           "beyond noise", "verdict", "unpaired")

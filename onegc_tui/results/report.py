@@ -6,7 +6,7 @@ normalisation where the task has a reference), "what would a shorter budget have
 paired comparisons (SD, SEM and the bootstrap CI labelled, the noise floor), integrity flags,
 each session's time ledger, cost per score, and each session's score and GPU timeline.
 
-The page is static and works offline: inline CSS and inline SVG drawn here (onegc_tui/svg_chart.py),
+The page is static and works offline: inline CSS and inline SVG drawn here (onegc_tui/results/svg_chart.py),
 no script, no font, no image or stylesheet from anywhere, and a Content-Security-Policy that
 forbids the browser to fetch anything at all. Every text that came from a session (labels, ids,
 end details) is HTML-escaped: the agent's words are never markup.
@@ -18,14 +18,15 @@ import html
 import time
 from collections.abc import Iterable, Sequence
 
-from onegc_tui.analysis import FRACTIONS, Matrix, build_matrix, paper_matrix, resolve_task, split_demo
-from onegc_tui.anytime import SCALE_LABELS, SCALES, RepeatCurves
-from onegc_tui.cost_views import PER_DOLLAR_LABEL
-from onegc_tui.export import DECIMALS, cell_text
-from onegc_tui.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
-from onegc_tui.study_data import StudyData, at_budget_cells
-from onegc_tui.svg_chart import PALETTE, Series, line_chart, stacked_bar
-from onegc_tui.time_ledger import PART_LABELS
+from onegc_tui.results.cost_views import PER_DOLLAR_LABEL
+from onegc_tui.results.export import DECIMALS, cell_text
+from onegc_tui.results.matrix import Matrix, build_matrix, paper_matrix, split_demo
+from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
+from onegc_tui.results.study_data import StudyData, at_budget_cells
+from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
+from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
+from onegc_tui.views.outcomes import resolve_task
+from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 

@@ -5,7 +5,7 @@ widget only sizes and colours what these draw.
 
 from __future__ import annotations
 
-from onegc_tui.metric_range import UNBOUNDED, Bounds, padded_range
+from onegc_tui.views.metric_range import UNBOUNDED, Bounds, padded_range
 from tasks import Direction, better
 
 _BRAILLE = 0x2800
@@ -46,7 +46,7 @@ def plot_series(series: list[list[tuple[float, float]]], width: int, height: int
     """Draw each series ((x, y) points, x in [0, x_max]) on a braille canvas, each as a ``step`` line
     (best so far, the default), a ``line`` or ``dots``; returns the canvas and the y range used.
     Without ``y_range``, the values' range with a margin, inside the metric's ``bounds``
-    (an accuracy's axis never runs past 1: onegc_tui/metric_range.py)."""
+    (an accuracy's axis never runs past 1: onegc_tui/views/metric_range.py)."""
     canvas = BrailleCanvas(width, height)
     ys = [y for s in series for _, y in s]
     if y_range is None:

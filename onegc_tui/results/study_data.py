@@ -11,9 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onegc_tui import monitor_data
-from onegc_tui.analysis import AnytimeCurve, SessionOutcome, resolve_task, row_label, task_sort_key
-from onegc_tui.anytime import (
+from onegc_tui.results.cost_views import CostCell, cost_cells
+from onegc_tui.results.matrix import row_label, task_sort_key
+from onegc_tui.results.paired import PairedComparison, study_comparisons
+from onegc_tui.store import Store
+from onegc_tui.store import queries as sql
+from onegc_tui.views import monitor_data
+from onegc_tui.views.anytime import (
+    AnytimeCurve,
     CheckpointScore,
     RepeatCurves,
     Scale,
@@ -22,12 +27,9 @@ from onegc_tui.anytime import (
     rescale_curve,
     score_at_budget,
 )
-from onegc_tui.cost_views import CostCell, cost_cells
-from onegc_tui.paired import PairedComparison, study_comparisons
-from onegc_tui.store import Store
-from onegc_tui.store import queries as sql
-from onegc_tui.time_ledger import TimeLedger, time_ledger
-from onegc_tui.timeline import Timeline
+from onegc_tui.views.outcomes import SessionOutcome, resolve_task
+from onegc_tui.views.time_ledger import TimeLedger, time_ledger
+from onegc_tui.views.timeline import Timeline
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
-"""Anytime curves across repeats, by the official rule: what a session would have scored had it
-stopped at each point of its budget.
+"""Anytime curves, every one of them here: one session's best-so-far against its budget fraction
+(:func:`anytime_curve`, the detail screen's plot), the band of several (:func:`anytime_band`), and
+the curves across repeats by the official rule (:func:`official_curve`, :class:`RepeatCurves`):
+what a session would have scored had it stopped at each point of its budget.
 
 At budget fraction ``f`` the official rule (runner/scoring/official.py: ``val-best``) picks, among the
 checkpoints that had appeared by then, the one with the best validation score (ties: the
@@ -31,8 +33,110 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from onegc_tui.analysis import GRID_POINTS, AnytimeBand, AnytimeCurve, anytime_band, relative_improvement
+from onegc_tui.views.statistics import mean_or_none, relative_improvement, sample_std
 from tasks import Direction, TaskSpec, better
+
+FRACTIONS = (0.25, 0.5, 0.75, 1.0)  # "score at 25/50/75/100 % of the budget"
+GRID_POINTS = 101  # common budget-fraction grid for averaging anytime curves (every 1 %)
+
+
+@dataclass(frozen=True, slots=True)
+class ScorePoint:
+    """One scored checkpoint: ``budget_elapsed_s`` is when it appeared (not when it was scored);
+    ``value`` is ``None`` when scoring failed. Use the official re-evaluation where there is one."""
+
+    session_id: str
+    budget_elapsed_s: float
+    value: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AnytimeCurve:
+    """Best-so-far score against budget fraction, a right-continuous step function: ``steps``
+    are (fraction, best) at each improvement; before the first it has no value."""
+
+    session_id: str
+    direction: Direction
+    steps: tuple[tuple[float, float], ...]
+
+    def at(self, fraction: float) -> float | None:
+        value = None
+        for f, v in self.steps:
+            if f > fraction:
+                break
+            value = v
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class AnytimeBand:
+    """Anytime curves of several repeats on a common grid: at each fraction, the mean, sample
+    std, min and max over the curves that have a checkpoint by then, and how many (``n``)."""
+
+    grid: tuple[float, ...]
+    mean: tuple[float | None, ...]
+    std: tuple[float | None, ...]
+    lo: tuple[float | None, ...]
+    hi: tuple[float | None, ...]
+    n: tuple[int, ...]
+    n_curves: int
+
+
+def anytime_curve(
+    points: Iterable[ScorePoint], budget_s: float, direction: Direction, session_id: str = ""
+) -> AnytimeCurve:
+    """Best-so-far of a session's scored checkpoints. Failed scores are skipped; checkpoints
+    saved in the grace period after the deadline count at fraction 1.0."""
+    if budget_s <= 0:
+        raise ValueError(f"budget_s must be positive, got {budget_s}")
+    steps: list[tuple[float, float]] = []
+    for p in sorted(points, key=lambda p: p.budget_elapsed_s):
+        session_id = session_id or p.session_id
+        if p.value is None or not math.isfinite(p.value):
+            continue
+        frac = min(1.0, max(0.0, p.budget_elapsed_s / budget_s))
+        if steps and not better(p.value, steps[-1][1], direction):
+            continue
+        if steps and steps[-1][0] == frac:
+            steps.pop()  # two checkpoints at the same moment: keep the better
+        steps.append((frac, p.value))
+    return AnytimeCurve(session_id, direction, tuple(steps))
+
+
+def anytime_band(curves: Sequence[AnytimeCurve], grid: Sequence[float] | None = None) -> AnytimeBand:
+    """Mean and spread of ``curves`` on ``grid`` (default: 0, 0.01, …, 1)."""
+    pts = tuple(grid) if grid is not None else tuple(i / (GRID_POINTS - 1) for i in range(GRID_POINTS))
+    mean, std, lo, hi, n = [], [], [], [], []
+    for f in pts:
+        vals = [v for v in (c.at(f) for c in curves) if v is not None]
+        mean.append(mean_or_none(vals))
+        std.append(sample_std(vals))
+        lo.append(min(vals) if vals else None)
+        hi.append(max(vals) if vals else None)
+        n.append(len(vals))
+    return AnytimeBand(pts, tuple(mean), tuple(std), tuple(lo), tuple(hi), tuple(n), len(curves))
+
+
+def scores_at(
+    curve: AnytimeCurve, fractions: Sequence[float] = FRACTIONS, reached: float = 1.0
+) -> dict[float, float | None]:
+    """Best score reached by each budget fraction (``None``: no checkpoint by then). A session
+    still running has ``reached`` only part of its budget: later fractions are left out (its
+    score at 100 % is not today's best)."""
+    return {f: curve.at(f) for f in fractions if f <= reached + 1e-9}
+
+
+def time_to_first_checkpoint(points: Iterable[ScorePoint], scored_only: bool = False) -> float | None:
+    """Budget seconds to the first checkpoint (with ``scored_only``, the first that scored)."""
+    times = [
+        p.budget_elapsed_s
+        for p in points
+        if not scored_only or (p.value is not None and math.isfinite(p.value))
+    ]
+    return min(times) if times else None
+
+
+# ----------------------------------------------------------------------------- across repeats
 
 Scale = Literal["raw", "relative", "rebench"]
 SCALES: tuple[Scale, ...] = ("raw", "relative", "rebench")

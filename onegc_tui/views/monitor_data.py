@@ -10,23 +10,21 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from onegc_tui.analysis import (
+from onegc_tui.store import Store
+from onegc_tui.store import queries as sql
+from onegc_tui.views.anytime import ScorePoint, anytime_curve
+from onegc_tui.views.outcomes import MeasuredBaseline, SessionOutcome
+from onegc_tui.views.outcomes import measured_baselines as analysis_measured
+from onegc_tui.views.time_ledger import (
     BUSY_UTIL_PCT,
     Activity,
     GpuSplit,
-    MeasuredBaseline,
-    ScorePoint,
-    SessionOutcome,
     UtilSample,
     activities_from_events,
-    anytime_curve,
     gpu_time_split,
 )
-from onegc_tui.analysis import measured_baselines as analysis_measured
-from onegc_tui.store import Store
-from onegc_tui.store import queries as sql
-from onegc_tui.timeline import BudgetAxis, Timeline
-from onegc_tui.transcript_view import (
+from onegc_tui.views.timeline import BudgetAxis, Timeline
+from onegc_tui.views.transcript_view import (
     FILTER_KINDS,
     PANE_EVENT_TYPES,
     event_line,

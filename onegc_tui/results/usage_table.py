@@ -1,7 +1,7 @@
 """What each matrix row spent: sessions, tokens in and out, and cost, for ``onegc history``.
 
-Rows are the matrix's own (:func:`onegc_tui.analysis.row_key`, named by
-:func:`~onegc_tui.analysis.row_label`), so each line of this table sits beside a line of the
+Rows are the matrix's own (:func:`onegc_tui.results.matrix.row_key`, named by
+:func:`~onegc_tui.results.matrix.row_label`), so each line of this table sits beside a line of the
 matrix. The figures are the per-session summary's (the agent CLI's usage items, summed; its
 final ``result`` item replaces them), read in one query. Every session counts, finished or not:
 running ones have spent what they have spent so far. Cost is what the agent CLI reported, or
@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from onegc_tui.analysis import SessionOutcome, row_key, row_label
-from onegc_tui.format import count, fmt_cost, fmt_tokens
+from onegc_tui.results.matrix import row_key, row_label
 from onegc_tui.store import Store
+from onegc_tui.views.format import count, fmt_cost, fmt_tokens
+from onegc_tui.views.outcomes import SessionOutcome
 from runner.wire.textsafe import safe_text
 
 _CHUNK = 500  # up to this many ids: looked up by key; more: one pass over the table (SQLite's parameter limit)
@@ -69,7 +70,7 @@ def usage_table(rows: Sequence[RowUsage], title: str) -> list[str]:
     """The lines of the usage table (empty without rows): agent, sessions, tokens, cost, cost per session."""
     if not rows:
         return []
-    from onegc_tui.text_table import text_table
+    from onegc_tui.views.text_table import text_table
 
     header = ["agent", "sessions", "tokens in", "tokens out", "cost", "per session"]
     body = [[safe_text(r.label, one_line=True),
