@@ -114,8 +114,9 @@ INTEGRITY_MARK = "⚠"
 
 
 def integrity_note(row: dict) -> str | None:
-    """Why a session's result needs a second look, or None: it ran ``--unsealed`` (the agent saw
-    the host), or some of its scores carry integrity flags (what the scored code did)."""
+    """Why a session's result needs a second look, or None: how it was sealed (``--unsealed``: the
+    agent saw the host; ``--network open``), integrity flags on its scores, and the conditions it
+    was measured under (:func:`conditions_note`)."""
     notes = []
     containment = row.get("containment") or ""
     if containment and not containment.startswith("bwrap"):
@@ -124,6 +125,27 @@ def integrity_note(row: dict) -> str | None:
         notes.append("network open: the agent shared this machine's network")
     if row.get("flagged"):
         notes.append(f"{row['flagged']} score{'s' if row['flagged'] != 1 else ''} with integrity flags")
+    conditions = conditions_note(row)
+    if conditions:
+        notes.append(conditions)
+    return "; ".join(notes) or None
+
+
+CAPS_WORDS = ("killed at the memory cap", "refused at the cap of")  # runner/sandbox/caps.py's summary, in the end detail
+
+
+def conditions_note(row: dict) -> str | None:
+    """The conditions a session's number was measured under, where they were not clean (issue 37):
+    contention and throttling (runner/session/contention.py: its reasons), a cap the agent reached
+    (its end detail names it), a record cut short (``truncated``: the events its caps dropped)."""
+    notes = []
+    if row.get("contended"):
+        notes.append("contended: " + (row.get("conditions") or "see its result.json"))
+    detail = row.get("end_detail") or ""
+    if any(words in detail for words in CAPS_WORDS):
+        notes.append("a cap reached (see its end)")
+    if row.get("truncated"):  # the floods wing's record caps: a count of dropped events, once the store has it
+        notes.append(f"record truncated ({row['truncated']} events dropped)")
     return "; ".join(notes) or None
 
 
