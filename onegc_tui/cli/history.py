@@ -44,15 +44,22 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     try:
         outcomes = monitor_data.outcomes(store, study, include_demo=demo)
         measured = monitor_data.measured_baselines(store)
-        left_out = 0 if demo or outcomes else len(monitor_data.outcomes(store, study, include_demo=True))
+        # history holds every session of the home, or says how to see the rest (issue 37)
+        left_out = 0 if demo else len(monitor_data.outcomes(store, study, include_demo=True)) - len(outcomes)
         usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
     matrix = build_matrix(bench, study=study or "ours", measured={t: m.mean for t, m in measured.items()})
     demo_matrix = build_matrix(demo_outcomes, study=f"{study or 'ours'} (demo tasks)") if demo_outcomes else None
+    where = f" in study {study}" if study else ""
+    aborted = matrix.n_aborted + (demo_matrix.n_aborted if demo_matrix is not None else 0)
+    if aborted:
+        click.echo(f"note: {count(aborted, 'aborted session')}{where} left out of the cells (not a run of the protocol): "
+                   "'onegc sessions' lists them, 'onegc rm' removes them", err=True)
+    if left_out and (matrix.rows or demo_matrix is not None):
+        click.echo(f"note: {count(left_out, 'demo-task session')}{where} left out: --demo shows them", err=True)
     if not matrix.rows and demo_matrix is None:
-        where = f" in study {study}" if study else ""
         why = (f"{count(left_out, 'demo-task session')}{where} left out (--demo includes them)"
                if left_out else f"no sessions{where} under {home / 'runs'}")
         if no_paper:

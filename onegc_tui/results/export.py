@@ -528,6 +528,7 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
         "tasks": [dataclasses.asdict(c) for c in matrix.tasks],
         "rows": rows,
         "unknown_tasks": list(matrix.unknown_tasks),
+        "n_aborted": matrix.n_aborted,
     }
 
 

@@ -60,13 +60,14 @@ def compute_history(home: Path, study: str | None, demo: bool | None, paper: Mat
             shown = True
             outcomes = monitor_data.outcomes(store, study, include_demo=True)
         measured = {t: m.mean for t, m in monitor_data.measured_baselines(store).items()}
+        hidden = 0 if shown else monitor_data.demo_sessions(store, study)  # left out: the title says how to see them
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
     name = study or "ours"
     matrix = build_matrix(bench, study=name, measured=measured)
     demo_matrix = build_matrix(demo_outcomes, study=f"{name} (demo)")
-    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown, demo_matrix)
+    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown, demo_matrix, hidden)
 
 
 class HistoryViews:
@@ -125,10 +126,11 @@ class HistoryScreen(SteadyScreen):
 
     class Loaded(Message):
         def __init__(self, matrix: Matrix, paper: Matrix, studies: list[str], n: int, demo: bool,
-                     demo_matrix: Matrix):
+                     demo_matrix: Matrix, hidden: int = 0):
             super().__init__()
             self.matrix, self.paper, self.studies, self.n, self.demo = matrix, paper, studies, n, demo
             self.demo_matrix = demo_matrix
+            self.hidden = hidden  # demo-task sessions of the home not in this view
 
     def __init__(self, study: str | None = ALL):
         super().__init__()
@@ -139,6 +141,7 @@ class HistoryScreen(SteadyScreen):
         self.matrix: Matrix | None = None
         self.paper: Matrix | None = None
         self.demo_matrix: Matrix | None = None
+        self.n_sessions = self.n_hidden = self.n_aborted = 0
 
     def compose(self) -> ComposeResult:
         yield MonitorHeader(show_clock=host(self).show_clock)
@@ -173,6 +176,8 @@ class HistoryScreen(SteadyScreen):
         self.matrix, self.paper, self.studies, self.demo_shown = msg.matrix, msg.paper, msg.studies, msg.demo
         self.demo_matrix = msg.demo_matrix
         self.n_sessions = msg.n
+        self.n_hidden = msg.hidden
+        self.n_aborted = msg.matrix.n_aborted + msg.demo_matrix.n_aborted
         self.draw()
 
     @property
@@ -193,6 +198,10 @@ class HistoryScreen(SteadyScreen):
         what = "mean ± std over successful repeats (n/N when some failed)" if self.mode == "mean" else "best of N"
         study = self.study or "all sessions"
         demo = " · demo tasks in their own table below" if has_demo else ""
+        # every session of the home is here, or the line says how to see the rest (issue 37)
+        demo += f" · {count(self.n_hidden, 'demo-task session')} hidden: x shows them" if self.n_hidden else ""
+        demo += (f" · {count(self.n_aborted, 'aborted session')} left out of the cells" if self.n_aborted else "")
+        demo += f" · studies ({', '.join(self.studies)}): s picks one" if self.studies and not self.study else ""
         self.query_one("#hist-summary", Static).update(
             f"[b]{study}[/b]: {count(self.n_sessions, 'session')}{demo} · cells: {what} · bold: best per task · "
             f"Agg: mean relative improvement over the baselines (†: partial) · paper rows: its Table 4/6")
