@@ -32,7 +32,8 @@ from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 
 MAX_TIMELINES = 100  # sessions whose own score and GPU charts the page draws (about 4 KiB each)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-LEDGER_COLOURS = {"model_s": "#1f77b4", "tool_s": "#ff7f0e", "paused_s": "#999999", "other_s": "#dddddd"}
+LEDGER_COLOURS = {"model_s": "#1f77b4", "own_s": "#2ca02c", "tool_s": "#ff7f0e", "paused_s": "#999999",
+                  "other_s": "#dddddd"}
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1400px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
@@ -210,10 +211,10 @@ def _ledger_section(data: StudyData) -> str:
         parts = [(PART_LABELS[k], getattr(led, k), LEDGER_COLOURS[k]) for k in LEDGER_COLOURS]
         gpu = (f"{_s(led.gpu_busy_s)} / {_s(led.gpu_idle_s)}" if led.n_gpus else "no GPU sampled")
         idle = ", ".join(f"{_e(k)} {v:.0f}" for k, v in led.idle_by.items() if v > 0.5) or "–"
-        rows.append([_e(s.outcome.session_id), _s(led.wall_s), _s(led.model_s), _s(led.tool_s), _s(led.paused_s),
-                     _s(led.other_s), stacked_bar(parts, total=led.wall_s), gpu, idle])
+        rows.append([_e(s.outcome.session_id), _s(led.wall_s), _s(led.model_s), _s(led.own_s), _s(led.tool_s),
+                     _s(led.paused_s), _s(led.other_s), stacked_bar(parts, total=led.wall_s), gpu, idle])
     legend = " ".join(f'<span style="color:{c}">■</span> {_e(PART_LABELS[k])}' for k, c in LEDGER_COLOURS.items())
-    head = ["session", "wall s", "model s", "tool s", "paused s", "other s", "split", "GPU busy / idle s",
+    head = ["session", "wall s", "model s", "own s (no model)", "tool s", "paused s", "other s", "split", "GPU busy / idle s",
             "GPU idle by cause (s)"]
     return ("<h2>Time ledger</h2><p class=\"note\">Model generation and tool time from the transcript's "
             "timestamps; GPU busy (utilisation above 10 %) and idle time by cause from the GPU samples. "
