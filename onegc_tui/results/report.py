@@ -26,9 +26,11 @@ from onegc_tui.results.study_data import StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.views.outcomes import resolve_task
+from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
+from runner.wire.score_terms import measure, score_name
 
 MAX_TIMELINES = 100  # sessions whose own score and GPU charts the page draws (about 4 KiB each)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -237,12 +239,16 @@ def _timelines_section(data: StudyData) -> str:
         tl = s.timeline
         assert tl is not None
         live = sorted((t, v) for t, v in tl.scores())
-        series = [Series("live val score", live, PALETTE[0], step=False, markers=True, width=1.0)]
+        # two splits on one axis where the task scores test (T4-T6): each series and the axis name theirs
+        what, split = measure(tl.metric), scored_split(s.outcome.task)
+        series = [Series(f"{score_name(tl.metric, 'val', 'live')}", live, PALETTE[0], step=False, markers=True,
+                         width=1.0)]
         if s.curve is not None and s.curve.steps:
-            series.append(Series("official rule, best so far", [(f * tl.budget_s, v) for f, v in s.curve.steps],
+            series.append(Series(f"official rule on {split}, best so far", [(f * tl.budget_s, v) for f, v in s.curve.steps],
                                  PALETTE[1]))
+        y_label = what if split == "val" else f"{what} (live: val · official: {split})"
         charts.append(line_chart(series, title=f"{s.outcome.session_id}: score", x_label="budget seconds",
-                                 y_label=tl.metric, x_range=(0.0, max(tl.budget_s, tl.end_s)), width=380, height=220))
+                                 y_label=y_label, x_range=(0.0, max(tl.budget_s, tl.end_s)), width=380, height=220))
         if tl.gpu:
             charts.append(line_chart([Series("GPU utilisation %", list(tl.gpu), PALETTE[2], step=False, width=1.0)],
                                      title=f"{s.outcome.session_id}: GPU", x_label="budget seconds",
