@@ -44,6 +44,7 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     try:
         outcomes = monitor_data.outcomes(store, study, include_demo=demo)
         measured = monitor_data.measured_baselines(store)
+        studies = monitor_data.studies(store) if study is None else []
         # history holds every session of the home, or says how to see the rest (issue 37)
         left_out = 0 if demo else len(monitor_data.outcomes(store, study, include_demo=True)) - len(outcomes)
         usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}
@@ -57,6 +58,8 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     if aborted:
         click.echo(f"note: {count(aborted, 'aborted session')}{where} left out of the cells (not a run of the protocol): "
                    "'onegc sessions' lists them, 'onegc rm' removes them", err=True)
+    if studies:  # every session is pooled here; each study has its own history
+        click.echo(f"note: studies here: {', '.join(studies)} (--study NAME shows one)", err=True)
     if left_out and (matrix.rows or demo_matrix is not None):
         click.echo(f"note: {count(left_out, 'demo-task session')}{where} left out: --demo shows them", err=True)
     if not matrix.rows and demo_matrix is None:

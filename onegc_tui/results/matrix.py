@@ -333,9 +333,7 @@ def build_matrix(
     cols = tuple(sorted(columns.values(), key=lambda c: task_sort_key(c.task)))
     expected = _expected_tasks(cols, table, agg_tasks)
     rows = []
-    # a row of a study says so where the matrix pools more than that study ("ours": every session)
-    several_studies = len({k[0] for k in groups if k[1] is not None}) > 1 or any(
-        k[0] not in (None, study) for k in groups if k[1] is not None)
+    several_studies = len({k[0] for k in groups if k[1] is not None}) > 1
     for (row_study, label, agent, model), by_task in groups.items():
         cells = {
             t: _cell(t, sessions, columns[t])

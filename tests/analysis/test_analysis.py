@@ -421,9 +421,7 @@ def test_a_studys_agent_configurations_are_rows_of_their_own():
     steady = [outcome(f"demo--steady--t0--r{k}", "t0", s, label="steady", repeat=k) for k, s in ((1, 0.70), (2, 0.6586))]
     bench, demo = split_demo(quick + steady)
     assert bench == [] and len(demo) == 4
-    study = demo[0].study
-    assert [r.label for r in build_matrix(demo).rows] == [f"{study}/quick (scripted)", f"{study}/steady (scripted)"]
-    m = build_matrix(demo, study=study)  # the study's own matrix: its name is the matrix's, not each row's
+    m = build_matrix(demo)
     assert [r.label for r in m.rows] == ["quick (scripted)", "steady (scripted)"]
     assert m.row("quick (scripted)").cell("t0").mean == pytest.approx(0.9723)
     assert m.row("steady (scripted)").cell("t0").mean == pytest.approx(0.6793)

@@ -29,7 +29,7 @@ def test_aborted_sessions_are_counted_apart_and_studies_named(home):
     assert demo["n_aborted"] == 1
     scripted = next(row for row in demo["rows"] if row["label"] == "scripted")
     assert scripted["cells"]["t0"]["n_total"] == 3  # the aborted fourth repeat is not in n/N
-    assert any(row["label"].startswith("s1/") for row in demo["rows"])  # the study's name on its row
+    assert "studies here: s1 (--study NAME shows one)" in r.stderr  # the study goes by its name
 
 
 def test_the_monitor_history_says_how_many_sessions_it_hides(home):
