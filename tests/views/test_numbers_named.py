@@ -61,3 +61,15 @@ def test_the_conditions_of_a_measurement_go_with_its_row():
     assert note == ("contended: 1 foreign process(es) on the session's GPU: python; throttled: hw_slowdown 50 s; "
                     "a cap reached (see its end); record truncated (1200 events dropped)")
     assert integrity_note(contended) == note  # the ⚠ mark of the monitor's row and its detail
+
+
+def test_a_cut_line_never_cuts_a_figure():
+    from onegc_tui.views.text_table import figure_safe_cut
+
+    line = "epoch 2/12 loss 0.3016 val_acc 0.9860"
+    for keep in range(len("epoch 2/12 loss 0.3016 val_acc "), len(line)):  # every edge inside the last figure
+        assert line[:figure_safe_cut(line, keep)] == "epoch 2/12 loss 0.3016 val_acc "
+    assert line[:figure_safe_cut(line, 20)] == "epoch 2/12 loss "  # inside 0.3016: left out whole
+    assert line[:figure_safe_cut(line, 9)] == "epoch 2/"  # inside "12" of 2/12
+    assert "lr 1e-3 then"[:figure_safe_cut("lr 1e-3 then", 5)] == "lr "  # 1e-3 is one figure
+    assert figure_safe_cut("some text here", 6) == 6 and figure_safe_cut("short", 10) == 5

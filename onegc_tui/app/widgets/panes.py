@@ -218,7 +218,8 @@ class CheckpointsPane(Vertical):
     LABELS = {"name": "Checkpoint", "score": "Score", "split": "On", "at": "At", "note": ""}
     SCORE_W, SPLIT_W, AT_W = 6, 4, 5
     NAME_MIN, NAME_MAX, NOTE_MIN = 8, 24, 8
-    NAME_KEEP = 16  # "run_1_epoch12-1": wide enough that a checkpoint keeps its run and epoch
+    NAME_KEEP = 14  # "run_1…poch10-1": cut in the middle, a checkpoint keeps its run and its epoch
+    NOTE_SHORT = 6  # "★ best"
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint scores", classes="pane-title", id="ckpt-title")
@@ -250,8 +251,12 @@ class CheckpointsPane(Vertical):
         fixed = {"score": cls.SCORE_W, **({"split": cls.SPLIT_W} if with_split else {}),
                  **({"at": cls.AT_W} if with_at else {})}
         room -= 2 * (len(fixed) + 2) + sum(fixed.values())  # one blank each side of every column
-        name = max(cls.NAME_MIN, min(cls.NAME_MAX, room - cls.NOTE_MIN))
-        return {"name": name, **fixed, "note": max(cls.NOTE_MIN, room - name)}
+        # the name first (its run and epoch tell the checkpoints apart), the note ("★ best", an error) the rest
+        if room >= cls.NAME_KEEP + cls.NOTE_SHORT:
+            name = min(cls.NAME_MAX, max(cls.NAME_KEEP, room - cls.NOTE_MIN))
+        else:
+            name = max(cls.NAME_MIN, room - cls.NOTE_SHORT)
+        return {"name": name, **fixed, "note": max(1, room - name)}
 
     def _fit(self, width: int) -> None:
         widths = self.fit(width)
