@@ -54,20 +54,23 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     matrix = build_matrix(bench, study=study or "ours", measured={t: m.mean for t, m in measured.items()})
     demo_matrix = build_matrix(demo_outcomes, study=f"{study or 'ours'} (demo tasks)") if demo_outcomes else None
     where = f" in study {study}" if study else ""
-    aborted = matrix.n_aborted + (demo_matrix.n_aborted if demo_matrix is not None else 0)
-    if aborted:
-        click.echo(f"note: {count(aborted, 'aborted session')}{where} left out of the cells (not a run of the protocol): "
-                   "'onegc sessions' lists them, 'onegc rm' removes them", err=True)
-    if studies:  # every session is pooled here; each study has its own history
-        click.echo(f"note: studies here: {', '.join(studies)} (--study NAME shows one)", err=True)
-    if left_out and (matrix.rows or demo_matrix is not None):
-        click.echo(f"note: {count(left_out, 'demo-task session')}{where} left out: --demo shows them", err=True)
     if not matrix.rows and demo_matrix is None:
         why = (f"{count(left_out, 'demo-task session')}{where} left out (--demo includes them)"
                if left_out else f"no sessions{where} under {home / 'runs'}")
         if no_paper:
             raise OnegcError(f"nothing to print: {why}")
         click.echo(f"note: only the paper's rows: {why}", err=True)
+    aborted = matrix.n_aborted + (demo_matrix.n_aborted if demo_matrix is not None else 0)
+    if aborted:
+        click.echo(f"note: {count(aborted, 'aborted session')}{where} left out of the cells (not a run of the protocol): "
+                   "'onegc sessions' lists them, 'onegc rm' removes them", err=True)
+    if fmt in ("table", "md"):  # what the cells are (the data formats carry it in their fields)
+        click.echo("note: cells are official scores, each on its task's scored split (val on T1-T3 and T7, test on "
+                   "T4-T6; docs/numbers.md)", err=True)
+    if studies:  # every session is pooled here; each study has its own history
+        click.echo(f"note: studies here: {', '.join(studies)} (--study NAME shows one)", err=True)
+    if left_out and (matrix.rows or demo_matrix is not None):
+        click.echo(f"note: {count(left_out, 'demo-task session')}{where} left out: --demo shows them", err=True)
     rendered = render_history(matrix, demo_matrix, fmt, include_paper=not no_paper)
     if fmt == "json":  # one JSON document, whatever else is asked for: its parts are keys of it
         doc = json.loads(rendered)

@@ -38,3 +38,11 @@ def test_the_monitor_history_says_how_many_sessions_it_hides(home):
     assert loaded.n == 0 and loaded.hidden == 4
     r = CliRunner().invoke(main, ["history"])
     assert r.exit_code == 0 and "4 demo-task sessions left out (--demo includes them)" in r.stderr
+
+
+def test_the_history_says_what_its_cells_are(home):
+    build_home(home, full=True)
+    r = CliRunner().invoke(main, ["history", "--demo"])
+    assert r.exit_code == 0
+    assert "note: cells are official scores, each on its task's scored split (val on T1-T3 and T7, test on T4-T6" \
+           in r.stderr

@@ -196,6 +196,7 @@ class HistoryScreen(SteadyScreen):
         if demo_matrix is not None and has_demo:
             self._fill(self.query_one("#demo-matrix", DataTable), [demo_matrix])
         what = "mean ± std over successful repeats (n/N when some failed)" if self.mode == "mean" else "best of N"
+        what = f"official scores on each task's scored split (test on T4–T6), {what}"  # docs/numbers.md
         study = self.study or "all sessions"
         demo = " · demo tasks in their own table below" if has_demo else ""
         # every session of the home is here, or the line says how to see the rest (issue 37)
