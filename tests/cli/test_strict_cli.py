@@ -100,3 +100,21 @@ def test_history_json_is_one_document_whatever_is_added(home, extra):
     assert ("paired" in doc) == ("--paired" in extra)
     if "--at-budget" in extra:
         assert doc["at_budget"]["cells"] and doc["at_budget"]["minutes"] in (1.0, 1.5)
+
+
+def test_closing_the_monitor_says_how_each_session_ended_and_how_to_reattach(built_home, monkeypatch, capsys):
+    """The demo's (and run's) exit line: the result where there is one, else how to watch and end
+    the session that goes on; the exit code says which (issue 37 item 7)."""
+    import onegc_tui.app.guard as guard
+    from onegc_tui.cli import main as cli_main
+    from runner.wire.paths import SessionPaths
+
+    monkeypatch.setattr(guard, "run_monitor", lambda *args, **kwargs: None)  # the monitor opened and closed
+    monkeypatch.setattr(cli_main.sys.stdout, "isatty", lambda: True)
+    ended, paused = (SessionPaths(built_home / "runs" / sid) for sid in ("a-ended", "b-paused"))
+    assert cli_main._watch(built_home, [ended], plain=False, task="t0_demo") == EXIT_SCORED
+    assert cli_main._watch(built_home, [paused], plain=False, task="t0_demo") == EXIT_STILL_RUNNING
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"a-ended: completed, official val accuracy 0.9300 (run_1_epoch3-1) (result: {ended.result})"
+    assert err[1] == ("b-paused: still running; session b-paused goes on: 'onegc monitor --session b-paused' watches it, "
+                      "'onegc abort b-paused' ends it")
