@@ -93,8 +93,8 @@ def test_plain_prints_every_event_even_when_another_process_ingested_them_first(
     out = io.StringIO()
     ends = follow(home, ["p1"], out=out)
     text = out.getvalue()
-    for line in ("p1: started: t0_demo with scripted", "p1: checkpoint a-1: val_acc 0.6100",
-                 "p1: WARNING network_blocked: blocked example.com:443", "p1: ended: completed, score 0.6100"):
+    for line in ("p1: started: t0_demo with scripted", "p1: checkpoint a-1: live val accuracy 0.6100",
+                 "p1: WARNING network_blocked: blocked example.com:443", "p1: ended: completed, official val accuracy 0.6100"):
         assert line in text, text
     assert (ends["p1"].reason, ends["p1"].score) == ("completed", 0.61)
 

@@ -88,7 +88,7 @@ def test_a_full_disk_ends_the_session_with_its_reason_and_keeps_the_scored_check
     assert result["scored_by"] == "official re-evaluation" or result["scored_by"].startswith(
         "live scoring: the disk was full"), result["scored_by"]
     assert ended["score"] == live["value"] and result["end_detail"] == ended["detail"]
-    assert f"{paths.session_id}: harness_error, score {live['value']:.4f}" in text  # --plain's last line
+    assert f"{paths.session_id}: harness_error, official val accuracy {live['value']:.4f}" in text  # --plain's last line
     log = paths.runner_log.read_text().strip().splitlines()
     assert "disk full" in log[-1], log[-5:]
     assert not (paths.root / ".reserve").exists()
