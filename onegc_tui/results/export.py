@@ -138,25 +138,27 @@ def integrity_marks(cell: Cell | None) -> str:
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
-def cell_text(cell: Cell | None, mode: str = "mean", live: bool = False) -> str:
+def cell_text(cell: Cell | None, mode: str = "mean", live: bool = False, compact: bool = False) -> str:
     """The one rendering of a matrix cell, in the text and Markdown tables and the monitor's
     matrix: mean±std (``mode="best"``: the best of N), then n/N where some repeats failed, ``*``
     for mixed contracts and the integrity marks; ``-`` for no session, ``N/A`` when none
     succeeded. ``live`` (the monitor): the counts bare (`` 2/3``) for its narrow columns, and a
-    cell whose sessions all still run says how many."""
+    cell whose sessions all still run says how many. ``compact`` (a monitor under 150 columns): the
+    figure and its marks only, so that every task and Agg fit 100 columns; the highlighted cell's
+    statistics below give the std and n/N."""
     running = len(cell.running_ids) if cell is not None and live else 0
     if cell is None or (cell.n_total == 0 and not running):
         return MISSING
     if cell.n_total == 0:
         return f"({running} running)"
     counts = ""
-    if cell.n_success < cell.n_total:
+    if cell.n_success < cell.n_total and not compact:
         counts = f" {cell.n_success}/{cell.n_total}" if live else f" ({cell.n_success}/{cell.n_total})"
     if cell.mean is None:
         text = FAILED
     elif mode == "best" and cell.best is not None:
         text = _num(cell.best)
-    elif cell.std is None:
+    elif cell.std is None or compact:
         text = _num(cell.mean)
     else:
         text = f"{_num(cell.mean)}±{_num(cell.std)}"

@@ -53,3 +53,22 @@ async def test_checkpoint_names_keep_their_run_and_epoch(tmp_path, size):
         await settled(pilot)
         pane = app.screen.query_one(CheckpointsPane)
         assert pane.widths["name"] >= CheckpointsPane.NAME_KEEP, pane.widths
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+async def test_history_keeps_its_labels_and_reaches_agg(tmp_path, size):
+    from textual.widgets import DataTable
+
+    home = build_home(tmp_path / "home", full=True)
+    app = make_app(home, live=False, show_clock=False, now=lambda: T0 + 100)
+    async with app.run_test(size=size) as pilot:
+        await settled(pilot)
+        await pilot.press("h")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one("#matrix", DataTable)
+        assert table.fixed_columns == 2  # study and agent stay in sight when the task columns scroll
+        widths = {key.value: col.get_render_width(table) for key, col in table.columns.items()}
+        upto_agg = sum(w for key, w in widths.items() if key not in ("agg_max", "agg_ours"))
+        if size[0] >= 100:
+            assert upto_agg <= table.region.width, (upto_agg, table.region.width, widths)  # Agg in sight

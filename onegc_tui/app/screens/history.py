@@ -108,6 +108,9 @@ class _View:
         self.loaded: HistoryScreen.Loaded | None = None
 
 
+COMPACT_BELOW = 150  # columns: narrower, the matrix's cells show their figure and marks only
+
+
 def agg_text(agg) -> str:
     if agg.value is None:
         return "-"
@@ -196,6 +199,8 @@ class HistoryScreen(SteadyScreen):
         if demo_matrix is not None and has_demo:
             self._fill(self.query_one("#demo-matrix", DataTable), [demo_matrix])
         what = "mean ± std over successful repeats (n/N when some failed)" if self.mode == "mean" else "best of N"
+        if self._compact() and self.mode == "mean":
+            what = "means over successful repeats (std and n/N of the highlighted cell below)"
         what = f"official scores on each task's scored split (test on T4–T6), {what}"  # docs/numbers.md
         study = self.study or "all sessions"
         demo = " · demo tasks in their own table below" if has_demo else ""
@@ -230,20 +235,28 @@ class HistoryScreen(SteadyScreen):
 
     def on_resize(self) -> None:
         if self.matrix is not None:
+            if self._compact() != getattr(self, "_drawn_compact", None):
+                self.draw()  # the cells' form follows the width (see _compact)
             self.call_after_refresh(self._fit_bottom)
+
+    def _compact(self) -> bool:
+        """Under :data:`COMPACT_BELOW` columns a cell shows its figure and marks only (its std and
+        n/N in the statistics below): the label columns, every task and Agg fit 100 columns."""
+        return self.app.size.width < COMPACT_BELOW
 
     def _fill(self, table: DataTable, matrices: list[Matrix]) -> None:
         keep = table.cursor_coordinate
         table.clear(columns=True)  # a new study or mode: a different table, not a live update
+        compact = self._drawn_compact = self._compact()
         cols = sorted({c.task: c for m in matrices for c in m.tasks}.values(), key=lambda c: task_sort_key(c.task))
         table.add_column("Study", key="study", width=max([len(m.study) for m in matrices] + [5]))
         table.add_column("Agent", key="agent", width=max([len(r.label) for m in matrices for r in m.rows] + [5]))
         rows = [(m, r) for m in matrices for r in m.rows]
         for c in cols:  # as wide as the widest cell: the whole matrix fits where it can
-            width = max([len(cell_text(r.cell(c.task), self.mode, live=True)) for _, r in rows] + [4])
+            width = max([len(cell_text(r.cell(c.task), self.mode, live=True, compact=compact)) for _, r in rows] + [4])
             table.add_column(f"{c.label} {arrow(c.direction)}", key=c.task, width=width)
-        table.add_column("Agg", key="agg", width=7)
-        table.add_column("Agg_max", key="agg_max", width=7)
+        table.add_column("Agg", key="agg", width=6 if compact else 7)  # "+0.293", "+0.293†"
+        table.add_column("Agg_max", key="agg_max", width=6 if compact else 7)
         ours = any(r.agg_ours is not None for _, r in rows)  # Agg against the baselines measured here
         if ours:
             table.add_column("Agg_ours", key="agg_ours", width=8)
@@ -257,7 +270,7 @@ class HistoryScreen(SteadyScreen):
             cells = []
             for c in cols:
                 cell = r.cell(c.task)
-                text = cell_text(cell, self.mode, live=True)
+                text = cell_text(cell, self.mode, live=True, compact=compact)
                 value = None if cell is None or cell.mean is None else (cell.mean if self.mode == "mean" else cell.best)
                 cells.append(Text(text, style="bold" if value is not None and value == best.get(c.task) else "",
                                   justify="right"))
