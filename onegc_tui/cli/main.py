@@ -117,19 +117,23 @@ def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
         raise OnegcError(f"preparing {spec.short} failed: {last_line.removeprefix('error: ') or 'see the output above'}")
 
 
-@main.command("prepare", context_settings={"ignore_unknown_options": True})
+@main.command("prepare")
 @click.argument("names", nargs=-1)
 @click.option("--from", "from_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="take the raw files from this folder instead of downloading (offline clusters)")
 @click.option("--weights-from", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="T3: take the DINOv3 weight files from this folder instead of downloading them")
-def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Path | None) -> None:
-    """Download (or take --from DIR), verify and convert task data: onegc prepare t1 t6 | all."""
+@click.option("--force", is_flag=True, help="prepare again even if already prepared")
+def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Path | None, force: bool) -> None:
+    """Download (or take --from DIR), verify and convert task data: onegc prepare t1 t6 | all.
+
+    Every option is onegc's own (a misspelt one is refused with "did you mean", exit 2), and
+    ``--force`` reaches prepare.py."""
     home = usable_home()
     if not names:
         raise OnegcError("name the tasks to prepare (e.g. 'onegc prepare t1 t6') or 'all'")
-    extra = tuple(n for n in names if n.startswith("-"))
-    wanted = [n for n in names if not n.startswith("-")]
+    extra = ("--force",) if force else ()
+    wanted = list(names)
     from tasks import benchmark_tasks
 
     specs = benchmark_tasks() if wanted == ["all"] else [_task(n) for n in wanted]

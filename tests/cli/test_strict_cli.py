@@ -39,6 +39,7 @@ def no_session_started(home):
      "unexpected word(s) 'python x.py': a command agent's command line goes after '--'"),
     (["run", "t0", "--agent", "scripted", "--detach", "--", "python", "x.py"],
      "only --agent command takes a command line after '--'"),
+    (["prepare", "t0", "--frm", "/tmp"], "No such option '--frm'"),  # was passed on to prepare.py
 ])
 def test_a_typo_or_a_stray_word_starts_nothing(home, argv, said):
     r = invoke(*argv)
