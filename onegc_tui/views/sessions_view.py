@@ -144,8 +144,8 @@ def conditions_note(row: dict) -> str | None:
     detail = row.get("end_detail") or ""
     if any(words in detail for words in CAPS_WORDS):
         notes.append("a cap reached (see its end)")
-    if row.get("truncated"):  # the floods wing's record caps: a count of dropped events, once the store has it
-        notes.append(f"record truncated ({row['truncated']} events dropped)")
+    if row.get("truncated"):  # the record caps (runner/wire/record_caps.py, the sessions.truncated column) once landed
+        notes.append(f"record truncated ({row['truncated']} lines and events of the agent's output left out)")
     return "; ".join(notes) or None
 
 

@@ -59,7 +59,7 @@ def test_the_conditions_of_a_measurement_go_with_its_row():
                  " (512 MiB)", "truncated": 1200}
     note = conditions_note(contended)
     assert note == ("contended: 1 foreign process(es) on the session's GPU: python; throttled: hw_slowdown 50 s; "
-                    "a cap reached (see its end); record truncated (1200 events dropped)")
+                    "a cap reached (see its end); record truncated (1200 lines and events of the agent's output left out)")
     assert integrity_note(contended) == note  # the ⚠ mark of the monitor's row and its detail
 
 
