@@ -33,7 +33,7 @@ def no_launch(monkeypatch):
 
     started = []
     monkeypatch.setattr(runner.launch.spawn, "spawn_local", lambda paths, env=None: started.append(paths) or 0)
-    monkeypatch.setattr("onegc_tui.cli.main._watch", lambda home, sessions, plain: None)
+    monkeypatch.setattr("onegc_tui.cli.main._watch", lambda home, sessions, plain, task: 0)  # followed: all scored
     return started
 
 
