@@ -219,7 +219,7 @@ class CheckpointsPane(Vertical):
     SCORE_W, SPLIT_W, AT_W = 6, 4, 5
     NAME_MIN, NAME_MAX, NOTE_MIN = 8, 24, 8
     NAME_KEEP = 14  # "run_1…poch10-1": cut in the middle, a checkpoint keeps its run and its epoch
-    NOTE_SHORT = 6  # "★ best"
+    NOTE_SHORT = 2  # "★…": the mark at least (the row's detail has the rest)
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint scores", classes="pane-title", id="ckpt-title")
