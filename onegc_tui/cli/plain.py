@@ -20,6 +20,7 @@ from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.views.format import clock
 from onegc_tui.views.task_facts import metric_label, scored_split
+from onegc_tui.views.transcript_view import truncated_text
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.wire.events import Event
@@ -67,6 +68,8 @@ def describe(event: Event, task: str | None = None) -> str | None:
         return f"WARNING {event.code}{times}: {event.message}"
     if event.type == "session_ended":
         return ended(event.reason, event.score, event.detail, task, event.best_checkpoint, event.val)
+    if event.type == "truncated":  # runner/wire/record_caps.py
+        return truncated_text(event.stream, event.dropped, event.dropped_bytes, event.final)
     if event.type == "conditions":  # runner/session/contention.py
         return "conditions: " + ("CONTENDED: " + "; ".join(event.reasons) if event.contended else "clean")
     return None

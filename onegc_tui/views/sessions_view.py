@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from onegc_tui.views.countdown import Countdown
-from onegc_tui.views.format import bar, clock, fmt_cost, fmt_score, fmt_tokens, short_task
+from onegc_tui.views.format import bar, clock, fmt_bytes, fmt_cost, fmt_score, fmt_tokens, short_task
 
 ELLIPSIS = "…"
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
@@ -125,7 +125,7 @@ def integrity_note(row: dict) -> str | None:
         notes.append("network open: the agent shared this machine's network")
     if row.get("flagged"):
         notes.append(f"{row['flagged']} score{'s' if row['flagged'] != 1 else ''} with integrity flags")
-    conditions = conditions_note(row)
+    conditions = conditions_note(row, record=False)  # a cut record has its own mark (✂) and line
     if conditions:
         notes.append(conditions)
     return "; ".join(notes) or None
@@ -134,19 +134,33 @@ def integrity_note(row: dict) -> str | None:
 CAPS_WORDS = ("killed at the memory cap", "refused at the cap of")  # runner/sandbox/caps.py's summary, in the end detail
 
 
-def conditions_note(row: dict) -> str | None:
+def conditions_note(row: dict, record: bool = True) -> str | None:
     """The conditions a session's number was measured under, where they were not clean (issue 37):
     contention and throttling (runner/session/contention.py: its reasons), a cap the agent reached
-    (its end detail names it), a record cut short (``truncated``: the events its caps dropped)."""
+    (its end detail names it) and, with ``record``, a record cut short (:func:`truncation_note`)."""
     notes = []
     if row.get("contended"):
         notes.append("contended: " + (row.get("conditions") or "see its result.json"))
     detail = row.get("end_detail") or ""
     if any(words in detail for words in CAPS_WORDS):
         notes.append("a cap reached (see its end)")
-    if row.get("truncated"):  # the record caps (runner/wire/record_caps.py, the sessions.truncated column) once landed
-        notes.append(f"record truncated ({row['truncated']} lines and events of the agent's output left out)")
+    cut = truncation_note(row) if record else None
+    if cut:
+        notes.append(cut)
     return "; ".join(notes) or None
+
+
+TRUNCATED_MARK = "✂"
+
+
+def truncation_note(row: dict) -> str | None:
+    """What of the agent's output the record left out past the session's caps (`truncated` events,
+    runner/wire/record_caps.py), or None: the record is whole."""
+    n = row.get("truncated") or 0
+    if not n:
+        return None
+    return (f"record cut: {n:,} line{'s' if n != 1 else ''} of the agent's output ({fmt_bytes(row.get('truncated_bytes'))}) "
+            "left out past the session's caps")
 
 
 def left_cell(row: dict, now: float | None = None) -> str:
@@ -164,7 +178,8 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
     started = row.get("started_ts")
     return {
         "mark": "",
-        "session": (f"{INTEGRITY_MARK} " if integrity_note(row) else "") + row["session_id"],
+        "session": (f"{INTEGRITY_MARK} " if integrity_note(row) else "")
+                   + (f"{TRUNCATED_MARK} " if row.get("truncated") else "") + row["session_id"],
         "task": short_task(row.get("task")),
         "agent": row.get("agent") or "",
         "model": row.get("model") or "-",
