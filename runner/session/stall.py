@@ -40,8 +40,7 @@ class StallChange:
         """The warning's text; ``why``: the agent's last error, where one is known."""
         waited = took(self.waited_s)
         if self.stalled:
-            return (f"no model response for {waited} while the agent runs no tool (the model stream stalled?)"
-                    + (f"; its last error: {why}" if why else ""))
+            return f"no model response for {waited} while the agent runs no tool" + (f"; its last error: {why}" if why else "")
         return f"the model answered again after {waited}" if self.answered else f"a tool runs again after {waited}"
 
 
