@@ -279,11 +279,12 @@ class SealedScorer:
             if failed is not None or header is None:
                 failed = failed or Score(None, "the scorer gave no answer", flags=(INVALID_ANSWER,))
                 return {split: failed for split in splits}
-            arrays, out = self._judge_parts(header, payload, splits)
+            out = self._judge_parts(header, payload, splits)
             scored = self.plan.judge.spec.scored_split
             self.last_probe = None
-            if probe and scored in arrays and out[scored].value is not None:
-                self.last_probe = causal.run(self, ckpt, code, scored, arrays[scored])
+            if probe and scored in out and out[scored].value is not None:  # judged: its part is a valid array
+                official = answer_check.npy_array(answer_check.split_payload(header.parts, payload)[scored])
+                self.last_probe = causal.run(self, ckpt, code, scored, official)
                 out[scored] = causal.checked(out[scored], self.last_probe)
             return out
         except Exception as exc:  # noqa: BLE001 - agent bytes never end the session
@@ -355,8 +356,7 @@ class SealedScorer:
                                       (INVALID_ANSWER,) * silent + header.observed + header.self_reported)
         return header, payload, None
 
-    def _judge_parts(self, header: answer_check.Header, payload: bytes, splits: list[str]) -> tuple[dict, dict[str, Score]]:
-        """The predictions of each split and their scores."""
+    def _judge_parts(self, header: answer_check.Header, payload: bytes, splits: list[str]) -> dict[str, Score]:
         kit = sys.modules["onegc_kit"]
         flags = header.observed + header.self_reported
         waited = self._waited
@@ -366,7 +366,7 @@ class SealedScorer:
             for split in splits:
                 arrays[split] = answer_check.npy_array(blobs[split])
         except answer_check.InvalidAnswer as exc:
-            return {}, {split: Score(None, str(exc), waited, (INVALID_ANSWER, *flags)) for split in splits}
+            return {split: Score(None, str(exc), waited, (INVALID_ANSWER, *flags)) for split in splits}
         out: dict[str, Score] = {}
         for split in splits:
             started = time.perf_counter()
@@ -378,7 +378,7 @@ class SealedScorer:
             except Exception as exc:  # noqa: BLE001 - predictions the judge could not take
                 out[split] = Score(None, f"predictions unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}",
                                    waited, (INVALID_ANSWER, *flags))
-        return arrays, out
+        return out
 
     def _read_header(self, timeout_s: float) -> dict | None:
         """The next JSON line from the worker; None when none came within ``timeout_s``."""
