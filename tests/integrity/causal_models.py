@@ -19,6 +19,7 @@ T6 (``model(x [B, 336, 7]) -> [B, 96, 7]``):
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -313,6 +314,7 @@ class Bench:
 
         self.spec = get_task(task_id)
         self.root = root
+        self.data = data_dir
         self.scorer = SealedScorer(WorkerPlan(
             judge=TaskJudge(self.spec, data_dir), inputs=root / "scoring" / "inputs", snapshots=root / "snapshots",
             private=root / "scoring" / "cpu", home=root.parent.parent, session_id=root.name, timeout_s=timeout_s,
@@ -332,6 +334,7 @@ class Bench:
         """(the scored split's Score, what the probe measured)."""
         ckpt, snap = self.checkpoint(source, config, model)
         split = self.spec.scored_split
+        os.environ["ONEGC_DATA_DIR"] = str(self.data)  # the judge's data (one task per runner; several here)
         return self.scorer.score(ckpt, snap, [split], probe=probe)[split], self.scorer.last_probe
 
     def close(self) -> None:

@@ -29,7 +29,6 @@ def _prepared(tmp_path_factory, task_id: str, raw: str) -> Path:
 def t1_bench(tmp_path_factory):
     data = _prepared(tmp_path_factory, "t1_shakespeare", "tinyshakespeare")
     bench = cm.Bench("t1_shakespeare", data, tmp_path_factory.mktemp("home") / "runs" / "t1")
-    bench.data = data  # type: ignore[attr-defined]
     yield bench
     bench.close()
 
@@ -38,7 +37,6 @@ def t1_bench(tmp_path_factory):
 def t6_bench(tmp_path_factory):
     data = _prepared(tmp_path_factory, "t6_etth1", "etth1")
     bench = cm.Bench("t6_etth1", data, tmp_path_factory.mktemp("home") / "runs" / "t6")
-    bench.data = data  # type: ignore[attr-defined]
     yield bench
     bench.close()
 
