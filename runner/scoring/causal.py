@@ -156,13 +156,21 @@ class WindowProbe:
         return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
 
 
+PROBED = {"t1_shakespeare": "sequence", "t6_etth1": "windows"}  # the others' examples are independent
+
+
+def applies(task_id: str) -> bool:
+    """Whether a task's inputs hold other positions' targets, so that its scores are probed."""
+    return task_id in PROBED
+
+
 def probe_for(module: Any, split: str, rng: np.random.Generator) -> Probe | None:
     """The task's probe on ``split``'s inputs, or None where no input holds another's target (t0,
     T2-T5, T7: examples are independent images, graphs, rows or texts)."""
-    task = getattr(module, "TASK", "")
-    if task == "t1_shakespeare":
+    kind = PROBED.get(getattr(module, "TASK", ""))
+    if kind == "sequence":
         return SequenceProbe(module.inputs(split)["x"], module.inputs(FOREIGN_SPLIT)["x"], rng)
-    if task == "t6_etth1":
+    if kind == "windows":
         return WindowProbe(module.inputs(split)["series"], module.LOOKBACK, module.HORIZON, rng)
     return None
 
