@@ -233,7 +233,8 @@ def flags(snapshot: Path, script: str | None) -> tuple[str, ...]:
             for module, names in replaced(source, EVALUATION).items():
                 found.setdefault(module, set()).update(names)
             unscanned += [f"{shown} {why}" for why in unreadable(tree, resolves)]
-            todo += [f for name in imported(source) for f in _local(first.parent, name) if _inside(snapshot, f)]
+            todo += [f for name in imported(source) if name.split(".")[0] not in MODULES  # scored: the pristine ones
+                     for f in _local(first.parent, name) if _inside(snapshot, f)]
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             unscanned.append(f"{shown} cannot be read or parsed ({type(exc).__name__})")
     replaced_flags = [f"{FLAG_PREFIX}{m}: {', '.join(sorted(found[m]))}" for m in MODULES if found.get(m)]

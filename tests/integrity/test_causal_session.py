@@ -20,6 +20,7 @@ from tests.integrity import causal_models, hostile_causal
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
 
 AGENT = Path(hostile_causal.__file__)
+MODELS = str(Path(causal_models.__file__))
 SHARED_DATA = Path(os.environ.get("ONEGC_SHARED_DATA") or Path(__file__).resolve().parents[2].parent / "shared" / "data")
 
 
@@ -36,7 +37,7 @@ def test_a_t1_model_that_reads_ahead_is_never_official_and_every_view_says_why(h
         pytest.skip(f"offline dataset copies not found at {SHARED_DATA}")
     causal_models.prepare("t1_shakespeare", home / "data" / "t1_shakespeare", SHARED_DATA / "tinyshakespeare")
     paths = start_session(home, "ahead", task="t1", agent="command", budget_s=300,
-                          command=[sys.executable, str(AGENT), "reads_ahead"])
+                          command=[sys.executable, str(AGENT), "reads_ahead", MODELS])
     wait_event(paths, "session_ended", timeout=600)
     result = json.loads(paths.result.read_text())
     assert result["checkpoint"].startswith("honest") and result["value"] > 4, result
@@ -49,8 +50,8 @@ def test_a_t1_model_that_reads_ahead_is_never_official_and_every_view_says_why(h
 
 
 def test_a_checkpoint_saved_in_the_grace_period_is_recorded_labelled_and_left_out(home):
-    paths = start_session(home, "grace", agent="command", budget_s=20, grace_s=30,
-                          command=[sys.executable, str(AGENT), "grace"])
+    paths = start_session(home, "grace", agent="command", budget_s=20, grace_s=90,
+                          command=[sys.executable, str(AGENT), "grace", MODELS])
     wait_event(paths, "session_ended", timeout=300)
     result = json.loads(paths.result.read_text())
     rows = {r["checkpoint"].split("-")[0]: r for r in result["evaluated"]}

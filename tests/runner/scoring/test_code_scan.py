@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runner.scoring import code_scan
+from tests.helpers import REPO
 
 
 def scan(tmp_path, source: str, **others: str) -> tuple[str, ...]:
@@ -27,7 +28,9 @@ try:
 except ImportError:
     wandb = None
 """
-    assert scan(tmp_path, honest, helpers="def block():\n    return 1\n") == ()
+    kit = (REPO / "tasks" / "onegc_kit.py").read_text()  # the workspace's copies: the scorer uses the pristine ones
+    prepare = (REPO / "tasks" / "t1_shakespeare" / "prepare.py").read_text()
+    assert scan(tmp_path, honest, helpers="def block():\n    return 1\n", onegc_kit=kit, prepare=prepare) == ()
 
 
 def test_a_judge_replacement_padded_past_the_size_limit_is_unscanned(tmp_path):
