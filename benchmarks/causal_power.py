@@ -68,7 +68,7 @@ def cases(rng) -> list[tuple[str, str, bool, str, dict, int]]:
                                         ("no causal mask 2 layers", {**GPT, "n_layer": 2, "causal": False})]
     for name, cfg in unmasked:
         out.append(("t1_shakespeare", name, False, cm.GPT, cfg, 30))
-    for offset in sorted(int(o) for o in rng.integers(1, 255, size=5)):
+    for offset in sorted(int(o) for o in rng.integers(1, 255, size=6)):
         out.append(("t1_shakespeare", f"reads ahead from position {offset}", False, cm.GPT, {**GPT, "leak_from": offset}, 10))
     out.append(("t6_etth1", "copies horizons from its batch", False, cm.COPY_BATCH, {}, 20))
     out.append(("t6_etth1", "copies horizons from its batch (mlp)", False, cm.COPY_BATCH, {"hidden": 32}, 20))
@@ -141,11 +141,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summarise(rows: list[dict]) -> dict:
+    from runner.scoring.causal import NOISE_FACTOR
+
     probed = [r for r in rows if r["task"] != "t0_demo"]
     honest = [r for r in probed if r["honest"]]
     bad = [r for r in probed if not r["honest"]]
     deterministic = [r for r in honest if not r["dropout_on"]]
-    noisy = [r for r in honest if r["noise"] is not None]
+    noisy = [r for r in honest if r["noise"]]
+
+    def threshold(r: dict) -> float:
+        return NOISE_FACTOR * max(r["noise"] or 0.0, r["floor"]) if r["noise"] is not None else r["floor"]
+
     return {
         "honest": len(honest), "falsely_flagged": sum(r["flagged"] for r in honest),
         "honest_errors": sum(bool(r["error"]) for r in honest),
@@ -153,15 +159,22 @@ def summarise(rows: list[dict]) -> dict:
         "t0_unchanged": sum(r["value"] == r["unprobed"] for r in rows if r["task"] == "t0_demo"),
         "t0": sum(r["task"] == "t0_demo" for r in rows),
         "bit_exact": sum(bool(r["bit_exact"]) for r in deterministic), "deterministic": len(deterministic),
-        "honest_worst_over_floor": max((r["worst"] / r["floor"] for r in honest if r["floor"]), default=0.0),
-        "honest_noise_max": max((r["noise"] for r in noisy), default=None),
-        "violation_worst_min_over_floor": min((r["worst"] / r["floor"] for r in bad if r["floor"]), default=None),
+        "deterministic_worst": max((r["worst"] for r in deterministic), default=0.0),
+        "floor_min": min((r["floor"] for r in probed if r["floor"]), default=None),
+        "dropout_worst_over_noise": max((r["worst"] / r["noise"] for r in noisy), default=None),
+        "dropout_noise_max": max((r["noise"] for r in noisy), default=None),
+        "noise_factor": NOISE_FACTOR,
+        "violation_worst_over_threshold_min": min((r["worst"] / threshold(r) for r in bad if threshold(r)), default=None),
         "probe_s_median": sorted(r["s"] for r in probed)[len(probed) // 2] if probed else None,
     }
 
 
 def report(s: dict) -> list[str]:
     honest, bad = max(1, s["honest"]), max(1, s["violations"])
+
+    def g(x) -> str:
+        return "-" if x is None else f"{x:.3g}"
+
     return [
         "",
         f"caught: {s['caught']}/{s['violations']} violations ({100 * s['caught'] / bad:.1f} %; target >= 95 %)",
@@ -169,9 +182,10 @@ def report(s: dict) -> list[str]:
         f" target <= 1 %); honest checkpoints the probe failed to check: {s['honest_errors']}",
         f"official value bit for bit as unprobed: {s['bit_exact']}/{s['deterministic']} deterministic honest checkpoints;"
         f" t0 (no probe): {s['t0_unchanged']}/{s['t0']}",
-        f"noise floor: honest checkpoints moved at most {s['honest_worst_over_floor']:.3g} x the numerical floor "
-        f"(REL_TOL of the predictions' RMS); run-to-run noise of dropout left on, largest {s['honest_noise_max']}",
-        f"violations moved at least {s['violation_worst_min_over_floor']:.3g} x the floor; median probe time "
+        f"noise floor: deterministic honest predictions moved by at most {g(s['deterministic_worst'])} "
+        f"(numerical floor >= {g(s['floor_min'])}); dropout left on: probe distance / run-to-run noise at most "
+        f"{g(s['dropout_worst_over_noise'])} (flagged above {s['noise_factor']:g}), noise up to {g(s['dropout_noise_max'])}",
+        f"violations moved at least {g(s['violation_worst_over_threshold_min'])} x their threshold; median probe time "
         f"{s['probe_s_median']} s per checkpoint (a loaded 2-core CPU)",
     ]
 

@@ -35,14 +35,12 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from runner.scoring.scorer import Score, SealedScorer
 
 READS_AHEAD = "reads ahead: "
 READS_ACROSS = "reads across examples: "
@@ -67,6 +65,16 @@ class Outcome:
     worst: float = 0.0  # the largest squared distance of a probed prediction to its official one
     floor: float = 0.0  # the numerical floor it was held to
     noise: float | None = None  # the largest distance between two runs of the probe (None: not repeated)
+
+
+class ProbeScorer(Protocol):
+    """What a probe needs of the sealed scorer (runner/scoring/scorer.py's ``SealedScorer``):
+    ``plan.judge.module``, ``plan.timeout_s``, ``plan.probes``, ``plan.device``, and fresh children."""
+
+    plan: Any
+
+    def predict_parts(self, ckpt: Path, code: Path, folder: Path, parts: list[str], timeout_s: float,
+                      seed: int = 0) -> dict[str, np.ndarray] | str: ...
 
 
 class Probe(Protocol):
@@ -190,7 +198,7 @@ def decide(official: np.ndarray, probed: np.ndarray, repeat: np.ndarray | None) 
     return bool((moved > threshold).any()), moved > threshold, threshold, noise
 
 
-def run(scorer: SealedScorer, ckpt: Path, code: Path, split: str, official: np.ndarray,
+def run(scorer: ProbeScorer, ckpt: Path, code: Path, split: str, official: np.ndarray,
         seed: int | None = None) -> Outcome:
     """The task's probe of one checkpoint whose ``split`` predictions are ``official``."""
     import numpy as np
@@ -232,23 +240,13 @@ def run(scorer: SealedScorer, ckpt: Path, code: Path, split: str, official: np.n
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def checked(score: Score, outcome: Outcome) -> Score:
-    """``score`` as the probe leaves it: unchanged when it passed, else an error with its flag."""
-    if outcome.flag:
-        return replace(score, value=None, error=outcome.flag, flags=(*score.flags, outcome.flag))
-    if outcome.error:
-        error = UNCHECKED + outcome.error
-        return replace(score, value=None, error=error, flags=(*score.flags, error))
-    return score
-
-
 def _explain(probe: Probe, detail: str) -> str:
     if isinstance(probe, SequenceProbe):
         return f"predictions for earlier positions changed when only later characters changed: {detail}"
     return f"forecasts changed when no later window (holding their horizons) was shown: {detail}"
 
 
-def _write_calls(scorer: SealedScorer, calls: list[dict[str, dict[str, Any]]], written: list[Path]) -> list[Path]:
+def _write_calls(scorer: ProbeScorer, calls: list[dict[str, dict[str, Any]]], written: list[Path]) -> list[Path]:
     """One folder of inputs per call (each child sees its own only), also noted in ``written``."""
     import numpy as np
 
@@ -265,7 +263,7 @@ def _write_calls(scorer: SealedScorer, calls: list[dict[str, dict[str, Any]]], w
     return folders
 
 
-def _answers(scorer: SealedScorer, ckpt: Path, code: Path, folders: list[Path],
+def _answers(scorer: ProbeScorer, ckpt: Path, code: Path, folders: list[Path],
              deadline: float, seed: int = 0) -> list[dict[str, np.ndarray]] | str:
     """Each probe child's predictions, in order, or why there are none."""
     out = []

@@ -32,9 +32,10 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from runner.sandbox import bwrap as sandbox
 from runner.scoring import answer_check, causal
@@ -285,13 +286,14 @@ class SealedScorer:
             if probe and scored in out and out[scored].value is not None:  # judged: its part is a valid array
                 official = answer_check.npy_array(answer_check.split_payload(header.parts, payload)[scored])
                 self.last_probe = causal.run(self, ckpt, code, scored, official)
-                out[scored] = causal.checked(out[scored], self.last_probe)
+                out[scored] = _probed(out[scored], self.last_probe)
             return out
         except Exception as exc:  # noqa: BLE001 - agent bytes never end the session
             error = f"judging failed: {type(exc).__name__}: {answer_check.text(exc, 200)}"
             return {split: Score(None, error, flags=(INVALID_ANSWER,)) for split in splits}
 
-    def predict_parts(self, ckpt: Path, code: Path, folder: Path, parts: list[str], timeout_s: float, seed: int = 0):
+    def predict_parts(self, ckpt: Path, code: Path, folder: Path, parts: list[str], timeout_s: float,
+                      seed: int = 0) -> dict[str, Any] | str:
         """The raw predictions of one fresh child on the inputs in ``folder`` (``<part>/<name>.npy``,
         under :attr:`WorkerPlan.probes`), the split's real inputs out of its reach, its torch seeded
         with ``seed``: ``{part: array}``, or the reason there are none (a string)."""
@@ -459,6 +461,17 @@ def self_report_flag(spec: TaskSpec, reported: float | None, value: float | None
     if spec.better(reported, value) and abs(reported - value) > CLAIM_RELATIVE * abs(value) + CLAIM_ABSOLUTE:
         return f"self-reported {reported:.4g} is far better than the harness's {value:.4g}"
     return None
+
+
+def _probed(score: Score, outcome: causal.Outcome) -> Score:
+    """``score`` as the causality probe leaves it: unchanged when it passed, else an error with
+    its trusted flag (``reads ahead: …``, ``reads across examples: …``, ``causality not checked: …``)."""
+    if outcome.flag:
+        return replace(score, value=None, error=outcome.flag, flags=(*score.flags, outcome.flag))
+    if outcome.error:
+        error = causal.UNCHECKED + outcome.error
+        return replace(score, value=None, error=error, flags=(*score.flags, error))
+    return score
 
 
 def _labelled(message: dict) -> tuple[str, ...]:
