@@ -14,6 +14,9 @@ worker that never hold the real inputs (runner/scoring/worker.py, ``probe_inputs
   one child are far enough apart that none holds another's, and no later window is shown before an
   earlier one was predicted. Their forecasts must be as they were officially.
 
+The official re-evaluation probes the scored split; live scoring probes where validation is the
+scored split (T1), so that no view shows a reader's score even before the session ends.
+
 A prediction "moved" when its squared distance to the official one (log-probabilities on T1,
 forecasts on T6) exceeds both a numerical floor (:data:`REL_TOL` of the predictions' scale: what a
 different batch shape or kernel changes) and :data:`NOISE_FACTOR` times the largest distance
@@ -165,11 +168,6 @@ class WindowProbe:
 
 
 PROBED = {"t1_shakespeare": "sequence", "t6_etth1": "windows"}  # the others' examples are independent
-
-
-def applies(task_id: str) -> bool:
-    """Whether a task's inputs hold other positions' targets, so that its scores are probed."""
-    return task_id in PROBED
 
 
 def probe_for(module: Any, split: str, rng: np.random.Generator) -> Probe | None:

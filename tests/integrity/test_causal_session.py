@@ -47,6 +47,7 @@ def test_a_t1_model_that_reads_ahead_is_never_official_and_every_view_says_why(h
     assert not any(f.startswith("reads ahead") for f in rows["honest"]["flags"])
     (row,) = [r for r in sessions_json(home) if r["session_id"] == "ahead"]
     assert row["flagged"] >= 1 and row["score"] == result["value"]
+    assert row["best_live"] > 4  # its live score is probed too: the reader's 0.02 bpb is nowhere
 
 
 def test_a_checkpoint_saved_in_the_grace_period_is_recorded_labelled_and_left_out(home):
