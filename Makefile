@@ -52,7 +52,7 @@ $(VENV)/.installed: pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH)"
-	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	$(VENV)/bin/python -m pip install -q -e '.[dev,molecules]'
 	# the agents' Python (requirements-agent.txt): scipy, scikit-learn, pandas; then timm without its
 	# dependencies and torchvision matched to torch, kept only where the pair imports (PyPI's
 	# torchvision 0.28 does not beside the CPU build of torch 2.13: `onegc doctor` then says so)
