@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from onegc_tui.cli.main import main
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from tests.app.fixtures import build_home
-from tests.conftest import REPO, wait_event, wait_for
+from tests.helpers import REPO, wait_event, wait_for
+from tests.homes import build_home
 
 pytestmark = pytest.mark.slow
 EVENT_BOUND_S = 240  # a bound on each wait for an event, not a time it should take (pytest's timeout is 300)
