@@ -3,6 +3,7 @@
     python benchmarks/reproduce_baselines.py TASK [--from DIR] [--device cpu|cuda] [--max-minutes M]
                                                   [--data-dir DIR] [--json FILE] [--keep]
                                                   [--seeds N] [--set NAME=VALUE ...]
+    python benchmarks/reproduce_baselines.py TASK --table JSON [JSON ...]
 
 It prepares the task's data with the pristine ``tasks/<id>/prepare.py`` (from DIR, or by
 downloading), builds a fresh workspace the way a session gets one (prepare.py, onegc_kit.py,
@@ -18,8 +19,10 @@ incomplete). Exit status: 0 when a checkpoint was scored, 1 when none was, 2 on 
 ``--seeds N`` runs the baseline N times (``SEED`` = 0 .. N-1, each in a fresh workspace) and ends
 with one table: the mean ± sample std of the official (val-best) score, the test-best one beside
 it, the paper's baseline and whether they agree within noise (benchmarks/seed_table.py says the
-rule). ``--set NAME=VALUE`` changes an UPPERCASE constant of train.py first (a Python literal),
-e.g. ``--set BATCH_SIZE=128 --set EPOCHS=5`` for the paper's description of the T6 baseline.
+rule). ``--table JSON ...`` prints that table from runs already made with ``--json``, one seed
+each (e.g. seeds run side by side as ``--set SEED=k``), and runs nothing. ``--set NAME=VALUE``
+changes an UPPERCASE constant of train.py first (a Python literal), e.g. ``--set BATCH_SIZE=32
+--set EPOCHS=10`` for LTSF-Linear's published recipe of the T6 baseline.
 """
 
 from __future__ import annotations
@@ -186,11 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, help="run SEED = 0 .. N-1 and print mean ± std as a table")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                         help="change a constant of train.py first (repeatable)")
+    parser.add_argument("--table", nargs="+", type=Path, metavar="JSON",
+                        help="print the seed table of single-seed runs saved with --json, and run nothing")
     args = parser.parse_args(argv)
     try:
         spec = get_task(args.task)
     except UnknownTask as exc:
         fail(str(exc))
+    if args.table:
+        print(table([summarise_saved(spec, args.table)]))
+        return 0
     if args.seeds is not None and not 1 <= args.seeds <= 100:
         fail(f"--seeds {args.seeds}: give a number of seeds from 1 to 100")
     constants = parse_sets(args.sets)
@@ -225,6 +233,25 @@ def main(argv: list[str] | None = None) -> int:
                                          "paper_baseline": spec.baseline_score, "verdict": result.verdict},
                                         indent=2) + "\n")
     return 0 if result.n == args.seeds else 1
+
+
+def summarise_saved(spec, files: list[Path]):
+    """The seed summary of single-seed runs saved with ``--json`` (their ``constants`` name the
+    seed and the recipe, which must be the same apart from SEED)."""
+    runs, recipes = [], set()
+    for path in files:
+        try:
+            run = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            fail(f"--table {path}: not a --json summary of reproduce_baselines.py ({exc})")
+        if run.get("task") != spec.id or "runs" in run:
+            fail(f"--table {path}: not a single-seed {spec.id} run (one --json of a run without --seeds)")
+        constants = dict(run.get("constants") or {})
+        runs.append({**run, "seed": constants.pop("SEED", 0)})
+        recipes.add(", ".join(f"{k}={v!r}" for k, v in constants.items()) or "train.py as shipped")
+    if len(recipes) != 1:
+        fail(f"--table: the runs differ in more than SEED ({'; '.join(sorted(recipes))})")
+    return summarise(spec.id, spec.metric, recipes.pop(), sorted(runs, key=lambda r: r["seed"]), spec.baseline_score)
 
 
 def run_once(spec, data_dir: Path, device: str, args: argparse.Namespace, constants: dict[str, object]) -> dict:
