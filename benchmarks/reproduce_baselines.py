@@ -2,7 +2,7 @@
 
     python benchmarks/reproduce_baselines.py TASK [--from DIR] [--device cpu|cuda] [--max-minutes M]
                                                   [--data-dir DIR] [--json FILE] [--keep]
-                                                  [--seeds N] [--set NAME=VALUE ...]
+                                                  [--seeds N] [--set NAME=VALUE ...] [--eval-timeout S]
     python benchmarks/reproduce_baselines.py TASK --table JSON [JSON ...]
 
 It prepares the task's data with the pristine ``tasks/<id>/prepare.py`` (from DIR, or by
@@ -183,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="from_dir", type=Path, help="take the raw files from this folder instead of downloading")
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when present, else cpu")
     parser.add_argument("--max-minutes", type=float, help="stop training after this many minutes and score what was saved")
+    parser.add_argument("--eval-timeout", type=float, metavar="S",
+                        help="seconds one --eval may take (default: the task's eval_timeout_s; raise it on a loaded machine)")
     parser.add_argument("--data-dir", type=Path, help="where the prepared data lives (default $ONEGC_HOME/data/<task>)")
     parser.add_argument("--json", type=Path, help="also write the summary to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspace")
@@ -264,12 +266,14 @@ def run_once(spec, data_dir: Path, device: str, args: argparse.Namespace, consta
     print(f"{spec.id}: scoring {len(ckpts)} checkpoint(s) on {' and '.join(splits)} with the pristine prepare.py", flush=True)
     results = []
     for k, ckpt in enumerate(ckpts):
-        r = score(spec.id, ckpt, ws, data_dir, spec.scored_split, device, spec.eval_timeout_s)
-        val = r if spec.scored_split == "val" else score(spec.id, ckpt, ws, data_dir, "val", device, spec.eval_timeout_s)
+        timeout = args.eval_timeout or spec.eval_timeout_s
+        r = score(spec.id, ckpt, ws, data_dir, spec.scored_split, device, timeout)
+        val = r if spec.scored_split == "val" else score(spec.id, ckpt, ws, data_dir, "val", device, timeout)
         r["checkpoint"], r["val"], r["order"] = ckpt.name, val.get("value") if val.get("ok") else None, k
         results.append(r)
         shown = f"{r['value']:.4f}" if r.get("ok") else f"failed: {r.get('error')}"
-        v = f"val {r['val']:.4f}  " if r["val"] is not None and spec.scored_split != "val" else ""
+        v = "" if spec.scored_split == "val" else (
+            f"val {r['val']:.4f}  " if r["val"] is not None else f"val failed ({val.get('error')})  ")
         print(f"  {ckpt.name:<32} {v}{spec.metric} {shown}  (--eval {r['wall_s']:.1f} s)", flush=True)
     scored = [r for r in results if r.get("ok")]
     by_name = {r["checkpoint"]: r for r in scored}
