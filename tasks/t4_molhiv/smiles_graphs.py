@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 CSV_NAME = "HIV.csv"
-INSTALL_HINT = "pip install 'onegc[molecules]'"
+INSTALL_HINT = "pip install 'onegc[molecules]' (Python 3.11 or 3.12)"
 # RDKit release the pins were reproduced with (pyproject's "molecules" extra pins the same)
 RDKIT_VERSION = "2024.03.6"
 FRAC_TRAIN, FRAC_VALID = 0.8, 0.1
