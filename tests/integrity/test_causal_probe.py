@@ -12,8 +12,9 @@ import pytest
 
 from tests.integrity import causal_models as cm
 
-# the offline copies beside the repository, as tests/tasks/conftest.py finds them ($ONEGC_SHARED_DATA: elsewhere)
-SHARED_DATA = Path(os.environ.get("ONEGC_SHARED_DATA") or Path(__file__).resolve().parents[2].parent / "shared" / "data")
+# the offline copies beside the repository, as tests/tasks/conftest.py finds them ($ONEGC_TEST_SHARED_DATA: elsewhere)
+from tests.tasks.conftest import SHARED_DATA  # noqa: E402  (one place finds the offline copies)
+
 GPT_TINY = {"n_layer": 1, "n_head": 2, "n_embd": 32}
 
 pytestmark = pytest.mark.slow

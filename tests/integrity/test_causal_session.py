@@ -6,7 +6,6 @@ each is recorded with its trusted flag in result.json, the events and ``onegc se
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no 
 
 AGENT = Path(hostile_causal.__file__)
 MODELS = str(Path(causal_models.__file__))
-SHARED_DATA = Path(os.environ.get("ONEGC_SHARED_DATA") or Path(__file__).resolve().parents[2].parent / "shared" / "data")
+from tests.tasks.conftest import SHARED_DATA  # noqa: E402  (one place finds the offline copies)
 
 
 def sessions_json(home: Path) -> list[dict]:
