@@ -14,7 +14,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import platform
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ TORCHVISION_FOR = {"2.9": "0.24", "2.10": "0.25", "2.11": "0.26", "2.12": "0.27"
 # what an agent may import, and the module that proves it imports
 DECLARED = {"torch": "torch", "numpy": "numpy", "scipy": "scipy", "scikit-learn": "sklearn", "pandas": "pandas",
             "torchvision": "torchvision.ops", "timm": "timm"}
-FIX_X86 = "pip install torch==2.14.1 torchvision==0.29.1 (a CUDA build, which also runs on the CPU)"
+PYTORCH_INDEX = "https://download.pytorch.org/whl"  # PyTorch's own index: a torchvision for each build of torch
 
 
 @functools.cache
@@ -120,32 +119,49 @@ def _probe(modules: list[str]) -> dict[str, str | None]:
 
 
 def check() -> list[Check]:
-    """Each declared package: installed, and importable in a fresh interpreter (as the agent's)."""
+    """Each declared package: installed, and importable in a fresh interpreter (as the agent's);
+    one interpreter for all of them, its answer kept per environment (:func:`_probe`)."""
     versions = {dist: _version(dist) for dist in DECLARED}
     imports = _probe([DECLARED[d] for d, v in versions.items() if v is not None])
     out = []
     for dist, module in DECLARED.items():
         version = versions[dist]
-        fix = f": {torchvision_fix()}" if dist in ("torchvision", "timm") else ""
         if version is None:
-            out.append(Check(dist, None, False, "not installed" + (fix or ": make venv installs it (requirements-agent.txt)")))
+            fix = f": {torchvision_fix()}" if dist == "torchvision" else ": make venv installs it (requirements-agent.txt)"
+            out.append(Check(dist, None, False, "not installed" + fix))
         elif imports.get(module) is None:
             out.append(Check(dist, version, True, "imports"))
         else:
-            out.append(Check(dist, version, False, f"does not import ({imports[module]})" + fix))
-    return out
+            out.append(Check(dist, version, False, f"does not import ({imports[module]})"
+                             + (f": {torchvision_fix()}" if dist == "torchvision" else "")))
+    torchvision_ok = any(c.package == "torchvision" and c.ok for c in out)
+    # timm fails through torchvision (make venv installs it only beside one that imports): the fix is said
+    # once, on torchvision's line
+    return [Check(c.package, c.version, c.ok, "needs torchvision (the fix is on its line)")
+            if c.package == "timm" and not c.ok and not torchvision_ok else c for c in out]
+
+
+def torchvision_install() -> str | None:
+    """The one command that installs the torchvision built for this torch, beside it (``--no-deps``:
+    torch stays as it is; a mismatched one is replaced): PyTorch's index for a local build (``+cpu``, ``+cu130``), else PyPI.
+    None when no torchvision series is known for this torch."""
+    torch = _version("torch")
+    want = matching_torchvision(torch)
+    if not torch or not want:
+        return None
+    build = torch.partition("+")[2]
+    index = f" --index-url {PYTORCH_INDEX}/{build}" if build else ""
+    return f"{sys.executable} -m pip install --no-deps --force-reinstall 'torchvision=={want}.*'{index}"
 
 
 def torchvision_fix() -> str:
-    """The one fix for a torchvision that does not import beside this torch (T3's backbones need
-    it): on x86_64 the matching CUDA pair (PyPI's CPU torch has no torchvision that imports beside
-    it; the CUDA builds run on the CPU too), elsewhere the release built for this torch."""
+    """What to run, in one line (doctor, `onegc prepare t3` and `make venv` say the same)."""
     torch = _version("torch") or "?"
-    if platform.machine() == "x86_64":
-        return f"fix: {FIX_X86}; torch {torch} here has no torchvision that imports beside it"
-    want = matching_torchvision(torch)
-    pair = f"torchvision {want}.x" if want else "the torchvision release"
-    return f"fix: install {pair} built for torch {torch} (the same CPU or CUDA build)"
+    command = torchvision_install()
+    if command:
+        return f"install the torchvision built for torch {torch}: {command}"
+    known = ", ".join(TORCHVISION_FOR)
+    return f"no torchvision is known for torch {torch}: install torch {known} and its torchvision"
 
 
 def torchvision_problem() -> str | None:
