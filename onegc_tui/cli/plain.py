@@ -22,12 +22,14 @@ from typing import TextIO
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.views.format import clock
+from onegc_tui.views.task_facts import metric_label, scored_split
 from onegc_tui.views.transcript_view import truncated_text
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.wire.events import Event
 from runner.wire.jsonl import JsonlTail
 from runner.wire.paths import SessionPaths, runs_dir
+from runner.wire.score_terms import best_name, measure, score_name
 from runner.wire.summary import Summary
 from runner.wire.textsafe import safe_text
 
@@ -36,8 +38,9 @@ POLL_S = 0.5
 LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whether its runner lives
 
 
-def describe(event: Event) -> str | None:
-    """The one-line form of a notable event, or None for the routine ones."""
+def describe(event: Event, task: str | None = None) -> str | None:
+    """The one-line form of a notable event, or None for the routine ones. ``task``: the session's
+    (a score is named by its role, split and measure: runner/wire/score_terms.py)."""
     if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
         unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
@@ -53,7 +56,12 @@ def describe(event: Event) -> str | None:
         return f"script {event.action}: {event.script}{code}"
     if event.type == "checkpoint_scored":
         what = f"{event.value:.4f}" if event.value is not None else f"ERROR {event.error}"
-        return f"{'official' if event.official else 'checkpoint'} {event.name}: {event.metric} {what}"
+        label = metric_label(task)
+        if not event.official:
+            return f"checkpoint {event.name}: {score_name(label, event.split, 'live')} {what}"
+        val = f", live val {event.val:.4f}" if event.val is not None else ""
+        return (f"re-evaluated {event.name}: {event.split} {measure(label)} {what}{val} "
+                "(a candidate: the official result is the val-best's)")
     if event.type == "budget" and event.state != "running":
         return f"budget {event.state}, {clock(event.remaining_s)} left"
     if event.type == "control":
@@ -62,7 +70,7 @@ def describe(event: Event) -> str | None:
         times = f" (×{event.count})" if event.count > 1 else ""
         return f"WARNING {event.code}{times}: {event.message}"
     if event.type == "session_ended":
-        return ended(event.reason, event.score, event.detail)
+        return ended(event.reason, event.score, event.detail, task, event.best_checkpoint, event.val)
     if event.type == "truncated":  # runner/wire/record_caps.py
         return truncated_text(event.stream, event.dropped, event.dropped_bytes, event.final)
     if event.type == "conditions":  # runner/session/contention.py
@@ -113,9 +121,24 @@ def still_running(session_ids: list[str]) -> str:
             "'onegc abort ID' ends one")
 
 
-def ended(reason: str, score: float | None, detail: str) -> str:
+def official_words(score: float | None, task: str | None, checkpoint: str | None = None,
+                   val: float | None = None) -> str:
+    """A session's result in words: "official test MSE 0.3792 (run_1-ep3, live val MSE 0.6533)",
+    or that it has none (the paper's failed run, N/A)."""
+    if score is None:
+        return "no valid score (N/A: a failed run)"
+    label = metric_label(task)
+    split = scored_split(task)
+    why = [checkpoint] if checkpoint else []
+    if val is not None and split != "val":
+        why.append(f"{score_name(label, 'val', 'live')} {val:.4f}")
+    return f"{score_name(label, split, 'official')} {score:.4f}" + (f" ({', '.join(why)})" if why else "")
+
+
+def ended(reason: str, score: float | None, detail: str, task: str | None = None, checkpoint: str | None = None,
+          val: float | None = None) -> str:
     """The line of a session's end: its ``session_ended``, or a liveness verdict."""
-    return f"ended: {reason}{f', score {score:.4f}' if score is not None else ', no score'} ({detail})"
+    return f"ended: {reason}, {official_words(score, task, checkpoint, val)} ({detail})"
 
 
 class Progress(Summary):
@@ -186,7 +209,7 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
                     if e.session_id != sid:
                         continue  # only its runner writes this file (the reader reports the rest)
                     seen[sid].see(e)
-                    line = describe(e)
+                    line = describe(e, seen[sid].task)
                     if line:
                         say(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {line}")
             now = time.monotonic()
@@ -204,7 +227,7 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
                     if p.reason is None:
                         best = f"{p.best_live:.4f}" if p.best_live is not None else "-"
                         say(f"[{time.strftime('%H:%M:%S')}] {sid}: {p.state}, {clock(p.remaining_s)} left, "
-                            f"{p.n_checkpoints} checkpoints, best {best}")
+                            f"{p.n_checkpoints} checkpoints, {best_name(metric_label(p.task))} {best}")
                 next_progress = now + PROGRESS_EVERY_S
             time.sleep(POLL_S)
     finally:

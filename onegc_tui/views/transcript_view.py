@@ -64,15 +64,18 @@ def event_line(event: Event) -> str | None:
     mark = EVENT_MARKS.get(event.type)
     if event.type == "warning":
         return f"{stamp} {mark} {event.code}: {event.message}"
-    if event.type == "checkpoint_scored":
-        what = fmt_score(event.value) if event.value is not None else f"ERROR {event.error}"
-        return f"{stamp} {mark} {'official ' if event.official else ''}{event.name}: {what}"
+    if event.type == "checkpoint_scored":  # the figure first, with its split and role: a narrow pane cuts the name
+        if event.value is None:
+            return f"{stamp} {mark} {event.name}: ERROR {event.error}"
+        role = "re-evaluated" if event.official else "live"  # docs/numbers.md
+        return f"{stamp} {mark} {role} {event.split} {fmt_score(event.value)} · {event.name}"
     if event.type == "control":
         return f"{stamp} {mark} {event.action} {'accepted' if event.accepted else 'refused: ' + event.detail}"
     if event.type == "process":
         return f"{stamp} {mark} {event.script} {event.action}"
     if event.type == "session_ended":
-        return f"{stamp} {mark} session ended: {event.reason} ({event.detail})"
+        result = f"official {fmt_score(event.score)}" if event.score is not None else "no valid score"
+        return f"{stamp} {mark} session ended: {event.reason}, {result} ({event.detail})"
     if event.type == "truncated":
         return f"{stamp} {mark} {truncated_text(event.stream, event.dropped, event.dropped_bytes, event.final)}"
     return None

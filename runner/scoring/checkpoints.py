@@ -377,5 +377,6 @@ class ScoreQueue:
     def _run(self) -> None:
         while (found := self._next()) is not None:
             split = SELECTION_SPLIT  # live: the trusted validation score, which ranks checkpoints
-            # never raises: a failure is that checkpoint's error (SealedScorer.score), and the queue goes on
-            self.on_scored(found, self.scorer.score(found.path, found.snapshot, [split])[split])
+            # never raises: a failure is that checkpoint's error (SealedScorer.score), and the queue goes
+            # on; probed where validation is the scored split (T1): a live score that reads ahead is an error too
+            self.on_scored(found, self.scorer.score(found.path, found.snapshot, [split], probe=True)[split])

@@ -1,6 +1,8 @@
 """The official phase, after the agent stopped: paper step 5 by the harness's own validation scores
 (the rule: runner/scoring/official.py), each re-evaluation a fresh child of a sealed scorer on the
-session's device (the warm live one where that is the CPU too), the unofficial test-best
+session's device (the warm live one where that is the CPU too), probed for reading ahead or across
+examples (runner/scoring/causal.py), checkpoints saved after the budget left out and labelled
+(runner/scoring/official.py's ``within_budget``), the unofficial test-best
 (runner/scoring/unofficial.py), the val-test gap check (runner/scoring/selection_gap.py) and the
 integrity rule's verdict (runner/wire/verdicts.py). It emits an official ``checkpoint_scored`` per
 re-evaluation and gives the :class:`OfficialResult` that result.json records
@@ -27,8 +29,9 @@ from runner.scoring.official import (
     not_reevaluated,
     select,
     windows,
+    within_budget,
 )
-from runner.scoring.scorer import SELECTION_SPLIT, SealedScorer
+from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer
 from runner.wire import verdicts
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
@@ -79,10 +82,12 @@ class OfficialPhase:
         re-evaluations, and the live scores stand in where no re-evaluation gave a score."""
         spec, scored = self.spec, self.spec.scored_split
         splits = sorted({SELECTION_SPLIT, scored})
-        cands = live.candidates()
-        live_val = {c.label: c.val for c in cands}
-        elapsed = {c.label: c.elapsed_s for c in cands}
-        rows: dict[str, dict] = {}
+        everyone = live.candidates()
+        live_val = {c.label: c.val for c in everyone}
+        elapsed = {c.label: c.elapsed_s for c in everyone}
+        cands, late = within_budget(everyone, self.config.budget_s)  # the paper's budget is the budget
+        rows: dict[str, dict] = {label: self._after_budget(live, label, elapsed[label], live_val[label], flag)
+                                 for label, flag in late.items()}
         warm = live.scorer if live.scorer is not None and live.scorer.alive() and \
             live.scorer.plan.device == self.device else None
         scorer: SealedScorer | None = None
@@ -96,7 +101,8 @@ class OfficialPhase:
             if scorer is None:
                 scorer = warm if warm is not None else self.make_scorer(self.device)
             found = live.found[label]
-            scores = scorer.score(found.path, found.snapshot, splits)  # never raises: a failure is the score's error
+            # never raises: a failure, or a model that reads ahead or across examples, is the score's error
+            scores = scorer.score(found.path, found.snapshot, splits, probe=True)
             sel, off = scores[SELECTION_SPLIT], scores[scored]
             flags = checkpoint_flags(spec, found, sel, off.flags)
             self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=spec.metric,
@@ -152,6 +158,18 @@ class OfficialPhase:
         flags = checkpoint_flags(self.spec, live.found[pick.label], live.live[pick.label])
         return ((pick.label, pick.official), pick.val, flags,
                 f"live scoring: the disk was full and the official re-evaluation failed ({why})")
+
+    def _after_budget(self, live: LiveScoring, label: str, elapsed_s: float, live_val: float | None, flag: str) -> dict:
+        """The record of a checkpoint saved after the budget ran out: never evaluated, never
+        official, labelled with the trusted flag (an official ``checkpoint_scored`` and a row)."""
+        found = live.found[label]
+        flags = [*checkpoint_flags(self.spec, found, live.live.get(label) or Score(None, None)), flag]
+        self.events.emit("checkpoint_scored", name=label, value=None, error=flag, metric=self.spec.metric,
+                         split=self.spec.scored_split, eval_s=None, budget_elapsed_s=elapsed_s, official=True,
+                         flags=flags, val=None)
+        return {"checkpoint": label, "window": int(elapsed_s // WINDOW_S), "budget_elapsed_s": round(elapsed_s, 1),
+                "live_val": live_val, "val": None, "self_reported": found.self_reported, "official": None,
+                "error": flag, "flags": flags}
 
     def _verdict(self, flags: list[str]) -> str | None:
         """The integrity rule's verdict on the official checkpoint's flags, recorded beside the
