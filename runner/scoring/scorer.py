@@ -39,6 +39,7 @@ from types import ModuleType
 from runner.sandbox import bwrap as sandbox
 from runner.scoring import answer_check
 from runner.scoring.answer_check import INVALID_ANSWER
+from runner.scoring.canaries import CANARY_SPLIT, CANARY_UNJUDGED, CanaryJudge
 from tasks import KIT_FILE, TaskSpec
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -56,6 +57,7 @@ class Score:
     error: str | None
     eval_s: float | None = None
     flags: tuple[str, ...] = ()
+    evidence: dict | None = None  # the canaries' (runner/scoring/canaries.py), on the CANARY_SPLIT only
 
 
 class TaskJudge:
@@ -66,14 +68,16 @@ class TaskJudge:
         self.data_dir = data_dir
         self.module = load_task_module(spec, data_dir)
         self.splits = sorted({SELECTION_SPLIT, spec.scored_split})  # what checkpoints are judged on
+        self.canaries: CanaryJudge | None = None  # the session's canaries, when it has them
         self._lock = threading.Lock()  # live and official scoring may judge at once
 
     def write_inputs(self, dest: Path) -> None:
         """Each judged split's inputs as ``dest/<split>/<name>.npy``, once per session."""
         import numpy as np
 
+        done = self.splits + [CANARY_SPLIT] * (self.canaries is not None)
         try:
-            if json.loads((dest / ".done").read_text()) == self.splits:
+            if json.loads((dest / ".done").read_text()) == done:
                 return
         except (OSError, ValueError):
             pass
@@ -91,7 +95,9 @@ class TaskJudge:
                     except OSError:
                         pass  # another filesystem: a copy
                 np.save(target, np.asarray(arr), allow_pickle=False)
-        (staging / ".done").write_text(json.dumps(self.splits))
+        if self.canaries is not None:  # the probe: canaries and twins alike, no target
+            self.canaries.write_probe(staging / CANARY_SPLIT)
+        (staging / ".done").write_text(json.dumps(done))
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(staging, dest)
 
@@ -331,6 +337,9 @@ class SealedScorer:
         out: dict[str, Score] = {}
         for split in splits:
             started = time.perf_counter()
+            if split == CANARY_SPLIT:
+                out[split] = self._judge_canaries(arrays[split], waited, flags)
+                continue
             try:
                 value, _ = self.plan.judge.judge(arrays[split], split)
                 out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3), flags)
@@ -340,6 +349,18 @@ class SealedScorer:
                 out[split] = Score(None, f"predictions unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}",
                                    waited, (INVALID_ANSWER, *flags))
         return out
+
+    def _judge_canaries(self, predictions, waited: float | None, flags: tuple[str, ...]) -> Score:
+        """The canaries' evidence (its p as the value) and flag, or why the probe could not be judged."""
+        judge = self.plan.judge.canaries
+        if judge is None:
+            return Score(None, "this session has no canaries", waited, flags)
+        try:
+            ev, flag = judge.judge(predictions)
+        except Exception as exc:  # noqa: BLE001 - predictions of the wrong shape: the probe's error, flagged
+            return Score(None, f"canary probe unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}", waited,
+                         (*flags, f"{CANARY_UNJUDGED}{answer_check.text(exc, 120)}"))
+        return Score(ev.p, None, waited, (*flags, flag) if flag else flags, ev.record())
 
     def _read_header(self, timeout_s: float) -> dict | None:
         """The next JSON line from the worker; None when none came within ``timeout_s``."""
