@@ -86,6 +86,6 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# every benchmark, one table (README "Benchmarks"); BENCH_ARGS=--quick for a pass of a few minutes
+# every benchmark, one table (docs/benchmarks.md); BENCH_ARGS=--quick for a pass of a few minutes
 bench: venv
 	$(VENV)/bin/python benchmarks/run_all.py $(BENCH_ARGS)

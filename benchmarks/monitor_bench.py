@@ -299,9 +299,9 @@ def build_history_store(home: Path, n_sessions: int, n_events: int) -> tuple[flo
 
 def history_direct(home: Path) -> list[float]:
     """The matrix alone: ``monitor_data.outcomes`` + ``build_matrix``, five times."""
-    from onegc_tui import monitor_data
-    from onegc_tui.analysis import build_matrix, paper_matrix
+    from onegc_tui.results.matrix import build_matrix, paper_matrix
     from onegc_tui.store import Store
+    from onegc_tui.views import monitor_data
 
     paper_matrix()  # the task registry is read once per process
     out = []

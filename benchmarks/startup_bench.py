@@ -6,7 +6,7 @@ Each command runs ``--runs`` times as a user runs it (the installed ``onegc`` sc
 Python's environment), alternating with ``python -c pass`` so both see the same machine; the
 figure is the median wall time, and its ratio to the median of ``python -c pass`` (the
 interpreter's own start-up: a limit no command can beat). ``onegc sessions`` reads a home of 26
-ended sessions and one running (tests/app/fixtures.py's crowd and home), already ingested, as
+ended sessions and one running (tests/homes.py's crowd and home), already ingested, as
 after the monitor or an earlier ``onegc sessions``: what it costs is its imports, the store and
 the table. Target: under 300 ms each.
 """
@@ -40,7 +40,7 @@ def onegc_script() -> list[str]:
 
 def build_home(home: Path) -> Path:
     """The fixtures' crowd of ended sessions and a running one, ingested once (as the monitor leaves them)."""
-    from tests.app.fixtures import build_crowd
+    from tests.homes import build_crowd
 
     (home / "data").mkdir(parents=True, exist_ok=True)
     build_crowd(home, n_ended=26)

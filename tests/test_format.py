@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from onegc_tui.cli.plain import describe
-from onegc_tui.format import COARSE_FROM_S, arrow, clock
-from onegc_tui.sessions_view import session_cells
+from onegc_tui.views.format import COARSE_FROM_S, arrow, clock
+from onegc_tui.views.sessions_view import session_cells
 from runner.wire.events import BudgetEvent
 
 
@@ -28,7 +28,7 @@ def test_arrows_follow_the_direction():
 
 def test_cost_has_the_precision_it_needs():
     """Issue 29: $0.0021 read $0.00 in the sessions table."""
-    from onegc_tui.format import fmt_cost
+    from onegc_tui.views.format import fmt_cost
 
     cases = {0.0021: "$0.0021", 0.0123: "$0.012", 0.042: "$0.042", 0.02: "$0.02", 0.38: "$0.38", 12.4: "$12.40",
              999.99: "$999.99", 1234.5: "$1234", 0.00001: "<$0.001", 0.0: "-", None: "-"}

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 CASES = textwrap.dedent("""
     import subprocess, sys

@@ -15,7 +15,7 @@ session detail (replay on one budget-time axis); ``r`` side-by-side replay of ma
 (space marks); ``n`` new session.
 
 ``read_only``: a home this user cannot write (the CLI has redirected its store to a private copy,
-onegc_tui/readonly_home.py ``private_store``). The monitor is then a view: the sessions stream as
+onegc_tui/store/readonly_home.py ``private_store``). The monitor is then a view: the sessions stream as
 ever, the header says so, and the keys that would write (pause, resume, abort, new session, the
 history's export) say why not in one line (host.py ``refused``).
 """
@@ -38,8 +38,6 @@ from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.widgets import Input
 
-from onegc_tui import monitor_data
-from onegc_tui.alerts import Alert, Alerts, Coalescer, Note
 from onegc_tui.app.gcpace import FullCollections, settle
 from onegc_tui.app.host import refused, store_of
 from onegc_tui.app.screens.dashboard import DashboardScreen
@@ -50,6 +48,8 @@ from onegc_tui.app.widgets.sessions import SessionsTable
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from onegc_tui.store.live import LiveIngest
+from onegc_tui.views import monitor_data
+from onegc_tui.views.alerts import Alert, Alerts, Coalescer, Note
 from runner.wire.events import Event, parse_event
 from runner.wire.textsafe import safe_text
 from tasks import direction_of

@@ -21,9 +21,9 @@ _noise = click.option("--noise-from", "noise_from", multiple=True, metavar="CONF
 
 
 def _load(study: str | None, noise_from: tuple[str, ...]):
+    from onegc_tui.results.study_data import load_study
     from onegc_tui.store import Store
     from onegc_tui.store.ingest import Ingester
-    from onegc_tui.study_data import load_study
 
     home = usable_home()
     store = Store.open(home)
@@ -54,12 +54,12 @@ def export(fmt: str, out: Path, study: str | None, noise_from: tuple[str, ...]) 
     store, data = _load(study, noise_from)
     try:
         if fmt == "sqlite":
-            from onegc_tui.export_sqlite import write_sqlite
+            from onegc_tui.results.export_sqlite import write_sqlite
 
             counts = write_sqlite(store, data, out)
             click.echo(f"wrote {out}: " + ", ".join(f"{n} {t}" for t, n in counts.items()), err=True)
         else:
-            from onegc_tui.export_eval import write_eval
+            from onegc_tui.results.export_eval import write_eval
 
             n = write_eval(store, data, out)
             click.echo(f"wrote {out}: an Inspect log of {n} sessions (inspect view --log-dir {out.parent})", err=True)
@@ -74,7 +74,7 @@ def export(fmt: str, out: Path, study: str | None, noise_from: tuple[str, ...]) 
 def report(out: Path, study: str | None, noise_from: tuple[str, ...]) -> None:
     """Write one self-contained HTML page of a study: the matrix beside the paper, anytime curves,
     paired comparisons, integrity flags, time ledgers, costs and each session's timelines."""
-    from onegc_tui.report import render_report
+    from onegc_tui.results.report import render_report
 
     _writable(out)
     store, data = _load(study, noise_from)

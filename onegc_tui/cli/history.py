@@ -9,7 +9,7 @@ import click
 from onegc_tui.cli.base import DURATION
 from runner.errors import OnegcError
 
-# the formats of onegc_tui.export (tests/cli checks they agree): named here so that `onegc --help`
+# the formats of onegc_tui.results.export (tests/cli checks they agree): named here so that `onegc --help`
 # and every other command start without the analysis modules (lazy imports keep start-up short)
 FORMATS = ("table", "csv", "md", "latex", "json")
 
@@ -31,14 +31,14 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
             noise_from: tuple[str, ...], at_minutes: float | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
-    from onegc_tui import monitor_data
-    from onegc_tui.analysis import build_matrix, split_demo
-    from onegc_tui.export import render_history, sessions_csv
-    from onegc_tui.format import count
-    from onegc_tui.readonly_home import browsable_home, caught_up_store
-    from onegc_tui.usage_table import session_usage, usage_rows, usage_table
+    from onegc_tui.results.export import render_history, sessions_csv
+    from onegc_tui.results.matrix import build_matrix, split_demo
+    from onegc_tui.results.usage_table import session_usage, usage_rows, usage_table
+    from onegc_tui.store.readonly_home import browsable_home, caught_up_store
+    from onegc_tui.views import monitor_data
+    from onegc_tui.views.format import count
 
-    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
+    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
     try:
         outcomes = monitor_data.outcomes(store, study, include_demo=demo)
@@ -63,8 +63,8 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
             f"{t.upper()} {m.mean:.4f}" + (f" ± {m.std:.4f}" if m.std is not None else "") + f" (n={m.n})"
             for t, m in sorted(measured.items())))
     if paired:
-        from onegc_tui.paired import study_comparisons
-        from onegc_tui.paired_table import render_paired
+        from onegc_tui.results.paired import study_comparisons
+        from onegc_tui.results.paired_table import render_paired
 
         comps = study_comparisons(outcomes, noise_from or None)
         click.echo("\n" + render_paired(comps, fmt if fmt in ("csv", "json") else "table"), nl=False)
@@ -82,9 +82,9 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
 
 def _at_budget(home: Path, study: str | None, demo: bool, minutes: float) -> str:
     """``--at-budget``: per configuration × task, the mean score a ``minutes`` budget would have given."""
+    from onegc_tui.results.study_data import at_budget_cells, load_study
     from onegc_tui.store import Store
-    from onegc_tui.study_data import at_budget_cells, load_study
-    from onegc_tui.text_table import text_table
+    from onegc_tui.views.text_table import text_table
 
     store = Store.open(home)
     try:

@@ -59,10 +59,10 @@ def main() -> None:
 @main.command("tasks")
 def tasks_cmd() -> None:
     """List the tasks, their metric, budget and whether their data is prepared."""
-    from onegc_tui.format import arrow
-    from onegc_tui.readonly_home import browsable_home
-    from onegc_tui.task_facts import task_facts
-    from onegc_tui.text_table import terminal_width, text_table
+    from onegc_tui.store.readonly_home import browsable_home
+    from onegc_tui.views.format import arrow
+    from onegc_tui.views.task_facts import task_facts
+    from onegc_tui.views.text_table import terminal_width, text_table
 
     home = browsable_home()  # only reads: a read-only home is fine
     rows = []
@@ -247,8 +247,8 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser). A home
     this user can read but not write is watched as a read-only view, live, through a private copy
-    of its store (onegc_tui/readonly_home.py)."""
-    from onegc_tui.readonly_home import browsable_home, private_store
+    of its store (onegc_tui/store/readonly_home.py)."""
+    from onegc_tui.store.readonly_home import browsable_home, private_store
 
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
@@ -279,9 +279,9 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="a JSON list, one object per session")
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
-    from onegc_tui.readonly_home import browsable_home, caught_up_store
+    from onegc_tui.store.readonly_home import browsable_home, caught_up_store
 
-    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/readonly_home.py)
+    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
     try:
         rows = store.sessions()
@@ -299,9 +299,9 @@ def sessions_cmd(as_json: bool) -> None:
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
-    from onegc_tui.format import clock
-    from onegc_tui.task_facts import find, task_facts
-    from onegc_tui.text_table import terminal_width, text_table
+    from onegc_tui.views.format import clock
+    from onegc_tui.views.task_facts import find, task_facts
+    from onegc_tui.views.text_table import terminal_width, text_table
     from runner.wire.textsafe import safe_text
 
     facts = task_facts()

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from onegc_tui.format import clock
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
+from onegc_tui.views.format import clock
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.wire.events import Event

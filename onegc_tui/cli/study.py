@@ -106,7 +106,7 @@ def run_cmd(file: str, gpus: str | None, kind: str | None, wait_: bool, dry_run:
 @click.option("--json", "as_json", is_flag=True, help="every session and cell as one JSON object")
 def status_cmd(file: str, as_json: bool) -> None:
     """Progress per agent × task (done/running/queued/failed) and contract mismatches."""
-    from onegc_tui.readonly_home import browsable_home
+    from onegc_tui.store.readonly_home import browsable_home
     from runner.launch.study import status_json, status_report
 
     spec = _load(file)

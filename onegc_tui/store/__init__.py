@@ -151,7 +151,7 @@ _instead: dict[Path, Path] = {}  # home -> the store this process opens for it (
 def redirect(home: Path, db: Path | None) -> None:
     """From now on in this process, :meth:`Store.open` of ``home`` opens ``db`` instead of its
     ``onegc.db`` (None: its own again). The monitor over a home it cannot write works so on a
-    private copy of the store (onegc_tui/readonly_home.py ``private_store``): every connection
+    private copy of the store (onegc_tui/store/readonly_home.py ``private_store``): every connection
     it opens by home (the app's, the ingest thread's, each screen's worker) opens the copy."""
     if db is None:
         _instead.pop(home.resolve(), None)

@@ -2,7 +2,7 @@
 transcript pane, stall alerts, the detail and replay views and the event viewer.
 
 Each function takes a ``Store`` opened on the calling thread (one connection per thread) and
-returns rows as tuples, dicts or JSON text; what they mean is composed in onegc_tui/monitor_data.py.
+returns rows as tuples, dicts or JSON text; what they mean is composed in onegc_tui/views/monitor_data.py.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int
                               (sid, seq, limit)).fetchall()
 
 
-# the events whose fields the alerts read (onegc_tui/alerts.py); of the rest only seq, time and type
+# the events whose fields the alerts read (onegc_tui/views/alerts.py); of the rest only seq, time and type
 ALERT_EVENT_TYPES = ("gpu", "process", "session_started", "checkpoint_scored", "warning", "session_ended")
 
 

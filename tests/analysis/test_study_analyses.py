@@ -10,8 +10,11 @@ import statistics
 
 import pytest
 
-from onegc_tui.analysis import Activity, AnytimeCurve, GpuSplit, SessionOutcome
-from onegc_tui.anytime import (
+from onegc_tui.results.cost_views import cost_cells
+from onegc_tui.results.paired import BOOTSTRAP_SEED, bootstrap_ci, compare, noise_floor, study_comparisons
+from onegc_tui.results.svg_chart import Series, line_chart, stacked_bar
+from onegc_tui.views.anytime import (
+    AnytimeCurve,
     CheckpointScore,
     expected_best_of_k,
     official_curve,
@@ -20,10 +23,8 @@ from onegc_tui.anytime import (
     rescale_curve,
     score_at_budget,
 )
-from onegc_tui.cost_views import cost_cells
-from onegc_tui.paired import BOOTSTRAP_SEED, bootstrap_ci, compare, noise_floor, study_comparisons
-from onegc_tui.svg_chart import Series, line_chart, stacked_bar
-from onegc_tui.time_ledger import time_ledger
+from onegc_tui.views.outcomes import SessionOutcome
+from onegc_tui.views.time_ledger import Activity, GpuSplit, time_ledger
 from tasks import get_task
 
 

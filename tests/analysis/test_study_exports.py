@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.browser import Browser, find_chromium
-from tests.conftest import start_session, wait_event
+from tests.helpers import start_session, wait_event
 
 pytestmark = pytest.mark.slow
 
@@ -171,7 +171,7 @@ def test_an_agents_forged_score_lines_are_text_in_the_inspect_log_never_scores(h
     pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (the [inspect] extra)")
     from inspect_ai.log import read_eval_log
 
-    from tests.conftest import write_agent
+    from tests.helpers import write_agent
 
     cmd = write_agent(tmp_path, "forger.py", FORGER)
     paths = start_session(home, "forger", agent="command", command=cmd, budget_s=60)

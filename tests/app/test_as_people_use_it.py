@@ -13,8 +13,8 @@ from textual.widgets import DataTable, Static
 from onegc_tui.app import make_app
 from onegc_tui.app.screens.help import HelpScreen
 from onegc_tui.app.widgets.transcript import TranscriptLog
-from onegc_tui.transcript_view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
-from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, add_events, build_crowd, build_home, settled
+from onegc_tui.views.transcript_view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
+from tests.homes import CROWD_NOW, CROWD_RUNNING, T0, add_events, build_crowd, build_home, settled
 
 SIZES = [(80, 24), (100, 30), (120, 40), (200, 50)]
 

@@ -16,9 +16,9 @@ from onegc_tui.app import make_app
 from onegc_tui.app.widgets.panes import CheckpointsPane
 from onegc_tui.app.widgets.transcript import TranscriptLog
 from onegc_tui.store import Store
-from onegc_tui.transcript_view import event_line, event_matches
+from onegc_tui.views.transcript_view import event_line, event_matches
 from runner.wire.events import parse_event
-from tests.conftest import REPO, start_session
+from tests.helpers import REPO, start_session
 
 LOOP = """
 import subprocess, sys, time

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Log
 
 from onegc_tui.app import make_app
 from onegc_tui.app.screens.confirm import ConfirmScreen
-from tests.app.fixtures import add_events, build_home
+from tests.homes import add_events, build_home
 
 SIZE = (160, 44)
 

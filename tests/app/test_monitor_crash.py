@@ -12,7 +12,7 @@ import pytest
 
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from tests.conftest import REPO, start_session, wait_event, wait_for
+from tests.helpers import REPO, start_session, wait_event, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import REPO, start_session, wait_event, wait_for
+from tests.helpers import REPO, start_session, wait_event, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
@@ -101,7 +101,7 @@ def test_monitor_at_80x24_help_filter_and_search(home):
     """A person at 80x24 with one running session among 20 ended: the running one is on top and
     selected, ? lists the keys and Esc closes it, the filter narrows the table, the search finds
     run_1.py and val_acc in the transcript."""
-    from tests.app.fixtures import build_crowd
+    from tests.homes import build_crowd
 
     build_crowd(home, running=False)
     live = start_session(home, "zz-live", budget_s=300, pace_s=3.0)  # about a minute of steps

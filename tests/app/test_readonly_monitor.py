@@ -1,5 +1,5 @@
 """A read-only home can be browsed by the monitor, live (issue 29): the monitor works on a private
-copy of the store (onegc_tui/readonly_home.py ``private_store``), its live ingest reads the session
+copy of the store (onegc_tui/store/readonly_home.py ``private_store``), its live ingest reads the session
 folders into it, the keys that would write say why not in one line, and the home is left as it
 was: no ``onegc.db-wal``/``-shm``, no new file, no byte changed; the copy is gone afterwards."""
 
@@ -13,16 +13,15 @@ import pytest
 from click.testing import CliRunner
 from textual.widgets import Log
 
-from onegc_tui import readonly_home
 from onegc_tui.app import make_app
 from onegc_tui.app.guard import check_store
 from onegc_tui.app.screens.newsession import NewSessionScreen
 from onegc_tui.app.widgets.panes import CheckpointsPane
-from onegc_tui.readonly_home import private_store
-from onegc_tui.store import DB_NAME, Store, db_path
+from onegc_tui.store import DB_NAME, Store, db_path, readonly_home
 from onegc_tui.store.ingest import Ingester
+from onegc_tui.store.readonly_home import private_store
 from runner.wire.jsonl import EventWriter
-from tests.app.fixtures import _session
+from tests.homes import _session
 
 SIZE = (160, 44)
 LIVE = "b-live"
@@ -180,7 +179,7 @@ async def test_onegc_monitor_web_serves_a_read_only_view(mounted, tmp_path):
     if find_chromium() is None:
         pytest.skip("Chromium is not installed (apt-get install chromium)")
     from tests.app.test_web import free_port, wait_http
-    from tests.conftest import REPO
+    from tests.helpers import REPO
 
     home, _src = mounted
     before = snapshot(home)

@@ -13,7 +13,7 @@ from textual.geometry import Region
 from textual.widgets import Static
 
 from onegc_tui.app.compositor import RowsCompositor, covered, row_runs
-from onegc_tui.app.screens.scrolling import SteadyScreen
+from onegc_tui.app.layout import SteadyScreen
 
 
 def test_row_runs_are_the_adjacent_rows_within_the_range():

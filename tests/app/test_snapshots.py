@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onegc_tui.app import make_app
-from tests.app.fixtures import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
+from tests.homes import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
 
 SIZE = (160, 44)
 NOW = lambda: T0 + 100.0  # noqa: E731  frozen "now" for countdowns

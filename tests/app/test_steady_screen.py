@@ -10,7 +10,7 @@ from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Static
 
-from onegc_tui.app.screens.scrolling import SteadyScreen
+from onegc_tui.app.layout import SteadyScreen
 
 
 class Probe(App):

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.app.browser import Browser, find_chromium
-from tests.app.fixtures import CROWD_RUNNING, build_crowd
-from tests.conftest import REPO
+from tests.helpers import REPO
+from tests.homes import CROWD_RUNNING, build_crowd
 
 pytestmark = [
     pytest.mark.slow,

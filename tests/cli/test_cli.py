@@ -8,7 +8,6 @@ import pytest
 from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
-from tests.app.fixtures import build_home
 
 
 def run(*args):
@@ -35,8 +34,7 @@ def test_tasks_lists_all_eight_with_their_data_state(home):
     assert len([line for line in r.output.splitlines() if line[:2] in {f"t{i}" for i in range(8)}]) == 8
 
 
-def test_sessions_history_and_export(home):
-    build_home(home)
+def test_sessions_history_and_export(home, built_home):
     r = run("sessions", "--json")
     rows = json.loads(r.output)  # one JSON document: a list (was JSON Lines)
     assert isinstance(rows, list) and {r["session_id"] for r in rows} == {"a-ended", "b-paused"}
@@ -58,8 +56,7 @@ def test_a_new_home_folder_is_an_empty_store_not_a_traceback(tmp_path, monkeypat
     assert r.exit_code == 0 and "no sessions under" in r.output
 
 
-def test_resume_of_an_ended_session_is_refused(home):
-    build_home(home)
+def test_resume_of_an_ended_session_is_refused(home, built_home):
     (home / "runs/a-ended/result.json").write_text("{}")
     r = run("resume", "a-ended")
     assert r.exit_code == 2 and "already ended" in r.output
@@ -113,7 +110,7 @@ def test_without_a_sandbox_run_refuses_in_one_line_and_unsealed_is_recorded(home
 def test_history_keeps_a_studys_agent_configurations_apart_and_the_demo_on_its_own(home):
     """demo_study.toml's quick and steady agents (one adapter) were one row 'scripted 0.8258±0.1888'
     beside the paper's seven-task Agg (issue 15)."""
-    from tests.app.fixtures import build_demo_study
+    from tests.homes import build_demo_study
 
     build_demo_study(home)
     r = run("history", "--demo")
@@ -139,13 +136,12 @@ def test_tasks_prints_every_title_and_metric_whole(home):
     assert "…" not in r.output  # not a terminal: nothing is cut
 
 
-def test_disqualify_strikes_a_result_from_the_mean_keeps_it_in_n_over_n_and_survives_reindex(home):
-    from onegc_tui.analysis import build_matrix
-    from onegc_tui.monitor_data import outcomes
+def test_disqualify_strikes_a_result_from_the_mean_keeps_it_in_n_over_n_and_survives_reindex(home, built_home):
+    from onegc_tui.results.matrix import build_matrix
     from onegc_tui.store import Store
     from onegc_tui.store.ingest import Ingester
+    from onegc_tui.views.monitor_data import outcomes
 
-    build_home(home)
     store = Store.open(home)
     Ingester(home, store).catch_up()
     rows = [r for r in store.sessions() if r["state"] == "ended" and r["score"] is not None]
@@ -181,7 +177,7 @@ def test_disqualify_strikes_a_result_from_the_mean_keeps_it_in_n_over_n_and_surv
 
 def test_history_paired_and_the_study_exports_from_the_command_line(home, tmp_path):
     """Issue 30: the paired comparison in `onegc history`, the report and the exports' errors."""
-    from tests.app.fixtures import build_demo_study
+    from tests.homes import build_demo_study
 
     build_demo_study(home)
     r = run("history", "--demo", "--no-paper", "--paired")
@@ -211,7 +207,7 @@ def test_a_cost_limit_must_be_a_positive_number_of_dollars(home):
 
 
 def test_history_at_budget_says_what_a_shorter_budget_would_have_scored(home):
-    from tests.app.fixtures import build_demo_study
+    from tests.homes import build_demo_study
 
     build_demo_study(home)
     r = run("history", "--demo", "--no-paper", "--at-budget", "90s")

@@ -12,12 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
-from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from runner.launch.spawn import create_session
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig
-from tests.conftest import start_session, wait_event, write_agent
+from tests.helpers import start_session, wait_event, write_agent
 
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
                "OPENROUTER_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
@@ -85,14 +84,12 @@ def finished_session(home: Path, sid: str = "p1") -> None:
     w.close()
 
 
-def test_plain_prints_every_event_even_when_another_process_ingested_them_first(home):
+def test_plain_prints_every_event_even_when_another_process_ingested_them_first(home, store):
     """Before: it printed only what its own ingester inserted — nothing, once a monitor had."""
     from onegc_tui.cli.plain import follow
 
     finished_session(home)
-    store = Store.open(home)
     Ingester(home, store).ingest_all()  # a monitor got there first
-    store.close()
     out = io.StringIO()
     ends = follow(home, ["p1"], out=out)
     text = out.getvalue()

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
 from runner.launch.start import absolute_if_file
-from tests.conftest import wait_for
+from tests.helpers import wait_for
 
 
 def inline_program(size: int) -> str:

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "CODEX_API_KEY",
                "OPENROUTER_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")

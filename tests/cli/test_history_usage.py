@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from onegc_tui.analysis import SessionOutcome
 from onegc_tui.cli.main import main
-from onegc_tui.usage_table import usage_rows, usage_table
-from tests.app.fixtures import build_home
+from onegc_tui.results.usage_table import usage_rows, usage_table
+from onegc_tui.views.outcomes import SessionOutcome
+from tests.homes import build_home
 
 
 def outcome(sid: str, agent: str, model: str | None = None, study: str | None = None,
@@ -47,7 +47,7 @@ def test_history_prints_tokens_and_cost_per_row(home):
 
 
 def test_the_history_screens_cell_says_its_tokens_and_cost():
-    from onegc_tui.usage_table import usage_line
+    from onegc_tui.results.usage_table import usage_line
 
     assert usage_line([(1000, 200, 0.0021), (3000, 800, 0.0101)], 2) == (
         "tokens 4k in, 1k out · cost $0.012 ($0.0061 a session)")
@@ -55,8 +55,8 @@ def test_the_history_screens_cell_says_its_tokens_and_cost():
 
 
 def test_usage_is_read_for_a_few_sessions_and_for_many_alike(home):
-    from onegc_tui.readonly_home import caught_up_store
-    from onegc_tui.usage_table import _CHUNK, session_usage
+    from onegc_tui.results.usage_table import _CHUNK, session_usage
+    from onegc_tui.store.readonly_home import caught_up_store
 
     build_home(home, full=True)
     store = caught_up_store(home)

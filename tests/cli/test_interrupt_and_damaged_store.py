@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from onegc_tui.cli.main import main
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from tests.app.fixtures import build_home
-from tests.conftest import REPO, wait_for
+from tests.helpers import REPO, wait_for
+from tests.homes import build_home
 
 pytestmark = pytest.mark.slow
 

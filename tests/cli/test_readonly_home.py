@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from onegc_tui.cli.main import main
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from tests.app.fixtures import _session, build_home
+from tests.homes import _session, build_home
 
 pytestmark = pytest.mark.slow  # mount
 

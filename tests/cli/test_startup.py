@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from onegc_tui import task_facts
-from tests.app.fixtures import build_crowd
+from onegc_tui.views import task_facts
+from tests.homes import build_crowd
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("pydantic", "pydantic_core", "watchdog", "numpy", "sqlite_utils", "textual", "rich", "onegc_tui.analysis",
+HEAVY = ("pydantic", "pydantic_core", "watchdog", "numpy", "sqlite_utils", "textual", "rich", "onegc_tui.results.matrix",
          "runner.launch.study", "runner.wire.events")
 PROBE = """
 import json, sys
@@ -48,7 +48,7 @@ def test_the_listing_commands_start_without_pydantic_watchdog_or_textual(argv, h
 
 def test_the_history_formats_named_for_its_option_are_the_exports():
     from onegc_tui.cli.history import FORMATS
-    from onegc_tui.export import FORMATS as EXPORTS
+    from onegc_tui.results.export import FORMATS as EXPORTS
 
     assert FORMATS == EXPORTS
 

@@ -152,8 +152,8 @@ def test_exports_escape_markdown_latex_and_spreadsheet_formulas(hostile_home, tm
 
 
 def test_csv_cells_that_start_like_formulas_get_a_quote():
-    from onegc_tui.analysis import SessionOutcome
-    from onegc_tui.export import sessions_csv
+    from onegc_tui.results.export import sessions_csv
+    from onegc_tui.views.outcomes import SessionOutcome
 
     def outcome(model: str) -> SessionOutcome:
         return SessionOutcome(session_id="s", study=None, agent="command", model=model, task="t0", repeat=1,

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import REPO, wait_for
+from tests.helpers import REPO, wait_for
 from tests.integrity.hostile_text import HOSTILE, SID, write_hostile_session
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
 from runner.sandbox.caps import default_caps, parse_size
-from tests.conftest import events, wait_event, write_agent
+from tests.helpers import events, wait_event, write_agent
 
 GREEDY = """
 import json, os, subprocess, sys, time

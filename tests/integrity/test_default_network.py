@@ -21,7 +21,7 @@ import pytest
 
 from runner.sandbox.network import namespaces_available
 from tests.app.test_web import wait_http
-from tests.conftest import REPO, events, start_session, wait_event, write_agent
+from tests.helpers import REPO, events, start_session, wait_event, write_agent
 
 pytestmark = pytest.mark.slow
 
@@ -129,8 +129,8 @@ def test_network_open_is_asked_for_reaches_the_host_and_is_flagged(home, tmp_pat
     from click.testing import CliRunner
 
     from onegc_tui.cli.main import main
-    from onegc_tui.sessions_view import integrity_note
     from onegc_tui.store import Store
+    from onegc_tui.views.sessions_view import integrity_note
 
     tcp, abstract_name, abstract, url = host_services
     paths, ended, findings, contract = run_hostile(home, tmp_path, "no1", tcp, abstract_name, url, network="open")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from tests.store.test_store import fake_session
 
@@ -17,9 +16,8 @@ def forged_end(sid: str, seq: int) -> bytes:
                        "best_checkpoint": "x"}).encode() + b"\n"
 
 
-def test_a_second_line_with_a_taken_seq_or_another_sessions_id_is_reported(home):
+def test_a_second_line_with_a_taken_seq_or_another_sessions_id_is_reported(home, store):
     w = fake_session(home, "s1")  # seq 1..15, written by "the runner"
-    store = Store.open(home)
     ingester = Ingester(home, store)
     ingester.ingest_all()
     with open(w.path, "ab") as f:
@@ -34,30 +32,25 @@ def test_a_second_line_with_a_taken_seq_or_another_sessions_id_is_reported(home)
     errors = [e["error"] for e in store.ingest_errors("s1")]
     assert any("a second line with seq 3" in e for e in errors) and any("session 'other'" in e for e in errors), errors
     assert row["warnings"] == 2
-    store.close()
 
 
-def test_an_oversized_line_neither_freezes_nor_hides_the_session(home):
+def test_an_oversized_line_neither_freezes_nor_hides_the_session(home, store):
     w = fake_session(home, "s2")
     with open(w.path, "ab") as f:
         f.write(b"x" * (9 << 20) + b"\n")  # longer than any read the ingester makes
     w.emit("session_ended", reason="completed", detail="the agent finished", active_s=5.0, wall_s=5.0, paused_s=0.0,
            score=0.61, best_checkpoint="a-1")
-    store = Store.open(home)
     Ingester(home, store).ingest_all()
     row = store.session("s2")
     assert row["state"] == "ended" and row["score"] == 0.61
     assert any("over" in e["error"] and "KiB" in e["error"] for e in store.ingest_errors("s2"))
-    store.close()
 
 
-def test_a_garbage_session_json_does_not_hide_the_session(home):
+def test_a_garbage_session_json_does_not_hide_the_session(home, store):
     fake_session(home, "s3")
     (home / "runs" / "s3" / "session.json").write_text("garbage")
     messages = []
-    store = Store.open(home)
     Ingester(home, store, on_error=messages.append).ingest_all()
     row = store.session("s3")
     assert row is not None and row["task"] == "t0_demo" and row["state"] == "running"
     assert any("session.json: unreadable" in m for m in messages), messages
-    store.close()

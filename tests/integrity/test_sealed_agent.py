@@ -18,7 +18,7 @@ import pytest
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from runner.sandbox.bwrap import status
-from tests.conftest import REPO, events, start_session, wait_event
+from tests.helpers import REPO, events, start_session, wait_event
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
 

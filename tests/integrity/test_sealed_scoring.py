@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from runner.sandbox.bwrap import status
-from tests.conftest import REPO, events, start_session, wait_event
+from tests.helpers import REPO, events, start_session, wait_event
 from tests.integrity import hostile_scoring
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]

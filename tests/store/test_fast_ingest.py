@@ -17,7 +17,7 @@ from runner.launch.spawn import create_session
 from runner.wire.events import parse_event
 from runner.wire.jsonl import EventWriter, JsonlTail
 from runner.wire.session_config import SessionConfig
-from tests.app.fixtures import build_crowd, build_home
+from tests.homes import build_crowd, build_home
 
 TABLES = {  # what each table is ordered by
     "sessions": "session_id", "events": "session_id, seq", "transcript": "session_id, seq", "gpu_samples": "session_id, seq",

@@ -228,7 +228,7 @@ def test_live_ingest_at_rest_still_delivers_a_lone_line_and_a_burst_with_it(home
 
 def test_the_countdown_runs_from_the_last_heartbeat_not_from_the_last_event(home):
     """A transcript line after a heartbeat must not make the sessions table show more time left."""
-    from onegc_tui.sessions_view import session_cells
+    from onegc_tui.views.sessions_view import session_cells
 
     w = fake_session(home, n_transcript=0)  # its events carry today's time: later than the heartbeat's
     t = [1_000.0]
@@ -289,7 +289,7 @@ def test_a_tools_heartbeats_are_one_row_updated_in_place(home):
 def test_search_finds_words_of_several_tokens(home):
     """'run_1.py' is three tokens to FTS5 and the index keeps no positions: searching it crashed
     the monitor ("phrase queries are not supported"); now the tokens find rows and the word is checked."""
-    from onegc_tui.monitor_data import pane_entries
+    from onegc_tui.views.monitor_data import pane_entries
 
     w = fake_session(home, n_transcript=0)
     w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py")
@@ -308,7 +308,7 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
     """Issue 13: search must take what people type (file names, metric names, numbers, stray
     quotes). A word's tokens ("12" and "30" for "12:30") are in many rows; the word itself was
     checked only after the row limit, so an older real match fell behind the limit and was lost."""
-    from onegc_tui.monitor_data import pane_entries
+    from onegc_tui.views.monitor_data import pane_entries
 
     w = fake_session(home, n_transcript=0)
     typed = {"run_1.py": "python run_1.py", "val_acc": "epoch 1 val_acc 0.52", "a-b": "compare a-b runs",

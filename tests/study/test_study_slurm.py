@@ -17,7 +17,7 @@ from runner.launch import slurm
 from runner.launch.reconcile import reconcile
 from runner.launch.study import launch, load_study, status_report, survey, wait
 from runner.wire.paths import SessionPaths, runs_dir
-from tests.conftest import events, wait_event, wait_for
+from tests.helpers import events, wait_event, wait_for
 from tests.study.conftest import read_json, write_study
 
 pytestmark = pytest.mark.slow

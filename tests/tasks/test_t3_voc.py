@@ -515,7 +515,7 @@ def test_a_sandboxed_session_runs_the_baseline_from_weights(prepared, weights, h
 
     from runner.sandbox.bwrap import status
     from runner.session.agent_env import torchvision_problem
-    from tests.conftest import events, start_session, wait_event, write_agent
+    from tests.helpers import events, start_session, wait_event, write_agent
 
     if not status().ok:
         pytest.skip(f"no sandbox here: {status().detail}")

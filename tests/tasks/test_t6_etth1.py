@@ -15,7 +15,7 @@ import torch
 
 from runner.sandbox.bwrap import status
 from tasks import get_task
-from tests.conftest import events, start_session, wait_event, write_agent
+from tests.helpers import events, start_session, wait_event, write_agent
 
 TASK = "t6_etth1"
 COLUMNS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]

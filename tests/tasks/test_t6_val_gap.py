@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from runner.sandbox.bwrap import status
 from tasks import get_task
-from tests.conftest import events, start_session, wait_event, write_agent
+from tests.helpers import events, start_session, wait_event, write_agent
 from tests.tasks.test_t6_etth1 import FEW_STEPS_AGENT, write_etth1
 
 TASK = "t6_etth1"

@@ -23,17 +23,17 @@ from textual.widgets import DataTable, Input, Static
 
 from onegc_tui.app.gcpace import settle
 from onegc_tui.app.host import host, refused, store_of
+from onegc_tui.app.layout import SteadyScreen
 from onegc_tui.app.screens.confirm import ConfirmScreen
-from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.panes import BudgetPane, CheckpointsPane, GpuPane
 from onegc_tui.app.widgets.sessions import SessionsTable
 from onegc_tui.app.widgets.transcript import TranscriptLog, TranscriptPane
-from onegc_tui.format import count
-from onegc_tui.sessions_view import FILTER_HELP, sort_arrow, sort_key
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
+from onegc_tui.views.format import count
+from onegc_tui.views.sessions_view import FILTER_HELP, sort_arrow, sort_key
 from runner.wire.control import Action, request
 from runner.wire.events import Event, parse_event
 from runner.wire.paths import SessionPaths

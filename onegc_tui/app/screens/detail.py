@@ -24,22 +24,22 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Log, Static
 
-from onegc_tui import monitor_data
-from onegc_tui.analysis import FRACTIONS, IDLE_PRIORITY, UNATTRIBUTED, scores_at
 from onegc_tui.app.host import host
+from onegc_tui.app.layout import SteadyScreen
 from onegc_tui.app.safe import markup_escape, plain
-from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.cutlog import CutLog
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.plot import GUTTER, Plot, Series
-from onegc_tui.format import arrow, clock, fmt_score, short_task
-from onegc_tui.metric_range import UNBOUNDED, padded_range, task_bounds
-from onegc_tui.plot import best_so_far, level_strip
-from onegc_tui.sessions_view import INTEGRITY_MARK, integrity_note
 from onegc_tui.store import Store
-from onegc_tui.time_ledger import ledger_line, timeline_ledger
-from onegc_tui.timeline import Timeline
+from onegc_tui.views import monitor_data
+from onegc_tui.views.anytime import FRACTIONS, scores_at
+from onegc_tui.views.format import arrow, clock, fmt_score, short_task
+from onegc_tui.views.metric_range import UNBOUNDED, padded_range, task_bounds
+from onegc_tui.views.plot import best_so_far, level_strip
+from onegc_tui.views.sessions_view import INTEGRITY_MARK, integrity_note
+from onegc_tui.views.time_ledger import IDLE_PRIORITY, UNATTRIBUTED, ledger_line
+from onegc_tui.views.timeline import Timeline, timeline_ledger
 from runner.wire.textsafe import safe_text
 
 STEP = 0.01  # of the budget per left/right press

@@ -17,7 +17,7 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from onegc_tui.transcript_view import MARK_LEGEND
+from onegc_tui.views.transcript_view import MARK_LEGEND
 
 Section = tuple[str, list[tuple[str, str]]]  # title, (key, what it does)
 STATE_LEGEND = [("running", "running"), ("PAUSED", "paused: the tree is frozen, the budget clock stopped"),

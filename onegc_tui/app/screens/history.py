@@ -23,31 +23,23 @@ from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from onegc_tui import monitor_data
-from onegc_tui.analysis import (
-    FRACTIONS,
-    Matrix,
-    anytime_band,
-    anytime_curve,
-    build_matrix,
-    paper_matrix,
-    split_demo,
-    task_sort_key,
-)
 from onegc_tui.app.host import host, refused, store_of
+from onegc_tui.app.layout import SteadyScreen
 from onegc_tui.app.safe import plain
 from onegc_tui.app.screens.history_layout import BOTTOM_ROWS, bottom_rows
-from onegc_tui.app.screens.scrolling import SteadyScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.plot import Plot, Series
-from onegc_tui.cell_insights import cell_insights, insight_lines
-from onegc_tui.export import DEMO_TITLE, cell_text, render_history
-from onegc_tui.format import arrow, clock, count, fmt_score
-from onegc_tui.metric_range import UNBOUNDED, task_bounds
+from onegc_tui.results.cell_insights import cell_insights, insight_lines
+from onegc_tui.results.export import DEMO_TITLE, cell_text, render_history
+from onegc_tui.results.matrix import Matrix, build_matrix, paper_matrix, split_demo, task_sort_key
+from onegc_tui.results.usage_table import session_usage, usage_line
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
-from onegc_tui.usage_table import session_usage, usage_line
+from onegc_tui.views import monitor_data
+from onegc_tui.views.anytime import FRACTIONS, anytime_band, anytime_curve
+from onegc_tui.views.format import arrow, clock, count, fmt_score
+from onegc_tui.views.metric_range import UNBOUNDED, task_bounds
 from tasks import Direction
 
 ALL = None  # the study filter value meaning "every session"

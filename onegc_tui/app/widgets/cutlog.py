@@ -7,7 +7,7 @@ from rich.segment import Segment
 from textual.strip import Strip
 from textual.widgets import Log
 
-from onegc_tui.sessions_view import ELLIPSIS
+from onegc_tui.views.sessions_view import ELLIPSIS
 
 
 class CutLog(Log):

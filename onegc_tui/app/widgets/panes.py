@@ -11,16 +11,16 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from onegc_tui.app.host import host
+from onegc_tui.app.layout import GrowsInPlace
 from onegc_tui.app.safe import content_escape, plain
-from onegc_tui.app.screens.scrolling import GrowsInPlace
 from onegc_tui.app.widgets.plot import Plot, Series
 from onegc_tui.app.widgets.spark import UtilSpark
-from onegc_tui.checkpoint_names import checkpoint_label, fit_checkpoint_label
-from onegc_tui.countdown import Countdown
-from onegc_tui.format import arrow, bar, clock, fmt_score
-from onegc_tui.metric_range import UNBOUNDED, Bounds, task_bounds
-from onegc_tui.plot import best_so_far
 from onegc_tui.store import Store
+from onegc_tui.views.checkpoint_names import checkpoint_label, fit_checkpoint_label
+from onegc_tui.views.countdown import Countdown
+from onegc_tui.views.format import arrow, bar, clock, fmt_score
+from onegc_tui.views.metric_range import UNBOUNDED, Bounds, task_bounds
+from onegc_tui.views.plot import best_so_far
 from runner.wire.events import Event
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 

@@ -1,6 +1,6 @@
 """A small braille plot widget: scores (or any series) against budget time, with an optional cursor.
 
-Drawing happens in :func:`onegc_tui.plot.plot_series` (pure); this widget only sizes, colours and
+Drawing happens in :func:`onegc_tui.views.plot.plot_series` (pure); this widget only sizes, colours and
 labels it. No plotting dependency: textual-plotext would pull in plotext for four lines of plot.
 """
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widget import Widget
 
-from onegc_tui.format import clock
-from onegc_tui.metric_range import UNBOUNDED, Bounds
-from onegc_tui.plot import plot_series
+from onegc_tui.views.format import clock
+from onegc_tui.views.metric_range import UNBOUNDED, Bounds
+from onegc_tui.views.plot import plot_series
 
 GUTTER = 8  # characters of y labels left of the plot
 STYLES = ("bold green", "cyan", "magenta", "yellow", "bright_blue", "red")
@@ -43,7 +43,7 @@ class Plot(Widget):
 
     def show(self, series: list[Series], x_max: float, cursor: float | None = None,
              y_range: tuple[float, float] | None = None, bounds: Bounds = UNBOUNDED) -> None:
-        """``bounds``: the metric's range (onegc_tui/metric_range.py), which the y axis keeps to."""
+        """``bounds``: the metric's range (onegc_tui/views/metric_range.py), which the y axis keeps to."""
         self.series, self.x_max, self.cursor, self.y_range = series, max(x_max, 1e-9), cursor, y_range
         self.bounds = bounds
         self.refresh()

@@ -20,7 +20,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-from onegc_tui.sessions_view import (
+from onegc_tui.views.sessions_view import (
     DEFAULT_SORT,
     SESSION,
     ColumnSpec,

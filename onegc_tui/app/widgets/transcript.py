@@ -21,11 +21,11 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
-from onegc_tui.app.screens.scrolling import GrowsInPlace
-from onegc_tui.monitor_data import pane_entries
-from onegc_tui.sessions_view import ELLIPSIS
+from onegc_tui.app.layout import GrowsInPlace
 from onegc_tui.store import Store
-from onegc_tui.transcript_view import FILTERS, event_line, event_matches, search_words
+from onegc_tui.views.monitor_data import pane_entries
+from onegc_tui.views.sessions_view import ELLIPSIS
+from onegc_tui.views.transcript_view import FILTERS, event_line, event_matches, search_words
 from runner.wire.events import Event
 from runner.wire.textsafe import safe_text
 
@@ -41,7 +41,7 @@ class TranscriptLog(GrowsInPlace, Log):
     """A Log of one line per event that never scrolls sideways (a cut line ends in ``…``), with a
     line cursor while it has the keyboard. It stops following new lines when the user moves up
     or scrolls back, and follows again at the end (``End`` or ``f``). New lines repaint it, not the
-    screen (:class:`~onegc_tui.app.screens.scrolling.GrowsInPlace`)."""
+    screen (:class:`~onegc_tui.app.layout.GrowsInPlace`)."""
 
     help_name = "Transcript"
     BINDINGS = [

@@ -1,0 +1,185 @@
+"""Which live events and states deserve a notification, and how a burst of them becomes a few.
+
+:class:`Alerts` turns ingested events and summary rows into :class:`Alert` records (a new best,
+a failed score, a blocked connection, an end, 10 % of the budget left, a stall, a dead runner);
+:class:`Coalescer` merges them into at most one :class:`Note` per kind every few seconds. Pure:
+the Textual app shows the notes, the tests drive both with a fixed clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from onegc_tui.views.countdown import Countdown
+from onegc_tui.views.format import clock
+from onegc_tui.views.time_ledger import BUSY_UTIL_PCT
+from runner.wire.events import Event
+from runner.wire.summary import end_state
+from tasks import Direction, better
+
+STALL_S = 10 * 60.0  # a session is "stalled" after this long with no transcript, busy GPU or training process
+LOW_BUDGET_FRACTION = 0.10  # warn once when this share of the budget is left
+Severity = Literal["information", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Alert:
+    session_id: str
+    message: str
+    severity: Severity = "information"  # app.notify's severities
+    kind: str = "note"  # new_best, score_failed, network_blocked, ended, failed, low_budget, stalled, …
+
+
+COALESCE_S = 5.0  # at most one notification of a kind this often: a study's 20 new bests are one toast
+SEVERITY_ORDER: tuple[Severity, ...] = ("information", "warning", "error")
+
+
+@dataclass(frozen=True)
+class Note:
+    """One notification to show: a kind's alerts merged, the selected session's first."""
+
+    message: str
+    severity: Severity
+    kind: str
+    sessions: tuple[str, ...]
+
+
+class Coalescer:
+    """Turns alerts into at most one :class:`Note` per kind per ``window_s``: the first alerts of
+    a kind show at once (all those of one batch as one note), later ones within the window wait
+    and show together when it ends. In a merged note the selected session's alert comes first."""
+
+    def __init__(self, window_s: float = COALESCE_S):
+        self.window_s = window_s
+        self.last_shown: dict[str, float] = {}
+        self.waiting: dict[str, list[Alert]] = {}
+
+    def add(self, alerts: list[Alert], now: float, selected: str | None = None) -> list[Note]:
+        out = []
+        for kind, group in _by_kind(alerts).items():
+            if now - self.last_shown.get(kind, -1e18) >= self.window_s and not self.waiting.get(kind):
+                self.last_shown[kind] = now
+                out.append(merge(group, selected))
+            else:
+                self.waiting.setdefault(kind, []).extend(group)
+        return out
+
+    def due(self, now: float, selected: str | None = None) -> list[Note]:
+        """The waiting alerts whose window has passed, one note per kind."""
+        out = []
+        for kind, group in list(self.waiting.items()):
+            if group and now - self.last_shown.get(kind, -1e18) >= self.window_s:
+                self.last_shown[kind] = now
+                out.append(merge(group, selected))
+                del self.waiting[kind]
+        return out
+
+
+def _by_kind(alerts: list[Alert]) -> dict[str, list[Alert]]:
+    out: dict[str, list[Alert]] = {}
+    for a in alerts:
+        out.setdefault(a.kind, []).append(a)
+    return out
+
+
+def merge(alerts: list[Alert], selected: str | None = None) -> Note:
+    """One note for alerts of one kind: the selected session's (else the latest) in full, then
+    how many more and which sessions."""
+    ordered = sorted(alerts, key=lambda a: a.session_id != selected)  # stable: the selected first
+    if selected not in {a.session_id for a in alerts}:
+        ordered = [alerts[-1], *alerts[:-1]]  # the newest news first
+    head, rest = ordered[0], ordered[1:]
+    sessions = tuple(dict.fromkeys(a.session_id for a in ordered))
+    message = head.message
+    if rest:
+        others = [sid for sid in sessions if sid != head.session_id]
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        message += f"\n+ {len(rest)} more" + (f": {shown}" if others else "")
+    severity = max((a.severity for a in alerts), key=SEVERITY_ORDER.index)
+    return Note(message, severity, head.kind, sessions)
+
+
+class Alerts:
+    """Which live events and states deserve a notification, each at most once.
+
+    ``feed`` sees every new event once, as the store has it (whoever ingested it: the monitor reads
+    them from SQLite, onegc_tui/app/app.py); ``active`` is a transcript line's part of that, by its
+    time alone; ``check`` runs on a clock over the summary rows for what no single event says: 10 %
+    of the budget left, a stall, a runner that died."""
+
+    def __init__(self, stall_s: float = STALL_S, direction: Callable[[str], Direction] = lambda sid: "higher"):
+        self.stall_s = stall_s
+        self.direction = direction  # sid -> the direction of the session's task
+        self.best: dict[str, float] = {}  # best live score per session: only a new best is news
+        self.activity: dict[str, float] = {}  # last transcript / busy GPU / process event, epoch seconds
+        self.training: dict[str, set[int]] = {}  # training processes alive
+        self.low_sent: set[str] = set()
+        self.stall_sent: set[str] = set()
+        self.states: dict[str, str | None] = {}
+
+    def seed(self, sid: str, last_activity: float | None, training_pids: set[int]) -> None:
+        if last_activity is not None:
+            self.activity[sid] = max(self.activity.get(sid, 0.0), last_activity)
+        self.training[sid] = set(training_pids)
+
+    def active(self, sid: str, ts: float) -> None:
+        """The session did something at ``ts`` (a transcript line is this and no more)."""
+        self.activity[sid] = max(self.activity.get(sid, 0.0), ts)
+        self.stall_sent.discard(sid)
+
+    def feed(self, sid: str, e: Event) -> list[Alert]:
+        if e.type == "transcript" or e.type == "gpu" and e.util_pct > BUSY_UTIL_PCT:
+            self.active(sid, e.ts)
+        elif e.type == "process" and e.training:
+            pids = self.training.setdefault(sid, set())
+            (pids.add if e.action == "started" else pids.discard)(e.pid)
+            self.active(sid, e.ts)
+        elif e.type == "session_started":
+            self.active(sid, e.ts)
+        elif e.type == "checkpoint_scored" and not e.official:
+            if e.error:
+                return [Alert(sid, f"{sid}: {e.name} failed scoring: {e.error}", "error", "score_failed")]
+            if e.value is not None:
+                old = self.best.get(sid)
+                if old is None or better(e.value, old, self.direction(sid)):
+                    self.best[sid] = e.value
+                    return [Alert(sid, f"{sid}: new best, {e.name} scored {e.value:.4f} {e.metric} at "
+                                       f"{clock(e.budget_elapsed_s)}", kind="new_best")]
+        elif e.type == "warning" and e.code == "network_blocked":
+            return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning", "network_blocked")]
+        elif e.type == "warning" and e.code in ("oom", "process_cap"):  # a cap of the session (runner/sandbox/caps.py)
+            return [Alert(sid, f"{sid}: {e.message}", "warning", e.code)]
+        elif e.type == "session_ended":
+            self.states[sid] = end_state(e.reason)
+            score = f"score {e.score:.4f}" if e.score is not None else "no score"
+            if self.states[sid] == "failed":
+                return [Alert(sid, f"{sid} FAILED ({e.reason.replace('_', ' ')}): {e.detail}", "error", "failed")]
+            return [Alert(sid, f"{sid}: {e.reason.replace('_', ' ')}, {score}",
+                          "information" if e.score is not None else "warning", "ended")]
+        return []
+
+    def check(self, rows: dict[str, dict], now: float) -> list[Alert]:
+        out = []
+        for sid, row in rows.items():
+            state = row.get("state")
+            before = self.states.get(sid)
+            self.states[sid] = state
+            if state == "failed" and before in ("running", "paused"):  # the runner died without session_ended
+                out.append(Alert(sid, f"{sid} FAILED: {row.get('end_detail') or row.get('end_reason')}", "error", "failed"))
+            if state != "running":
+                continue
+            left = Countdown.of_row(row)
+            if left.budget_s and sid not in self.low_sent and left.fraction_left(now) <= LOW_BUDGET_FRACTION:
+                self.low_sent.add(sid)
+                out.append(Alert(sid, f"{sid}: {LOW_BUDGET_FRACTION:.0%} of the budget left ({clock(left.remaining_now(now))})",
+                                 "warning", "low_budget"))
+            last = self.activity.get(sid) or row.get("started_ts")
+            if (last is not None and now - last >= self.stall_s and not self.training.get(sid)
+                    and sid not in self.stall_sent):
+                self.stall_sent.add(sid)
+                out.append(Alert(sid, f"{sid} looks stalled: no transcript, GPU activity or training process "
+                                      f"for {clock(now - last)}", "warning", "stalled"))
+        return out
+

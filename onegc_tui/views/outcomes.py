@@ -1,0 +1,106 @@
+"""A session as the matrix, the history and the monitor see it (:class:`SessionOutcome`, the store
+turns its rows into these), the task it names (:func:`resolve_task`) and the baselines measured
+here (:func:`measured_baselines`: ``onegc baseline`` sessions). Pure; no UI, and no I/O beyond
+reading the task registry (``tasks.all_tasks``) when no specs are passed."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from onegc_tui.views.statistics import mean_or_none, sample_std
+from runner.scoring.selection_gap import BASELINE_STUDY
+from tasks import TaskSpec, all_tasks
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOutcome:
+    """One session as the matrix sees it. ``score`` is the official result: ``None`` = failure
+    (no scorable checkpoint, N/A). ``end_reason`` is ``None`` while the session still runs;
+    running sessions are left out of the statistics."""
+
+    session_id: str
+    study: str | None
+    agent: str
+    model: str | None
+    task: str  # folder name ("t1_shakespeare") or short id ("t1")
+    repeat: int
+    score: float | None
+    end_reason: str | None
+    contract_hash: str | None  # task version hash: sessions compare only if these match
+    budget_s: float
+    active_s: float | None = None  # budget time actually used
+    started_at: float | None = None  # epoch seconds
+    scripts_launched: int | None = None  # training scripts the agent started (count_scripts)
+    first_checkpoint_s: float | None = None  # budget seconds to the first checkpoint
+    gpu_busy_s: float | None = None
+    gpu_idle_s: float | None = None
+    label: str | None = None  # the study's agent label (one configuration: adapter, model, args)
+    disqualified: str | None = None  # why a person or an integrity rule struck the result (the paper's violations)
+    flagged: int = 0  # scores with integrity flags (sealed scoring's notes: what the scored code did)
+    sealed: bool | None = None  # None: the session predates the record
+    network: str | None = None  # the contract's policy (open, api-only, none); None: not recorded
+    val_gap_flag: str | None = None  # its selected checkpoint's val beats its test beyond the baseline's gap
+    contended: bool | None = None  # ran with a foreign GPU process, throttling, other sessions, pauses (None: not recorded)
+    # UNOFFICIAL, never ranked: the best scored-split score over all checkpoints (runner/scoring/unofficial.py)
+    unofficial_test_best: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.end_reason is not None
+
+    @property
+    def succeeded(self) -> bool:
+        """Finished with a score that counts: a disqualified session counts as the paper's protocol
+        violations do, in n/N but not in the mean."""
+        return self.finished and self.score is not None and math.isfinite(self.score) and not self.disqualified
+
+
+def task_table(specs: Iterable[TaskSpec] | None) -> dict[str, TaskSpec]:
+    """Task lookup by folder name and short id, lower case."""
+    table: dict[str, TaskSpec] = {}
+    for spec in all_tasks().values() if specs is None else specs:
+        table[spec.id.lower()] = spec
+        table[spec.short.lower()] = spec
+    return table
+
+
+def resolve_task(name: str, specs: Iterable[TaskSpec] | None = None) -> TaskSpec | None:
+    """The spec a session's task name (folder or short id, any case) refers to, if any."""
+    return task_table(specs).get(name.strip().lower())
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredBaseline:
+    """A task's baseline as measured here: mean ± std of ``n`` baseline sessions' official scores."""
+
+    task: str
+    mean: float
+    std: float | None
+    n: int
+
+
+def measured_baselines(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskSpec] | None = None
+                       ) -> dict[str, MeasuredBaseline]:
+    """The baseline measured here, per task short id: the mean official score of the successful
+    sessions of the ``baseline`` study (``onegc baseline TASK`` runs the task's baseline
+    ``train.py`` as the agent under the same contract as any session). Tasks whose baseline
+    sessions pool different task contracts take only the newest contract's sessions."""
+    table = task_table(specs)
+    by_task: dict[str, list[SessionOutcome]] = {}
+    for o in outcomes:
+        spec = table.get(o.task.strip().lower())
+        if spec is not None and o.study == BASELINE_STUDY and o.succeeded and o.score is not None:
+            by_task.setdefault(spec.short, []).append(o)
+    out: dict[str, MeasuredBaseline] = {}
+    for task, sessions in by_task.items():
+        newest = max(sessions, key=lambda s: s.started_at or 0.0).contract_hash
+        scores = [s.score for s in sessions if s.contract_hash == newest and s.score is not None]
+        mean = mean_or_none(scores)
+        if mean is not None and mean != 0:
+            out[task] = MeasuredBaseline(task, mean, sample_std(scores), len(scores))
+    return out
+
+
+__all__ = ["MeasuredBaseline", "SessionOutcome", "measured_baselines", "resolve_task", "task_table"]

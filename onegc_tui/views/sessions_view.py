@@ -1,0 +1,252 @@
+"""The sessions table computed without a screen: which columns fit a width, the text of each
+cell, how rows sort, and which rows a filter keeps.
+
+Pure functions over the store's summary rows, shared by the Textual app and its tests.
+
+Column priority (decided here, README "The monitor"): what a person watching a study needs at a
+glance comes first — the state, the budget left, the best score — then the session id (cut in
+the middle, so the unique suffix of ids started in the same second stays visible), then the
+task, agent, GPU, model, start time, repeat, tokens, cost and scripts. Narrower terminals drop
+columns from the end of that list; the session column takes the room that is left.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from onegc_tui.views.countdown import Countdown
+from onegc_tui.views.format import bar, clock, fmt_cost, fmt_score, fmt_tokens, short_task
+
+ELLIPSIS = "…"
+STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
+ACTIVE_STATES = ("running", "paused", "queued")
+CELL_PADDING = 1  # DataTable's default: one blank cell each side of every column
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    key: str
+    label: str
+    width: int  # the width it is shown at (the session column: its narrowest)
+    sort: str | None  # the sort it stands for (clicking its header), None: not sortable
+    descending: bool = False  # the sort's natural direction: the largest value first
+
+
+MARK = ColumnSpec("mark", "", 1, None)
+SESSION = ColumnSpec("session", "Session", 30, "session")
+SESSION_MIN = 14  # below this an id is unreadable even cut in the middle
+SESSION_MAX = 64
+# in priority order: the first ones are always shown, the rest while they fit (see the docstring)
+COLUMNS: tuple[ColumnSpec, ...] = (
+    MARK,
+    ColumnSpec("state", "State", 7, "state"),
+    ColumnSpec("left", "Budget left", 16, "left"),
+    ColumnSpec("best", "Best", 6, "best", descending=True),
+    SESSION,
+    ColumnSpec("task", "Task", 4, "task"),
+    ColumnSpec("agent", "Agent", 12, "agent"),
+    ColumnSpec("gpu", "GPU", 4, "gpu", descending=True),
+    ColumnSpec("model", "Model", 18, "model"),
+    ColumnSpec("started", "Started", 11, "started", descending=True),
+    ColumnSpec("rep", "#", 2, "rep"),
+    ColumnSpec("tokens", "Tokens", 6, "tokens", descending=True),
+    ColumnSpec("cost", "Cost", 7, "cost", descending=True),  # format.fmt_cost: "$0.0021", "<$0.001"
+    ColumnSpec("scripts", "Scripts", 7, "scripts", descending=True),
+)
+ALWAYS = 5  # mark, state, budget left, best, session
+BY_KEY = {c.key: c for c in COLUMNS}
+SORTS = tuple(c.sort for c in COLUMNS if c.sort)  # 's' cycles through the visible ones of these
+DEFAULT_SORT = "state"  # on attach: running sessions first, the most recent on top
+
+
+def fit_columns(width: int, longest_id: int = SESSION.width) -> list[tuple[ColumnSpec, int]]:
+    """The columns shown in ``width`` cells and the width of each: the first :data:`ALWAYS`,
+    then each further column in priority order while it fits beside a session column of
+    :data:`SESSION.width`; the session column then takes what is left (up to the longest id)."""
+    def cost(w: int) -> int:
+        return w + 2 * CELL_PADDING
+
+    chosen = list(COLUMNS[:ALWAYS])
+    used = sum(cost(c.width) for c in chosen)
+    for col in COLUMNS[ALWAYS:]:
+        if used + cost(col.width) > width:
+            break
+        chosen.append(col)
+        used += cost(col.width)
+    fixed = used - cost(SESSION.width)
+    session_w = max(SESSION_MIN, min(max(longest_id, SESSION_MIN), SESSION_MAX, width - fixed - 2 * CELL_PADDING))
+    return [(c, session_w if c is SESSION else c.width) for c in chosen]
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, cut in the middle with ``…``: the head (a date, a study) and the
+    tail (the unique suffix of a session id) both stay; the tail gets the larger share."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    head = (width - 1) * 2 // 5
+    tail = width - 1 - head
+    return text[:head] + ELLIPSIS + text[len(text) - tail:]
+
+
+def end_cut(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, ending in ``…`` when it had to be cut."""
+    if len(text) <= width:
+        return text
+    return text[:max(0, width - 1)] + ELLIPSIS if width > 0 else ""
+
+
+def _best(row: dict) -> float | None:
+    return row.get("score") if row.get("score") is not None else row.get("best_live")
+
+
+INTEGRITY_MARK = "⚠"
+
+
+def integrity_note(row: dict) -> str | None:
+    """Why a session's result needs a second look, or None: it ran ``--unsealed`` (the agent saw
+    the host), or some of its scores carry integrity flags (what the scored code did)."""
+    notes = []
+    containment = row.get("containment") or ""
+    if containment and not containment.startswith("bwrap"):
+        notes.append("unsealed: the agent saw the host (not comparable)")
+    if '"network": "open"' in (row.get("contract") or ""):  # the store's json.dumps of the contract
+        notes.append("network open: the agent shared this machine's network")
+    if row.get("flagged"):
+        notes.append(f"{row['flagged']} score{'s' if row['flagged'] != 1 else ''} with integrity flags")
+    return "; ".join(notes) or None
+
+
+def left_cell(row: dict, now: float | None = None) -> str:
+    """The "left" column of a summary row: the budget left (a bar and the time), or why it ended."""
+    if row.get("state") in ("ended", "failed"):
+        return (row.get("end_reason") or "").replace("_", " ")
+    countdown = Countdown.of_row(row)
+    return f"{bar(countdown.fraction_left(now), 8)} {clock(countdown.remaining_now(now), coarse=True)}"
+
+
+def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
+    """The sessions-table cells of one summary row, keyed by column."""
+    left_text = left_cell(row, now)
+    util = row.get("gpu_util")
+    started = row.get("started_ts")
+    return {
+        "mark": "",
+        "session": (f"{INTEGRITY_MARK} " if integrity_note(row) else "") + row["session_id"],
+        "task": short_task(row.get("task")),
+        "agent": row.get("agent") or "",
+        "model": row.get("model") or "-",
+        "started": "-" if started is None else time.strftime("%m-%d %H:%M", time.localtime(started)),
+        "rep": str(row.get("repeat") or 1),
+        "state": STATE_LABELS.get(row.get("state") or "", row.get("state") or ""),
+        "left": left_text,
+        "best": fmt_score(_best(row)),
+        "gpu": "-" if util is None else f"{util:.0f}%",
+        "scripts": str(row.get("scripts_launched") or 0),
+        "tokens": fmt_tokens((row.get("tokens_in") or 0) + (row.get("tokens_out") or 0)),
+        "cost": fmt_cost(row.get("cost_usd")),
+    }
+
+
+def cell_tone(key: str, row: dict) -> str:
+    """What a cell should look like, by meaning (the app maps these to theme colours):
+    ``failed``, ``paused``, ``running``, ``ended``, ``flagged`` or ``""`` (plain)."""
+    state = row.get("state") or ""
+    if key == "session":
+        return "flagged" if integrity_note(row) else ""
+    if key == "state":
+        return state if state in ("failed", "paused", "running", "ended") else ""
+    if key == "left" and state == "failed":
+        return "failed"
+    if key == "left" and state == "paused":
+        return "paused"
+    return ""
+
+
+# ----------------------------------------------------------------------------- sorting
+
+STATE_ORDER = {"running": 0, "paused": 1, "queued": 2, "failed": 3, "ended": 3}  # finished: by recency alone
+
+
+def sort_key(row: dict, by: str, now: float | None = None):
+    """A sortable key of a summary row for one of :data:`SORTS`, in the sort's natural direction
+    (None values last). ``state``: running, paused, queued, then finished sessions, the most
+    recent first within each; the value columns marked ``descending`` put the largest first."""
+    started = row.get("started_ts") or 0.0
+    if by == "left":
+        left = Countdown.of_row(row).remaining_now(now)
+        return (left is None or row.get("state") in ("ended", "failed"), left or 0.0)
+    if by == "best":
+        best = _best(row)
+        return (best is None, -(best or 0.0))
+    if by in ("gpu", "cost", "scripts", "tokens"):
+        value = {"gpu": row.get("gpu_util"), "cost": row.get("cost_usd"), "scripts": row.get("scripts_launched"),
+                 "tokens": (row.get("tokens_in") or 0) + (row.get("tokens_out") or 0)}[by]
+        return (value is None, -(value or 0.0))
+    if by == "state":
+        return (False, STATE_ORDER.get(row.get("state") or "", 9), -started, row["session_id"])
+    if by in ("agent", "task", "model"):
+        return (row.get(by) is None, str(row.get(by) or ""), row.get("repeat") or 0, -started)
+    if by == "rep":
+        return (False, row.get("repeat") or 1, -started)
+    if by == "session":
+        return (False, row["session_id"])
+    return (row.get("started_ts") is None, -started, row["session_id"])  # started: newest first
+
+
+def sort_arrow(by: str, reverse: bool) -> str:
+    """▼ when the shown order puts the largest value first, ▲ otherwise (``state``: ▲ = active first)."""
+    column = next((c for c in COLUMNS if c.sort == by), None)
+    return "▼" if (column is not None and column.descending) != reverse else "▲"
+
+
+def ordered(rows: Iterable[dict], by: str, reverse: bool, now: float | None = None) -> list[str]:
+    """Session ids in display order."""
+    return [r["session_id"] for r in sorted(rows, key=lambda r: sort_key(r, by, now), reverse=reverse)]
+
+
+# ----------------------------------------------------------------------------- filtering
+
+FILTER_FIELDS = ("state", "agent", "task", "model", "study", "id")
+FILTER_HELP = ("words must all match (any case): state:running agent:codex task:t1 model:sonnet study:demo id:r2; "
+               "a bare word matches anywhere")
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """A parsed filter: ``field:value`` terms and bare words, all of which must match."""
+
+    terms: tuple[tuple[str, str], ...] = ()
+    words: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, query: str) -> SessionFilter:
+        terms, words = [], []
+        for token in query.lower().split():
+            name, sep, value = token.partition(":")
+            if sep and name in FILTER_FIELDS and value:
+                terms.append((name, value))
+            else:
+                words.append(token)
+        return cls(tuple(terms), tuple(words))
+
+    def __bool__(self) -> bool:
+        return bool(self.terms or self.words)
+
+    def matches(self, row: dict) -> bool:
+        fields = {
+            "state": f"{row.get('state') or ''} {(row.get('end_reason') or '').replace('_', ' ')}",
+            "agent": row.get("agent") or "",
+            "task": f"{row.get('task') or ''} {short_task(row.get('task'))}",
+            "model": row.get("model") or "",
+            "study": row.get("study") or "",
+            "id": row["session_id"],
+        }
+        fields = {k: v.lower() for k, v in fields.items()}
+        if not all(value in fields[name] for name, value in self.terms):
+            return False
+        anywhere = " ".join(fields.values())
+        return all(w in anywhere for w in self.words)

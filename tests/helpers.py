@@ -1,0 +1,84 @@
+"""Helpers shared by the tests that run real sessions: start a runner as `onegc run` does, read a
+session's events, wait for one (by event, never by a fixed time), write a command agent, find a
+session's processes. Fixtures live in conftest.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def start_session(home: Path, session_id: str = "s1", **fields):
+    """Create a session and start its runner detached, as `onegc run` does."""
+    from runner.launch.spawn import create_session, spawn_local
+    from runner.wire.session_config import SessionConfig
+
+    fields.setdefault("task", "t0")
+    fields.setdefault("agent", "scripted")
+    fields.setdefault("budget_s", 120)
+    fields.setdefault("pace_s", 0.0)
+    config = SessionConfig(session_id=session_id, **fields)
+    paths = create_session(config, home)
+    spawn_local(paths)
+    return paths
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def events(paths) -> list[dict]:
+    if not paths.events.exists():
+        return []
+    out = []
+    for line in paths.events.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+def wait_event(paths, type_: str, timeout: float = 60, **match) -> dict:
+    def find():
+        for e in events(paths):
+            if e["type"] == type_ and all(e.get(k) == v for k, v in match.items()):
+                return e
+        return None
+
+    return wait_for(find, timeout, f"a {type_} event {match or ''} in {paths.events}")
+
+
+def write_agent(tmp_path: Path, name: str, body: str) -> list[str]:
+    """A command-agent script; returns its command line."""
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(body))
+    return [sys.executable, str(script)]
+
+
+def tree_pids(paths) -> list[int]:
+    """Every live process whose cwd or command line belongs to this session's workspace."""
+    import psutil
+
+    ws = str(paths.workspace)
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "cwd", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if (proc.info["cwd"] or "").startswith(ws) or ws in " ".join(proc.info["cmdline"] or []):
+                found.append(proc.info["pid"])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found

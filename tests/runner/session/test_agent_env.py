@@ -1,0 +1,58 @@
+"""The agents' Python (requirements-agent.txt): what a sandboxed agent can import, and the
+environment's fingerprint in every session's contract."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner.sandbox.bwrap import status
+from runner.session import agent_env
+from tests.helpers import events, start_session, wait_event, write_agent
+
+IMPORTS = """
+import importlib, json
+found = {}
+for module in ("sklearn", "scipy", "pandas", "torchvision.ops", "timm"):
+    try:
+        importlib.import_module(module)
+        found[module] = "ok"
+    except Exception as exc:
+        found[module] = f"{type(exc).__name__}: {exc}"
+open("imports.json", "w").write(json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")
+def test_the_sandboxed_agent_imports_the_declared_packages_and_the_contract_names_its_environment(home, tmp_path):
+    paths = start_session(home, "env1", agent="command", command=write_agent(tmp_path, "imports.py", IMPORTS), budget_s=60)
+    ended = wait_event(paths, "session_ended", timeout=120)
+    assert ended["reason"] == "completed", ended
+    found = json.loads((paths.workspace / "imports.json").read_text())
+    assert found["sklearn"] == found["scipy"] == found["pandas"] == "ok", found
+    host = {c.package: c.ok for c in agent_env.check()}
+    for module, dist in (("torchvision.ops", "torchvision"), ("timm", "timm")):
+        assert (found[module] == "ok") == host[dist], (module, found[module])  # inside as outside
+    started = next(e for e in events(paths) if e["type"] == "session_started")
+    assert started["contract"]["agent_env"] == agent_env.fingerprint()
+    assert (paths.root / "agent_env.txt").read_text().splitlines() == list(agent_env.freeze())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")
+@pytest.mark.skipif(agent_env.torchvision_problem() is not None,
+                    reason=f"this environment cannot run T3's backbones: {agent_env.torchvision_problem()}")
+def test_torchvision_and_timm_import_inside_the_sandbox(home, tmp_path):
+    paths = start_session(home, "env2", agent="command", command=write_agent(tmp_path, "imports.py", IMPORTS), budget_s=60)
+    wait_event(paths, "session_ended", timeout=120)
+    found = json.loads((paths.workspace / "imports.json").read_text())
+    assert found["torchvision.ops"] == found["timm"] == "ok", found
+
+
+def test_torchvision_is_matched_to_torch_and_the_fix_names_a_pair():
+    assert agent_env.matching_torchvision("2.13.0+cpu") == "0.28"
+    assert agent_env.matching_torchvision("2.14.1+cu130") == "0.29"
+    assert agent_env.matching_torchvision("1.13.1") is None
+    assert "torch==2.14.1 torchvision==0.29.1" in agent_env.torchvision_fix()

@@ -1,0 +1,100 @@
+"""Unit tests of the screen-free helpers the monitor draws with: alerts, sorting, plots, budget time."""
+
+from __future__ import annotations
+
+from onegc_tui.views.alerts import LOW_BUDGET_FRACTION, Alerts
+from onegc_tui.views.plot import best_so_far, plot_series
+from onegc_tui.views.sessions_view import sort_key
+from onegc_tui.views.timeline import BudgetAxis
+from onegc_tui.views.transcript_view import event_matches
+from runner.wire.events import GpuSample, ProcessEvent, SessionEnded, TranscriptEvent, Warning_
+
+T = 1_000_000.0
+
+
+def running(sid="s", remaining=600.0, budget=1000.0, started=T) -> dict:
+    return {"session_id": sid, "state": "running", "budget_s": budget, "remaining_s": remaining, "remaining_ts": started,
+            "last_ts": started, "started_ts": started}
+
+
+def test_low_budget_alert_fires_once_at_ten_percent():
+    alerts = Alerts()
+    assert alerts.check({"s": running(remaining=200)}, T) == []
+    out = alerts.check({"s": running(remaining=LOW_BUDGET_FRACTION * 1000)}, T)
+    assert [a.severity for a in out] == ["warning"] and "10% of the budget left" in out[0].message
+    assert alerts.check({"s": running(remaining=50)}, T) == []
+
+
+def test_stall_needs_no_transcript_no_busy_gpu_and_no_training_process():
+    alerts = Alerts(stall_s=60)
+    rows = {"s": running()}
+    alerts.feed("s", TranscriptEvent(session_id="s", seq=1, ts=T, role="assistant", kind="text", text="hi"))
+    alerts.feed("s", ProcessEvent(session_id="s", seq=2, ts=T, action="started", pid=7, script="run.py", cmdline="x"))
+    assert alerts.check(rows, T + 120) == []  # a training process is alive
+    alerts.feed("s", ProcessEvent(session_id="s", seq=3, ts=T + 1, action="ended", pid=7, script="run.py", cmdline="x"))
+    alerts.feed("s", GpuSample(session_id="s", seq=4, ts=T + 30, index=0, util_pct=3, mem_used_mb=1, mem_total_mb=2))
+    assert alerts.check(rows, T + 50) == []  # an idle GPU sample is no activity, but 60 s have not passed
+    out = alerts.check(rows, T + 62)
+    assert len(out) == 1 and "stalled" in out[0].message
+    assert alerts.check(rows, T + 200) == []  # once
+    alerts.feed("s", TranscriptEvent(session_id="s", seq=5, ts=T + 300, role="assistant", kind="text", text="back"))
+    assert alerts.check(rows, T + 310) == []
+    assert len(alerts.check(rows, T + 400)) == 1  # a new stall alerts again
+
+
+def test_blocked_network_and_failures_are_notified():
+    alerts = Alerts()
+    w = Warning_(session_id="s", seq=1, ts=T, code="network_blocked", message="connect github.com:443")
+    assert alerts.feed("s", w)[0].severity == "warning"
+    assert alerts.feed("s", Warning_(session_id="s", seq=2, ts=T, code="no_gpu", message="x")) == []
+    oom = alerts.feed("s", Warning_(session_id="s", seq=2, ts=T, code="oom", message="the agent's processes reached"))
+    assert oom[0].severity == "warning" and oom[0].message == "s: the agent's processes reached"
+    ended = SessionEnded(session_id="s", seq=3, ts=T, reason="agent_failed", detail="exit 1", active_s=1, wall_s=1,
+                         paused_s=0)
+    assert alerts.feed("s", ended)[0].severity == "error"
+    alerts2 = Alerts()
+    alerts2.check({"r": running("r")}, T)
+    died = alerts2.check({"r": {**running("r"), "state": "failed", "end_detail": "the runner died"}}, T)
+    assert died and "the runner died" in died[0].message
+
+
+def test_filters_match_kinds_and_words():
+    call = TranscriptEvent(session_id="s", seq=1, ts=T, role="assistant", kind="tool_call", tool="bash", text="python run.py")
+    bad = TranscriptEvent(session_id="s", seq=2, ts=T, role="tool", kind="tool_result", text="Traceback", exit_code=1)
+    assert event_matches(call, "tools") and not event_matches(call, "text") and not event_matches(call, "errors")
+    assert event_matches(bad, "errors") and event_matches(bad, "all", ("traceback",))
+    assert not event_matches(call, "all", ("python", "nope"))
+
+
+def test_sort_keys_put_missing_values_last():
+    rows = [{"session_id": "a", "score": None, "best_live": 0.5}, {"session_id": "b", "score": 0.9},
+            {"session_id": "c"}]
+    assert [r["session_id"] for r in sorted(rows, key=lambda r: sort_key(r, "best"))] == ["b", "a", "c"]
+
+
+def test_budget_clock_stands_still_while_paused():
+    clock = BudgetAxis([(T, 0.0), (T + 10, 10.0), (T + 70, 10.0), (T + 80, 20.0)])
+    assert clock.at(T + 5) == 5.0 and clock.at(T + 40) == 10.0 and clock.at(T + 75) == 15.0
+
+
+def test_plot_draws_a_step_line_and_best_so_far():
+    best = best_so_far([(10, 0.5), (20, 0.4), (30, 0.8)], "higher", until=60)
+    assert best == [(10, 0.5), (30, 0.8), (60, 0.8)]
+    canvas, (lo, hi) = plot_series([best], 10, 3, 60)
+    rows = canvas.rows()
+    assert len(rows) == 3 and all(len(r) == 10 for r in rows)
+    assert rows[-1].strip() and rows[0].strip()  # the low start and the high end are both drawn
+    assert lo < 0.5 and hi > 0.8
+
+
+def test_only_a_new_best_score_is_announced_and_direction_counts():
+    from runner.wire.events import CheckpointScored
+
+    def scored(seq, v):
+        return CheckpointScored(session_id="s", seq=seq, ts=T, name=f"c{seq}", value=v, metric="test_mse", split="test",
+                                budget_elapsed_s=1.0)
+
+    lower = Alerts(direction=lambda sid: "lower")  # T1/T6: lower is better
+    assert [len(lower.feed("s", scored(i, v))) for i, v in enumerate([0.40, 0.42, 0.38, 0.39], 1)] == [1, 0, 1, 0]
+    higher = Alerts()
+    assert [len(higher.feed("s", scored(i, v))) for i, v in enumerate([0.40, 0.42, 0.38], 1)] == [1, 1, 0]
