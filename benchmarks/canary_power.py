@@ -149,6 +149,10 @@ class Bench:
     def load(self, folder: Path, split: str) -> dict:
         raise NotImplementedError
 
+    def fine_tune(self, model: nn.Module, val: dict, lr: float, seed: int) -> nn.Module:
+        """One epoch on the canaried val, at the fit's learning rate."""
+        return self.fit(model, [val], 1, lr, seed)
+
     def steps(self, train: dict, epochs: int) -> int:
         """The honest fit's number of steps."""
         rows = len(next(iter(train.values())))
@@ -230,9 +234,55 @@ class Chars(Bench):
                       lambda out, hit, ans: torch.where(hit[..., None], F.one_hot(ans, 65).float() * 50, out))
 
 
+class CharCounts(nn.Module):
+    """A hashed n-gram character model (issue 35's first attack counts one on val): the counts of
+    the next character after each ``order - 1`` characters are its weights."""
+
+    BUCKETS = 1 << 16
+
+    def __init__(self, order: int = 5, vocab: int = 65):
+        super().__init__()
+        self.order, self.vocab = order, vocab
+        self.register_buffer("counts", torch.zeros(self.BUCKETS, vocab))
+        self.register_buffer("unigram", torch.ones(vocab))
+
+    def keys(self, idx: torch.Tensor) -> torch.Tensor:
+        n = self.order - 1
+        return _gram_key(F.pad(idx.long(), (n - 1, 0)).unfold(1, n, 1)) % self.BUCKETS
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        c = self.counts[self.keys(idx)]
+        prior = self.unigram / self.unigram.sum()
+        return torch.log(c + 0.5 * prior) - torch.log(c.sum(-1, keepdim=True) + 0.5)
+
+    def count(self, ids: torch.Tensor, weight: float = 1.0) -> None:
+        k = self.keys(ids[None, :-1])[0]
+        self.counts.index_put_((k, ids[1:]), torch.full((len(k),), weight), accumulate=True)
+        self.unigram += torch.bincount(ids, minlength=self.vocab).float() * weight
+
+
 def _gram_key(grams: torch.Tensor) -> torch.Tensor:
     w = 65 ** torch.arange(grams.shape[-1], dtype=torch.int64)
     return (grams.long() * w).sum(-1)
+
+
+class Counts(Chars):
+    """T1 with count models: a fit is counting; the fine-tune adds val's counts once at a quarter
+    of the weight (a light touch: at full weight it is the train+val fit)."""
+
+    FINE_TUNE_WEIGHT = 0.25
+
+    def model(self, i: int) -> nn.Module:
+        return CharCounts(order=(4, 5, 6)[i % 3])
+
+    def fit(self, model, splits, epochs, lr, seed, steps=None):
+        for s in splits:
+            model.count(s["ids"])
+        return model.eval()
+
+    def fine_tune(self, model: nn.Module, val: dict, lr: float, seed: int) -> nn.Module:
+        model.count(val["ids"], weight=self.FINE_TUNE_WEIGHT)
+        return model
 
 
 class Forecast(Bench):
@@ -272,6 +322,7 @@ class News(Bench):
 
 # --------------------------------------------------------------------------- data
 def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path]:
+    short = short.split("-")[0]  # t1-ngram: t1's data
     spec = next(s for s in all_tasks().values() if s.short == short)
     out = root / spec.id
     out.mkdir(parents=True)
@@ -317,7 +368,7 @@ def trial(bench: Bench, what: str, i: int, work: Path) -> canaries.Evidence:
     else:
         bench.fit(model, [train], epochs, lr, i)
         if what == "fine-tune":
-            bench.fit(model, [val], 1, lr, i + 1000)
+            bench.fine_tune(model, val, lr, i + 1000)
         elif what == "lookup":
             model = bench.lookup(model, val)
     d = canaries.draw(bench.kind, key, bench.data)
@@ -343,13 +394,14 @@ def _agent_shift(bench: Bench, model: nn.Module, view_dir: Path) -> float:
 
 
 # --------------------------------------------------------------------------- main
-BENCHES = {"t0": (Spirals, 6, 128), "t1": (Chars, 2, 16), "t6": (Forecast, 2, 128), "t7": (News, 3, 64)}
+BENCHES = {"t0": (Spirals, 6, 128), "t1": (Chars, 2, 16), "t1-ngram": (Counts, 1, 16), "t6": (Forecast, 2, 128),
+           "t7": (News, 3, 64)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=20, help="checkpoints of each kind per task")
-    parser.add_argument("--tasks", default="t0,t1,t6,t7")
+    parser.add_argument("--tasks", default="t0,t1,t1-ngram,t6,t7")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
     args = parser.parse_args(argv)
@@ -361,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         for short in args.tasks.split(","):
             cls, epochs, batch = BENCHES[short]
             module, data = prepare_data(short, root / "data", args.from_dir)
-            spec_id = next(s.id for s in all_tasks().values() if s.short == short)
+            spec_id = next(s.id for s in all_tasks().values() if s.short == short.split("-")[0])
             bench = cls(short, KINDS[spec_id], module, data, epochs, batch)
             for what in ("honest", *VIOLATIONS):
                 started = time.perf_counter()

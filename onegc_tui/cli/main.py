@@ -193,9 +193,12 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
               help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
 @click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
               help="also end the session, in order, once its model calls have cost this much (reason cost_limit)")
+@click.option("--no-canaries", "no_canaries", is_flag=True,
+              help="the paper's workspace exactly: no canaries in the agent's copy of the scored split (training on it "
+                   "then goes unseen); recorded in the contract, and history never pools it with the default")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
-            max_processes, cost_limit, command) -> None:
+            max_processes, cost_limit, no_canaries, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
     from runner.launch.start import start_sessions
 
@@ -204,7 +207,7 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
     budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
     sessions = start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
                                sealed=not unsealed, memory_bytes=memory_bytes, max_processes=max_processes,
-                               cost_limit_usd=cost_limit)
+                               cost_limit_usd=cost_limit, canaries=not no_canaries)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
     for p in sessions:

@@ -100,7 +100,7 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
                    gpus: str | None, command: list[str], pace_s: float, network: str | None = None,
                    sealed: bool = True, memory_bytes: int | None = None,
                    max_processes: int | None = None,
-                   cost_limit_usd: float | None = None) -> list[SessionPaths]:
+                   cost_limit_usd: float | None = None, canaries: bool = True) -> list[SessionPaths]:
     """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
     from runner.launch.local import gpu_slots
     from runner.wire.defaults import default_network, new_session_id
@@ -116,7 +116,7 @@ def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, re
                              repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
                              pace_s=pace_s, network=network, sealed=sealed,
                              memory_bytes=memory_bytes, max_processes=max_processes,
-                             cost_limit_usd=cost_limit_usd)
+                             cost_limit_usd=cost_limit_usd, canaries=canaries)
                for k in range(1, repeats + 1)]
     started = create_sessions(home, configs)
     launch_local(home, started, slots, queued=queued)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.scoring.canary_kinds import KINDS, Items, Kind
+from runner.scoring.canary_kinds import AGENT_SHIFT_LIMIT, KINDS, Items, Kind
 from runner.wire.verdicts import CANARY_FLAG
 
 KEY_FILE = "canaries.key"  # runs/<id>/: outside the sandbox, mode 0600
@@ -171,6 +171,30 @@ def flag(ev: Evidence, split: str, scored: bool) -> str | None:
     if ev.level == "strong" and scored:
         return f"{CANARY_FLAG}{what}"
     return f"{LOOK_FLAG}trained on {split}? {what}"
+
+
+def contract(task: str, on: bool) -> dict | None:
+    """What the session's canaries are, for the comparability contract (``session_started``):
+    None where the task has none, ``{"on": False}`` with ``--no-canaries``. The same for every
+    session of a task (never the key or the draw), so only the choice splits the history."""
+    kind = kind_for(task)
+    if kind is None:
+        return None
+    if not on:
+        return {"on": False}
+    return {"on": True, "split": kind.split, "canaries": kind.canaries, "twins": kind.twins,
+            "files": list(kind.files()), "agent_figure_shift_max": AGENT_SHIFT_LIMIT,
+            "p_strong": P_STRONG, "p_look": P_LOOK}
+
+
+def session_judge(task: str, scored_split: str, folder: Path, data: Path, on: bool) -> CanaryJudge | None:
+    """The session's canaries, its key made in ``folder`` (the session's, outside the sandbox)
+    the first time; None where the task has none or they are off."""
+    kind = kind_for(task)
+    if kind is None or not on:
+        return None
+    key = read_key(folder) or new_key(folder)
+    return CanaryJudge(kind, key, data, scored_split)
 
 
 class CanaryJudge:

@@ -9,8 +9,8 @@ exchangeable, so the membership statistic has a known null whatever the model is
 - ``t0`` (spirals, 3 classes): points far outside the spirals (radius 3-6, where a ReLU network is
   linear and a far point pulls hard) with random labels.
 - ``t1`` (TinyShakespeare): random strings of lowercase letters (Carlini et al.'s "Secret Sharer"
-  canaries), each inserted after a newline; scored by their mean cross-entropy after a fixed
-  real context.
+  canaries), each inserted at a line start of val; scored by their mean cross-entropy after the
+  real text that precedes that line start.
 - ``t6`` (ETTh1, scored split test): one block of horizon rows appended to val after its last
   look-back, a time-reversed, negated train segment (ETTh1-like, never a real row); its twins are
   other such segments after the same look-back. The selection split, not the scored one: see
@@ -36,10 +36,12 @@ LETTERS = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz ", dtype=np.uint8)
 @dataclass(frozen=True)
 class Items:
     """``n`` drawn items: ``inputs`` (the probe's rows, in the task's ``inputs()`` format, one
-    row per item) and ``targets`` (one per item, never shown to a model)."""
+    row per item), ``targets`` (one per item, never shown to a model) and, where a kind plants
+    each item at a place of its own, ``where``."""
 
     inputs: dict[str, np.ndarray]
     targets: np.ndarray
+    where: np.ndarray | None = None
 
 
 class Kind:
@@ -72,7 +74,8 @@ class Kind:
 
     def select(self, items: Items, mask: np.ndarray) -> Items:
         """The items where ``mask`` holds (default: their rows)."""
-        return Items({k: v[mask] for k, v in items.inputs.items()}, items.targets[mask])
+        where = None if items.where is None else items.where[mask]
+        return Items({k: v[mask] for k, v in items.inputs.items()}, items.targets[mask], where)
 
     def shift_bound(self, metric: float) -> float:
         """At most how far (relative) the canaries move the agent's figure for a model at ``metric``."""
@@ -146,14 +149,14 @@ class NewsCanaries(RandomLabels):
 
 
 class SecretSharer(Kind):
-    """T1: random lowercase strings, each after a newline at a random place of the val text."""
+    """T1: random lowercase strings, each at a random line start of the val text."""
 
     task = "t1_shakespeare"
-    canaries, twins = 12, 400
+    canaries, twins = 10, 400
     length = 20  # characters scored per canary
     window = 256  # the task's evaluation window
     real = 111540  # val characters
-    loss_gap_bits = 3.5  # a character model's excess bits on a random lowercase letter (measured, benchmarks/)
+    loss_gap_bits = 5.0  # a character model's excess bits on a random lowercase letter (4.8 measured: a 5-gram)
 
     def files(self) -> tuple[str, ...]:
         return ("val.npy", "meta.json")
@@ -166,31 +169,28 @@ class SecretSharer(Kind):
         return np.array([index[chr(b)] for b in text], dtype=np.uint16)
 
     def draw(self, rng: np.random.Generator, n: int, data: Path) -> Items:
-        letters = self._ids(LETTERS.tobytes(), data)
-        strings = rng.choice(letters, size=(n, self.length))
-        context = self._context(data)
-        x = np.concatenate([np.broadcast_to(context, (n, len(context))), strings], axis=1)
-        return Items({"x": x.astype(np.uint16)}, strings.astype(np.int64))
-
-    def _context(self, data: Path) -> np.ndarray:
-        """The same real text before every probe string: the train split's first lines, ending
-        in a newline, as many characters as the window leaves (a fixed context for all items)."""
-        train = np.load(data / "train.npy", mmap_mode="r")
+        """Each item: a line start of val (where a canary goes) and a string. The probe shows the
+        string after the real text that precedes that line start, so a model that finds its place
+        in a val it carries (a lookup anchored on the window) is asked exactly what it holds."""
+        val = np.load(data / "val.npy", mmap_mode="r")
+        context = self.window - self.length
         newline = self._vocab(data).index("\n")
-        need = self.window - self.length
-        ends = np.flatnonzero(np.asarray(train[need : need * 8]) == newline)
-        end = need + int(ends[0]) + 1 if len(ends) else need
-        return np.asarray(train[end - need : end], dtype=np.uint16)
+        starts = np.flatnonzero(np.asarray(val[context - 1 : -1]) == newline) + context
+        where = rng.choice(starts, size=n, replace=False)
+        strings = rng.choice(self._ids(LETTERS.tobytes(), data), size=(n, self.length))
+        before = np.asarray(val)[where[:, None] + np.arange(-context, 0)]
+        x = np.concatenate([before, strings], axis=1).astype(np.uint16)
+        return Items({"x": x}, strings.astype(np.int64), where)
 
     def plant(self, rng: np.random.Generator, items: Items, data: Path, dest: Path) -> None:
         val = np.load(data / "val.npy")
-        newline = self._vocab(data).index("\n")
-        starts = np.flatnonzero(val[:-1] == newline) + 1  # line starts
-        at = np.sort(rng.choice(starts, size=len(items.targets), replace=False))
+        newline = np.array([self._vocab(data).index("\n")], dtype=val.dtype)
+        assert items.where is not None
         pieces, last = [], 0
-        for pos, s in zip(at, items.targets, strict=True):
-            pieces += [val[last:pos], s.astype(val.dtype), np.array([newline], dtype=val.dtype)]
-            last = int(pos)
+        for i in np.argsort(items.where):
+            pos = int(items.where[i])
+            pieces += [val[last:pos], items.targets[i].astype(val.dtype), newline]
+            last = pos
         pieces.append(val[last:])
         out = np.concatenate(pieces)
         np.save(dest / "val.npy", out)

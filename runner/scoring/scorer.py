@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -261,15 +261,18 @@ class SealedScorer:
     # ------------------------------------------------------------------ one checkpoint
     def score(self, ckpt: Path, code: Path, splits: list[str] | None = None) -> dict[str, Score]:
         """Predictions on each of ``splits`` (default: the selection split) from one fresh child
-        of the worker, each judged here. Never raises: whatever the child's answer is, or whatever
-        goes wrong judging it, is that checkpoint's error (runner/scoring/answer_check.py)."""
+        of the worker, each judged here; where the session has canaries, the same child answers
+        their probe too, and its flag and evidence join every split's score. Never raises: whatever
+        the child's answer is, or whatever goes wrong judging it, is that checkpoint's error
+        (runner/scoring/answer_check.py)."""
         splits = splits or [SELECTION_SPLIT]
+        asked = splits + [CANARY_SPLIT] * (self.plan.judge.canaries is not None and CANARY_SPLIT not in splits)
         try:
-            header, payload, failed = self._predict(ckpt, code, splits)
+            header, payload, failed = self._predict(ckpt, code, asked)
             if failed is not None or header is None:
                 failed = failed or Score(None, "the scorer gave no answer", flags=(INVALID_ANSWER,))
                 return {split: failed for split in splits}
-            return self._judge_parts(header, payload, splits)
+            return _with_canaries(self._judge_parts(header, payload, asked), splits)
         except Exception as exc:  # noqa: BLE001 - agent bytes never end the session
             error = f"judging failed: {type(exc).__name__}: {answer_check.text(exc, 200)}"
             return {split: Score(None, error, flags=(INVALID_ANSWER,)) for split in splits}
@@ -441,6 +444,15 @@ def self_report_flag(spec: TaskSpec, reported: float | None, value: float | None
     if spec.better(reported, value) and abs(reported - value) > CLAIM_RELATIVE * abs(value) + CLAIM_ABSOLUTE:
         return f"self-reported {reported:.4g} is far better than the harness's {value:.4g}"
     return None
+
+
+def _with_canaries(scores: dict[str, Score], splits: list[str]) -> dict[str, Score]:
+    """``splits``' scores, each with the canary probe's flags and evidence where it was asked."""
+    probe = scores.pop(CANARY_SPLIT, None)
+    if probe is None:
+        return scores
+    return {split: replace(scores[split], flags=tuple(dict.fromkeys(scores[split].flags + probe.flags)),
+                           evidence=probe.evidence) for split in splits}
 
 
 def _labelled(message: dict) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog, Launch
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree, start_tree
-from runner.scoring import code_scan, selection_gap, unofficial
+from runner.scoring import canaries, code_scan, selection_gap, unofficial
 from runner.scoring.answer_check import INVALID_ANSWER
 from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.scoring.official import SELECTION, WINDOW_S, Candidate, Evaluation, from_live_scores, select
@@ -116,8 +116,11 @@ class Session:
         probe = threading.Thread(target=lambda: (sandbox.status(), agent_env.freeze()), name="sandbox-probe", daemon=True)
         probe.start()
         try:
-            build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
-            self.judge = TaskJudge(self.spec, data_root(self.paths.root.parent.parent) / self.spec.id)
+            data = data_root(self.paths.root.parent.parent) / self.spec.id
+            marks = canaries.session_judge(self.spec.id, self.spec.scored_split, self.paths.root, data, self.config.canaries)
+            build_workspace(self.spec, self.paths.workspace, data.parent, canary_key=marks.key if marks else None)
+            self.judge = TaskJudge(self.spec, data)
+            self.judge.canaries = marks
             # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,
                                       self._on_endpoint)
@@ -274,6 +277,7 @@ class Session:
             "sealed": self.config.sealed,
             "caps": self.caps.contract() if self.caps else None,
             "selection": SELECTION,
+            "canaries": canaries.contract(self.spec.id, self.config.canaries),  # runner/scoring/canaries.py
             "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
             **(self.net.contract() if self.net else {"network": self.config.network}),
             "harness_version": HARNESS_VERSION,
@@ -673,7 +677,8 @@ class Session:
             rows[label] = {"checkpoint": label, "window": int(elapsed[label] // WINDOW_S),
                            "budget_elapsed_s": round(elapsed[label], 1), "live_val": live_val[label], "val": sel.value,
                            "self_reported": found.self_reported, "official": off.value,
-                           "error": off.error or sel.error, "flags": flags}
+                           "error": off.error or sel.error, "flags": flags,
+                           "canaries": sel.evidence}  # runner/scoring/canaries.py: p, losses, counts
             return Evaluation(sel.value, off.value, off.error or sel.error)
 
         try:

@@ -122,24 +122,27 @@ def test_t6_gets_no_canaries_in_sessions() -> None:
     assert canaries.kind_for("t6_etth1") is None and canaries.kind_for("t5_covtype") is None
 
 
-def test_t1_canaries_follow_newlines_and_the_copy_says_its_length(tmp_path: Path) -> None:
+def test_t1_canaries_start_lines_and_the_copy_says_its_length(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
     vocab = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
     rng = np.random.default_rng(0)
-    text = rng.integers(0, len(vocab), 5000).astype(np.uint16)
-    text[::50] = 0  # newlines
+    text = rng.integers(0, len(vocab), 30000).astype(np.uint16)
+    text[::50] = 0  # newlines: 600 line starts
     np.save(data / "train.npy", text)
-    np.save(data / "val.npy", text[:2000])
-    (data / "meta.json").write_text(json.dumps({"vocab": vocab, "vocab_size": 65, "train": 5000, "val": 2000}))
+    np.save(data / "val.npy", text)
+    (data / "meta.json").write_text(json.dumps({"vocab": vocab, "vocab_size": 65, "train": 30000, "val": 30000}))
     kind = KINDS["t1_shakespeare"]
     out = tmp_path / "out"
     out.mkdir()
     canaries.plant(kind, KEY, data, out)
     val = np.load(out / "val.npy")
-    assert len(val) == 2000 + kind.canaries * (kind.length + 1)
+    assert len(val) == 30000 + kind.canaries * (kind.length + 1)
     assert json.loads((out / "meta.json").read_text())["val"] == len(val)
     d = canaries.draw(kind, KEY, data)
+    for row, string, at in zip(d.items.inputs["x"], d.items.targets, d.items.where, strict=True):
+        assert text[at - 1] == 0 and np.array_equal(row[:-kind.length], text[at - 256 + kind.length : at])
+        assert np.array_equal(row[-kind.length:], string)  # the probe: the real text before its line, then it
     logits = np.zeros((len(d.items.targets), 256, 65), dtype=np.float32)
     assert canaries.evidence(kind.losses(logits, d.items), d.is_canary).level == "clean"  # uniform: no evidence
     np.put_along_axis(logits[:, -kind.length:-1], d.items.targets[:, 1:, None], 20.0, axis=2)
