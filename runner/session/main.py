@@ -31,10 +31,10 @@ from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree
+from runner.scoring import canaries
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
 from runner.scoring.result_file import result_record, write_result
-from runner.scoring import canaries
 from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
 from runner.session import agent_env
 from runner.session.agent_launch import start_agent
