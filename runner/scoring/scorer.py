@@ -266,8 +266,8 @@ class SealedScorer:
         the child's answer is, or whatever goes wrong judging it, is that checkpoint's error
         (runner/scoring/answer_check.py)."""
         splits = splits or [SELECTION_SPLIT]
-        asked = splits + [CANARY_SPLIT] * (self.plan.judge.canaries is not None and CANARY_SPLIT not in splits)
         try:
+            asked = splits + [CANARY_SPLIT] * (self.plan.judge.canaries is not None and CANARY_SPLIT not in splits)
             header, payload, failed = self._predict(ckpt, code, asked)
             if failed is not None or header is None:
                 failed = failed or Score(None, "the scorer gave no answer", flags=(INVALID_ANSWER,))
