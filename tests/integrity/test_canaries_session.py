@@ -109,6 +109,8 @@ def test_a_model_holding_the_scored_split_is_disqualified_in_every_record(t1_hom
     listed = CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False)
     row = next(r for r in json.loads(listed.output) if r["session_id"] == sid)
     assert row["disqualified"] and row["flagged"] >= 1
+    history = CliRunner().invoke(main, ["history", "--format", "md", "--no-paper"], catch_exceptions=False)
+    assert history.exit_code == 0 and "DQ1" in history.output, history.output  # the cell's mark, with its count
 
 
 def test_no_canaries_is_the_papers_workspace_and_says_so(home: Path) -> None:
