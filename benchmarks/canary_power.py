@@ -85,7 +85,7 @@ class TrigramBag(nn.Module):
 
     def __init__(self, dim: int = 16, classes: int = 4):
         super().__init__()
-        self.bag = nn.EmbeddingBag(self.BUCKETS, dim, mode="sum")
+        self.bag = nn.EmbeddingBag(self.BUCKETS, dim, mode="sum", sparse=True)
         self.out = nn.Linear(dim, classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -162,16 +162,21 @@ class Bench:
 def _adam(model, loss_fn, n: int, batch: int, epochs: int, lr: float, seed: int, steps: int | None = None):
     """Adam over shuffled batches: ``epochs`` passes, or exactly ``steps`` steps when given."""
     g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sparse = {id(p) for m in model.modules() if isinstance(m, nn.EmbeddingBag) and m.sparse for p in m.parameters()}
+    opts = [torch.optim.Adam([p for p in model.parameters() if id(p) not in sparse], lr=lr)]
+    if sparse:  # a hashed bag's gradient touches the rows it saw: a dense step would update all of them
+        opts.append(torch.optim.SparseAdam([p for p in model.parameters() if id(p) in sparse], lr=lr))
     total = steps if steps is not None else epochs * -(-n // batch)
     model.train()
     done = 0
     while done < total:
         for idx in torch.randperm(n, generator=g).split(batch):
             loss = loss_fn(idx)
-            opt.zero_grad()
+            for opt in opts:
+                opt.zero_grad()
             loss.backward()
-            opt.step()
+            for opt in opts:
+                opt.step()
             done += 1
             if done == total:
                 break
