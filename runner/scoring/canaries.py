@@ -45,7 +45,8 @@ KEY_FILE = "canaries.key"  # runs/<id>/: outside the sandbox, mode 0600
 CANARY_SPLIT = "canaries"  # the probe's folder among the scorer's inputs
 P_STRONG = 1e-4  # disqualifies: an honest checkpoint reaches it with probability <= 1e-4
 P_LOOK = 1e-3  # asks for a look
-PERMUTATIONS = 200_000  # random subsets for continuous losses: p resolves down to 5e-6
+PERMUTATIONS = 50_000  # random subsets for continuous losses: p resolves down to 2e-5, below P_STRONG
+ENOUGH_HITS = 100  # as extreme as the canaries: p is then known to ~10 %, far above any threshold
 LOOK_FLAG = "asks for a look: "
 CANARY_UNJUDGED = "asks for a look: the canary probe could not be judged: "  # never a silent pass
 
@@ -145,14 +146,25 @@ def evidence(losses: np.ndarray, is_canary: np.ndarray, permutations: int = PERM
     elif k == 1:
         p = float((losses <= obs).sum()) / n
     else:
-        rng = np.random.default_rng(0)  # the p-value's own randomness: no secret needed
-        hits, done, chunk = 0, 0, 10_000
-        while done < permutations:
-            idx = np.argsort(rng.random((chunk, n)), axis=1)[:, :k]
-            hits += int((losses[idx].sum(axis=1) <= obs + 1e-12).sum())
-            done += chunk
-        p = (hits + 1) / (done + 1)
+        p = _permutation_p(losses, k, obs, permutations)
     return Evidence(min(1.0, p), obs / k, float(losses[~is_canary].mean()), k, n - k)
+
+
+def _permutation_p(losses: np.ndarray, k: int, obs: float, permutations: int) -> float:
+    """The share of random ``k``-subsets whose loss sum is at most ``obs``: Besag and Clifford's
+    sequential Monte Carlo p-value (stopping at :data:`ENOUGH_HITS` as extreme, ``hits / drawn``;
+    else ``(hits + 1) / (drawn + 1)``), so an unremarkable model costs milliseconds and only a
+    remarkable one the full ``permutations``."""
+    rng = np.random.default_rng(0)  # the p-value's own randomness: no secret needed
+    hits, done, chunk = 0, 0, 1_000
+    while done < permutations:
+        idx = rng.random((chunk, len(losses))).argpartition(k, axis=1)[:, :k]
+        hits += int((losses[idx].sum(axis=1) <= obs + 1e-12).sum())
+        done += chunk
+        if hits >= ENOUGH_HITS:
+            return hits / done
+        chunk = min(chunk * 2, 20_000, permutations - done) or chunk
+    return (hits + 1) / (done + 1)
 
 
 def _hypergeom_cdf(x: int, n: int, misses: int, k: int) -> float:
