@@ -38,8 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.scoring.canary_kinds import AGENT_SHIFT_LIMIT, KINDS, Items, Kind
+from runner.scoring.canary_kinds import KINDS, Items, Kind
 from runner.wire.verdicts import CANARY_FLAG
+from tasks import TaskSpec
 
 KEY_FILE = "canaries.key"  # runs/<id>/: outside the sandbox, mode 0600
 CANARY_SPLIT = "canaries"  # the probe's folder among the scorer's inputs
@@ -185,17 +186,28 @@ def flag(ev: Evidence, split: str, scored: bool) -> str | None:
     return f"{LOOK_FLAG}trained on {split}? {what}"
 
 
-def contract(task: str, on: bool) -> dict | None:
+def shift_reference(spec: TaskSpec) -> float:
+    """The metric at which the canaries move the agent's figure most that a session can expect:
+    a perfect accuracy, or the paper's best score where lower is better."""
+    if spec.direction == "higher":
+        return 1.0
+    return min((p.best for p in spec.paper if p.best is not None), default=spec.baseline_score or 1.0)
+
+
+def contract(spec: TaskSpec, on: bool) -> dict | None:
     """What the session's canaries are, for the comparability contract (``session_started``):
     None where the task has none, ``{"on": False}`` with ``--no-canaries``. The same for every
-    session of a task (never the key or the draw), so only the choice splits the history."""
-    kind = kind_for(task)
+    session of a task (never the key or the draw), so only the choice splits the history.
+    ``agent_figure_shift``: how far, relative, the canaries move the agent's own ``evaluate``
+    figure on its copy, in expectation, for a model at :func:`shift_reference` (at most
+    :data:`runner.scoring.canary_kinds.AGENT_SHIFT_LIMIT`, tests/runner/scoring/test_canaries.py)."""
+    kind = kind_for(spec.id)
     if kind is None:
         return None
     if not on:
         return {"on": False}
     return {"on": True, "split": kind.split, "canaries": kind.canaries, "twins": kind.twins,
-            "files": list(kind.files()), "agent_figure_shift_max": AGENT_SHIFT_LIMIT,
+            "files": list(kind.files()), "agent_figure_shift": round(kind.shift_bound(shift_reference(spec)), 5),
             "p_strong": P_STRONG, "p_look": P_LOOK}
 
 

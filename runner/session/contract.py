@@ -31,7 +31,7 @@ def emit_started(events: EventWriter, spec: TaskSpec, config: SessionConfig, *, 
         "sealed": config.sealed,
         "caps": caps.contract() if caps else None,
         "selection": SELECTION,
-        "canaries": canaries.contract(spec.id, config.canaries),  # runner/scoring/canaries.py
+        "canaries": canaries.contract(spec, config.canaries),  # runner/scoring/canaries.py
         "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
         **(net.contract() if net else {"network": config.network}),
         "harness_version": HARNESS_VERSION,

@@ -113,9 +113,11 @@ def test_strong_evidence_on_the_scored_split_disqualifies_and_elsewhere_asks_for
 @pytest.mark.parametrize("task", sorted(k for k, kind in KINDS.items() if kind.in_sessions))
 def test_every_planted_kind_keeps_the_agents_figure_within_half_a_percent(task: str) -> None:
     kind, spec = KINDS[task], get_task(task)
-    best = 1.0 if spec.direction == "higher" else min(p.best for p in spec.paper)  # the worst case for the bound
-    assert kind.shift_bound(best) <= 0.005
+    assert kind.shift_bound(canaries.shift_reference(spec)) <= 0.005
     assert canaries.kind_for(task) is kind
+    record = canaries.contract(spec, True)
+    assert record is not None and 0 < record["agent_figure_shift"] <= 0.005 and KEY not in json.dumps(record)
+    assert canaries.contract(spec, False) == {"on": False}
 
 
 def test_t6_gets_no_canaries_in_sessions() -> None:
