@@ -48,7 +48,6 @@ from onegc_tui.app.widgets.sessions import SessionsTable
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from onegc_tui.store.live import LiveIngest
-from onegc_tui.views import monitor_data
 from onegc_tui.views.alerts import Alert, Alerts, Coalescer, Note
 from runner.wire.events import Event, parse_event
 from runner.wire.textsafe import safe_text
@@ -269,10 +268,8 @@ class MonitorApp(App):
             return []
         out: list[Alert] = []
         rows = store_queries.events_for_alerts(store_of(self), sid, after, ALERT_READ_MAX)
-        for _seq, ts, kind, data in rows:
-            if data is None:
-                if kind == "transcript":
-                    self.alerts.active(sid, ts)
+        for _seq, _ts, _type, data in rows:
+            if data is None:  # not an event the alerts read
                 continue
             try:
                 event = parse_event(data)
@@ -298,9 +295,6 @@ class MonitorApp(App):
             self._alerted[sid] = row.get("last_seq") or 0
             if row.get("best_live") is not None:
                 self.alerts.best[sid] = row["best_live"]
-        if row["state"] in ("running", "paused"):
-            last, alive = monitor_data.activity(store_of(self), sid)
-            self.alerts.seed(sid, last, alive)
         self.alerts.states[sid] = row["state"]
 
     _beats = 0

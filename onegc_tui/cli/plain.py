@@ -19,6 +19,7 @@ from typing import TextIO
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.views.format import clock
+from onegc_tui.views.transcript_view import truncated_text
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.wire.events import Event
@@ -59,6 +60,8 @@ def describe(event: Event) -> str | None:
         return f"WARNING {event.code}{times}: {event.message}"
     if event.type == "session_ended":
         return ended(event.reason, event.score, event.detail)
+    if event.type == "truncated":  # runner/wire/record_caps.py
+        return truncated_text(event.stream, event.dropped, event.dropped_bytes, event.final)
     if event.type == "conditions":  # runner/session/contention.py
         return "conditions: " + ("CONTENDED: " + "; ".join(event.reasons) if event.contended else "clean")
     return None

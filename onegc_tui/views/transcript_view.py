@@ -16,7 +16,8 @@ from runner.wire.events import Event
 KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "progress": "⏱", "usage": "$", "result": "■",
               "error": "✖", "raw": "·"}
 # the marks of the harness's own lines in the transcript pane (event_line)
-EVENT_MARKS = {"warning": "⚠", "checkpoint_scored": "★", "control": "⏯", "process": "⚙", "session_ended": "■"}
+EVENT_MARKS = {"warning": "⚠", "checkpoint_scored": "★", "control": "⏯", "process": "⚙", "session_ended": "■",
+               "truncated": "✂"}
 # what each mark in the transcript pane means (the help screen shows this; a test keeps it complete)
 MARK_LEGEND: dict[str, str] = {
     "»": "the agent's text", "…": "the agent thinking", "▶": "a tool call [tool]", "◀": "its result [exit code]",
@@ -24,6 +25,7 @@ MARK_LEGEND: dict[str, str] = {
     "$": "token usage (not shown as a line)", "⚠": "a warning from the harness (blocked network, no GPU…)",
     "★": "a checkpoint scored (ERROR: scoring failed)", "⏯": "pause/resume/abort, accepted or refused",
     "⚙": "a training script started or ended", "⏱": "a tool still running (one line per tool, updated)",
+    "✂": "the agent's output past the session's record caps, left out and counted",
 }
 
 
@@ -41,7 +43,15 @@ def transcript_line(ts: float, role: str, kind: str, tool: str | None, text: str
     return head + first[:500] + (f"  (+{len(rest)} lines)" if rest else "")
 
 
-PANE_EVENT_TYPES = ("transcript", "warning", "checkpoint_scored", "control", "process", "session_ended")
+PANE_EVENT_TYPES = ("transcript", "warning", "checkpoint_scored", "control", "process", "session_ended", "truncated")
+
+
+def truncated_text(stream: str, dropped: int, dropped_bytes: int, final: bool) -> str:
+    """A ``truncated`` event in words (runner/wire/record_caps.py), the same in every view."""
+    what = {"transcript": "transcript events not recorded", "stdout": "stdout lines not copied to agent.stdout.jsonl",
+            "stderr": "stderr lines not copied to agent.stderr.log"}.get(stream, f"{stream} lines not recorded")
+    more = " (the last count, at the session's end)" if final else ""
+    return f"record cap reached: {dropped:,} more {what} ({dropped_bytes:,} bytes){more}"
 
 
 def event_line(event: Event) -> str | None:
@@ -63,6 +73,8 @@ def event_line(event: Event) -> str | None:
         return f"{stamp} {mark} {event.script} {event.action}"
     if event.type == "session_ended":
         return f"{stamp} {mark} session ended: {event.reason} ({event.detail})"
+    if event.type == "truncated":
+        return f"{stamp} {mark} {truncated_text(event.stream, event.dropped, event.dropped_bytes, event.final)}"
     return None
 
 

@@ -10,20 +10,30 @@ re-evaluation and gives the :class:`OfficialResult` that result.json records
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.scoring import selection_gap, unofficial
 from runner.scoring.live import LiveScoring, checkpoint_flags
-from runner.scoring.official import WINDOW_S, Candidate, Evaluation, from_live_scores, select
+from runner.scoring.official import (
+    MAX_FALLBACK,
+    POST_SESSION_S,
+    WINDOW_S,
+    Candidate,
+    Evaluation,
+    evaluation_cap,
+    from_live_scores,
+    not_reevaluated,
+    select,
+    windows,
+)
 from runner.scoring.scorer import SELECTION_SPLIT, SealedScorer
 from runner.wire import verdicts
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
 from tasks import TaskSpec
-
-MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many more of the ranking are tried
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,7 @@ class OfficialResult:
     trajectory: list[dict] = field(default_factory=list)  # each 5-minute window's val-best
     disqualified: str | None = None  # the integrity rule's verdict
     tested: list[dict] | None = None  # the rows the unofficial test-best is chosen from (None: evaluated)
+    not_reevaluated: dict | None = None  # the checkpoints the phase's bounds left out, by reason (official.py)
     val_gap: selection_gap.GapCheck | None = None
 
     @property
@@ -75,6 +86,10 @@ class OfficialPhase:
         warm = live.scorer if live.scorer is not None and live.scorer.alive() and \
             live.scorer.plan.device == self.device else None
         scorer: SealedScorer | None = None
+        began = time.monotonic()  # the phase's bounds (runner/scoring/official.py)
+
+        def time_left() -> float:
+            return POST_SESSION_S - (time.monotonic() - began)
 
         def evaluate(label: str) -> Evaluation:
             nonlocal scorer
@@ -95,9 +110,12 @@ class OfficialPhase:
             return Evaluation(sel.value, off.value, off.error or sel.error)
 
         try:
-            chosen = select(cands, spec.better, evaluate, MAX_FALLBACK)
-            if not disk_full and scored != SELECTION_SPLIT:  # the unofficial test-best
-                for label in unofficial.still_to_evaluate(elapsed, rows):
+            chosen = select(cands, spec.better, evaluate, MAX_FALLBACK,
+                            max_evaluations=evaluation_cap(self.config.budget_s), time_left=time_left)
+            if not disk_full and scored != SELECTION_SPLIT:  # the unofficial test-best, one more per window at most
+                for label in unofficial.still_to_evaluate(elapsed, rows, limit=windows(self.config.budget_s)):
+                    if time_left() <= 0:
+                        break
                     evaluate(label)
         finally:
             if scorer is not None and scorer is not warm:
@@ -121,6 +139,7 @@ class OfficialPhase:
             best=best, val=val, scored_by=scored_by, failure=failure, found=len(live.found), evaluated=evaluated,
             trajectory=trajectory, disqualified=self._verdict(flags) if best else None,
             tested=unofficial.candidates(evaluated, live_val, elapsed, scored == SELECTION_SPLIT),
+            not_reevaluated=not_reevaluated(live.found, rows, chosen.left_out),
             val_gap=selection_gap.check_selected(spec, self.paths.root.parent, val, best[1] if best else None,
                                                  self.config.study))
 
