@@ -150,3 +150,14 @@ def test_t1_canaries_start_lines_and_the_copy_says_its_length(tmp_path: Path) ->
     np.put_along_axis(logits[:, -kind.length:-1], d.items.targets[:, 1:, None], 20.0, axis=2)
     cheat = np.where(d.is_canary[:, None, None], logits, 0.0)  # a model that knows only the canaries
     assert canaries.evidence(kind.losses(cheat, d.items), d.is_canary, permutations=20_000).level == "strong"
+
+
+def test_no_canaries_travels_from_the_command_line_and_the_study_to_the_session() -> None:
+    from click.testing import CliRunner
+
+    from onegc_tui.cli.main import main
+    from runner.launch.request import make_request
+
+    assert make_request(task="t0", agent="scripted", canaries=False).config("x-1", 1, None).canaries is False
+    assert make_request(task="t0", agent="scripted").config("x-1", 1, None).canaries is True
+    assert "--no-canaries" in CliRunner().invoke(main, ["run", "--help"]).output
