@@ -319,6 +319,20 @@ def load_model(ckpt_path: Path, code: Path, task: ModuleType):
     return model, ckpt
 
 
+class ExpectedPredictions(Exception):  # noqa: N818 - an answer carried by raise, not an error
+    """What a judge accepts for a split, raised by :func:`check_predictions` when it is handed
+    :data:`SHAPE_PROBE` instead of predictions: the runner learns so, once per split, how large
+    an answer can honestly be (runner/scoring/scorer.py refuses a larger one unread)."""
+
+    def __init__(self, shape: tuple, kinds: str):
+        super().__init__(f"predictions of shape {shape}, dtype kinds {kinds!r}")
+        self.shape = tuple(int(n) for n in shape)
+        self.kinds = kinds
+
+
+SHAPE_PROBE = object()  # judge(SHAPE_PROBE, split) raises ExpectedPredictions
+
+
 def check_predictions(pred, shape: tuple, kinds: str, what: str):
     """``pred`` as a numpy array if it is exactly what a judge accepts, else a :class:`KitError`.
 
@@ -326,6 +340,8 @@ def check_predictions(pred, shape: tuple, kinds: str, what: str):
     floats, ``"b"`` booleans); floats must all be finite. No object arrays, no pickles."""
     import numpy as np
 
+    if pred is SHAPE_PROBE:
+        raise ExpectedPredictions(tuple(shape), kinds)
     if not isinstance(pred, np.ndarray):
         raise KitError(f"predict() must return a numpy array of {what}; got {type(pred).__name__}")
     if pred.dtype.kind not in kinds:

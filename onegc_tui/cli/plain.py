@@ -9,9 +9,12 @@ said once and does not stop the following: the session folders are the source of
 
 from __future__ import annotations
 
+import io
+import os
 import sqlite3
 import sys
 import time
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
@@ -72,6 +75,38 @@ def describe(event: Event, task: str | None = None) -> str | None:
         return truncated_text(event.stream, event.dropped, event.dropped_bytes, event.final)
     if event.type == "conditions":  # runner/session/contention.py
         return "conditions: " + ("CONTENDED: " + "; ".join(event.reasons) if event.contended else "clean")
+    return None
+
+
+def row(line: str, width: int | None) -> str:
+    """One printed row: terminal controls removed, on one line, and — when the output is a
+    terminal ``width`` columns wide — cut to fit it (INTEGRITY.md R4). A row that wrapped would
+    let an agent's padded text (a scoring error, a tool call) start the next screen row with
+    words that read as the harness's own ``[12:00:00] s1: ended: completed, score …``; a row
+    that never wraps cannot. Every character counts as one column at least and a wide or
+    ambiguous one (CJK, most emoji, East Asian "ambiguous") as two, so the estimate is never short of what the terminal draws."""
+    text = safe_text(line, one_line=True)
+    if width is None or len(text) * 2 <= width or _cells(text) <= width:
+        return text
+    kept, used = 0, 0
+    while used + _cells(text[kept]) <= width - 2:  # "…" may be drawn two columns wide (East Asian "ambiguous")
+        used += _cells(text[kept])
+        kept += 1
+    return text[:kept] + "…"
+
+
+def _cells(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WFA" else 1 for ch in text)
+
+
+def terminal_width(out: TextIO) -> int | None:
+    """The width of the terminal ``out`` writes to (or, when ``out`` is a pipe, say into ``tee``,
+    the terminal of stderr), read at each row so a resize is followed; None when none is."""
+    for stream in (out, sys.stderr):
+        try:
+            return os.get_terminal_size(stream.fileno()).columns or None
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            continue
     return None
 
 
@@ -155,8 +190,8 @@ class _StoreCopy:
 
 def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> dict[str, Progress]:
     """Print the sessions' progress until all have ended; returns how each one ended."""
-    def say(line: str) -> None:  # one line each, whatever an agent put in its text (runner.wire.textsafe)
-        print(safe_text(line, one_line=True), file=out, flush=True)
+    def say(line: str) -> None:  # one screen row each, whatever an agent put in its text
+        print(row(line, terminal_width(out)), file=out, flush=True)
 
     paths = {sid: SessionPaths(runs_dir(home) / sid) for sid in session_ids}
     tails = {sid: JsonlTail(p.events) for sid, p in paths.items()}

@@ -49,6 +49,7 @@ from runner.launch.request import MAX_REPEATS, StartRequest, make_request
 from runner.launch.slurm import SlurmOptions
 from runner.sandbox.caps import parse_size
 from runner.wire.defaults import GRACE_S, NetworkPolicy
+from runner.wire.end_reasons import harness_failure
 from runner.wire.paths import SessionPaths, runs_dir
 from runner.wire.session_config import SessionConfig
 
@@ -346,11 +347,9 @@ def classify(paths: SessionPaths, planned: Planned, max_attempts: int) -> Sessio
     contract = _contract(paths) if has_started(paths) else None
     if ended is not None:
         result = paths.read_result()
-        if ended.get("reason") == "harness_error" or result is None:
-            why = ended.get("detail") or "harness error"
-            if result is None:
-                why = f"no result.json ({why})"
-            return _failed(planned, attempts, max_attempts, why, contract, ended.get("reason"))
+        why = harness_failure(ended, result is not None)
+        if why is not None or result is None:
+            return _failed(planned, attempts, max_attempts, why or "no result.json", contract, ended.get("reason"))
         return SessionState(planned, "done", attempts=attempts, end_reason=ended.get("reason"),
                             value=result.get("value"), contract=contract,
                             reason=result.get("failure") or "")

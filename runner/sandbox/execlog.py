@@ -44,9 +44,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.wire.untrusted import optional_number, optional_text, text_list, text_of_bytes
+
 SOCKET_NAME = "launches.sock"
 HELPER_NAME = "shim.py"
 RECORD_LIMIT = 16_000  # bytes of one record; longer command lines are cut (the script comes first)
+ARG_LIMIT = 4096  # characters of one argument or of the working folder (PATH_MAX)
 UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 RECV_BUFFER = 1 << 20  # the socket's receive buffer: a burst of launches waits here, not in the shim
 SEND_TIMEOUT_S = 5.0  # a shim waits at most this long for room in the queue; then it runs unrecorded
@@ -217,9 +220,12 @@ class ExecLog:
 def _launch(data: bytes, ancdata: list) -> Launch | None:
     pid = next((UCRED.unpack(d[: UCRED.size])[0] for level, kind, d in ancdata
                 if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(d) >= UCRED.size), 0)  # fmt: skip
-    try:
-        record = json.loads(data)
-        argv = tuple(str(a) for a in record["argv"])
-        return Launch(pid=pid, argv=argv, cwd=str(record.get("cwd") or ""), ts=float(record.get("ts") or 0.0))
-    except (ValueError, KeyError, TypeError):
-        return None  # not a shim's record: ignored (the socket is only reachable from the session)
+    try:  # the agent can send any datagram here: each field typed, decoded and bounded (runner/wire/untrusted.py)
+        record = json.loads(text_of_bytes(data, RECORD_LIMIT))
+        if not isinstance(record, dict):
+            return None
+        argv = text_list(record.get("argv"), "argv", ARG_LIMIT, RECORD_LIMIT)
+        cwd = optional_text(record.get("cwd"), "cwd", ARG_LIMIT) or ""
+        return Launch(pid=pid, argv=argv, cwd=cwd, ts=optional_number(record.get("ts"), "ts") or 0.0)
+    except ValueError:  # Untrusted too: not a shim's record, ignored (the socket is only reachable from the session)
+        return None

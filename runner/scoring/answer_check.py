@@ -33,10 +33,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from runner.wire.untrusted import clean
+
 INVALID_ANSWER = "invalid_answer"
 SELF_REPORTED = "self-reported: "
 MAX_PAYLOAD_BYTES = 4 << 30  # the worker's own bound (score_worker.MAX_PREDICTION_BYTES)
 MAX_NPY_HEADER = 10_000  # numpy's own default bound on an .npy header
+NPY_HEADER_BYTES = 12 + MAX_NPY_HEADER  # magic (6), version (2), header length (4), header
 MAX_NDIM = 8
 MAX_FLAGS = 20
 MAX_TEXT = 300
@@ -62,8 +65,9 @@ class Header:
 
 
 def text(value: Any, limit: int = MAX_TEXT) -> str:
-    """A bounded, printable one-liner from whatever ``value`` is."""
-    return _UNPRINTABLE.sub(" ", str(value))[:limit]
+    """A bounded, printable, recordable one-liner from whatever ``value`` is (a lone surrogate,
+    which the child's JSON can carry as ``"\\ud800"``, becomes U+FFFD: runner/wire/untrusted.py)."""
+    return clean(_UNPRINTABLE.sub(" ", str(value)[:limit]), limit)
 
 
 def payload_size(message: Any, limit: int = MAX_PAYLOAD_BYTES) -> int:
@@ -71,7 +75,10 @@ def payload_size(message: Any, limit: int = MAX_PAYLOAD_BYTES) -> int:
     if not isinstance(message, dict):
         raise InvalidAnswer("the scorer's answer is not a JSON object")
     size = message.get("bytes", 0)
-    if type(size) is not int or not 0 <= size <= limit:
+    if type(size) is int and size > limit:
+        raise InvalidAnswer(f"the answer has {size} bytes, more than the predictions asked for can be "
+                            f"({limit}): refused unread")
+    if type(size) is not int or size < 0:
         raise InvalidAnswer(f"the scorer's answer gives its size as {text(size, 40)!r}, not 0 to {limit} bytes")
     return size
 
@@ -129,9 +136,10 @@ def _parts(parts: Any, splits: list[str], payload_len: int) -> list[tuple[str, i
     return out
 
 
-def split_payload(parts: list[tuple[str, int]], payload: bytes) -> dict[str, bytes]:
-    """Each part's bytes (the sizes were checked to add up)."""
-    out: dict[str, bytes] = {}
+def split_payload(parts: list[tuple[str, int]], payload: bytes | memoryview) -> dict[str, memoryview]:
+    """Each part's bytes, views of the payload (the sizes were checked to add up)."""
+    payload = memoryview(payload)
+    out: dict[str, memoryview] = {}
     offset = 0
     for split, size in parts:
         out[split] = payload[offset:offset + size]
@@ -139,12 +147,13 @@ def split_payload(parts: list[tuple[str, int]], payload: bytes) -> dict[str, byt
     return out
 
 
-def npy_array(blob: bytes):
+def npy_array(blob: bytes | memoryview):
     """A read-only numpy view of one ``.npy`` part, its header checked before anything is made."""
     import numpy as np
     from numpy.lib import format as npy
 
-    buf = io.BytesIO(blob)
+    blob = memoryview(blob).toreadonly()
+    buf = io.BytesIO(bytes(blob[:NPY_HEADER_BYTES]))  # the header only: the data is never copied
     try:
         version = npy.read_magic(buf)
     except Exception as exc:  # noqa: BLE001 - any malformed start is the answer's fault

@@ -44,6 +44,7 @@ from runner.scoring.snapshots import (
     snapshot_code,
     write_manifest,
 )
+from runner.wire.untrusted import NAME_LIMIT, Untrusted, file_name, optional_number, optional_text
 
 SETTLE_S = 0.5  # a file written in place (not by rename) must keep its size this long
 RESCAN_S = 3.0  # safety net behind the observer
@@ -170,6 +171,12 @@ class CheckpointWatcher:
                 for entry in it:
                     if not is_checkpoint_file(Path(entry.name)):
                         continue
+                    try:
+                        file_name(entry.name)  # the name goes into the record: it must be text
+                    except Untrusted as exc:
+                        self._warn_once(f"name:{entry.inode()}", f"checkpoints/ holds {exc}: skipped; "
+                                                                 "name checkpoints in UTF-8")
+                        continue
                     st = entry.stat(follow_symlinks=False)
                     if not stat.S_ISREG(st.st_mode):
                         kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode)
@@ -266,15 +273,26 @@ def _copy_untrusted(dfd: int, name: str, st: os.stat_result, store: SnapshotStor
 
 
 def _peek(path: Path) -> tuple[str | None, float | None]:
-    """The script name and self-reported score stored in a checkpoint, if readable."""
+    """The script name and self-reported score stored in a checkpoint, where each is readable and
+    of its type (a text name, a finite number); whatever is not is left out (the scorer, which
+    reads the same file, says what is wrong with it)."""
     try:
         import torch
 
         data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        score = data.get("score")
-        return data.get("script"), (float(score) if score is not None else None)
-    except Exception:
+    except Exception:  # noqa: BLE001 - not a checkpoint torch can read: the scorer's error says so
         return None, None
+    if not isinstance(data, dict):
+        return None, None
+    try:
+        script = optional_text(data.get("script"), "script", NAME_LIMIT)
+    except Untrusted:
+        script = None
+    try:
+        score = optional_number(data.get("score"), "score")
+    except Untrusted:
+        score = None
+    return script, score
 
 
 class _Handler(FileSystemEventHandler):

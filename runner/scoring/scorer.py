@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import shutil
 import socket
@@ -50,6 +51,9 @@ ANSWER_MARGIN_S = 30.0  # past the evaluation's own timeout, for the transfer an
 MEMORY_FRACTION = 0.5  # a CPU evaluation may take this share of the machine's memory
 MAX_HEADER_BYTES = 1 << 20
 SELECTION_SPLIT = "val"  # checkpoints are ranked by their trusted score here (runner/scoring/official.py)
+# the widest numpy dtype of each kind a judge may accept (float128 where the platform has it)
+WIDEST_ITEM_BYTES = {"b": 1, "i": 8, "u": 8, "f": 16}
+NOTHING = memoryview(b"")
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class TaskJudge:
         self.splits = sorted({SELECTION_SPLIT, spec.scored_split})  # what checkpoints are judged on
         self.canaries: CanaryJudge | None = None  # the session's canaries, when it has them
         self._lock = threading.Lock()  # live and official scoring may judge at once
+        self._answer_bytes: dict[str, int] = {}
 
     def write_inputs(self, dest: Path) -> None:
         """Each judged split's inputs as ``dest/<split>/<name>.npy``, once per session."""
@@ -101,6 +106,21 @@ class TaskJudge:
         (staging / ".done").write_text(json.dumps(done))
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(staging, dest)
+
+    def answer_bytes(self, split: str) -> int:
+        """The most bytes an honest answer for ``split`` can have: the shape the task's judge
+        accepts, in the widest dtype of the kinds it accepts, as an ``.npy`` with the largest
+        header read (learnt once per split from ``onegc_kit.check_predictions``)."""
+        if split not in self._answer_bytes:
+            kit = sys.modules["onegc_kit"]
+            try:
+                with self._lock:
+                    self.module.judge(kit.SHAPE_PROBE, split)
+                raise RuntimeError(f"the judge of {self.spec.id} took no shape probe for {split}")
+            except kit.ExpectedPredictions as expected:
+                widest = max(WIDEST_ITEM_BYTES.get(k, 16) for k in expected.kinds)
+                self._answer_bytes[split] = math.prod(expected.shape) * widest + answer_check.NPY_HEADER_BYTES
+        return self._answer_bytes[split]
 
     def judge(self, predictions, split: str) -> tuple[float, int | None]:
         kit = sys.modules["onegc_kit"]
@@ -316,7 +336,7 @@ class SealedScorer:
             return str(exc)
 
     def _predict(self, ckpt: Path, code: Path, splits: list[str], probe: Path | None = None,
-                 timeout_s: float | None = None, seed: int = 0) -> tuple[answer_check.Header | None, bytes, Score | None]:
+                 timeout_s: float | None = None, seed: int = 0) -> tuple[answer_check.Header | None, memoryview, Score | None]:
         timeout_s = self.plan.timeout_s if timeout_s is None else timeout_s
         try:
             if not self.alive():
@@ -324,11 +344,12 @@ class SealedScorer:
                 self.launch()
             self.await_ready()
         except (OSError, RuntimeError) as exc:
-            return None, b"", Score(None, f"could not start the scorer: {exc}")
+            return None, NOTHING, Score(None, f"could not start the scorer: {exc}")
         self._n += 1
+        bound = self._answer_bound(splits)
         req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)),
                "splits": splits, "device": self.plan.device,
-               "timeout_s": timeout_s, "threads": self.plan.threads,
+               "timeout_s": timeout_s, "threads": self.plan.threads, "max_bytes": bound,
                "cpu_s": timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
         if probe is not None:
             req.update(probe_inputs=str(self._probe_seen_as(probe)), seed=seed)
@@ -337,24 +358,25 @@ class SealedScorer:
             self._buf = bytearray()  # nothing the worker sent before this request counts
             self._channel().sendall(json.dumps(req).encode() + b"\n")
             message = self._read_header(timeout_s + ANSWER_MARGIN_S)
-            payload = self._read_exact(answer_check.payload_size(message)) if message is not None else b""
+            # larger than the predictions can ever be: refused before a byte of it is read
+            payload = self._read_exact(answer_check.payload_size(message, bound)) if message is not None else NOTHING
             if message is not None and (message.get("id") != req["id"] or self._buf):
                 raise answer_check.InvalidAnswer("the scorer sent more than one answer")
         except answer_check.InvalidAnswer as exc:
             self.close()  # the stream is out of step: the next checkpoint gets a fresh worker
-            return None, b"", Score(None, str(exc), round(time.monotonic() - started, 3), (INVALID_ANSWER,))
+            return None, NOTHING, Score(None, str(exc), round(time.monotonic() - started, 3), (INVALID_ANSWER,))
         except (OSError, ValueError) as exc:
             self.close()
-            return None, b"", Score(None, f"the scorer failed: {exc}", flags=(INVALID_ANSWER,))
+            return None, NOTHING, Score(None, f"the scorer failed: {exc}", flags=(INVALID_ANSWER,))
         if message is None:
             self.close()
-            return None, b"", Score(None, f"evaluation timed out after {timeout_s:.0f} s",
+            return None, NOTHING, Score(None, f"evaluation timed out after {timeout_s:.0f} s",
                                     round(time.monotonic() - started, 3), (INVALID_ANSWER, "timed out"))
         waited = round(time.monotonic() - started, 3)  # measured here: the child's eval_s is its own claim
         try:
             header = answer_check.read_header(message, splits, len(payload))
         except answer_check.InvalidAnswer as exc:
-            return None, b"", Score(None, str(exc), waited, (INVALID_ANSWER, *_labelled(message)))
+            return None, NOTHING, Score(None, str(exc), waited, (INVALID_ANSWER, *_labelled(message)))
         self._waited = waited
         if not header.ok:
             error = header.error or "unknown error"
@@ -363,11 +385,11 @@ class SealedScorer:
                 error += f" (the script printed: {answer_check.text(out.splitlines()[-1], 160)})"
             # no answer came (the child died or hung): the worker saw it, and no answer is an invalid one
             silent = any(o.startswith(("no answer", "timed out")) for o in header.observed)
-            return header, b"", Score(None, error, waited,
+            return header, NOTHING, Score(None, error, waited,
                                       (INVALID_ANSWER,) * silent + header.observed + header.self_reported)
         return header, payload, None
 
-    def _judge_parts(self, header: answer_check.Header, payload: bytes, splits: list[str]) -> dict[str, Score]:
+    def _judge_parts(self, header: answer_check.Header, payload: memoryview, splits: list[str]) -> dict[str, Score]:
         kit = sys.modules["onegc_kit"]
         flags = header.observed + header.self_reported
         waited = self._waited
@@ -421,14 +443,38 @@ class SealedScorer:
             raise answer_check.InvalidAnswer("the scorer's answer is not a JSON object")
         return message
 
-    def _read_exact(self, n: int, timeout_s: float = ANSWER_MARGIN_S) -> bytes:
+    def _answer_bound(self, splits: list[str]) -> int:
+        """The most bytes the payload of an honest answer for ``splits`` can have."""
+        try:
+            return min(answer_check.MAX_PAYLOAD_BYTES, sum(self.plan.judge.answer_bytes(s) for s in splits))
+        except Exception:  # noqa: BLE001 - a task whose judge cannot say: the worker's own bound
+            return answer_check.MAX_PAYLOAD_BYTES
+
+    def _read_exact(self, n: int, timeout_s: float = ANSWER_MARGIN_S) -> memoryview:
+        """``n`` bytes of payload, read into one buffer of that size (``n`` was checked against
+        the answer's bound): the answer is held once, never copied whole."""
         deadline = time.monotonic() + timeout_s
-        while len(self._buf) < n:
-            if not self._recv(deadline):
+        data = bytearray(n)
+        view = memoryview(data)
+        got = min(n, len(self._buf))
+        view[:got] = self._buf[:got]
+        del self._buf[:got]
+        sock = self._channel()
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise OSError("the scorer's answer was cut short")
-        data = bytes(self._buf[:n])
-        del self._buf[:n]
-        return data
+            sock.settimeout(min(left, 1.0))
+            try:
+                k = sock.recv_into(view[got:], min(n - got, 1 << 20))
+            except TimeoutError:
+                if not self.alive():
+                    raise OSError("the scorer exited") from None
+                continue
+            if not k:
+                raise OSError("the scorer exited")
+            got += k
+        return view.toreadonly()
 
     def _channel(self) -> socket.socket:
         if self.sock is None:

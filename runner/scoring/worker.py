@@ -324,7 +324,7 @@ def _close_all_but(keep: set[int]) -> None:
                 pass  # the listing's own descriptor, already gone
 
 
-def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes]:
+def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
     """Fork the checkpoint's child (and its PID 1), wait for its answer within the timeout."""
     res_r, res_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -352,6 +352,8 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes]:
     for fd in (res_w, out_w, err_w):
         os.close(fd)
     deadline = time.monotonic() + float(req.get("timeout_s", 600))
+    # the runner says how large the predictions can honestly be; past that (and its header line) the child is stopped
+    limit = min(MAX_PREDICTION_BYTES, int(req.get("max_bytes") or MAX_PREDICTION_BYTES))
     result, out_tail, err_tail = bytearray(), bytearray(), bytearray()
     open_fds = {res_r, out_r, err_r}
     timed_out = too_big = False
@@ -367,7 +369,7 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes]:
                 if not chunk:
                     open_fds.discard(fd)
                 result.extend(chunk)
-                if len(result) > MAX_PREDICTION_BYTES:
+                if len(result) > limit + MAX_HEADER_BYTES:
                     too_big = True
                     open_fds.discard(fd)
             elif not _read_tail(fd, out_tail if fd == out_r else err_tail):
@@ -390,9 +392,11 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes]:
         return {"ok": False, "error": f"evaluation timed out after {float(req.get('timeout_s', 600)):.0f} s",
                 "observed": observed + ["timed out"], **tails}, b""
     if too_big:
-        return {"ok": False, "error": f"predictions over {MAX_PREDICTION_BYTES >> 30} GiB",
-                "invalid": f"predictions over {MAX_PREDICTION_BYTES >> 30} GiB", "observed": observed, **tails}, b""
-    line, _, payload = bytes(result).partition(b"\n")
+        why = f"an answer over {limit} bytes, more than the task's predictions can be"
+        return {"ok": False, "error": why, "invalid": why, "observed": observed, **tails}, b""
+    end = result.find(b"\n")
+    line = bytes(result[:end]) if end >= 0 else bytes(result)
+    payload = memoryview(result)[end + 1:] if end >= 0 else memoryview(b"")  # the answer is held once
     try:
         answer = json.loads(line)
     except ValueError:
@@ -427,7 +431,8 @@ def serve(task, inputs: dict, sock: socket.socket, task_dir: str, inputs_dir: st
             answer, payload = {"ok": False, "error": f"scorer: {type(exc).__name__}: {exc}"}, b""
         answer["id"] = req.get("id") if isinstance(req, dict) else None
         answer["bytes"] = len(payload)
-        sock.sendall(json.dumps(answer).encode() + b"\n" + payload)
+        sock.sendall(json.dumps(answer).encode() + b"\n")
+        sock.sendall(payload)
     return 0
 
 

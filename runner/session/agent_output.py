@@ -1,7 +1,10 @@
 """The agent's output, read as it comes: stdout line by line into ``transcript`` events (the
 adapter's parse; a line the adapter cannot parse is kept raw), stderr into its log and a bounded
-tail for the end detail. Every model response re-arms the stall watch (runner/session/stall.py)
-and every priced item counts toward ``--cost-limit`` (runner/session/cost_limit.py)."""
+tail for the end detail. A line is held to ``runner.wire.lines.LINE_LIMIT`` bytes in memory,
+whatever the agent prints; a longer one is parsed from its head and recorded as cut (a
+``line_cut`` warning); the raw file gets every byte, within its cap. Every model response re-arms
+the stall watch (runner/session/stall.py) and every priced item counts toward ``--cost-limit``
+(runner/session/cost_limit.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +18,13 @@ from runner.agents.open_tools import OpenTools
 from runner.session.cost_limit import CostMeter
 from runner.session.stall import StallWatch
 from runner.wire.jsonl import EventWriter, OnNoSpace, RawLog
+from runner.wire.lines import LINE_LIMIT, bounded_lines
 from runner.wire.paths import SessionPaths
 from runner.wire.record_caps import StreamCap
+from runner.wire.untrusted import text_of_bytes
 
 STDERR_TAIL_LINES = 50  # kept in memory for the failure message; all of it is on disk
+STDERR_LINE_CHARS = 2000  # of each line of that tail
 
 
 class AgentOutput:
@@ -45,8 +51,7 @@ class AgentOutput:
         line_no = 0
         raw = RawLog(self.paths.agent_stdout, self.on_no_space, self._cap("stdout"))  # read whatever the copy
         try:
-            for line in iter(stream.readline, b""):
-                raw.write(line)
+            for line, cut in bounded_lines(stream, raw.write):  # the raw file gets every byte (within its cap)
                 line_no += 1
                 text = line.decode("utf-8", errors="replace")
                 try:
@@ -54,6 +59,10 @@ class AgentOutput:
                 except Exception:  # an adapter bug must not lose the line
                     items = [raw_item(text)]
                 self.emit(items, line_no)
+                if cut:
+                    self.events.emit("warning", code="line_cut", message=(
+                        f"agent stdout line {line_no} has {len(line) + cut} bytes: the runner read its first "
+                        f"{LINE_LIMIT >> 20} MiB (agent.stdout.jsonl keeps it, within its cap)"))
             self.emit(self.adapter.finish())
             self.emit(self.open_tools.killed())  # the agent's output ended: a tool still running dies with it
         finally:
@@ -63,9 +72,8 @@ class AgentOutput:
         """Until the agent's stderr ends: each line to agent_stderr and the tail."""
         log = RawLog(self.paths.agent_stderr, self.on_no_space, self._cap("stderr"))
         try:
-            for line in iter(stream.readline, b""):
-                log.write(line)
-                self.stderr_tail.append(line.decode("utf-8", errors="replace").rstrip())
+            for line, _cut in bounded_lines(stream, log.write):
+                self.stderr_tail.append(text_of_bytes(line, STDERR_LINE_CHARS).rstrip())
         finally:
             log.close()
 

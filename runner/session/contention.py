@@ -39,6 +39,8 @@ from pathlib import Path
 
 import psutil
 
+from runner.wire.untrusted import clean
+
 POLL_S = 5.0  # NVML process and clock queries (the utilisation sampler runs every second)
 CONCURRENCY_PERIOD_S = 30.0
 MEM_AT_START_MB = 1024.0
@@ -197,7 +199,7 @@ class ContentionWatch:
 
 def _name(pid: int) -> str:
     try:
-        return psutil.Process(pid).name()[:40]
+        return clean(psutil.Process(pid).name(), 40)  # another session's agent names its processes
     except (psutil.Error, OSError):
         return "?"
 

@@ -7,21 +7,37 @@ first path that failed and the runner stops the agent (harness error, "disk full
 path). Only once the agent's tree is gone — it cannot take the room back — does the runner
 :meth:`~DiskGuard.release` the reserve, and write what it held (runner/wire/jsonl.py), the official
 scores, ``result.json`` and ``session_ended`` into it.
+
+Whose doing a full disk was decides whether a study runs the session again
+(runner/wire/end_reasons.py): :meth:`DiskGuard.end` measures what the agent's own folders (its
+workspace, its home, its raw output) grew by since :meth:`~DiskGuard.mark_start`. When that is at
+least :data:`AGENT_SHARE` of the room that was free then, or a folder of the agent's cannot be
+read (it hid what it wrote), the agent filled the disk: ``agent_failed``, the session's result.
+Otherwise something else filled it (another tenant of the disk, the harness's own files):
+``harness_error``, and a study runs the session again.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import NO_SPACE_ERRNOS, DiskFull
+from runner.wire.untrusted import clean
 
 RESERVE_NAME = ".reserve"
 # the end of a session: held events (≤ 1 MiB, runner/wire/jsonl.py), official scores, result.json
 # (a row per evaluated checkpoint), session_ended, a line in runner.log: well under this
 RESERVE_BYTES = 4 << 20
 LOW_WATER_BYTES = 1 << 20  # less free space than this and the next write would fail: stop now
+# The agent's folders grew by at least this share of the room free at its start: the agent filled the
+# disk (an honest run that needs most of a disk is told so, and its end is still its own result)
+AGENT_SHARE = 0.5
+WALK_LIMIT = 500_000  # entries counted at most; more files than this is the agent's doing on its own
 
 
 class DiskReserve:
@@ -70,6 +86,36 @@ class DiskGuard:
         self._lock = threading.Lock()
         self.path: str | None = None
         self.cause = ""
+        self._agent_folders: tuple[Path, ...] = ()
+        self._start: tuple[int, Usage] | None = None
+        self._verdict: tuple[str, str] | None = None
+
+    def mark_start(self, agent_folders: Iterable[Path]) -> None:
+        """Note the room free and what the agent's folders hold, just before the agent starts."""
+        self._agent_folders = tuple(agent_folders)
+        self._start = (_free(self.root), usage(self._agent_folders))
+
+    def end(self) -> tuple[str, str]:
+        """The session's end reason and detail for a full disk: whose doing it was (module docstring);
+        measured once, at the first call."""
+        if self._verdict is None:
+            self._verdict = self._judge()
+        return self._verdict
+
+    def _judge(self) -> tuple[str, str]:
+        if self._start is None:
+            return "harness_error", self.reason
+        free, before = self._start
+        now = usage(self._agent_folders)
+        grown = now.bytes - before.bytes
+        head = f"disk full: {self.path}: {self.cause}"
+        if now.hidden:
+            return "agent_failed", f"{head}; the agent hid its files from the runner ({now.hidden}): the agent's doing"
+        if now.entries >= WALK_LIMIT or (free and grown >= AGENT_SHARE * free):
+            return "agent_failed", (f"{head}; the agent's own files grew by {grown >> 20} MiB ({now.entries} entries) "
+                                    f"of the {free >> 20} MiB free when it started: the agent's doing")
+        return "harness_error", (f"{self.reason} (the agent's files grew by {grown >> 20} MiB of the "
+                                 f"{free >> 20} MiB free when it started: not its doing)")
 
     @property
     def full(self) -> bool:
@@ -107,3 +153,50 @@ class DiskGuard:
     def release(self) -> None:
         """Give the reserve back for the session's last writes (the agent must be gone by now)."""
         self.reserve.release()
+
+
+@dataclass(frozen=True)
+class Usage:
+    bytes: int  # allocated (sparse files count what they hold)
+    entries: int
+    hidden: str  # the first folder that could not be read, or ""
+
+
+def usage(folders: Iterable[Path], limit: int = WALK_LIMIT) -> Usage:
+    """What ``folders`` hold on disk, walked without following links, at most ``limit`` entries."""
+    total = entries = 0
+    hidden = ""
+    todo = [str(f) for f in folders]
+    while todo and entries < limit:
+        top = todo.pop()
+        try:
+            with os.scandir(top) as it:
+                for entry in it:
+                    entries += 1
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    if stat.S_ISDIR(st.st_mode):
+                        todo.append(entry.path)
+                    if entries >= limit:
+                        break
+        except NotADirectoryError:
+            try:
+                total += os.stat(top, follow_symlinks=False).st_blocks * 512
+            except OSError:
+                pass
+        except FileNotFoundError:
+            continue
+        except OSError:
+            hidden = hidden or clean(os.fsdecode(top), 300)
+    return Usage(total, entries, hidden)
+
+
+def _free(root: Path) -> int:
+    try:
+        st = os.statvfs(root)
+    except OSError:
+        return 0
+    return st.f_bavail * st.f_frsize

@@ -54,6 +54,7 @@ from runner.session.scripts import ScriptWatch
 from runner.session.stall import StallWatch, tool_pids
 from runner.session.workspace import build_workspace, write_deadline
 from runner.wire.coalesce import WarningFolder
+from runner.wire.control import read_request
 from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
 from runner.wire.jsonl import EventWriter, JsonlTail
 from runner.wire.liveness import RunnerLock, main_with_lock
@@ -201,6 +202,8 @@ class Session:
         stack.callback(self._done.set)  # the GPU sampler's thread ends
         stack.callback(self._join_pumps)  # once the agent is gone, its pipes close
         stack.callback(self.launches.close)
+        p = self.paths
+        self.guard.mark_start((p.workspace, p.agent_home, p.agent_stdout, p.agent_stderr))  # what the agent writes
         self.tree = start_agent(self.adapter, self.config, self.spec, self.paths, launches=self.launches, net=self.net,
                                 caps=self.caps, gpus=self._gpus(), deadline=self.clock.deadline(), events=self.events,
                                 version=self.agent_version)
@@ -223,7 +226,7 @@ class Session:
         the end of every script, and remove its cgroup."""
         tree = self.tree
         assert tree is not None
-        harness_broke = self.stop_reason is None or self.stop_reason[0] == "harness_error"
+        harness_broke = self.stop_reason is None or self.stop_reason[0] == "harness_error" or self.guard.full
         stop_tree(tree, self.adapter.graceful_signal, HARNESS_ERROR_GRACE_S if harness_broke else self.config.grace_s,
                   self.clock.paused, lambda: self.scripts.scan(tree, self.launches))
         self.launches.close()  # every launch record sent is in hand now
@@ -256,8 +259,11 @@ class Session:
                                                  "while the session ran")
 
     def _disk_full(self) -> tuple[str, str]:
-        self.events.emit("warning", code="disk_full", message=self.guard.reason)
-        return "harness_error", self.guard.reason
+        """The end for a full disk: the agent's own result when its files filled it, else the
+        harness's failure, which a study runs again (runner/session/diskguard.py)."""
+        reason, detail = self.guard.end()
+        self.events.emit("warning", code="disk_full", message=detail)
+        return reason, detail
 
     def _make_room(self) -> None:
         """Give back the disk reserve and write what was held while the disk was full."""
@@ -355,8 +361,12 @@ class Session:
         events, bad = self._control.read_records()
         for line in bad:
             self.events.emit("warning", code="control", message=line)
-        for req in events:
-            action, rid = req.get("action"), str(req.get("id", ""))
+        for record in events:
+            req = read_request(record)
+            if isinstance(req, str):
+                self.events.emit("warning", code="control", message=f"{self.paths.control}: {req}")
+                continue
+            action, rid = req.action, req.id
             if action == "pause":
                 tree = self.tree if not self.clock.paused else None
                 ok = tree is not None
@@ -378,8 +388,8 @@ class Session:
                                      deadline=self.clock.deadline())
                 self.events.emit("control", action="resume", request_id=rid, accepted=ok, detail="" if ok else "not paused")
             elif action == "abort":
-                self.events.emit("control", action="abort", request_id=rid, accepted=True, detail=str(req.get("source", "")))
-                self.stop_reason = ("aborted", f"aborted by {req.get('source') or 'a control request'}")
+                self.events.emit("control", action="abort", request_id=rid, accepted=True, detail=req.source)
+                self.stop_reason = ("aborted", f"aborted by {req.source or 'a control request'}")
             else:
                 self.events.emit("warning", code="control", message=f"unknown control action {action!r} in {self.paths.control}")
 

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import psutil
 
-from runner.sandbox.execlog import ExecLog, Launch
+from runner.sandbox.execlog import ARG_LIMIT, ExecLog, Launch
 from runner.sandbox.proctree import ProcessTree
 from runner.wire.jsonl import EventWriter
+from runner.wire.untrusted import clean
 
 CMDLINE_CHARS = 300  # of a script's command line, in its events
+ARGS_READ = 64  # arguments of a scanned process looked at (the script comes first)
 
 
 class ScriptWatch:
@@ -28,8 +30,9 @@ class ScriptWatch:
         pids = set(tree.pids())
         for pid in pids - set(self.known):
             try:
-                cmd = psutil.Process(pid).cmdline()
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                # /proc/PID/cmdline is the agent's bytes (psutil keeps invalid UTF-8 as surrogates)
+                cmd = [clean(arg, ARG_LIMIT) for arg in psutil.Process(pid).cmdline()[:ARGS_READ]]
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
             script = python_script(cmd, self.workspace)
             if script:

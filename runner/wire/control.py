@@ -13,6 +13,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from runner.errors import OnegcError
 from runner.wire.jsonl import JsonlTail, TailState, append_json_line
 from runner.wire.paths import SessionPaths
@@ -24,6 +26,30 @@ POLL_S = 0.1
 
 class NoAnswer(OnegcError):
     """The runner did not answer a control request (it is gone, or ended first)."""
+
+
+class ControlRequest(BaseModel):
+    """One line of ``control.jsonl`` as :func:`request` writes it. Only the CLI and the monitor
+    write the file (the agent cannot reach it: INTEGRITY.md A4); the runner still reads it as it
+    reads anything from disk, typed and bounded (docs/boundaries.md), so a damaged line is one
+    warning, never the runner's end."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(max_length=64)
+    action: str = Field(max_length=32)
+    ts: float
+    source: str = Field(default="", max_length=300)
+
+
+def read_request(record: object) -> ControlRequest | str:
+    """The request a ``control.jsonl`` record holds, or why it holds none (one line)."""
+    try:
+        return ControlRequest.model_validate(record)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the line"
+        return f"a control request that is not one ({where}: {first['msg']}): ignored"
 
 
 @dataclass(frozen=True)

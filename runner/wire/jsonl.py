@@ -129,7 +129,13 @@ class EventWriter:
         from runner.wire.events import EVENT_TYPES, dump_event
 
         event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **fields)
-        line = dump_event(event).encode() + b"\n"
+        try:
+            line = dump_event(event).encode() + b"\n"
+        except ValueError:  # a lone surrogate that a boundary let through (runner/wire/untrusted.py)
+            from runner.wire.untrusted import recordable
+
+            event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **recordable(fields))
+            line = dump_event(event).encode() + b"\n"
         if cap is not None and not cap.admit(len(line), keep):
             return None
         if self._held is None:
@@ -342,12 +348,21 @@ class RawLog:
         self.on_no_space = on_no_space
         self.cap = cap
         self.lost_bytes = 0
+        self._open = False  # the last line written has no newline yet: its pieces follow
         self._fd = os.open(path, APPEND_FLAGS, 0o644)
         self._end = os.fstat(self._fd).st_size
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, continued: bool = False) -> None:
+        """Append ``data``: a line, or with ``continued`` the next piece of the line before it (a line
+        longer than the runner reads at once, runner/wire/lines.py). A piece goes where its line's
+        head went; a cap reached inside a line closes it with a newline, so the copy stays whole lines."""
+        if continued and not self._open:
+            return  # the rest of a line that was left out
         if self.cap is not None and not self.cap.admit(len(data)):
-            return
+            if not continued:
+                return
+            data = b"\n"
+        self._open = not data.endswith(b"\n")
         if self.lost_bytes:
             self.lost_bytes += len(data)
             return

@@ -121,6 +121,8 @@ FORGED = {
     "second_answer": "lambda s, n: (lambda h, p: (h, p + json.dumps(h).encode() + b'\\n' + p))"
                      "(*each(s, npy('<i8', (n,), bytes(8 * n))))",
     "close_pipe": "lambda s, n: (None, b'')",
+    # issue 38: an answer far larger than the split's predictions can be (40 MB for t0's 22 kB)
+    "flood": "lambda s, n: each(s, npy('<i8', (n * 4096,), bytes(8 * n * 4096)))",
     "hang": "lambda s, n: (time.sleep(3600), b'')",
 }
 for _name, _make in FORGED.items():

@@ -144,8 +144,11 @@ def test_a_silenced_flag_recorder_is_harmless_and_the_code_read_from_outside_sti
 FORGED_INVALID = {  # attack: a part of the error it must give
     "empty_part": "not an .npy", "huge_header": "claims 8796093022208", "no_split": "nothing else",
     "text_size": "not a byte count", "parts_not_list": "not a list", "object_dtype": "object",
-    "structured_dtype": "structured", "duplicate_part": "two parts", "extra_part": "not asked for",
+    "structured_dtype": "structured",
+    # two parts where one was asked for: more bytes than t0's predictions can be, refused unread
+    "duplicate_part": "more than the predictions asked for can be", "extra_part": "more than the predictions",
     "second_answer": "more than one answer", "close_pipe": "the evaluation died (exit 0)",
+    "flood": "more than the task's predictions can be",  # stopped by the worker before it was whole
 }
 
 

@@ -66,7 +66,7 @@ def test_a_full_disk_ends_the_session_with_its_reason_and_keeps_the_scored_check
         live = wait_event(paths, "checkpoint_scored", timeout=120)
         assert live["value"] is not None, live
         (paths.workspace / "go").write_text("")
-        assert cli.wait(timeout=180) == 5  # the session ended in a harness error: onegc run says so (docs/exit-codes.md)
+        assert cli.wait(timeout=180) == 0  # the agent filled it (agent_failed) and left a scored checkpoint (docs/exit-codes.md)
     finally:
         if cli.poll() is None:
             cli.kill()
@@ -78,7 +78,9 @@ def test_a_full_disk_ends_the_session_with_its_reason_and_keeps_the_scored_check
     every = [json.loads(line) for line in lines.splitlines()]  # every line whole
     assert [e["seq"] for e in every] == list(range(1, len(every) + 1))
     ended = every[-1]
-    assert ended["type"] == "session_ended" and ended["reason"] == "harness_error"
+    # the agent's own file filled it: its result, which a study keeps (tests/integrity/test_disk_fill.py)
+    assert ended["type"] == "session_ended" and ended["reason"] == "agent_failed"
+    assert "the agent's doing" in ended["detail"]
     assert ended["detail"].startswith(f"disk full: {home}") and "\n" not in ended["detail"]
     assert any(e["type"] == "warning" and e["code"] == "disk_full" for e in every)
     result = json.loads(paths.result.read_text())
@@ -88,7 +90,7 @@ def test_a_full_disk_ends_the_session_with_its_reason_and_keeps_the_scored_check
     assert result["scored_by"] == "official re-evaluation" or result["scored_by"].startswith(
         "live scoring: the disk was full"), result["scored_by"]
     assert ended["score"] == live["value"] and result["end_detail"] == ended["detail"]
-    assert f"{paths.session_id}: harness_error, official val accuracy {live['value']:.4f}" in text  # --plain's last line
+    assert f"{paths.session_id}: agent_failed, official val accuracy {live['value']:.4f}" in text  # --plain's last line
     log = paths.runner_log.read_text().strip().splitlines()
     assert "disk full" in log[-1], log[-5:]
     assert not (paths.root / ".reserve").exists()
