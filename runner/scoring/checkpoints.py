@@ -31,7 +31,6 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from runner.scoring.answer_check import INVALID_ANSWER
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer
 from runner.scoring.snapshots import OPEN_UNTRUSTED, snapshot_code
 
@@ -300,8 +299,5 @@ class ScoreQueue:
     def _run(self) -> None:
         while (found := self._queue.get()) is not None:
             split = SELECTION_SPLIT  # live: the trusted validation score, which ranks checkpoints
-            try:
-                score = self.scorer.score(found.path, found.snapshot, [split])[split]
-            except Exception as exc:  # noqa: BLE001 - one checkpoint's failure; the queue goes on
-                score = Score(None, f"judging failed: {type(exc).__name__}: {str(exc)[:200]}", flags=(INVALID_ANSWER,))
-            self.on_scored(found, score)
+            # never raises: a failure is that checkpoint's error (SealedScorer.score), and the queue goes on
+            self.on_scored(found, self.scorer.score(found.path, found.snapshot, [split])[split])

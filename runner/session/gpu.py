@@ -125,3 +125,16 @@ class GpuSampler:
 
 def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def open_sampler(gpu: str | None) -> tuple[GpuSampler | None, list[dict], str | None]:
+    """``(sampler, the GPUs' facts, why there is none)`` for a session's ``CUDA_VISIBLE_DEVICES``:
+    no sampler, no facts and the reason where no GPU can be sampled (a broken NVML included: it
+    must not stop the session)."""
+    try:
+        sampler = GpuSampler(visible_indices(gpu))
+        return sampler, [vars(i) for i in sampler.info()], None
+    except NoGpu as exc:
+        return None, [], str(exc)
+    except Exception as exc:
+        return None, [], f"no GPU visible: {type(exc).__name__}: {exc}"

@@ -1,0 +1,109 @@
+"""Live scoring while the agent runs: the checkpoint watcher finds each checkpoint, the score queue
+scores it on the selection split with the warm live scorer, and :class:`LiveScoring` keeps what
+was found, when (in budget time) and how it scored. It emits ``checkpoint_found`` and
+``checkpoint_scored``; the official phase after the session picks from its state
+(runner/scoring/official_phase.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from runner.scoring import code_scan
+from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
+from runner.scoring.official import Candidate
+from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, self_report_flag
+from runner.wire.jsonl import EventWriter
+from runner.wire.paths import SessionPaths
+from tasks import TaskSpec
+
+LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scores in flight
+
+
+def checkpoint_flags(spec: TaskSpec, found: FoundCheckpoint, val: Score, extra: tuple[str, ...] = ()) -> list[str]:
+    """A checkpoint's integrity flags: its code read from outside (runner/scoring/code_scan.py), the
+    scorer's flags (``extra``, else the validation score's own), and one more when the agent's own
+    validation figure is far better than the harness's."""
+    claim = self_report_flag(spec, found.self_reported, val.value)
+    out = list(code_scan.flags(found.snapshot, found.script)) + list(extra or val.flags)
+    return out + [claim] if claim else out
+
+
+class LiveScoring:
+    """The checkpoints of one session and their live scores. ``active_s``: the budget clock's active
+    time, read when a checkpoint is found; ``started_at``: nothing older counts as a checkpoint."""
+
+    def __init__(self, spec: TaskSpec, paths: SessionPaths, events: EventWriter, active_s: Callable[[], float],
+                 started_at: float):
+        self.spec = spec
+        self.paths = paths
+        self.events = events
+        self.active_s = active_s
+        self.started_at = started_at
+        self.found: dict[str, FoundCheckpoint] = {}
+        self.found_at: dict[str, float] = {}  # budget time at which each appeared
+        self.live: dict[str, Score] = {}
+        self.scorer: SealedScorer | None = None  # the warm live scorer, kept for the official phase
+        self._lock = threading.Lock()
+        self._queue: ScoreQueue | None = None
+        self._watcher: CheckpointWatcher | None = None
+
+    def start(self, scorer: SealedScorer) -> None:
+        """Warm ``scorer`` and watch checkpoints/ (call from the runner's main thread: the scorer's
+        sandbox dies with the thread that made it)."""
+        self.scorer = scorer
+        self._queue = ScoreQueue(scorer, self._on_scored)
+        self._queue.start()
+        self._watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
+                                          self._on_found, started_at=self.started_at,
+                                          on_warning=lambda m: self.events.emit("warning", code="checkpoint", message=m))
+        self._watcher.start()
+
+    def stop(self, drain_s: float = LIVE_SCORE_DRAIN_S) -> None:
+        """The last scan of checkpoints/, then up to ``drain_s`` for the scores in flight. The warm
+        scorer is kept only when every one finished (else the queue closed it)."""
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._queue is not None and not self._queue.close(drain_s):
+            self.scorer = None
+
+    def close(self) -> None:
+        """Close the warm scorer, if there is one."""
+        if self.scorer is not None:
+            self.scorer.close()
+            self.scorer = None
+
+    def candidates(self) -> list[Candidate]:
+        """Every checkpoint found, with its budget time and its live validation score (None if none)."""
+        with self._lock:
+            return [Candidate(label, self.found_at.get(label, 0.0), self.live[label].value if label in self.live else None)
+                    for label in self.found]
+
+    def first_error(self) -> str:
+        """The first live scoring error, or ''."""
+        with self._lock:
+            return next((s.error for s in self.live.values() if s.error), "")
+
+    def _on_found(self, found: FoundCheckpoint) -> None:
+        # budget time when the file was written, not when we got round to it; the mtime is the
+        # agent's to set, so it may move a checkpoint earlier by the watcher's latency at most
+        lag = min(max(0.0, found.seen_at - found.saved_at), DISCOVERY_SLACK_S)
+        elapsed = max(0.0, self.active_s() - max(0.0, time.time() - found.seen_at) - lag)
+        with self._lock:
+            self.found[found.label] = found
+            self.found_at[found.label] = elapsed
+        self.events.emit("checkpoint_found", name=found.label, path=str(found.path.relative_to(self.paths.root)),
+                         snapshot=str(found.snapshot.relative_to(self.paths.root)), script=found.script,
+                         self_reported=found.self_reported, budget_elapsed_s=elapsed)
+        assert self._queue is not None  # the watcher starts after the queue
+        self._queue.put(found)
+
+    def _on_scored(self, found: FoundCheckpoint, score: Score) -> None:
+        with self._lock:
+            self.live[found.label] = score
+        self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
+                         metric=self.spec.metric, split=SELECTION_SPLIT, eval_s=score.eval_s,
+                         budget_elapsed_s=self.found_at.get(found.label, 0.0),
+                         flags=checkpoint_flags(self.spec, found, score))

@@ -1,0 +1,161 @@
+"""The official phase, after the agent stopped: paper step 5 by the harness's own validation scores
+(the rule: runner/scoring/official.py), each re-evaluation a fresh child of a sealed scorer on the
+session's device (the warm live one where that is the CPU too), the unofficial test-best
+(runner/scoring/unofficial.py), the val-test gap check (runner/scoring/selection_gap.py) and the
+integrity rule's verdict (runner/wire/verdicts.py). It emits an official ``checkpoint_scored`` per
+re-evaluation and gives the :class:`OfficialResult` that result.json records
+(runner/scoring/result_file.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runner.scoring import selection_gap, unofficial
+from runner.scoring.live import LiveScoring, checkpoint_flags
+from runner.scoring.official import WINDOW_S, Candidate, Evaluation, from_live_scores, select
+from runner.scoring.scorer import SELECTION_SPLIT, SealedScorer
+from runner.wire import verdicts
+from runner.wire.jsonl import EventWriter
+from runner.wire.paths import SessionPaths
+from runner.wire.session_config import SessionConfig
+from tasks import TaskSpec
+
+MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many more of the ranking are tried
+
+
+@dataclass(frozen=True)
+class OfficialResult:
+    """A session's result: the official checkpoint and score, and how they were reached."""
+
+    best: tuple[str, float | None] | None = None  # (checkpoint, its scored-split score)
+    val: float | None = None  # the official checkpoint's validation score
+    scored_by: str | None = None  # the official re-evaluation, or the live scores where the disk was full
+    failure: str | None = None  # why there is no score
+    found: int = 0  # checkpoints found
+    evaluated: list[dict] = field(default_factory=list)  # every re-evaluation, in budget-time order
+    trajectory: list[dict] = field(default_factory=list)  # each 5-minute window's val-best
+    disqualified: str | None = None  # the integrity rule's verdict
+    tested: list[dict] | None = None  # the rows the unofficial test-best is chosen from (None: evaluated)
+    val_gap: selection_gap.GapCheck | None = None
+
+    @property
+    def score(self) -> float | None:
+        return self.best[1] if self.best else None
+
+    @property
+    def checkpoint(self) -> str | None:
+        return self.best[0] if self.best else None
+
+
+class OfficialPhase:
+    """``make_scorer(device)``: a sealed scorer of this session on ``device``; ``device``: where
+    the official re-evaluations run."""
+
+    def __init__(self, spec: TaskSpec, paths: SessionPaths, config: SessionConfig, events: EventWriter,
+                 make_scorer: Callable[[str], SealedScorer], device: str):
+        self.spec = spec
+        self.paths = paths
+        self.config = config
+        self.events = events
+        self.make_scorer = make_scorer
+        self.device = device
+
+    def run(self, live: LiveScoring, disk_full: bool) -> OfficialResult:
+        """The official result from ``live``'s checkpoints. ``disk_full``: no unofficial
+        re-evaluations, and the live scores stand in where no re-evaluation gave a score."""
+        spec, scored = self.spec, self.spec.scored_split
+        splits = sorted({SELECTION_SPLIT, scored})
+        cands = live.candidates()
+        live_val = {c.label: c.val for c in cands}
+        elapsed = {c.label: c.elapsed_s for c in cands}
+        rows: dict[str, dict] = {}
+        warm = live.scorer if live.scorer is not None and live.scorer.alive() and \
+            live.scorer.plan.device == self.device else None
+        scorer: SealedScorer | None = None
+
+        def evaluate(label: str) -> Evaluation:
+            nonlocal scorer
+            if scorer is None:
+                scorer = warm if warm is not None else self.make_scorer(self.device)
+            found = live.found[label]
+            scores = scorer.score(found.path, found.snapshot, splits)  # never raises: a failure is the score's error
+            sel, off = scores[SELECTION_SPLIT], scores[scored]
+            flags = checkpoint_flags(spec, found, sel, off.flags)
+            self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=spec.metric,
+                             split=scored, eval_s=off.eval_s, budget_elapsed_s=elapsed[label], official=True,
+                             flags=flags, val=sel.value if scored != SELECTION_SPLIT else None)
+            rows[label] = {"checkpoint": label, "window": int(elapsed[label] // WINDOW_S),
+                           "budget_elapsed_s": round(elapsed[label], 1), "live_val": live_val[label], "val": sel.value,
+                           "self_reported": found.self_reported, "official": off.value,
+                           "error": off.error or sel.error, "flags": flags}
+            return Evaluation(sel.value, off.value, off.error or sel.error)
+
+        try:
+            chosen = select(cands, spec.better, evaluate, MAX_FALLBACK)
+            if not disk_full and scored != SELECTION_SPLIT:  # the unofficial test-best
+                for label in unofficial.still_to_evaluate(elapsed, rows):
+                    evaluate(label)
+        finally:
+            if scorer is not None and scorer is not warm:
+                scorer.close()
+        trajectory = [{"window": rows[label]["window"], "checkpoint": label, "val": chosen.vals[label],
+                       "official": rows[label]["official"]} for label in chosen.trajectory]
+        best = (chosen.best, rows[chosen.best]["official"]) if chosen.best else None
+        val = chosen.vals.get(chosen.best) if chosen.best else None
+        flags = rows[chosen.best]["flags"] if chosen.best else []
+        scored_by = "official re-evaluation" if best else None
+        if best is None and disk_full:
+            best, val, flags, scored_by = self._from_live(live, cands, rows) or (best, val, flags, scored_by)
+        failure = None
+        if best is None:
+            failure = "no checkpoint was saved" if not live.found else "no checkpoint could be scored: " + (
+                next((r["error"] for r in rows.values() if r["error"]), "") or live.first_error() or "unknown")
+        elif best[1] is None:
+            failure = f"{scored_by}; the {scored} split needs the re-evaluation, so there is no {scored} score"
+        evaluated = sorted(rows.values(), key=lambda r: r["budget_elapsed_s"])
+        return OfficialResult(
+            best=best, val=val, scored_by=scored_by, failure=failure, found=len(live.found), evaluated=evaluated,
+            trajectory=trajectory, disqualified=self._verdict(flags) if best else None,
+            tested=unofficial.candidates(evaluated, live_val, elapsed, scored == SELECTION_SPLIT),
+            val_gap=selection_gap.check_selected(spec, self.paths.root.parent, val, best[1] if best else None,
+                                                 self.config.study))
+
+    def _from_live(self, live: LiveScoring, cands: list[Candidate], rows: dict[str, dict]):
+        """``(best, val, flags, scored_by)`` from the live scores, for a session whose disk filled up
+        and whose re-evaluation gave no score; None without a live score."""
+        pick = from_live_scores(cands, self.spec.better, self.spec.scored_split == SELECTION_SPLIT)
+        if pick is None:
+            return None
+        why = (rows.get(pick.label) or {}).get("error") or "it could not run"
+        flags = checkpoint_flags(self.spec, live.found[pick.label], live.live[pick.label])
+        return ((pick.label, pick.official), pick.val, flags,
+                f"live scoring: the disk was full and the official re-evaluation failed ({why})")
+
+    def _verdict(self, flags: list[str]) -> str | None:
+        """The integrity rule's verdict on the official checkpoint's flags, recorded beside the
+        session (result.json carries it too)."""
+        struck = verdicts.integrity_rule(flags)
+        if struck:
+            try:
+                verdicts.record(self.paths, struck, by="integrity rule")
+            except OSError as exc:  # a full disk: result.json still carries the verdict
+                print(f"onegc runner: verdict not recorded in {verdicts.FILE}: {exc}", file=sys.stderr, flush=True)
+        return struck
+
+
+def official_device(gpu: str | None) -> str:
+    """Where the official re-evaluations run: the session's GPU where torch sees one, else the CPU."""
+    return "cuda" if gpu and _cuda_available() else "cpu"
+
+
+def _cuda_available() -> bool:
+    """Whether torch sees a GPU (a fake GPU id on a CPU machine does not count)."""
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # no torch, or a broken CUDA install: score on the CPU
+        return False

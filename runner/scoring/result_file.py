@@ -1,0 +1,61 @@
+"""``result.json``: a session's result, written once at its end (a harness error before the agent
+started writes one too). Written whole (a temporary file renamed), so a reader never sees half."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from runner.scoring import unofficial
+from runner.scoring.official import SELECTION
+from runner.scoring.official_phase import OfficialResult
+from runner.scoring.scorer import SELECTION_SPLIT
+from runner.wire.paths import SessionPaths
+from runner.wire.session_config import SessionConfig
+from tasks import TaskSpec
+
+
+def result_record(config: SessionConfig, spec: TaskSpec, reason: str, detail: str, result: OfficialResult,
+                  conditions: dict | None) -> dict:
+    """What result.json holds: the session, how it ended, and ``result``."""
+    return {
+        "session_id": config.session_id,
+        "task": spec.id,
+        "agent": config.agent,
+        "model": config.model,
+        "repeat": config.repeat,
+        "study": config.study,
+        "metric": spec.metric,
+        "direction": spec.direction,
+        "split": spec.scored_split,
+        "value": result.score,
+        "checkpoint": result.checkpoint,
+        "selection": SELECTION,  # the checkpoint is the best by the harness's validation score
+        "selection_split": SELECTION_SPLIT,
+        "val": result.val,
+        "scored_by": result.scored_by,  # the official re-evaluation, or the live scores where the disk was full
+        "end_reason": reason,
+        "end_detail": detail,
+        "failure": result.failure,
+        "checkpoints_found": result.found,
+        "evaluated": result.evaluated,
+        "trajectory": result.trajectory,  # each 5-minute window's val-best on the scored split
+        "disqualified": result.disqualified,  # an integrity rule's verdict (runner/wire/verdicts.py); people add theirs later
+        "val_test_gap": result.val_gap.record() if result.val_gap else None,  # runner/scoring/selection_gap.py
+        "conditions": conditions,  # runner/session/contention.py: contended or clean
+        "unofficial": unofficial.best_scored(result.evaluated if result.tested is None else result.tested,
+                                             spec.better, spec.scored_split, result.found),
+    }
+
+
+def write_result(paths: SessionPaths, record: dict) -> None:
+    """Write ``record`` as the session's result.json; on a disk with no room left, say so on stderr
+    (session_ended still says how the session ended)."""
+    tmp = paths.root / ".result.json.tmp"
+    try:
+        tmp.write_text(json.dumps(record, indent=2))
+        os.replace(tmp, paths.result)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        print(f"onegc runner: {paths.result} not written: {exc}", file=sys.stderr, flush=True)
