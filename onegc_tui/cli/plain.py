@@ -59,15 +59,19 @@ class Progress(Summary):
 
 
 class _StoreCopy:
-    """Ingests the home into SQLite beside the following; gives up, saying so once, if it cannot."""
+    """Ingests the home into SQLite beside the following, and reads the live feed from it on a
+    connection of its own (a connection does not see its own commits in ``data_version``, which
+    the feed looks at first); gives up, saying so once, if it cannot."""
 
     def __init__(self, home: Path, say):
         self.say = say
         self.store: Store | None = None
+        self.reader: Store | None = None
         self.ingester: Ingester | None = None
         try:
             self.store = Store.open(home)
             self.ingester = Ingester(home, self.store)
+            self.reader = Store.open(home)
         except (OnegcError, sqlite3.Error, OSError) as exc:
             self._give_up(exc)
 
@@ -89,10 +93,10 @@ class _StoreCopy:
 
     def alerts(self, feed: LiveFeed, sessions: Iterable[str]) -> list[tuple[str, str]]:
         """The feed's alerts on ``sessions`` that no event line says, as (session, words)."""
-        if self.store is None:
+        if self.reader is None:
             return []
         try:
-            feed.read(self.store)  # its alerts on events repeat the event lines: only the clock's are new
+            feed.read(self.reader)  # its alerts on events repeat the event lines: only the clock's are new
         except (sqlite3.Error, OSError) as exc:
             self._give_up(exc)
             return []
@@ -101,12 +105,13 @@ class _StoreCopy:
                 if a.session_id in wanted and a.kind in FEED_ALERTS]
 
     def close(self) -> None:
-        if self.store is not None:
-            try:
-                self.store.close()
-            except sqlite3.Error:
-                pass
-        self.store = self.ingester = None
+        for store in (self.store, self.reader):
+            if store is not None:
+                try:
+                    store.close()
+                except sqlite3.Error:
+                    pass
+        self.store = self.reader = self.ingester = None
 
 
 def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> dict[str, Progress]:

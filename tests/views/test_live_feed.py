@@ -71,9 +71,10 @@ def test_plain_prints_a_feed_alert_on_its_own_line(tmp_path, monkeypatch):
     _session(home, "live", "scripted", None, False, [0.5])
     copy = _StoreCopy(home, io.StringIO().write)
     try:
-        copy.update()
         feed = LiveFeed()
         monkeypatch.setattr(plain.time, "time", lambda: T0 + 10_000.0)
+        assert copy.alerts(feed, ["live"]) == []  # not ingested yet: the feed's first look finds nothing
+        copy.update()  # ingested on the copy's own connection: the feed, on another, sees it
         said = copy.alerts(feed, ["live", "other"])
         assert {sid for sid, _ in said} == {"live"}
         assert sorted(words.split(" (")[0].split(":")[0] for _, words in said) == [
