@@ -53,6 +53,11 @@ class LiveFeed:
         self._rev = 0  # the newest sessions-row revision read
         self._data_version = -1
 
+    @property
+    def rev(self) -> int:
+        """The newest sessions-row revision read: the next look reads the rows changed after it."""
+        return self._rev
+
     def read(self, store: Store) -> Look:
         """The rows changed since the last look, and the alerts their new events raise."""
         look = Look()

@@ -231,9 +231,9 @@ async def test_the_table_follows_rows_changed_by_another_process(app_home):
         table = app.query_one("#sessions", DataTable)
         assert str(table.get_cell("b-paused", "state")) == "PAUSED"
         other = Store.open(app_home)  # the ingester's connection, as in another thread or process
-        assert [r["session_id"] for r in other.sessions_since(app.feed._rev)] == []
+        assert [r["session_id"] for r in other.sessions_since(app.feed.rev)] == []
         other.mark_failed("b-paused", "runner gone (pid 4242 not alive)")
-        assert [r["session_id"] for r in other.sessions_since(app.feed._rev)] == ["b-paused"]
+        assert [r["session_id"] for r in other.sessions_since(app.feed.rev)] == ["b-paused"]
         other.close()
         app.tick()
         await pilot.pause()

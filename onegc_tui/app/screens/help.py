@@ -7,6 +7,8 @@ from what the keys do. Esc, ``?`` or ``q`` closes it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -14,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.dom import DOMNode
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from onegc_tui.views.transcript_view import MARK_LEGEND
@@ -116,7 +118,7 @@ class HelpScreen(ModalScreen[None]):
         return Group(*parts)
 
 
-def help_for(screen, home, read_only: bool) -> HelpScreen:
+def help_for(screen: Screen, home: Path, read_only: bool) -> HelpScreen:
     """The help of ``screen``: its keys grouped, the focused pane's named, and on a read-only home
     a line saying so."""
     note = (f"A read-only view of {home}: this user cannot write it. The sessions stream as they run; "
