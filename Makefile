@@ -53,16 +53,19 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH)"
 	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	# T4 from HIV.csv (RDKit 2024.03.6 has wheels for Python 3.11-3.12 only): optional, said when missing
+	$(VENV)/bin/python -m pip install -q -e '.[molecules]' \
+	  || echo "note: no RDKit 2024.03.6 for this Python: T4 can be prepared from OGB's hiv.zip, not from HIV.csv"
 	# the agents' Python (requirements-agent.txt): scipy, scikit-learn, pandas; then timm without its
-	# dependencies and torchvision matched to torch, kept only where the pair imports (PyPI's
-	# torchvision 0.28 does not beside the CPU build of torch 2.13: `onegc doctor` then says so)
+	# dependencies and the torchvision built for this torch, kept only where the pair imports (PyPI's
+	# torchvision 0.28 does not beside the CPU build of torch 2.13): the command is the fix `onegc doctor` gives
 	$(VENV)/bin/python -m pip install -q -r requirements-agent.txt
 	$(VENV)/bin/python -m pip install -q --no-deps "timm>=1.0.20,<2"
-	@tv=$$($(VENV)/bin/python -c 'from runner.session.agent_env import matching_torchvision as m; print(m() or "")'); \
-	if [ -n "$$tv" ] && $(VENV)/bin/python -m pip install -q --no-deps "torchvision==$$tv.*" 2>/dev/null \
-	   && $(VENV)/bin/python -c 'import torchvision.ops' 2>/dev/null; then echo "torchvision $$tv for the agents"; \
+	@fix=$$($(VENV)/bin/python -c 'from runner.session.agent_env import torchvision_install as t; print(t() or "")'); \
+	if [ -n "$$fix" ] && sh -c "$$fix -q" 2>/dev/null && $(VENV)/bin/python -c 'import torchvision.ops' 2>/dev/null; then \
+	     echo "torchvision for the agents: $$fix"; \
 	else $(VENV)/bin/python -m pip uninstall -q -y torchvision 2>/dev/null; \
-	     echo "note: no torchvision imports beside this torch here: T3's backbones (timm) will not run (onegc doctor)"; fi
+	     echo "note: T3's backbones (timm) will not run here: $$($(VENV)/bin/python -c 'from runner.session.agent_env import torchvision_problem as p; print(p())')"; fi
 	@touch $@
 
 venv: $(VENV)/.installed

@@ -2,7 +2,8 @@
 
     python benchmarks/reproduce_baselines.py TASK [--from DIR] [--device cpu|cuda] [--max-minutes M]
                                                   [--data-dir DIR] [--json FILE] [--keep]
-                                                  [--seeds N] [--set NAME=VALUE ...]
+                                                  [--seeds N] [--set NAME=VALUE ...] [--eval-timeout S]
+    python benchmarks/reproduce_baselines.py TASK --table JSON [JSON ...]
 
 It prepares the task's data with the pristine ``tasks/<id>/prepare.py`` (from DIR, or by
 downloading), builds a fresh workspace the way a session gets one (prepare.py, onegc_kit.py,
@@ -18,8 +19,10 @@ incomplete). Exit status: 0 when a checkpoint was scored, 1 when none was, 2 on 
 ``--seeds N`` runs the baseline N times (``SEED`` = 0 .. N-1, each in a fresh workspace) and ends
 with one table: the mean ± sample std of the official (val-best) score, the test-best one beside
 it, the paper's baseline and whether they agree within noise (benchmarks/seed_table.py says the
-rule). ``--set NAME=VALUE`` changes an UPPERCASE constant of train.py first (a Python literal),
-e.g. ``--set BATCH_SIZE=128 --set EPOCHS=5`` for the paper's description of the T6 baseline.
+rule). ``--table JSON ...`` prints that table from runs already made with ``--json``, one seed
+each (e.g. seeds run side by side as ``--set SEED=k``), and runs nothing. ``--set NAME=VALUE``
+changes an UPPERCASE constant of train.py first (a Python literal), e.g. ``--set BATCH_SIZE=32
+--set EPOCHS=10`` for LTSF-Linear's published recipe of the T6 baseline.
 """
 
 from __future__ import annotations
@@ -180,17 +183,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="from_dir", type=Path, help="take the raw files from this folder instead of downloading")
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when present, else cpu")
     parser.add_argument("--max-minutes", type=float, help="stop training after this many minutes and score what was saved")
+    parser.add_argument("--eval-timeout", type=float, metavar="S",
+                        help="seconds one --eval may take (default: the task's eval_timeout_s; raise it on a loaded machine)")
     parser.add_argument("--data-dir", type=Path, help="where the prepared data lives (default $ONEGC_HOME/data/<task>)")
     parser.add_argument("--json", type=Path, help="also write the summary to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspace")
     parser.add_argument("--seeds", type=int, help="run SEED = 0 .. N-1 and print mean ± std as a table")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                         help="change a constant of train.py first (repeatable)")
+    parser.add_argument("--table", nargs="+", type=Path, metavar="JSON",
+                        help="print the seed table of single-seed runs saved with --json, and run nothing")
     args = parser.parse_args(argv)
     try:
         spec = get_task(args.task)
     except UnknownTask as exc:
         fail(str(exc))
+    if args.table:
+        print(table([summarise_saved(spec, args.table)]))
+        return 0
     if args.seeds is not None and not 1 <= args.seeds <= 100:
         fail(f"--seeds {args.seeds}: give a number of seeds from 1 to 100")
     constants = parse_sets(args.sets)
@@ -227,6 +237,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if result.n == args.seeds else 1
 
 
+def summarise_saved(spec, files: list[Path]):
+    """The seed summary of single-seed runs saved with ``--json`` (their ``constants`` name the
+    seed and the recipe, which must be the same apart from SEED)."""
+    runs, recipes = [], set()
+    for path in files:
+        try:
+            run = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            fail(f"--table {path}: not a --json summary of reproduce_baselines.py ({exc})")
+        if run.get("task") != spec.id or "runs" in run:
+            fail(f"--table {path}: not a single-seed {spec.id} run (one --json of a run without --seeds)")
+        constants = dict(run.get("constants") or {})
+        runs.append({**run, "seed": constants.pop("SEED", 0)})
+        recipes.add(", ".join(f"{k}={v!r}" for k, v in constants.items()) or "train.py as shipped")
+    if len(recipes) != 1:
+        fail(f"--table: the runs differ in more than SEED ({'; '.join(sorted(recipes))})")
+    return summarise(spec.id, spec.metric, recipes.pop(), sorted(runs, key=lambda r: r["seed"]), spec.baseline_score)
+
+
 def run_once(spec, data_dir: Path, device: str, args: argparse.Namespace, constants: dict[str, object]) -> dict:
     """One baseline run in a fresh workspace, every checkpoint scored; returns its summary."""
     ws = make_workspace(spec.id, data_dir, device, constants)
@@ -237,12 +266,14 @@ def run_once(spec, data_dir: Path, device: str, args: argparse.Namespace, consta
     print(f"{spec.id}: scoring {len(ckpts)} checkpoint(s) on {' and '.join(splits)} with the pristine prepare.py", flush=True)
     results = []
     for k, ckpt in enumerate(ckpts):
-        r = score(spec.id, ckpt, ws, data_dir, spec.scored_split, device, spec.eval_timeout_s)
-        val = r if spec.scored_split == "val" else score(spec.id, ckpt, ws, data_dir, "val", device, spec.eval_timeout_s)
+        timeout = args.eval_timeout or spec.eval_timeout_s
+        r = score(spec.id, ckpt, ws, data_dir, spec.scored_split, device, timeout)
+        val = r if spec.scored_split == "val" else score(spec.id, ckpt, ws, data_dir, "val", device, timeout)
         r["checkpoint"], r["val"], r["order"] = ckpt.name, val.get("value") if val.get("ok") else None, k
         results.append(r)
         shown = f"{r['value']:.4f}" if r.get("ok") else f"failed: {r.get('error')}"
-        v = f"val {r['val']:.4f}  " if r["val"] is not None and spec.scored_split != "val" else ""
+        v = "" if spec.scored_split == "val" else (
+            f"val {r['val']:.4f}  " if r["val"] is not None else f"val failed ({val.get('error')})  ")
         print(f"  {ckpt.name:<32} {v}{spec.metric} {shown}  (--eval {r['wall_s']:.1f} s)", flush=True)
     scored = [r for r in results if r.get("ok")]
     by_name = {r["checkpoint"]: r for r in scored}

@@ -10,7 +10,7 @@ figure beside a limit of this machine measured in the same run: ingest and reind
 CPU beside an idle Textual app with one ``Static``, start-up beside ``python -c pass``, the
 sandbox beside the same work unsealed. The ratio is figure / limit. Each benchmark is one of
 the scripts beside this one (ingest_bench, monitor_bench, startup_bench, sandbox_bench,
-scoring_bench); this file only runs them and prints the table. The load average is printed with
+scoring_bench, flood_bench); this file only runs them and prints the table. The load average is printed with
 each row: other work on the machine shows up in the figures.
 """
 
@@ -37,7 +37,8 @@ import monitor_bench  # noqa: E402
 import pyc_files  # noqa: E402
 import startup_bench  # noqa: E402
 
-SECTIONS = ("ingest", "monitor", "study", "startup", "reindex", "history", "sandbox", "scoring", "gpu")  # in this order
+SECTIONS = ("ingest", "monitor", "study", "startup", "reindex", "history", "sandbox", "scoring", "floods",
+            "gpu")  # in this order
 # a study of the paper's size, all live at once: 7 tasks × 5 repeats × 3 agents (issue 29)
 STUDY_SESSIONS = 105
 # transcript lines/s of each: a burst pace, far above what a real agent session writes on average
@@ -249,6 +250,23 @@ def scoring_rows(quick: bool) -> list[Row]:
     return rows
 
 
+def flood_rows(quick: bool) -> list[Row]:
+    """benchmarks/flood_bench.py's floods (issue 38): the record, the end delay, the snapshots and the
+    readers against their bounds."""
+    import flood_bench
+
+    rows = []
+    for section in flood_bench.SECTIONS:
+        root = Path(tempfile.mkdtemp(prefix=f"onegc-flood-{section}-"))
+        try:
+            for r in flood_bench.RUNS[section](root, 0.3 if quick else 1.0):
+                rows.append(Row(r["what"], r["figure"], r["bound"], f"{r['ratio']:.2f}", "≤ 1 (the bound)", r["met"],
+                                load()))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
 def gpu_rows() -> list[Row]:
     try:
         import pynvml
@@ -296,7 +314,7 @@ def run_section(section: str, args: argparse.Namespace) -> list[Row]:
         return gpu_rows()
     by_quick = {"ingest": ingest_rows, "monitor": monitor_rows, "study": study_rows, "startup": startup_rows,
                 "history": history_rows,
-                "sandbox": sandbox_rows, "scoring": scoring_rows}
+                "sandbox": sandbox_rows, "scoring": scoring_rows, "floods": flood_rows}
     return by_quick[section](args.quick)
 
 

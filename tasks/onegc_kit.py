@@ -18,7 +18,8 @@ It is copied read-only into each workspace beside ``prepare.py``. It provides:
                                                                     harness keeps them apart)
 
 A task module (its ``prepare.py``) defines ``TASK``, ``VERSION``, ``METRIC``, ``SCORED_SPLIT``,
-``RAW`` (file name -> url/sha256/md5/size), ``build(raw, out) -> {file: {split, private}}``, and
+``RAW`` (file name -> url/sha256/md5/size), ``build(raw, out) -> {file: {split, private}}``
+(optionally ``fetch_raw(cache, from_dir) -> {name: path}`` where the raw files have alternatives), and
 its evaluation in three parts, so that the harness can run the model apart from the answers
 (the agent's code never runs beside the metric):
 
@@ -151,7 +152,8 @@ def _verify(path: Path, spec: dict, origin: str) -> None:
                 )
 
 
-def _find_local(name: str, from_dir: Path) -> Path | None:
+def find_local(name: str, from_dir: Path) -> Path | None:
+    """``from_dir/name``, else the first file of that name below it."""
     direct = from_dir / name
     if direct.is_file():
         return direct
@@ -173,7 +175,7 @@ def fetch(name: str, spec: dict, cache: Path, from_dir: Path | None = None) -> P
         except KitError:
             dest.unlink()
     if from_dir is not None:
-        src = _find_local(name, from_dir)
+        src = find_local(name, from_dir)
         if src is None:
             raise KitError(f"{name} not found under {from_dir}: put the raw file there, or drop --from to download it")
         _verify(src, spec, str(from_dir))
@@ -232,7 +234,11 @@ def prepare(task: ModuleType, out: Path, from_dir: Path | None = None, force: bo
             print(f"{task.TASK}: already prepared in {out}", file=sys.stderr)
             return out
     cache = out.parent / "_downloads" / task.TASK
-    raw = {name: fetch(name, spec, cache, from_dir) for name, spec in task.RAW.items()}
+    fetch_raw = getattr(task, "fetch_raw", None)  # a task whose raw files have alternatives chooses them
+    if fetch_raw is not None:
+        raw = fetch_raw(cache, from_dir)
+    else:
+        raw = {name: fetch(name, spec, cache, from_dir) for name, spec in task.RAW.items()}
     staging = out.parent / f".{out.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

@@ -45,8 +45,7 @@ def baseline(task: str, repeats: int, budget_s: float | None, gpus: str | None, 
     except UnknownTask as exc:
         raise OnegcError(str(exc)) from None
     home = usable_home()
-    budget = budget_s if budget_s is not None else spec.budget_minutes * 60
-    sessions = start_baseline_sessions(home, spec, repeats, budget, gpus, _constants(sets), label)
+    sessions = start_baseline_sessions(home, spec, repeats, budget_s, gpus, _constants(sets), label)
     for p in sessions:
         click.echo(f"started {p.session_id} ({p.root})", err=True)
     click.echo("follow them with 'onegc' or 'onegc sessions'; 'onegc history' shows Agg_ours once they end", err=True)

@@ -197,14 +197,15 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
 def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
             max_processes, cost_limit, command) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
-    from runner.launch.start import start_sessions
+    from runner.launch.request import make_request
+    from runner.launch.start import absolute_command, start_sessions
 
     home = usable_home()
-    spec = _task(task)
-    budget_s = budget_s if budget_s is not None else spec.budget_minutes * 60
-    sessions = start_sessions(home, spec, agent, model, repeats, budget_s, gpus, list(command), pace_s, network,
-                               sealed=not unsealed, memory_bytes=memory_bytes, max_processes=max_processes,
-                               cost_limit_usd=cost_limit)
+    request = make_request(task=_task(task).id, agent=agent, model=model, repeats=repeats, budget_s=budget_s,
+                           gpus=gpus, network=network, pace_s=pace_s, sealed=not unsealed,
+                           command=absolute_command(command), memory_bytes=memory_bytes,
+                           max_processes=max_processes, cost_limit_usd=cost_limit)
+    sessions = start_sessions(home, request)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)
     for p in sessions:
@@ -220,19 +221,19 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
 def demo_cmd(plain: bool, budget_s: float) -> None:
     """A real session of the built-in scripted agent on the tiny demo task, in the monitor (CPU, offline)."""
     from runner.launch.network_choice import demo_network
+    from runner.launch.request import make_request
     from runner.launch.start import start_sessions
     from runner.sandbox.bwrap import status
 
     home = usable_home()
-    spec = _task("t0")
     sealed = status().ok  # the built-in agent is ours: where no sandbox can be made, the demo runs without
     if not sealed:
         click.echo(f"note: the demo runs unsealed here: {status().detail}", err=True)
     network, why = demo_network()  # likewise its network: a namespace of its own where one can be made
     if why:
         click.echo(f"note: the demo's agent shares this machine's network here: {why}", err=True)
-    sessions = start_sessions(home, spec, "scripted", None, 1, budget_s, None, [], DEMO_PACE_S, network=network,
-                              sealed=sealed)
+    sessions = start_sessions(home, make_request(task="t0", agent="scripted", budget_s=budget_s, pace_s=DEMO_PACE_S,
+                                                 network=network, sealed=sealed))
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
     _watch(home, sessions, plain)
 
@@ -300,6 +301,7 @@ def sessions_cmd(as_json: bool) -> None:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
     from onegc_tui.views.format import clock
+    from onegc_tui.views.sessions_view import TRUNCATED_MARK
     from onegc_tui.views.task_facts import find, task_facts
     from onegc_tui.views.text_table import terminal_width, text_table
     from runner.wire.textsafe import safe_text
@@ -314,10 +316,13 @@ def sessions_cmd(as_json: bool) -> None:
         score = "" if r["score"] is None else f"{r['score']:.4f}"
         table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
             r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best, score,
-            r["end_reason"] or "")])
+            (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""))])
     header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
         click.echo(line)
+    if any(r.get("truncated") for r in rows):
+        click.echo(f"{TRUNCATED_MARK}: the record was cut past the session's caps (onegc sessions --json: truncated, "
+                   "truncated_bytes)")
 
 
 def _control(session_id: str, action: Literal["pause", "resume"]) -> None:

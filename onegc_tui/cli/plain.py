@@ -6,7 +6,7 @@ One line per notable event, in the words the monitor's transcript pane uses
 whoever else ingests the same home: a monitor, ``onegc sessions``, a second run), and ingests into
 SQLite as it goes, so the history is the same as with the monitor. From that store it reads the
 monitor's live feed (onegc_tui/views/live_feed.py) and prints the alerts no event says by itself
-(``ALERT``: the budget running low, a stall), as the monitor notifies them. A store that cannot
+(``ALERT``: the budget running low), as the monitor notifies it. A store that cannot
 be written (a full disk, a damaged file) is said once and does not stop the following (nor the
 alerts' feed, which then stops): the session folders are the source of truth.
 """
@@ -35,7 +35,7 @@ from runner.wire.textsafe import safe_text
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
 LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whether its runner lives
-FEED_ALERTS = ("low_budget", "stalled")  # the feed's alerts no event line says (the others are the events' own)
+FEED_ALERTS = ("low_budget",)  # the feed's alerts no event line says (a stall is the runner's warning: an event line)
 
 
 def still_running(session_ids: list[str]) -> str:

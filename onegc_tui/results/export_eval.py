@@ -27,6 +27,7 @@ as text, never interpreted.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import statistics
 from datetime import UTC, datetime
@@ -43,7 +44,10 @@ from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 
 EXTRA_HINT = "pip install 'onegc[inspect]' (or: pip install inspect_ai)"
 SCORER = "onegc_official"
-TRANSCRIPT_LIMIT = 10**9
+# Transcript steps of one session in its sample: Inspect holds a sample whole (in memory here, and
+# in `inspect view`), so a flooded session's sample is bounded; the steps past this are counted in
+# its metadata (``transcript_left_out``), and every step is in the sqlite export and events.jsonl
+SAMPLE_TRANSCRIPT_ROWS = 5_000  # a real 2-hour session has a few thousand steps
 
 
 def _inspect() -> dict[str, Any]:
@@ -121,7 +125,12 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
     start = row.get("started_ts") or 0.0
     end = row.get("ended_ts") or start
     spec = resolve_task(o.task)
-    transcript = store.transcript(o.session_id, limit=TRANSCRIPT_LIMIT)
+    transcript = list(store.stream_transcript(o.session_id, limit=SAMPLE_TRANSCRIPT_ROWS + 1))
+    left_out = 0
+    if len(transcript) > SAMPLE_TRANSCRIPT_ROWS:
+        transcript.pop()
+        left_out = store.conn.execute("SELECT COUNT(*) FROM transcript WHERE session_id=?",
+                                      (o.session_id,)).fetchone()[0] - SAMPLE_TRANSCRIPT_ROWS
     checkpoints = store.checkpoints(o.session_id)
     events = _transcript_events(i, transcript, o.model or model, start)
     events += _score_events(i, s, checkpoints, start)
@@ -144,11 +153,7 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
         events.append(ev.ScoreEvent(score=official, intermediate=False, scorer=SCORER, timestamp=_when(end),
                                     working_start=max(0.0, end - start)))
     events.sort(key=lambda e: e.timestamp)
-    usage = i["ModelUsage"](input_tokens=row.get("tokens_in") or 0, output_tokens=row.get("tokens_out") or 0,
-                            total_tokens=(row.get("tokens_in") or 0) + (row.get("tokens_out") or 0),
-                            input_tokens_cache_read=row.get("cache_read") or None,
-                            input_tokens_cache_write=row.get("cache_write") or None,
-                            total_cost=s.cost_usd)
+    usage = _usage(i, s)
     minutes = o.budget_s / 60
     prompt = f"{spec.title if spec else o.task}: {minutes:g} minute{'' if minutes == 1 else 's'} of active budget"
     return log.EvalSample(
@@ -160,18 +165,29 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
                   "official_score": o.score, "disqualified": o.disqualified, "flagged": o.flagged,
                   "unofficial_test_best": o.unofficial_test_best, "unofficial_label": UNOFFICIAL_LABEL,
                   "budget_s": o.budget_s, "active_s": o.active_s, "contract_hash": o.contract_hash,
-                  "time_ledger": s.ledger.as_dict() if s.ledger is not None else None})
+                  "time_ledger": s.ledger.as_dict() if s.ledger is not None else None,
+                  # the agent's output the runner left out past the record's caps (runner/wire/record_caps.py),
+                  # and the transcript steps this log leaves out of the sample (SAMPLE_TRANSCRIPT_ROWS)
+                  "truncated": row.get("truncated") or 0, "truncated_bytes": row.get("truncated_bytes") or 0,
+                  "transcript_left_out": left_out})
 
 
-def build_log(store: Store, data: StudyData) -> Any:
-    """The :class:`inspect_ai.log.EvalLog` of ``data``."""
-    i = _inspect()
+def _usage(i: dict[str, Any], s: SessionData) -> Any:
+    row = s.row
+    return i["ModelUsage"](input_tokens=row.get("tokens_in") or 0, output_tokens=row.get("tokens_out") or 0,
+                           total_tokens=(row.get("tokens_in") or 0) + (row.get("tokens_out") or 0),
+                           input_tokens_cache_read=row.get("cache_read") or None,
+                           input_tokens_cache_write=row.get("cache_write") or None,
+                           total_cost=s.cost_usd)
+
+
+def _parts(i: dict[str, Any], data: StudyData) -> tuple[list[SessionData], str, Any, Any, Any]:
+    """The sessions of the log, its model, and its spec, results and stats: all but the samples."""
     log = i["log"]
     sessions = [s for s in data.sessions if s.outcome.finished]
     models = {s.outcome.model for s in sessions}
     only = next(iter(models)) if len(models) == 1 else None
     model = only or "onegc/mixed"
-    samples = [_sample(i, store, s, model) for s in sessions]
     budgets = {s.outcome.budget_s for s in sessions}
     groups: dict[str, list[float]] = {}
     for s in sessions:
@@ -180,39 +196,71 @@ def build_log(store: Store, data: StudyData) -> Any:
         if s.outcome.succeeded and s.outcome.score is not None:
             groups[name].append(s.outcome.score)
     results = log.EvalResults(
-        total_samples=len(samples), completed_samples=len(samples),
+        total_samples=len(sessions), completed_samples=len(sessions),
         scores=[log.EvalScore(name=name, scorer=SCORER, scored_samples=len(v),
                               metrics={"mean": log.EvalMetric(name="mean", value=statistics.fmean(v) if v else math.nan)})
                 for name, v in sorted(groups.items())])
     usage: dict[str, Any] = {}
-    for smp in samples:
-        for m, u in (smp.model_usage or {}).items():
-            usage[m] = usage[m] + u if m in usage else u
+    for s in sessions:  # each sample's usage is its session's (as _sample gives it)
+        m, u = s.outcome.model or model, _usage(i, s)
+        usage[m] = usage[m] + u if m in usage else u
     starts = [float(s.row["started_ts"]) for s in sessions if s.row.get("started_ts")]
     ends = [float(s.row["ended_ts"]) for s in sessions if s.row.get("ended_ts")]
     spec = log.EvalSpec(
         created=datetime.now(tz=UTC).isoformat(), task=f"onegc/{data.study or 'all'}", model=model,
-        dataset=log.EvalDataset(name=data.study or "onegc", samples=len(samples),
-                                sample_ids=[smp.id for smp in samples]),
+        dataset=log.EvalDataset(name=data.study or "onegc", samples=len(sessions),
+                                sample_ids=[s.outcome.session_id for s in sessions]),
         config=log.EvalConfig(working_limit=int(next(iter(budgets))) if len(budgets) == 1 else None),
         metadata={"harness": f"onegc {HARNESS_VERSION}", "selection": "val-best",
-                  "unofficial_test_best": UNOFFICIAL_LABEL})
-    return log.EvalLog(status="success", eval=spec, results=results, samples=samples,
-                       stats=log.EvalStats(started_at=_iso(min(starts)) if starts else "",
-                                           completed_at=_iso(max(ends)) if ends else "", model_usage=usage))
+                  "unofficial_test_best": UNOFFICIAL_LABEL,
+                  "sample_transcript_rows": SAMPLE_TRANSCRIPT_ROWS,
+                  "truncated_sessions": sum(1 for s in sessions if s.row.get("truncated"))})
+    stats = log.EvalStats(started_at=_iso(min(starts)) if starts else "",
+                          completed_at=_iso(max(ends)) if ends else "", model_usage=usage)
+    return sessions, model, spec, results, stats
+
+
+def build_log(store: Store, data: StudyData) -> Any:
+    """The :class:`inspect_ai.log.EvalLog` of ``data``, every sample in memory (the ``.json`` format,
+    one document; :func:`write_eval` streams the ``.eval`` one sample at a time)."""
+    i = _inspect()
+    sessions, model, spec, results, stats = _parts(i, data)
+    samples = [_sample(i, store, s, model) for s in sessions]
+    return i["log"].EvalLog(status="success", eval=spec, results=results, samples=samples, stats=stats)
 
 
 def write_eval(store: Store, data: StudyData, out: Path) -> int:
     """Write the log to ``out`` (``.json``: Inspect's JSON format; anything else: ``.eval``);
-    returns the number of samples."""
+    returns the number of samples. The ``.eval`` log (a zip, one member per sample) is written a
+    sample at a time, so the export's memory is one session's sample whatever the study's size."""
     i = _inspect()
-    built = build_log(store, data)
     fmt = "json" if out.suffix.lower() == ".json" else "eval"
     tmp = out.with_name(f".{out.stem}.tmp.{fmt}")
     tmp.unlink(missing_ok=True)
-    i["log"].write_eval_log(built, str(tmp), format=fmt)
+    if fmt == "json":
+        built = build_log(store, data)
+        i["log"].write_eval_log(built, str(tmp), format=fmt)
+        n = len(built.samples or [])
+    else:
+        n = asyncio.run(_stream_eval(i, store, data, tmp))
     tmp.replace(out)
-    return len(built.samples or [])
+    return n
+
+
+async def _stream_eval(i: dict[str, Any], store: Store, data: StudyData, dest: Path) -> int:
+    """Inspect's own ``.eval`` writer (what ``write_eval_log`` runs), fed one sample at a time."""
+    from inspect_ai.log._condense import condense_sample  # write_eval_log's own steps, one sample at a time
+    from inspect_ai.log._recorders.eval import EvalRecorder
+
+    sessions, model, spec, results, stats = _parts(i, data)
+    recorder = EvalRecorder(str(dest.parent))
+    await recorder.log_init(spec, str(dest), clean=True)
+    await recorder.log_start(spec, i["log"].EvalPlan())
+    for s in sessions:
+        await recorder.log_sample(spec, condense_sample(_sample(i, store, s, model)))
+        await recorder.flush(spec)  # written out: the next sample does not wait in memory beside it
+    await recorder.log_finish(spec, "success", stats, results, None)
+    return len(sessions)
 
 
 __all__ = ["EXTRA_HINT", "build_log", "write_eval"]

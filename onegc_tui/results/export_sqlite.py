@@ -34,7 +34,7 @@ from runner.errors import OnegcError
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 
 EXTRA_HINT = "pip install 'onegc[export]' (or: pip install sqlite-utils)"
-TRANSCRIPT_LIMIT = 10**9  # every step
+BATCH_ROWS = 1000  # transcript rows per insert: a session of any size is streamed through in bounded memory
 NOTES = {
     "sessions.score": "the official result: the val-best checkpoint's score on the task's scored split",
     "sessions.unofficial_test_best": UNOFFICIAL_LABEL,
@@ -45,6 +45,9 @@ NOTES = {
     "paired.ci_lo": CI_LABEL,
     "paired.mean_diff": "mean paired difference, oriented: positive = configuration a did better",
     "paired.noise_floor": NOISE_LABEL,
+    "sessions.truncated": "lines and transcript events of the agent's output left out of the record past the "
+                          "session's caps (counted by the runner; the transcript table lacks them)",
+    "sessions.truncated_bytes": "their bytes",
     "checkpoints.official": "0: live score on the validation split (ranks); 1: the harness's re-evaluation on the scored split",
 }
 
@@ -88,7 +91,8 @@ def write_sqlite(store: Store, data: StudyData, out: Path) -> dict[str, int]:
             sessions.append({**dataclasses.asdict(o), "cost_usd": s.cost_usd, "tokens_in": s.row.get("tokens_in"),
                              "tokens_out": s.row.get("tokens_out"), "end_detail": s.row.get("end_detail"),
                              "best_checkpoint": s.row.get("best_checkpoint"), "gpu_name": s.row.get("gpu_name"),
-                             "contract": s.row.get("contract")})
+                             "contract": s.row.get("contract"), "truncated": s.row.get("truncated") or 0,
+                             "truncated_bytes": s.row.get("truncated_bytes") or 0})
         db["sessions"].insert_all(sessions, pk="session_id", alter=True)
         ids = {s["session_id"] for s in sessions}
         checkpoints = [{k: r[k] for k in ("session_id", "name", "official", "budget_elapsed_s", "value", "error",
@@ -102,10 +106,10 @@ def write_sqlite(store: Store, data: StudyData, out: Path) -> dict[str, int]:
         db["transcript"].create({"session_id": str, "seq": int, "ts": float, "role": str, "kind": str, "tool": str,
                                  "call_id": str, "exit_code": int, "text": str}, pk=("session_id", "seq"),
                                 foreign_keys=[("session_id", "sessions", "session_id")])
-        for sid in sorted(ids):
+        for sid in sorted(ids):  # every step, streamed from the store (issue 38: a flooded session)
             db["transcript"].insert_all(
-                {k: r[k] for k in ("session_id", "seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text")}
-                for r in store.transcript(sid, limit=TRANSCRIPT_LIMIT))
+                ({k: r[k] for k in ("session_id", "seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text")}
+                 for r in store.stream_transcript(sid)), batch_size=BATCH_ROWS)
         db["transcript"].enable_fts(["text"], create_triggers=True)
         bench, demo = split_demo(data.outcomes)
         matrices = [build_matrix(bench, study=data.study or "ours"), paper_matrix()]

@@ -26,6 +26,7 @@ from onegc_tui.results.study_data import StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.views.outcomes import resolve_task
+from onegc_tui.views.sessions_view import truncation_note
 from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
@@ -193,6 +194,8 @@ def _integrity_section(data: StudyData) -> str:
             marks.append(f"{o.flagged} flagged score(s)")
         if o.sealed is False:
             marks.append("run --unsealed")
+        if cut := truncation_note(s.row):
+            marks.append(cut)
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
                      f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _n(o.score),
                      _n(o.unofficial_test_best)])

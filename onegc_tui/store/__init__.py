@@ -18,7 +18,7 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -634,6 +634,19 @@ class Store:
             args += list(kinds)
         sql += " WHERE " + " AND ".join(where) + " ORDER BY t.seq DESC LIMIT ?"
         return list(reversed(list(self._query(sql, [*args, limit]))))  # text_search checks each word in SQL
+
+    def stream_transcript(self, session_id: str, limit: int | None = None) -> Iterator[dict]:
+        """A session's transcript rows, oldest first, read from SQLite as they are used: an export of
+        a session of any size holds one row at a time. ``limit``: the first this many."""
+        args: list[Any]
+        sql, args = "SELECT * FROM transcript WHERE session_id=? ORDER BY seq", [session_id]
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        cur = self.conn.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield dict(zip(names, row, strict=True))
 
     def checkpoints(self, session_id: str) -> list[dict]:
         return list(self._query(

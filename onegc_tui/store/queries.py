@@ -106,6 +106,14 @@ def gpu_series(store: Store, sid: str) -> list[tuple[float, float, int | None]]:
 # ----------------------------------------------------------------------------- events
 
 
+def stream_event_data(store: Store, sid: str, types: Sequence[str]) -> Iterator[str]:
+    """The JSON of a session's events of these types, in order, read as they are used (a session's
+    record of any size, in bounded memory)."""
+    sql = f"SELECT data FROM events WHERE session_id=? AND type IN ({_marks(len(types))}) ORDER BY seq"
+    for (data,) in store.conn.execute(sql, (sid, *types)):
+        yield data
+
+
 def event_data(store: Store, sid: str, types: Sequence[str], limit: int | None = None) -> list[str]:
     """The JSON of a session's events of these types, oldest first; ``limit``: only the newest."""
     sql = f"SELECT data FROM events WHERE session_id=? AND type IN ({_marks(len(types))})"
@@ -124,7 +132,7 @@ def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int
 
 
 # the events whose fields the alerts read (onegc_tui/views/alerts.py); of the rest only seq, time and type
-ALERT_EVENT_TYPES = ("gpu", "process", "session_started", "checkpoint_scored", "warning", "session_ended")
+ALERT_EVENT_TYPES = ("checkpoint_scored", "warning", "session_ended")
 
 
 _ALERTS_SQL = (f"SELECT seq, ts, type, CASE WHEN type IN ({','.join(repr(t) for t in ALERT_EVENT_TYPES)}) THEN data END"
@@ -150,25 +158,6 @@ def budget_anchors(store: Store, sid: str) -> list[tuple[float, float]]:
         "SELECT ts, json_extract(data, '$.active_s') FROM events"
         " WHERE session_id=? AND type IN ('heartbeat', 'session_ended')", (sid,))
     return [(ts, float(active)) for ts, active in rows if active is not None]
-
-
-def training_pids(store: Store, sid: str) -> set[int]:
-    """The training processes of a session that started and have not ended."""
-    alive: set[int] = set()
-    for (data,) in store.conn.execute("SELECT data FROM events WHERE session_id=? AND type='process' ORDER BY seq", (sid,)):
-        p = json.loads(data)
-        if p.get("training", True):
-            (alive.add if p["action"] == "started" else alive.discard)(p["pid"])
-    return alive
-
-
-def last_activity(store: Store, sid: str, busy_pct: float) -> float | None:
-    """When a session last showed life: its newest transcript step or GPU sample above ``busy_pct``."""
-    c = store.conn
-    t = c.execute("SELECT ts FROM transcript WHERE session_id=? ORDER BY seq DESC LIMIT 1", (sid,)).fetchone()
-    g = c.execute("SELECT ts FROM gpu_samples WHERE session_id=? AND util_pct > ? ORDER BY seq DESC LIMIT 1",
-                  (sid, busy_pct)).fetchone()
-    return max([x[0] for x in (t, g) if x] or [None], key=lambda v: v or 0.0)
 
 
 # ----------------------------------------------------------------------------- transcript

@@ -118,6 +118,12 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN contended INTEGER;  -- runner/session/contention.py; NULL: not recorded
     ALTER TABLE sessions ADD COLUMN conditions TEXT;    -- its reasons, '; '-joined
     """,
+    # 8: the agent's output left out of the record past the session's caps (runner/wire/record_caps.py):
+    # lines and transcript events, and their bytes, summed over the `truncated` events
+    """
+    ALTER TABLE sessions ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN truncated_bytes INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

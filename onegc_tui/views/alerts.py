@@ -1,7 +1,8 @@
 """Which live events and states deserve a notification, and how a burst of them becomes a few.
 
 :class:`Alerts` turns ingested events and summary rows into :class:`Alert` records (a new best,
-a failed score, a blocked connection, an end, 10 % of the budget left, a stall, a dead runner);
+a failed score, a blocked connection, an end, 10 % of the budget left, a stall and its end, a
+dead runner);
 :class:`Coalescer` merges them into at most one :class:`Note` per kind every few seconds. Pure:
 the Textual app shows the notes, the tests drive both with a fixed clock.
 """
@@ -14,12 +15,11 @@ from typing import Literal
 
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import clock
-from onegc_tui.views.time_ledger import BUSY_UTIL_PCT
+from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
 from runner.wire.events import Event
 from runner.wire.summary import end_state
 from tasks import Direction, better
 
-STALL_S = 10 * 60.0  # a session is "stalled" after this long with no transcript, busy GPU or training process
 LOW_BUDGET_FRACTION = 0.10  # warn once when this share of the budget is left
 Severity = Literal["information", "warning", "error"]
 
@@ -29,7 +29,7 @@ class Alert:
     session_id: str
     message: str
     severity: Severity = "information"  # app.notify's severities
-    kind: str = "note"  # new_best, score_failed, network_blocked, ended, failed, low_budget, stalled, …
+    kind: str = "note"  # new_best, score_failed, network_blocked, ended, failed, low_budget, stalled, stall_cleared, …
 
 
 COALESCE_S = 5.0  # at most one notification of a kind this often: a study's 20 new bests are one toast
@@ -105,40 +105,21 @@ class Alerts:
     """Which live events and states deserve a notification, each at most once.
 
     ``feed`` sees every new event once, as the store has it (whoever ingested it: the live feed
-    reads them from SQLite, onegc_tui/views/live_feed.py); ``active`` is a transcript line's part of that, by its
-    time alone; ``check`` runs on a clock over the summary rows for what no single event says: 10 %
-    of the budget left, a stall, a runner that died."""
+    reads them from SQLite, onegc_tui/views/live_feed.py); ``check`` runs on a clock over the summary rows for
+    what no single event says: 10 % of the budget left, a runner that died.
 
-    def __init__(self, stall_s: float = STALL_S, direction: Callable[[str], Direction] = lambda sid: "higher"):
-        self.stall_s = stall_s
+    "Stalled" is the runner's word, never the monitor's guess: the runner warns after
+    runner.wire.defaults.STALL_S without a model response while no tool runs, and says when that
+    ends (runner/session/stall.py); the monitor shows both."""
+
+    def __init__(self, direction: Callable[[str], Direction] = lambda sid: "higher"):
         self.direction = direction  # sid -> the direction of the session's task
         self.best: dict[str, float] = {}  # best live score per session: only a new best is news
-        self.activity: dict[str, float] = {}  # last transcript / busy GPU / process event, epoch seconds
-        self.training: dict[str, set[int]] = {}  # training processes alive
         self.low_sent: set[str] = set()
-        self.stall_sent: set[str] = set()
         self.states: dict[str, str | None] = {}
 
-    def seed(self, sid: str, last_activity: float | None, training_pids: set[int]) -> None:
-        if last_activity is not None:
-            self.activity[sid] = max(self.activity.get(sid, 0.0), last_activity)
-        self.training[sid] = set(training_pids)
-
-    def active(self, sid: str, ts: float) -> None:
-        """The session did something at ``ts`` (a transcript line is this and no more)."""
-        self.activity[sid] = max(self.activity.get(sid, 0.0), ts)
-        self.stall_sent.discard(sid)
-
     def feed(self, sid: str, e: Event) -> list[Alert]:
-        if e.type == "transcript" or e.type == "gpu" and e.util_pct > BUSY_UTIL_PCT:
-            self.active(sid, e.ts)
-        elif e.type == "process" and e.training:
-            pids = self.training.setdefault(sid, set())
-            (pids.add if e.action == "started" else pids.discard)(e.pid)
-            self.active(sid, e.ts)
-        elif e.type == "session_started":
-            self.active(sid, e.ts)
-        elif e.type == "checkpoint_scored" and not e.official:
+        if e.type == "checkpoint_scored" and not e.official:
             if e.error:
                 return [Alert(sid, f"{sid}: {e.name} failed scoring: {e.error}", "error", "score_failed")]
             if e.value is not None:
@@ -151,6 +132,10 @@ class Alerts:
             return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning", "network_blocked")]
         elif e.type == "warning" and e.code in ("oom", "process_cap"):  # a cap of the session (runner/sandbox/caps.py)
             return [Alert(sid, f"{sid}: {e.message}", "warning", e.code)]
+        elif e.type == "warning" and e.code == STALL_WARNING:
+            return [Alert(sid, f"{sid} stalled: {e.message}", "warning", "stalled")]
+        elif e.type == "warning" and e.code == STALL_CLEARED:
+            return [Alert(sid, f"{sid}: {e.message}", "information", "stall_cleared")]
         elif e.type == "session_ended":
             self.states[sid] = end_state(e.reason)
             score = f"score {e.score:.4f}" if e.score is not None else "no score"
@@ -175,11 +160,5 @@ class Alerts:
                 self.low_sent.add(sid)
                 out.append(Alert(sid, f"{sid}: {LOW_BUDGET_FRACTION:.0%} of the budget left ({clock(left.remaining_now(now))})",
                                  "warning", "low_budget"))
-            last = self.activity.get(sid) or row.get("started_ts")
-            if (last is not None and now - last >= self.stall_s and not self.training.get(sid)
-                    and sid not in self.stall_sent):
-                self.stall_sent.add(sid)
-                out.append(Alert(sid, f"{sid} looks stalled: no transcript, GPU activity or training process "
-                                      f"for {clock(now - last)}", "warning", "stalled"))
         return out
 

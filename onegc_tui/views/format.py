@@ -22,6 +22,15 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def fmt_bytes(n: int | None) -> str:
+    """A byte count in the unit that reads best (``512 B``, ``3.2 MB``, ``1.4 GB``; decimal units)."""
+    n = n or 0
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
 def clock(seconds: float | None, coarse: bool = False) -> str:
     """A time span: ``05:07``, ``1:02:03``; ``--:--`` when unknown. ``coarse``: from
     :data:`COARSE_FROM_S` on, whole minutes (``2h00m``, ``42m``), seconds near the end."""

@@ -3,7 +3,7 @@
 One object, no UI: the monitor (onegc_tui/app/app.py) reads it each second and hands the rows to
 the dashboard's table and the alerts to its notifications; ``onegc run --plain``
 (onegc_tui/cli/plain.py) reads it beside its event lines and prints what the events alone do not
-say (the budget running low, a stall, a runner that died). Shaped as nvitop's collector: the
+say (the budget running low). Shaped as nvitop's collector: the
 feed collects, each display draws.
 
 A look (:meth:`LiveFeed.read`) costs a ``data_version`` read unless something was committed, and
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
-from onegc_tui.views import monitor_data
 from onegc_tui.views.alerts import Alert, Alerts
 from runner.wire.events import parse_event
 from tasks import direction_of
@@ -81,8 +80,8 @@ class LiveFeed:
         return look
 
     def due(self, now: float) -> list[Alert]:
-        """What no single event says, on a clock: 10 % of the budget left, a stall, a runner that
-        died (over the running sessions and those changed since the last call)."""
+        """What no single event says, on a clock: 10 % of the budget left, a runner that died (over
+        the running sessions and those changed since the last call)."""
         watched = self._unchecked | self.running
         self._unchecked = set()
         return self.alerts.check({sid: self.rows[sid] for sid in watched if sid in self.rows}, now)
@@ -92,9 +91,6 @@ class LiveFeed:
             self._alerted[sid] = row.get("last_seq") or 0
             if row.get("best_live") is not None:
                 self.alerts.best[sid] = row["best_live"]
-        if row["state"] in ("running", "paused"):
-            last, alive = monitor_data.activity(store, sid)
-            self.alerts.seed(sid, last, alive)
         self.alerts.states[sid] = row["state"]
 
     def _alerts_from_store(self, store: Store, sid: str, row: dict) -> list[Alert]:
@@ -105,10 +101,8 @@ class LiveFeed:
             return []
         out: list[Alert] = []
         rows = store_queries.events_for_alerts(store, sid, after, ALERT_READ_MAX)
-        for _seq, ts, kind, data in rows:
-            if data is None:
-                if kind == "transcript":
-                    self.alerts.active(sid, ts)
+        for _seq, _ts, _type, data in rows:
+            if data is None:  # not an event the alerts read
                 continue
             try:
                 event = parse_event(data)

@@ -1,5 +1,5 @@
-"""What the monitor reads, as records: the matrix input, the transcript pane's lines, activity
-for stall alerts, and one session's timeline for the detail and replay screens.
+"""What the monitor reads, as records: the matrix input, the transcript pane's lines, and one
+session's timeline for the detail and replay screens.
 
 Each function takes a ``Store`` opened on the calling thread (one connection per thread); the SQL
 is in onegc_tui/store/queries.py, and nothing here imports textual.
@@ -20,7 +20,7 @@ from onegc_tui.views.time_ledger import (
     Activity,
     GpuSplit,
     UtilSample,
-    activities_from_events,
+    activities_in_order,
     gpu_time_split,
 )
 from onegc_tui.views.timeline import BudgetAxis, Timeline
@@ -139,14 +139,6 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     return lines[-limit:]
 
 
-# ----------------------------------------------------------------------------- alerts
-
-
-def activity(store: Store, sid: str) -> tuple[float | None, set[int]]:
-    """Last sign of life (transcript step, busy GPU sample) and the training processes alive, for stall alerts."""
-    return sql.last_activity(store, sid, BUSY_UTIL_PCT), sql.training_pids(store, sid)
-
-
 # ----------------------------------------------------------------------------- one session's timeline
 
 
@@ -187,9 +179,10 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     split: GpuSplit | None = None
     acts: tuple[Activity, ...] = ()
     if analytics:
-        events = [parse_event(d) for d in sql.event_data(store, sid, ACTIVITY_TYPES)]
+        # streamed in the order of seq (the runner's clock, by one writer): a flooded record is read once
+        events = (parse_event(d) for d in sql.stream_event_data(store, sid, ACTIVITY_TYPES))
         end_ts = None if row.get("ended_ts") else now
-        acts = tuple(activities_from_events(events, end_ts=end_ts))
+        acts = tuple(activities_in_order(events, end_ts=end_ts))
         window = (row["started_ts"], row.get("ended_ts") or now) if row.get("started_ts") else None
         split = gpu_time_split([UtilSample(ts, util, g or 0) for ts, util, g in gpu_rows], acts, window=window)
     return Timeline(row=row, budget_s=budget_s, direction=direction, metric=metric, checkpoints=ckpts, gpu=gpu,

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from onegc_tui.views.countdown import Countdown
-from onegc_tui.views.format import bar, clock, fmt_cost, fmt_score, fmt_tokens, short_task
+from onegc_tui.views.format import bar, clock, fmt_bytes, fmt_cost, fmt_score, fmt_tokens, short_task
 
 ELLIPSIS = "…"
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
@@ -120,6 +120,19 @@ def integrity_note(row: dict) -> str | None:
     return "; ".join(notes) or None
 
 
+TRUNCATED_MARK = "✂"
+
+
+def truncation_note(row: dict) -> str | None:
+    """What of the agent's output the record left out past the session's caps (`truncated` events,
+    runner/wire/record_caps.py), or None: the record is whole."""
+    n = row.get("truncated") or 0
+    if not n:
+        return None
+    return (f"record cut: {n:,} line{'s' if n != 1 else ''} of the agent's output ({fmt_bytes(row.get('truncated_bytes'))}) "
+            "left out past the session's caps")
+
+
 def left_cell(row: dict, now: float | None = None) -> str:
     """The "left" column of a summary row: the budget left (a bar and the time), or why it ended."""
     if row.get("state") in ("ended", "failed"):
@@ -135,7 +148,8 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
     started = row.get("started_ts")
     return {
         "mark": "",
-        "session": (f"{INTEGRITY_MARK} " if integrity_note(row) else "") + row["session_id"],
+        "session": (f"{INTEGRITY_MARK} " if integrity_note(row) else "")
+                   + (f"{TRUNCATED_MARK} " if row.get("truncated") else "") + row["session_id"],
         "task": short_task(row.get("task")),
         "agent": row.get("agent") or "",
         "model": row.get("model") or "-",

@@ -204,62 +204,83 @@ def activities_from_events(events: Iterable[TimedEvent], end_ts: float | None = 
 
     The timeline ends at ``session_ended`` or ``end_ts`` (for a live session: now).
     """
-    evs = sorted(events, key=lambda e: (e.ts, e.seq))
-    if not evs:
-        return []
-    start = next((e.ts for e in evs if isinstance(e, SessionStarted)), evs[0].ts)
-    end = next((e.ts for e in evs if isinstance(e, SessionEnded)), None)
-    end = end if end is not None else (end_ts if end_ts is not None else evs[-1].ts)
+    return activities_in_order(sorted(events, key=lambda e: (e.ts, e.seq)), end_ts)
+
+
+def activities_in_order(events: Iterable[TimedEvent], end_ts: float | None = None) -> list[Activity]:
+    """:func:`activities_from_events` of events already in ``(ts, seq)`` order, read once: the
+    record of a session of any size is streamed (issue 38: a flooded session's millions of
+    transcript events), and what is held is its activities, a stretch of one kind being one
+    activity however many events it spans."""
+    start = end = last_ts = agent_start = None
+    talk: list[Activity] = []  # model thinking / tool running, from the transcript (cut at the end)
     out: list[Activity] = []
-
-    # model thinking / tool running, from the transcript
-    agent_start = next((e.ts for e in evs if isinstance(e, AgentStarted)), None)
-    transcript = [e for e in evs if isinstance(e, TranscriptEvent)]
-    cursor = agent_start if agent_start is not None else (transcript[0].ts if transcript else None)
+    cursor: float | None = None
     open_calls: list[str | None] = []
-    if cursor is not None:
-        for t in transcript:
-            if t.ts > cursor:
-                out.append(
-                    Activity(cursor, min(t.ts, end), "tool_running" if open_calls else "model_thinking")
-                )
-            cursor = max(cursor, t.ts)
-            if t.kind == "tool_call":
-                open_calls.append(t.call_id)
-            elif t.kind == "tool_result" and open_calls:
-                if t.call_id in open_calls:
-                    open_calls.remove(t.call_id)
-                elif t.call_id is None:
-                    open_calls.pop(0)
-        if cursor < end:
-            out.append(Activity(cursor, end, "tool_running" if open_calls else "model_thinking"))
-
-    # no training process alive
     alive: set[int] = set()
-    idle_from = start
-    for p in (e for e in evs if isinstance(e, ProcessEvent) and e.training):
-        if p.action == "started":
-            if not alive and p.ts > idle_from:
-                out.append(Activity(idle_from, p.ts, "no_training_process"))
-            alive.add(p.pid)
-        else:
-            alive.discard(p.pid)
-            if not alive:
-                idle_from = p.ts
+    idle_from: float | None = None
+    processes_seen = False
+    paused_at: float | None = None
+    for e in events:
+        start = e.ts if start is None else start
+        last_ts = e.ts
+        if isinstance(e, SessionStarted) and not processes_seen:
+            start = idle_from = e.ts
+        elif isinstance(e, SessionEnded) and end is None:
+            end = e.ts
+        elif isinstance(e, AgentStarted) and agent_start is None:
+            agent_start = e.ts
+            talk.clear()  # the agent's time begins here (transcript lines dated before it add nothing)
+            cursor = e.ts if cursor is None else max(cursor, e.ts)
+        elif isinstance(e, TranscriptEvent):
+            cursor = e.ts if cursor is None else cursor
+            if e.ts > cursor:
+                _extend(talk, cursor, e.ts, "tool_running" if open_calls else "model_thinking")
+            cursor = max(cursor, e.ts)
+            if e.kind == "tool_call":
+                open_calls.append(e.call_id)
+            elif e.kind == "tool_result" and open_calls:
+                if e.call_id in open_calls:
+                    open_calls.remove(e.call_id)
+                elif e.call_id is None:
+                    open_calls.pop(0)
+        elif isinstance(e, ProcessEvent) and e.training:  # no training process alive
+            processes_seen = True
+            idle_from = start if idle_from is None else idle_from
+            if e.action == "started":
+                if not alive and e.ts > idle_from:
+                    out.append(Activity(idle_from, e.ts, "no_training_process"))
+                alive.add(e.pid)
+            else:
+                alive.discard(e.pid)
+                if not alive:
+                    idle_from = e.ts
+        elif isinstance(e, BudgetEvent):  # paused budget
+            if e.state == "paused" and paused_at is None:
+                paused_at = e.ts
+            elif e.state != "paused" and paused_at is not None:
+                out.append(Activity(paused_at, e.ts, "paused"))
+                paused_at = None
+    if start is None or last_ts is None:
+        return []
+    end = end if end is not None else (end_ts if end_ts is not None else last_ts)
+    if cursor is not None and cursor < end:
+        _extend(talk, cursor, end, "tool_running" if open_calls else "model_thinking")
+    talk = [Activity(a.start, min(a.end, end), a.kind) for a in talk]
+    idle_from = start if idle_from is None else idle_from
     if not alive and idle_from < end:
         out.append(Activity(idle_from, end, "no_training_process"))
-
-    # paused budget
-    paused_at: float | None = None
-    for b in (e for e in evs if isinstance(e, BudgetEvent)):
-        if b.state == "paused" and paused_at is None:
-            paused_at = b.ts
-        elif b.state != "paused" and paused_at is not None:
-            out.append(Activity(paused_at, b.ts, "paused"))
-            paused_at = None
     if paused_at is not None and paused_at < end:
         out.append(Activity(paused_at, end, "paused"))
-    return [a for a in out if a.end > a.start]
+    return [a for a in talk + out if a.end > a.start]
+
+
+def _extend(acts: list[Activity], start: float, end: float, kind: ActivityKind) -> None:
+    """Add ``[start, end)`` of ``kind``, as a longer last activity where it goes on from it."""
+    if acts and acts[-1].kind == kind and acts[-1].end == start:
+        acts[-1] = Activity(acts[-1].start, end, kind)
+    else:
+        acts.append(Activity(start, end, kind))
 
 
 def count_scripts(events: Iterable[TimedEvent]) -> int:

@@ -18,7 +18,8 @@ from runner.wire.events import Event
 KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "progress": "⏱", "usage": "$", "result": "■",
               "error": "✖", "raw": "·"}
 # the marks of the harness's own lines in the transcript pane (event_line)
-EVENT_MARKS = {"warning": "⚠", "checkpoint_scored": "★", "control": "⏯", "process": "⚙", "session_ended": "■"}
+EVENT_MARKS = {"warning": "⚠", "checkpoint_scored": "★", "control": "⏯", "process": "⚙", "session_ended": "■",
+               "truncated": "✂"}
 # what each mark in the transcript pane means (the help screen shows this; a test keeps it complete)
 MARK_LEGEND: dict[str, str] = {
     "»": "the agent's text", "…": "the agent thinking", "▶": "a tool call [tool]", "◀": "its result [exit code]",
@@ -26,6 +27,7 @@ MARK_LEGEND: dict[str, str] = {
     "$": "token usage (not shown as a line)", "⚠": "a warning from the harness (blocked network, no GPU…)",
     "★": "a checkpoint scored (ERROR: scoring failed)", "⏯": "pause/resume/abort, accepted or refused",
     "⚙": "a training script started or ended", "⏱": "a tool still running (one line per tool, updated)",
+    "✂": "the agent's output past the session's record caps, left out and counted",
 }
 
 
@@ -92,9 +94,19 @@ def event_words(event: Event) -> Wording | None:
         return Wording("WARNING", f"{event.code}{times}: {event.message}")
     if event.type == "session_ended":
         return ended_words(event.reason, event.score, event.detail)
+    if event.type == "truncated":  # runner/wire/record_caps.py
+        return Wording("record cap reached:", truncated_words(event.stream, event.dropped, event.dropped_bytes, event.final))
     if event.type == "conditions":  # runner/session/contention.py
         return Wording("conditions:", "CONTENDED: " + "; ".join(event.reasons) if event.contended else "clean")
     return None
+
+
+def truncated_words(stream: str, dropped: int, dropped_bytes: int, final: bool) -> str:
+    """What a ``truncated`` event counts (runner/wire/record_caps.py)."""
+    what = {"transcript": "transcript events not recorded", "stdout": "stdout lines not copied to agent.stdout.jsonl",
+            "stderr": "stderr lines not copied to agent.stderr.log"}.get(stream, f"{stream} lines not recorded")
+    more = " (the last count, at the session's end)" if final else ""
+    return f"{dropped:,} more {what} ({dropped_bytes:,} bytes){more}"
 
 
 def ended_words(reason: str, score: float | None, detail: str) -> Wording:
@@ -102,7 +114,7 @@ def ended_words(reason: str, score: float | None, detail: str) -> Wording:
     return Wording("ended:", f"{reason}{f', score {fmt_score(score)}' if score is not None else ', no score'} ({detail})")
 
 
-PANE_EVENT_TYPES = ("transcript", "warning", "checkpoint_scored", "control", "process", "session_ended")
+PANE_EVENT_TYPES = ("transcript", "warning", "checkpoint_scored", "control", "process", "session_ended", "truncated")
 
 
 def event_line(event: Event) -> str | None:

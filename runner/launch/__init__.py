@@ -1,5 +1,6 @@
 """Starting sessions and finding their runners again.
 
-The one start path (``onegc run``, ``demo``, the monitor's form, ``study``), spawning, launcher
-records, abort, the local GPU queue, Slurm, reconciliation and studies.
+The one start request and start path (``onegc run``, ``demo``, the monitor's form, ``baseline``,
+``study``), spawning, launcher records, abort, the local GPU queue, Slurm, reconciliation and
+studies.
 """

@@ -25,6 +25,7 @@ from runner.errors import OnegcError
 from runner.scoring.selection_gap import BASELINE_STUDY
 
 if TYPE_CHECKING:
+    from runner.launch.request import StartRequest
     from runner.wire.paths import SessionPaths
     from tasks import TaskSpec
 
@@ -71,30 +72,26 @@ def next_repeat(runs: Path, label: str, short: str) -> int:
     return k
 
 
-def start_baseline_sessions(home: Path, spec: TaskSpec, repeats: int, budget_s: float, gpus: str | None,
+def baseline_request(spec: TaskSpec, repeats: int, budget_s: float | None, gpus: str | None,
+                     constants: dict[str, object]) -> StartRequest:
+    """The start request of ``repeats`` baseline sessions (runner/launch/request.py): the command
+    agent running ``train.py`` (with ``constants``), under the study ``baseline``, with every
+    default and check of any other start (its network policy: the command agent's)."""
+    from runner.launch.request import make_request
+
+    return make_request(task=spec.id, agent="command", repeats=repeats, budget_s=budget_s, gpus=gpus,
+                        command=tuple(baseline_command(constants)), study=BASELINE_STUDY)
+
+
+def start_baseline_sessions(home: Path, spec: TaskSpec, repeats: int, budget_s: float | None, gpus: str | None,
                             constants: dict[str, object], label: str = "train") -> list[SessionPaths]:
-    """Create and launch ``repeats`` baseline sessions (the checks of runner/launch/start.py first)."""
-    from runner.launch.local import gpu_slots
-    from runner.launch.spawn import create_session
-    from runner.launch.start import ensure_prepared, ensure_sandbox, launch_local
-    from runner.wire.defaults import default_network
+    """Create and launch ``repeats`` baseline sessions (``budget_s`` None: the task's budget),
+    numbered on from the label's last repeat, through runner/launch/start.py like any start."""
+    from runner.launch.start import start_sessions
     from runner.wire.paths import runs_dir
-    from runner.wire.session_config import SessionConfig
 
     if not LABEL_RE.match(label):
         raise OnegcError(f"--label {label!r}: use letters, digits, '.', '_' or single '-'")
-    ensure_prepared(spec, home)
-    ensure_sandbox(True)
-    command = baseline_command(constants)
-    slots = gpu_slots(gpus)
-    queued = repeats > 1
-    first = next_repeat(runs_dir(home), label, spec.short)
-    started = []
-    for k in range(first, first + repeats):
-        config = SessionConfig(session_id=f"{BASELINE_STUDY}--{label}--{spec.short}--r{k}", task=spec.id,
-                               agent="command", model=None, repeat=k, study=BASELINE_STUDY, budget_s=budget_s,
-                               gpu=None if queued else slots[0], command=command, network=default_network("command"),
-                               sealed=True)
-        started.append(create_session(config, home))
-    launch_local(home, started, slots, queued=queued)
-    return started
+    request = baseline_request(spec, repeats, budget_s, gpus, constants)
+    return start_sessions(home, request, lambda k: f"{BASELINE_STUDY}--{label}--{spec.short}--r{k}",
+                          first_repeat=next_repeat(runs_dir(home), label, spec.short))

@@ -1,18 +1,20 @@
 """Starting sessions: the one path by which ``onegc run``, ``onegc demo``, the monitor's
-new-session form and ``onegc study`` start sessions: the checks, then the session folders, then
-the launch (at once, or through the local GPU queue, whose daemon starts each runner as
+new-session form, ``onegc baseline`` and ``onegc study`` start sessions, each from start requests
+(runner/launch/request.py): the checks, then the session folders, then the launch (at once, or
+through the local GPU queue, whose daemon starts each runner as
 :func:`runner.launch.spawn.start_recorded` does for one started at once).
 
 Everything is checked before anything is created (the agent known and usable, the task's data
-prepared, the sandbox available unless the session is unsealed), so a refusal is one line and
-leaves no folder behind. One session starts at once; several go through the local GPU queue.
+prepared, the sandbox available unless the session is unsealed, the network policy, the GPUs
+asked for), so a refusal is one line and leaves no folder behind. One session starts at once;
+several go through the local GPU queue.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,7 @@ from runner.errors import OnegcError
 from runner.wire.paths import data_root, is_prepared
 
 if TYPE_CHECKING:
+    from runner.launch.request import StartRequest
     from runner.wire.paths import SessionPaths
     from runner.wire.session_config import SessionConfig
     from tasks import TaskSpec
@@ -60,33 +63,42 @@ def ensure_sandbox(sealed: bool, unsealed_hint: str | None = None) -> None:
         raise OnegcError(detail.replace("run with --unsealed", unsealed_hint) if unsealed_hint else detail)
 
 
-def ensure_agent(agent: str, model: str | None, command: list[str]) -> None:
-    """The adapter exists, and what ``onegc doctor`` checks holds: the CLI found, its credentials
-    set, a model given where the adapter needs one (runner/agents/preflight.py)."""
-    from runner.agents import ADAPTERS
+def ensure_agent(agent: str, model: str | None) -> None:
+    """What ``onegc doctor`` checks holds: the agent's CLI found, its credentials set, a model
+    given where the adapter needs one (runner/agents/preflight.py). The agent's name and a command
+    agent's command line are the request's own checks (runner/launch/request.py)."""
     from runner.agents.preflight import preflight
 
-    if agent not in ADAPTERS:
-        raise OnegcError(f"unknown agent '{agent}': choose one of {', '.join(ADAPTERS)}")
-    if agent == "command" and not command:
-        raise OnegcError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
     preflight(agent, model)
 
 
-def check_start(home: Path, specs: Sequence[TaskSpec], *, sealed: bool, networks: Iterable[str] = (),
-                prepare: bool = False, unsealed_hint: str | None = None, open_hint: str | None = None) -> None:
-    """What every start checks before it creates anything: each task's data prepared (``prepare``:
-    a CPU task makes its own, as ``onegc run`` of the demo does), the sandbox for sealed sessions,
-    and a network namespace for each confined policy in ``networks`` (runner/launch/network_choice.py).
-    The agents are checked apart (:func:`ensure_agent`): a study on Slurm has its CLIs on the
-    compute nodes."""
+def check_requests(home: Path, requests: Sequence[StartRequest], *, local: bool = True, prepare: bool = True,
+                   agents: bool = True, unsealed_hint: str | None = None,
+                   open_hint: str | None = None) -> list[str | None]:
+    """What every start checks before it creates anything, for each request
+    (runner/launch/request.py): its agent usable (:func:`ensure_agent`; ``agents`` False where the
+    caller asked already: ``onegc study`` does before a local launch, each agent named by its
+    label), its task's data prepared (``prepare``: a CPU task makes its own, as a person's start
+    of the demo does; a study only checks, its sessions planned against prepared data). Where the
+    sessions run here (``local``), also the sandbox for sealed sessions, a network namespace for
+    each confined policy (runner/launch/network_choice.py) and the GPUs asked for
+    (runner/launch/local.py); on Slurm the compute nodes have their own, and the agents' CLIs are
+    theirs too. Returns the local GPU slots of the first request (``[]`` where not local)."""
+    from runner.launch.local import gpu_slots
     from runner.launch.network_choice import ensure_network
 
-    for spec in specs:
+    if local and agents:
+        for agent, model in dict.fromkeys((r.agent, r.model) for r in requests):
+            ensure_agent(agent, model)
+    for spec in {req.task: req.spec for req in requests}.values():
         (ensure_prepared if prepare else check_prepared)(spec, home)
-    ensure_sandbox(sealed, unsealed_hint)
-    for policy in dict.fromkeys(networks):
+    if not local:
+        return []
+    ensure_sandbox(any(req.sealed for req in requests), unsealed_hint)
+    for policy in dict.fromkeys(req.network for req in requests):
         ensure_network(policy, *([open_hint] if open_hint else []))
+    slots = [gpu_slots(req.gpus) for req in requests]
+    return slots[0] if slots else gpu_slots()
 
 
 def create_sessions(home: Path, configs: Sequence[SessionConfig]) -> list[SessionPaths]:
@@ -96,28 +108,17 @@ def create_sessions(home: Path, configs: Sequence[SessionConfig]) -> list[Sessio
     return [create_session(config, home) for config in configs]
 
 
-def start_sessions(home: Path, spec: TaskSpec, agent: str, model: str | None, repeats: int, budget_s: float,
-                   gpus: str | None, command: list[str], pace_s: float, network: str | None = None,
-                   sealed: bool = True, memory_bytes: int | None = None,
-                   max_processes: int | None = None,
-                   cost_limit_usd: float | None = None) -> list[SessionPaths]:
-    """Check, then create the sessions; one starts at once, several go through the local GPU queue."""
-    from runner.launch.local import gpu_slots
-    from runner.wire.defaults import default_network, new_session_id
-    from runner.wire.session_config import SessionConfig
+def start_sessions(home: Path, request: StartRequest, session_id: Callable[[int], str] | None = None,
+                   first_repeat: int = 1) -> list[SessionPaths]:
+    """Check, then create the request's sessions (``session_id(k)`` names repeat ``k``; default a
+    fresh dated id); one starts at once, several go through the local GPU queue."""
+    from runner.wire.defaults import new_session_id
 
-    ensure_agent(agent, model, command)
-    network = network or default_network(agent)
-    check_start(home, [spec], sealed=sealed, networks=[network], prepare=True)
-    command = [absolute_if_file(a) for a in command]
-    slots = gpu_slots(gpus)
-    queued = repeats > 1
-    configs = [SessionConfig(session_id=new_session_id(spec.short, agent, k), task=spec.id, agent=agent, model=model,
-                             repeat=k, budget_s=budget_s, gpu=None if queued else slots[0], command=command,
-                             pace_s=pace_s, network=network, sealed=sealed,
-                             memory_bytes=memory_bytes, max_processes=max_processes,
-                             cost_limit_usd=cost_limit_usd)
-               for k in range(1, repeats + 1)]
+    slots = check_requests(home, [request])
+    name = session_id or (lambda k: new_session_id(request.spec.short, request.agent, k))
+    queued = request.repeats > 1
+    configs = [request.config(name(k), k, None if queued else slots[0])
+               for k in range(first_repeat, first_repeat + request.repeats)]
     started = create_sessions(home, configs)
     launch_local(home, started, slots, queued=queued)
     return started
@@ -139,6 +140,11 @@ def launch_local(home: Path, sessions: Sequence[SessionPaths], slots: list[str |
     for paths in sessions:
         local.enqueue(paths, **record)
     local.start_daemon(home, slots)
+
+
+def absolute_command(command: Sequence[str]) -> tuple[str, ...]:
+    """A person's command line for the command agent, each file argument made absolute."""
+    return tuple(absolute_if_file(a) for a in command)
 
 
 def absolute_if_file(arg: str) -> str:

@@ -43,9 +43,10 @@ from runner.duration import to_minutes
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.launch.records import has_started, read_record, session_ended
+from runner.launch.request import MAX_REPEATS, StartRequest, make_request
 from runner.launch.slurm import SlurmOptions
 from runner.sandbox.caps import parse_size
-from runner.wire.defaults import GRACE_S, NetworkPolicy, default_network
+from runner.wire.defaults import GRACE_S, NetworkPolicy
 from runner.wire.paths import SessionPaths, runs_dir
 from runner.wire.session_config import SessionConfig
 
@@ -149,7 +150,7 @@ class StudySpec(BaseModel):
     name: str
     tasks: list[str] = Field(min_length=1)
     agents: list[AgentSpec] = Field(min_length=1)
-    repeats: int = Field(default=1, ge=1)
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)  # the start request's bound (runner/launch/request.py)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
     network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, none for scripted/command
     unsealed: bool = False  # agents without their sandbox: recorded in every contract, flagged in results
@@ -238,31 +239,38 @@ class Planned:
         return self.config.session_id
 
 
+def requests(study: StudySpec, gpus: str | None = None) -> dict[tuple[str, str], StartRequest]:
+    """Each task × agent of the study as one start request (runner/launch/request.py), by (task
+    short, agent label): the study's budget for the task where it gives one, else the request's
+    default (the task's own). ``gpus``: where a local launch runs them (default the launcher's)."""
+    from tasks import get_task
+
+    out = {}
+    for short in study.tasks:
+        spec = get_task(short)
+        minutes = study.budget.tasks.get(short) or study.budget.tasks.get(spec.id) or study.budget.minutes
+        for agent in study.agents:
+            extra = {"pace_s": agent.pace_s} if agent.pace_s is not None else {}
+            try:
+                out[(short, agent.key)] = make_request(
+                    task=spec.id, agent=agent.adapter, model=agent.model, repeats=study.repeats, study=study.name,
+                    budget_s=minutes * 60 if minutes else None, grace_s=study.budget.grace_s, network=study.network,
+                    gpus=gpus if gpus is not None else study.launcher.gpus, sealed=not study.unsealed,
+                    command=tuple(agent.command), agent_args=tuple(agent.args), cost_limit_usd=study.budget.cost_usd,
+                    memory_bytes=parse_size(study.memory) if study.memory is not None else None,
+                    max_processes=study.max_processes, **extra)
+            except OnegcError as exc:
+                raise StudyError(f"agent {agent.key} on {short}: {exc}") from None
+    return out
+
+
 def plan(study: StudySpec) -> list[Planned]:
     """Every session of the study, repeat-major: all cells get a first repeat before any a second,
     so a study stopped half-way still covers every agent × task."""
-    from tasks import get_task
-
-    out = []
-    for k in range(1, study.repeats + 1):
-        for short in study.tasks:
-            spec = get_task(short)
-            minutes = study.budget.tasks.get(short) or study.budget.tasks.get(spec.id) or study.budget.minutes \
-                or spec.budget_minutes
-            for agent in study.agents:
-                extra = {"pace_s": agent.pace_s} if agent.pace_s is not None else {}
-                if study.memory is not None:
-                    extra["memory_bytes"] = parse_size(study.memory)
-                if study.max_processes is not None:
-                    extra["max_processes"] = study.max_processes
-                config = SessionConfig(
-                    session_id=session_id(study.name, agent.key, short, k), task=spec.id, agent=agent.adapter,
-                    model=agent.model, repeat=k, study=study.name, budget_s=minutes * 60,
-                    grace_s=study.budget.grace_s, network=study.network or default_network(agent.adapter),
-                    command=list(agent.command), agent_args=list(agent.args), sealed=not study.unsealed,
-                    cost_limit_usd=study.budget.cost_usd, **extra)
-                out.append(Planned(agent.key, short, k, config))
-    return out
+    cells = requests(study)
+    return [Planned(agent.key, short, k, cells[(short, agent.key)].config(session_id(study.name, agent.key, short, k),
+                                                                          k, gpu=None))
+            for k in range(1, study.repeats + 1) for short in study.tasks for agent in study.agents]
 
 
 # ---------------------------------------------------------------------- the survey
@@ -358,18 +366,18 @@ class LaunchReport:
     where: str = ""
 
 
-def check_start(study: StudySpec, home: Path, kind: str) -> None:
-    """What ``onegc run`` checks before it creates anything (runner/launch/start.py): every task's
-    data prepared before hundreds of sessions fail on it, and for a local study the sandbox (when
-    sealed) and each agent's network policy (on Slurm the compute nodes have their own)."""
+def check_start(study: StudySpec, home: Path, kind: str, gpus: str | None = None) -> list[str | None]:
+    """What ``onegc run`` checks before it creates anything (runner/launch/start.py), for every
+    request of the study: every task's data prepared before hundreds of sessions fail on it, and
+    for a local study the sandbox (when sealed), each agent's network policy and the GPUs (on
+    Slurm the compute nodes have their own). The agents are asked apart (:func:`check_agents`).
+    Returns the local GPU slots."""
     from runner.launch import start
-    from tasks import get_task
 
     try:
-        start.check_start(home, [get_task(short) for short in study.tasks],
-                          sealed=kind == "local" and not study.unsealed,
-                          networks=[study.network or default_network(a.adapter) for a in study.agents] if kind == "local" else [],
-                          unsealed_hint="set unsealed = true in the study", open_hint='set network = "open" in the study')
+        return start.check_requests(home, list(requests(study, gpus).values()), local=kind == "local", prepare=False,
+                                    agents=False, unsealed_hint="set unsealed = true in the study",
+                                    open_hint='set network = "open" in the study')
     except StudyError:
         raise
     except OnegcError as exc:
@@ -385,7 +393,7 @@ def check_agents(study: StudySpec) -> None:
 
     for agent in study.agents:
         try:
-            ensure_agent(agent.adapter, agent.model, agent.command)
+            ensure_agent(agent.adapter, agent.model)
         except OnegcError as exc:
             raise StudyError(f"agent {agent.key}: {exc}") from None
 
@@ -399,11 +407,9 @@ def launch(study: StudySpec, home: Path, *, gpus: str | None = None, kind: str |
     home = Path(home).resolve()
     runs = runs_dir(home)
     runs.mkdir(parents=True, exist_ok=True)
-    check_start(study, home, kind)
+    slots = check_start(study, home, kind, gpus)  # local: one session per GPU, or [None] for the CPU
     if kind == "slurm" and not slurm.available():
         raise StudyError("sbatch not found: run the study on a Slurm login node, or set launcher.kind = \"local\"")
-    # local: one session per GPU, or [None] for the CPU
-    slots = local.gpu_slots(gpus if gpus is not None else study.launcher.gpus) if kind == "local" else []
     report = LaunchReport()
     to_launch: list[SessionPaths] = []
     with local.book_lock(runs):  # the local queue must not start a session while we rewrite it

@@ -2,8 +2,10 @@
 
 The watcher sees ``checkpoints/*.pt`` appear (watchdog, plus a periodic rescan so nothing is
 missed), and at once copies the checkpoint and freezes the workspace's ``*.py`` into
-``snapshots/<name>-<k>/`` (each version its own copy: a later save under the same name, or an
-edit of the file in place, leaves the frozen one intact). :class:`ScoreQueue` scores them in
+``snapshots/<name>-<k>/`` (each version its own snapshot: a later save under the same name, or an
+edit of the file in place, leaves the frozen one intact; their bytes are stored once, by content,
+runner/scoring/snapshots.py). A checkpoint that cannot be snapshotted (the session's snapshot cap,
+the disk's floor, an error) is reported by a warning naming it and why, never skipped silently. :class:`ScoreQueue` scores them in
 order with the sealed scorer (runner/scoring/scorer.py).
 """
 
@@ -31,22 +33,30 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
+from runner.scoring.official import WINDOW_S
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer
-from runner.scoring.snapshots import OPEN_UNTRUSTED, snapshot_code
+from runner.scoring.snapshots import (
+    OPEN_UNTRUSTED,
+    SNAPSHOT_CAP_BYTES,
+    SNAPSHOT_CKPT,
+    SnapshotRefused,
+    SnapshotStore,
+    snapshot_code,
+    write_manifest,
+)
 
 SETTLE_S = 0.5  # a file written in place (not by rename) must keep its size this long
 RESCAN_S = 3.0  # safety net behind the observer
-SNAPSHOT_CKPT = "checkpoint.pt"
 # The largest honest checkpoint of these tasks (a ViT-B backbone with its head, fp32) is well
 # under 1 GiB; a file this size is refused rather than copied (disk, and the copy's time).
 MAX_CHECKPOINT_BYTES = 16 << 30
 # A checkpoint's budget time is when the runner first saw it; its mtime (which the agent sets)
 # may move it earlier by at most the time the watcher can take to notice a file.
 DISCOVERY_SLACK_S = RESCAN_S + SETTLE_S + 1.0
-COPY_CHUNK = 8 << 20
 # "Dated before the session" allows for the wall clock stepping back (seen here: by 27 s): an
 # honest new file must never be refused, and a stolen one is minutes or hours old.
 PREDATES_SLACK_S = 600.0
+MAX_LIVE_BACKLOG = 4  # checkpoints waiting for the live scorer before the backlog is thinned (ScoreQueue)
 
 
 @dataclass(frozen=True)
@@ -82,10 +92,12 @@ class CheckpointWatcher:
 
     def __init__(self, checkpoints: Path, workspace: Path, snapshots: Path,
                  on_found: Callable[[FoundCheckpoint], None], polling: bool = False,
-                 on_warning: Callable[[str], object] | None = None, started_at: float | None = None):
+                 on_warning: Callable[[str], object] | None = None, started_at: float | None = None,
+                 snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES):
         self.checkpoints = checkpoints
         self.workspace = workspace
         self.snapshots = snapshots
+        self.store = SnapshotStore(snapshots, snapshot_cap_bytes)
         self.on_found = on_found
         self.on_warning = on_warning or (lambda _m: None)
         self.started_at = started_at if started_at is not None else time.time()
@@ -188,14 +200,19 @@ class CheckpointWatcher:
         snap.mkdir(parents=True, exist_ok=True)
         frozen = snap / SNAPSHOT_CKPT
         try:
-            _copy_untrusted(dfd, name, st, frozen)
-            code = snapshot_code(self.workspace, snap)
+            stored = _copy_untrusted(dfd, name, st, self.store)
+            self.store.link(stored[0], frozen)
+            code = snapshot_code(self.workspace, snap, self.store)
+            write_manifest(snap, stored, code)
         except (_Unsettled, FileNotFoundError):
             shutil.rmtree(snap, ignore_errors=True)
             return
-        except OSError:  # no room (a full disk): no half-made snapshot stays to take what room is left
+        except (SnapshotRefused, OSError) as exc:  # no half-made snapshot stays to take what room is left
             shutil.rmtree(snap, ignore_errors=True)
-            raise
+            self._seen[name] = key  # tried again only once the agent saves it anew
+            why = exc.reason if isinstance(exc, SnapshotRefused) else f"{type(exc).__name__}: {exc}"
+            self.on_warning(f"checkpoints/{name} was not snapshotted, so it is not scored: {why}"[:2000])
+            return
         self._seen[name] = key
         self._versions[name] = k
         if code.skipped:
@@ -224,22 +241,26 @@ def _settled(dfd: int, name: str, st: os.stat_result) -> bool:
         return False
 
 
-def _copy_untrusted(dfd: int, name: str, st: os.stat_result, dest: Path) -> None:
-    """Copy the regular file ``name`` that ``st`` describes, from one descriptor; raises
-    :class:`_Unsettled` if it is not that file any more or changed while it was read."""
+def _copy_untrusted(dfd: int, name: str, st: os.stat_result, store: SnapshotStore) -> tuple[str, int]:
+    """Store the regular file ``name`` that ``st`` describes, from one descriptor; returns its
+    ``(digest, bytes)``; raises :class:`_Unsettled` if it is not that file any more or changed
+    while it was read."""
     fd = os.open(name, OPEN_UNTRUSTED, dir_fd=dfd)
     try:
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode) or before.st_ino != st.st_ino:
             raise _Unsettled(name)
-        with open(dest, "wb") as out:
-            while chunk := os.read(fd, COPY_CHUNK):
-                out.write(chunk)
-                if out.tell() > MAX_CHECKPOINT_BYTES:
-                    raise _Unsettled(name)
+        try:
+            stored = store.put_stream(lambda n: os.read(fd, n), min(before.st_size, MAX_CHECKPOINT_BYTES),
+                                      f"checkpoints/{name}")
+        except SnapshotRefused:
+            if os.fstat(fd).st_size != before.st_size:
+                raise _Unsettled(name) from None  # still being written: taken when it is whole
+            raise
         after = os.fstat(fd)
         if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
             raise _Unsettled(name)
+        return stored
     finally:
         os.close(fd)
 
@@ -270,11 +291,21 @@ class _Handler(FileSystemEventHandler):
 
 
 class ScoreQueue:
-    """A worker thread that scores found checkpoints in arrival order (the scorer warmed first)."""
+    """A worker thread that scores found checkpoints in arrival order (the scorer warmed first).
 
-    def __init__(self, scorer: SealedScorer, on_scored: Callable[[FoundCheckpoint, Score], None]):
+    A scorer that falls behind (a checkpoint flood: INTEGRITY.md R2) does not let its backlog grow:
+    when more than :data:`MAX_LIVE_BACKLOG` wait, only the newest of each 5-minute window (by
+    ``window_of``) stays queued, and each one passed over is reported at once as a live score with
+    its reason (no value: the official phase may still re-evaluate it, within its bounds,
+    runner/scoring/official.py)."""
+
+    def __init__(self, scorer: SealedScorer, on_scored: Callable[[FoundCheckpoint, Score], None],
+                 window_of: Callable[[FoundCheckpoint], int] | None = None):
         self.scorer = scorer
         self.on_scored = on_scored
+        started = time.time()
+        self.window_of = window_of or (lambda f: int((f.seen_at - started) // WINDOW_S))
+        self.skipped = 0
         self._queue: queue.Queue[FoundCheckpoint | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="scorer", daemon=True)
 
@@ -296,8 +327,38 @@ class ScoreQueue:
         self._thread.join(timeout=5)
         return False
 
+    def _next(self) -> FoundCheckpoint | None:
+        """The next checkpoint to score (None: closed), the backlog thinned first where it is too long."""
+        first = self._queue.get()
+        if first is None or self._queue.qsize() < MAX_LIVE_BACKLOG:
+            return first
+        waiting: list[FoundCheckpoint] = [first]
+        closed = False
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                closed = True
+                break
+            waiting.append(item)
+        newest = {self.window_of(f): f for f in waiting}  # arrival order: the last of each window wins
+        kept = [f for f in waiting if newest[self.window_of(f)] is f]
+        for f in waiting:
+            if newest[self.window_of(f)] is not f:
+                self.skipped += 1
+                self.on_scored(f, Score(None, f"not scored live: {len(waiting)} checkpoints waited for the live scorer; "
+                                              "the newest of each 5-minute window was kept"))
+        for f in kept[1:]:
+            self._queue.put(f)
+        if closed:
+            self._queue.put(None)
+        return kept[0]
+
     def _run(self) -> None:
-        while (found := self._queue.get()) is not None:
+        while (found := self._next()) is not None:
             split = SELECTION_SPLIT  # live: the trusted validation score, which ranks checkpoints
-            # never raises: a failure is that checkpoint's error (SealedScorer.score), and the queue goes on
-            self.on_scored(found, self.scorer.score(found.path, found.snapshot, [split])[split])
+            # never raises: a failure is that checkpoint's error (SealedScorer.score), and the queue goes
+            # on; probed where validation is the scored split (T1): a live score that reads ahead is an error too
+            self.on_scored(found, self.scorer.score(found.path, found.snapshot, [split], probe=True)[split])

@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 from runner.scoring import code_scan
 from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
-from runner.scoring.official import Candidate
+from runner.scoring.official import WINDOW_S, Candidate
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, self_report_flag
+from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
 from tasks import TaskSpec
@@ -33,15 +34,17 @@ def checkpoint_flags(spec: TaskSpec, found: FoundCheckpoint, val: Score, extra: 
 
 class LiveScoring:
     """The checkpoints of one session and their live scores. ``active_s``: the budget clock's active
-    time, read when a checkpoint is found; ``started_at``: nothing older counts as a checkpoint."""
+    time, read when a checkpoint is found; ``started_at``: nothing older counts as a checkpoint;
+    ``snapshot_cap_bytes``: the session's snapshot objects at most (runner/scoring/snapshots.py)."""
 
     def __init__(self, spec: TaskSpec, paths: SessionPaths, events: EventWriter, active_s: Callable[[], float],
-                 started_at: float):
+                 started_at: float, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES):
         self.spec = spec
         self.paths = paths
         self.events = events
         self.active_s = active_s
         self.started_at = started_at
+        self.snapshot_cap_bytes = snapshot_cap_bytes
         self.found: dict[str, FoundCheckpoint] = {}
         self.found_at: dict[str, float] = {}  # budget time at which each appeared
         self.live: dict[str, Score] = {}
@@ -54,11 +57,13 @@ class LiveScoring:
         """Warm ``scorer`` and watch checkpoints/ (call from the runner's main thread: the scorer's
         sandbox dies with the thread that made it)."""
         self.scorer = scorer
-        self._queue = ScoreQueue(scorer, self._on_scored)
+        self._queue = ScoreQueue(scorer, self._on_scored,  # a backlog keeps each 5-minute window's newest
+                                 window_of=lambda f: int(self.found_at.get(f.label, 0.0) // WINDOW_S))
         self._queue.start()
         self._watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
                                           self._on_found, started_at=self.started_at,
-                                          on_warning=lambda m: self.events.emit("warning", code="checkpoint", message=m))
+                                          on_warning=lambda m: self.events.emit("warning", code="checkpoint", message=m),
+                                          snapshot_cap_bytes=self.snapshot_cap_bytes)
         self._watcher.start()
 
     def stop(self, drain_s: float = LIVE_SCORE_DRAIN_S) -> None:

@@ -1,6 +1,8 @@
 """The official phase, after the agent stopped: paper step 5 by the harness's own validation scores
 (the rule: runner/scoring/official.py), each re-evaluation a fresh child of a sealed scorer on the
-session's device (the warm live one where that is the CPU too), the unofficial test-best
+session's device (the warm live one where that is the CPU too), probed for reading ahead or across
+examples (runner/scoring/causal.py), checkpoints saved after the budget left out and labelled
+(runner/scoring/official.py's ``within_budget``), the unofficial test-best
 (runner/scoring/unofficial.py), the val-test gap check (runner/scoring/selection_gap.py) and the
 integrity rule's verdict (runner/wire/verdicts.py). It emits an official ``checkpoint_scored`` per
 re-evaluation and gives the :class:`OfficialResult` that result.json records
@@ -10,20 +12,31 @@ re-evaluation and gives the :class:`OfficialResult` that result.json records
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runner.scoring import selection_gap, unofficial
 from runner.scoring.live import LiveScoring, checkpoint_flags
-from runner.scoring.official import WINDOW_S, Candidate, Evaluation, from_live_scores, select
-from runner.scoring.scorer import SELECTION_SPLIT, SealedScorer
+from runner.scoring.official import (
+    MAX_FALLBACK,
+    POST_SESSION_S,
+    WINDOW_S,
+    Candidate,
+    Evaluation,
+    evaluation_cap,
+    from_live_scores,
+    not_reevaluated,
+    select,
+    windows,
+    within_budget,
+)
+from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer
 from runner.wire import verdicts
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
 from tasks import TaskSpec
-
-MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many more of the ranking are tried
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,7 @@ class OfficialResult:
     trajectory: list[dict] = field(default_factory=list)  # each 5-minute window's val-best
     disqualified: str | None = None  # the integrity rule's verdict
     tested: list[dict] | None = None  # the rows the unofficial test-best is chosen from (None: evaluated)
+    not_reevaluated: dict | None = None  # the checkpoints the phase's bounds left out, by reason (official.py)
     val_gap: selection_gap.GapCheck | None = None
 
     @property
@@ -68,20 +82,27 @@ class OfficialPhase:
         re-evaluations, and the live scores stand in where no re-evaluation gave a score."""
         spec, scored = self.spec, self.spec.scored_split
         splits = sorted({SELECTION_SPLIT, scored})
-        cands = live.candidates()
-        live_val = {c.label: c.val for c in cands}
-        elapsed = {c.label: c.elapsed_s for c in cands}
-        rows: dict[str, dict] = {}
+        everyone = live.candidates()
+        live_val = {c.label: c.val for c in everyone}
+        elapsed = {c.label: c.elapsed_s for c in everyone}
+        cands, late = within_budget(everyone, self.config.budget_s)  # the paper's budget is the budget
+        rows: dict[str, dict] = {label: self._after_budget(live, label, elapsed[label], live_val[label], flag)
+                                 for label, flag in late.items()}
         warm = live.scorer if live.scorer is not None and live.scorer.alive() and \
             live.scorer.plan.device == self.device else None
         scorer: SealedScorer | None = None
+        began = time.monotonic()  # the phase's bounds (runner/scoring/official.py)
+
+        def time_left() -> float:
+            return POST_SESSION_S - (time.monotonic() - began)
 
         def evaluate(label: str) -> Evaluation:
             nonlocal scorer
             if scorer is None:
                 scorer = warm if warm is not None else self.make_scorer(self.device)
             found = live.found[label]
-            scores = scorer.score(found.path, found.snapshot, splits)  # never raises: a failure is the score's error
+            # never raises: a failure, or a model that reads ahead or across examples, is the score's error
+            scores = scorer.score(found.path, found.snapshot, splits, probe=True)
             sel, off = scores[SELECTION_SPLIT], scores[scored]
             flags = checkpoint_flags(spec, found, sel, off.flags)
             self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=spec.metric,
@@ -94,9 +115,12 @@ class OfficialPhase:
             return Evaluation(sel.value, off.value, off.error or sel.error)
 
         try:
-            chosen = select(cands, spec.better, evaluate, MAX_FALLBACK)
-            if not disk_full and scored != SELECTION_SPLIT:  # the unofficial test-best
-                for label in unofficial.still_to_evaluate(elapsed, rows):
+            chosen = select(cands, spec.better, evaluate, MAX_FALLBACK,
+                            max_evaluations=evaluation_cap(self.config.budget_s), time_left=time_left)
+            if not disk_full and scored != SELECTION_SPLIT:  # the unofficial test-best, one more per window at most
+                for label in unofficial.still_to_evaluate(elapsed, rows, limit=windows(self.config.budget_s)):
+                    if time_left() <= 0:
+                        break
                     evaluate(label)
         finally:
             if scorer is not None and scorer is not warm:
@@ -120,6 +144,7 @@ class OfficialPhase:
             best=best, val=val, scored_by=scored_by, failure=failure, found=len(live.found), evaluated=evaluated,
             trajectory=trajectory, disqualified=self._verdict(flags) if best else None,
             tested=unofficial.candidates(evaluated, live_val, elapsed, scored == SELECTION_SPLIT),
+            not_reevaluated=not_reevaluated(live.found, rows, chosen.left_out),
             val_gap=selection_gap.check_selected(spec, self.paths.root.parent, val, best[1] if best else None,
                                                  self.config.study))
 
@@ -133,6 +158,18 @@ class OfficialPhase:
         flags = checkpoint_flags(self.spec, live.found[pick.label], live.live[pick.label])
         return ((pick.label, pick.official), pick.val, flags,
                 f"live scoring: the disk was full and the official re-evaluation failed ({why})")
+
+    def _after_budget(self, live: LiveScoring, label: str, elapsed_s: float, live_val: float | None, flag: str) -> dict:
+        """The record of a checkpoint saved after the budget ran out: never evaluated, never
+        official, labelled with the trusted flag (an official ``checkpoint_scored`` and a row)."""
+        found = live.found[label]
+        flags = [*checkpoint_flags(self.spec, found, live.live.get(label) or Score(None, None)), flag]
+        self.events.emit("checkpoint_scored", name=label, value=None, error=flag, metric=self.spec.metric,
+                         split=self.spec.scored_split, eval_s=None, budget_elapsed_s=elapsed_s, official=True,
+                         flags=flags, val=None)
+        return {"checkpoint": label, "window": int(elapsed_s // WINDOW_S), "budget_elapsed_s": round(elapsed_s, 1),
+                "live_val": live_val, "val": None, "self_reported": found.self_reported, "official": None,
+                "error": flag, "flags": flags}
 
     def _verdict(self, flags: list[str]) -> str | None:
         """The integrity rule's verdict on the official checkpoint's flags, recorded beside the

@@ -32,12 +32,13 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from runner.sandbox import bwrap as sandbox
-from runner.scoring import answer_check
+from runner.scoring import answer_check, causal
 from runner.scoring.answer_check import INVALID_ANSWER
 from tasks import KIT_FILE, TaskSpec
 
@@ -149,6 +150,11 @@ class WorkerPlan:
     timeout_s: float = 600.0
     threads: int = field(default_factory=lambda: max(1, (os.cpu_count() or 2) // 2))
 
+    @property
+    def probes(self) -> Path:
+        """runs/<id>/scoring/probes: the causality probes' inputs (runner/scoring/causal.py)."""
+        return self.inputs.parent / "probes"
+
 
 class SealedScorer:
     """One warm worker per session and device; :meth:`score` is one fresh child per checkpoint."""
@@ -163,6 +169,7 @@ class SealedScorer:
         self.sealed = False
         self._waited = 0.0  # seconds the last answer took, measured here
         self.note: str | None = None  # a degradation worth one warning (no sandbox for the scorer)
+        self.last_probe: causal.Outcome | None = None  # what the last score's causality probe measured
 
     # ------------------------------------------------------------------ the worker
     def start(self) -> None:
@@ -176,6 +183,7 @@ class SealedScorer:
         (bubblewrap's parent-death signal is per thread)."""
         plan = self.plan
         plan.private.mkdir(parents=True, exist_ok=True)
+        plan.probes.mkdir(parents=True, exist_ok=True)
         plan.judge.write_inputs(plan.inputs)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         task_py = INSIDE / "task" / "prepare.py"
@@ -228,6 +236,10 @@ class SealedScorer:
         """A snapshot path as the worker sees it."""
         return INSIDE / "snapshots" / path.relative_to(self.plan.snapshots) if self.sealed else path
 
+    def _probe_seen_as(self, path: Path) -> Path:
+        """A probe's inputs folder as the worker sees it."""
+        return INSIDE / "probes" / path.relative_to(self.plan.probes) if self.sealed else path
+
     def _weights(self) -> Path | None:
         spec = self.plan.judge.spec
         if not spec.pretrained_weights:
@@ -245,7 +257,8 @@ class SealedScorer:
             writable=(),
             mounts=((WORKER, INSIDE / "score_worker.py"), (spec.folder / "prepare.py", INSIDE / "task" / "prepare.py"),
                     (KIT_FILE, INSIDE / "task" / KIT_FILE.name), (p.inputs, INSIDE / "inputs"),
-                    (p.snapshots, INSIDE / "snapshots"), *([(weights, INSIDE / "weights")] if weights else [])),
+                    (p.snapshots, INSIDE / "snapshots"), (p.probes, INSIDE / "probes"),
+                    *([(weights, INSIDE / "weights")] if weights else [])),
             network=False, inner_root=True, gpu_minors=p.gpu_minors if p.device.startswith("cuda") else (),
             ids=sandbox.agent_ids(f"{p.session_id}/scorer"), hostname="onegc-scorer")
 
@@ -253,23 +266,49 @@ class SealedScorer:
         return self.proc is not None and self.proc.poll() is None
 
     # ------------------------------------------------------------------ one checkpoint
-    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None) -> dict[str, Score]:
+    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = False) -> dict[str, Score]:
         """Predictions on each of ``splits`` (default: the selection split) from one fresh child
         of the worker, each judged here. Never raises: whatever the child's answer is, or whatever
-        goes wrong judging it, is that checkpoint's error (runner/scoring/answer_check.py)."""
+        goes wrong judging it, is that checkpoint's error (runner/scoring/answer_check.py).
+
+        With ``probe``, a score on the task's scored split is kept only if the model passes the
+        task's causality probe (runner/scoring/causal.py); one that reads ahead or across examples,
+        or that the probe could not check, is that split's error with a trusted flag."""
         splits = splits or [SELECTION_SPLIT]
         try:
             header, payload, failed = self._predict(ckpt, code, splits)
             if failed is not None or header is None:
                 failed = failed or Score(None, "the scorer gave no answer", flags=(INVALID_ANSWER,))
                 return {split: failed for split in splits}
-            return self._judge_parts(header, payload, splits)
+            out = self._judge_parts(header, payload, splits)
+            scored = self.plan.judge.spec.scored_split
+            self.last_probe = None
+            if probe and scored in out and out[scored].value is not None:  # judged: its part is a valid array
+                official = answer_check.npy_array(answer_check.split_payload(header.parts, payload)[scored])
+                self.last_probe = causal.run(self, ckpt, code, scored, official)
+                out[scored] = _probed(out[scored], self.last_probe)
+            return out
         except Exception as exc:  # noqa: BLE001 - agent bytes never end the session
             error = f"judging failed: {type(exc).__name__}: {answer_check.text(exc, 200)}"
             return {split: Score(None, error, flags=(INVALID_ANSWER,)) for split in splits}
 
-    def _predict(self, ckpt: Path, code: Path,
-                 splits: list[str]) -> tuple[answer_check.Header | None, bytes, Score | None]:
+    def predict_parts(self, ckpt: Path, code: Path, folder: Path, parts: list[str], timeout_s: float,
+                      seed: int = 0) -> dict[str, Any] | str:
+        """The raw predictions of one fresh child on the inputs in ``folder`` (``<part>/<name>.npy``,
+        under :attr:`WorkerPlan.probes`), the split's real inputs out of its reach, its torch seeded
+        with ``seed``: ``{part: array}``, or the reason there are none (a string)."""
+        header, payload, failed = self._predict(ckpt, code, parts, probe=folder, timeout_s=timeout_s, seed=seed)
+        if failed is not None or header is None:
+            return (failed.error if failed is not None else None) or "the scorer gave no answer"
+        blobs = answer_check.split_payload(header.parts, payload)
+        try:
+            return {part: answer_check.npy_array(blobs[part]) for part in parts}
+        except answer_check.InvalidAnswer as exc:
+            return str(exc)
+
+    def _predict(self, ckpt: Path, code: Path, splits: list[str], probe: Path | None = None,
+                 timeout_s: float | None = None, seed: int = 0) -> tuple[answer_check.Header | None, bytes, Score | None]:
+        timeout_s = self.plan.timeout_s if timeout_s is None else timeout_s
         try:
             if not self.alive():
                 self.close()
@@ -280,13 +319,15 @@ class SealedScorer:
         self._n += 1
         req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)),
                "splits": splits, "device": self.plan.device,
-               "timeout_s": self.plan.timeout_s, "threads": self.plan.threads,
-               "cpu_s": self.plan.timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
+               "timeout_s": timeout_s, "threads": self.plan.threads,
+               "cpu_s": timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
+        if probe is not None:
+            req.update(probe_inputs=str(self._probe_seen_as(probe)), seed=seed)
         started = time.monotonic()
         try:
             self._buf = bytearray()  # nothing the worker sent before this request counts
             self._channel().sendall(json.dumps(req).encode() + b"\n")
-            message = self._read_header(self.plan.timeout_s + ANSWER_MARGIN_S)
+            message = self._read_header(timeout_s + ANSWER_MARGIN_S)
             payload = self._read_exact(answer_check.payload_size(message)) if message is not None else b""
             if message is not None and (message.get("id") != req["id"] or self._buf):
                 raise answer_check.InvalidAnswer("the scorer sent more than one answer")
@@ -298,7 +339,7 @@ class SealedScorer:
             return None, b"", Score(None, f"the scorer failed: {exc}", flags=(INVALID_ANSWER,))
         if message is None:
             self.close()
-            return None, b"", Score(None, f"evaluation timed out after {self.plan.timeout_s:.0f} s",
+            return None, b"", Score(None, f"evaluation timed out after {timeout_s:.0f} s",
                                     round(time.monotonic() - started, 3), (INVALID_ANSWER, "timed out"))
         waited = round(time.monotonic() - started, 3)  # measured here: the child's eval_s is its own claim
         try:
@@ -420,6 +461,17 @@ def self_report_flag(spec: TaskSpec, reported: float | None, value: float | None
     if spec.better(reported, value) and abs(reported - value) > CLAIM_RELATIVE * abs(value) + CLAIM_ABSOLUTE:
         return f"self-reported {reported:.4g} is far better than the harness's {value:.4g}"
     return None
+
+
+def _probed(score: Score, outcome: causal.Outcome) -> Score:
+    """``score`` as the causality probe leaves it: unchanged when it passed, else an error with
+    its trusted flag (``reads ahead: …``, ``reads across examples: …``, ``causality not checked: …``)."""
+    if outcome.flag:
+        return replace(score, value=None, error=outcome.flag, flags=(*score.flags, outcome.flag))
+    if outcome.error:
+        error = causal.UNCHECKED + outcome.error
+        return replace(score, value=None, error=error, flags=(*score.flags, error))
+    return score
 
 
 def _labelled(message: dict) -> tuple[str, ...]:

@@ -19,6 +19,12 @@ task's ``predict`` captured before the import. The predictions go back on a pipe
 (never stdout) as an ``.npy`` (no pickles); stdout and stderr are kept for the error message.
 When it exits, whatever it forked dies with its PID namespace.
 
+A request with ``probe_inputs`` (a folder of its own, made by the trusted side for the causality
+probes of runner/scoring/causal.py) predicts on those inputs instead of the split's: they are read
+into the child's memory, then the split's real inputs are dropped from it and both folders are
+covered by empty mounts before the checkpoint's code is imported, so a probed model sees nothing
+but the probe (no later position, no other window's horizon) in any file or in memory.
+
 The answer on the socket: one JSON line (``ok``, ``error``, ``flags``, ``stdout``/``stderr``
 tails, ``eval_s``, ``bytes``) followed by that many bytes of ``.npy``. The child's own keys are
 its word (it may have written that line itself); ``observed`` (its stdout, its exit, a timeout)
@@ -42,7 +48,7 @@ from pathlib import Path
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x1000, 0x4000, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 CAP_LAST = 63
 TMP_BYTES = 256 << 20  # the child's only writable storage: its own /tmp ($TMPDIR and $HOME)
@@ -119,12 +125,16 @@ def _own_namespaces() -> str:
         return str(exc)
 
 
-def _seal_child(mem_bytes: int | None, cpu_s: float) -> None:
-    """As PID 1 of the new namespaces: private mounts, fresh /tmp and /proc, limits, no capabilities."""
+def _seal_child(mem_bytes: int | None, cpu_s: float, hide: tuple[str, ...] = ()) -> None:
+    """As PID 1 of the new namespaces: private mounts, fresh /tmp and /proc, limits, no capabilities;
+    each folder of ``hide`` covered by an empty read-only mount."""
     import resource
 
     libc = _libc()
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount(private)")
+    for folder in hide:
+        _check(libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, b"size=4k,mode=555"),
+               f"mount({folder})")
     for scratch, size in ((b"/tmp", TMP_BYTES), (b"/var/tmp", 1 << 20), (b"/dev/shm", 64 << 20)):
         # fresh, private and size-capped: nothing is shared with the checkpoints before or after;
         # what the sandbox mounted below it (a Python environment under /tmp) is mounted again on top
@@ -210,8 +220,18 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
     payload = b""
     started = time.perf_counter()
     try:
+        hide: tuple[str, ...] = ()
+        if req.get("probe_inputs"):  # a causality probe: its own inputs, the real ones out of reach
+            probe = Path(req["probe_inputs"])
+            own = {part: {k: np.array(v) for k, v in arrays.items()} for part, arrays in load_inputs(probe).items()}
+            inputs.clear()  # the zygote's maps of the real inputs: unmapped once unreferenced
+            import gc
+
+            gc.collect()
+            inputs = own
+            hide = (req["inputs"], str(probe.parent))
         if isolated:
-            _seal_child(req.get("mem_bytes"), float(req.get("cpu_s", 600)))
+            _seal_child(req.get("mem_bytes"), float(req.get("cpu_s", 600)), hide)
         else:
             import tempfile
 
@@ -219,7 +239,7 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
         import torch
 
         torch.set_num_threads(max(1, int(req.get("threads", 1))))
-        torch.manual_seed(0)
+        torch.manual_seed(int(req.get("seed", 0)))  # 0 unless a probe measures run-to-run noise
         predict = task.predict  # the pristine function, whatever the script does to the module
         before = {"prepare": _public(task), "onegc_kit": _public(kit)}
         callbacks = atexit._ncallbacks()

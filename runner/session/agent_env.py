@@ -21,7 +21,7 @@ TORCHVISION_FOR = {"2.9": "0.24", "2.10": "0.25", "2.11": "0.26", "2.12": "0.27"
 # what an agent may import, and the module that proves it imports
 DECLARED = {"torch": "torch", "numpy": "numpy", "scipy": "scipy", "scikit-learn": "sklearn", "pandas": "pandas",
             "torchvision": "torchvision.ops", "timm": "timm"}
-FIX_X86 = "pip install torch==2.14.1 torchvision==0.29.1 (a CUDA build, which also runs on the CPU)"
+PYTORCH_INDEX = "https://download.pytorch.org/whl"  # PyTorch's own index: a torchvision for each build of torch
 
 
 @functools.cache
@@ -72,8 +72,7 @@ def check() -> list[Check]:
     for dist, module in DECLARED.items():
         version = _version(dist)
         if version is None:
-            fix = (f": {torchvision_fix()}" if dist in ("torchvision", "timm")
-                   else ": make venv installs it (requirements-agent.txt)")
+            fix = f": {torchvision_fix()}" if dist == "torchvision" else ": make venv installs it (requirements-agent.txt)"
             out.append(Check(dist, None, False, "not installed" + fix))
             continue
         probe = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
@@ -82,15 +81,34 @@ def check() -> list[Check]:
         else:
             last = (probe.stderr.strip().splitlines() or ["?"])[-1][:160]
             out.append(Check(dist, version, False, f"does not import ({last})"
-                             + (f": {torchvision_fix()}" if dist in ("torchvision", "timm") else "")))
-    return out
+                             + (f": {torchvision_fix()}" if dist == "torchvision" else "")))
+    torchvision_ok = any(c.package == "torchvision" and c.ok for c in out)
+    # timm fails through torchvision: the fix is said once, on torchvision's line
+    return [Check(c.package, c.version, c.ok, "needs torchvision (the fix is on its line)")
+            if c.package == "timm" and c.version and not c.ok and not torchvision_ok else c for c in out]
+
+
+def torchvision_install() -> str | None:
+    """The one command that installs the torchvision built for this torch, beside it (``--no-deps``:
+    torch stays as it is; a mismatched one is replaced): PyTorch's index for a local build (``+cpu``, ``+cu130``), else PyPI.
+    None when no torchvision series is known for this torch."""
+    torch = _version("torch")
+    want = matching_torchvision(torch)
+    if not torch or not want:
+        return None
+    build = torch.partition("+")[2]
+    index = f" --index-url {PYTORCH_INDEX}/{build}" if build else ""
+    return f"{sys.executable} -m pip install --no-deps --force-reinstall 'torchvision=={want}.*'{index}"
 
 
 def torchvision_fix() -> str:
+    """What to run, in one line (doctor, `onegc prepare t3` and `make venv` say the same)."""
     torch = _version("torch") or "?"
-    want = matching_torchvision(torch)
-    pair = f"torchvision {want}.x" if want else "a torchvision built for it"
-    return f"needs {pair} beside torch {torch} built the same way (CPU or CUDA); on x86_64: {FIX_X86}"
+    command = torchvision_install()
+    if command:
+        return f"install the torchvision built for torch {torch}: {command}"
+    known = ", ".join(TORCHVISION_FOR)
+    return f"no torchvision is known for torch {torch}: install torch {known} and its torchvision"
 
 
 def torchvision_problem() -> str | None:

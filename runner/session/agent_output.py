@@ -16,6 +16,7 @@ from runner.session.cost_limit import CostMeter
 from runner.session.stall import StallWatch
 from runner.wire.jsonl import EventWriter, OnNoSpace, RawLog
 from runner.wire.paths import SessionPaths
+from runner.wire.record_caps import StreamCap
 
 STDERR_TAIL_LINES = 50  # kept in memory for the failure message; all of it is on disk
 
@@ -35,10 +36,14 @@ class AgentOutput:
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._cost_warned = False
 
+    def _cap(self, stream: str) -> StreamCap | None:
+        """The byte cap of a raw copy of the agent's output (runner/wire/record_caps.py)."""
+        return self.events.limits.raw[stream] if self.events.limits is not None else None
+
     def pump_stdout(self, stream: IO[bytes]) -> None:
         """Until the agent's stdout ends: each line to agent_stdout and to transcript events."""
         line_no = 0
-        raw = RawLog(self.paths.agent_stdout, self.on_no_space)  # read on whatever happens to the copy
+        raw = RawLog(self.paths.agent_stdout, self.on_no_space, self._cap("stdout"))  # read whatever the copy
         try:
             for line in iter(stream.readline, b""):
                 raw.write(line)
@@ -56,7 +61,7 @@ class AgentOutput:
 
     def pump_stderr(self, stream: IO[bytes]) -> None:
         """Until the agent's stderr ends: each line to agent_stderr and the tail."""
-        log = RawLog(self.paths.agent_stderr, self.on_no_space)
+        log = RawLog(self.paths.agent_stderr, self.on_no_space, self._cap("stderr"))
         try:
             for line in iter(stream.readline, b""):
                 log.write(line)

@@ -10,6 +10,7 @@ from runner import HARNESS_VERSION
 from runner.sandbox.caps import CapGroup
 from runner.sandbox.network import NetworkSandbox
 from runner.scoring.official import SELECTION
+from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.session import agent_env
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig
@@ -29,6 +30,9 @@ def emit_started(events: EventWriter, spec: TaskSpec, config: SessionConfig, *, 
         "model": config.model,
         "sealed": config.sealed,
         "caps": caps.contract() if caps else None,
+        # the record's caps on the agent's output (runner/wire/record_caps.py) and the snapshots' cap
+        "record_caps": events.limits.caps.contract() if events.limits is not None else None,
+        "snapshot_cap_bytes": config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES,
         "selection": SELECTION,
         "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
         **(net.contract() if net else {"network": config.network}),

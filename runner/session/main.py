@@ -35,6 +35,7 @@ from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
 from runner.scoring.result_file import result_record, write_result
 from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
+from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.session import agent_env
 from runner.session.agent_launch import start_agent
 from runner.session.agent_output import AgentOutput
@@ -52,9 +53,11 @@ from runner.session.scripts import ScriptWatch
 from runner.session.stall import StallWatch, tool_pids
 from runner.session.workspace import build_workspace, write_deadline
 from runner.wire.coalesce import WarningFolder
+from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
 from runner.wire.jsonl import EventWriter, JsonlTail
 from runner.wire.liveness import RunnerLock, main_with_lock
 from runner.wire.paths import SessionPaths, data_root
+from runner.wire.record_caps import RecordCaps, RecordLimits
 from tasks import get_task
 
 TICK_S = 0.2  # main loop period: control requests are applied within this
@@ -71,8 +74,8 @@ class Session:
         self.spec = get_task(self.config.task)
         self.clock = BudgetClock(self.config.budget_s)
         self.guard = DiskGuard(paths.root)  # room to end the session if the disk fills up
-        self.events = EventWriter(paths.events, self.config.session_id, fold=WarningFolder(),
-                                  on_no_space=self.guard.trip)
+        self.events = EventWriter(paths.events, self.config.session_id, fold=WarningFolder(), on_no_space=self.guard.trip,
+                                  limits=RecordLimits(RecordCaps.for_budget(self.config.budget_s)))  # record_caps.py
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
         self.caps: CapGroup | None = None  # the agent tree's memory and process caps (runner/sandbox/caps.py)
@@ -99,7 +102,8 @@ class Session:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
-        self.scoring = LiveScoring(self.spec, self.paths, self.events, self.clock.active_s, self.began)
+        self.scoring = LiveScoring(self.spec, self.paths, self.events, self.clock.active_s, self.began,
+                                   self.config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES)
         if not self._set_up():
             return 2
         with ExitStack() as stack:  # clean-ups run in reverse order of registration
@@ -196,6 +200,7 @@ class Session:
                                 caps=self.caps, gpus=self._gpus(), deadline=self.clock.deadline(), events=self.events,
                                 version=self.agent_version)
         stack.callback(self._stop_agent)
+        self.stall.start()
         assert self.tree.popen.stdout is not None and self.tree.popen.stderr is not None  # both are pipes
         self._pumps = [threading.Thread(target=self.output.pump_stdout, args=(self.tree.popen.stdout,), name="stdout",
                                         daemon=True),
@@ -374,19 +379,21 @@ class Session:
                 self.events.emit("warning", code="control", message=f"unknown control action {action!r} in {self.paths.control}")
 
     def _check_stall(self) -> None:
-        assert self.tree is not None
+        """The runner's stall rule (runner/session/stall.py): a warning when a stall begins, one when it ends."""
+        tree = self.tree
+        assert tree is not None
         # the agent's session: its init's (under bubblewrap --new-session, not the root's)
-        agent = self.tree._agent_pid() or self.tree.root_pid
+        agent = tree._agent_pid() or tree.root_pid
         try:
-            busy = self.clock.paused or bool(tool_pids(self.tree.pids(), os.getsid(agent), {self.tree.root_pid}))
+            tools = bool(tool_pids(tree.pids(), os.getsid(agent), {tree.root_pid}))
         except OSError:  # the agent is gone: the loop ends the session
             return
-        waited = self.stall.check(busy)
-        if waited is not None:
+        change = self.stall.check(tools, self.clock.paused)
+        if change is not None and change.stalled:
             why = self.adapter.failure() or (self.net.endpoint_problem() if self.net else None)
-            took = f"{waited / 60:.0f} min" if waited >= 90 else f"{waited:.0f} s"
-            self.events.emit("warning", code="stall", message=f"no model response for {took} while the agent runs "
-                             "no tool" + (f"; its last error: {why}" if why else ""))  # fmt: skip
+            self.events.emit("warning", code=STALL_WARNING, message=change.message(why))
+        elif change is not None:
+            self.events.emit("warning", code=STALL_CLEARED, message=change.message())
 
     def _explain(self, reason: str, detail: str) -> str:
         """The end detail with its cause (runner/session/outcome.py)."""

@@ -1,19 +1,41 @@
-"""The stall alert: no model response for a while, and the agent is not running a tool.
+"""The stall: no model response for a while, and the agent is not running a tool.
 
 An agent whose model endpoint fails may print nothing at all (OpenCode retries a failing
 endpoint for ever in silence), and a 40-minute budget then burns with no hint. The runner
 counts the time the agent spends waiting on its model: the clock runs while no tool process
 is alive (the CLIs start every tool in a session of its own, so a process of the tree outside
 the agent's session is a tool at work: a training run, a background task) and the session is
-not paused, and restarts at every model response. After ``stall_s`` of it, one ``stall``
-warning; the next model response re-arms it.
+not paused, and restarts at every model response. After ``stall_s`` of it (runner.wire.defaults.STALL_S,
+the one meaning of "stalled": the monitor shows this warning, it makes up none of its own), one
+``stall`` warning; the stall ends at the next model response or when a tool runs again, which
+is one ``stall_cleared`` warning (a pause stops the clock and ends nothing). Silence alone is
+never a stall: a long training run is silent work.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StallChange:
+    """A stall began (``stalled``) or ended; ``waited_s``: the agent's wait on its model so far;
+    ``answered``: it ended by a model response (else by a tool at work)."""
+
+    stalled: bool
+    waited_s: float
+    answered: bool = False
+
+    def message(self, why: str | None = None) -> str:
+        """The warning's text; ``why``: the agent's last error, where one is known."""
+        took = f"{self.waited_s / 60:.0f} min" if self.waited_s >= 90 else f"{self.waited_s:.0f} s"
+        if self.stalled:
+            return f"no model response for {took} while the agent runs no tool" + (f"; its last error: {why}" if why else "")
+        return f"the model answered again after {took}" if self.answered else f"a tool runs again after {took}"
 
 
 class StallWatch:
@@ -21,24 +43,36 @@ class StallWatch:
         self.stall_s = stall_s
         self.clock = clock
         self._since = clock()  # when the agent last stopped being busy or heard from its model
-        self._alerted = False
+        self._stalled_since: float | None = None  # the wait's start, while a stall is reported
+        self._answered = threading.Event()  # a model response since the last check (the stdout thread sets it)
+
+    def start(self) -> None:
+        """The agent started: its wait on its model begins now (the session's set-up before it is
+        not the agent's wait)."""
+        self._since = self.clock()
 
     def model_answered(self) -> None:
         self._since = self.clock()
-        self._alerted = False
+        self._answered.set()
 
-    def check(self, busy: bool) -> float | None:
-        """``busy``: a tool runs or the session is paused. Returns the seconds the agent has waited
-        on its model when an alert is due (once per stall), else ``None``."""
+    def check(self, tool_running: bool, paused: bool = False) -> StallChange | None:
+        """Once a second from the runner's loop: a :class:`StallChange` when a stall begins (once
+        per stall) or ends, else ``None``."""
         now = self.clock()
-        if busy:
+        answered = self._answered.is_set()
+        self._answered.clear()
+        if self._stalled_since is not None and (answered or tool_running):
+            waited, self._stalled_since = now - self._stalled_since, None
+            self._since = now
+            return StallChange(False, waited, answered)
+        if tool_running or paused:
             self._since = now
             return None
         waited = now - self._since
-        if waited < self.stall_s or self._alerted:
+        if waited < self.stall_s or self._stalled_since is not None:
             return None
-        self._alerted = True
-        return waited
+        self._stalled_since = self._since
+        return StallChange(True, waited)
 
 
 def tool_pids(pids: Iterable[int], agent_sid: int, scaffolding: Iterable[int] = ()) -> list[int]:

@@ -9,7 +9,13 @@ import time
 from typing import Literal
 
 GRACE_S = 30.0  # paper §3.3: 30 s between the stop request and SIGKILL
-STALL_S = 300.0  # a stall warning after 5 min without a model response while no tool runs (runner/session/stall.py)
+# "Stalled", the one meaning every part shows (runner/session/stall.py; the monitor shows the runner's
+# word, onegc_tui/alerts.py): 5 min without a model response while no tool runs. Silence alone is no
+# stall (a 40-minute training run prints nothing and is work); a CLI retrying a failing endpoint in
+# silence is, and 5 min is an eighth of the paper's shortest budget (40 min): time to act on it.
+STALL_S = 300.0
+STALL_WARNING = "stall"  # the warning's code when a stall begins
+STALL_CLEARED = "stall_cleared"  # the warning's code when it ends: a model response, or a tool at work
 NetworkPolicy = Literal["open", "api-only", "none"]
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

@@ -177,6 +177,24 @@ class Conditions(_Event):
     problems: list[str] = Field(default_factory=list)
 
 
+TruncatedStream = Literal["transcript", "stdout", "stderr"]
+
+
+class Truncated(_Event):
+    """Part of the agent's output past the session's record caps (runner/wire/record_caps.py): not
+    recorded, and counted here. ``dropped`` and ``dropped_bytes`` are the part since the previous
+    ``truncated`` event of the same stream (they add up, as a warning's ``count``); ``final``: the
+    last one, written at the session's end."""
+
+    type: Literal["truncated"] = "truncated"
+    stream: TruncatedStream  # transcript: events not written; stdout, stderr: lines not copied to the raw file
+    dropped: int = Field(ge=0)
+    dropped_bytes: int = Field(ge=0)
+    limit_events: int | None = None  # the cap that was reached (None: the byte cap alone applies)
+    limit_bytes: int
+    final: bool = False
+
+
 # Written out (not built from a tuple) so that a type checker sees every member; a new event
 # class goes here, and tests/runner/test_events.py fails until it does.
 Event: TypeAlias = Annotated[
@@ -192,7 +210,8 @@ Event: TypeAlias = Annotated[
     | ControlEvent
     | Warning_
     | SessionEnded
-    | Conditions,
+    | Conditions
+    | Truncated,
     Field(discriminator="type"),
 ]
 EVENT_CLASSES: tuple[type[_Event], ...] = get_args(get_args(Event)[0])

@@ -26,6 +26,7 @@ from runner.errors import NO_SPACE_ERRNOS, DiskFull
 if TYPE_CHECKING:
     from runner.wire.coalesce import WarningFolder
     from runner.wire.events import Event
+    from runner.wire.record_caps import RecordLimits, StreamCap
 # runner.wire.events (pydantic) is imported by the writer and by read_events: a reader of whole lines
 # (the ingest, the CLI's start-up) needs neither
 
@@ -64,15 +65,18 @@ class EventWriter:
     warnings are coalesced per cause (runner/wire/coalesce.py). When a write finds no room,
     ``on_no_space`` is told once and the writer *holds*: essential events wait in memory, in
     order, for :meth:`release_held` (the runner calls it once it has made room); routine ones
-    are dropped and counted in :attr:`dropped`.
+    are dropped and counted in :attr:`dropped`. With ``limits``, transcript events past the
+    session's caps are left out and counted in ``truncated`` events (runner/wire/record_caps.py),
+    as are the raw copies' lines left out (:class:`RawLog`).
     """
 
     def __init__(self, path: Path, session_id: str, clock: Clock = time.time, fold: WarningFolder | None = None,
-                 on_no_space: OnNoSpace | None = None):
+                 on_no_space: OnNoSpace | None = None, limits: RecordLimits | None = None):
         self.path = path
         self.session_id = session_id
         self.clock = clock
         self.fold = fold
+        self.limits = limits
         self.on_no_space = on_no_space
         self.dropped: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -99,9 +103,26 @@ class EventWriter:
                     self._put("warning", now, {"code": code, "message": message, "count": count})
                 if type_ == "warning" and not self.fold.admit(fields["code"], fields["message"], now):
                     return None
-            return self._put(type_, now, fields)
+            if self.limits is None:
+                return self._put(type_, now, fields)
+            for counted in (self.limits.drain() if type_ == "session_ended" else self.limits.due(now)):
+                self._put("truncated", now, counted)
+            if type_ != "transcript":
+                return self._put(type_, now, fields)
+            event = self._put_transcript(now, fields, self.limits)
+            if event is None and (counted_now := self.limits.transcript.due(now)):  # the first drop: at once
+                self._put("truncated", now, counted_now)
+            return event
 
-    def _put(self, type_: str, now: float, fields: dict) -> Event | None:
+    def _put_transcript(self, now: float, fields: dict, limits: RecordLimits) -> Event | None:
+        from runner.wire.record_caps import carries_usage
+
+        keep = carries_usage(fields)
+        if keep and limits.transcript.reached and fields.get("text"):
+            fields = {**fields, "text": ""}  # past the cap a usage record keeps its figures, not its text
+        return self._put("transcript", now, fields, limits.transcript, keep)
+
+    def _put(self, type_: str, now: float, fields: dict, cap: StreamCap | None = None, keep: bool = False) -> Event | None:
         if self._held is not None and type_ in ROUTINE_TYPES:
             self.dropped[type_] += 1
             return None
@@ -109,6 +130,8 @@ class EventWriter:
 
         event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **fields)
         line = dump_event(event).encode() + b"\n"
+        if cap is not None and not cap.admit(len(line), keep):
+            return None
         if self._held is None:
             try:
                 self._end = append_whole(self._fd, line, self.path, self._end)
@@ -147,11 +170,12 @@ def _last_seq(path: Path) -> int:
     if not path.exists():
         return 0
     last = 0
-    for line in path.read_bytes().splitlines():
-        try:
-            last = max(last, int(json.loads(line)["seq"]))
-        except (ValueError, KeyError, TypeError):
-            continue
+    with open(path, "rb") as f:  # line by line: a record of any size in bounded memory
+        for line in f:
+            try:
+                last = max(last, int(json.loads(line)["seq"]))
+            except (ValueError, KeyError, TypeError):
+                continue
     return last
 
 
@@ -309,16 +333,21 @@ def append_json_line(path: Path, record: dict) -> None:
 class RawLog:
     """An append-only copy of a stream the runner must keep reading (the agent's stdout and
     stderr): whole lines, and a write that finds no room never stops the reading — the rest is
-    counted in :attr:`lost_bytes`, and ``on_no_space`` is told once."""
+    counted in :attr:`lost_bytes`, and ``on_no_space`` is told once. With ``cap``, lines past the
+    session's byte cap for the stream are not copied; the cap counts them for a ``truncated``
+    event (runner/wire/record_caps.py)."""
 
-    def __init__(self, path: Path, on_no_space: OnNoSpace | None = None):
+    def __init__(self, path: Path, on_no_space: OnNoSpace | None = None, cap: StreamCap | None = None):
         self.path = path
         self.on_no_space = on_no_space
+        self.cap = cap
         self.lost_bytes = 0
         self._fd = os.open(path, APPEND_FLAGS, 0o644)
         self._end = os.fstat(self._fd).st_size
 
     def write(self, data: bytes) -> None:
+        if self.cap is not None and not self.cap.admit(len(data)):
+            return
         if self.lost_bytes:
             self.lost_bytes += len(data)
             return

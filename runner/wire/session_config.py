@@ -41,6 +41,8 @@ class SessionConfig(BaseModel):
     # the agent tree's caps (runner/sandbox/caps.py); None: this machine's defaults, resolved by the runner
     memory_bytes: int | None = Field(default=None, ge=64 << 20)
     max_processes: int | None = Field(default=None, ge=16)
+    # the session's snapshot objects (runner/scoring/snapshots.py); None: SNAPSHOT_CAP_BYTES
+    snapshot_cap_bytes: int | None = Field(default=None, ge=1 << 20)
     created: float = Field(default_factory=time.time)
 
     @model_validator(mode="before")

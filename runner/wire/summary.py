@@ -7,7 +7,8 @@ is applied to what a session already has by the rules below, in memory by :class
 plain display, the monitor's countdown) and in SQL by the store (``onegc_tui/store``), whose
 ``sessions`` columns bear the same names:
 
-- counts (:data:`ADDED`: checkpoints, warnings, flagged scores, training scripts) add;
+- counts (:data:`ADDED`: checkpoints, warnings, flagged scores, training scripts, the agent's
+  output left out of the record past its caps) add;
 - ``first_checkpoint_s`` is kept where there already is one;
 - ``live_values`` lists the live scores seen: the best of them and ``best_live``, by
   :func:`tasks.best_of` in the direction of the session's task, becomes ``best_live``;
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 ENDED_STATES = ("ended", "failed")  # a session in these has nothing left to run
 
-ADDED = frozenset({"n_checkpoints", "warnings", "flagged", "scripts_launched"})  # a delta's counts: they add
+# a delta's counts: they add
+ADDED = frozenset({"n_checkpoints", "warnings", "flagged", "scripts_launched", "truncated", "truncated_bytes"})
 LIVE_STATES = frozenset({"running", "paused"})  # the states that give way to an end (see the module docstring)
 
 
@@ -75,6 +77,9 @@ def fold(delta: dict[str, Any], r: Mapping[str, Any]) -> None:
     elif t == "warning":
         # one event may stand for many (runner/wire/coalesce.py)
         delta["warnings"] = delta.get("warnings", 0) + (r.get("count") or 1)
+    elif t == "truncated":  # runner/wire/record_caps.py: the part since the previous one of its stream
+        delta["truncated"] = delta.get("truncated", 0) + r["dropped"]
+        delta["truncated_bytes"] = delta.get("truncated_bytes", 0) + r["dropped_bytes"]
     elif t == "conditions":  # runner/session/contention.py
         delta.update(contended=int(bool(r["contended"])), conditions="; ".join(r["reasons"] or []))
     elif t == "session_ended":
@@ -106,6 +111,8 @@ class Summary:
     warnings: int = 0
     flagged: int = 0
     scripts_launched: int = 0
+    truncated: int = 0  # lines and events of the agent's output left out of the record (runner/wire/record_caps.py)
+    truncated_bytes: int = 0
 
     def see(self, event: Event | Mapping[str, Any]) -> None:
         """Apply one event (a model, or its record)."""

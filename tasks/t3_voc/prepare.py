@@ -93,6 +93,12 @@ BACKBONES = {  # timm model name -> file in weights/ (a plain state dict, torch.
     "vit_small_patch16_dinov3.lvd1689m": "vit_small_patch16_dinov3.lvd1689m.pth",
 }
 TIMM_MIN = (1, 0, 20)  # the first timm release with the DINOv3 models
+# The same backbones in transformers' format (DINOv3ConvNextModel / DINOv3ViTModel), Meta's gated
+# repositories on the Hugging Face hub; fetch_weights converts them to timm's keys.
+TRANSFORMERS_REPOS = {
+    "convnext_tiny.dinov3_lvd1689m": "facebook/dinov3-convnext-tiny-pretrain-lvd1689m",
+    "vit_small_patch16_dinov3.lvd1689m": "facebook/dinov3-vits16-pretrain-lvd1689m",
+}
 save_checkpoint = kit.save_checkpoint
 data_dir = kit.data_dir
 
@@ -304,15 +310,110 @@ def _read_state(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
+def _convnext_from_transformers(state: dict) -> dict:
+    """DINOv3ConvNextModel's keys back to Meta's original ones (transformers'
+    convert_dinov3_convnext_to_hf.py, reversed): stages.i.downsample_layers.k ->
+    downsample_layers.i.k, stages.i.layers.j.{depthwise_conv, layer_norm, pointwise_conv1/2, gamma}
+    -> stages.i.j.{dwconv, norm, pwconv1/2, gamma}, the final layer_norm -> norm."""
+    import re
+
+    names = {"depthwise_conv": "dwconv", "layer_norm": "norm", "pointwise_conv1": "pwconv1", "pointwise_conv2": "pwconv2",
+             "gamma": "gamma"}
+    out = {}
+    for key, value in state.items():
+        if m := re.fullmatch(r"stages\.(\d+)\.downsample_layers\.(\d+)\.(\w+)", key):
+            out[f"downsample_layers.{m[1]}.{m[2]}.{m[3]}"] = value
+        elif (m := re.fullmatch(r"stages\.(\d+)\.layers\.(\d+)\.(\w+)(\.\w+)?", key)) and m[3] in names:
+            out[f"stages.{m[1]}.{m[2]}.{names[m[3]]}{m[4] or ''}"] = value
+        elif m := re.fullmatch(r"layer_norm\.(\w+)", key):
+            out[f"norm.{m[1]}"] = value
+        else:
+            raise kit.KitError(f"unexpected key {key[:80]!r} for transformers' DINOv3ConvNextModel")
+    return out
+
+
+def _vit_from_transformers(state: dict) -> dict:
+    """DINOv3ViTModel's keys back to Meta's original ones (transformers' convert_dinov3_vit_to_hf.py,
+    reversed): q/k/v_proj joined into attn.qkv (the key bias, fixed at 0 by Meta's bias mask and
+    dropped by the conversion, comes back as zeros), o_proj -> attn.proj, layer_scaleN.lambda1 ->
+    lsN.gamma, mlp up/down_proj -> fc1/fc2 (gate/up/down -> w1/w2/w3 when gated), embeddings.* ->
+    cls_token, mask_token, storage_tokens, patch_embed.proj."""
+    import re
+
+    import torch
+
+    fixed = {"embeddings.cls_token": "cls_token", "embeddings.mask_token": "mask_token",
+             "embeddings.register_tokens": "storage_tokens", "embeddings.patch_embeddings.weight": "patch_embed.proj.weight",
+             "embeddings.patch_embeddings.bias": "patch_embed.proj.bias", "norm.weight": "norm.weight", "norm.bias": "norm.bias"}
+    gated = any(".mlp.gate_proj." in k for k in state)
+    mlp = {"gate_proj": "w1", "up_proj": "w2", "down_proj": "w3"} if gated else {"up_proj": "fc1", "down_proj": "fc2"}
+    out, qkv = {}, {}
+    for key, value in state.items():
+        if key in fixed:
+            out[fixed[key]] = value
+        elif not (m := re.fullmatch(r"layer\.(\d+)\.(.+)\.(weight|bias|lambda1)", key)):
+            raise kit.KitError(f"unexpected key {key[:80]!r} for transformers' DINOv3ViTModel")
+        elif (a := re.fullmatch(r"attention\.([qkv])_proj", m[2])) and m[3] in ("weight", "bias"):
+            qkv.setdefault((m[1], m[3]), {})[a[1]] = value
+        elif m[2] == "attention.o_proj":
+            out[f"blocks.{m[1]}.attn.proj.{m[3]}"] = value
+        elif (ls := re.fullmatch(r"layer_scale([12])", m[2])) and m[3] == "lambda1":
+            out[f"blocks.{m[1]}.ls{ls[1]}.gamma"] = value
+        elif (f := re.fullmatch(r"mlp\.(\w+)", m[2])) and f[1] in mlp:
+            out[f"blocks.{m[1]}.mlp.{mlp[f[1]]}.{m[3]}"] = value
+        elif m[2] in ("norm1", "norm2"):
+            out[f"blocks.{m[1]}.{m[2]}.{m[3]}"] = value
+        else:
+            raise kit.KitError(f"unexpected key {key[:80]!r} for transformers' DINOv3ViTModel")
+    for (block, kind), parts in qkv.items():
+        if kind == "bias" and "k" not in parts and {"q", "v"} <= parts.keys():
+            parts["k"] = torch.zeros_like(parts["q"])
+        if set(parts) != {"q", "k", "v"}:
+            raise kit.KitError(f"layer {block} of the DINOv3ViTModel weights lacks part of its attention {kind}")
+        out[f"blocks.{block}.attn.qkv.{kind}"] = torch.cat([parts["q"], parts["k"], parts["v"]], dim=0)
+    return out
+
+
+def from_transformers(state: dict, model) -> dict:
+    """A state dict in transformers' DINOv3 naming (DINOv3ConvNextModel or DINOv3ViTModel, as the
+    facebook/dinov3-* repositories hold them) as timm's ``model`` loads it: back to Meta's original
+    keys, then through timm's own filter for Meta's checkpoints. Any other state dict is returned
+    as it is."""
+    import importlib
+
+    if any(k.startswith("stages.0.layers.") for k in state):
+        original, family = _convnext_from_transformers(state), "convnext"
+    elif "embeddings.cls_token" in state:
+        original, family = _vit_from_transformers(state), "eva"
+        if not any(k.endswith(".attn.q_bias") for k in model.state_dict()):  # timm's model has no q/v bias
+            for key in [k for k in original if k.endswith(".attn.qkv.bias")]:
+                if original.pop(key).count_nonzero():
+                    raise kit.KitError(f"{key} is not zero in these weights, and timm's model has no attention bias: "
+                                       "not the backbone's weights")
+    else:
+        return state
+    return importlib.import_module(f"timm.models.{family}").checkpoint_filter_fn(original, model)
+
+
+def _weights_file(from_dir: Path, name: str) -> Path | None:
+    """The first of timm's file, a safetensors named after the model, a timm/<name> snapshot, or
+    a facebook/dinov3-* snapshot (transformers' format) found in ``from_dir``."""
+    repo = TRANSFORMERS_REPOS[name].split("/")[1]
+    options = [from_dir / BACKBONES[name], from_dir / f"{name}.safetensors", from_dir / name / "model.safetensors",
+               from_dir / f"{repo}.safetensors", from_dir / repo / "model.safetensors"]
+    return next((p for p in options if p.is_file()), None)
+
+
 def fetch_weights(dest: Path, from_dir: Path | None = None) -> dict:
     """Write every backbone of BACKBONES as ``dest/<file>`` (a state dict) plus ``dest/weights.json``.
 
     From ``from_dir`` (offline): ``<name>.pth``, ``<name>.safetensors`` or ``<name>/model.safetensors``
-    (a Hugging Face snapshot of ``timm/<name>``). Otherwise downloads through timm
-    (``pretrained=True``: the Hugging Face hub, needs huggingface_hub and safetensors; set HF_TOKEN
-    if the repository asks you to accept the DINOv3 licence). Each state dict must load strictly
-    into ``timm.create_model(name, pretrained=False, num_classes=0)``; files are written atomically.
-    Returns {name: path}.
+    (a Hugging Face snapshot of ``timm/<name>``), or transformers' format: ``<repo>/model.safetensors``
+    or ``<repo>.safetensors`` for the ``facebook/<repo>`` of TRANSFORMERS_REPOS, converted to timm's
+    keys. Otherwise downloads through timm (``pretrained=True``: the Hugging Face hub, needs
+    huggingface_hub and safetensors; set HF_TOKEN if the repository asks you to accept the DINOv3
+    licence). Each state dict must load strictly into ``timm.create_model(name, pretrained=False,
+    num_classes=0)``; files are written atomically. Returns {name: path}.
     """
     import torch
 
@@ -320,13 +421,15 @@ def fetch_weights(dest: Path, from_dir: Path | None = None) -> dict:
     dest.mkdir(parents=True, exist_ok=True)
     record, paths = {}, {}
     for name, file in BACKBONES.items():
+        model = timm.create_model(name, pretrained=False, num_classes=0)
         if from_dir is not None:
-            options = [from_dir / file, from_dir / f"{name}.safetensors", from_dir / name / "model.safetensors"]
-            found = next((p for p in options if p.is_file()), None)
+            found = _weights_file(from_dir, name)
             if found is None:
-                expected = ", ".join(str(p.relative_to(from_dir)) for p in options)
-                raise kit.KitError(f"no weights for {name} under {from_dir}: expected one of {expected}")
-            state, source = _read_state(found), str(found)
+                repo = TRANSFORMERS_REPOS[name].split("/")[1]
+                raise kit.KitError(f"no weights for {name} under {from_dir}: expected {file}, {name}.safetensors, "
+                                   f"{name}/model.safetensors (timm/{name}) or {repo}/model.safetensors "
+                                   f"({TRANSFORMERS_REPOS[name]})")
+            state, source = from_transformers(_read_state(found), model), str(found)
         else:
             try:
                 state = timm.create_model(name, pretrained=True, num_classes=0).state_dict()
@@ -335,7 +438,7 @@ def fetch_weights(dest: Path, from_dir: Path | None = None) -> dict:
                                    "check the network and HF_TOKEN, or pass --weights-from DIR") from None
             source = f"hf-hub:timm/{name}"
         try:
-            timm.create_model(name, pretrained=False, num_classes=0).load_state_dict(state, strict=True)
+            model.load_state_dict(state, strict=True)
         except RuntimeError as exc:
             raise kit.KitError(f"the weights for {name} from {source} do not fit timm's model: {str(exc)[:300]}") from None
         tmp = dest / f".{file}.tmp"

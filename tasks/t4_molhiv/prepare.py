@@ -5,6 +5,10 @@ molecules as graphs whose integer atom and bond features follow OGB's ``smiles2g
 RDKit; nothing here needs it), 1 443 of them active, and OGB's scaffold split (Bemis–Murcko
 scaffolds, sorted by group size): train 32 901, val 4 113 (OGB's "valid"), test 4 113 (the
 held-out, scored split). Prepared once by ``python prepare.py [--from DIR]`` into ``data/``.
+Or, offline, from MoleculeNet's ``HIV.csv`` (the molecules OGB started from) in DIR: the graphs
+and the split are rebuilt with RDKit (``smiles_graphs.py``; ``pip install 'onegc[molecules]'``),
+and the split, label and count files must equal OGB's byte for byte. The atom and bond features
+can differ from the archive's on a few hundred of the 1 049 163 atoms (program.md says how many).
 
 Graphs (all of them, the test molecules' structure included; only test labels are held out):
     load_graphs() -> dict of numpy arrays
@@ -80,6 +84,19 @@ MEMBERS = {  # path under hiv/ in the archive -> pinned size and sha256 (mapping
     "raw/num-node-list.csv.gz": {"size": 35542, "sha256": "e26f7e29de4a3985c7f47482838c62f870c90c4d01871c57bfeae1b8d993a24b"},
     "raw/num-edge-list.csv.gz": {"size": 36509, "sha256": "fa058f23514328fd69bc9c4c31fd8f5938c4ce18726855489d0c0e2dfeaddd37"},
 }
+# The write time in the gzip header of each member OGB wrote (pandas' gzip records it): with it, the
+# files rebuilt from HIV.csv are byte for byte OGB's, so the pins above check them too. Found by
+# searching the seconds of 2019 for the one whose bytes hash to the pin: 2019-12-17 01:49:19 UTC for
+# the raw files, 21 s later for the split.
+OGB_MTIMES = {
+    "raw/graph-label.csv.gz": 1576547359,
+    "raw/num-node-list.csv.gz": 1576547359,
+    "raw/num-edge-list.csv.gz": 1576547359,
+    "split/scaffold/train.csv.gz": 1576547380,
+    "split/scaffold/valid.csv.gz": 1576547380,
+    "split/scaffold/test.csv.gz": 1576547380,
+}
+CSV_NAME = "HIV.csv"  # MoleculeNet's molecules: the alternative to the archive (smiles_graphs.py)
 SPLITS = {"train": "train", "val": "valid", "test": "test"}  # ours -> OGB's file name
 # Value counts per atom feature. Recent ogb releases list a fifth chirality value ('misc'), so their
 # get_atom_feature_dims() is [119, 5, 12, ...]; ogbg-molhiv's released features use four (build()
@@ -136,21 +153,71 @@ def _table(data: bytes, rel: str, cols: int) -> np.ndarray:
 
 def _check(ok: bool, what: str) -> None:
     if not ok:
-        raise kit.KitError(f"{ARCHIVE}: {what}: the archive is not OGB's ogbg-molhiv")
+        raise kit.KitError(f"{what}: the raw files are not OGB's ogbg-molhiv")
 
 
 def _in_range(feat: np.ndarray, dims: list[int]) -> bool:
     return bool((feat >= 0).all() and (feat < np.array(dims)).all())
 
 
+def _from_archive(members: dict[str, bytes]) -> "smiles_graphs.Molecules":  # noqa: F821
+    """OGB's raw tables read from the archive's checked members."""
+    from smiles_graphs import Molecules
+
+    return Molecules(
+        n_nodes=_table(members["raw/num-node-list.csv.gz"], "num-node-list", 1)[:, 0],
+        n_edges=_table(members["raw/num-edge-list.csv.gz"], "num-edge-list", 1)[:, 0],
+        labels=_table(members["raw/graph-label.csv.gz"], "graph-label", 1)[:, 0],
+        node_feat=_table(members["raw/node-feat.csv.gz"], "node-feat", len(ATOM_FEATURE_DIMS)),
+        bonds=_table(members["raw/edge.csv.gz"], "edge", 2),
+        bond_feat=_table(members["raw/edge-feat.csv.gz"], "edge-feat", len(BOND_FEATURE_DIMS)),
+        split={name: _table(members[f"split/scaffold/{name}.csv.gz"], f"split/scaffold/{name}", 1)[:, 0]
+               for name in SPLITS.values()},
+    )
+
+
+def _from_csv(path: Path) -> "smiles_graphs.Molecules":  # noqa: F821
+    """The graphs and split rebuilt from HIV.csv with RDKit; its split, label and count files,
+    gzipped as OGB wrote them, must match the pins of OGB's members byte for byte."""
+    import smiles_graphs as sg
+
+    try:
+        mols = sg.molecules_from_csv(path)
+    except sg.SmilesError as exc:
+        raise kit.KitError(str(exc)) from None
+    columns = {
+        "raw/graph-label.csv.gz": mols.labels,
+        "raw/num-node-list.csv.gz": mols.n_nodes,
+        "raw/num-edge-list.csv.gz": mols.n_edges,
+        **{f"split/scaffold/{name}.csv.gz": ids for name, ids in mols.split.items()},
+    }
+    for rel, column in columns.items():
+        data = sg.ogb_gzip(column, Path(rel).name.removesuffix(".gz"), OGB_MTIMES[rel])
+        if hashlib.sha256(data).hexdigest() != MEMBERS[rel]["sha256"]:
+            raise kit.KitError(
+                f"{path.name} gives a {rel} unlike OGB's (sha256 pin): not MoleculeNet's HIV.csv, or an RDKit other "
+                f"than {sg.RDKIT_VERSION} ({sg.INSTALL_HINT}); or give --from a folder holding OGB's {ARCHIVE}"
+            )
+    return mols
+
+
+def fetch_raw(cache: Path, from_dir: Path | None) -> dict[str, Path]:
+    """OGB's archive, or MoleculeNet's HIV.csv when ``from_dir`` holds that and no archive."""
+    if from_dir is not None and kit.find_local(ARCHIVE, from_dir) is None:
+        csv_path = kit.find_local(CSV_NAME, from_dir)
+        if csv_path is None:
+            raise kit.KitError(
+                f"neither {ARCHIVE} (OGB's archive) nor {CSV_NAME} (MoleculeNet's molecules) is under {from_dir}: "
+                "put one there, or drop --from to download the archive"
+            )
+        return {CSV_NAME: csv_path}
+    return {name: kit.fetch(name, spec, cache, from_dir) for name, spec in RAW.items()}
+
+
 def build(raw: dict, out: Path) -> dict:
-    m = _open_members(raw[ARCHIVE])
-    n_nodes = _table(m["raw/num-node-list.csv.gz"], "num-node-list", 1)[:, 0]
-    n_edges = _table(m["raw/num-edge-list.csv.gz"], "num-edge-list", 1)[:, 0]
-    labels = _table(m["raw/graph-label.csv.gz"], "graph-label", 1)[:, 0]
-    node_feat = _table(m["raw/node-feat.csv.gz"], "node-feat", len(ATOM_FEATURE_DIMS))
-    bonds = _table(m["raw/edge.csv.gz"], "edge", 2)
-    bond_feat = _table(m["raw/edge-feat.csv.gz"], "edge-feat", len(BOND_FEATURE_DIMS))
+    mols = _from_csv(raw[CSV_NAME]) if CSV_NAME in raw else _from_archive(_open_members(raw[ARCHIVE]))
+    n_nodes, n_edges, labels = mols.n_nodes, mols.n_edges, mols.labels
+    node_feat, bonds, bond_feat = mols.node_feat, mols.bonds, mols.bond_feat
     g = len(n_nodes)
     _check(len(n_edges) == g == len(labels), "per-graph lists differ in length")
     _check(int(n_nodes.sum()) == len(node_feat) and int(n_edges.sum()) == len(bonds) == len(bond_feat), "counts do not add up")
@@ -173,7 +240,7 @@ def build(raw: dict, out: Path) -> dict:
         files[f"{name}.npy"] = {"split": "all"}
     seen = np.zeros(g, dtype=bool)
     for split, ogb_name in SPLITS.items():
-        idx = _table(m[f"split/scaffold/{ogb_name}.csv.gz"], f"split/scaffold/{ogb_name}", 1)[:, 0]
+        idx = mols.split[ogb_name]
         _check(bool(((idx >= 0) & (idx < g)).all()) and not seen[idx].any(), f"split {ogb_name} is out of range or overlaps")
         seen[idx] = True
         np.save(out / f"{split}_idx.npy", idx)

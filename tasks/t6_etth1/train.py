@@ -4,13 +4,16 @@ A moving average (kernel 25) splits each input series into trend and seasonal pa
 layer per part maps the 336 look-back steps to the 96 horizon steps, shared by all 7 variables
 (individual=False). MSE loss on normalised values.
 
-The training recipe is the published one, LTSF-Linear's ETTh1 DLinear script
-(cure-lab/LTSF-Linear: scripts/EXP-LongForecasting/Linear/etth1.sh with run_longExp.py's
-defaults): Adam at lr 0.005, batch 32, up to 10 epochs, the learning rate halved after every
-epoch (their "type1" schedule: lr = 0.005 * 0.5 ** (epoch - 1)), and early stopping on the
-validation MSE with patience 3 (stop after 3 epochs in a row without a new best). Each epoch
-ends with the val MSE and a checkpoint; the harness picks the val-best one, as LTSF reloads it.
-(The paper describes its baseline as "batch 128, 5 epochs"; benchmarks/BASELINES.md measures both.)
+The training recipe is the paper's described baseline, "batch 128, 5 epochs", with LTSF-Linear's
+ETTh1 DLinear schedule (cure-lab/LTSF-Linear: scripts/EXP-LongForecasting/Linear/etth1.sh with
+run_longExp.py's defaults): Adam at lr 0.005, the learning rate halved after every epoch (their
+"type1" schedule: lr = 0.005 * 0.5 ** (epoch - 1)), early stopping on the validation MSE with
+patience 3, the last partial batch dropped. Each epoch ends with the val MSE and a checkpoint; the
+harness picks the val-best one, as LTSF reloads it. Its score is the paper's baseline within noise
+(benchmarks/BASELINES.md), so the shipped baseline itself earns r_T6 of about 0.
+
+A documented variant is LTSF-Linear's published recipe: the same script with BATCH_SIZE = 32 and
+EPOCHS = 10 (4x the steps; about 0.005 lower test MSE, ahead of the paper's baseline).
 """
 
 import time
@@ -25,9 +28,9 @@ import prepare
 KERNEL = 25  # moving-average window of the series decomposition (DLinear default)
 LR = 0.005  # LTSF-Linear's DLinear ETTh1 setting
 LR_DECAY = 0.5  # multiply the learning rate by this after every epoch (LTSF's "type1" schedule)
-EPOCHS = 10  # at most; LTSF's train_epochs default
+EPOCHS = 5  # at most: the paper's baseline (LTSF's train_epochs default is 10)
 PATIENCE = 3  # stop after this many epochs without a better val MSE (LTSF's default); 0 = never
-BATCH_SIZE = 32  # LTSF-Linear's ETTh1 script
+BATCH_SIZE = 128  # the paper's baseline (LTSF-Linear's ETTh1 script uses 32)
 SEED = 0
 MAX_STEPS = 0  # 0 = no limit; tests set a few steps
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

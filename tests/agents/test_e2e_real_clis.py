@@ -80,9 +80,16 @@ for i in 1 2 3; do python run_2.py; done"""
 TRAIN_SCRIPTS = ["run_1.py", "run_2.py", "run_2.py", "run_2.py"]  # the three instant ones each count
 BACKGROUND_S = 6  # the background training sleeps this long before it saves
 BG_CLAUDE = WRITE_RUN_1 + f"python run_1.py {BACKGROUND_S}"  # asked with run_in_background
-# setsid: Codex ends a command's whole process group when its shell exits (a plain `&` dies with it)
-BG_START = WRITE_RUN_1 + f"setsid nohup python run_1.py {BACKGROUND_S} > train.log 2>&1 < /dev/null &\necho started"
-BG_WAIT = "while [ ! -f checkpoints/e2e.pt ]; do sleep 1; done; sleep 1; cat train.log"
+# Codex ends a command's whole process group the moment its shell exits, so a run started with
+# `setsid ... &` dies whenever the shell exits before setsid() has run in the child (70 of 100
+# did). The run writes its pid only after setsid(), in its new session, and the shell returns only
+# once that file is there: then the group kill cannot reach it (docs/agents.md).
+BG_START = WRITE_RUN_1 + (
+    f"setsid sh -c 'echo $$ > train.pid; exec python run_1.py {BACKGROUND_S}' > train.log 2>&1 < /dev/null &\n"
+    "for i in $(seq 600); do [ -s train.pid ] && break; sleep 0.1; done; echo started $(cat train.pid)")
+# until the run has ended (its process gone), at most 240 s
+BG_WAIT = ("for i in $(seq 240); do kill -0 $(cat train.pid) 2>/dev/null || break; sleep 1; done; "
+           "cat train.log; ls checkpoints")
 SLEEP = """python -c 'import time; open("sleep.started", "w").close(); time.sleep(600)'"""
 SLEEP_MARK = "time.sleep(600)"
 # The sleeping and failing sessions' budgets: enough to reach the tool (or the first request) on a

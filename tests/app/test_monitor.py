@@ -156,6 +156,29 @@ async def test_live_events_raise_notifications(app_home):
         assert sum("new best, run_2-1" in n.message for n in app._notifications) == 1  # each event once
 
 
+async def test_the_monitor_shows_stalled_from_the_runners_warning_and_its_end(app_home):
+    """One meaning of "stalled" (runner.wire.defaults.STALL_S): the monitor shows the runner's stall
+    warning and its clearing, as notifications and in the transcript pane, and guesses none itself."""
+    from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
+    from runner.wire.events import Warning_
+
+    app = make_app(app_home, focus="b-paused", live=False, show_clock=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        for seq, code, message in [(300, STALL_WARNING, "no model response for 5 min while the agent runs no tool"),
+                                   (301, STALL_CLEARED, "the model answered again after 6 min")]:
+            add_events(app_home, "b-paused", [Warning_(session_id="b-paused", seq=seq, ts=float(seq), code=code,
+                                                       message=message)])
+            app.refresh_sessions()
+            app.flush()
+            await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert "b-paused stalled: no model response for 5 min while the agent runs no tool" in messages
+        assert "b-paused: the model answered again after 6 min" in messages
+        log = app.query_one("#transcript-log", Log)
+        assert any("the model answered again after 6 min" in line for line in log.lines)
+
+
 async def test_every_monitor_notifies_the_end_of_a_session_another_one_ingested(app_home):
     """Issue 29: alerts came from this process's own ingest, so of two monitors on one home only
     the one that read the line said that a session ended."""

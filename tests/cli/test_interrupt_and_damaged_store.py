@@ -6,11 +6,13 @@ and exited 0)."""
 from __future__ import annotations
 
 import os
+import queue
 import random
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 
 import pytest
@@ -19,10 +21,11 @@ from click.testing import CliRunner
 from onegc_tui.cli.main import main
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from tests.helpers import REPO, wait_for
+from tests.helpers import REPO, wait_event, wait_for
 from tests.homes import build_home
 
 pytestmark = pytest.mark.slow
+EVENT_BOUND_S = 240  # a bound on each wait for an event, not a time it should take (pytest's timeout is 300)
 
 
 def damage(db) -> None:
@@ -78,21 +81,38 @@ def test_the_monitor_on_a_damaged_store_says_one_line_and_exits_2(damaged_home, 
     assert "\n" not in line and "database disk image is malformed" in line and "onegc reindex" in line
 
 
+def _lines(stream, into: queue.Queue) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)  # the end of the stream
+
+
 def test_ctrl_c_on_run_plain_says_the_session_goes_on_and_how_to_end_it(home):
+    """Every wait is for an event (the start line, the CLI's exit, the session's end), bounded
+    only by what a loaded 2-core machine needs; none is a fixed time the machine must beat."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cli = subprocess.Popen([sys.executable, "-m", "onegc_tui.cli", "run", "t0", "--agent", "scripted", "--plain",
-                            "--budget", "5m", "--unsealed"], env=env, stdout=subprocess.PIPE,
+                            "--budget", "10m", "--pace", "60", "--unsealed"], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
-    sid = None
-    try:
-        assert cli.stdout is not None
-        for line in cli.stdout:  # the first event line: the session has started and is being followed
+    out: queue.Queue = queue.Queue()
+    threading.Thread(target=_lines, args=(cli.stdout, out), daemon=True).start()
+
+    def start_line() -> str | None:  # the first event line: the session has started and is being followed
+        while True:
+            try:
+                line = out.get(timeout=1)
+            except queue.Empty:
+                return None
+            if line is None:
+                raise AssertionError(f"the CLI ended before the session started: {cli.stderr.read() if cli.stderr else ''}")
             if "started:" in line:
-                sid = line.split("] ", 1)[1].split(":", 1)[0]
-                break
-        assert sid, "no start line"
+                return line
+
+    try:
+        line = wait_for(start_line, EVENT_BOUND_S, "the session's start line", interval=0)
+        sid = line.split("] ", 1)[1].split(":", 1)[0]
         cli.send_signal(signal.SIGINT)  # the CLI only, as a terminal's Ctrl-C reaches the foreground job
-        _, stderr = cli.communicate(timeout=60)
+        _, stderr = cli.communicate(timeout=EVENT_BOUND_S)  # its exit: at once, whatever the load
     finally:
         if cli.poll() is None:
             cli.kill()
@@ -106,8 +126,11 @@ def test_ctrl_c_on_run_plain_says_the_session_goes_on_and_how_to_end_it(home):
     from runner.wire.paths import SessionPaths
 
     paths = SessionPaths(home / "runs" / sid)
-    assert session_ended(paths) is None  # it did go on
-    r = CliRunner().invoke(main, ["abort", sid])  # and the way out said works
-    assert r.exit_code == 0 and "aborted" in r.output, r.output
-    assert session_ended(paths) is not None
+    assert session_ended(paths) is None  # it did go on (a minute between the scripted agent's steps)
+    # the way out said works. `onegc abort` itself waits the grace and a margin (60 s) before it
+    # escalates, which a loaded machine's official scoring can outlast: the request, then the end
+    r = CliRunner().invoke(main, ["abort", sid, "--no-wait"])
+    assert r.exit_code == 0 and "abort requested" in r.output, r.output
+    ended = wait_event(paths, "session_ended", timeout=EVENT_BOUND_S)
+    assert ended["reason"] == "aborted", ended
     assert abort_session(paths).endswith("already ended")

@@ -142,7 +142,8 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     db = home / "onegc.db"
     conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
     conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
-    for column in ("val", "val_gap_flag", "contended", "conditions"):  # migration 7's
+    for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
+                   "truncated", "truncated_bytes"):  # and 8's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 5")
     conn.close()

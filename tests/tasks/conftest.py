@@ -49,7 +49,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS_DIR = REPO / "tasks"
-SHARED_DATA = REPO.parent / "shared" / "data"
+# the offline dataset copies beside the checkout (a worktree elsewhere names them in the variable)
+SHARED_DATA = Path(os.environ.get("ONEGC_TEST_SHARED_DATA") or REPO.parent / "shared" / "data")
 KIT = TASKS_DIR / "onegc_kit.py"
 RUN_TIMEOUT_S = 120  # a few training steps of a tiny config; far more than they need on 2 cores
 EVAL_TIMEOUT_S = 120

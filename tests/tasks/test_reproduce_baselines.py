@@ -57,3 +57,27 @@ def test_usage_errors_are_one_line_and_exit_2(args, message, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], lines
     assert not (tmp_path / "d").exists()
+
+
+def _saved(path, seed: int | None, score: float, test_best: float, **constants):
+    import json
+
+    if seed is not None:
+        constants["SEED"] = seed
+    path.write_text(json.dumps({"task": "t4_molhiv", "split": "test", "score": score,
+                                "if_picked_by_scored_split": test_best, "constants": constants}))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_table_summarises_single_seed_runs_saved_with_json(tmp_path):
+    files = [_saved(tmp_path / f"s{k}.json", k, v, t) for k, (v, t) in enumerate([(0.70, 0.72), (0.72, 0.73), (0.74, 0.75)])]
+    proc = subprocess.run([sys.executable, str(SCRIPT), "t4", "--table", *files], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    row = proc.stdout.strip().splitlines()[-1]
+    assert row.startswith("| t4_molhiv (test_auroc) | train.py as shipped | 3 (0, 1, 2) | 0.7200 ± 0.0200 | 0.7333 ± 0.0153 |")
+    assert "| 0.706 | +0.0140 | agrees within noise (+0.0140, 0.7 sd) |" in row
+    other = _saved(tmp_path / "lr.json", 3, 0.7, 0.7, LR=0.01)  # another recipe: refused
+    proc = subprocess.run([sys.executable, str(SCRIPT), "t4", "--table", *files, other], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "differ in more than SEED" in proc.stderr, proc.stderr

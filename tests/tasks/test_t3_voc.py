@@ -495,6 +495,91 @@ def test_weights_cli_copies_checks_and_refuses_offline(offline, weights, tmp_pat
     assert proc.returncode == 2 and "do not fit timm's model" in proc.stderr
 
 
+# Tiny models of the two architectures, their weights renamed to transformers' DINOv3 naming by
+# the forward mapping, written here from transformers' modeling_dinov3_convnext.py /
+# modeling_dinov3_vit.py (DINOv3ConvNextModel: stages.i.downsample_layers.k,
+# stages.i.layers.j.{depthwise_conv, layer_norm, pointwise_conv1, pointwise_conv2, gamma},
+# layer_norm; DINOv3ViTModel: embeddings.{cls_token, mask_token, register_tokens,
+# patch_embeddings}, layer.n.{norm1, attention.{q,k,v,o}_proj, layer_scale1.lambda1, norm2,
+# mlp.{up,down}_proj, layer_scale2.lambda1}, norm; q and v biases, the key has none), converted
+# back by prepare.from_transformers: every tensor must come back as timm had it.
+TRANSFORMERS_ROUND_TRIP = """
+import importlib.util, json, re, sys, torch, timm
+spec = importlib.util.spec_from_file_location("p", %r)
+p = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(p)
+torch.manual_seed(2)
+
+def hf_convnext(sd):
+    out = {}
+    for k, v in sd.items():
+        if k.startswith("head.norm."):
+            out["layer_norm." + k.removeprefix("head.norm.")] = v
+            continue
+        k = re.sub(r"^stem\\.", "stages.0.downsample_layers.", k)
+        k = re.sub(r"^stages\\.(\\d+)\\.downsample\\.", r"stages.\\1.downsample_layers.", k)
+        k = re.sub(r"^stages\\.(\\d+)\\.blocks\\.", r"stages.\\1.layers.", k)
+        k = k.replace(".conv_dw.", ".depthwise_conv.").replace(".norm.", ".layer_norm.")
+        k = k.replace(".mlp.fc1.", ".pointwise_conv1.").replace(".mlp.fc2.", ".pointwise_conv2.")
+        out[k] = v
+    return out
+
+def hf_vit(sd, q_bias=0.0):
+    out = {"embeddings.cls_token": sd["cls_token"], "embeddings.register_tokens": sd["reg_token"],
+           "embeddings.mask_token": torch.zeros_like(sd["cls_token"]),
+           "embeddings.patch_embeddings.weight": sd["patch_embed.proj.weight"],
+           "embeddings.patch_embeddings.bias": sd["patch_embed.proj.bias"], "norm.weight": sd["norm.weight"],
+           "norm.bias": sd["norm.bias"]}
+    names = {"norm1": "norm1", "norm2": "norm2", "attn.proj": "attention.o_proj", "mlp.fc1": "mlp.up_proj",
+             "mlp.fc2": "mlp.down_proj"}
+    for k, v in sd.items():
+        m = re.fullmatch(r"blocks\\.(\\d+)\\.(.+)\\.(weight|bias)", k)
+        g = re.fullmatch(r"blocks\\.(\\d+)\\.gamma_([12])", k)
+        if g:
+            out[f"layer.{g[1]}.layer_scale{g[2]}.lambda1"] = v
+        elif m and m[2] == "attn.qkv":
+            for part, t in zip("qkv", v.chunk(3, dim=0)):
+                out[f"layer.{m[1]}.attention.{part}_proj.weight"] = t
+            out[f"layer.{m[1]}.attention.q_proj.bias"] = torch.full((v.shape[1],), q_bias)
+            out[f"layer.{m[1]}.attention.v_proj.bias"] = torch.zeros(v.shape[1])
+        elif m:
+            out[f"layer.{m[1]}.{names[m[2]]}.{m[3]}"] = v
+    return out
+
+small = {"convnext_tiny.dinov3_lvd1689m": dict(depths=(1, 1, 1, 1), dims=(8, 16, 24, 32)),
+         "vit_small_patch16_dinov3.lvd1689m": dict(embed_dim=32, depth=2, num_heads=2)}
+report = {}
+for name, kwargs in small.items():
+    model = timm.create_model(name, pretrained=False, num_classes=0, **kwargs)
+    sd = {k: torch.randn_like(v) for k, v in model.state_dict().items()}
+    hf = hf_convnext(sd) if name.startswith("convnext") else hf_vit(sd)
+    back = p.from_transformers(hf, model)
+    model.load_state_dict(back, strict=True)
+    report[name] = {"keys": len(hf), "equal": sorted(back) == sorted(sd) and all(torch.equal(back[k], sd[k]) for k in sd)}
+vit = "vit_small_patch16_dinov3.lvd1689m"
+model = timm.create_model(vit, pretrained=False, num_classes=0, **small[vit])
+try:
+    p.from_transformers(hf_vit(model.state_dict(), q_bias=0.5), model)
+    report["nonzero_bias"] = "accepted"
+except p.kit.KitError as exc:
+    report["nonzero_bias"] = str(exc)
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.slow
+def test_transformers_format_weights_convert_to_timms_keys(offline):
+    import json
+    import os
+
+    proc = _python(TRANSFORMERS_ROUND_TRIP % str(REPO / "tasks" / TASK / "prepare.py"), dict(os.environ), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report[CONVNEXT] == {"keys": 4 + 9 + 3 * (4 + 9) + 2, "equal": True}, report  # stem, 4 blocks, 3 downsamples, norm
+    assert report[VIT] == {"keys": 7 + 2 * 17, "equal": True}, report  # embeddings and norm, 2 layers (q and v biases)
+    assert report["nonzero_bias"].startswith("blocks.0.attn.qkv.bias is not zero"), report
+
+
 T3_AGENT = """
 import re, subprocess, sys
 from pathlib import Path

@@ -302,3 +302,50 @@ def test_real_archive_if_present(shared_data, tmp_path, kit, load_prepare):
     sizes = [len(np.load(out / f"{s}_idx.npy")) for s in ("train", "val", "test")]
     assert sizes == [32901, 4113, 4113] and len(np.load(out / "node_ptr.npy")) == 41128
     assert sum(int(np.load(out / f"{s}_y.npy").sum()) for s in ("train", "val", "test")) == 1443
+
+
+# --------------------------------------------------------------------------- a session
+FEW_STEPS_AGENT = """
+import re, subprocess, sys
+from pathlib import Path
+text = Path("train.py").read_text()
+for name, value in (("MAX_STEPS", "3"), ("EPOCHS", "1"), ("BATCH_SIZE", "8"), ("HIDDEN", "32"), ("DEVICE", '"cpu"')):
+    text = re.sub(rf"^{name}\\s*=.*$", f"{name} = {value}", text, count=1, flags=re.M)
+Path("run_1.py").write_text(text)
+subprocess.run([sys.executable, "run_1.py"], check=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_command_session_on_t4_scores_its_checkpoint_as_prepare_eval_does(prepared, home, tmp_path):
+    """A real runner and its sealed scorer on T4: the live (val) and the official (test) score of
+    the session's checkpoint are what ``prepare.py --eval`` gives."""
+    import shutil
+    import subprocess
+
+    from tasks import get_task
+    from tests.helpers import events, start_session, wait_event, write_agent
+
+    shutil.copytree(prepared, home / "data" / TASK)
+    cmd = write_agent(tmp_path, "few_steps_agent.py", FEW_STEPS_AGENT)
+    paths = start_session(home, "t4sealed", task="t4", agent="command", command=cmd, budget_s=240)
+    ended = wait_event(paths, "session_ended", timeout=400)
+    assert ended["reason"] == "completed", ended
+    scored = [e for e in events(paths) if e["type"] == "checkpoint_scored"]
+    live = [e for e in scored if not e.get("official")]
+    official = [e for e in scored if e.get("official")]
+    assert len(live) == len(official) == 1 and live[0]["name"] == official[0]["name"], scored
+    assert live[0].get("error") is None and official[0].get("error") is None, scored
+
+    def by_hand(split: str) -> float:
+        (ckpt,) = (paths.workspace / "checkpoints").glob("*.pt")
+        proc = subprocess.run([sys.executable, str(get_task(TASK).folder / "prepare.py"), "--eval", str(ckpt), "--code",
+                               str(paths.workspace), "--data-dir", str(home / "data" / TASK), "--device", "cpu",
+                               "--split", split], capture_output=True, text=True, timeout=300)
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert out["ok"], out
+        return out["value"]
+
+    assert live[0]["split"] == "val" and live[0]["value"] == pytest.approx(by_hand("val"), abs=1e-6)
+    assert official[0]["split"] == "test" and official[0]["value"] == pytest.approx(by_hand("test"), abs=1e-6)
+    assert json.loads(paths.result.read_text())["value"] == official[0]["value"]

@@ -15,7 +15,7 @@ import torch
 
 from runner.sandbox.bwrap import status
 from tasks import get_task
-from tests.helpers import events, start_session, wait_event, write_agent
+from tests.helpers import events, start_session, wait_event, wait_for, write_agent
 
 TASK = "t6_etth1"
 COLUMNS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
@@ -225,10 +225,14 @@ def eval_by_hand(ckpt, code, data, split="test") -> dict:
 
 
 CONST_SCRIPT = '''
-import json, sys, time
+import json, sys
+from pathlib import Path
+
 import torch
 import torch.nn as nn
 import prepare
+
+GATE = Path(__file__).with_name("gate")  # beside the checkpoint's snapshot of this script
 
 
 class Const(nn.Module):  # forecasts one value everywhere
@@ -241,23 +245,26 @@ class Const(nn.Module):  # forecasts one value everywhere
 
 
 def build_model(config):
-    if time.time() < config["not_before"]:  # stands in for a model that runs only on the GPU
+    if config["gated"] and not GATE.exists():  # stands in for a model that runs only on the GPU
         raise RuntimeError("this model needs CUDA (simulated)")
     return Const(config["c"])
 
 
 if __name__ == "__main__":
-    for name, c, not_before in json.loads(sys.argv[1]):
-        prepare.save_checkpoint(Const(c), {"c": c, "not_before": not_before}, name)
+    for name, c, gated in json.loads(sys.argv[1]):
+        prepare.save_checkpoint(Const(c), {"c": c, "gated": gated}, name)
 '''
 
+# Saves the checkpoints, then ends when the test says so (a file "go" in the workspace), at most
+# after 200 s of the 240 s budget: the end, and the official scoring after it, wait for events.
 CONSTANT_AGENT = f"""
 import json, subprocess, sys, time
 from pathlib import Path
 Path("run_const.py").write_text({CONST_SCRIPT!r})
-plan = json.loads(sys.argv[1])
-subprocess.run([sys.executable, "run_const.py", json.dumps(plan)], check=True)
-time.sleep(max(0.0, max(p[2] for p in plan) - time.time()) + 4)  # the live scores in, then the end
+subprocess.run([sys.executable, "run_const.py", sys.argv[1]], check=True)
+deadline = time.monotonic() + 200
+while not Path("go").exists() and time.monotonic() < deadline:
+    time.sleep(0.2)
 """
 
 
@@ -277,12 +284,18 @@ def constant_fits(home) -> tuple[float, float]:
         os.environ.pop("ONEGC_DATA_DIR", None)
 
 
-def selection_session(home, raw_dir, prepare_fixture, tmp_path, sid, fit_val_not_before):
+def selection_session(home, raw_dir, prepare_fixture, tmp_path, sid, fit_val_gated: bool):
+    """fit_val and fit_test saved; once both live scores are in (fit_val's failed when gated),
+    fit_val's snapshot gets its gate (its model builds from then on) and the agent ends."""
     shutil.copytree(prepare_fixture(TASK, raw_dir), home / "data" / TASK)
     c_val, c_test = constant_fits(home)
-    plan = [["fit_val", c_val, fit_val_not_before()], ["fit_test", c_test, 0]]
+    plan = [["fit_val", c_val, fit_val_gated], ["fit_test", c_test, False]]
     cmd = write_agent(tmp_path, "constant_agent.py", CONSTANT_AGENT) + [json.dumps(plan)]
     paths = start_session(home, sid, task="t6", agent="command", command=cmd, budget_s=240)
+    live = lambda: {e["name"] for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}  # noqa: E731
+    wait_for(lambda: live() >= {"fit_val-1", "fit_test-1"}, 200, "the live scores of both checkpoints")
+    (paths.snapshots / "fit_val-1" / "gate").touch()
+    (paths.workspace / "go").touch()
     ended = wait_event(paths, "session_ended", timeout=400)
     assert ended["reason"] == "completed", ended
     data = home / "data" / TASK
@@ -295,7 +308,7 @@ def selection_session(home, raw_dir, prepare_fixture, tmp_path, sid, fit_val_not
 @pytest.mark.slow
 def test_the_val_best_checkpoint_is_official_although_another_has_the_better_test_score(
         raw_dir, prepare_fixture, home, tmp_path):
-    paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel1", lambda: 0)
+    paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel1", False)
     assert by_hand["fit_val"]["val"] < by_hand["fit_test"]["val"]  # val prefers fit_val...
     assert by_hand["fit_test"]["test"] < by_hand["fit_val"]["test"]  # ...test prefers fit_test
     assert result["checkpoint"] == "fit_val-1" and result["selection"] == "val-best"
@@ -308,9 +321,7 @@ def test_the_val_best_checkpoint_is_official_although_another_has_the_better_tes
 @pytest.mark.slow
 def test_a_best_checkpoint_whose_live_scoring_failed_still_gets_its_official_score(
         raw_dir, prepare_fixture, home, tmp_path):
-    import time
-
-    paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel2", lambda: time.time() + 8)
+    paths, result, by_hand = selection_session(home, raw_dir, prepare_fixture, tmp_path, "sel2", True)
     live = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}
     assert live["fit_val-1"].get("value") is None and "needs CUDA" in live["fit_val-1"]["error"]
     assert live["fit_test-1"]["value"] is not None

@@ -56,9 +56,9 @@ def test_the_clock_alerts_of_a_running_session_come_once(tmp_path):
         Ingester(home, store).ingest_all()
         feed = LiveFeed()
         assert "live" in feed.read(store).changed and feed.running == {"live"}
-        late = T0 + 10_000.0  # the budget long spent by the wall clock, and no sign of life since
+        late = T0 + 10_000.0  # the budget long spent by the wall clock
         kinds = {a.kind for a in feed.due(late)}
-        assert {"low_budget", "stalled"} <= kinds
+        assert kinds == {"low_budget"}
         assert feed.due(late + 1) == []  # each once
     finally:
         store.close()
@@ -77,9 +77,8 @@ def test_plain_prints_a_feed_alert_on_its_own_line(tmp_path, monkeypatch):
         copy.update()  # ingested on the copy's own connection: the feed, on another, sees it
         said = copy.alerts(feed, ["live", "other"])
         assert {sid for sid, _ in said} == {"live"}
-        assert sorted(words.split(" (")[0].split(":")[0] for _, words in said) == [
-            "10% of the budget left", "looks stalled"]  # its words, without the session's id again
+        assert [words.split(" (")[0] for _, words in said] == ["10% of the budget left"]  # without the id again
         assert copy.alerts(feed, ["live"]) == []  # each once
-        assert set(FEED_ALERTS) == {"low_budget", "stalled"}
+        assert set(FEED_ALERTS) == {"low_budget"}  # a stall is the runner's warning, an event line of its own
     finally:
         copy.close()

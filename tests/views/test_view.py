@@ -7,7 +7,8 @@ from onegc_tui.views.plot import best_so_far, plot_series
 from onegc_tui.views.sessions_view import sort_key
 from onegc_tui.views.timeline import BudgetAxis
 from onegc_tui.views.transcript_view import event_matches
-from runner.wire.events import GpuSample, ProcessEvent, SessionEnded, TranscriptEvent, Warning_
+from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
+from runner.wire.events import GpuSample, SessionEnded, TranscriptEvent, Warning_
 
 T = 1_000_000.0
 
@@ -25,21 +26,22 @@ def test_low_budget_alert_fires_once_at_ten_percent():
     assert alerts.check({"s": running(remaining=50)}, T) == []
 
 
-def test_stall_needs_no_transcript_no_busy_gpu_and_no_training_process():
-    alerts = Alerts(stall_s=60)
-    rows = {"s": running()}
+def test_stalled_is_the_runners_word_shown_when_it_warns_and_when_it_ends():
+    """The monitor guesses no stall from silence (a long training run is silent work): it shows the
+    runner's stall warning and its clearing (runner/session/stall.py), each once, as they come."""
+    alerts = Alerts()
+    rows = {"s": running(remaining=7200, budget=7200)}
     alerts.feed("s", TranscriptEvent(session_id="s", seq=1, ts=T, role="assistant", kind="text", text="hi"))
-    alerts.feed("s", ProcessEvent(session_id="s", seq=2, ts=T, action="started", pid=7, script="run.py", cmdline="x"))
-    assert alerts.check(rows, T + 120) == []  # a training process is alive
-    alerts.feed("s", ProcessEvent(session_id="s", seq=3, ts=T + 1, action="ended", pid=7, script="run.py", cmdline="x"))
-    alerts.feed("s", GpuSample(session_id="s", seq=4, ts=T + 30, index=0, util_pct=3, mem_used_mb=1, mem_total_mb=2))
-    assert alerts.check(rows, T + 50) == []  # an idle GPU sample is no activity, but 60 s have not passed
-    out = alerts.check(rows, T + 62)
-    assert len(out) == 1 and "stalled" in out[0].message
-    assert alerts.check(rows, T + 200) == []  # once
-    alerts.feed("s", TranscriptEvent(session_id="s", seq=5, ts=T + 300, role="assistant", kind="text", text="back"))
-    assert alerts.check(rows, T + 310) == []
-    assert len(alerts.check(rows, T + 400)) == 1  # a new stall alerts again
+    alerts.feed("s", GpuSample(session_id="s", seq=2, ts=T + 30, index=0, util_pct=3, mem_used_mb=1, mem_total_mb=2))
+    assert alerts.check(rows, T + 3600) == []  # an hour of silence is no stall by itself
+    stall = alerts.feed("s", Warning_(session_id="s", seq=3, ts=T + 301, code=STALL_WARNING,
+                                      message="no model response for 5 min while the agent runs no tool"))
+    assert [(a.kind, a.severity) for a in stall] == [("stalled", "warning")]
+    assert stall[0].message == "s stalled: no model response for 5 min while the agent runs no tool"
+    cleared = alerts.feed("s", Warning_(session_id="s", seq=4, ts=T + 400, code=STALL_CLEARED,
+                                        message="the model answered again after 6 min"))
+    assert [(a.kind, a.severity, a.message) for a in cleared] == \
+        [("stall_cleared", "information", "s: the model answered again after 6 min")]
 
 
 def test_blocked_network_and_failures_are_notified():

@@ -37,7 +37,7 @@ from onegc_tui.views.anytime import FRACTIONS, scores_at
 from onegc_tui.views.format import arrow, clock, fmt_score, short_task
 from onegc_tui.views.metric_range import UNBOUNDED, padded_range, task_bounds
 from onegc_tui.views.plot import best_so_far, level_strip
-from onegc_tui.views.sessions_view import INTEGRITY_MARK, integrity_note
+from onegc_tui.views.sessions_view import INTEGRITY_MARK, TRUNCATED_MARK, integrity_note, truncation_note
 from onegc_tui.views.time_ledger import IDLE_PRIORITY, UNATTRIBUTED, ledger_line
 from onegc_tui.views.timeline import Timeline, timeline_ledger
 from runner.wire.textsafe import safe_text
@@ -109,6 +109,9 @@ def analytics_text(t: Timeline) -> Text:
     note = integrity_note(t.row)
     if note:
         lines.append(f"[b yellow]{INTEGRITY_MARK} {markup_escape(note)}[/b yellow] (the checkpoints pane lists the flags)")
+    cut = truncation_note(t.row)
+    if cut:
+        lines.append(f"[yellow]{TRUNCATED_MARK} {markup_escape(cut)}[/yellow]")
     lines.append("")
     if t.curve is not None:
         live = t.row.get("state") not in ("ended", "failed")

@@ -41,6 +41,7 @@ from onegc_tui.views import monitor_data
 from onegc_tui.views.anytime import FRACTIONS, anytime_band, anytime_curve
 from onegc_tui.views.format import arrow, clock, count, fmt_score
 from onegc_tui.views.metric_range import UNBOUNDED, task_bounds
+from onegc_tui.views.sessions_view import TRUNCATED_MARK
 from tasks import Direction
 
 ALL = None  # the study filter value meaning "every session"
@@ -360,7 +361,9 @@ class HistoryScreen(SteadyScreen):
             busy = monitor_data.gpu_busy_fraction(store, ids)
             usage = session_usage(store, ids)
             points = monitor_data.score_points(store, ids)
-            budget = max((r["budget_s"] or 0 for r in store_queries.sessions_by_id(store, ids).values()), default=0.0)
+            rows = store_queries.sessions_by_id(store, ids)
+            budget = max((r["budget_s"] or 0 for r in rows.values()), default=0.0)
+            cut = sum(1 for r in rows.values() if r.get("truncated"))
             insight = cell_insights(store, self.study, task, label, ids) if task else None
         finally:
             store.close()
@@ -377,6 +380,8 @@ class HistoryScreen(SteadyScreen):
                      f"{len(ids)} finished, {running} running · Enter: list them")
         lines += insight_lines(insight) if insight is not None else []
         lines.append(usage_line(usage.values(), len(ids)))
+        if cut:  # runner/wire/record_caps.py: the agent's output past the caps was left out of these records
+            lines.append(f"{TRUNCATED_MARK} {cut} of these records cut past the session's caps (its detail says how much)")
         bok = insight.curves.best_of_k if insight is not None and insight.curves is not None else None
         self.post_message(self.CellAnalytics(lines, band, budget, bok))
 

@@ -1,5 +1,6 @@
 """The new-session form: task, agent, model, repeats, budget, GPUs; starts sessions the way
-``onegc run`` does (``runner.launch.start.start_sessions``), in a worker, and shows its one-line error."""
+``onegc run`` does: the same start request (runner/launch/request.py), started by
+``runner.launch.start.start_sessions`` in a worker; any refusal is one line in the form."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from runner.agents import ADAPTERS
 from runner.duration import HINT, BadDuration, duration_s
+from runner.errors import OnegcError
+from runner.launch.request import MAX_REPEATS, StartRequest, default_budget_s
 from tasks import all_tasks, get_task
 
 DEFAULT_AGENT = "scripted"  # runs offline, so the form works out of the box
-DEFAULT_PACE_S = 1.0  # the CLI's --pace default
-MAX_REPEATS = 100  # the CLI's --repeats bound
 
 
 class NewSessionScreen(ModalScreen[list[str] | None]):
@@ -51,7 +52,7 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
                 yield Label("Repeats")
                 yield Input("1", id="repeats", type="integer")
                 yield Label("Budget")
-                yield Input(f"{tasks[0].budget_minutes:g}m", id="budget",  # the unit in sight: 90s, 2m, 1h
+                yield Input(_budget_text(tasks[0].id), id="budget",  # the unit in sight: 90s, 2m, 1h
                             placeholder="minutes, or 90s, 2m, 1h (as onegc run --budget)")
                 yield Label("GPUs")
                 yield Input(placeholder="e.g. 0,1 (empty: all visible)", id="gpus")
@@ -65,7 +66,7 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
     @on(Select.Changed, "#task")
     def _task_changed(self, event: Select.Changed) -> None:
         if event.value is not Select.BLANK:
-            self.query_one("#budget", Input).value = f"{get_task(str(event.value)).budget_minutes:g}m"
+            self.query_one("#budget", Input).value = _budget_text(str(event.value))
 
     def _error(self, text: str) -> None:
         self.query_one("#form-error", Static).update(f"✖ {text}")
@@ -80,6 +81,9 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
     @on(Button.Pressed, "#start")
     @on(Input.Submitted)
     def _start(self) -> None:
+        from runner.launch.request import make_request
+        from runner.launch.start import absolute_command
+
         values = {w.id: w.value for w in self.query(Input)}
         try:
             repeats = int(values["repeats"] or "1")
@@ -98,20 +102,24 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
         except ValueError as exc:
             self._error(f"command: {exc}")
             return
+        try:  # the request `onegc run` builds from the same choices (runner/launch/request.py)
+            request = make_request(task=str(self.query_one("#task", Select).value),
+                                   agent=str(self.query_one("#agent", Select).value),
+                                   model=values["model"].strip() or None, repeats=repeats, budget_s=budget_s,
+                                   gpus=values["gpus"].strip() or None, command=absolute_command(command))
+        except OnegcError as exc:
+            self._error(exc.message)
+            return
         self.query_one("#start", Button).disabled = True
         self.query_one("#form-error", Static).update("starting…")
-        self.start(str(self.query_one("#task", Select).value), str(self.query_one("#agent", Select).value),
-                   values["model"].strip() or None, repeats, budget_s, values["gpus"].strip() or None, command)
+        self.start(request)
 
     @work(thread=True, exit_on_error=False)
-    def start(self, task: str, agent: str, model: str | None, repeats: int, budget_s: float, gpus: str | None,
-              command: list[str]) -> None:
-        from runner.errors import OnegcError
+    def start(self, request: StartRequest) -> None:
         from runner.launch.start import start_sessions
 
         try:
-            paths = start_sessions(self.home, get_task(task), agent, model, repeats, budget_s, gpus, command,
-                                    DEFAULT_PACE_S)
+            paths = start_sessions(self.home, request)
             self.post_message(self.Done([p.session_id for p in paths], None))
         except OnegcError as exc:
             self.post_message(self.Done(None, exc.message))
@@ -124,3 +132,8 @@ class NewSessionScreen(ModalScreen[list[str] | None]):
             self._error(msg.error)
         else:
             self.dismiss(msg.ids)
+
+
+def _budget_text(task: str) -> str:
+    """The budget field's default: the task's budget, the request's default (in minutes, its unit in sight)."""
+    return f"{default_budget_s(get_task(task)) / 60:g}m"

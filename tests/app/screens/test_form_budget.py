@@ -36,7 +36,7 @@ async def test_the_form_reads_a_budget_like_the_cli(app_home, monkeypatch, typed
 
     calls = []
     monkeypatch.setattr(runner.launch.start, "start_sessions",
-                        lambda home, spec, agent, model, repeats, budget_s, *rest: calls.append(budget_s) or [])
+                        lambda home, request: calls.append(request.budget_s) or [])
     app = make_app(app_home, live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()

@@ -105,7 +105,8 @@ other.judge = 1
     (tmp_path / "broken.py").write_text("def (")
     (tmp_path / "other.py").write_text("import prepare\nprepare.judge = None\n")  # not this checkpoint's code
     assert code_scan.flags(tmp_path, "run.py") == ("code replaces prepare: evaluate, inputs, judge, predict",
-                                                   "code replaces onegc_kit: check_predictions, load_model")
+                                                   "code replaces onegc_kit: check_predictions, load_model",
+                                                   "unscanned: broken.py cannot be read or parsed (SyntaxError)")
     assert code_scan.flags(tmp_path, "../run.py") == () and code_scan.flags(tmp_path, None) == ()
     assert code_scan.flags(tmp_path, "other.py") == ("code replaces prepare: judge",)
     assert answer_check.text("a\x1b]0;x\x07b") == "a ]0;x b"

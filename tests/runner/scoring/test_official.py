@@ -95,3 +95,15 @@ def test_where_the_disk_filled_up_the_live_scores_choose_and_give_the_value_only
     on_test = from_live_scores(cands, HIGHER, scored_is_selection=False)
     assert (on_test.label, on_test.val, on_test.official) == ("best", 0.88, None)
     assert from_live_scores([Candidate("x", 1, None)], LOWER, scored_is_selection=True) is None
+
+
+def test_a_checkpoint_saved_after_the_budget_never_competes_and_is_labelled():
+    from runner.scoring.official import AFTER_BUDGET, within_budget
+
+    cands = [Candidate("early", 10.0, 0.5), Candidate("at-end", 600.0, 0.6), Candidate("grace", 612.4, 0.99)]
+    inside, late = within_budget(cands, 600.0)
+    assert [c.label for c in inside] == ["early", "at-end"]
+    assert list(late) == ["grace"] and late["grace"].startswith(AFTER_BUDGET)
+    assert "saved 12 s after the budget ran out (600 s)" in late["grace"]
+    vals = {c.label: c.val for c in cands}
+    assert select(inside, lambda a, b: a > b, lambda label: Evaluation(vals[label], vals[label])).best == "at-end"

@@ -72,7 +72,8 @@ class TableScorer:
         self.calls: list[str] = []
         self.closed = False
 
-    def score(self, ckpt: Path, code: Path, splits: list[str]) -> dict[str, Score]:
+    def score(self, ckpt: Path, code: Path, splits: list[str], probe: bool = False) -> dict[str, Score]:
+        assert probe  # every official re-evaluation is probed for reading ahead (runner/scoring/causal.py)
         self.calls.append(ckpt.stem)
         row = self.table[ckpt.stem]
         return {s: Score(row[s], None, 0.1) if isinstance(row[s], float) else Score(None, str(row[s])) for s in splits}
@@ -139,3 +140,19 @@ def test_a_full_disk_falls_back_on_the_live_val_best(tmp_path):
     scorer = TableScorer({"a": {"val": "no space left on device"}})
     result = OfficialPhase(live.spec, paths, config, events, lambda d: scorer, "cpu").run(live, disk_full=True)  # type: ignore[arg-type,return-value]
     assert result.best == ("a", 0.6) and result.scored_by.startswith("live scoring: the disk was full")
+
+
+def test_a_checkpoint_saved_after_the_budget_is_recorded_labelled_and_never_evaluated(tmp_path):
+    paths, config, events, live = session(tmp_path, "t0")  # a 600 s budget
+    add(live, found(tmp_path, "in_budget"), 590, 0.6)
+    add(live, found(tmp_path, "in_grace"), 612, 0.99)  # trained on in the grace period
+    scorer = TableScorer({"in_budget": {"val": 0.6}})  # in_grace would raise a KeyError: never asked for
+    result = OfficialPhase(live.spec, paths, config, events, lambda d: scorer, "cpu").run(live, disk_full=False)  # type: ignore[arg-type,return-value]
+    assert result.best == ("in_budget", 0.6) and scorer.calls == ["in_budget"]
+    (late,) = [r for r in result.evaluated if r["checkpoint"] == "in_grace"]
+    assert late["official"] is None and late["error"].startswith("after the budget: saved 12 s after")
+    assert late["flags"] == [late["error"]]
+    events.close()
+    scored = [json.loads(line) for line in paths.events.read_text().splitlines()]
+    assert any(e["type"] == "checkpoint_scored" and e["name"] == "in_grace" and e["official"]
+               and e["flags"] == [late["error"]] for e in scored)

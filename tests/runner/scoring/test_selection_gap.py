@@ -49,7 +49,7 @@ def test_t6_declares_its_measured_reference_and_the_val_scored_tasks_have_no_che
     t6 = get_task("t6")
     assert t6.baseline_val_gap is not None and t6.val_gap_margin is not None
     assert gap.check_selected(get_task("t1"), None, 1.0, 1.0) is None  # T1: the scored split is val
-    measured = gap.check_selected(t6, None, 0.65, 0.371)  # the LTSF-recipe baseline itself
+    measured = gap.check_selected(t6, None, 0.655, 0.378)  # the shipped baseline itself (seed 0-4: val 0.654-0.656)
     assert measured is not None and measured.flag is None
 
 

@@ -4,6 +4,8 @@ environment's fingerprint in every session's contract."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -55,4 +57,27 @@ def test_torchvision_is_matched_to_torch_and_the_fix_names_a_pair():
     assert agent_env.matching_torchvision("2.13.0+cpu") == "0.28"
     assert agent_env.matching_torchvision("2.14.1+cu130") == "0.29"
     assert agent_env.matching_torchvision("1.13.1") is None
-    assert "torch==2.14.1 torchvision==0.29.1" in agent_env.torchvision_fix()
+
+
+
+def test_torchvision_advice_is_one_command_for_this_torchs_build(monkeypatch):
+    builds = {"2.13.0+cpu": "'torchvision==0.28.*' --index-url https://download.pytorch.org/whl/cpu",
+              "2.14.1+cu130": "'torchvision==0.29.*' --index-url https://download.pytorch.org/whl/cu130",
+              "2.13.0": "'torchvision==0.28.*'"}
+    for torch, tail in builds.items():
+        monkeypatch.setattr(agent_env, "_version", lambda dist, v=torch: v if dist == "torch" else None)
+        command = agent_env.torchvision_install()
+        assert command == f"{sys.executable} -m pip install --no-deps --force-reinstall {tail}"
+        assert agent_env.torchvision_fix() == f"install the torchvision built for torch {torch}: {command}"
+    monkeypatch.setattr(agent_env, "_version", lambda dist: "1.13.1" if dist == "torch" else None)
+    assert agent_env.torchvision_install() is None and "no torchvision is known for torch 1.13.1" in agent_env.torchvision_fix()
+
+
+def test_timm_failing_through_torchvision_points_to_its_one_fix(monkeypatch):
+    monkeypatch.setattr(agent_env, "DECLARED", {"torchvision": "torchvision.ops", "timm": "timm"})
+    monkeypatch.setattr(agent_env, "_version", lambda dist: {"torch": "2.13.0+cpu", "timm": "1.0.31"}.get(dist))
+    failed = subprocess.CompletedProcess([], 1, "", "ModuleNotFoundError: No module named 'torchvision'")
+    monkeypatch.setattr(agent_env.subprocess, "run", lambda *a, **k: failed)  # timm's import probe fails
+    checks = {c.package: c for c in agent_env.check()}  # torchvision is not installed
+    assert checks["torchvision"].detail.startswith("not installed: install the torchvision built for torch 2.13.0+cpu: ")
+    assert not checks["timm"].ok and checks["timm"].detail == "needs torchvision (the fix is on its line)"

@@ -56,9 +56,10 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+@pytest.mark.timeout(900)  # the wait below outlasts the suite's 300 s default: budget, grace, official phase
 def test_scripted_session_end_to_end(home):
     paths = start_session(home, "demo1", budget_s=300)
-    ended = wait_event(paths, "session_ended", timeout=330)
+    ended = wait_event(paths, "session_ended", timeout=600)
     assert ended["reason"] == "completed"
     scored = [e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]]
     values = [e["value"] for e in scored if e.get("value") is not None]
@@ -142,9 +143,8 @@ def test_pause_freezes_the_whole_tree_and_the_clock_then_resume_and_abort(home, 
     request(paths, "resume", source="test")
     resumed = wait_event(paths, "budget", state="resumed", timeout=10)
     assert resumed["remaining_s"] == pytest.approx(paused["remaining_s"], abs=0.5)  # the clock stood still
-    before = cpu_seconds(pids)
-    time.sleep(1.0)
-    assert cpu_seconds(pids) - before > 0.2, "the tree did not run again after resume"
+    before = cpu_seconds(pids)  # the busy script runs again: waited for, however loaded the machine
+    wait_for(lambda: cpu_seconds(pids) - before > 0.2, 60, "the tree to run again after resume")
 
     t0 = time.monotonic()
     request(paths, "abort", source="test")

@@ -1,4 +1,5 @@
-"""The stall alert's clock: time waiting on the model, while no tool runs."""
+"""The stall rule's clock: time waiting on the model, while no tool runs; a warning when a stall
+begins and one when it ends (runner/session/stall.py)."""
 
 from __future__ import annotations
 
@@ -8,23 +9,39 @@ import sys
 
 import pytest
 
-from runner.session.stall import StallWatch, tool_pids
+from runner.session.stall import StallChange, StallWatch, tool_pids
 
 
-def test_the_alert_comes_once_after_stall_s_of_waiting_and_rearms_on_an_answer():
+def test_the_alert_comes_once_after_stall_s_of_waiting_and_ends_at_an_answer():
     now = [0.0]
     watch = StallWatch(60.0, clock=lambda: now[0])
     now[0] = 59.0
-    assert watch.check(busy=False) is None
+    assert watch.check(tool_running=False) is None
     now[0] = 61.0
-    assert watch.check(busy=False) == 61.0
+    assert watch.check(tool_running=False) == StallChange(True, 61.0)
     now[0] = 200.0
-    assert watch.check(busy=False) is None  # once per stall
+    assert watch.check(tool_running=False) is None  # once per stall
     watch.model_answered()
-    now[0] = 259.0
-    assert watch.check(busy=False) is None
-    now[0] = 261.0
-    assert watch.check(busy=False) == 61.0
+    now[0] = 201.0
+    ended = watch.check(tool_running=False)
+    assert ended == StallChange(False, 201.0, answered=True)
+    assert ended.message() == "the model answered again after 3 min"
+    assert watch.check(tool_running=False) is None  # the end is said once
+    now[0] = 260.0
+    assert watch.check(tool_running=False) is None
+    now[0] = 262.0
+    assert watch.check(tool_running=False) == StallChange(True, 61.0)  # a new stall warns again
+
+
+def test_the_wait_begins_when_the_agent_starts_not_when_the_session_is_set_up():
+    now = [0.0]
+    watch = StallWatch(60.0, clock=lambda: now[0])
+    now[0] = 100.0  # the workspace, the network, the sandbox: a slow machine's set-up
+    watch.start()
+    now[0] = 150.0
+    assert watch.check(tool_running=False) is None
+    now[0] = 161.0
+    assert watch.check(tool_running=False) == StallChange(True, 61.0)
 
 
 def test_a_running_tool_or_a_pause_is_not_waiting_on_the_model():
@@ -32,11 +49,22 @@ def test_a_running_tool_or_a_pause_is_not_waiting_on_the_model():
     watch = StallWatch(60.0, clock=lambda: now[0])
     for t in range(0, 601, 10):  # a 10-minute training run, seen every 10 s
         now[0] = float(t)
-        assert watch.check(busy=True) is None
+        assert watch.check(tool_running=True) is None
     now[0] = 650.0
-    assert watch.check(busy=False) is None  # 50 s after the tool ended
+    assert watch.check(tool_running=False) is None  # 50 s after the tool ended
     now[0] = 661.0
-    assert watch.check(busy=False) == 61.0
+    assert watch.check(tool_running=False) == StallChange(True, 61.0)
+    now[0] = 700.0
+    assert watch.check(tool_running=False, paused=True) is None  # a pause stops the clock and ends nothing
+    now[0] = 730.0
+    ended = watch.check(tool_running=True)  # a tool at work ends it
+    assert ended == StallChange(False, 130.0) and ended.message() == "a tool runs again after 2 min"
+
+
+def test_the_warning_names_the_wait_and_the_agents_last_error():
+    assert StallChange(True, 75.0).message("HTTP 503") == \
+        "no model response for 75 s while the agent runs no tool; its last error: HTTP 503"
+    assert StallChange(True, 600.0).message() == "no model response for 10 min while the agent runs no tool"
 
 
 @pytest.mark.slow

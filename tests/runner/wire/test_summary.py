@@ -138,8 +138,16 @@ def test_counts_first_checkpoint_flags_and_training_scripts():
     delta: dict = {}
     for event in events:
         fold(delta, event.__dict__)
-    want = {"n_checkpoints": 2, "flagged": 1, "scripts_launched": 1, "warnings": 0}
+    want = {"n_checkpoints": 2, "flagged": 1, "scripts_launched": 1, "warnings": 0, "truncated": 0, "truncated_bytes": 0}
     assert {k: delta.get(k, 0) for k in ADDED} == want
+
+
+def test_truncated_counts_add_up_like_a_warnings_count():
+    e = Events()
+    cut = [e("truncated", stream="transcript", dropped=n, dropped_bytes=100 * n, limit_events=10, limit_bytes=1000)
+           for n in (1, 40, 7)]
+    s = summary_of([started(e), *cut])
+    assert (s.truncated, s.truncated_bytes) == (48, 4800)
 
 
 def test_the_bulk_kinds_change_nothing_here():
