@@ -56,15 +56,17 @@ $(VENV)/.installed: pyproject.toml
 	# T4 from HIV.csv (RDKit 2024.03.6 has wheels for Python 3.11-3.12 only): optional, said when missing
 	$(VENV)/bin/python -m pip install -q -e '.[molecules]' \
 	  || echo "note: no RDKit 2024.03.6 for this Python: T4 can be prepared from OGB's hiv.zip, not from HIV.csv"
-	# the agents' Python (requirements-agent.txt): scipy, scikit-learn, pandas; then timm without its
-	# dependencies and the torchvision built for this torch, kept only where the pair imports (PyPI's
-	# torchvision 0.28 does not beside the CPU build of torch 2.13): the command is the fix `onegc doctor` gives
+	# the agents' Python (requirements-agent.txt): scipy, scikit-learn, pandas; then the torchvision built
+	# for this torch (the command is the fix `onegc doctor` gives) and, only where that pair imports, timm
+	# with its own dependencies; else neither (PyPI's torchvision 0.28 does not import beside the CPU build
+	# of torch 2.13). timm is never left without what it requires: pip's resolver would print a red ERROR
+	# about it at every later install
 	$(VENV)/bin/python -m pip install -q -r requirements-agent.txt
-	$(VENV)/bin/python -m pip install -q --no-deps "timm>=1.0.20,<2"
 	@fix=$$($(VENV)/bin/python -c 'from runner.session.agent_env import torchvision_install as t; print(t() or "")'); \
-	if [ -n "$$fix" ] && sh -c "$$fix -q" 2>/dev/null && $(VENV)/bin/python -c 'import torchvision.ops' 2>/dev/null; then \
-	     echo "torchvision for the agents: $$fix"; \
-	else $(VENV)/bin/python -m pip uninstall -q -y torchvision 2>/dev/null; \
+	if [ -n "$$fix" ] && sh -c "$$fix -q" 2>/dev/null && $(VENV)/bin/python -c 'import torchvision.ops' 2>/dev/null \
+	   && $(VENV)/bin/python -m pip install -q "timm>=1.0.20,<2"; then \
+	     echo "torchvision and timm for the agents: $$fix"; \
+	else $(VENV)/bin/python -m pip uninstall -q -y torchvision timm 2>/dev/null; \
 	     echo "note: T3's backbones (timm) will not run here: $$($(VENV)/bin/python -c 'from runner.session.agent_env import torchvision_problem as p; print(p())')"; fi
 	@touch $@
 

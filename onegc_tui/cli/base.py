@@ -20,6 +20,7 @@ import click
 
 from runner.duration import HINT, BadDuration, duration_s
 from runner.errors import OnegcError
+from runner.wire.paths import SessionPaths, runs_dir
 from runner.wire.textsafe import safe_text
 
 EXIT_ERROR = 2  # the README's promise: one line, exit 2
@@ -81,6 +82,28 @@ class OnegcGroup(click.Group):
         return code
 
 
+class AfterDashDash(click.Command):
+    """A command that knows all its options and takes a command line only after ``--``.
+
+    ``onegc run t6 --agent scripted --budgt 2m`` must not start a 40-minute session with the typo
+    stored as the agent's command line: an unknown option is a usage error (exit 2, with click's
+    "Did you mean"), a stray word before ``--`` is one too, and only the words after the first
+    ``--`` reach the command (as ``ctx.meta[AFTER_DASH_DASH]``, a list, empty without ``--``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        head, tail = (args[:args.index("--")], args[args.index("--") + 1:]) if "--" in args else (args, [])
+        ctx.meta[AFTER_DASH_DASH] = list(tail)
+        rest = super().parse_args(ctx, head)
+        if ctx.args and not ctx.resilient_parsing:
+            words = " ".join(ctx.args)
+            raise click.UsageError(f"unexpected word(s) '{words}': a command agent's command line goes after "
+                                   f"'--' ({ctx.command_path} TASK --agent command -- CMD ...)", ctx)
+        return rest
+
+
+AFTER_DASH_DASH = "onegc.after_dash_dash"
+
+
 class Duration(click.ParamType):
     """``90s``, ``2m``, ``1h``; a bare number is minutes (runner/duration.py). Gives seconds."""
 
@@ -126,3 +149,17 @@ def need_terminal(command: str) -> None:
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise OnegcError(f"{command} needs a terminal (stdin and stdout are not both one): "
                          "use 'onegc sessions' for a one-shot list, or 'onegc run --plain' to follow a session")
+
+
+def session_paths(home: Path, session_id: str) -> SessionPaths:
+    """The folder of a session named by its id or an unambiguous prefix of it."""
+    if not session_id or "/" in session_id or session_id.startswith(".") or any(c in session_id for c in "*?["):
+        raise OnegcError(f"'{session_id}' is not a session id: see 'onegc sessions'")
+    root = runs_dir(home) / session_id
+    if not (root / "session.json").is_file():
+        runs = runs_dir(home)
+        matches = [p for p in runs.glob(f"{session_id}*") if (p / "session.json").is_file()] if runs.is_dir() else []
+        if len(matches) == 1:
+            return SessionPaths(matches[0])
+        raise OnegcError(f"no session '{session_id}' under {runs_dir(home)}: see 'onegc sessions'")
+    return SessionPaths(root)

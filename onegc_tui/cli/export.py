@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from runner.errors import OnegcError
-from runner.wire.paths import usable_home
 
 EXPORT_FORMATS = ("sqlite", "eval")
 _out = click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -21,13 +20,14 @@ _noise = click.option("--noise-from", "noise_from", multiple=True, metavar="CONF
 
 
 def _load(study: str | None, noise_from: tuple[str, ...]):
+    """The study's data, from the home's store caught up with its folders. Both commands only read
+    the home: a read-only one (a results folder shared read-only) is read through a copy in memory
+    (onegc_tui/store/readonly_home.py); only the output file is written."""
     from onegc_tui.results.study_data import load_study
-    from onegc_tui.store import Store
-    from onegc_tui.store.ingest import Ingester
+    from onegc_tui.store.readonly_home import browsable_home, caught_up_store
 
-    home = usable_home()
-    store = Store.open(home)
-    Ingester(home, store).catch_up()
+    home = browsable_home()
+    store = caught_up_store(home)
     data = load_study(store, study, include_demo=True, noise_from=noise_from or None)
     if not data.sessions:
         store.close()

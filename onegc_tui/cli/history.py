@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -33,7 +34,7 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
     from onegc_tui.results.export import render_history, sessions_csv
     from onegc_tui.results.matrix import build_matrix, split_demo
-    from onegc_tui.results.usage_table import session_usage, usage_rows, usage_table
+    from onegc_tui.results.usage_table import session_usage
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
     from onegc_tui.views import monitor_data
     from onegc_tui.views.format import count
@@ -43,58 +44,109 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     try:
         outcomes = monitor_data.outcomes(store, study, include_demo=demo)
         measured = monitor_data.measured_baselines(store)
-        left_out = 0 if demo or outcomes else len(monitor_data.outcomes(store, study, include_demo=True))
+        studies = monitor_data.studies(store) if study is None else []
+        # history holds every session of the home, or says how to see the rest (issue 37)
+        left_out = 0 if demo else len(monitor_data.outcomes(store, study, include_demo=True)) - len(outcomes)
         usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
     matrix = build_matrix(bench, study=study or "ours", measured={t: m.mean for t, m in measured.items()})
     demo_matrix = build_matrix(demo_outcomes, study=f"{study or 'ours'} (demo tasks)") if demo_outcomes else None
+    where = f" in study {study}" if study else ""
     if not matrix.rows and demo_matrix is None:
-        where = f" in study {study}" if study else ""
         why = (f"{count(left_out, 'demo-task session')}{where} left out (--demo includes them)"
                if left_out else f"no sessions{where} under {home / 'runs'}")
         if no_paper:
             raise OnegcError(f"nothing to print: {why}")
         click.echo(f"note: only the paper's rows: {why}", err=True)
-    click.echo(render_history(matrix, demo_matrix, fmt, include_paper=not no_paper), nl=False)
-    if measured and fmt in ("table", "md"):
-        click.echo("\nbaselines measured here (onegc baseline): " + "; ".join(
-            f"{t.upper()} {m.mean:.4f}" + (f" ± {m.std:.4f}" if m.std is not None else "") + f" (n={m.n})"
-            for t, m in sorted(measured.items())))
-    if paired:
-        from onegc_tui.results.paired import study_comparisons
-        from onegc_tui.results.paired_table import render_paired
-
-        comps = study_comparisons(outcomes, noise_from or None)
-        click.echo("\n" + render_paired(comps, fmt if fmt in ("csv", "json") else "table"), nl=False)
-    if fmt == "table":  # what each row spent (the data formats keep their columns as they are)
-        for sessions, title in ((bench, study or "ours"), (demo_outcomes, f"{study or 'ours'} (demo tasks)")):
-            lines = usage_table(usage_rows(sessions, usage), title)
-            if lines:
-                click.echo("\n" + "\n".join(lines))
-    if at_minutes is not None:
-        click.echo("\n" + _at_budget(home, study, demo, at_minutes / 60), nl=False)
+    aborted = matrix.n_aborted + (demo_matrix.n_aborted if demo_matrix is not None else 0)
+    if aborted:
+        click.echo(f"note: {count(aborted, 'aborted session')}{where} left out of the cells (not a run of the protocol): "
+                   "'onegc sessions' lists them, 'onegc rm' removes them", err=True)
+    if fmt in ("table", "md"):  # what the cells are (the data formats carry it in their fields)
+        click.echo("note: cells are official scores, each on its task's scored split (val on T1-T3 and T7, test on "
+                   "T4-T6; docs/numbers.md)", err=True)
+    if studies:  # every session is pooled here; each study has its own history
+        click.echo(f"note: studies here: {', '.join(studies)} (--study NAME shows one)", err=True)
+    if left_out and (matrix.rows or demo_matrix is not None):
+        click.echo(f"note: {count(left_out, 'demo-task session')}{where} left out: --demo shows them", err=True)
+    rendered = render_history(matrix, demo_matrix, fmt, include_paper=not no_paper)
+    if fmt == "json":  # one JSON document, whatever else is asked for: its parts are keys of it
+        doc = json.loads(rendered)
+        if paired:
+            doc["paired"] = json.loads(_paired(outcomes, noise_from, "json"))
+        if at_minutes is not None:
+            doc["at_budget"] = _at_budget_doc(home, study, demo, at_minutes / 60)
+        click.echo(json.dumps(doc, indent=2, allow_nan=False))
+    else:
+        _text_history(rendered, fmt, measured, outcomes, noise_from if paired else None, bench, demo_outcomes, usage,
+                      study)
+        if at_minutes is not None:
+            click.echo("\n" + _at_budget(home, study, demo, at_minutes / 60), nl=False)
     if sessions_path is not None:
         sessions_path.write_text(sessions_csv(outcomes))
         click.echo(f"\nwrote {len(outcomes)} sessions to {sessions_path}", err=True)
 
 
-def _at_budget(home: Path, study: str | None, demo: bool, minutes: float) -> str:
-    """``--at-budget``: per configuration × task, the mean score a ``minutes`` budget would have given."""
-    from onegc_tui.results.study_data import at_budget_cells, load_study
-    from onegc_tui.store import Store
-    from onegc_tui.views.text_table import text_table
+def _text_history(rendered: str, fmt: str, measured: dict, outcomes: list, noise_from: tuple[str, ...] | None,
+                  bench: list, demo_outcomes: list, usage: dict, study: str | None) -> None:
+    """The history in a text format (table, md, latex, csv): its sections one after another."""
+    from onegc_tui.results.usage_table import usage_rows, usage_table
 
-    store = Store.open(home)
+    click.echo(rendered, nl=False)
+    if measured and fmt in ("table", "md"):
+        click.echo("\nbaselines measured here (onegc baseline): " + "; ".join(
+            f"{t.upper()} {m.mean:.4f}" + (f" ± {m.std:.4f}" if m.std is not None else "") + f" (n={m.n})"
+            for t, m in sorted(measured.items())))
+    if noise_from is not None:
+        click.echo("\n" + _paired(outcomes, noise_from, "csv" if fmt == "csv" else "table"), nl=False)
+    if fmt == "table":  # what each row spent (the data formats keep their columns as they are)
+        for sessions, title in ((bench, study or "ours"), (demo_outcomes, f"{study or 'ours'} (demo tasks)")):
+            lines = usage_table(usage_rows(sessions, usage), title)
+            if lines:
+                click.echo("\n" + "\n".join(lines))
+
+
+def _paired(outcomes: list, noise_from: tuple[str, ...], fmt: str) -> str:
+    """``--paired``: every two configurations per task, by repeat."""
+    from onegc_tui.results.paired import study_comparisons
+    from onegc_tui.results.paired_table import render_paired
+
+    return render_paired(study_comparisons(outcomes, noise_from or None), fmt)
+
+
+AT_BUDGET_NOTE = ("the official rule (val-best, its scored-split score) on the checkpoints that had appeared by then: "
+                  "a truncation of the sessions as they ran, not a rerun")
+
+
+def _at_budget_cells(home: Path, study: str | None, demo: bool, minutes: float) -> list:
+    from onegc_tui.results.study_data import at_budget_cells, load_study
+    from onegc_tui.store.readonly_home import caught_up_store
+
+    store = caught_up_store(home)  # only reads: a read-only home too
     try:
-        cells = at_budget_cells(load_study(store, study, include_demo=demo), minutes=minutes)
+        return at_budget_cells(load_study(store, study, include_demo=demo), minutes=minutes)
     finally:
         store.close()
+
+
+def _at_budget_doc(home: Path, study: str | None, demo: bool, minutes: float) -> dict:
+    """``--at-budget`` in the JSON document."""
+    cells = _at_budget_cells(home, study, demo, minutes)
+    return {"minutes": minutes, "note": AT_BUDGET_NOTE, "cells": [
+        {"task": c.task, "configuration": c.label, "ran_minutes": c.budget_minutes, "n_scored": c.n_scored, "n": c.n,
+         "mean_official": c.mean} for c in cells]}
+
+
+def _at_budget(home: Path, study: str | None, demo: bool, minutes: float) -> str:
+    """``--at-budget``: per configuration × task, the mean score a ``minutes`` budget would have given."""
+    from onegc_tui.views.text_table import text_table
+
+    cells = _at_budget_cells(home, study, demo, minutes)
     rows = [[c.task, c.label, f"{c.budget_minutes:g}", f"{c.n_scored}/{c.n}", "-" if c.mean is None else f"{c.mean:.4f}"]
             for c in cells]
     head = ["task", "configuration", "ran (min)", "scored by then", f"mean at {minutes:.4g} min"]
-    note = ("the official rule (val-best, its scored-split score) on the checkpoints that had appeared by then: "
-            "a truncation of the sessions as they ran, not a rerun")
+    note = AT_BUDGET_NOTE
     title = f"What a {minutes:.4g}-minute budget would have scored"
     return "\n".join([title, *text_table(head, rows, right=frozenset({2, 3, 4})), note]) + "\n"

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from onegc_tui.cli.base import DURATION, SIZE, OnegcGroup, describe, need_terminal
+from onegc_tui.cli.base import (
+    AFTER_DASH_DASH,
+    DURATION,
+    SIZE,
+    AfterDashDash,
+    OnegcGroup,
+    describe,
+    need_terminal,
+    session_paths,
+)
 from runner.errors import OnegcError
 from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
@@ -36,17 +45,6 @@ def _task(name: str) -> TaskSpec:
         return get_task(name)
     except UnknownTask as exc:
         raise OnegcError(str(exc)) from None
-
-
-def _session(home: Path, session_id: str) -> SessionPaths:
-    root = runs_dir(home) / session_id
-    if not (root / "session.json").is_file():
-        runs = runs_dir(home)
-        matches = [p for p in runs.glob(f"{session_id}*") if (p / "session.json").is_file()] if runs.is_dir() else []
-        if len(matches) == 1:
-            return SessionPaths(matches[0])
-        raise OnegcError(f"no session '{session_id}' under {runs_dir(home)}: see 'onegc sessions'")
-    return SessionPaths(root)
 
 
 @click.group(cls=OnegcGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -119,19 +117,23 @@ def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
         raise OnegcError(f"preparing {spec.short} failed: {last_line.removeprefix('error: ') or 'see the output above'}")
 
 
-@main.command("prepare", context_settings={"ignore_unknown_options": True})
+@main.command("prepare")
 @click.argument("names", nargs=-1)
 @click.option("--from", "from_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="take the raw files from this folder instead of downloading (offline clusters)")
 @click.option("--weights-from", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="T3: take the DINOv3 weight files from this folder instead of downloading them")
-def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Path | None) -> None:
-    """Download (or take --from DIR), verify and convert task data: onegc prepare t1 t6 | all."""
+@click.option("--force", is_flag=True, help="prepare again even if already prepared")
+def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Path | None, force: bool) -> None:
+    """Download (or take --from DIR), verify and convert task data: onegc prepare t1 t6 | all.
+
+    Every option is onegc's own (a misspelt one is refused with "did you mean", exit 2), and
+    ``--force`` reaches prepare.py."""
     home = usable_home()
     if not names:
         raise OnegcError("name the tasks to prepare (e.g. 'onegc prepare t1 t6') or 'all'")
-    extra = tuple(n for n in names if n.startswith("-"))
-    wanted = [n for n in names if not n.startswith("-")]
+    extra = ("--force",) if force else ()
+    wanted = list(names)
     from tasks import benchmark_tasks
 
     specs = benchmark_tasks() if wanted == ["all"] else [_task(n) for n in wanted]
@@ -147,10 +149,13 @@ def prepare_cmd(names: tuple[str, ...], from_dir: Path | None, weights_from: Pat
 
 
 # ---------------------------------------------------------------------------- sessions
-def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
-    ids = [p.session_id for p in sessions]
-    from onegc_tui.cli.plain import still_running
+def _watch(home: Path, sessions: list[SessionPaths], plain: bool, task: str) -> int:
+    """Follow the sessions (the monitor, or ``--plain`` lines); the exit code of how they ended
+    (onegc_tui/cli/exit_codes.py)."""
+    from onegc_tui.cli.exit_codes import EXIT_INTERRUPTED, Outcome, exit_code
+    from onegc_tui.cli.plain import official_words, still_running
 
+    ids = [p.session_id for p in sessions]
     if plain or not sys.stdout.isatty():
         from onegc_tui.cli.plain import follow
 
@@ -158,18 +163,27 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
             ends = follow(home, ids)
         except KeyboardInterrupt:  # Ctrl-C stops the following, not the sessions: say so, and how to end them
             click.echo(f"\nstopped following{still_running(ids)}", err=True)
-            click.get_current_context().exit(130)
+            return EXIT_INTERRUPTED
         for sid, end in ends.items():
-            score = f"{end.score:.4f}" if end.score is not None else "N/A"
-            click.echo(f"{sid}: {end.reason}, score {score} (result: {runs_dir(home) / sid / 'result.json'})")
-        return
+            click.echo(f"{sid}: {end.reason}, {official_words(end.score, end.task, end.best_checkpoint)} "
+                       f"(result: {runs_dir(home) / sid / 'result.json'})")
+        return exit_code(Outcome(end.reason, end.score) for end in ends.values())
     from onegc_tui.app import make_app
     from onegc_tui.app.guard import run_monitor
+    from runner.launch.records import session_ended
 
     run_monitor(make_app(home, focus=ids[0]), still_running(ids), describe=describe)
+    outcomes = []
+    for p in sessions:
+        last = session_ended(p)
+        outcomes.append(Outcome(last.get("reason"), last.get("score")) if last else Outcome(None, None))
+        said = (f"{last.get('reason')}, {official_words(last.get('score'), task, last.get('best_checkpoint'), last.get('val'))}"
+                f" (result: {p.result})" if last else f"still running{still_running([p.session_id])}")
+        click.echo(f"{p.session_id}: {said}", err=True)
+    return exit_code(outcomes)
 
 
-@main.command("run", context_settings={"ignore_unknown_options": True})
+@main.command("run", cls=AfterDashDash, context_settings={"allow_extra_args": True})
 @click.argument("task")
 @click.option("--agent", "-a", required=True, help="scripted, command, claude-code, codex or opencode")
 @click.option("--model", "-m", default=None, help="the model id the agent CLI should use")
@@ -193,15 +207,24 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool) -> None:
               help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
 @click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
               help="also end the session, in order, once its model calls have cost this much (reason cost_limit)")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
-            max_processes, cost_limit, command) -> None:
-    """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6."""
+@click.pass_context
+def run_cmd(ctx, task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
+            max_processes, cost_limit) -> None:
+    """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6.
+
+    The command agent's command line goes after ``--``: onegc run t0 --agent command -- python agent.py.
+    The exit code says how the sessions ended (docs/exit-codes.md)."""
     from runner.launch.request import make_request
     from runner.launch.start import absolute_command, start_sessions
 
+    command = ctx.meta[AFTER_DASH_DASH]
+    if command and agent != "command":
+        raise click.UsageError(f"only --agent command takes a command line after '--' (--agent {agent} does not): "
+                               f"'{' '.join(command)}'", ctx)
+
     home = usable_home()
-    request = make_request(task=_task(task).id, agent=agent, model=model, repeats=repeats, budget_s=budget_s,
+    spec = _task(task)
+    request = make_request(task=spec.id, agent=agent, model=model, repeats=repeats, budget_s=budget_s,
                            gpus=gpus, network=network, pace_s=pace_s, sealed=not unsealed,
                            command=absolute_command(command), memory_bytes=memory_bytes,
                            max_processes=max_processes, cost_limit_usd=cost_limit)
@@ -211,7 +234,7 @@ def run_cmd(task, agent, model, repeats, budget_s, gpus, network, pace_s, plain,
     for p in sessions:
         click.echo(f"started {p.session_id} ({p.root})", err=True)
     if not detach:
-        _watch(home, sessions, plain)
+        ctx.exit(_watch(home, sessions, plain, spec.id))
 
 
 @main.command("demo")
@@ -235,7 +258,7 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
     sessions = start_sessions(home, make_request(task="t0", agent="scripted", budget_s=budget_s, pace_s=DEMO_PACE_S,
                                                  network=network, sealed=sealed))
     click.echo(f"demo session {sessions[0].session_id} started under {home}", err=True)
-    _watch(home, sessions, plain)
+    click.get_current_context().exit(_watch(home, sessions, plain, _task("t0").id))
 
 
 @main.command("monitor")
@@ -291,17 +314,21 @@ def sessions_cmd(as_json: bool) -> None:
     if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
         docs = []
         # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+        # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
+        from onegc_tui.views.task_facts import scored_split
+
         for r in rows:
             contract = json.loads(r["contract"]) if r.get("contract") else {}
             docs.append({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
-                         "network": contract.get("network")})
+                         "network": contract.get("network"), "best_live_split": "val",
+                         "score_split": scored_split(r["task"])})
         click.echo(json.dumps(docs, indent=1))
         return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
     from onegc_tui.views.format import clock
-    from onegc_tui.views.sessions_view import TRUNCATED_MARK
+    from onegc_tui.views.sessions_view import TRUNCATED_MARK, official_cell
     from onegc_tui.views.task_facts import find, task_facts
     from onegc_tui.views.text_table import terminal_width, text_table
     from runner.wire.textsafe import safe_text
@@ -313,11 +340,11 @@ def sessions_cmd(as_json: bool) -> None:
         short = task.short if task else (r["task"] or "?")[:4]  # a task of another onegc version
         left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
-        score = "" if r["score"] is None else f"{r['score']:.4f}"
+        score = official_cell(r)
         table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
             r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best, score,
             (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""))])
-    header = ["session", "task", "agent", "state", "left", "ckpts", "best", "score", "end"]
+    header = ["session", "task", "agent", "state", "left", "ckpts", "best val", "official", "end"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
         click.echo(line)
     if any(r.get("truncated") for r in rows):
@@ -330,7 +357,7 @@ def _control(session_id: str, action: Literal["pause", "resume"]) -> None:
     from runner.launch.records import has_started, session_ended
     from runner.wire.control import request_and_wait
 
-    paths = _session(usable_home(), session_id)
+    paths = session_paths(usable_home(), session_id)
     if paths.result.exists() or session_ended(paths) is not None:
         raise OnegcError(f"session {paths.session_id} has already ended")
     if not has_started(paths):
@@ -368,7 +395,7 @@ def abort_cmd(session_id: str, no_wait: bool) -> None:
     from runner.launch.abort import abort_session
     from runner.launch.records import session_ended
 
-    paths = _session(usable_home(), session_id)
+    paths = session_paths(usable_home(), session_id)
     if paths.result.exists() or session_ended(paths) is not None:  # as pause and resume: an error, exit 2
         raise OnegcError(f"session {paths.session_id} has already ended: nothing to abort")
     click.echo(abort_session(paths, escalate=not no_wait))
@@ -387,7 +414,7 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
     if clear == bool(reason):
         raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
     home = usable_home()
-    paths = _session(home, session_id)
+    paths = session_paths(home, session_id)
     verdicts.record(paths, None if clear or reason is None else reason.strip())
     _, standing = verdicts.current(paths)
     store = Store.open(home)
@@ -401,8 +428,9 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
 @main.command("reindex")
 def reindex_cmd() -> None:
     """Rebuild onegc.db from the session folders (events.jsonl is the source of truth)."""
-    from onegc_tui.store import DB_NAME
+    from onegc_tui.store import DB_NAME, Store
     from onegc_tui.store.reindex import rebuild
+    from onegc_tui.store.torn_tail import settle_unended
 
     home = usable_home()
     db = home / DB_NAME
@@ -410,21 +438,33 @@ def reindex_cmd() -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(tmp) + suffix).unlink(missing_ok=True)
     sessions, n = rebuild(home, tmp)
+    store = Store(tmp)
+    try:
+        settled = settle_unended(store, home)  # a finished session whose log's last line is torn
+    finally:
+        store.close()
     for suffix in ("-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     os.replace(tmp, db)
     click.echo(f"reindexed {sessions} sessions, {n} events into {db}")
+    from onegc_tui.cli.plain import official_words
+
+    for s in settled:
+        why = f"its event log ends in a torn line ({s.torn} bytes)" if s.torn else "its event log has no end"
+        click.echo(f"{s.session_id}: {why}: its end is taken from result.json: {s.end.reason}, "
+                   f"{official_words(s.end.score, s.task, s.end.checkpoint, s.end.val)}")
 
 
 def _register_commands() -> None:
-    """Commands that live in their own modules (studies, history, doctor, baseline, export, report)."""
+    """Commands that live in their own modules (studies, history, doctor, baseline, export, report, rm)."""
     from onegc_tui.cli.baseline import baseline
     from onegc_tui.cli.doctor import doctor
     from onegc_tui.cli.export import export, report
     from onegc_tui.cli.history import history
+    from onegc_tui.cli.remove import rm
     from onegc_tui.cli.study import study
 
-    for command in (study, history, doctor, baseline, export, report):
+    for command in (study, history, doctor, baseline, export, report, rm):
         main.add_command(command)
 
 

@@ -24,11 +24,14 @@ from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.views.format import clock
 from onegc_tui.views.live_feed import LiveFeed
-from onegc_tui.views.transcript_view import ended_words, event_words
+from onegc_tui.views.task_facts import metric_label
+from onegc_tui.views.transcript_view import ended_words, event_words, official_words  # noqa: F401 (official_words: the result's words, for callers here)
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
+from runner.wire.events import Event
 from runner.wire.jsonl import JsonlTail
 from runner.wire.paths import SessionPaths, runs_dir
+from runner.wire.score_terms import best_name
 from runner.wire.summary import Summary
 from runner.wire.textsafe import safe_text
 
@@ -36,6 +39,12 @@ PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
 LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whether its runner lives
 FEED_ALERTS = ("low_budget",)  # the feed's alerts no event line says (a stall is the runner's warning: an event line)
+
+
+def describe(event: Event, task: str | None = None) -> str | None:
+    """The line --plain prints for an event (after the time and the session), or None."""
+    said = event_words(event, task)
+    return said.line if said else None
 
 
 def still_running(session_ids: list[str]) -> str:
@@ -136,7 +145,7 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
                     if e.session_id != sid:
                         continue  # only its runner writes this file (the reader reports the rest)
                     seen[sid].see(e)
-                    said = event_words(e)
+                    said = event_words(e, seen[sid].task)
                     if said:
                         say(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {said.line}")
             now = time.monotonic()
@@ -156,7 +165,7 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
                     if p.reason is None:
                         best = f"{p.best_live:.4f}" if p.best_live is not None else "-"
                         say(f"[{time.strftime('%H:%M:%S')}] {sid}: {p.state}, {clock(p.remaining_s)} left, "
-                            f"{p.n_checkpoints} checkpoints, best {best}")
+                            f"{p.n_checkpoints} checkpoints, {best_name(metric_label(p.task))} {best}")
                 next_progress = now + PROGRESS_EVERY_S
             time.sleep(POLL_S)
     finally:

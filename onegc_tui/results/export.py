@@ -120,41 +120,45 @@ def _agg_is_best(agg: Aggregate, best: float | None) -> bool:
 
 
 INTEGRITY_MARK = "⚠"
-CONTENDED_MARK = "§"  # runner/session/contention.py: the cell pools contended and clean sessions
+CONTENDED_MARK = "§"  # runner/session/contention.py: sessions of the cell ran contended (with their count)
 VAL_GAP_MARK = "‡"  # runner/scoring/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
 
 
 def integrity_marks(cell: Cell | None) -> str:
-    """What a cell's figure needs beside it: ``⚠`` when it pools sessions run ``--unsealed``, with
-    ``--network open`` or with integrity-flagged scores, ``‡`` when it pools sessions with the
-    val-test gap flag, ``§`` when it pools contended and clean sessions (runner/session/contention.py),
-    `` DQ<n>`` for sessions disqualified (in n/N, not in the mean)."""
+    """What a cell's figure needs beside it, each with the count of its sessions (issue 37: every
+    cell holding such a session says so, and how many): ``⚠n`` sessions run ``--unsealed``, with
+    ``--network open`` or with integrity-flagged scores, ``‡n`` with the val-test gap flag, ``§n``
+    run contended (a foreign GPU process, throttling, …: runner/session/contention.py), `` DQ<n>``
+    disqualified (in n/N, not in the mean)."""
     if cell is None:
         return ""
-    return (INTEGRITY_MARK if cell.n_flagged or cell.n_unsealed or cell.n_open_network else "") + (
-        VAL_GAP_MARK if cell.n_val_gap else "") + (CONTENDED_MARK if cell.mixed_conditions else "") + (
+    flagged = max(cell.n_flagged, cell.n_unsealed, cell.n_open_network)  # each counts sessions; one may be all three
+    return (f"{INTEGRITY_MARK}{flagged}" if flagged else "") + (f"{VAL_GAP_MARK}{cell.n_val_gap}" if cell.n_val_gap else "") + (
+        f"{CONTENDED_MARK}{cell.n_contended}" if cell.n_contended else "") + (
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
-def cell_text(cell: Cell | None, mode: str = "mean", live: bool = False) -> str:
+def cell_text(cell: Cell | None, mode: str = "mean", live: bool = False, compact: bool = False) -> str:
     """The one rendering of a matrix cell, in the text and Markdown tables and the monitor's
     matrix: mean±std (``mode="best"``: the best of N), then n/N where some repeats failed, ``*``
     for mixed contracts and the integrity marks; ``-`` for no session, ``N/A`` when none
     succeeded. ``live`` (the monitor): the counts bare (`` 2/3``) for its narrow columns, and a
-    cell whose sessions all still run says how many."""
+    cell whose sessions all still run says how many. ``compact`` (a monitor under 150 columns): the
+    figure and its marks only, so that every task and Agg fit 100 columns; the highlighted cell's
+    statistics below give the std and n/N."""
     running = len(cell.running_ids) if cell is not None and live else 0
     if cell is None or (cell.n_total == 0 and not running):
         return MISSING
     if cell.n_total == 0:
         return f"({running} running)"
     counts = ""
-    if cell.n_success < cell.n_total:
+    if cell.n_success < cell.n_total and not compact:
         counts = f" {cell.n_success}/{cell.n_total}" if live else f" ({cell.n_success}/{cell.n_total})"
     if cell.mean is None:
         text = FAILED
     elif mode == "best" and cell.best is not None:
         text = _num(cell.best)
-    elif cell.std is None:
+    elif cell.std is None or compact:
         text = _num(cell.mean)
     else:
         text = f"{_num(cell.mean)}±{_num(cell.std)}"
@@ -205,16 +209,16 @@ def _footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda te
     if any(c.mixed_contracts for r in rows for c in r.cells.values()):
         notes.append(f"{MIXED_MARK} pools sessions run under different contracts (task files, sandbox, selection, …)")
     if any(c.n_flagged or c.n_unsealed or c.n_open_network for r in rows for c in r.cells.values()):
-        notes.append(f"{INTEGRITY_MARK} pools sessions run --unsealed, with --network open (the host's network) "
+        notes.append(f"{INTEGRITY_MARK}n pools n sessions run --unsealed, with --network open (the host's network) "
                      "or with integrity-flagged scores (onegc sessions --json)")
     if any(c.n_val_gap for r in rows for c in r.cells.values()):
-        notes.append(f"{VAL_GAP_MARK} pools sessions whose selected checkpoint's val score beats its test score beyond the "
+        notes.append(f"{VAL_GAP_MARK}n pools n sessions whose selected checkpoint's val score beats its test score beyond the "
                      "baseline's own val-test gap (trained on val, or overfit to it; docs/selection.md)")
     if any(c.n_disqualified for r in rows for c in r.cells.values()):
         notes.append("DQ<n>: sessions disqualified (counted in n/N, not in the mean), as the paper's protocol violations")
-    if any(c.mixed_conditions for r in rows for c in r.cells.values()):
-        notes.append(f"{CONTENDED_MARK} pools sessions run contended (a foreign process on the GPU, memory in use at start, "
-                     "throttling, other sessions on the host, operator pauses) with clean ones (onegc sessions --json)")
+    if any(c.n_contended for r in rows for c in r.cells.values()):
+        notes.append(f"{CONTENDED_MARK}n: n of its sessions ran contended (a foreign process on the GPU, memory in use at "
+                     "start, throttling, other sessions on the host, operator pauses; onegc sessions --json says which)")
     if _has_ours(studies):
         notes.append("Agg, Agg_max: relative to the paper's baselines (task.toml); Agg_ours: relative to the baselines "
                      "measured here under the same contract (onegc baseline TASK)")
@@ -308,7 +312,7 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
     mark = "^{*}" if cell.mixed_contracts else ""
     mark += "^{!}" if cell.n_flagged or cell.n_unsealed or cell.n_open_network else ""
     mark += "^{\\ddagger}" if cell.n_val_gap else ""
-    mark += "^{\\S}" if cell.mixed_conditions else ""
+    mark += f"^{{\\S{cell.n_contended}}}" if cell.n_contended else ""
     mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
@@ -526,6 +530,7 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
         "tasks": [dataclasses.asdict(c) for c in matrix.tasks],
         "rows": rows,
         "unknown_tasks": list(matrix.unknown_tasks),
+        "n_aborted": matrix.n_aborted,
     }
 
 

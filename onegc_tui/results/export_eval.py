@@ -39,6 +39,8 @@ from onegc_tui.results.matrix import row_label
 from onegc_tui.results.study_data import SessionData, StudyData
 from onegc_tui.store import Store
 from onegc_tui.views.outcomes import resolve_task
+from onegc_tui.views.sessions_view import conditions_note
+from onegc_tui.views.task_facts import scored_split
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 
@@ -162,7 +164,8 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
         total_time=max(0.0, end - start), working_time=o.active_s, time_limit=int(o.budget_s) or None, limit=limit,
         metadata={"configuration": row_label(o.agent, o.model, o.label), "agent": o.agent, "task": o.task,
                   "repeat": o.repeat, "end_reason": o.end_reason, "end_detail": row.get("end_detail"),
-                  "official_score": o.score, "disqualified": o.disqualified, "flagged": o.flagged,
+                  "official_score": o.score, "official_split": scored_split(o.task), "disqualified": o.disqualified,
+                  "flagged": o.flagged, "conditions": conditions_note(row), "contended": o.contended,
                   "unofficial_test_best": o.unofficial_test_best, "unofficial_label": UNOFFICIAL_LABEL,
                   "budget_s": o.budget_s, "active_s": o.active_s, "contract_hash": o.contract_hash,
                   "time_ledger": s.ledger.as_dict() if s.ledger is not None else None,

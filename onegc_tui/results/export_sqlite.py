@@ -30,13 +30,17 @@ from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
 from onegc_tui.results.paired_table import as_record
 from onegc_tui.results.study_data import StudyData
 from onegc_tui.store import Store
+from onegc_tui.views.sessions_view import conditions_note
+from onegc_tui.views.task_facts import scored_split
 from runner.errors import OnegcError
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
 
 EXTRA_HINT = "pip install 'onegc[export]' (or: pip install sqlite-utils)"
 BATCH_ROWS = 1000  # transcript rows per insert: a session of any size is streamed through in bounded memory
 NOTES = {
-    "sessions.score": "the official result: the val-best checkpoint's score on the task's scored split",
+    "sessions.score": "the official result: the val-best checkpoint's score on the task's scored split (score_split)",
+    "sessions.conditions": "what the score was measured under where not clean: contention, throttling, caps reached, "
+                           "a truncated record (empty: clean)",
     "sessions.unofficial_test_best": UNOFFICIAL_LABEL,
     "cells.std": "SD: sample standard deviation (ddof=1) over successful repeats",
     "cells.sem": "SEM: SD / sqrt(n_success)",
@@ -92,7 +96,8 @@ def write_sqlite(store: Store, data: StudyData, out: Path) -> dict[str, int]:
                              "tokens_out": s.row.get("tokens_out"), "end_detail": s.row.get("end_detail"),
                              "best_checkpoint": s.row.get("best_checkpoint"), "gpu_name": s.row.get("gpu_name"),
                              "contract": s.row.get("contract"), "truncated": s.row.get("truncated") or 0,
-                             "truncated_bytes": s.row.get("truncated_bytes") or 0})
+                             "truncated_bytes": s.row.get("truncated_bytes") or 0, "score_split": scored_split(o.task),
+                             "conditions": conditions_note(s.row)})
         db["sessions"].insert_all(sessions, pk="session_id", alter=True)
         ids = {s["session_id"] for s in sessions}
         checkpoints = [{k: r[k] for k in ("session_id", "name", "official", "budget_elapsed_s", "value", "error",

@@ -147,6 +147,9 @@ class Matrix:
     tasks: tuple[TaskColumn, ...]
     rows: tuple[Row, ...]
     unknown_tasks: tuple[str, ...] = ()  # task names in the input that match no task spec
+    # aborted sessions (a person ended them: not a run of the protocol) are left out of the cells,
+    # neither in the mean nor in n/N, and counted here: history says how many (onegc rm removes them)
+    n_aborted: int = 0
 
     @property
     def is_paper(self) -> bool:
@@ -315,7 +318,11 @@ def build_matrix(
     groups: dict[tuple, dict[str, list[SessionOutcome]]] = {}
     unknown: set[str] = set()
     columns: dict[str, TaskColumn] = {}
+    n_aborted = 0
     for o in outcomes:
+        if o.end_reason == "aborted":
+            n_aborted += 1
+            continue
         spec = table.get(o.task.strip().lower())
         if spec is None:
             unknown.add(o.task)
@@ -335,7 +342,7 @@ def build_matrix(
         name = row_label(agent, model, label, row_study if several_studies else None)
         rows.append(_row(name, agent, model, cells, cols, expected, measured))
     rows.sort(key=lambda r: r.label.lower())
-    return Matrix(study, cols, tuple(rows), tuple(sorted(unknown)))
+    return Matrix(study, cols, tuple(rows), tuple(sorted(unknown)), n_aborted)
 
 
 def paper_matrix(specs: Iterable[TaskSpec] | None = None) -> Matrix:

@@ -27,13 +27,16 @@ from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.views.outcomes import resolve_task
 from onegc_tui.views.sessions_view import truncation_note
+from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
+from runner.wire.score_terms import measure, score_name
 
 MAX_TIMELINES = 100  # sessions whose own score and GPU charts the page draws (about 4 KiB each)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-LEDGER_COLOURS = {"model_s": "#1f77b4", "tool_s": "#ff7f0e", "paused_s": "#999999", "other_s": "#dddddd"}
+LEDGER_COLOURS = {"model_s": "#1f77b4", "own_s": "#2ca02c", "tool_s": "#ff7f0e", "paused_s": "#999999",
+                  "other_s": "#dddddd"}
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1400px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
@@ -213,10 +216,10 @@ def _ledger_section(data: StudyData) -> str:
         parts = [(PART_LABELS[k], getattr(led, k), LEDGER_COLOURS[k]) for k in LEDGER_COLOURS]
         gpu = (f"{_s(led.gpu_busy_s)} / {_s(led.gpu_idle_s)}" if led.n_gpus else "no GPU sampled")
         idle = ", ".join(f"{_e(k)} {v:.0f}" for k, v in led.idle_by.items() if v > 0.5) or "–"
-        rows.append([_e(s.outcome.session_id), _s(led.wall_s), _s(led.model_s), _s(led.tool_s), _s(led.paused_s),
-                     _s(led.other_s), stacked_bar(parts, total=led.wall_s), gpu, idle])
+        rows.append([_e(s.outcome.session_id), _s(led.wall_s), _s(led.model_s), _s(led.own_s), _s(led.tool_s),
+                     _s(led.paused_s), _s(led.other_s), stacked_bar(parts, total=led.wall_s), gpu, idle])
     legend = " ".join(f'<span style="color:{c}">■</span> {_e(PART_LABELS[k])}' for k, c in LEDGER_COLOURS.items())
-    head = ["session", "wall s", "model s", "tool s", "paused s", "other s", "split", "GPU busy / idle s",
+    head = ["session", "wall s", "model s", "own s (no model)", "tool s", "paused s", "other s", "split", "GPU busy / idle s",
             "GPU idle by cause (s)"]
     return ("<h2>Time ledger</h2><p class=\"note\">Model generation and tool time from the transcript's "
             "timestamps; GPU busy (utilisation above 10 %) and idle time by cause from the GPU samples. "
@@ -239,12 +242,16 @@ def _timelines_section(data: StudyData) -> str:
         tl = s.timeline
         assert tl is not None
         live = sorted((t, v) for t, v in tl.scores())
-        series = [Series("live val score", live, PALETTE[0], step=False, markers=True, width=1.0)]
+        # two splits on one axis where the task scores test (T4-T6): each series and the axis name theirs
+        what, split = measure(tl.metric), scored_split(s.outcome.task)
+        series = [Series(f"{score_name(tl.metric, 'val', 'live')}", live, PALETTE[0], step=False, markers=True,
+                         width=1.0)]
         if s.curve is not None and s.curve.steps:
-            series.append(Series("official rule, best so far", [(f * tl.budget_s, v) for f, v in s.curve.steps],
+            series.append(Series(f"official rule on {split}, best so far", [(f * tl.budget_s, v) for f, v in s.curve.steps],
                                  PALETTE[1]))
+        y_label = what if split == "val" else f"{what} (live: val · official: {split})"
         charts.append(line_chart(series, title=f"{s.outcome.session_id}: score", x_label="budget seconds",
-                                 y_label=tl.metric, x_range=(0.0, max(tl.budget_s, tl.end_s)), width=380, height=220))
+                                 y_label=y_label, x_range=(0.0, max(tl.budget_s, tl.end_s)), width=380, height=220))
         if tl.gpu:
             charts.append(line_chart([Series("GPU utilisation %", list(tl.gpu), PALETTE[2], step=False, width=1.0)],
                                      title=f"{s.outcome.session_id}: GPU", x_label="budget seconds",

@@ -28,7 +28,7 @@ from onegc_tui.views.anytime import (
     score_at_budget,
 )
 from onegc_tui.views.outcomes import SessionOutcome, resolve_task
-from onegc_tui.views.time_ledger import TimeLedger, time_ledger
+from onegc_tui.views.time_ledger import TimeLedger, calls_a_model, time_ledger
 from onegc_tui.views.timeline import Timeline
 
 
@@ -155,7 +155,8 @@ def load_session(store: Store, outcome: SessionOutcome) -> SessionData:
     ledger = None
     if tl is not None and row.get("started_ts") and row.get("ended_ts"):
         n_gpus = len({g or 0 for _, _, g in sql.gpu_series(store, sid)})
-        ledger = time_ledger(sid, (row["started_ts"], row["ended_ts"]), tl.activities, tl.split, n_gpus)
+        ledger = time_ledger(sid, (row["started_ts"], row["ended_ts"]), tl.activities, tl.split, n_gpus,
+                             has_model=calls_a_model(row.get("agent")))
     curve = None
     if spec is not None and outcome.budget_s > 0:
         curve = official_curve(cks, outcome.budget_s, spec.direction, sid)

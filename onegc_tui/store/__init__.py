@@ -603,6 +603,18 @@ class Store:
                 "UPDATE sessions SET state='failed', end_reason='harness_error', end_detail=?, remaining_s=NULL"
                 " WHERE session_id=? AND state NOT IN ('ended', 'failed')", (reason, session_id))
 
+    def mark_ended(self, session_id: str, reason: str, detail: str, score: float | None, checkpoint: str | None,
+                   val: float | None) -> None:
+        """A session whose ``session_ended`` cannot be read (a torn log) but whose ``result.json``
+        states its end (onegc_tui/store/torn_tail.py)."""
+        from runner.wire.summary import end_state
+
+        with self._transaction():
+            self.conn.execute(
+                "UPDATE sessions SET state=?, end_reason=?, end_detail=?, score=?, best_checkpoint=?, val=?,"
+                " remaining_s=NULL WHERE session_id=? AND state NOT IN ('ended', 'failed')",
+                (end_state(reason), reason, detail, score, checkpoint, val, session_id))
+
     # ------------------------------------------------------------------ reading
     def _query(self, sql: str, args: Iterable = ()) -> list[dict]:
         """Rows as dicts of column -> value."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from onegc_tui.store import IngestBatch, Store
+from onegc_tui.store.torn_tail import settle_from_result
 from runner.launch.reconcile import clean_up_after, reconcile
 from runner.wire import verdicts
 from runner.wire.jsonl import JsonlTail, TailState, too_long
@@ -304,6 +305,8 @@ class Ingester:
             self.ingest_session(sid)  # a runner that just ended has written session_ended
             if (self.store.session(sid) or {}).get("state") in ("ended", "failed"):
                 continue
+            if settle_from_result(self.store, self._known[sid]) is not None:
+                continue  # it ended, and its log's last line is torn: result.json says how
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)

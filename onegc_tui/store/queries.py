@@ -60,6 +60,15 @@ def outcome_rows(store: Store, study: str | None = None, include_demo: bool = Fa
     return store.conn.execute(sql, args).fetchall()
 
 
+def demo_session_count(store: Store, study: str | None = None) -> int:
+    """How many sessions (of ``study``) are on a demo task: what a history without them leaves out."""
+    where, args = [f"COALESCE(task, '') IN ({_marks(len(DEMO_TASKS))})"], list(DEMO_TASKS)
+    if study is not None:
+        where.append("study = ?")
+        args.append(study)
+    return store.conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {' AND '.join(where)}", args).fetchone()[0]
+
+
 def sessions_by_id(store: Store, session_ids: Sequence[str]) -> dict[str, dict]:
     """The summary rows of these sessions, by id (ids not in the store left out)."""
     if not session_ids:

@@ -69,6 +69,11 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
     return out
 
 
+def demo_sessions(store: Store, study: str | None = None) -> int:
+    """How many sessions (of ``study``) run the demo task (a history without them says so)."""
+    return sql.demo_session_count(store, study)
+
+
 def measured_baselines(store: Store) -> dict[str, MeasuredBaseline]:
     """The baselines measured here (``onegc baseline`` sessions), by task short id."""
     return analysis_measured(outcomes(store, BASELINE_STUDY))

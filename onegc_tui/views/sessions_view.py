@@ -43,7 +43,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     MARK,
     ColumnSpec("state", "State", 7, "state"),
     ColumnSpec("left", "Budget left", 16, "left"),
-    ColumnSpec("best", "Best", 6, "best", descending=True),
+    ColumnSpec("best", "Best val", 8, "best", descending=True),  # the best live val score (docs/numbers.md)
+    ColumnSpec("official", "Official", 11, "official", descending=True),  # the result, with its split: "0.3792 test"
     SESSION,
     ColumnSpec("task", "Task", 4, "task"),
     ColumnSpec("agent", "Agent", 12, "agent"),
@@ -55,7 +56,7 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("cost", "Cost", 7, "cost", descending=True),  # format.fmt_cost: "$0.0021", "<$0.001"
     ColumnSpec("scripts", "Scripts", 7, "scripts", descending=True),
 )
-ALWAYS = 5  # mark, state, budget left, best, session
+ALWAYS = 6  # mark, state, budget left, best live val, official score, session
 BY_KEY = {c.key: c for c in COLUMNS}
 SORTS = tuple(c.sort for c in COLUMNS if c.sort)  # 's' cycles through the visible ones of these
 DEFAULT_SORT = "state"  # on attach: running sessions first, the most recent on top
@@ -99,16 +100,23 @@ def end_cut(text: str, width: int) -> str:
     return text[:max(0, width - 1)] + ELLIPSIS if width > 0 else ""
 
 
-def _best(row: dict) -> float | None:
-    return row.get("score") if row.get("score") is not None else row.get("best_live")
+def official_cell(row: dict) -> str:
+    """The official score with the split it was measured on ("0.3792 test"); "N/A" for a session
+    that ended without one (the paper's failed run), "-" while none is known."""
+    if row.get("score") is not None:
+        from onegc_tui.views.task_facts import scored_split
+
+        return f"{fmt_score(row['score'])} {scored_split(row.get('task'))}"
+    return "N/A" if row.get("state") in ("ended", "failed") else "-"
 
 
 INTEGRITY_MARK = "⚠"
 
 
 def integrity_note(row: dict) -> str | None:
-    """Why a session's result needs a second look, or None: it ran ``--unsealed`` (the agent saw
-    the host), or some of its scores carry integrity flags (what the scored code did)."""
+    """Why a session's result needs a second look, or None: how it was sealed (``--unsealed``: the
+    agent saw the host; ``--network open``), integrity flags on its scores, and the conditions it
+    was measured under (:func:`conditions_note`)."""
     notes = []
     containment = row.get("containment") or ""
     if containment and not containment.startswith("bwrap"):
@@ -117,6 +125,28 @@ def integrity_note(row: dict) -> str | None:
         notes.append("network open: the agent shared this machine's network")
     if row.get("flagged"):
         notes.append(f"{row['flagged']} score{'s' if row['flagged'] != 1 else ''} with integrity flags")
+    conditions = conditions_note(row, record=False)  # a cut record has its own mark (✂) and line
+    if conditions:
+        notes.append(conditions)
+    return "; ".join(notes) or None
+
+
+CAPS_WORDS = ("killed at the memory cap", "refused at the cap of")  # runner/sandbox/caps.py's summary, in the end detail
+
+
+def conditions_note(row: dict, record: bool = True) -> str | None:
+    """The conditions a session's number was measured under, where they were not clean (issue 37):
+    contention and throttling (runner/session/contention.py: its reasons), a cap the agent reached
+    (its end detail names it) and, with ``record``, a record cut short (:func:`truncation_note`)."""
+    notes = []
+    if row.get("contended"):
+        notes.append("contended: " + (row.get("conditions") or "see its result.json"))
+    detail = row.get("end_detail") or ""
+    if any(words in detail for words in CAPS_WORDS):
+        notes.append("a cap reached (see its end)")
+    cut = truncation_note(row) if record else None
+    if cut:
+        notes.append(cut)
     return "; ".join(notes) or None
 
 
@@ -157,7 +187,8 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
         "rep": str(row.get("repeat") or 1),
         "state": STATE_LABELS.get(row.get("state") or "", row.get("state") or ""),
         "left": left_text,
-        "best": fmt_score(_best(row)),
+        "best": fmt_score(row.get("best_live")),
+        "official": official_cell(row),
         "gpu": "-" if util is None else f"{util:.0f}%",
         "scripts": str(row.get("scripts_launched") or 0),
         "tokens": fmt_tokens((row.get("tokens_in") or 0) + (row.get("tokens_out") or 0)),
@@ -193,9 +224,9 @@ def sort_key(row: dict, by: str, now: float | None = None):
     if by == "left":
         left = Countdown.of_row(row).remaining_now(now)
         return (left is None or row.get("state") in ("ended", "failed"), left or 0.0)
-    if by == "best":
-        best = _best(row)
-        return (best is None, -(best or 0.0))
+    if by in ("best", "official"):
+        value = row.get("best_live" if by == "best" else "score")
+        return (value is None, -(value or 0.0))
     if by in ("gpu", "cost", "scripts", "tokens"):
         value = {"gpu": row.get("gpu_util"), "cost": row.get("cost_usd"), "scripts": row.get("scripts_launched"),
                  "tokens": (row.get("tokens_in") or 0) + (row.get("tokens_out") or 0)}[by]

@@ -10,6 +10,7 @@ new file is written. A cache that cannot be read or written only costs the valid
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -26,6 +27,7 @@ class TaskFacts:
     short: str
     title: str
     metric_label: str
+    scored_split: str  # what the official result is measured on (val or test)
     higher_is_better: bool
     budget_minutes: float
     baseline_score: float | None
@@ -64,7 +66,7 @@ def task_facts() -> dict[str, TaskFacts]:
         pass
     from tasks import all_tasks
 
-    facts = {spec.id: TaskFacts(spec.id, spec.short, spec.title, spec.metric_label, spec.higher_is_better,
+    facts = {spec.id: TaskFacts(spec.id, spec.short, spec.title, spec.metric_label, spec.scored_split, spec.higher_is_better,
                                 spec.budget_minutes, spec.baseline_score) for spec in all_tasks().values()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,3 +82,25 @@ def find(facts: dict[str, TaskFacts], name: str) -> TaskFacts | None:
     """The task named by folder name or short id, case-insensitively (as ``tasks.get_task``)."""
     key = name.strip().lower()
     return next((f for f in facts.values() if key in (f.id, f.short)), None)
+
+
+@functools.cache
+def _facts_once() -> dict[str, TaskFacts]:
+    return task_facts()  # the task folders do not change under a running process
+
+
+def facts_of(task: str | None) -> TaskFacts | None:
+    """The facts of the task named ``task`` (None: unknown to this onegc, or no task), read once a process."""
+    return find(_facts_once(), task) if task else None
+
+
+def metric_label(task: str | None) -> str:
+    """The task's metric label ("test MSE"), or "score" for a task this onegc does not know."""
+    facts = facts_of(task)
+    return facts.metric_label if facts else "score"
+
+
+def scored_split(task: str | None) -> str:
+    """The split a task's official result is measured on (val for a task this onegc does not know)."""
+    facts = facts_of(task)
+    return facts.scored_split if facts else "val"

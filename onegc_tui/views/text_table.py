@@ -37,3 +37,23 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], right: froz
         return "  ".join(cells).rstrip()
 
     return [line(header), *(line(r) for r in rows)]
+
+
+_NUMBER_CHARS = frozenset("0123456789.,%+-eE")
+
+
+def figure_safe_cut(text: str, keep: int) -> int:
+    """Where to cut ``text`` to show at most ``keep`` characters before an ellipsis, such that no
+    figure is cut: a number the edge would split (``val_acc 0.9…``) is left out whole instead
+    (``val_acc …``), because a cut figure reads as another figure. Text is cut anywhere."""
+    if keep >= len(text) or keep <= 0:
+        return max(0, min(keep, len(text)))
+    cut = keep
+    if text[cut] in _NUMBER_CHARS and any(ch.isdigit() for ch in text[max(0, cut - 1):cut + 2]):
+        while cut > 0 and text[cut - 1] in _NUMBER_CHARS and text[cut - 1] not in "eE":
+            cut -= 1
+        if cut > 0 and text[cut - 1] in "eE" and cut - 1 > 0 and text[cut - 2].isdigit():  # 1e-3: one figure
+            cut -= 1
+            while cut > 0 and text[cut - 1] in _NUMBER_CHARS and text[cut - 1] not in "eE":
+                cut -= 1
+    return cut

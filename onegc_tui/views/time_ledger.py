@@ -4,6 +4,9 @@ Agent time (from the transcript's timestamps, :func:`activities_from_events`):
 
 - ``model_s``: the agent waits for the model (no tool call open) — model generation, the
   network round trip to the API included;
+- ``own_s``: the same stretch for an agent that calls no model (``command``, ``scripted``): the
+  agent's own work between tool calls. It is never booked as model generation (issue 37: a
+  command agent's run read as 99 % "model generation");
 - ``tool_s``: a tool call is open (shell commands, training runs started in the foreground, edits);
 - ``paused_s``: the budget was paused (by a person: nobody's fault, not the agent's time);
 - ``other_s``: the rest of the session's wall time: the harness starting the agent, the agent
@@ -291,9 +294,10 @@ def count_scripts(events: Iterable[TimedEvent]) -> int:
 
 # ----------------------------------------------------------------------------- the ledger
 
-AGENT_PARTS = ("model_s", "tool_s", "paused_s", "other_s")
+AGENT_PARTS = ("model_s", "own_s", "tool_s", "paused_s", "other_s")
 PART_LABELS: Mapping[str, str] = {
     "model_s": "model generation",
+    "own_s": "agent's own work (no model)",
     "tool_s": "tool time",
     "paused_s": "paused",
     "other_s": "harness / start-up / scoring",
@@ -310,6 +314,7 @@ class TimeLedger:
     session_id: str
     wall_s: float
     model_s: float
+    own_s: float
     tool_s: float
     paused_s: float
     other_s: float
@@ -325,7 +330,8 @@ class TimeLedger:
         return getattr(self, part) / whole if whole > 0 else None
 
     def as_dict(self) -> dict:
-        return {"session_id": self.session_id, "wall_s": self.wall_s, "model_s": self.model_s, "tool_s": self.tool_s,
+        return {"session_id": self.session_id, "wall_s": self.wall_s, "model_s": self.model_s,
+                "own_s": self.own_s, "tool_s": self.tool_s,
                 "paused_s": self.paused_s, "other_s": self.other_s, "n_gpus": self.n_gpus,
                 "gpu_busy_s": self.gpu_busy_s, "gpu_idle_s": self.gpu_idle_s,
                 "gpu_unsampled_s": self.gpu_unsampled_s,
@@ -333,8 +339,9 @@ class TimeLedger:
 
 
 def time_ledger(session_id: str, window: tuple[float, float], activities: Iterable[Activity],
-                gpu: GpuSplit | None, n_gpus: int) -> TimeLedger:
-    """The ledger of a session over ``window`` (its start and end, epoch seconds)."""
+                gpu: GpuSplit | None, n_gpus: int, has_model: bool = True) -> TimeLedger:
+    """The ledger of a session over ``window`` (its start and end, epoch seconds). ``has_model``:
+    False for an agent without a model (:func:`calls_a_model`): its time between tool calls is its own."""
     start, end = window
     wall = max(0.0, end - start)
     span = [(start, end)] if end > start else []
@@ -348,11 +355,21 @@ def time_ledger(session_id: str, window: tuple[float, float], activities: Iterab
     model = _subtract(_subtract(kind("model_thinking"), paused), tool)
     paused_s, tool_s, model_s = _total(paused), _total(tool), _total(model)
     other_s = max(0.0, wall - paused_s - tool_s - model_s)
+    own_s = 0.0
+    if not has_model:
+        model_s, own_s = 0.0, model_s
     busy = gpu.busy_s if gpu else 0.0
     idle = gpu.idle_s if gpu else 0.0
     unsampled = max(0.0, wall * n_gpus - busy - idle)
     idle_by = dict(gpu.idle_by) if gpu else {}
-    return TimeLedger(session_id, wall, model_s, tool_s, paused_s, other_s, n_gpus, busy, idle, unsampled, idle_by)
+    return TimeLedger(session_id, wall, model_s, own_s, tool_s, paused_s, other_s, n_gpus, busy, idle, unsampled, idle_by)
+
+
+def calls_a_model(agent: str | None) -> bool:
+    """The agent calls a model API (the real agent CLIs); ``command`` and ``scripted`` do not."""
+    from runner.wire.defaults import REAL_AGENTS
+
+    return agent is None or agent in REAL_AGENTS  # an unknown (older) agent: as before
 
 
 def summed(ledgers: Iterable[TimeLedger]) -> dict[str, float]:
@@ -370,12 +387,14 @@ def summed(ledgers: Iterable[TimeLedger]) -> dict[str, float]:
 
 def ledger_line(led: TimeLedger) -> str:
     """One line: each agent part's time and share of the wall time."""
-    parts = [f"{PART_LABELS[k]} {getattr(led, k):.0f} s ({led.share(k) or 0:.0%})" for k in AGENT_PARTS]
+    shown = [k for k in AGENT_PARTS if k != "own_s" or led.own_s > 0]  # model generation, or the agent's own work
+    shown = [k for k in shown if k != "model_s" or led.own_s == 0]
+    parts = [f"{PART_LABELS[k]} {getattr(led, k):.0f} s ({led.share(k) or 0:.0%})" for k in shown]
     return f"wall {led.wall_s:.0f} s: " + " · ".join(parts)
 
 
 __all__ = [
     "AGENT_PARTS", "BUSY_UTIL_PCT", "IDLE_PRIORITY", "MAX_SAMPLE_GAP_S", "PART_LABELS", "UNATTRIBUTED",
     "Activity", "ActivityKind", "GpuSplit", "TimeLedger", "TimedEvent", "UtilSample",
-    "activities_from_events", "count_scripts", "gpu_time_split", "ledger_line", "summed", "time_ledger",
+    "activities_from_events", "calls_a_model", "count_scripts", "gpu_time_split", "ledger_line", "summed", "time_ledger",
 ]

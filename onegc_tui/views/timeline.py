@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from onegc_tui.views.anytime import AnytimeCurve
-from onegc_tui.views.time_ledger import Activity, GpuSplit, TimeLedger, time_ledger
+from onegc_tui.views.time_ledger import Activity, GpuSplit, TimeLedger, calls_a_model, time_ledger
 from tasks import Direction
 
 
@@ -74,4 +74,5 @@ def timeline_ledger(t: Timeline, now: float | None = None) -> TimeLedger | None:
     if not start:
         return None
     end = t.row.get("ended_ts") or (now if now is not None else time.time())
-    return time_ledger(t.session_id, (start, end), t.activities, t.split, 1 if t.gpu else 0)
+    return time_ledger(t.session_id, (start, end), t.activities, t.split, 1 if t.gpu else 0,
+                       has_model=calls_a_model(t.row.get("agent")))

@@ -12,8 +12,10 @@ import time
 from typing import NamedTuple
 
 from onegc_tui.views.format import clock, fmt_score
+from onegc_tui.views.task_facts import metric_label, scored_split
 from runner.wire.end_reasons import FAILED_REASONS
 from runner.wire.events import Event
+from runner.wire.score_terms import measure, score_name
 
 KIND_MARKS = {"text": "»", "thinking": "…", "tool_call": "▶", "tool_result": "◀", "progress": "⏱", "usage": "$", "result": "■",
               "error": "✖", "raw": "·"}
@@ -65,11 +67,13 @@ class Wording(NamedTuple):
         return f"{self.label} {self.words}"
 
 
-def event_words(event: Event) -> Wording | None:
+def event_words(event: Event, task: str | None = None) -> Wording | None:
     """What a notable event says, one wording per kind: ``onegc run --plain`` prints its label and
     words, the transcript pane its mark and the same words (:func:`event_line`). A transcript step
     is the agent's own text: its label says so first (``agent tool_call:``), so no agent can print
-    a line that reads as the harness's. None for the routine events (GPU samples, heartbeats)."""
+    a line that reads as the harness's. ``task``: the session's, which names a score by its role,
+    split and measure (runner/wire/score_terms.py). None for the routine events (GPU samples,
+    heartbeats)."""
     if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
         unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
@@ -83,8 +87,15 @@ def event_words(event: Event) -> Wording | None:
         code = f" (exit {event.returncode})" if event.returncode is not None else ""
         return Wording("script", f"{event.action}: {event.script}{code}")
     if event.type == "checkpoint_scored":
-        what = fmt_score(event.value) if event.value is not None else f"ERROR {event.error}"
-        return Wording("checkpoint", f"{event.name}{' (official)' if event.official else ''}: {event.metric} {what}")
+        if event.value is None:
+            return Wording("checkpoint", f"{event.name}: ERROR {event.error}")
+        what = fmt_score(event.value)
+        label = metric_label(task)
+        if not event.official:
+            return Wording("checkpoint", f"{event.name}: {score_name(label, event.split, 'live')} {what}")
+        val = f", live val {event.val:.4f}" if event.val is not None else ""
+        return Wording("re-evaluated", f"{event.name}: {event.split} {measure(label)} {what}{val} "
+                                       "(a candidate: the official result is the val-best's)")
     if event.type == "budget" and event.state != "running":
         return Wording("budget", f"{event.state}, {clock(event.remaining_s)} left")
     if event.type == "control":
@@ -93,7 +104,7 @@ def event_words(event: Event) -> Wording | None:
         times = f" (×{event.count})" if event.count > 1 else ""
         return Wording("WARNING", f"{event.code}{times}: {event.message}")
     if event.type == "session_ended":
-        return ended_words(event.reason, event.score, event.detail)
+        return ended_words(event.reason, event.score, event.detail, task, event.best_checkpoint, event.val)
     if event.type == "truncated":  # runner/wire/record_caps.py
         return Wording("record cap reached:", truncated_words(event.stream, event.dropped, event.dropped_bytes, event.final))
     if event.type == "conditions":  # runner/session/contention.py
@@ -109,9 +120,24 @@ def truncated_words(stream: str, dropped: int, dropped_bytes: int, final: bool) 
     return f"{dropped:,} more {what} ({dropped_bytes:,} bytes){more}"
 
 
-def ended_words(reason: str, score: float | None, detail: str) -> Wording:
+def official_words(score: float | None, task: str | None, checkpoint: str | None = None,
+                   val: float | None = None) -> str:
+    """A session's result in words: "official test MSE 0.3792 (run_1-ep3, live val MSE 0.6533)",
+    or that it has none (the paper's failed run, N/A)."""
+    if score is None:
+        return "no valid score (N/A: a failed run)"
+    label = metric_label(task)
+    split = scored_split(task)
+    why = [checkpoint] if checkpoint else []
+    if val is not None and split != "val":
+        why.append(f"{score_name(label, 'val', 'live')} {val:.4f}")
+    return f"{score_name(label, split, 'official')} {score:.4f}" + (f" ({', '.join(why)})" if why else "")
+
+
+def ended_words(reason: str, score: float | None, detail: str, task: str | None = None,
+                checkpoint: str | None = None, val: float | None = None) -> Wording:
     """A session's end: its ``session_ended``, or a liveness verdict."""
-    return Wording("ended:", f"{reason}{f', score {fmt_score(score)}' if score is not None else ', no score'} ({detail})")
+    return Wording("ended:", f"{reason}, {official_words(score, task, checkpoint, val)} ({detail})")
 
 
 PANE_EVENT_TYPES = ("transcript", "warning", "checkpoint_scored", "control", "process", "session_ended", "truncated")
@@ -124,10 +150,16 @@ def event_line(event: Event) -> str | None:
         if event.kind in ("usage", "progress"):  # a heartbeat updates its one stored row; it adds no line
             return None
         return transcript_line(event.ts, event.role, event.kind, event.tool, event.text, event.exit_code)
-    said = event_words(event) if event.type in EVENT_MARKS else None
-    if said is None:
-        return None
-    return f"{time.strftime('%H:%M:%S', time.localtime(event.ts))} {EVENT_MARKS[event.type]} {said.words}"
+    stamp, mark = time.strftime("%H:%M:%S", time.localtime(event.ts)), EVENT_MARKS.get(event.type)
+    if event.type == "checkpoint_scored" and event.value is not None:
+        # the figure first, with its split and role: a narrow pane cuts the name (docs/numbers.md)
+        role = "re-evaluated" if event.official else "live"
+        return f"{stamp} {mark} {role} {event.split} {fmt_score(event.value)} · {event.name}"
+    if event.type == "session_ended":
+        result = f"official {fmt_score(event.score)}" if event.score is not None else "no valid score"
+        return f"{stamp} {mark} session ended: {event.reason}, {result} ({event.detail})"
+    said = event_words(event) if mark else None
+    return None if said is None else f"{stamp} {mark} {said.words}"
 
 
 # ----------------------------------------------------------------------------- filters

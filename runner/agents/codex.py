@@ -26,6 +26,11 @@ is priced from ``prices.toml`` when the model is known, else "price unknown". Th
 names the class of a failed turn (``codex_error_info``, e.g. ``internal_server_error`` for an
 HTTP 5xx that Codex words as "high demand"), which goes into the failure detail.
 
+Codex's wait turns are in the rollout only: with its unified exec the model polls a command
+still running (or types into it) through a ``write_stdin`` function call, which ``codex exec
+--json`` does not print (the turn left only a usage row). Each such call in the rollout becomes a
+tool_call ("wait on command 3 (30 s)", or the characters written) and its output a tool_result.
+
 Anything else becomes a ``raw`` item. Nothing here raises.
 """
 
@@ -52,6 +57,7 @@ NO_LOGIN_SHELL = ("-c", "allow_login_shell=false")
 SHELLS = ("bash", "sh", "zsh")
 RETRY_MARKERS = ("reconnecting", "waiting for network", "retrying")
 ROLLOUT_GLOB = "sessions/*/*/*/rollout-*.jsonl"  # under $CODEX_HOME, one per thread
+WAIT_TOOL = "write_stdin"  # the unified exec's poll of (or input to) a command still running
 
 
 def _int(value: Any) -> int | None:
@@ -112,6 +118,7 @@ class CodexAdapter(JsonStreamAdapter):
         self._records: dict[str, Tokens] = {}  # rollout token_usage_record per response id
         self._rollout_total = Tokens()  # the rollout's latest total_token_usage
         self._error_info = ""  # codex_error_info of a failed turn (from the rollout)
+        self._waits: set[str] = set()  # call ids of the rollout's write_stdin calls (their output follows)
 
     # ------------------------------------------------------------------ launch
     def argv(self, ctx: LaunchContext) -> list[str]:
@@ -323,9 +330,10 @@ class CodexAdapter(JsonStreamAdapter):
         if rollout is None:
             return []
         records, _bad = rollout.read_records(max_bytes=-1)  # a rollout line can be large (a tool's output)
+        items: list[TranscriptItem] = []
         for data in records:
-            self._rollout_record(data)
-        return self._settle()
+            items += self._rollout_record(data)
+        return items + self._settle()
 
     def _find_rollout(self) -> JsonlTail | None:
         if self.codex_home is None:
@@ -336,8 +344,12 @@ class CodexAdapter(JsonStreamAdapter):
             self._rollout = JsonlTail(mine[-1])
         return self._rollout
 
-    def _rollout_record(self, data: dict) -> None:
+    def _rollout_record(self, data: dict) -> list[TranscriptItem]:
+        """What one rollout line tells: the wait turns as transcript items; tokens and the failure
+        class are kept for :meth:`_settle` and :meth:`failure`."""
         payload = dict_at(data, "payload")
+        if data.get("type") == "response_item":
+            return self._wait_item(payload)
         if data.get("type") == "token_usage_record" and isinstance(payload.get("usage"), dict):
             key = text_of(payload.get("response_id")) or f"#{len(self._records)}"
             self._records[key] = _rollout_tokens(payload["usage"])
@@ -348,6 +360,31 @@ class CodexAdapter(JsonStreamAdapter):
         elif data.get("type") == "event_msg" and payload.get("type") == "task_complete":
             error = dict_at(payload, "error")
             self._error_info = text_of(error.get("codex_error_info"))
+        return []
+
+    def _wait_item(self, payload: dict) -> list[TranscriptItem]:
+        """A ``write_stdin`` call (a tool_call) or its output (a tool_result); [] for the rest."""
+        call_id = text_of(payload.get("call_id")) or None
+        if payload.get("type") == "function_call" and payload.get("name") == WAIT_TOOL:
+            self.errors.answered()  # the model asked for it
+            if call_id:
+                self._waits.add(call_id)
+            args = json_object(text_of(payload.get("arguments"))) or {}
+            command = _int(args.get("session_id"))
+            which = f"command {command}" if command is not None else "a running command"
+            chars = text_of(args.get("chars"))
+            wait_ms = _int(args.get("yield_time_ms"))
+            if chars:
+                text = f"write {json.dumps(chars)[:200]} to {which}"
+            else:
+                text = f"wait on {which}" + (f" ({wait_ms / 1000:g} s)" if wait_ms is not None else "")
+            return [TranscriptItem(role="assistant", kind="tool_call", tool=WAIT_TOOL, call_id=call_id, text=text)]
+        if payload.get("type") == "function_call_output" and call_id in self._waits:
+            self._waits.discard(call_id or "")
+            output = payload.get("output")
+            text = output if isinstance(output, str) else text_of(dict_at(payload, "output").get("content"))
+            return [TranscriptItem(role="tool", kind="tool_result", tool=WAIT_TOOL, call_id=call_id, text=text)]
+        return []
 
     def _settle(self) -> list[TranscriptItem]:
         """Bring the ledger to the furthest of the three running totals (Codex's own counts)."""

@@ -13,8 +13,12 @@ What :meth:`OpenCodeAdapter.parse` makes of each stdout line (fixtures: ``openco
 ``tests/agents/fixtures/``):
 
 - ``step_start`` -> nothing; ``text`` -> text; ``reasoning`` -> thinking.
-- ``tool_use`` (sent once the tool has finished) -> tool_call (``$ cmd`` for bash) and
-  tool_result with the exit code from ``metadata.exit``.
+- ``tool_use`` -> tool_call (``$ cmd`` for bash) and tool_result with the exit code from
+  ``metadata.exit``. OpenCode 1.18 sends it once the tool has finished (its stream has no tool
+  start), so its result says how long the tool ran (``state.time``, from a second up): the row
+  appears at the tool's end, and "[ran 312.4 s]" says when it began. A ``tool_use`` whose state is ``pending`` or
+  ``running`` (a stream that sends tool starts) gives the tool_call at once and its result when
+  the same call id comes back finished, the call not repeated.
 - ``step_finish`` -> a usage item with the step's tokens and cost (a cost of 0 for tokens is
   "not priced by OpenCode": priced from ``prices.toml`` when the model is known, else "price
   unknown"); a ``step_finish`` whose reason is not ``tool-calls`` ends the run -> ``result``.
@@ -63,6 +67,12 @@ LOG_GLOB = "opencode/log/*.log"  # under XDG_DATA_HOME
 LOGFMT_RE = re.compile(r'([\w.]+)=("(?:[^"\\]|\\.)*"|\S*)')  # key=value or key="quoted value"
 
 
+def _ran_s(time_: dict) -> float | None:
+    """How long a tool ran, from its part's ``time`` (epoch milliseconds), or None."""
+    start, end = _num(time_.get("start")), _num(time_.get("end"))
+    return (end - start) / 1000 if start is not None and end is not None and end >= start else None
+
+
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
@@ -99,6 +109,7 @@ class OpenCodeAdapter(JsonStreamAdapter):
         self.data_home: Path | None = None  # XDG_DATA_HOME of the session (its log is there)
         self._last_text = ""
         self._step_open = False  # a step_start without its step_finish yet
+        self._tools_started: set[str] = set()  # call ids whose tool_call is out (a tool start was streamed)
         self._logs: dict[Path, JsonlTail] = {}
 
     # ------------------------------------------------------------------ launch
@@ -218,11 +229,18 @@ class OpenCodeAdapter(JsonStreamAdapter):
             return None
         tool = text_of(part.get("tool")) or "tool"
         call_id = text_of(part.get("callID")) or text_of(part.get("id")) or None
-        call = TranscriptItem(
-            role="assistant", kind="tool_call", tool=tool, call_id=call_id,
-            text=render_tool_call(tool, state.get("input"), text_of(state.get("title"))),
-        )  # fmt: skip
         status = text_of(state.get("status"))
+        items = []
+        if call_id is None or call_id not in self._tools_started:
+            items.append(TranscriptItem(
+                role="assistant", kind="tool_call", tool=tool, call_id=call_id,
+                text=render_tool_call(tool, state.get("input"), text_of(state.get("title"))),
+            ))  # fmt: skip
+        if status in ("pending", "running"):  # a tool start: its result comes with the same call id
+            if call_id:
+                self._tools_started.add(call_id)
+            return items
+        self._tools_started.discard(call_id or "")
         metadata = dict_at(state, "metadata")
         exit_num = _num(metadata.get("exit"))
         exit_code = int(exit_num) if exit_num is not None else None
@@ -232,10 +250,12 @@ class OpenCodeAdapter(JsonStreamAdapter):
             text = text_of(state.get("output"))
             if status and status != "completed":
                 text = f"[{status}] {text}"
-        return [
-            call,
-            TranscriptItem(role="tool", kind="tool_result", tool=tool, call_id=call_id, exit_code=exit_code, text=text),
-        ]
+        ran = _ran_s(dict_at(state, "time"))
+        if ran is not None and ran >= 1.0:
+            text = f"[ran {ran:.1f} s] {text}"
+        items.append(TranscriptItem(role="tool", kind="tool_result", tool=tool, call_id=call_id, exit_code=exit_code,
+                                    text=text))
+        return items
 
     def _step_finish(self, part: dict) -> list[TranscriptItem]:
         self._step_open = False

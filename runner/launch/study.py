@@ -26,16 +26,18 @@ under different contracts (the ``contract`` of each ``session_started`` event).
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
 import time
 import tomllib
+import typing
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -219,7 +221,44 @@ def load_study(path: Path) -> StudySpec:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "(root)"
         msg = str(err.get("ctx", {}).get("error") or err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key{did_you_mean(str(err['loc'][-1]), known_keys(StudySpec, err['loc'][:-1]))}"
         raise StudyError(f"{path}: field '{where}': {msg}") from None
+
+
+def known_keys(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The keys a study file may write at ``loc`` (a pydantic error's location, without its last
+    part): the fields of the model found by following ``loc`` from ``model``."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            return []
+        current = _model_in(field.annotation)
+    if not (isinstance(current, type) and issubclass(current, BaseModel)):
+        return []
+    return [f.alias or name for name, f in current.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> Any:
+    """The pydantic model an annotation holds (``list[AgentSpec]``, ``BudgetSpec | None``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """" (did you mean 'budget'?)", or the keys allowed there when none is close."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if close:
+        return f" '{word}' (did you mean '{close[0]}'?)"
+    return f" '{word}'" + (f" (allowed here: {', '.join(choices)})" if choices else "")
 
 
 def session_id(study: str, agent: str, task_short: str, repeat: int) -> str:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.metadata
+import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 # torch minor -> the torchvision minor built with it (pytorch.org's compatibility table)
 TORCHVISION_FOR = {"2.9": "0.24", "2.10": "0.25", "2.11": "0.26", "2.12": "0.27", "2.13": "0.28", "2.14": "0.29"}
@@ -66,26 +69,76 @@ def _version(dist: str) -> str | None:
         return None
 
 
+# one fresh interpreter imports every declared module in turn (torch once, not once per package)
+# and prints what each import did, as JSON: {module: null | "the error's last line"}
+PROBE = """
+import importlib, json, sys
+out = {}
+for module in sys.argv[1:]:
+    try:
+        importlib.import_module(module)
+        out[module] = None
+    except BaseException as exc:
+        out[module] = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
+print(json.dumps(out))
+"""
+
+
+def _cache_file() -> Path:
+    """Where the import probe's answer is kept, keyed by the environment's fingerprint and this
+    interpreter: a change to either (a package installed, removed, upgraded) asks again."""
+    key = hashlib.sha256(f"{fingerprint()}\0{sys.executable}".encode()).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "onegc" / f"agent-env-{key}.json"
+
+
+def _probe(modules: list[str]) -> dict[str, str | None]:
+    """What importing each module in a fresh interpreter gives (None: it imports); kept in
+    :func:`_cache_file`, so that ``onegc doctor`` pays the imports (seconds: torch) once per environment."""
+    cache = _cache_file()
+    try:
+        found = json.loads(cache.read_text())
+        if isinstance(found, dict) and set(found) == set(modules):
+            return found
+    except (OSError, ValueError):
+        pass
+    probe = subprocess.run([sys.executable, "-c", PROBE, *modules], capture_output=True, text=True, timeout=300)
+    try:
+        found = json.loads(probe.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):  # the interpreter itself failed: every module with its last line
+        last = (probe.stderr.strip().splitlines() or ["?"])[-1][:160]
+        return dict.fromkeys(modules, last)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(found))
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only cache: the next check asks again
+    return found
+
+
 def check() -> list[Check]:
-    """Each declared package: installed, and importable in a fresh interpreter (as the agent's)."""
+    """Each declared package: installed, and importable in a fresh interpreter (as the agent's);
+    one interpreter for all of them, its answer kept per environment (:func:`_probe`)."""
+    versions = {dist: _version(dist) for dist in DECLARED}
+    imports = _probe([DECLARED[d] for d, v in versions.items() if v is not None])
     out = []
     for dist, module in DECLARED.items():
-        version = _version(dist)
+        version = versions[dist]
         if version is None:
             fix = f": {torchvision_fix()}" if dist == "torchvision" else ": make venv installs it (requirements-agent.txt)"
             out.append(Check(dist, None, False, "not installed" + fix))
-            continue
-        probe = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
-        if probe.returncode == 0:
+        elif imports.get(module) is None:
             out.append(Check(dist, version, True, "imports"))
         else:
-            last = (probe.stderr.strip().splitlines() or ["?"])[-1][:160]
-            out.append(Check(dist, version, False, f"does not import ({last})"
+            out.append(Check(dist, version, False, f"does not import ({imports[module]})"
                              + (f": {torchvision_fix()}" if dist == "torchvision" else "")))
     torchvision_ok = any(c.package == "torchvision" and c.ok for c in out)
-    # timm fails through torchvision: the fix is said once, on torchvision's line
+    # timm fails through torchvision (make venv installs it only beside one that imports): the fix is said
+    # once, on torchvision's line
     return [Check(c.package, c.version, c.ok, "needs torchvision (the fix is on its line)")
-            if c.package == "timm" and c.version and not c.ok and not torchvision_ok else c for c in out]
+            if c.package == "timm" and not c.ok and not torchvision_ok else c for c in out]
 
 
 def torchvision_install() -> str | None:

@@ -404,7 +404,9 @@ class Session:
         capped = self.caps.summary() if self.caps is not None else None
         detail = f"{detail}; {capped}" if capped else detail  # the caps the agent reached (runner/sandbox/caps.py)
         killed = self.output.open_tools.note()
-        return end_detail(reason, detail, failure=failure, notes=self.adapter.notes() + ([killed] if killed else []),
+        stalled = self.stall.end_note()  # a hung model stream, named in the end detail too
+        notes = self.adapter.notes() + [n for n in (killed, stalled) if n]
+        return end_detail(reason, detail, failure=failure, notes=notes,
                           endpoint_problem=problem,
                           endpoints=self.endpoints, stderr=self.output.stderr_tail)
 

@@ -10,6 +10,12 @@ the one meaning of "stalled": the monitor shows this warning, it makes up none o
 ``stall`` warning; the stall ends at the next model response or when a tool runs again, which
 is one ``stall_cleared`` warning (a pause stops the clock and ends nothing). Silence alone is
 never a stall: a long training run is silent work.
+
+A model stream that hangs mid-response looks the same from here: the CLI prints nothing and runs
+no tool. So it is named twice: as the ``stall`` warning once ``stall_s`` has passed, and, when the
+session ends while the stall still stands, in the end detail (:meth:`StallWatch.end_note`): a
+session that burnt its budget on a hung stream says so instead of only "active time reached the
+budget" (issue 37).
 """
 
 from __future__ import annotations
@@ -32,10 +38,15 @@ class StallChange:
 
     def message(self, why: str | None = None) -> str:
         """The warning's text; ``why``: the agent's last error, where one is known."""
-        took = f"{self.waited_s / 60:.0f} min" if self.waited_s >= 90 else f"{self.waited_s:.0f} s"
+        waited = took(self.waited_s)
         if self.stalled:
-            return f"no model response for {took} while the agent runs no tool" + (f"; its last error: {why}" if why else "")
-        return f"the model answered again after {took}" if self.answered else f"a tool runs again after {took}"
+            return f"no model response for {waited} while the agent runs no tool" + (f"; its last error: {why}" if why else "")
+        return f"the model answered again after {waited}" if self.answered else f"a tool runs again after {waited}"
+
+
+def took(seconds: float) -> str:
+    """A wait in words: "75 s", "12 min"."""
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
 class StallWatch:
@@ -73,6 +84,14 @@ class StallWatch:
             return None
         self._stalled_since = self._since
         return StallChange(True, waited)
+
+    def end_note(self) -> str | None:
+        """For the end detail: the stall still standing as the session ends (no model response and
+        no tool since it was reported), else None."""
+        if self._stalled_since is None:
+            return None
+        return (f"the model stream stalled: no model response in its last {took(self.clock() - self._stalled_since)} "
+                f"while no tool ran (named after {took(self.stall_s)})")
 
 
 def tool_pids(pids: Iterable[int], agent_sid: int, scaffolding: Iterable[int] = ()) -> list[int]:

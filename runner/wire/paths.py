@@ -34,7 +34,8 @@ def usable_home() -> Path:
         raise ConfigError(f"ONEGC_HOME={home} cannot be made: {(exc.strerror or str(exc)).lower()}: {fix}") from None
     if not os.access(home, os.W_OK | os.X_OK):
         raise ConfigError(f"ONEGC_HOME={home} is not writable by this user, and this command writes there: {fix} "
-                          "('onegc tasks', 'sessions', 'history', 'study status' and 'monitor' only read it and work as it is)")
+                          "('onegc tasks', 'sessions', 'history', 'study status', 'monitor', 'report' and 'export' "
+                          "only read it and work as it is)")
     return home
 
 

@@ -3,6 +3,7 @@ launch (argv, env, the config.toml for a custom endpoint)."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -203,3 +204,34 @@ def test_credential_report_for_codex():
     report = credentials.credential_report("codex", {"OPENAI_BASE_URL": "http://localhost:8000/v1"})
     assert not report.ok and report.base_url == "OPENAI_BASE_URL"
     assert "any value if the endpoint does not check keys" in report.message
+
+
+def test_wait_turns_in_the_rollout_become_tool_rows(tmp_path):
+    """Codex's write_stdin calls (the model polling a command still running) are not on stdout;
+    from the rollout they become a tool_call and its tool_result (issue 37 item 7). The lines have
+    the shape of the pinned rollout's exec_command call and its output."""
+    adapter = CodexAdapter("gpt-5")
+    adapter.codex_home = tmp_path / ".codex"
+    rollout = adapter.codex_home / "sessions/2026/12/01/rollout-2026-12-01T11-54-06-x.jsonl"
+    rollout.parent.mkdir(parents=True)
+    lines = [
+        {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "call_id": "c1",
+                                              "arguments": json.dumps({"cmd": "python run_1.py", "yield_time_ms": 1000})}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "write_stdin", "call_id": "c2",
+                                              "arguments": json.dumps({"session_id": 3, "chars": "", "yield_time_ms": 30000})}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c2",
+                                              "output": "Wall time: 30.0 seconds\nepoch 2 val_acc 0.81"}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "write_stdin", "call_id": "c3",
+                                              "arguments": json.dumps({"session_id": 3, "chars": "q\n"})}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "write_stdin", "call_id": "c4",
+                                              "arguments": "not json"}},
+    ]
+    rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    items = [i for i in adapter.poll() if i.kind in ("tool_call", "tool_result")]
+    assert [(i.kind, i.tool, i.call_id, i.text) for i in items] == [
+        ("tool_call", "write_stdin", "c2", "wait on command 3 (30 s)"),
+        ("tool_result", "write_stdin", "c2", "Wall time: 30.0 seconds\nepoch 2 val_acc 0.81"),
+        ("tool_call", "write_stdin", "c3", 'write "q\\n" to command 3'),
+        ("tool_call", "write_stdin", "c4", "wait on a running command"),
+    ]
+    assert not [i for i in adapter.poll() if i.kind in ("tool_call", "tool_result")]  # read once

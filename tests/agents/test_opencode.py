@@ -220,3 +220,23 @@ def test_credential_report_follows_the_provider():
     assert credentials.credential_report(
         "opencode", {"OPENAI_BASE_URL": "http://x", "OPENAI_API_KEY": "k"}, model="m"
     ).ok
+
+
+def test_a_tool_start_is_shown_where_the_stream_sends_one_and_its_run_time_otherwise():
+    """OpenCode 1.18 sends tool_use only when the tool ends: the result then says how long it ran.
+    A stream that sends the running state gives the call at once and the result later, the call
+    not repeated (issue 37 item 7)."""
+    def tool_use(status: str, **state) -> str:
+        part = {"type": "tool", "tool": "bash", "callID": "call_1",
+                "state": {"status": status, "input": {"command": "python run_1.py"}, **state}}
+        return json.dumps({"type": "tool_use", "part": part})
+
+    adapter = OpenCodeAdapter("onegc/gpt-5")
+    started = adapter.parse(tool_use("running", time={"start": 1_000}))
+    assert [(i.kind, i.text) for i in started] == [("tool_call", "$ python run_1.py")]
+    done = adapter.parse(tool_use("completed", output="val_acc 0.9", metadata={"exit": 0},
+                                  time={"start": 1_000, "end": 313_400}))
+    assert [(i.kind, i.exit_code, i.text) for i in done] == [("tool_result", 0, "[ran 312.4 s] val_acc 0.9")]
+    adapter = OpenCodeAdapter("onegc/gpt-5")  # the 1.18 shape: one finished part, both rows
+    both = adapter.parse(tool_use("completed", output="ok", metadata={"exit": 0}, time={"start": 0, "end": 200}))
+    assert [(i.kind, i.text) for i in both] == [("tool_call", "$ python run_1.py"), ("tool_result", "ok")]

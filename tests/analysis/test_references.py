@@ -59,11 +59,11 @@ def test_a_cell_marks_val_gap_flags_and_a_mix_of_contended_and_clean_sessions():
     cell = mixed.rows[0].cell("t6")
     assert cell.n_contended == 1 and cell.n_clean == 1 and cell.mixed_conditions and cell.n_val_gap == 1
     table = render_matrix(mixed, "table", include_paper=False)
-    assert "‡§" in table.splitlines()[2]
-    assert any(line.startswith("§ pools sessions run contended") for line in table.splitlines())
-    assert any(line.startswith("‡ pools sessions whose selected checkpoint") for line in table.splitlines())
-    assert "^{\\ddagger}^{\\S}" in render_matrix(mixed, "latex", include_paper=False)
+    assert "‡1§1" in table.splitlines()[2]  # each mark with its count of sessions (issue 37)
+    assert any(line.startswith("§n: n of its sessions ran contended") for line in table.splitlines())
+    assert any(line.startswith("‡n pools n sessions whose selected checkpoint") for line in table.splitlines())
+    assert "^{\\ddagger}^{\\S1}" in render_matrix(mixed, "latex", include_paper=False)
     all_contended = build_matrix([outcome("a1", "t6", 0.37, contended=True), outcome("a2", "t6", 0.38, contended=True),
                                   outcome("a3", "t6", 0.39)])  # None: a session from before the record
-    assert not all_contended.rows[0].cell("t6").mixed_conditions  # compared alike: no mark
-    assert "§" not in render_matrix(all_contended, "table", include_paper=False)
+    assert not all_contended.rows[0].cell("t6").mixed_conditions  # compared alike: not a mix ...
+    assert "§2" in render_matrix(all_contended, "table", include_paper=False)  # ... yet measured contended: said

@@ -31,6 +31,9 @@ def test_the_page_holds_every_section_escapes_session_text_and_names_nothing_out
         assert heading in page
     assert page.count('class="chart"') >= 2 + 4  # curves (raw, relative) and one score timeline per session
     assert "disqualified: &lt;script&gt;" in page and "1970-01-01 00:00 UTC" in page
+    # each score series names its role and split (issue 37): the demo task scores val
+    assert "live val accuracy" in page and "official rule on val, best so far" in page
+    assert "own s (no model)" in page  # the scripted agent's time is its own, not model generation
 
 
 def test_the_unofficial_test_best_in_the_outcomes_follows_result_jsons_rule(home):

@@ -24,7 +24,7 @@ from onegc_tui.views.anytime import (
     score_at_budget,
 )
 from onegc_tui.views.outcomes import SessionOutcome
-from onegc_tui.views.time_ledger import Activity, GpuSplit, time_ledger
+from onegc_tui.views.time_ledger import Activity, GpuSplit, calls_a_model, ledger_line, time_ledger
 from tasks import get_task
 
 
@@ -160,6 +160,11 @@ def test_the_time_ledger_adds_up_to_the_wall_time_paused_first():
     assert led.as_dict()["gpu_idle_model_thinking_s"] == 40.0
     cpu = time_ledger("c", (0.0, 10.0), [], None, n_gpus=0)
     assert cpu.other_s == 10.0 and cpu.gpu_unsampled_s == 0.0
+    # an agent without a model (command, scripted): its time between tool calls is its own, never model generation
+    own = time_ledger("m", (0.0, 110.0), acts, gpu, n_gpus=1, has_model=calls_a_model("command"))
+    assert (own.model_s, own.own_s, own.tool_s) == (0.0, 60.0, 20.0)
+    assert "model generation" not in ledger_line(own) and "agent's own work (no model) 60 s (55%)" in ledger_line(own)
+    assert calls_a_model("codex") and not calls_a_model("scripted")
 
 
 def test_cost_per_score_needs_every_cost_and_never_calls_a_missing_one_free():

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from onegc_tui.app import make_app
 from onegc_tui.app.screens.help import HelpScreen
 from onegc_tui.app.widgets.transcript import TranscriptLog
+from onegc_tui.views.checkpoint_names import fit_checkpoint_label
 from onegc_tui.views.transcript_view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
 from tests.homes import CROWD_NOW, CROWD_RUNNING, T0, add_events, build_crowd, build_home, settled
 
@@ -88,14 +89,14 @@ async def test_clicking_a_header_sorts_by_it_and_again_reverses(crowd):
         assert str(table.columns["state"].label) == "State ▲"
         table.post_message(DataTable.HeaderSelected(table, table.columns["best"].key, 3, table.columns["best"].label))
         await pilot.pause()
-        assert table.sort_by == "best" and str(table.columns["best"].label) == "Best ▼"
+        assert table.sort_by == "best" and str(table.columns["best"].label) == "Best val ▼"
         assert str(table.columns["state"].label) == "State"
         scores = [table.summaries[sid].get("score") for sid in table.order if table.summaries[sid].get("score")]
         assert scores == sorted(scores, reverse=True)
         assert "sorted by best ▼" in str(app.query_one("#summary").render())
         table.post_message(DataTable.HeaderSelected(table, table.columns["best"].key, 3, table.columns["best"].label))
         await pilot.pause()
-        assert str(table.columns["best"].label) == "Best ▲" and table.sort_reverse
+        assert str(table.columns["best"].label) == "Best val ▲" and table.sort_reverse
         assert app.dashboard.selected == CROWD_RUNNING  # the selection stays on its session
 
 
@@ -201,7 +202,7 @@ async def test_dashboard_keys_still_work_with_the_transcript_focused(crowd):
 async def test_the_focused_pane_is_marked(crowd):
     app = crowd_app(crowd)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settled(pilot)  # the first frame whole (the table has the keyboard): one pause was not, under load
+        await pilot.pause()
         pane = app.query_one("#transcript")
         before = pane.styles.border_top
         await pilot.press("tab")
@@ -304,7 +305,8 @@ async def test_the_placeholder_goes_when_the_first_line_arrives(tmp_path):
 
 
 async def test_a_cut_checkpoint_name_is_cut_in_the_middle(crowd):
-    """Cut end-first every row read ``run_1_epoch…`` (issue 29): the distinguishing tail stays."""
+    """Cut end-first every row read ``run_1_epoch…`` (issue 29): the distinguishing tail stays; at
+    80x24 the pane now has room for a name's run and epoch whole (issue 37)."""
     app = crowd_app(crowd)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -315,7 +317,9 @@ async def test_a_cut_checkpoint_name_is_cut_in_the_middle(crowd):
         name = ckpts.get_cell("run_1_epoch1-1", "name")
         rendered = "".join(s.text for s in app.console.render(name, app.console.options.update(width=width)))
         shown = rendered.strip()
-        assert "…" in shown and shown.endswith("1-1") and shown.startswith("ru") and len(shown) == width, shown
+        assert shown == "run_1_epoch1-1" and width >= len(shown), shown
+        longer = fit_checkpoint_label("run_1_epoch12-1", width)  # a longer one: cut in the middle, run and epoch kept
+        assert "…" in longer and longer.startswith("run_1") and longer.endswith("12-1") and len(longer) == width
 
 
 # ---------------------------------------------------------------------------- wrong or stale content

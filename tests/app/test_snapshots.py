@@ -22,7 +22,10 @@ def crowd(tmp_path_factory):
     return build_crowd(tmp_path_factory.mktemp("crowd") / "home")
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)], ids=["80x24", "120x40", "200x50"])
+THREE_SIZES = pytest.mark.parametrize("size", [(80, 24), (100, 30), (200, 50)], ids=["80x24", "100x30", "200x50"])
+
+
+@THREE_SIZES
 def test_snapshot_of_the_dashboard_with_a_running_session_among_20_ended(crowd, size, snap_compare):
     """What a user attaches to: the running session on top and selected, the columns that matter
     first, panes and footer laid out for the terminal's size."""
@@ -50,14 +53,34 @@ def test_snapshot_of_the_live_screen(app_home, snap_compare):
 
 
 
-def test_snapshot_of_the_history_matrix(app_home, snap_compare):
+@THREE_SIZES
+def test_snapshot_of_the_history_matrix(app_home, size, snap_compare):
     async def open_history(pilot):
         await pilot.press("h")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
 
     app = make_app(app_home, live=False, show_clock=False, now=NOW)
-    assert snap_compare(app, terminal_size=SIZE, run_before=open_history)
+    assert snap_compare(app, terminal_size=size, run_before=open_history)
+
+
+@THREE_SIZES
+def test_snapshot_of_the_new_session_form(app_home, size, snap_compare):
+    """Every field and both buttons in sight, at each size (issue 37: Start was below the fold at 80x24)."""
+    async def open_form(pilot):
+        await settled(pilot)
+        await pilot.press("n")
+        await pilot.pause()
+
+    app = make_app(app_home, live=False, show_clock=False, now=NOW)
+    assert snap_compare(app, terminal_size=size, run_before=open_form)
+
+
+@THREE_SIZES
+def test_snapshot_of_a_session_with_checkpoints(app_home, size, snap_compare):
+    """The live screen of a session with scored checkpoints: names keep their run and epoch, figures whole."""
+    app = make_app(app_home, focus="a-ended", live=False, show_clock=False, now=NOW)
+    assert snap_compare(app, terminal_size=size, run_before=settled)
 
 
 def test_snapshot_of_the_replay(app_home, snap_compare):

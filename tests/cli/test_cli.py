@@ -125,6 +125,7 @@ def test_history_keeps_a_studys_agent_configurations_apart_and_the_demo_on_its_o
     lines = [line.split(",") for line in r.output.splitlines()]
     labels = {row[3] for row in lines[1:] if row[0] == "ours (demo tasks)"}
     assert labels == {"quick (scripted)", "steady (scripted)"}  # as the tables name the rows
+    assert "studies here: demo (--study NAME shows one)" in r.stderr  # studies go by their names (issue 37)
 
 
 def test_tasks_prints_every_title_and_metric_whole(home):
@@ -186,7 +187,7 @@ def test_history_paired_and_the_study_exports_from_the_command_line(home, tmp_pa
     assert "quick (scripted)  steady (scripted)" in table and "SD (sample, ddof=1)" in table and "SEM =" in table
     assert "quick (scripted)" in table and "0.2930" in table  # (0.97-0.70 + 0.9746-0.6586) / 2
     r = run("history", "--demo", "--no-paper", "--paired", "--format", "json")
-    doc = json.loads(r.output[r.output.index('{\n  "schema": "onegc.paired/1"'):])
+    doc = json.loads(r.stdout)["paired"]  # one document: the comparisons are a key of it
     (c,) = doc["comparisons"]
     assert c["n_pairs"] == 2 and c["mean_diff"] == pytest.approx(0.293) and c["noise_from"]
     report = tmp_path / "r.html"

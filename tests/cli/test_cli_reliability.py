@@ -33,7 +33,7 @@ def no_launch(monkeypatch):
 
     started = []
     monkeypatch.setattr(runner.launch.spawn, "spawn_local", lambda paths, env=None: started.append(paths) or 0)
-    monkeypatch.setattr("onegc_tui.cli.main._watch", lambda home, sessions, plain: None)
+    monkeypatch.setattr("onegc_tui.cli.main._watch", lambda home, sessions, plain, task: 0)  # followed: all scored
     return started
 
 
@@ -93,8 +93,8 @@ def test_plain_prints_every_event_even_when_another_process_ingested_them_first(
     out = io.StringIO()
     ends = follow(home, ["p1"], out=out)
     text = out.getvalue()
-    for line in ("p1: started: t0_demo with scripted", "p1: checkpoint a-1: val_acc 0.6100",
-                 "p1: WARNING network_blocked: blocked example.com:443", "p1: ended: completed, score 0.6100"):
+    for line in ("p1: started: t0_demo with scripted", "p1: checkpoint a-1: live val accuracy 0.6100",
+                 "p1: WARNING network_blocked: blocked example.com:443", "p1: ended: completed, official val accuracy 0.6100"):
         assert line in text, text
     assert (ends["p1"].reason, ends["p1"].score) == ("completed", 0.61)
 

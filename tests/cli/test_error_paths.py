@@ -101,7 +101,7 @@ def test_every_documented_error_is_one_line_and_exit_2(home, tmp_path, small_tmp
         Case(["sessions"], f"is under {a_file}, which is a file", home=a_file / "home"),
         Case(["run", "t0", "--agent", "scripted", "--detach"], "is a file, not a folder", home=a_file),
         Case(["run", "t0", "--agent", "scripted", "--detach"], f"ONEGC_HOME={locked} is not writable", home=locked),
-        Case(["reindex"], "'onegc tasks', 'sessions', 'history', 'study status' and 'monitor' only read it",
+        Case(["reindex"], "'onegc tasks', 'sessions', 'history', 'study status', 'monitor', 'report' and 'export' only read it",
              home=locked),
         Case(["history"], f"ONEGC_HOME={locked / 'sub'}", home=locked / "sub"),
         Case(["sessions"], "not a database: move it aside and run 'onegc reindex'", home=corrupt),

@@ -63,6 +63,16 @@ def test_a_read_only_home_is_browsed_whole_and_left_as_it_was(readonly_home):
     assert snapshot(readonly_home) == before  # nothing written: no store, no -wal, no -shm
 
 
+def test_report_and_export_read_a_read_only_home(readonly_home, tmp_path):
+    before = snapshot(readonly_home)
+    r = run("report", "-o", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.output
+    assert "e-late" in (tmp_path / "r.html").read_text()  # read from its folder, not in onegc.db
+    r = run("export", "--format", "sqlite", "-o", str(tmp_path / "s.db"))
+    assert r.exit_code == 0, r.output
+    assert snapshot(readonly_home) == before  # only the output files were written
+
+
 @pytest.mark.parametrize("argv", [["run", "t0", "--agent", "scripted", "--detach"], ["reindex"],
                                   ["pause", "b-paused"], ["disqualify", "a-ended", "-r", "x"]])
 def test_commands_that_write_say_why_not(readonly_home, argv):
@@ -70,4 +80,4 @@ def test_commands_that_write_say_why_not(readonly_home, argv):
     assert r.exit_code == 2, r.output
     (line,) = r.output.strip().splitlines()
     assert f"ONEGC_HOME={readonly_home} is not writable by this user, and this command writes there" in line
-    assert "'onegc tasks', 'sessions', 'history', 'study status' and 'monitor' only read it" in line
+    assert "'onegc tasks', 'sessions', 'history', 'study status', 'monitor', 'report' and 'export' only read it" in line

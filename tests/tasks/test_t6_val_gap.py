@@ -107,7 +107,7 @@ def test_a_session_that_trains_on_val_is_flagged_against_the_measured_baseline(p
     cheat_line = next(line for line in lines if line.startswith("ours") and "command" in line and "‡" in line)
     assert cheat_line and any("‡ pools sessions whose selected checkpoint" in line for line in lines)
     assert any(line.startswith("baselines measured here (onegc baseline): T6 ") for line in lines)
-    data = json.loads(CliRunner().invoke(main, ["history", "--format", "json", "--no-paper"]).output)
+    data = json.loads(CliRunner().invoke(main, ["history", "--format", "json", "--no-paper"]).stdout)
     rows = {r["label"]: r for s in data["studies"] for r in s["rows"]}
     agent_row = rows["command"]  # the honest and the hostile session: one agent configuration
     assert agent_row["cells"]["t6"]["n_val_gap"] == 1 and agent_row["agg_ours"]["value"] is not None

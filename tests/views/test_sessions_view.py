@@ -27,10 +27,11 @@ def total(width: int) -> int:
 
 def test_the_columns_that_matter_come_first_at_any_width():
     for width in (78, 98, 118, 198):
-        assert keys(width)[:5] == ["mark", "state", "left", "best", "session"]
+        assert keys(width)[:6] == ["mark", "state", "left", "best", "official", "session"]
         assert total(width) <= width  # nothing runs off the edge
-    assert keys(78) == ["mark", "state", "left", "best", "session", "task"]
-    assert "agent" in keys(98) and "model" not in keys(98)
+    assert keys(78) == ["mark", "state", "left", "best", "official", "session"]
+    assert "task" in keys(98) and "model" not in keys(98)
+    assert "agent" in keys(118)
     assert keys(198)[-1] == "scripts"  # everything at 200 columns
 
 

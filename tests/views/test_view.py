@@ -71,7 +71,9 @@ def test_filters_match_kinds_and_words():
 def test_sort_keys_put_missing_values_last():
     rows = [{"session_id": "a", "score": None, "best_live": 0.5}, {"session_id": "b", "score": 0.9},
             {"session_id": "c"}]
-    assert [r["session_id"] for r in sorted(rows, key=lambda r: sort_key(r, "best"))] == ["b", "a", "c"]
+    # "best" is the best live val score, "official" the result (docs/numbers.md)
+    assert [r["session_id"] for r in sorted(rows, key=lambda r: sort_key(r, "best"))] == ["a", "b", "c"]
+    assert [r["session_id"] for r in sorted(rows, key=lambda r: sort_key(r, "official"))] == ["b", "a", "c"]
 
 
 def test_budget_clock_stands_still_while_paused():

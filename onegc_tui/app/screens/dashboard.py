@@ -307,6 +307,8 @@ class DashboardScreen(SteadyScreen):
 
     # ------------------------------------------------------------------ actions (the keys above)
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if self.app.screen is not self:  # under the help or the form: their keys, not these (the footer hides these)
+            return False
         return not (action in BOX_ACTIONS and isinstance(self.focused, Input))  # in a box \\ and / are characters
 
     def action_close_notes(self) -> None:

@@ -62,13 +62,14 @@ def compute_history(home: Path, study: str | None, demo: bool | None, paper: Mat
             shown = True
             outcomes = monitor_data.outcomes(store, study, include_demo=True)
         measured = {t: m.mean for t, m in monitor_data.measured_baselines(store).items()}
+        hidden = 0 if shown else monitor_data.demo_sessions(store, study)  # left out: the title says how to see them
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
     name = study or "ours"
     matrix = build_matrix(bench, study=name, measured=measured)
     demo_matrix = build_matrix(demo_outcomes, study=f"{name} (demo)")
-    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown, demo_matrix)
+    return HistoryScreen.Loaded(matrix, paper or paper_matrix(), studies, len(outcomes), shown, demo_matrix, hidden)
 
 
 class HistoryViews:
@@ -125,6 +126,9 @@ class _View:
         self.loaded: HistoryScreen.Loaded | None = None
 
 
+COMPACT_BELOW = 150  # columns: narrower, the matrix's cells show their figure and marks only
+
+
 def agg_text(agg) -> str:
     if agg.value is None:
         return "-"
@@ -143,10 +147,11 @@ class HistoryScreen(SteadyScreen):
 
     class Loaded(Message):
         def __init__(self, matrix: Matrix, paper: Matrix, studies: list[str], n: int, demo: bool,
-                     demo_matrix: Matrix):
+                     demo_matrix: Matrix, hidden: int = 0):
             super().__init__()
             self.matrix, self.paper, self.studies, self.n, self.demo = matrix, paper, studies, n, demo
             self.demo_matrix = demo_matrix
+            self.hidden = hidden  # demo-task sessions of the home not in this view
 
     def __init__(self, study: str | None = ALL):
         super().__init__()
@@ -157,13 +162,15 @@ class HistoryScreen(SteadyScreen):
         self.matrix: Matrix | None = None
         self.paper: Matrix | None = None
         self.demo_matrix: Matrix | None = None
+        self.n_sessions = self.n_hidden = self.n_aborted = 0
 
     def compose(self) -> ComposeResult:
         yield MonitorHeader(show_clock=host(self).show_clock)
         yield Static("loading the matrix…", id="hist-summary")
-        yield DataTable(id="matrix", cursor_type="cell", zebra_stripes=True)
+        # the study and agent columns stay in sight while the task columns scroll (they name each row)
+        yield DataTable(id="matrix", cursor_type="cell", zebra_stripes=True, fixed_columns=2)
         yield Static(DEMO_TITLE, id="demo-title", classes="pane-title")
-        yield DataTable(id="demo-matrix", cursor_type="cell", zebra_stripes=True)
+        yield DataTable(id="demo-matrix", cursor_type="cell", zebra_stripes=True, fixed_columns=2)
         with Horizontal(id="hist-bottom"):
             yield Static("", id="cell-detail")
             with Vertical(id="band-box"):
@@ -190,6 +197,8 @@ class HistoryScreen(SteadyScreen):
         self.matrix, self.paper, self.studies, self.demo_shown = msg.matrix, msg.paper, msg.studies, msg.demo
         self.demo_matrix = msg.demo_matrix
         self.n_sessions = msg.n
+        self.n_hidden = msg.hidden
+        self.n_aborted = msg.matrix.n_aborted + msg.demo_matrix.n_aborted
         self.draw()
 
     @property
@@ -208,8 +217,15 @@ class HistoryScreen(SteadyScreen):
         if demo_matrix is not None and has_demo:
             self._fill(self.query_one("#demo-matrix", DataTable), [demo_matrix])
         what = "mean ± std over successful repeats (n/N when some failed)" if self.mode == "mean" else "best of N"
+        if self._compact() and self.mode == "mean":
+            what = "means over successful repeats (std and n/N of the highlighted cell below)"
+        what = f"official scores on each task's scored split (test on T4–T6), {what}"  # docs/numbers.md
         study = self.study or "all sessions"
         demo = " · demo tasks in their own table below" if has_demo else ""
+        # every session of the home is here, or the line says how to see the rest (issue 37)
+        demo += f" · {count(self.n_hidden, 'demo-task session')} hidden: x shows them" if self.n_hidden else ""
+        demo += (f" · {count(self.n_aborted, 'aborted session')} left out of the cells" if self.n_aborted else "")
+        demo += f" · studies ({', '.join(self.studies)}): s picks one" if self.studies and not self.study else ""
         self.query_one("#hist-summary", Static).update(
             f"[b]{study}[/b]: {count(self.n_sessions, 'session')}{demo} · cells: {what} · bold: best per task · "
             f"Agg: mean relative improvement over the baselines (†: partial) · paper rows: its Table 4/6")
@@ -237,20 +253,28 @@ class HistoryScreen(SteadyScreen):
 
     def on_resize(self) -> None:
         if self.matrix is not None:
+            if self._compact() != getattr(self, "_drawn_compact", None):
+                self.draw()  # the cells' form follows the width (see _compact)
             self.call_after_refresh(self._fit_bottom)
+
+    def _compact(self) -> bool:
+        """Under :data:`COMPACT_BELOW` columns a cell shows its figure and marks only (its std and
+        n/N in the statistics below): the label columns, every task and Agg fit 100 columns."""
+        return self.app.size.width < COMPACT_BELOW
 
     def _fill(self, table: DataTable, matrices: list[Matrix]) -> None:
         keep = table.cursor_coordinate
         table.clear(columns=True)  # a new study or mode: a different table, not a live update
+        compact = self._drawn_compact = self._compact()
         cols = sorted({c.task: c for m in matrices for c in m.tasks}.values(), key=lambda c: task_sort_key(c.task))
         table.add_column("Study", key="study", width=max([len(m.study) for m in matrices] + [5]))
         table.add_column("Agent", key="agent", width=max([len(r.label) for m in matrices for r in m.rows] + [5]))
         rows = [(m, r) for m in matrices for r in m.rows]
         for c in cols:  # as wide as the widest cell: the whole matrix fits where it can
-            width = max([len(cell_text(r.cell(c.task), self.mode, live=True)) for _, r in rows] + [4])
+            width = max([len(cell_text(r.cell(c.task), self.mode, live=True, compact=compact)) for _, r in rows] + [4])
             table.add_column(f"{c.label} {arrow(c.direction)}", key=c.task, width=width)
-        table.add_column("Agg", key="agg", width=7)
-        table.add_column("Agg_max", key="agg_max", width=7)
+        table.add_column("Agg", key="agg", width=6 if compact else 7)  # "+0.293", "+0.293†"
+        table.add_column("Agg_max", key="agg_max", width=6 if compact else 7)
         ours = any(r.agg_ours is not None for _, r in rows)  # Agg against the baselines measured here
         if ours:
             table.add_column("Agg_ours", key="agg_ours", width=8)
@@ -264,7 +288,7 @@ class HistoryScreen(SteadyScreen):
             cells = []
             for c in cols:
                 cell = r.cell(c.task)
-                text = cell_text(cell, self.mode, live=True)
+                text = cell_text(cell, self.mode, live=True, compact=compact)
                 value = None if cell is None or cell.mean is None else (cell.mean if self.mode == "mean" else cell.best)
                 cells.append(Text(text, style="bold" if value is not None and value == best.get(c.task) else "",
                                   justify="right"))

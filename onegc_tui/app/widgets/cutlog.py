@@ -3,11 +3,13 @@ detail and replay transcripts; Textual's Log crops a long line silently and scro
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from textual.strip import Strip
 from textual.widgets import Log
 
 from onegc_tui.views.sessions_view import ELLIPSIS
+from onegc_tui.views.text_table import figure_safe_cut
 
 
 class CutLog(Log):
@@ -20,6 +22,8 @@ class CutLog(Log):
             return Strip.blank(width, rich_style)
         strip = self._render_line_strip(y, rich_style)
         shown = width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
-        if strip.cell_length > shown > 1:  # cut at the edge (not under the scrollbar), and say so
-            strip = Strip.join([strip.crop(0, shown - 1), Strip([Segment(ELLIPSIS, rich_style)])])
+        if strip.cell_length > shown > 1:  # cut at the edge (not under the scrollbar), and say so: never in a figure
+            line = self.lines[y]
+            keep = shown - 1 if cell_len(line) != len(line) else figure_safe_cut(line, shown - 1)
+            strip = Strip.join([strip.crop(0, keep), Strip([Segment(ELLIPSIS, rich_style)])])
         return strip.crop_extend(0, width, rich_style).apply_offsets(scroll_x, y)

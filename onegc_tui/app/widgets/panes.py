@@ -22,6 +22,7 @@ from onegc_tui.views.format import arrow, bar, clock, fmt_score
 from onegc_tui.views.metric_range import UNBOUNDED, Bounds, task_bounds
 from onegc_tui.views.plot import best_so_far
 from runner.wire.events import Event
+from runner.wire.score_terms import measure
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the utilisation bars
@@ -182,12 +183,25 @@ class GpuPane(Vertical):
             return
         self.set_class(False, "-nogpu")
         if last:
-            mem = f"{last['mem_used_mb'] / 1024:.1f}/{last['mem_total_mb'] / 1024:.0f} GiB"
-            extra = f" · {last['power_w']:.0f} W" if last.get("power_w") else ""
-            extra += f" · {last['temp_c']:.0f}°C" if last.get("temp_c") else ""
-            busy = sum(1 for u in self.history if u > 10) / max(1, len(self.history))
-            figures.update(f"util {last['util_pct']:.0f}% {bar(last['util_pct'] / 100)} · mem {mem}{extra}\n"
-                           f"busy {busy:.0%} of the last {len(self.history)} s", layout=False)
+            figures.update("\n".join(gpu_lines(last, list(self.history))), layout=False)
+        title = f"GPU · bars 0–100 % util, last {len(self.history)} s" if self.history else "GPU"
+        if title != getattr(self, "_title", None):  # the bars' scale and time span (one line: no relayout)
+            self._title = title
+            self.query_one(".pane-title", Static).update(title, layout=False)
+
+
+GPU_LINE_W = 26  # the GPU pane's figure lines fit a 30-column pane (its border and padding): none is cut
+
+
+def gpu_lines(last: dict, history: list[float]) -> list[str]:
+    """The GPU pane's three figure lines, each at most :data:`GPU_LINE_W` characters: utilisation
+    with power and temperature, memory, and the share of the shown span the GPU was busy."""
+    util = f"util {last['util_pct']:.0f}%"
+    util += f" · {last['power_w']:.0f} W" if last.get("power_w") else ""
+    util += f" · {last['temp_c']:.0f}°C" if last.get("temp_c") else ""
+    mem = f"mem {last['mem_used_mb'] / 1024:.1f}/{last['mem_total_mb'] / 1024:.0f} GiB"
+    busy = sum(1 for u in history if u > 10) / max(1, len(history))
+    return [util, mem, f"busy {busy:.0%} of last {len(history)} s"]
 
 
 def cut(text: str) -> Text:
@@ -199,9 +213,13 @@ class CheckpointsPane(Vertical):
     help_name = "Checkpoint scores"
     # name, score, when it appeared, and a note (an error, "scoring…", "★ best"); in a narrow
     # pane the name gives way first, then the time, so the score and the note stay in sight
-    LABELS = {"name": "Checkpoint", "score": "Score", "at": "At", "note": ""}
-    SCORE_W, AT_W = 6, 5
+    # "On": the split each score was measured on (live rows val, the official re-evaluations the
+    # task's scored split: test on T4-T6), so no val figure reads as a test one (docs/numbers.md)
+    LABELS = {"name": "Checkpoint", "score": "Score", "split": "On", "at": "At", "note": ""}
+    SCORE_W, SPLIT_W, AT_W = 6, 4, 5
     NAME_MIN, NAME_MAX, NOTE_MIN = 8, 24, 8
+    NAME_KEEP = 14  # "run_1…poch10-1": cut in the middle, a checkpoint keeps its run and its epoch
+    NOTE_SHORT = 2  # "★…": the mark at least (the row's detail has the rest)
 
     def compose(self) -> ComposeResult:
         yield Static("Checkpoint scores", classes="pane-title", id="ckpt-title")
@@ -210,6 +228,7 @@ class CheckpointsPane(Vertical):
 
     def on_mount(self) -> None:
         self.direction: Direction = "higher"
+        self.scored_split = "val"  # the split the session's task scores officially (set by show)
         self.values: dict[str, float] = {}
         self.at: dict[str, float] = {}
         self.best: str | None = None
@@ -226,11 +245,18 @@ class CheckpointsPane(Vertical):
     def fit(cls, width: int) -> dict[str, int]:
         """The columns a pane ``width`` cells wide shows, and their widths."""
         room = width - 4  # border and scrollbar
-        with_at = room - 2 * 4 - cls.SCORE_W - cls.AT_W >= cls.NAME_MIN + cls.NOTE_MIN
-        fixed = {"score": cls.SCORE_W, **({"at": cls.AT_W} if with_at else {})}
+        # the split column only beside a name that keeps its run and epoch (the title names both splits)
+        with_split = room - 2 * 4 - cls.SCORE_W - cls.SPLIT_W >= cls.NAME_KEEP + cls.NOTE_MIN
+        with_at = with_split and room - 2 * 5 - cls.SCORE_W - cls.SPLIT_W - cls.AT_W >= cls.NAME_KEEP + cls.NOTE_MIN
+        fixed = {"score": cls.SCORE_W, **({"split": cls.SPLIT_W} if with_split else {}),
+                 **({"at": cls.AT_W} if with_at else {})}
         room -= 2 * (len(fixed) + 2) + sum(fixed.values())  # one blank each side of every column
-        name = max(cls.NAME_MIN, min(cls.NAME_MAX, room - cls.NOTE_MIN))
-        return {"name": name, **fixed, "note": max(cls.NOTE_MIN, room - name)}
+        # the name first (its run and epoch tell the checkpoints apart), the note ("★ best", an error) the rest
+        if room >= cls.NAME_KEEP + cls.NOTE_SHORT:
+            name = min(cls.NAME_MAX, max(cls.NAME_KEEP, room - cls.NOTE_MIN))
+        else:
+            name = max(cls.NAME_MIN, room - cls.NOTE_SHORT)
+        return {"name": name, **fixed, "note": max(1, room - name)}
 
     def _fit(self, width: int) -> None:
         widths = self.fit(width)
@@ -263,10 +289,12 @@ class CheckpointsPane(Vertical):
         self.direction = direction_of(row.get("task"))
         self.bounds = task_bounds(row.get("task"))  # the plot's axis keeps to the metric's range
         try:
-            metric = get_task(row.get("task") or "").metric_label
+            spec = get_task(row.get("task") or "")
+            metric, self.scored_split = spec.metric_label, spec.scored_split
         except UnknownTask:
-            metric = "score"
-        title = f"Checkpoint scores · {metric} {arrow(self.direction)}"
+            metric, self.scored_split = "score", "val"
+        title = (f"Checkpoint scores · {measure(metric)} {arrow(self.direction)} · live on val, "
+                 f"official on {self.scored_split}")
         if title != getattr(self, "_shown_title", None):  # one line (.pane-title): no relayout of the screen
             self._shown_title = title
             self.query_one("#ckpt-title", Static).update(title, layout=False)
@@ -312,7 +340,8 @@ class CheckpointsPane(Vertical):
         if not (key in self.notes and value is None and not error and self.notes[key]):
             self.notes[key] = note  # keep what we knew (e.g. the error) until a score arrives
         note = ("★ " if key == self.best else "") + self.notes[key]
-        cells = {"name": label, "score": fmt_score(value), "at": clock(at), "note": note}
+        split = self.scored_split if official else "val"
+        cells = {"name": label, "score": fmt_score(value), "split": split, "at": clock(at), "note": note}
         if key in self.cells:
             for col, text in cells.items():
                 if col == "note" and value is None and not error and self.cells[key][col]:

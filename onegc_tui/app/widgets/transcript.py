@@ -25,6 +25,7 @@ from onegc_tui.app.layout import GrowsInPlace
 from onegc_tui.store import Store
 from onegc_tui.views.monitor_data import pane_entries
 from onegc_tui.views.sessions_view import ELLIPSIS
+from onegc_tui.views.text_table import figure_safe_cut
 from onegc_tui.views.transcript_view import FILTERS, event_line, event_matches, search_words
 from runner.wire.events import Event
 from runner.wire.textsafe import safe_text
@@ -109,8 +110,9 @@ class TranscriptLog(GrowsInPlace, Log):
         line = self.lines[y]
         shown = width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
         if len(line) > shown > 1 and cell_len(line) > shown:  # cut at the edge (not under the scrollbar): say so
-            strip = Strip.join([strip.crop(0, shown - 1), Strip([Segment(ELLIPSIS, rich_style)]),
-                                Strip.blank(width - shown, rich_style)])
+            keep = shown - 1 if cell_len(line) != len(line) else figure_safe_cut(line, shown - 1)  # never in a figure
+            strip = Strip.join([strip.crop(0, keep), Strip([Segment(ELLIPSIS, rich_style)]),
+                                Strip.blank(width - keep - 1, rich_style)])
         if y == self.cursor and self.has_focus:
             strip = strip.apply_style(Style(reverse=True))
         return strip.apply_offsets(scroll_x, y)

@@ -153,7 +153,7 @@ async def test_history_cell_shows_best_of_k_paired_comparison_and_time_ledger(tm
         # quick - steady by repeat: 0.97-0.70 and 0.9746-0.6586
         assert "vs steady (scripted): paired diff +0.2930 (+: this better) over 2 · SD 0.0325 · SEM 0.0230" in detail
         assert "95% CI [+0.2700, +0.3160]" in detail
-        assert "time (2 sessions" in detail and "model generation" in detail
+        assert "time (2 sessions" in detail and "agent's own work (no model) 69%" in detail  # scripted: no model
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, SessionsScreen)

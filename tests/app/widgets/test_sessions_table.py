@@ -10,7 +10,7 @@ from textual.geometry import Region
 from onegc_tui.app.widgets.sessions import RELAYOUT_S, SessionsTable
 
 NOW = 1_800_000_000.0
-WIDTH = 150
+WIDTH = 170  # wide enough for the tokens column
 
 
 def summary(sid: str, k: int, **changes) -> dict:

@@ -147,7 +147,7 @@ def test_the_demo_builds_its_request_like_any_start(tmp_path, monkeypatch):
     monkeypatch.setattr(start, "start_sessions", lambda home, request: captured.append(request) or
                         [SessionPaths(runs_dir(home) / "demo")])
     monkeypatch.setenv("ONEGC_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(cli, "_watch", lambda home, sessions, plain: None)
+    monkeypatch.setattr(cli, "_watch", lambda home, sessions, plain, task: 0)  # followed: scored
     monkeypatch.setattr(network_choice, "demo_network", lambda: ("none", None))
     monkeypatch.setattr(bwrap, "status", lambda: bwrap.SandboxStatus(ok=True, detail="", bwrap="bwrap"))
     out = CliRunner().invoke(main, ["demo", "--budget", "90s", "--plain"])

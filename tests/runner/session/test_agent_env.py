@@ -81,3 +81,26 @@ def test_timm_failing_through_torchvision_points_to_its_one_fix(monkeypatch):
     checks = {c.package: c for c in agent_env.check()}  # torchvision is not installed
     assert checks["torchvision"].detail.startswith("not installed: install the torchvision built for torch 2.13.0+cpu: ")
     assert not checks["timm"].ok and checks["timm"].detail == "needs torchvision (the fix is on its line)"
+
+
+def test_the_imports_are_probed_in_one_interpreter_once_per_environment(tmp_path, monkeypatch):
+    """onegc doctor under 3 s: torch is imported once, in one fresh interpreter, and the answer is
+    kept under the environment's fingerprint (the next doctor asks no interpreter at all)."""
+    import subprocess
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+
+    answer = {m: None for m in agent_env.DECLARED.values()} | {"torchvision.ops": "ImportError: x"}
+
+    def counting(argv, *args, **kwargs):  # the interpreter's answer, without starting one
+        calls.append(argv)
+        return subprocess.CompletedProcess(argv, 0, stdout=json.dumps(answer) + "\n", stderr="")
+
+    monkeypatch.setattr(agent_env.subprocess, "run", counting)
+    monkeypatch.setattr(agent_env, "_version", lambda dist: "1.0")
+    first = agent_env.check()
+    assert len(calls) == 1 and calls[0][-7:] == list(agent_env.DECLARED.values())
+    assert agent_env.check() == first and len(calls) == 1  # from the cache
+    tv = next(c for c in first if c.package == "torchvision")
+    assert not tv.ok and tv.detail.startswith("does not import (ImportError: x): ")  # then its one fix

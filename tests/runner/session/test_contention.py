@@ -104,8 +104,8 @@ def test_a_foreign_process_on_the_sessions_gpu_marks_its_contract_contended(home
 
     out = CliRunner().invoke(main, ["history", "--format", "json", "--no-paper", "--demo"])
     assert out.exit_code == 0, out.output
-    data = json.loads(out.output)
+    data = json.loads(out.stdout)
     cell = next(r["cells"]["t0"] for s in data["studies"] for r in s["rows"] if "t0" in r["cells"])
     assert cell["n_contended"] == 1 and cell["n_clean"] == 1 and cell["mixed_conditions"]
     table = CliRunner().invoke(main, ["history", "--no-paper", "--demo"]).output
-    assert "§" in table and "pools sessions run contended" in table
+    assert "§1" in table and "n of its sessions ran contended" in table

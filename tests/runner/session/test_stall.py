@@ -78,3 +78,17 @@ def test_tools_are_the_processes_outside_the_agents_session():
         for p in (same, own):
             p.kill()
             p.wait()
+
+
+def test_a_stall_still_going_at_the_end_is_named_in_the_end_detail():
+    now = [0.0]
+    watch = StallWatch(300.0, clock=lambda: now[0])
+    now[0] = 200.0
+    assert watch.check(False) is None and watch.end_note() is None  # not yet a stall
+    now[0] = 301.0
+    assert watch.check(False).stalled
+    now[0] = 720.0  # the budget ends while the stream still hangs
+    assert watch.end_note() == ("the model stream stalled: no model response in its last 12 min while no tool ran "
+                                "(named after 5 min)")
+    watch.model_answered()  # it came back: the stall ends, nothing to name at the end
+    assert not watch.check(False).stalled and watch.end_note() is None
