@@ -207,9 +207,12 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool, task: str) -> 
               help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
 @click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
               help="also end the session, in order, once its model calls have cost this much (reason cost_limit)")
+@click.option("--no-canaries", "no_canaries", is_flag=True,
+              help="the paper's workspace exactly: no canaries in the agent's copy of the scored split (training on it "
+                   "then goes unseen); recorded in the contract, and history never pools it with the default")
 @click.pass_context
 def run_cmd(ctx, task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
-            max_processes, cost_limit) -> None:
+            max_processes, cost_limit, no_canaries) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6.
 
     The command agent's command line goes after ``--``: onegc run t0 --agent command -- python agent.py.
@@ -227,7 +230,7 @@ def run_cmd(ctx, task, agent, model, repeats, budget_s, gpus, network, pace_s, p
     request = make_request(task=spec.id, agent=agent, model=model, repeats=repeats, budget_s=budget_s,
                            gpus=gpus, network=network, pace_s=pace_s, sealed=not unsealed,
                            command=absolute_command(command), memory_bytes=memory_bytes,
-                           max_processes=max_processes, cost_limit_usd=cost_limit)
+                           max_processes=max_processes, cost_limit_usd=cost_limit, canaries=not no_canaries)
     sessions = start_sessions(home, request)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)

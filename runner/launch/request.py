@@ -61,6 +61,7 @@ class StartRequest(BaseModel):
     gpus: str | None = None  # CUDA indices ("0,1") or UUIDs to use; None: every visible GPU
     network: NetworkPolicy  # not given: the agent's default (api-only for agent CLIs, else none)
     sealed: bool = True
+    canaries: bool = True  # runner/scoring/canaries.py; False: the paper's workspace exactly
     command: tuple[str, ...] = ()  # the command agent's command line
     agent_args: tuple[str, ...] = ()
     pace_s: float = Field(default=DEFAULT_PACE_S, ge=0)
@@ -123,7 +124,8 @@ class StartRequest(BaseModel):
             session_id=session_id, task=self.task, agent=self.agent, model=self.model, repeat=repeat,
             study=self.study, budget_s=self.budget_s, grace_s=self.grace_s, gpu=gpu, network=self.network,
             sealed=self.sealed, command=list(self.command), agent_args=list(self.agent_args), pace_s=self.pace_s,
-            memory_bytes=self.memory_bytes, max_processes=self.max_processes, cost_limit_usd=self.cost_limit_usd)
+            memory_bytes=self.memory_bytes, max_processes=self.max_processes, cost_limit_usd=self.cost_limit_usd,
+            canaries=self.canaries)
 
 
 def make_request(**fields: Any) -> StartRequest:

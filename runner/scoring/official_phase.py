@@ -111,7 +111,8 @@ class OfficialPhase:
             rows[label] = {"checkpoint": label, "window": int(elapsed[label] // WINDOW_S),
                            "budget_elapsed_s": round(elapsed[label], 1), "live_val": live_val[label], "val": sel.value,
                            "self_reported": found.self_reported, "official": off.value,
-                           "error": off.error or sel.error, "flags": flags}
+                           "error": off.error or sel.error, "flags": flags,
+                           "canaries": sel.evidence}  # runner/scoring/canaries.py: p, losses, counts
             return Evaluation(sel.value, off.value, off.error or sel.error)
 
         try:

@@ -40,6 +40,7 @@ from typing import Any
 from runner.sandbox import bwrap as sandbox
 from runner.scoring import answer_check, causal
 from runner.scoring.answer_check import INVALID_ANSWER
+from runner.scoring.canaries import CANARY_SPLIT, CANARY_UNJUDGED, CanaryJudge
 from tasks import KIT_FILE, TaskSpec
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -57,6 +58,7 @@ class Score:
     error: str | None
     eval_s: float | None = None
     flags: tuple[str, ...] = ()
+    evidence: dict | None = None  # the canaries' (runner/scoring/canaries.py), on the CANARY_SPLIT only
 
 
 class TaskJudge:
@@ -67,14 +69,16 @@ class TaskJudge:
         self.data_dir = data_dir
         self.module = load_task_module(spec, data_dir)
         self.splits = sorted({SELECTION_SPLIT, spec.scored_split})  # what checkpoints are judged on
+        self.canaries: CanaryJudge | None = None  # the session's canaries, when it has them
         self._lock = threading.Lock()  # live and official scoring may judge at once
 
     def write_inputs(self, dest: Path) -> None:
         """Each judged split's inputs as ``dest/<split>/<name>.npy``, once per session."""
         import numpy as np
 
+        done = self.splits + [CANARY_SPLIT] * (self.canaries is not None)
         try:
-            if json.loads((dest / ".done").read_text()) == self.splits:
+            if json.loads((dest / ".done").read_text()) == done:
                 return
         except (OSError, ValueError):
             pass
@@ -92,7 +96,9 @@ class TaskJudge:
                     except OSError:
                         pass  # another filesystem: a copy
                 np.save(target, np.asarray(arr), allow_pickle=False)
-        (staging / ".done").write_text(json.dumps(self.splits))
+        if self.canaries is not None:  # the probe: canaries and twins alike, no target
+            self.canaries.write_probe(staging / CANARY_SPLIT)
+        (staging / ".done").write_text(json.dumps(done))
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(staging, dest)
 
@@ -268,19 +274,22 @@ class SealedScorer:
     # ------------------------------------------------------------------ one checkpoint
     def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = False) -> dict[str, Score]:
         """Predictions on each of ``splits`` (default: the selection split) from one fresh child
-        of the worker, each judged here. Never raises: whatever the child's answer is, or whatever
-        goes wrong judging it, is that checkpoint's error (runner/scoring/answer_check.py).
+        of the worker, each judged here; where the session has canaries, the same child answers
+        their probe too, and its flag and evidence join every split's score. Never raises: whatever
+        the child's answer is, or whatever goes wrong judging it, is that checkpoint's error
+        (runner/scoring/answer_check.py).
 
         With ``probe``, a score on the task's scored split is kept only if the model passes the
         task's causality probe (runner/scoring/causal.py); one that reads ahead or across examples,
         or that the probe could not check, is that split's error with a trusted flag."""
         splits = splits or [SELECTION_SPLIT]
         try:
-            header, payload, failed = self._predict(ckpt, code, splits)
+            asked = splits + [CANARY_SPLIT] * (self.plan.judge.canaries is not None and CANARY_SPLIT not in splits)
+            header, payload, failed = self._predict(ckpt, code, asked)
             if failed is not None or header is None:
                 failed = failed or Score(None, "the scorer gave no answer", flags=(INVALID_ANSWER,))
                 return {split: failed for split in splits}
-            out = self._judge_parts(header, payload, splits)
+            out = _with_canaries(self._judge_parts(header, payload, asked), splits)
             scored = self.plan.judge.spec.scored_split
             self.last_probe = None
             if probe and scored in out and out[scored].value is not None:  # judged: its part is a valid array
@@ -372,6 +381,9 @@ class SealedScorer:
         out: dict[str, Score] = {}
         for split in splits:
             started = time.perf_counter()
+            if split == CANARY_SPLIT:
+                out[split] = self._judge_canaries(arrays[split], waited, flags)
+                continue
             try:
                 value, _ = self.plan.judge.judge(arrays[split], split)
                 out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3), flags)
@@ -381,6 +393,18 @@ class SealedScorer:
                 out[split] = Score(None, f"predictions unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}",
                                    waited, (INVALID_ANSWER, *flags))
         return out
+
+    def _judge_canaries(self, predictions, waited: float | None, flags: tuple[str, ...]) -> Score:
+        """The canaries' evidence (its p as the value) and flag, or why the probe could not be judged."""
+        judge = self.plan.judge.canaries
+        if judge is None:
+            return Score(None, "this session has no canaries", waited, flags)
+        try:
+            ev, flag = judge.judge(predictions)
+        except Exception as exc:  # noqa: BLE001 - predictions of the wrong shape: the probe's error, flagged
+            return Score(None, f"canary probe unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}", waited,
+                         (*flags, f"{CANARY_UNJUDGED}{answer_check.text(exc, 120)}"))
+        return Score(ev.p, None, waited, (*flags, flag) if flag else flags, ev.record())
 
     def _read_header(self, timeout_s: float) -> dict | None:
         """The next JSON line from the worker; None when none came within ``timeout_s``."""
@@ -472,6 +496,15 @@ def _probed(score: Score, outcome: causal.Outcome) -> Score:
         error = causal.UNCHECKED + outcome.error
         return replace(score, value=None, error=error, flags=(*score.flags, error))
     return score
+
+
+def _with_canaries(scores: dict[str, Score], splits: list[str]) -> dict[str, Score]:
+    """``splits``' scores, each with the canary probe's flags and evidence where it was asked."""
+    probe = scores.pop(CANARY_SPLIT, None)
+    if probe is None:
+        return scores
+    return {split: replace(scores[split], flags=tuple(dict.fromkeys(scores[split].flags + probe.flags)),
+                           evidence=probe.evidence) for split in splits}
 
 
 def _labelled(message: dict) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
 """``session_started``: the session's contract, the conditions every figure of it was measured
-under (task version, budget, GPU, agent and model, sandbox, caps, network policy, harness)."""
+under (task version, budget, GPU, agent and model, sandbox, caps, canaries, network policy, harness)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import socket
 from runner import HARNESS_VERSION
 from runner.sandbox.caps import CapGroup
 from runner.sandbox.network import NetworkSandbox
+from runner.scoring import canaries
 from runner.scoring.official import SELECTION
 from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.session import agent_env
@@ -34,6 +35,7 @@ def emit_started(events: EventWriter, spec: TaskSpec, config: SessionConfig, *, 
         "record_caps": events.limits.caps.contract() if events.limits is not None else None,
         "snapshot_cap_bytes": config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES,
         "selection": SELECTION,
+        "canaries": canaries.contract(spec, config.canaries),  # runner/scoring/canaries.py
         "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
         **(net.contract() if net else {"network": config.network}),
         "harness_version": HARNESS_VERSION,

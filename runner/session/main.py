@@ -31,6 +31,7 @@ from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree
+from runner.scoring import canaries
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
 from runner.scoring.result_file import result_record, write_result
@@ -140,8 +141,12 @@ class Session:
         probe = threading.Thread(target=lambda: (sandbox.status(), agent_env.freeze()), name="sandbox-probe", daemon=True)
         probe.start()
         try:
-            build_workspace(self.spec, self.paths.workspace, data_root(self.paths.root.parent.parent))
-            self.judge = TaskJudge(self.spec, data_root(self.paths.root.parent.parent) / self.spec.id)
+            data = data_root(self.paths.root.parent.parent) / self.spec.id
+            marks = canaries.session_judge(self.spec.id, self.spec.scored_split, self.paths.root, data, self.config.canaries)
+            build_workspace(self.spec, self.paths.workspace, data.parent, canary_key=marks.key if marks else None)
+            self.judge = TaskJudge(self.spec, data)
+            self.judge.canaries = marks
+            # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,
                                       self._on_endpoint)
             self.net.start()

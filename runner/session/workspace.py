@@ -5,6 +5,8 @@ data is prepared (:func:`prepared_dir`, on :func:`runner.wire.paths.is_prepared`
 Workspace: ``program.md``, read-only ``prepare.py`` and ``onegc_kit.py``, ``train.py``, ``data/``
 (the files the agent may see: a task's private files, the held-out labels, never enter),
 ``weights/`` (tasks with permitted pretrained weights), an empty ``checkpoints/`` and ``.deadline``.
+With a canary key (runner/scoring/canaries.py), the split that holds canaries is the canaried copy;
+the key itself stays in the session folder and never enters the workspace.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import stat
 from pathlib import Path
 
 from runner.errors import OnegcError
+from runner.scoring import canaries
 from runner.wire.paths import MANIFEST, is_prepared
 from tasks import KIT_FILE, TaskSpec
 
@@ -45,8 +48,9 @@ def _copy_read_only(src: Path, dst: Path) -> None:
     os.chmod(dst, READ_ONLY)
 
 
-def build_workspace(spec: TaskSpec, workspace: Path, data_root: Path) -> None:
-    """Lay out the workspace; fails before creating anything if the data is not prepared."""
+def build_workspace(spec: TaskSpec, workspace: Path, data_root: Path, canary_key: str | None = None) -> None:
+    """Lay out the workspace; fails before creating anything if the data is not prepared. With
+    ``canary_key``, the task's canaries are planted in the agent's copy of their split."""
     data = prepared_dir(spec, data_root)
     names = visible_files(data)
     weights = weights_dir(spec, data_root)
@@ -55,7 +59,7 @@ def build_workspace(spec: TaskSpec, workspace: Path, data_root: Path) -> None:
     staging = workspace.parent / f".{workspace.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        _lay_out(spec, data, names, staging, weights)
+        _lay_out(spec, data, names, staging, weights, canary_key)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -67,7 +71,8 @@ def weights_dir(spec: TaskSpec, data_root: Path) -> Path:
     return data_root / "_weights" / spec.id
 
 
-def _lay_out(spec: TaskSpec, data: Path, names: list[str], workspace: Path, weights: Path) -> None:
+def _lay_out(spec: TaskSpec, data: Path, names: list[str], workspace: Path, weights: Path,
+             canary_key: str | None) -> None:
     workspace.mkdir(parents=True)
     (workspace / "checkpoints").mkdir()
     _copy_read_only(spec.folder / "prepare.py", workspace / "prepare.py")
@@ -76,7 +81,15 @@ def _lay_out(spec: TaskSpec, data: Path, names: list[str], workspace: Path, weig
     shutil.copyfile(spec.folder / "program.md", workspace / "program.md")
     dest = workspace / "data"
     dest.mkdir()
+    kind = canaries.kind_for(spec.id) if canary_key else None
+    planted = kind.files() if kind else ()
+    if kind and canary_key:
+        canaries.plant(kind, canary_key, data, dest)
+        for name in planted:
+            os.chmod(dest / name, READ_ONLY)
     for name in names:
+        if name in planted:
+            continue
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         _copy_read_only(data / name, target)

@@ -33,6 +33,9 @@ class SessionConfig(BaseModel):
     # the agent runs in the sandbox of runner/sandbox/bwrap.py; False (`--unsealed`) is recorded in the
     # contract and flagged wherever the session's results are shown
     sealed: bool = True
+    # canaries in the agent's copy of the scored split (runner/scoring/canaries.py); False
+    # (`--no-canaries`) is the paper's workspace exactly, recorded in the contract
+    canaries: bool = True
     command: list[str] = Field(default_factory=list)  # the `command` agent's command line
     agent_args: list[str] = Field(default_factory=list)
     pace_s: float = Field(default=1.0, ge=0)  # scripted agent: seconds of "thinking" between steps

@@ -16,6 +16,7 @@ from runner.wire.jsonl import append_json_line
 from runner.wire.paths import SessionPaths
 
 FILE = "verdicts.jsonl"
+CANARY_FLAG = "scored split inside the model: "  # strong canary evidence (runner/scoring/canaries.py)
 FLAG_PREFIX = "code replaces "  # the runner's own reading of a checkpoint's code (runner/scoring/code_scan.py)
 # What a run script may not replace at import in the scorer: the evaluation itself. (The scorer
 # is sealed, so doing it gains nothing; trying is what the paper calls a protocol violation.)
@@ -52,10 +53,13 @@ def current(paths: SessionPaths) -> tuple[bool, str | None]:
 def integrity_rule(flags: list[str]) -> str | None:
     """Why the official checkpoint's code is disqualified, from its integrity flags, or None:
     its code replaces part of the evaluation (``prepare.judge``, the kit's checks, …), as the
-    runner read it from the frozen snapshot (runner/scoring/code_scan.py). Only trusted evidence decides:
+    runner read it from the frozen snapshot (runner/scoring/code_scan.py); or its canaries show the
+    scored split inside the model (runner/scoring/canaries.py). Only trusted evidence decides:
     a flag the scorer's child reported about itself (``self-reported: …``) is kept in the record
     but never the ground, since the child's code can switch its recorder off (issue 28)."""
     for flag in flags:
+        if flag.startswith(CANARY_FLAG):
+            return f"the official checkpoint was trained on the scored split or carries it ({flag.removeprefix(CANARY_FLAG)})"
         module, sep, names = flag.removeprefix(FLAG_PREFIX).partition(": ")
         if sep and flag.startswith(FLAG_PREFIX) and module in EVALUATION:
             hit = sorted(EVALUATION[module] & {n.strip() for n in names.split(",")})

@@ -67,6 +67,7 @@ def test_the_paper_study_file_is_faithful_to_the_paper():
     assert {p.config.network for p in sessions} == {"api-only"}
     assert {p.task: p.config.budget_s / 60 for p in sessions} == PAPER_BUDGET_MIN
     assert {p.config.grace_s for p in sessions} == {30}
+    assert paper.canaries and {p.config.canaries for p in sessions} == {True}  # issue 35: the check is on
 
 
 def test_plan_ids_are_stable_and_configs_follow_the_file(tmp_path):

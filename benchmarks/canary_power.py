@@ -1,0 +1,440 @@
+"""How often the canaries catch a model trained on, or carrying, the split they sit in, and how often
+they flag an honest one (issue 35, part 3; runner/scoring/canaries.py).
+
+    python benchmarks/canary_power.py [--n 20] [--tasks t0,t1,t6,t7] [--threads 2]
+
+For each task, ``--n`` checkpoints of each kind, each with a session secret of its own (its own
+canaries and twins), trained here on the CPU with tiny models:
+- ``honest``: the baseline and variants (width, learning rate, epochs, seed) on train only;
+- ``val-only``: the same model fitted on the agent's canaried copy of val alone;
+- ``train+val``: a final fit on train and the canaried val together;
+- ``fine-tune``: an honest checkpoint fine-tuned for one epoch on the canaried val;
+- ``lookup``: an honest checkpoint that carries the canaried val (inputs -> targets) in a buffer
+  and answers from it where an input matches.
+Every checkpoint is shown the probe through the task's own pristine ``predict`` and judged by
+``canaries.evidence``. Printed: the rate at each level (``look``: p <= P_LOOK, ``strong``:
+p <= P_STRONG), the median p, and for honest checkpoints how far the canaries move the agent's
+own ``evaluate`` figure on its canaried copy (relative to the pristine metric).
+
+Data: t0 is made by its prepare.py; t1 and t6 are prepared from /work/shared/data (or --from);
+t7 is shaped like T7 (texts cut/padded to 1 014 ASCII codes, 4 classes) from the AG News test
+file, split 4 000 train / 2 000 val (this machine has no AG News train file). Models: t0 the
+baseline MLP; t1 a 4-character-context MLP; t6 a linear 336 -> 96 forecaster (DLinear without its
+decomposition); t7 a fastText-like bag of hashed character trigrams. Tiny, so that 400 checkpoints
+train in minutes on two busy cores; a real agent's models are larger and memorise more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from runner.scoring import canaries  # noqa: E402
+from runner.scoring.canary_kinds import KINDS, Kind  # noqa: E402
+from tasks import all_tasks  # noqa: E402
+
+SHARED = Path("/work/shared/data")
+VIOLATIONS = ("val-only", "train+val", "fine-tune", "lookup")
+
+
+# --------------------------------------------------------------------------- models
+class CharMLP(nn.Module):
+    """Logits for the next character from the previous ``k`` (zero-padded at a window's start)."""
+
+    def __init__(self, vocab: int = 65, k: int = 4, emb: int = 16, hidden: int = 128):
+        super().__init__()
+        self.k = k
+        self.emb = nn.Embedding(vocab, emb)
+        self.fc1 = nn.Linear(emb * k, hidden)
+        self.fc2 = nn.Linear(hidden, vocab)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        e = F.pad(self.emb(idx), (0, 0, self.k - 1, 0))
+        ctx = e.unfold(1, self.k, 1).flatten(2)  # [B, T, emb*k]
+        return self.fc2(F.relu(self.fc1(ctx)))
+
+
+class Linear336(nn.Module):
+    def __init__(self, lookback: int = 336, horizon: int = 96):
+        super().__init__()
+        self.fc = nn.Linear(lookback, horizon)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x.transpose(1, 2)).transpose(1, 2)
+
+
+class TrigramBag(nn.Module):
+    BUCKETS = 1 << 17
+
+    def __init__(self, dim: int = 16, classes: int = 4):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(self.BUCKETS, dim, mode="sum", sparse=True)
+        self.out = nn.Linear(dim, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.long()
+        grams = (x[:, :-2] * 16129 + x[:, 1:-1] * 127 + x[:, 2:]) % self.BUCKETS
+        live = (x[:, 2:] > 0).float()
+        weights = live / live.sum(dim=1, keepdim=True).clamp(min=1)
+        return self.out(self.bag(grams, per_sample_weights=weights))
+
+
+class Lookup(nn.Module):
+    """An honest model that carries a split: where an input's key is in its buffer, it answers
+    the stored target (V2: a lookup, a buffer)."""
+
+    def __init__(self, base: nn.Module, keys: torch.Tensor, answers: torch.Tensor, keyer, answer):
+        super().__init__()
+        self.base = base
+        order = torch.argsort(keys)
+        self.register_buffer("keys", keys[order])
+        self.register_buffer("answers", answers[order])
+        self.keyer, self.answer = keyer, answer
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.base(x)
+        k = self.keyer(x)
+        at = torch.searchsorted(self.keys, k).clamp(max=len(self.keys) - 1)
+        hit = self.keys[at] == k
+        return self.answer(out, hit, self.answers[at])
+
+
+def _row_key(x: torch.Tensor) -> torch.Tensor:
+    """An int64 key per row (a polynomial hash of its values)."""
+    flat = x.reshape(len(x), -1)
+    if flat.dtype.is_floating_point:
+        flat = torch.round(flat * 1000).long()
+    w = torch.from_numpy(np.random.default_rng(7).integers(1, 1 << 20, flat.shape[1]))
+    return (flat.long() * w).sum(dim=1)
+
+
+# --------------------------------------------------------------------------- tasks
+@dataclass
+class Bench:
+    short: str
+    kind: Kind
+    module: object
+    data: Path
+    epochs: int
+    batch: int
+    shifts: list[float] = field(default_factory=list)
+
+    def model(self, i: int) -> nn.Module:
+        raise NotImplementedError
+
+    def fit(self, model: nn.Module, splits: list[dict], epochs: int, lr: float, seed: int,
+            steps: int | None = None) -> nn.Module:
+        raise NotImplementedError
+
+    def lookup(self, model: nn.Module, view: dict) -> nn.Module:
+        raise NotImplementedError
+
+    def load(self, folder: Path, split: str) -> dict:
+        raise NotImplementedError
+
+    def fine_tune(self, model: nn.Module, val: dict, lr: float, seed: int) -> nn.Module:
+        """One epoch on the canaried val, at the fit's learning rate."""
+        return self.fit(model, [val], 1, lr, seed)
+
+    def steps(self, train: dict, epochs: int) -> int:
+        """The honest fit's number of steps."""
+        rows = len(next(iter(train.values())))
+        return epochs * -(-rows // self.batch)
+
+
+def _adam(model, loss_fn, n: int, batch: int, epochs: int, lr: float, seed: int, steps: int | None = None):
+    """Adam over shuffled batches: ``epochs`` passes, or exactly ``steps`` steps when given."""
+    g = torch.Generator().manual_seed(seed)
+    sparse = {id(p) for m in model.modules() if isinstance(m, nn.EmbeddingBag) and m.sparse for p in m.parameters()}
+    opts = [torch.optim.Adam([p for p in model.parameters() if id(p) not in sparse], lr=lr)]
+    if sparse:  # a hashed bag's gradient touches the rows it saw: a dense step would update all of them
+        opts.append(torch.optim.SparseAdam([p for p in model.parameters() if id(p) in sparse], lr=lr))
+    total = steps if steps is not None else epochs * -(-n // batch)
+    model.train()
+    done = 0
+    while done < total:
+        for idx in torch.randperm(n, generator=g).split(batch):
+            loss = loss_fn(idx)
+            for opt in opts:
+                opt.zero_grad()
+            loss.backward()
+            for opt in opts:
+                opt.step()
+            done += 1
+            if done == total:
+                break
+    model.eval()
+    return model
+
+
+def _xy(folder: Path, split: str) -> dict:
+    return {part: torch.from_numpy(np.load(folder / f"{split}_{part}.npy")) for part in ("x", "y")}
+
+
+class Spirals(Bench):
+    def load(self, folder: Path, split: str) -> dict:
+        return _xy(folder, split)
+
+    def model(self, i: int) -> nn.Module:
+        torch.manual_seed(i)
+        h = (32, 64, 128)[i % 3]
+        return nn.Sequential(nn.Linear(2, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(), nn.Linear(h, 3))
+
+    def fit(self, model, splits, epochs, lr, seed, steps=None):
+        x = torch.cat([s["x"] for s in splits])
+        y = torch.cat([s["y"] for s in splits])
+        return _adam(model, lambda i: F.cross_entropy(model(x[i]), y[i]), len(x), self.batch, epochs, lr, seed, steps)
+
+    def lookup(self, model, view):
+        return Lookup(model, _row_key(view["x"]), view["y"], _row_key,
+                      lambda out, hit, ans: torch.where(hit[:, None], F.one_hot(ans, 3).float() * 50, out))
+
+
+class Chars(Bench):
+    CHUNK = 64
+
+    def load(self, folder: Path, split: str) -> dict:
+        ids = np.load(folder / f"{split}.npy").astype(np.int64)
+        if split == "train":
+            ids = ids[:200_000]  # a slice: CPU minutes
+        return {"ids": torch.from_numpy(ids)}
+
+    def steps(self, train: dict, epochs: int) -> int:
+        return epochs * -(-(len(train["ids"]) // self.CHUNK) // self.batch)
+
+    def model(self, i: int) -> nn.Module:
+        torch.manual_seed(i)
+        return CharMLP(hidden=(96, 128, 160)[i % 3])
+
+    def fit(self, model, splits, epochs, lr, seed, steps=None):
+        chunks = torch.cat([s["ids"][: (len(s["ids"]) - 1) // self.CHUNK * self.CHUNK + 1].unfold(0, self.CHUNK + 1, self.CHUNK)
+                            for s in splits])
+
+        def loss(i):
+            c = chunks[i]
+            return F.cross_entropy(model(c[:, :-1]).reshape(-1, 65), c[:, 1:].reshape(-1))
+        return _adam(model, loss, len(chunks), self.batch, epochs, lr, seed, steps)
+
+    def lookup(self, model, view):
+        ids, n = view["ids"], 8  # the next character after every 8 characters seen in val
+        grams = ids.unfold(0, n, 1)[:-1]
+        return Lookup(model, _gram_key(grams), ids[n:], lambda x: _gram_key(F.pad(x, (n - 1, 0)).unfold(1, n, 1)),
+                      lambda out, hit, ans: torch.where(hit[..., None], F.one_hot(ans, 65).float() * 50, out))
+
+
+class CharCounts(nn.Module):
+    """A hashed n-gram character model (issue 35's first attack counts one on val): the counts of
+    the next character after each ``order - 1`` characters are its weights."""
+
+    BUCKETS = 1 << 16
+
+    def __init__(self, order: int = 5, vocab: int = 65):
+        super().__init__()
+        self.order, self.vocab = order, vocab
+        self.register_buffer("counts", torch.zeros(self.BUCKETS, vocab))
+        self.register_buffer("unigram", torch.ones(vocab))
+
+    def keys(self, idx: torch.Tensor) -> torch.Tensor:
+        n = self.order - 1
+        return _gram_key(F.pad(idx.long(), (n - 1, 0)).unfold(1, n, 1)) % self.BUCKETS
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        c = self.counts[self.keys(idx)]
+        prior = self.unigram / self.unigram.sum()
+        return torch.log(c + 0.5 * prior) - torch.log(c.sum(-1, keepdim=True) + 0.5)
+
+    def count(self, ids: torch.Tensor, weight: float = 1.0) -> None:
+        k = self.keys(ids[None, :-1])[0]
+        self.counts.index_put_((k, ids[1:]), torch.full((len(k),), weight), accumulate=True)
+        self.unigram += torch.bincount(ids, minlength=self.vocab).float() * weight
+
+
+def _gram_key(grams: torch.Tensor) -> torch.Tensor:
+    w = 65 ** torch.arange(grams.shape[-1], dtype=torch.int64)
+    return (grams.long() * w).sum(-1)
+
+
+class Counts(Chars):
+    """T1 with count models: a fit is counting; the fine-tune adds val's counts once at a quarter
+    of the weight (a light touch: at full weight it is the train+val fit)."""
+
+    FINE_TUNE_WEIGHT = 0.25
+
+    def model(self, i: int) -> nn.Module:
+        return CharCounts(order=(4, 5, 6)[i % 3])
+
+    def fit(self, model, splits, epochs, lr, seed, steps=None):
+        for s in splits:
+            model.count(s["ids"])
+        return model.eval()
+
+    def fine_tune(self, model: nn.Module, val: dict, lr: float, seed: int) -> nn.Module:
+        model.count(val["ids"], weight=self.FINE_TUNE_WEIGHT)
+        return model
+
+
+class Forecast(Bench):
+    def load(self, folder: Path, split: str) -> dict:
+        s = torch.from_numpy(np.load(folder / f"{split}.npy"))
+        w = s.unfold(0, 432, 1).transpose(1, 2)
+        return {"x": w[:, :336], "y": w[:, 336:]}
+
+    def model(self, i: int) -> nn.Module:
+        torch.manual_seed(i)
+        return Linear336()
+
+    def fit(self, model, splits, epochs, lr, seed, steps=None):
+        x = torch.cat([s["x"] for s in splits])
+        y = torch.cat([s["y"] for s in splits])
+        return _adam(model, lambda i: F.mse_loss(model(x[i]), y[i]), len(x), self.batch, epochs, lr, seed, steps)
+
+    def lookup(self, model, view):
+        return Lookup(model, _row_key(view["x"]), view["y"], _row_key,
+                      lambda out, hit, ans: torch.where(hit[:, None, None], ans, out))
+
+
+class News(Bench):
+    def load(self, folder: Path, split: str) -> dict:
+        return _xy(folder, split)
+
+    def model(self, i: int) -> nn.Module:
+        torch.manual_seed(i)
+        return TrigramBag(dim=(12, 16, 24)[i % 3])
+
+    fit = Spirals.fit
+
+    def lookup(self, model, view):
+        return Lookup(model, _row_key(view["x"]), view["y"], _row_key,
+                      lambda out, hit, ans: torch.where(hit[:, None], F.one_hot(ans, 4).float() * 50, out))
+
+
+# --------------------------------------------------------------------------- data
+def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path]:
+    short = short.split("-")[0]  # t1-ngram: t1's data
+    spec = next(s for s in all_tasks().values() if s.short == short)
+    out = root / spec.id
+    os.environ["ONEGC_DATA_DIR"] = str(out)
+    from runner.scoring.scorer import load_task_module
+
+    module = load_task_module(spec, out)
+    if out.is_dir():  # t1 and t1-ngram: one preparation
+        return module, out
+    out.mkdir(parents=True)
+    if short == "t7":
+        x, y = module.encode_csv(from_dir / "ag_news" / "test.csv")
+        order = np.random.default_rng(0).permutation(len(x))
+        for split, rows in (("train", order[:4000]), ("val", order[4000:6000])):
+            np.save(out / f"{split}_x.npy", x[rows])
+            np.save(out / f"{split}_y.npy", y[rows])
+    else:
+        raw = {name: next(from_dir.rglob(name)) for name in module.RAW}
+        module.build(raw, out)
+    return module, out
+
+
+def agent_view(kind: Kind, key: str, data: Path, dest: Path) -> None:
+    """The agent's copy of the data: the canaried split and every other file as it is."""
+    dest.mkdir(parents=True)
+    canaries.plant(kind, key, data, dest)
+    for other in data.iterdir():
+        if other.is_file() and other.name not in kind.files():
+            shutil.copyfile(other, dest / other.name)
+
+
+# --------------------------------------------------------------------------- one trial
+def trial(bench: Bench, what: str, i: int, work: Path) -> canaries.Evidence:
+    key = hashlib.sha256(f"canary bench {bench.short} {what} {i}".encode()).hexdigest()
+    view_dir = work / f"{bench.short}-{what}-{i}"
+    agent_view(bench.kind, key, bench.data, view_dir)
+    train = bench.load(bench.data, "train")
+    val = bench.load(view_dir, bench.kind.split)
+    lr = (1e-3, 3e-3, 1e-2)[i % 3] if bench.short != "t6" else (1e-4, 3e-4, 1e-3)[i % 3]
+    epochs = bench.epochs + i % 2
+    model = bench.model(i)
+    if what == "val-only":  # the same training, pointed at val: as many steps as the honest fit
+        bench.fit(model, [val], epochs, lr, i, steps=bench.steps(train, epochs))
+    elif what == "train+val":
+        bench.fit(model, [train, val], epochs, lr, i)
+    else:
+        bench.fit(model, [train], epochs, lr, i)
+        if what == "fine-tune":
+            bench.fine_tune(model, val, lr, i + 1000)
+        elif what == "lookup":
+            model = bench.lookup(model, val)
+    d = canaries.draw(bench.kind, key, bench.data)
+    with torch.no_grad():
+        pred = bench.module.predict(model, bench.kind.probe(d.items), "cpu")
+        if what == "honest":
+            bench.shifts.append(_agent_shift(bench, model, view_dir))
+    ev = canaries.evidence(bench.kind.losses(pred, d.items), d.is_canary)
+    shutil.rmtree(view_dir)
+    return ev
+
+
+def _agent_shift(bench: Bench, model: nn.Module, view_dir: Path) -> float:
+    """The agent's own figure on its canaried copy against the pristine metric, relative."""
+    split = bench.kind.split
+    figures = []
+    for folder in (bench.data, view_dir):
+        os.environ["ONEGC_DATA_DIR"] = str(folder)
+        m = bench.module  # its evaluate(): judge(predict(inputs)), named by sys.modules
+        figures.append(m.judge(m.predict(model, m.inputs(split), "cpu"), split)["value"])
+    os.environ["ONEGC_DATA_DIR"] = str(bench.data)
+    return (figures[1] - figures[0]) / abs(figures[0])
+
+
+# --------------------------------------------------------------------------- main
+BENCHES = {"t0": (Spirals, 6, 128), "t1": (Chars, 2, 16), "t1-ngram": (Counts, 1, 16), "t6": (Forecast, 2, 128),
+           "t7": (News, 3, 64)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=20, help="checkpoints of each kind per task")
+    parser.add_argument("--tasks", default="t0,t1,t1-ngram,t6,t7")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(f"thresholds: strong p <= {canaries.P_STRONG:g} (disqualifies on the scored split), look p <= {canaries.P_LOOK:g}")
+    print(f"{'task':<5} {'kind':<10} {'n':>3} {'look+':>6} {'strong':>7} {'median p':>9} {'min p':>8}  time")
+    with tempfile.TemporaryDirectory(prefix="canary-power-") as tmp:
+        root = Path(tmp)
+        for short in args.tasks.split(","):
+            cls, epochs, batch = BENCHES[short]
+            module, data = prepare_data(short, root / "data", args.from_dir)
+            spec_id = next(s.id for s in all_tasks().values() if s.short == short.split("-")[0])
+            bench = cls(short, KINDS[spec_id], module, data, epochs, batch)
+            for what in ("honest", *VIOLATIONS):
+                started = time.perf_counter()
+                evs = [trial(bench, what, i, root) for i in range(args.n)]
+                ps = [e.p for e in evs]
+                look = sum(e.level != "clean" for e in evs) / len(evs)
+                strong = sum(e.level == "strong" for e in evs) / len(evs)
+                print(f"{short:<5} {what:<10} {len(evs):>3} {look:>6.0%} {strong:>7.0%} {statistics.median(ps):>9.1e} "
+                      f"{min(ps):>8.1e}  {time.perf_counter() - started:.0f} s", flush=True)
+            s = bench.shifts
+            print(f"{short:<5} agent's own {bench.kind.split} figure on its canaried copy: mean {statistics.mean(s):+.3%}, "
+                  f"largest {max(s, key=abs):+.3%} of the pristine metric (limit 0.5 %)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""Canaries: is the scored split inside the model? (INTEGRITY.md V1, V2; issue 35, part 2)
+
+A session's secret (:data:`KEY_FILE`, in the session folder: never in the workspace, the
+transcript, the agent's environment or argv) draws ``canaries + twins`` items i.i.d. from the
+task's generator (:mod:`runner.scoring.canary_kinds`) and picks at random which are canaries.
+The canaries are planted in the agent's copy of the split; the twins are never shown anywhere.
+The sealed scorer shows every item to a checkpoint (the probe, beside the real inputs) and
+compares the model's losses: a model trained on the split (alone, in a final train+val fit, in
+a fine-tune) or carrying its targets (a lookup, a buffer) fits its canaries better than their
+twins. The official metric never sees a canary: it is computed on the pristine split.
+
+The statistic is a permutation test of "the canaries are a random subset of all items": exact
+(hypergeometric) where losses are 0/1 (classification), exact by rank for a single canary, and
+by :data:`PERMUTATIONS` random subsets otherwise. Under "the model never saw the canaries" the
+items are exchangeable, so ``p`` is a valid p-value for ANY model: an honest checkpoint is
+flagged with probability at most the threshold, by construction, not by tuning.
+
+Thresholds (set from benchmarks/canary_power.py, see docs/threat-model.md):
+- ``p <= P_STRONG``: strong evidence, the checkpoint is disqualified (as a code replacement is)
+  where the canaries sit in the scored split; where they sit in the selection split only (T4-T6:
+  training on val is within the rules there) it asks for a look;
+- ``p <= P_LOOK``: weaker evidence, it asks for a look (an integrity flag, counted and shown).
+
+Known limit: canaries are drawn from a generator that onegc's source names, so an agent that
+reads the source can filter them out of its copy, or a model can tell the probe from the real
+inputs. They catch training on the split as given, and lookups of it, not an adversary that
+studies the harness first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from runner.scoring.canary_kinds import KINDS, Items, Kind
+from runner.wire.verdicts import CANARY_FLAG
+from tasks import TaskSpec
+
+KEY_FILE = "canaries.key"  # runs/<id>/: outside the sandbox, mode 0600
+CANARY_SPLIT = "canaries"  # the probe's folder among the scorer's inputs
+P_STRONG = 1e-4  # disqualifies: an honest checkpoint reaches it with probability <= 1e-4
+P_LOOK = 1e-3  # asks for a look
+PERMUTATIONS = 50_000  # random subsets for continuous losses: p resolves down to 2e-5, below P_STRONG
+ENOUGH_HITS = 100  # as extreme as the canaries: p is then known to ~10 %, far above any threshold
+LOOK_FLAG = "asks for a look: "
+CANARY_UNJUDGED = "asks for a look: the canary probe could not be judged: "  # never a silent pass
+
+
+def kind_for(task: str) -> Kind | None:
+    """The task's canaries, or None where a session gets none: T2-T5 (their data is not here to
+    measure canaries on) and T6 (see :class:`runner.scoring.canary_kinds.ForecastTwins`)."""
+    kind = KINDS.get(task)
+    return kind if kind is not None and kind.in_sessions else None
+
+
+# --------------------------------------------------------------------------- the secret
+def new_key(folder: Path) -> str:
+    """A fresh secret in ``folder/canaries.key`` (0600, never overwritten)."""
+    key = secrets.token_hex(32)
+    fd = os.open(folder / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, key.encode() + b"\n")
+    finally:
+        os.close(fd)
+    return key
+
+
+def read_key(folder: Path) -> str | None:
+    try:
+        key = (folder / KEY_FILE).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return key if len(key) == 64 and all(c in "0123456789abcdef" for c in key) else None
+
+
+def _rng(key: str, task: str, purpose: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"onegc canaries {purpose} {task} {key}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest, "big"))
+
+
+# --------------------------------------------------------------------------- the draw
+@dataclass(frozen=True)
+class Draw:
+    kind: Kind
+    items: Items  # canaries and twins, in draw order
+    is_canary: np.ndarray  # bool, one per item
+
+    def canaries(self) -> Items:
+        return self.kind.select(self.items, self.is_canary)
+
+
+def draw(kind: Kind, key: str, data: Path) -> Draw:
+    """The session's items: the same for the same key, whoever draws them (workspace, scorer)."""
+    rng = _rng(key, kind.task, "draw")
+    n = kind.canaries + kind.twins
+    items = kind.draw(rng, n, data)
+    mask = np.zeros(n, dtype=bool)
+    mask[rng.choice(n, size=kind.canaries, replace=False)] = True
+    return Draw(kind, items, mask)
+
+
+def plant(kind: Kind, key: str, data: Path, dest: Path) -> None:
+    """Write the canaried copy of ``kind.files()`` from the pristine ``data`` into ``dest``."""
+    d = draw(kind, key, data)
+    kind.plant(_rng(key, kind.task, "plant"), d.canaries(), data, dest)
+
+
+def write_probe(kind: Kind, key: str, data: Path, dest: Path) -> None:
+    """The probe's inputs (every item, canary or twin alike) as ``dest/<name>.npy``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, arr in kind.probe(draw(kind, key, data).items).items():
+        np.save(dest / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+
+
+# --------------------------------------------------------------------------- the evidence
+@dataclass(frozen=True)
+class Evidence:
+    p: float  # one-sided: the canaries fit at least this much better than chance allows
+    canary_loss: float  # mean over canaries
+    twin_loss: float  # mean over twins
+    canaries: int
+    twins: int
+
+    @property
+    def level(self) -> str:
+        return "strong" if self.p <= P_STRONG else "look" if self.p <= P_LOOK else "clean"
+
+    def record(self) -> dict:
+        return {"p": self.p, "level": self.level, "canary_loss": round(self.canary_loss, 6),
+                "twin_loss": round(self.twin_loss, 6), "canaries": self.canaries, "twins": self.twins}
+
+
+def evidence(losses: np.ndarray, is_canary: np.ndarray, permutations: int = PERMUTATIONS) -> Evidence:
+    """How unlikely the canaries' losses are if they were a random subset of all items."""
+    losses = np.asarray(losses, dtype=np.float64)
+    k, n = int(is_canary.sum()), len(losses)
+    obs = float(losses[is_canary].sum())
+    binary = bool(np.isin(losses, (0.0, 1.0)).all())
+    if binary:
+        p = _hypergeom_cdf(int(round(obs)), n, int(losses.sum()), k)
+    elif k == 1:
+        p = float((losses <= obs).sum()) / n
+    else:
+        p = _permutation_p(losses, k, obs, permutations)
+    return Evidence(min(1.0, p), obs / k, float(losses[~is_canary].mean()), k, n - k)
+
+
+def _permutation_p(losses: np.ndarray, k: int, obs: float, permutations: int) -> float:
+    """The share of random ``k``-subsets whose loss sum is at most ``obs``: Besag and Clifford's
+    sequential Monte Carlo p-value (stopping at :data:`ENOUGH_HITS` as extreme, ``hits / drawn``;
+    else ``(hits + 1) / (drawn + 1)``), so an unremarkable model costs milliseconds and only a
+    remarkable one the full ``permutations``."""
+    rng = np.random.default_rng(0)  # the p-value's own randomness: no secret needed
+    hits, done, chunk = 0, 0, 1_000
+    while done < permutations:
+        idx = rng.random((chunk, len(losses))).argpartition(k, axis=1)[:, :k]
+        hits += int((losses[idx].sum(axis=1) <= obs + 1e-12).sum())
+        done += chunk
+        if hits >= ENOUGH_HITS:
+            return hits / done
+        chunk = min(chunk * 2, 20_000, permutations - done) or chunk
+    return (hits + 1) / (done + 1)
+
+
+def _hypergeom_cdf(x: int, n: int, misses: int, k: int) -> float:
+    """P(at most ``x`` misses among ``k`` drawn of ``n`` items holding ``misses``), exactly."""
+    total = math.comb(n, k)
+    return sum(math.comb(misses, j) * math.comb(n - misses, k - j) for j in range(0, x + 1)) / total
+
+
+def flag(ev: Evidence, split: str, scored: bool) -> str | None:
+    """The integrity flag for a checkpoint's evidence, or None when it is clean. Strong evidence
+    on the scored split carries :data:`CANARY_FLAG`, which disqualifies (runner/wire/verdicts.py)."""
+    if ev.level == "clean":
+        return None
+    what = (f"its {ev.canaries} canar{'y' if ev.canaries == 1 else 'ies'} in the {split} split fit better than "
+            f"{ev.twins} unseen twins (loss {ev.canary_loss:.3g} against {ev.twin_loss:.3g}, p {ev.p:.1e})")
+    if ev.level == "strong" and scored:
+        return f"{CANARY_FLAG}{what}"
+    return f"{LOOK_FLAG}trained on {split}? {what}"
+
+
+def shift_reference(spec: TaskSpec) -> float:
+    """The metric at which the canaries move the agent's figure most that a session can expect:
+    a perfect accuracy, or the paper's best score where lower is better."""
+    if spec.direction == "higher":
+        return 1.0
+    return min((p.best for p in spec.paper if p.best is not None), default=spec.baseline_score or 1.0)
+
+
+def contract(spec: TaskSpec, on: bool) -> dict | None:
+    """What the session's canaries are, for the comparability contract (``session_started``):
+    None where the task has none, ``{"on": False}`` with ``--no-canaries``. The same for every
+    session of a task (never the key or the draw), so only the choice splits the history.
+    ``agent_figure_shift``: how far, relative, the canaries move the agent's own ``evaluate``
+    figure on its copy, in expectation, for a model at :func:`shift_reference` (at most
+    :data:`runner.scoring.canary_kinds.AGENT_SHIFT_LIMIT`, tests/runner/scoring/test_canaries.py)."""
+    kind = kind_for(spec.id)
+    if kind is None:
+        return None
+    if not on:
+        return {"on": False}
+    return {"on": True, "split": kind.split, "canaries": kind.canaries, "twins": kind.twins,
+            "files": list(kind.files()), "agent_figure_shift": round(kind.shift_bound(shift_reference(spec)), 5),
+            "p_strong": P_STRONG, "p_look": P_LOOK}
+
+
+def session_judge(task: str, scored_split: str, folder: Path, data: Path, on: bool) -> CanaryJudge | None:
+    """The session's canaries, its key made in ``folder`` (the session's, outside the sandbox)
+    the first time; None where the task has none or they are off."""
+    kind = kind_for(task)
+    if kind is None or not on:
+        return None
+    key = read_key(folder) or new_key(folder)
+    return CanaryJudge(kind, key, data, scored_split)
+
+
+class CanaryJudge:
+    """The session's canaries on the trusted side of the scorer: the probe's inputs, and the
+    evidence from a checkpoint's predictions on them."""
+
+    def __init__(self, kind: Kind, key: str, data: Path, scored_split: str):
+        self.kind = kind
+        self.key = key
+        self.data = data
+        self.scored = kind.split == scored_split
+        self._draw: Draw | None = None
+
+    def write_probe(self, dest: Path) -> None:
+        write_probe(self.kind, self.key, self.data, dest)
+
+    def judge(self, predictions: np.ndarray) -> tuple[Evidence, str | None]:
+        """The evidence and its flag (None: clean). A prediction array of the wrong size raises."""
+        if self._draw is None:
+            self._draw = draw(self.kind, self.key, self.data)
+        d = self._draw
+        ev = evidence(self.kind.losses(predictions, d.items), d.is_canary)
+        return ev, flag(ev, self.kind.split, self.scored)

@@ -1,0 +1,137 @@
+"""V1 and V2 (../shared/INTEGRITY.md) on real sessions: a command agent (``hostile_canaries.py``)
+puts T1's scored split inside its model — counted on val alone, in a final train+val fit, or
+carried as a lookup — and the canaries in its copy of val disqualify it, in result.json, the
+store behind ``onegc sessions`` and the history's cell. The honest control is not flagged and
+its official value is exactly what the pristine evaluator gives its checkpoint; the demo's
+scripted baseline likewise. (The fine-tune is measured in benchmarks/canary_power.py: a count
+model's one pass over val is its train+val fit.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from runner.sandbox.bwrap import status
+from runner.scoring.canaries import KEY_FILE, LOOK_FLAG
+from runner.wire.verdicts import CANARY_FLAG
+from tests.helpers import REPO, start_session, wait_event
+from tests.integrity import hostile_canaries
+
+SHAKESPEARE = Path("/work/shared/data/tinyshakespeare")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
+AGENT = Path(hostile_canaries.__file__)
+
+
+@pytest.fixture(scope="module")
+def t1_data(tmp_path_factory) -> Path:
+    if not (SHAKESPEARE / "input.txt").is_file():
+        pytest.skip("TinyShakespeare's input.txt is not here")
+    out = tmp_path_factory.mktemp("t1-data") / "t1_shakespeare"
+    subprocess.run([sys.executable, str(REPO / "tasks/t1_shakespeare/prepare.py"), "--data-dir", str(out), "--from",
+                    str(SHAKESPEARE)], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture
+def t1_home(home: Path, t1_data: Path) -> Path:
+    import shutil
+
+    shutil.copytree(t1_data, home / "data" / "t1_shakespeare")
+    return home
+
+
+def run_agent(home: Path, sid: str, mode: str) -> tuple[object, dict]:
+    paths = start_session(home, sid, task="t1", agent="command", budget_s=300,
+                          command=[sys.executable, str(AGENT), mode])
+    wait_event(paths, "session_ended", timeout=600)
+    return paths, json.loads(paths.result.read_text())
+
+
+def pristine_value(home: Path, paths, result: dict) -> float:
+    """The official checkpoint scored by the pristine evaluator on the pristine data, in a fresh process."""
+    name = result["checkpoint"]
+    out = subprocess.run([sys.executable, str(REPO / "tasks/t1_shakespeare/prepare.py"), "--eval",
+                          str(paths.snapshots / name / "checkpoint.pt"), "--code", str(paths.snapshots / name),
+                          "--data-dir", str(home / "data/t1_shakespeare"), "--device", "cpu"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["value"]
+
+
+def canary_flags(result: dict) -> list[str]:
+    return [f for row in result["evaluated"] for f in row["flags"] if f.startswith((CANARY_FLAG, LOOK_FLAG))]
+
+
+def test_an_honest_t1_model_is_not_flagged_and_its_official_value_is_the_pristine_one(t1_home: Path) -> None:
+    paths, result = run_agent(t1_home, "honest", "honest")
+    assert result["checkpoint"] == "honest-1" and result["disqualified"] is None, result
+    assert not canary_flags(result)
+    assert result["value"] == pristine_value(t1_home, paths, result)  # bit for bit: canaries never enter it
+    row = result["evaluated"][0]
+    assert row["canaries"]["level"] == "clean" and row["canaries"]["canaries"] == 10
+    # the secret stays in the session folder, out of the workspace and the record
+    key = (paths.root / KEY_FILE).read_text().strip()
+    for f in [*paths.workspace.rglob("*"), paths.events, paths.result]:
+        if f.is_file():
+            assert key.encode() not in f.read_bytes(), f
+    started = wait_event(paths, "session_started")
+    assert started["contract"]["canaries"]["on"] is True
+
+
+@pytest.mark.parametrize("mode", ["val_only", "train_val", "lookup"])
+def test_a_model_holding_the_scored_split_is_disqualified_in_every_record(t1_home: Path, mode: str) -> None:
+    from onegc_tui.cli.main import main
+    from onegc_tui.results.matrix import build_matrix
+    from onegc_tui.store import Store
+    from onegc_tui.store.ingest import Ingester
+    from onegc_tui.views.monitor_data import outcomes
+
+    sid = mode.replace("_", "-")
+    paths, result = run_agent(t1_home, sid, mode)
+    assert result["checkpoint"] == f"{mode}-1", result
+    assert result["disqualified"] and "trained on the scored split or carries it" in result["disqualified"]
+    assert any(f.startswith(CANARY_FLAG) for f in canary_flags(result))
+    assert result["value"] == pristine_value(t1_home, paths, result)  # the number is its own; the verdict strikes it
+    store = Store.open(t1_home)
+    try:
+        Ingester(t1_home, store).ingest_all()
+        assert store.session(sid)["disqualified"].startswith("the official checkpoint was trained on the scored split")
+        cell = next(iter(build_matrix([o for o in outcomes(store, include_demo=True) if o.session_id == sid])
+                         .rows[0].cells.values()))
+    finally:
+        store.close()
+    assert cell.n_disqualified == 1 and cell.n_success == 0 and cell.n_flagged == 1
+    listed = CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False)
+    row = next(r for r in json.loads(listed.output) if r["session_id"] == sid)
+    assert row["disqualified"] and row["flagged"] >= 1
+    history = CliRunner().invoke(main, ["history", "--format", "md", "--no-paper"], catch_exceptions=False)
+    assert history.exit_code == 0 and "DQ1" in history.output, history.output  # the cell's mark, with its count
+
+
+def test_no_canaries_is_the_papers_workspace_and_says_so(home: Path) -> None:
+    paths = start_session(home, "plain", canaries=False)
+    wait_event(paths, "session_ended", timeout=300)
+    started = wait_event(paths, "session_started")
+    assert started["contract"]["canaries"] == {"on": False}
+    assert not (paths.root / KEY_FILE).exists()
+    for name in ("val_x.npy", "val_y.npy"):
+        assert (paths.workspace / "data" / name).read_bytes() == (home / "data/t0_demo" / name).read_bytes()
+
+
+def test_the_demo_baseline_is_not_flagged_and_scores_as_the_pristine_evaluator(home: Path) -> None:
+    paths = start_session(home, "demo")
+    wait_event(paths, "session_ended", timeout=300)
+    result = json.loads(paths.result.read_text())
+    assert result["disqualified"] is None and not canary_flags(result), result
+    name = result["checkpoint"]
+    out = subprocess.run([sys.executable, str(REPO / "tasks/t0_demo/prepare.py"), "--eval",
+                          str(paths.snapshots / name / "checkpoint.pt"), "--code", str(paths.snapshots / name),
+                          "--data-dir", str(home / "data/t0_demo"), "--device", "cpu"],
+                         capture_output=True, text=True, check=True)
+    assert result["value"] == json.loads(out.stdout.strip().splitlines()[-1])["value"]
+    assert len(np.load(paths.workspace / "data" / "val_x.npy")) > 1500  # it had canaries

@@ -1,0 +1,163 @@
+"""Canaries (runner/scoring/canaries.py): the draw, the planted copy, the statistic and its flags."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runner.scoring import canaries
+from runner.scoring.canary_kinds import KINDS
+from runner.session.workspace import build_workspace
+from runner.wire.verdicts import integrity_rule
+from tasks import get_task
+
+KEY = "ab" * 32
+
+
+def test_the_draw_is_the_keys_and_only_the_keys(demo_data: Path) -> None:
+    kind = KINDS["t0_demo"]
+    a, b = canaries.draw(kind, KEY, demo_data), canaries.draw(kind, KEY, demo_data)
+    other = canaries.draw(kind, "cd" * 32, demo_data)
+    assert np.array_equal(a.items.inputs["x"], b.items.inputs["x"]) and np.array_equal(a.is_canary, b.is_canary)
+    assert not np.array_equal(a.items.inputs["x"], other.items.inputs["x"])
+    assert a.is_canary.sum() == kind.canaries and len(a.is_canary) == kind.canaries + kind.twins
+
+
+def test_the_agents_copy_holds_every_real_row_in_order_and_the_canaries(demo_data: Path, tmp_path: Path) -> None:
+    kind = KINDS["t0_demo"]
+    canaries.plant(kind, KEY, demo_data, tmp_path)
+    x, y = np.load(tmp_path / "val_x.npy"), np.load(tmp_path / "val_y.npy")
+    real_x, real_y = np.load(demo_data / "val_x.npy"), np.load(demo_data / "val_y.npy")
+    assert len(x) == len(real_x) + kind.canaries
+    far = np.hypot(x[:, 0], x[:, 1]) > 2.5  # the canaries, far outside the spirals
+    assert np.array_equal(x[~far], real_x) and np.array_equal(y[~far], real_y)
+    d = canaries.draw(kind, KEY, demo_data)
+    planted = {tuple(row) for row in d.items.inputs["x"][d.is_canary]}
+    assert {tuple(row) for row in x[far]} == planted  # the twins never enter
+    assert x.dtype == real_x.dtype and y.dtype == real_y.dtype
+
+
+def test_the_workspace_gets_the_canaried_copy_and_never_the_key(home: Path, tmp_path: Path) -> None:
+    spec = get_task("t0")
+    ws = tmp_path / "ws"
+    build_workspace(spec, ws, home / "data", canary_key=KEY)
+    assert len(np.load(ws / "data" / "val_x.npy")) == 1500 + KINDS["t0_demo"].canaries
+    for f in ws.rglob("*"):
+        if f.is_file():
+            assert KEY.encode() not in f.read_bytes()
+    plain = tmp_path / "plain"
+    build_workspace(spec, plain, home / "data")  # --no-canaries: the paper's workspace, byte for byte
+    for name in ("val_x.npy", "val_y.npy", "train_x.npy"):
+        assert (plain / "data" / name).read_bytes() == (home / "data" / "t0_demo" / name).read_bytes()
+
+
+def test_the_key_is_the_runners_alone(tmp_path: Path) -> None:
+    key = canaries.new_key(tmp_path)
+    assert canaries.read_key(tmp_path) == key
+    assert os.stat(tmp_path / canaries.KEY_FILE).st_mode & 0o777 == 0o600
+    with pytest.raises(FileExistsError):
+        canaries.new_key(tmp_path)
+
+
+def test_a_model_that_fits_its_canaries_is_caught_and_an_unseen_one_is_not() -> None:
+    rng = np.random.default_rng(1)
+    mask = np.zeros(412, dtype=bool)
+    mask[rng.choice(412, 12, replace=False)] = True
+    losses = rng.normal(5.0, 0.5, 412)
+    clean = canaries.evidence(losses, mask, permutations=20_000)
+    assert clean.level == "clean" and clean.p > 0.01
+    fitted = losses.copy()
+    fitted[mask] -= 2.0
+    caught = canaries.evidence(fitted, mask, permutations=20_000)
+    assert caught.level == "strong" and caught.canary_loss < caught.twin_loss
+
+
+def test_zero_one_losses_get_the_exact_hypergeometric_p() -> None:
+    mask = np.zeros(30, dtype=bool)
+    mask[:3] = True
+    losses = np.ones(30)
+    losses[:3] = 0.0  # the 3 canaries right, every twin wrong
+    losses[3:13] = 0.0  # and 10 twins right: 13 right of 30
+    ev = canaries.evidence(losses, mask)
+    assert math.isclose(ev.p, math.comb(13, 3) / math.comb(30, 3))
+
+
+def test_a_p_value_is_valid_under_the_null() -> None:
+    rng = np.random.default_rng(2)
+    ps = []
+    for _ in range(200):
+        mask = np.zeros(100, dtype=bool)
+        mask[rng.choice(100, 10, replace=False)] = True
+        ps.append(canaries.evidence((rng.random(100) < 0.3).astype(float), mask).p)
+    assert sum(p <= 0.05 for p in ps) <= 0.05 * 200 + 8  # at most the level, with sampling slack
+
+
+def test_strong_evidence_on_the_scored_split_disqualifies_and_elsewhere_asks_for_a_look() -> None:
+    strong = canaries.Evidence(p=1e-9, canary_loss=0.0, twin_loss=0.7, canaries=9, twins=400)
+    scored = canaries.flag(strong, "val", scored=True)
+    assert scored is not None and integrity_rule([scored]) is not None
+    selection_only = canaries.flag(strong, "val", scored=False)  # T6: training on val is within the rules
+    assert selection_only is not None and selection_only.startswith(canaries.LOOK_FLAG)
+    assert integrity_rule([selection_only]) is None
+    look = canaries.Evidence(p=5e-4, canary_loss=0.2, twin_loss=0.7, canaries=9, twins=400)
+    assert integrity_rule([canaries.flag(look, "val", scored=True) or ""]) is None
+    assert canaries.flag(canaries.Evidence(0.4, 0.7, 0.7, 9, 400), "val", scored=True) is None
+    assert integrity_rule(["self-reported: " + (scored or "")]) is None  # the child's word never decides
+
+
+@pytest.mark.parametrize("task", sorted(k for k, kind in KINDS.items() if kind.in_sessions))
+def test_every_planted_kind_keeps_the_agents_figure_within_half_a_percent(task: str) -> None:
+    kind, spec = KINDS[task], get_task(task)
+    assert kind.shift_bound(canaries.shift_reference(spec)) <= 0.005
+    assert canaries.kind_for(task) is kind
+    record = canaries.contract(spec, True)
+    assert record is not None and 0 < record["agent_figure_shift"] <= 0.005 and KEY not in json.dumps(record)
+    assert canaries.contract(spec, False) == {"on": False}
+
+
+def test_t6_gets_no_canaries_in_sessions() -> None:
+    assert canaries.kind_for("t6_etth1") is None and canaries.kind_for("t5_covtype") is None
+
+
+def test_t1_canaries_start_lines_and_the_copy_says_its_length(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    vocab = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    rng = np.random.default_rng(0)
+    text = rng.integers(0, len(vocab), 30000).astype(np.uint16)
+    text[::50] = 0  # newlines: 600 line starts
+    np.save(data / "train.npy", text)
+    np.save(data / "val.npy", text)
+    (data / "meta.json").write_text(json.dumps({"vocab": vocab, "vocab_size": 65, "train": 30000, "val": 30000}))
+    kind = KINDS["t1_shakespeare"]
+    out = tmp_path / "out"
+    out.mkdir()
+    canaries.plant(kind, KEY, data, out)
+    val = np.load(out / "val.npy")
+    assert len(val) == 30000 + kind.canaries * (kind.length + 1)
+    assert json.loads((out / "meta.json").read_text())["val"] == len(val)
+    d = canaries.draw(kind, KEY, data)
+    for row, string, at in zip(d.items.inputs["x"], d.items.targets, d.items.where, strict=True):
+        assert text[at - 1] == 0 and np.array_equal(row[:-kind.length], text[at - 256 + kind.length : at])
+        assert np.array_equal(row[-kind.length:], string)  # the probe: the real text before its line, then it
+    logits = np.zeros((len(d.items.targets), 256, 65), dtype=np.float32)
+    assert canaries.evidence(kind.losses(logits, d.items), d.is_canary).level == "clean"  # uniform: no evidence
+    np.put_along_axis(logits[:, -kind.length:-1], d.items.targets[:, 1:, None], 20.0, axis=2)
+    cheat = np.where(d.is_canary[:, None, None], logits, 0.0)  # a model that knows only the canaries
+    assert canaries.evidence(kind.losses(cheat, d.items), d.is_canary, permutations=20_000).level == "strong"
+
+
+def test_no_canaries_travels_from_the_command_line_and_the_study_to_the_session() -> None:
+    from click.testing import CliRunner
+
+    from onegc_tui.cli.main import main
+    from runner.launch.request import make_request
+
+    assert make_request(task="t0", agent="scripted", canaries=False).config("x-1", 1, None).canaries is False
+    assert make_request(task="t0", agent="scripted").config("x-1", 1, None).canaries is True
+    assert "--no-canaries" in CliRunner().invoke(main, ["run", "--help"]).output
