@@ -123,7 +123,7 @@ async def settled(pilot) -> None:
     for _ in range(50):
         await app.workers.wait_for_complete()
         await pilot.pause()
-        if app.query(FooterKey) and app.loaded_seq is not None:
+        if app.query(FooterKey) and app.dashboard.loaded_seq is not None:
             return
 
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from onegc_tui.cli.plain import describe
 from onegc_tui.views.format import COARSE_FROM_S, arrow, clock
 from onegc_tui.views.sessions_view import session_cells
+from onegc_tui.views.transcript_view import event_words
 from runner.wire.events import BudgetEvent
 
 
@@ -17,7 +17,7 @@ def test_one_clock_for_a_time_span():
 
 def test_plain_and_the_sessions_table_use_it():
     e = BudgetEvent(session_id="s", seq=3, ts=0.0, state="paused", remaining_s=7200.0, deadline=0.0)
-    assert describe(e) == "budget paused, 2:00:00 left"
+    assert event_words(e).line == "budget paused, 2:00:00 left"
     row = {"session_id": "s", "state": "paused", "budget_s": 9000.0, "remaining_s": 7200.0, "remaining_ts": 0.0}
     assert session_cells(row, now=0.0)["left"].endswith(" 2h00m")
 

@@ -1,5 +1,5 @@
 """What the screens and widgets use of the app that hosts them, typed: the home, the store, the
-clock, the history's data, what the dashboard reads of the sessions. A protocol, so that they
+clock, the history's data, the live feed. A protocol, so that they
 need not import the app (which imports them)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from textual.dom import DOMNode
 
     from onegc_tui.store import Store
+    from onegc_tui.views.live_feed import LiveFeed
 
 
 class HistoryData(Protocol):
@@ -31,7 +32,7 @@ class MonitorHost(Protocol):
     show_clock: bool
     history: HistoryData
     sub_title: str  # shown in the header beside the title: the selected session
-    running: set[str]  # the running sessions (their countdowns move)
+    feed: LiveFeed  # every session's row, the running ones (their countdowns move), the alerts
     read_only: bool  # a home this user cannot write, watched through a private copy of its store (no key acts on it)
 
     def refresh_sessions(self) -> None:

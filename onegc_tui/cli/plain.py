@@ -1,10 +1,14 @@
 """The line-oriented display, for when stdout is not a terminal (CI, nohup, Slurm logs).
 
-One line per notable event, and a progress line per session every ``PROGRESS_EVERY_S``. It reads
-each session's own ``events.jsonl`` (so it prints every event whoever else ingests the same home:
-a monitor, ``onegc sessions``, a second run), and ingests into SQLite as it goes, so the history
-is the same as with the monitor. A store that cannot be written (a full disk, a damaged file) is
-said once and does not stop the following: the session folders are the source of truth.
+One line per notable event, in the words the monitor's transcript pane uses
+(onegc_tui/views/transcript_view.py ``event_words``), and a progress line per session every
+``PROGRESS_EVERY_S``. It reads each session's own ``events.jsonl`` (so it prints every event
+whoever else ingests the same home: a monitor, ``onegc sessions``, a second run), and ingests into
+SQLite as it goes, so the history is the same as with the monitor. From that store it reads the
+monitor's live feed (onegc_tui/views/live_feed.py) and prints the alerts no event says by itself
+(``ALERT``: the budget running low), as the monitor notifies it. A store that cannot
+be written (a full disk, a damaged file) is said once and does not stop the following (nor the
+alerts' feed, which then stops): the session folders are the source of truth.
 """
 
 from __future__ import annotations
@@ -22,60 +26,28 @@ from typing import TextIO
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.views.format import clock
-from onegc_tui.views.task_facts import metric_label, scored_split
-from onegc_tui.views.transcript_view import truncated_text
+from onegc_tui.views.live_feed import LiveFeed
+from onegc_tui.views.task_facts import metric_label
+from onegc_tui.views.transcript_view import ended_words, event_words, official_words  # noqa: F401 (official_words: the result's words, for callers here)
 from runner.errors import OnegcError
 from runner.launch.reconcile import reconcile
 from runner.wire.events import Event
 from runner.wire.jsonl import JsonlTail
 from runner.wire.paths import SessionPaths, runs_dir
-from runner.wire.score_terms import best_name, measure, score_name
+from runner.wire.score_terms import best_name
 from runner.wire.summary import Summary
 from runner.wire.textsafe import safe_text
 
 PROGRESS_EVERY_S = 10.0
 POLL_S = 0.5
 LIVENESS_EVERY_S = 2.0  # how often a session without session_ended is asked whether its runner lives
+FEED_ALERTS = ("low_budget",)  # the feed's alerts no event line says (a stall is the runner's warning: an event line)
 
 
 def describe(event: Event, task: str | None = None) -> str | None:
-    """The one-line form of a notable event, or None for the routine ones. ``task``: the session's
-    (a score is named by its role, split and measure: runner/wire/score_terms.py)."""
-    if event.type == "session_started":
-        unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
-        unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
-        return (f"started: {event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
-                f"budget {clock(event.budget_s)}{unsealed}")
-    if event.type == "agent_started":
-        return f"agent running (pid {event.pid}, containment {event.containment})"
-    if event.type == "transcript" and event.kind in ("tool_call", "error", "result"):
-        # "agent": what follows is the agent's own text, not a line of the harness's
-        return f"agent {event.kind}: {event.text.splitlines()[0][:120] if event.text else event.tool or ''}"
-    if event.type == "process":
-        code = f" (exit {event.returncode})" if event.returncode is not None else ""
-        return f"script {event.action}: {event.script}{code}"
-    if event.type == "checkpoint_scored":
-        what = f"{event.value:.4f}" if event.value is not None else f"ERROR {event.error}"
-        label = metric_label(task)
-        if not event.official:
-            return f"checkpoint {event.name}: {score_name(label, event.split, 'live')} {what}"
-        val = f", live val {event.val:.4f}" if event.val is not None else ""
-        return (f"re-evaluated {event.name}: {event.split} {measure(label)} {what}{val} "
-                "(a candidate: the official result is the val-best's)")
-    if event.type == "budget" and event.state != "running":
-        return f"budget {event.state}, {clock(event.remaining_s)} left"
-    if event.type == "control":
-        return f"control {event.action}: {'accepted' if event.accepted else 'refused'} {event.detail}".rstrip()
-    if event.type == "warning":
-        times = f" (×{event.count})" if event.count > 1 else ""
-        return f"WARNING {event.code}{times}: {event.message}"
-    if event.type == "session_ended":
-        return ended(event.reason, event.score, event.detail, task, event.best_checkpoint, event.val)
-    if event.type == "truncated":  # runner/wire/record_caps.py
-        return truncated_text(event.stream, event.dropped, event.dropped_bytes, event.final)
-    if event.type == "conditions":  # runner/session/contention.py
-        return "conditions: " + ("CONTENDED: " + "; ".join(event.reasons) if event.contended else "clean")
-    return None
+    """The line --plain prints for an event (after the time and the session), or None."""
+    said = event_words(event, task)
+    return said.line if said else None
 
 
 def row(line: str, width: int | None) -> str:
@@ -121,26 +93,6 @@ def still_running(session_ids: list[str]) -> str:
             "'onegc abort ID' ends one")
 
 
-def official_words(score: float | None, task: str | None, checkpoint: str | None = None,
-                   val: float | None = None) -> str:
-    """A session's result in words: "official test MSE 0.3792 (run_1-ep3, live val MSE 0.6533)",
-    or that it has none (the paper's failed run, N/A)."""
-    if score is None:
-        return "no valid score (N/A: a failed run)"
-    label = metric_label(task)
-    split = scored_split(task)
-    why = [checkpoint] if checkpoint else []
-    if val is not None and split != "val":
-        why.append(f"{score_name(label, 'val', 'live')} {val:.4f}")
-    return f"{score_name(label, split, 'official')} {score:.4f}" + (f" ({', '.join(why)})" if why else "")
-
-
-def ended(reason: str, score: float | None, detail: str, task: str | None = None, checkpoint: str | None = None,
-          val: float | None = None) -> str:
-    """The line of a session's end: its ``session_ended``, or a liveness verdict."""
-    return f"ended: {reason}, {official_words(score, task, checkpoint, val)} ({detail})"
-
-
 class Progress(Summary):
     """What the progress line and the final line say about one session, from its own events."""
 
@@ -151,15 +103,19 @@ class Progress(Summary):
 
 
 class _StoreCopy:
-    """Ingests the home into SQLite beside the following; gives up, saying so once, if it cannot."""
+    """Ingests the home into SQLite beside the following, and reads the live feed from it on a
+    connection of its own (a connection does not see its own commits in ``data_version``, which
+    the feed looks at first); gives up, saying so once, if it cannot."""
 
     def __init__(self, home: Path, say):
         self.say = say
         self.store: Store | None = None
+        self.reader: Store | None = None
         self.ingester: Ingester | None = None
         try:
             self.store = Store.open(home)
             self.ingester = Ingester(home, self.store)
+            self.reader = Store.open(home)
         except (OnegcError, sqlite3.Error, OSError) as exc:
             self._give_up(exc)
 
@@ -179,13 +135,27 @@ class _StoreCopy:
                  "and 'onegc reindex' rebuilds the store from the session folders later")
         self.close()
 
+    def alerts(self, feed: LiveFeed, sessions: Iterable[str]) -> list[tuple[str, str]]:
+        """The feed's alerts on ``sessions`` that no event line says, as (session, words)."""
+        if self.reader is None:
+            return []
+        try:
+            feed.read(self.reader)  # its alerts on events repeat the event lines: only the clock's are new
+        except (sqlite3.Error, OSError) as exc:
+            self._give_up(exc)
+            return []
+        wanted = set(sessions)
+        return [(a.session_id, a.message.removeprefix(a.session_id).lstrip(": ")) for a in feed.due(time.time())
+                if a.session_id in wanted and a.kind in FEED_ALERTS]
+
     def close(self) -> None:
-        if self.store is not None:
-            try:
-                self.store.close()
-            except sqlite3.Error:
-                pass
-        self.store = self.ingester = None
+        for store in (self.store, self.reader):
+            if store is not None:
+                try:
+                    store.close()
+                except sqlite3.Error:
+                    pass
+        self.store = self.reader = self.ingester = None
 
 
 def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> dict[str, Progress]:
@@ -197,6 +167,7 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
     tails = {sid: JsonlTail(p.events) for sid, p in paths.items()}
     seen = {sid: Progress() for sid in paths}
     store = _StoreCopy(home, say)
+    feed = LiveFeed()
     next_progress = time.monotonic() + PROGRESS_EVERY_S
     next_liveness = time.monotonic() + LIVENESS_EVERY_S
     try:
@@ -209,18 +180,20 @@ def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> 
                     if e.session_id != sid:
                         continue  # only its runner writes this file (the reader reports the rest)
                     seen[sid].see(e)
-                    line = describe(e, seen[sid].task)
-                    if line:
-                        say(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {line}")
+                    said = event_words(e, seen[sid].task)
+                    if said:
+                        say(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {said.line}")
             now = time.monotonic()
             store.update(liveness=now >= next_liveness)
+            for sid, words in store.alerts(feed, paths):
+                say(f"[{time.strftime('%H:%M:%S')}] {sid}: ALERT {words}")
             if all(p.reason is not None for p in seen.values()):
                 return seen
             if now >= next_liveness:
                 for sid, p in seen.items():
                     if p.reason is None and tails[sid].at_end and (why := reconcile(paths[sid])):
                         p.end("harness_error", why)
-                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {ended('harness_error', None, why)}")
+                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {ended_words('harness_error', None, why).line}")
                 next_liveness = now + LIVENESS_EVERY_S
             if now >= next_progress:
                 for sid, p in seen.items():

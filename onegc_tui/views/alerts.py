@@ -104,8 +104,8 @@ def merge(alerts: list[Alert], selected: str | None = None) -> Note:
 class Alerts:
     """Which live events and states deserve a notification, each at most once.
 
-    ``feed`` sees every new event once, as the store has it (whoever ingested it: the monitor reads
-    them from SQLite, onegc_tui/app/app.py); ``check`` runs on a clock over the summary rows for
+    ``feed`` sees every new event once, as the store has it (whoever ingested it: the live feed
+    reads them from SQLite, onegc_tui/views/live_feed.py); ``check`` runs on a clock over the summary rows for
     what no single event says: 10 % of the budget left, a runner that died.
 
     "Stalled" is the runner's word, never the monitor's guess: the runner warns after

@@ -64,9 +64,9 @@ async def test_on_attach_the_running_session_is_first_and_selected(crowd, size):
     app = crowd_app(crowd)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
-        assert app.selected == CROWD_RUNNING
-        assert app.table.order[0] == CROWD_RUNNING and app.table.cursor_row == 0
-        assert len(app.table.order) == 21
+        assert app.dashboard.selected == CROWD_RUNNING
+        assert app.dashboard.table.order[0] == CROWD_RUNNING and app.dashboard.table.cursor_row == 0
+        assert len(app.dashboard.table.order) == 21
 
 
 async def test_end_goes_to_the_last_session_and_home_back(crowd):
@@ -75,17 +75,17 @@ async def test_end_goes_to_the_last_session_and_home_back(crowd):
         await pilot.pause()
         await pilot.press("end")
         await pilot.pause()
-        assert app.table.cursor_row == 20 and app.selected == app.table.order[-1]
+        assert app.dashboard.table.cursor_row == 20 and app.dashboard.selected == app.dashboard.table.order[-1]
         await pilot.press("home")
         await pilot.pause()
-        assert app.selected == CROWD_RUNNING
+        assert app.dashboard.selected == CROWD_RUNNING
 
 
 async def test_clicking_a_header_sorts_by_it_and_again_reverses(crowd):
     app = crowd_app(crowd)
     async with app.run_test(size=(200, 50)) as pilot:
         await pilot.pause()
-        table = app.table
+        table = app.dashboard.table
         assert str(table.columns["state"].label) == "State ▲"
         table.post_message(DataTable.HeaderSelected(table, table.columns["best"].key, 3, table.columns["best"].label))
         await pilot.pause()
@@ -97,7 +97,7 @@ async def test_clicking_a_header_sorts_by_it_and_again_reverses(crowd):
         table.post_message(DataTable.HeaderSelected(table, table.columns["best"].key, 3, table.columns["best"].label))
         await pilot.pause()
         assert str(table.columns["best"].label) == "Best val ▲" and table.sort_reverse
-        assert app.selected == CROWD_RUNNING  # the selection stays on its session
+        assert app.dashboard.selected == CROWD_RUNNING  # the selection stays on its session
 
 
 async def test_the_sessions_filter_narrows_the_table_and_esc_clears_it(crowd):
@@ -106,9 +106,9 @@ async def test_the_sessions_filter_narrows_the_table_and_esc_clears_it(crowd):
         await pilot.pause()
         await pilot.press("backslash", *"state:failed")
         await pilot.pause()
-        table = app.table
+        table = app.dashboard.table
         assert table.order and all(table.summaries[sid]["state"] == "failed" for sid in table.order)
-        assert app.selected in table.order  # the running session was filtered out: the first that matches
+        assert app.dashboard.selected in table.order  # the running session was filtered out: the first that matches
         assert "filter “state:failed”: 3 shown" in str(app.query_one("#summary").render())
         await pilot.press("enter")
         assert app.focused is table  # Enter keeps the filter and gives the table the keyboard
@@ -125,9 +125,9 @@ async def test_state_budget_and_best_are_on_screen_at_every_size(crowd, size):
     app = crowd_app(crowd)
     async with app.run_test(size=size) as pilot:
         await settled(pilot)
-        shown = visible_columns(app.table)
+        shown = visible_columns(app.dashboard.table)
         assert {"state", "left", "best", "session"} <= set(shown)
-        assert app.table.max_scroll_x == 0  # no column runs off to the right
+        assert app.dashboard.table.max_scroll_x == 0  # no column runs off to the right
         text = screen_text(app)
         assert "? Help" in text and "q Quit" in text  # the footer fits, help and quit always in it
         if size[0] >= 200:
@@ -193,7 +193,7 @@ async def test_dashboard_keys_still_work_with_the_transcript_focused(crowd):
         await pilot.press("tab")
         assert isinstance(app.focused, TranscriptLog)
         await pilot.press("space")
-        assert app.marked == [CROWD_RUNNING]
+        assert app.dashboard.marked == [CROWD_RUNNING]
         await pilot.press("r")  # one marked: the hint, not silence
         await pilot.pause()
         assert any("mark 2 to 4 sessions" in n.message for n in app._notifications)
@@ -221,7 +221,7 @@ async def test_a_burst_of_new_bests_is_one_notification_with_the_selected_sessio
     app = crowd_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        others = [sid for sid in app.table.order[1:8]]
+        others = [sid for sid in app.dashboard.table.order[1:8]]
         for i, sid in enumerate([*others, CROWD_RUNNING]):  # ingested by another process: read from the store
             add_events(home, sid, [CheckpointScored(session_id=sid, seq=900 + i, ts=T0, name="run_9-1", value=0.99,
                                                     metric="val_acc", split="val", budget_elapsed_s=30.0)])
@@ -329,12 +329,12 @@ async def test_failed_rows_are_coloured(crowd):
     app = crowd_app(crowd)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        failed = next(sid for sid in app.table.order if app.table.summaries[sid]["state"] == "failed")
-        ended = next(sid for sid in app.table.order if app.table.summaries[sid]["state"] == "ended")
+        failed = next(sid for sid in app.dashboard.table.order if app.dashboard.table.summaries[sid]["state"] == "failed")
+        ended = next(sid for sid in app.dashboard.table.order if app.dashboard.table.summaries[sid]["state"] == "ended")
         error = app.get_css_variables()["error"]
-        assert error in str(app.table.get_cell(failed, "state").style)
-        assert error in str(app.table.get_cell(failed, "left").style)
-        assert error not in str(app.table.get_cell(ended, "state").style)
+        assert error in str(app.dashboard.table.get_cell(failed, "state").style)
+        assert error in str(app.dashboard.table.get_cell(failed, "left").style)
+        assert error not in str(app.dashboard.table.get_cell(ended, "state").style)
 
 
 async def test_the_gpu_pane_says_no_gpu_once(tmp_path):
@@ -413,7 +413,7 @@ async def test_keys_typed_fast_behind_backslash_go_into_the_filter_box(crowd):
         await pilot.pause()
         await pilot.pause()
         assert app.query_one("#session-filter").value == "state:failed"
-        assert app.table.sort_by == "state"  # the "s" did not sort
+        assert app.dashboard.table.sort_by == "state"  # the "s" did not sort
         from onegc_tui.app.screens.confirm import ConfirmScreen
 
         assert not isinstance(app.screen, ConfirmScreen)  # the 'a' did not ask to abort

@@ -40,8 +40,8 @@ async def test_two_monitors_show_every_line_ingested_by_either_or_elsewhere_in_o
                 await pilot.pause(0.25)
                 await pilot2.pause(0.25)
                 if b'"session_ended"' in paths.events.read_bytes() and all(
-                        app.rows.get("both", {}).get("state") in ("ended", "failed")
-                        and app.loaded_seq == _stored_max(home) for app in apps):
+                        app.feed.rows.get("both", {}).get("state") in ("ended", "failed")
+                        and app.dashboard.loaded_seq == _stored_max(home) for app in apps):
                     break
             else:
                 raise AssertionError("the session did not end, or a monitor did not catch up, within 240 s")

@@ -28,13 +28,13 @@ async def test_selection_shows_the_session_in_the_panes(app_home):
     app = make_app(app_home, live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.selected == "b-paused"  # the live session first
+        assert app.dashboard.selected == "b-paused"  # the live session first
         log = app.query_one("#transcript-log", Log)
         assert any("b-paused: I'll start" in line for line in log.lines)
         assert "PAUSED" in str(app.query_one("#countdown").render())
         await pilot.press("down")
         await pilot.pause()
-        assert app.selected == "a-ended"
+        assert app.dashboard.selected == "a-ended"
         assert any("a-ended: I'll start" in line for line in log.lines)
         assert not any("b-paused" in line for line in log.lines)
         ckpts = app.query_one("#ckpt-table", DataTable)
@@ -46,7 +46,7 @@ async def test_pause_key_requests_resume_of_a_paused_session(app_home):
     app = make_app(app_home, focus="b-paused", live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert app.selected == "b-paused"
+        assert app.dashboard.selected == "b-paused"
         await pilot.press("p")
         await pilot.pause()
     assert [c["action"] for c in control_lines(app_home, "b-paused")] == ["resume"]
@@ -87,13 +87,13 @@ async def test_sorting_keeps_the_selected_session_under_the_cursor(app_home):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         table = app.query_one("#sessions", DataTable)
-        assert app.table.order == ["b-paused", "a-ended", "c-ended", "d-failed"]  # live first
-        while app.table.sort_by != "best":
+        assert app.dashboard.table.order == ["b-paused", "a-ended", "c-ended", "d-failed"]  # live first
+        while app.dashboard.table.sort_by != "best":
             await pilot.press("s")
         await pilot.pause()
-        assert app.table.order[:2] == ["a-ended", "c-ended"]  # 0.93, then 0.88
-        assert app.table.order[-1] == "d-failed"  # no score: last
-        assert app.selected == "c-ended"
+        assert app.dashboard.table.order[:2] == ["a-ended", "c-ended"]  # 0.93, then 0.88
+        assert app.dashboard.table.order[-1] == "d-failed"  # no score: last
+        assert app.dashboard.selected == "c-ended"
         assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == "c-ended"
         assert table.get_row_index("c-ended") == 1
 
@@ -195,7 +195,7 @@ async def test_every_monitor_notifies_the_end_of_a_session_another_one_ingested(
         await pilot.pause()
         new = [n.message for n in app._notifications if n.message not in before]
         assert any(m.startswith("b-paused: aborted") for m in new), new
-        assert app.rows["b-paused"]["state"] == "ended"
+        assert app.feed.rows["b-paused"]["state"] == "ended"
 
 
 async def test_focus_goes_to_the_session_asked_for_even_when_it_appears_late(app_home, tmp_path):
@@ -213,9 +213,9 @@ async def test_focus_goes_to_the_session_asked_for_even_when_it_appears_late(app
         w.close()
         for _ in range(100):
             await pilot.pause(0.1)
-            if app.selected == "z-late":
+            if app.dashboard.selected == "z-late":
                 break
-        assert app.selected == "z-late"
+        assert app.dashboard.selected == "z-late"
 
 
 async def test_the_widgets_built_at_start_are_kept_out_of_full_collections(app_home):
@@ -254,16 +254,16 @@ async def test_the_table_follows_rows_changed_by_another_process(app_home):
         table = app.query_one("#sessions", DataTable)
         assert str(table.get_cell("b-paused", "state")) == "PAUSED"
         other = Store.open(app_home)  # the ingester's connection, as in another thread or process
-        assert [r["session_id"] for r in other.sessions_since(app._rev)] == []
+        assert [r["session_id"] for r in other.sessions_since(app.feed.rev)] == []
         other.mark_failed("b-paused", "runner gone (pid 4242 not alive)")
-        assert [r["session_id"] for r in other.sessions_since(app._rev)] == ["b-paused"]
+        assert [r["session_id"] for r in other.sessions_since(app.feed.rev)] == ["b-paused"]
         other.close()
         app.tick()
         await pilot.pause()
         assert str(table.get_cell("b-paused", "state")) == "FAILED"
         assert str(table.get_cell("a-ended", "state")) == "ended"
         assert any("b-paused FAILED" in n.message for n in app._notifications)
-        assert app.rows["b-paused"]["state"] == "failed" and len(app.rows) == 4
+        assert app.feed.rows["b-paused"]["state"] == "failed" and len(app.feed.rows) == 4
 
 
 async def test_rows_read_out_of_order_do_not_move_the_selection_off_the_cursor(app_home):
@@ -279,10 +279,10 @@ async def test_rows_read_out_of_order_do_not_move_the_selection_off_the_cursor(a
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         table = app.query_one("#sessions", DataTable)
-        assert app.selected == "b-paused" == app.table.order[table.cursor_row]
+        assert app.dashboard.selected == "b-paused" == app.dashboard.table.order[table.cursor_row]
         await pilot.press("down")
         await pilot.pause()
-        assert app.selected == "a-ended" == app.table.order[table.cursor_row]
+        assert app.dashboard.selected == "a-ended" == app.dashboard.table.order[table.cursor_row]
 
 
 async def test_an_empty_home_says_how_to_start_a_session(tmp_path):

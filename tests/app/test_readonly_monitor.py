@@ -59,10 +59,10 @@ async def browse(home: Path, writer_path: Path) -> None:
             log = app.query_one("#transcript-log", Log)
             for _ in range(100):  # the store, and what only the folders held (e-late)
                 await pilot.pause(0.1)
-                if {"a-ended", LIVE, "e-late"} <= set(app.rows) and app.loaded_seq:
+                if {"a-ended", LIVE, "e-late"} <= set(app.feed.rows) and app.dashboard.loaded_seq:
                     break
-            assert app.rows[LIVE]["state"] == "running" and app.rows["e-late"]["state"] == "ended"
-            assert app.selected == LIVE and any(f"{LIVE}: I'll start" in line for line in log.lines)
+            assert app.feed.rows[LIVE]["state"] == "running" and app.feed.rows["e-late"]["state"] == "ended"
+            assert app.dashboard.selected == LIVE and any(f"{LIVE}: I'll start" in line for line in log.lines)
             assert "read-only view of" in app.title and str(home) in app.title
 
             writer = EventWriter(writer_path, LIVE)  # the session goes on after the monitor started

@@ -31,7 +31,7 @@ def test_snapshot_of_the_dashboard_with_a_running_session_among_20_ended(crowd, 
     first, panes and footer laid out for the terminal's size."""
     async def settle(pilot):
         await settled(pilot)
-        assert pilot.app.selected == CROWD_RUNNING
+        assert pilot.app.dashboard.selected == CROWD_RUNNING
 
     app = make_app(crowd, live=False, show_clock=False, now=lambda: CROWD_NOW)
     assert snap_compare(app, terminal_size=size, run_before=settle)

@@ -100,12 +100,12 @@ def test_plain_prints_every_event_even_when_another_process_ingested_them_first(
 
 
 def test_plain_says_how_many_warnings_a_coalesced_one_stands_for():
-    from onegc_tui.cli.plain import describe
+    from onegc_tui.views.transcript_view import event_words
     from runner.wire.events import EVENT_TYPES
 
     warning = EVENT_TYPES["warning"](session_id="s", seq=1, ts=0.0, code="network_blocked", count=1499,
                                      message="1499 more network_blocked warnings in 2 s; the latest: blocked h9.example:53")
-    assert describe(warning).startswith("WARNING network_blocked (×1499): 1499 more")
+    assert event_words(warning).line.startswith("WARNING network_blocked (×1499): 1499 more")
 
 
 def test_plain_follows_on_when_the_store_cannot_be_written(home):

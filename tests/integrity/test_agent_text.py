@@ -90,7 +90,8 @@ def test_plain_follower_prints_agent_text_inert_and_on_agent_lines(tmp_path):
         assert head.startswith(("agent tool_call: ", "agent error: ", "script ", "WARNING ", "checkpoint ", "started: ",
                                 "ended: ")), line
         assert not head.startswith("official"), line
-    assert "agent tool_call: call =cmd()[bold red]RED[/bold red]" in text
+    # one wording with the pane (views/transcript_view.py event_words): the tool's name, one line, then the call
+    assert "agent tool_call: [tool=cmd()[bold red]RED[/bold red]" in text and "] call =cmd()[bold red]RED[/bold red]" in text
 
 
 # ----------------------------------------------------------------------------- onegc sessions / history

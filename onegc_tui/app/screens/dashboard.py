@@ -6,8 +6,9 @@ updated by key, never cleared, and re-sorted only when the order changes, keepin
 the selected session. A selected session's header and budget show at once, its panes when a
 worker has read them; its live events are held meanwhile.
 
-The dashboard's keys are bound on the app (the footer's order; "Everywhere" in help), which
-shows them on this screen only (``MonitorApp.check_action``) and has them run here.
+The dashboard owns its keys and their actions (``BINDINGS``, in the footer's order), as a
+toolong screen does: the app binds only the keys of every screen (help, history, new session,
+quit), which the list below names in their footer places (``app.`` actions, "Everywhere" in help).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
@@ -41,6 +43,7 @@ from runner.wire.paths import SessionPaths
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 MAX_REPLAY = 4  # sessions side by side in the replay screen
 FOLLOW_MAX = 2_000  # events of the selected session drawn per beat at most (the rest at the next)
+BOX_ACTIONS = {"filter_sessions", "search"}  # priority keys that open a text box
 
 
 class DashboardScreen(SteadyScreen):
@@ -48,6 +51,28 @@ class DashboardScreen(SteadyScreen):
     frame (``SteadyScreen``)."""
 
     LIVE_FILTER_MAX = 2_000  # up to this many sessions the table follows each key typed; beyond, Enter applies
+    # in the footer's order; a narrow footer drops keys from the end (? and q always stay). The app's
+    # keys (app.*) are bound on the app for every screen; named here, they keep their footer places
+    BINDINGS = [
+        Binding("question_mark", "app.help", "Help"),
+        Binding("p", "toggle_pause", "Pause/resume"),
+        Binding("a", "abort", "Abort"),
+        # priority: the screen opens the box before the next key is handed on, so keys typed fast (or
+        # pasted) behind \\ or / go into the box, not to the table ("a" would ask to abort)
+        Binding("backslash", "filter_sessions", "Filter sessions", priority=True),
+        Binding("slash", "search", "Search transcript", priority=True),
+        Binding("d", "detail", "Detail"),
+        Binding("h", "app.history", "History"),
+        Binding("t", "filter", "Transcript kinds"),
+        Binding("f", "follow", "Follow"),
+        Binding("s", "sort", "Sort"),
+        Binding("S", "reverse", "Reverse sort", show=False),
+        Binding("space", "mark", "Mark"),
+        Binding("r", "replay", "Replay"),
+        Binding("n", "app.new_session", "New session"),
+        Binding("escape", "close_notes", "Close boxes and notifications", show=False),
+        Binding("q", "app.quit", "Quit"),
+    ]
 
     def __init__(self, focus: str | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -178,7 +203,7 @@ class DashboardScreen(SteadyScreen):
         runs = host(self).home / "runs"
         none = (f"No sessions under {runs} yet: they show here as they start (a read-only view)." if host(self).read_only
                 else f"No sessions under {runs} yet: press n, or run 'onegc demo' or 'onegc run'.")
-        summary = (f"{count(len(rows), 'session')} · {len(host(self).running)} running · {n_paused} paused{shown} · "
+        summary = (f"{count(len(rows), 'session')} · {len(host(self).feed.running)} running · {n_paused} paused{shown} · "
                    f"{order}{marks}" if rows else none)
         if summary != self._summary:  # an update relayouts the screen: only when the text changes
             self._summary = summary
@@ -280,7 +305,16 @@ class DashboardScreen(SteadyScreen):
         self._followed = None  # read on from msg.seq at the next beat, whatever was committed
         self.follow(store_of(self))
 
-    # ------------------------------------------------------------------ actions (keys bound on the app)
+    # ------------------------------------------------------------------ actions (the keys above)
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if self.app.screen is not self:  # under the help or the form: their keys, not these (the footer hides these)
+            return False
+        return not (action in BOX_ACTIONS and isinstance(self.focused, Input))  # in a box \\ and / are characters
+
+    def action_close_notes(self) -> None:
+        """Esc: close the notifications (a text box's Esc is on_key's)."""
+        self.app.clear_notifications()
+
     def _selected_paths(self) -> SessionPaths | None:
         if not self.selected or self.selected not in self.rows:
             self.notify("select a session first", severity="warning")

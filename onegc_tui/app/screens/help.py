@@ -7,6 +7,8 @@ from what the keys do. Esc, ``?`` or ``q`` closes it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -14,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.dom import DOMNode
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from onegc_tui.views.transcript_view import MARK_LEGEND
@@ -54,7 +56,7 @@ def key_sections(screen) -> list[Section]:
     for _, (node, binding, enabled, _tooltip) in screen.active_bindings.items():
         if not enabled or not _useful(node, binding):
             continue  # a key that does nothing here is not worth a line
-        if node is app:
+        if node is app or binding.action.startswith("app."):  # a screen may name an app key in its footer place
             title = "Everywhere"
         elif node is screen:
             title = "On this screen"
@@ -114,3 +116,11 @@ class HelpScreen(ModalScreen[None]):
                                                                  "scores carry integrity flags (the detail screen says which)"))
             parts += [Text("Session states", style="bold underline"), states]
         return Group(*parts)
+
+
+def help_for(screen: Screen, home: Path, read_only: bool) -> HelpScreen:
+    """The help of ``screen``: its keys grouped, the focused pane's named, and on a read-only home
+    a line saying so."""
+    note = (f"A read-only view of {home}: this user cannot write it. The sessions stream as they run; "
+            "pause, resume, abort, new session and export say why not instead of acting.") if read_only else ""
+    return HelpScreen(key_sections(screen), pane_name(screen.focused), note=note)

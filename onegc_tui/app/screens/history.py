@@ -11,6 +11,7 @@ summary table only (no event scan), so it opens fast over thousands of sessions.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -101,6 +102,22 @@ class HistoryViews:
     def invalidate(self) -> None:
         with self._lock:
             self._views.clear()
+
+    def prefetch(self, done: Callable[[], None]) -> None:
+        """The default view, computed ahead of the first ``h`` (kept until sessions change), on a
+        thread of its own started at once (``done`` afterwards, if the computation succeeded): a
+        Textual worker starts only after the mount handlers return, which over 10 000 sessions is
+        after seconds of building the table, so an ``h`` pressed the moment the dashboard showed
+        waited for the whole computation."""
+        def run() -> None:
+            try:
+                self.get(ALL, None)
+            except Exception:  # noqa: BLE001 - the screen computes its view again and shows the error
+                return
+            done()
+
+        if not self.ready(ALL, None):
+            threading.Thread(target=run, name="history-prefetch", daemon=True).start()
 
 
 class _View:

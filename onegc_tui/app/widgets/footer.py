@@ -11,7 +11,7 @@ from textual.widgets._footer import FooterKey
 SHORT = {"Pause/resume": "Pause", "Filter sessions": "Filter", "Search transcript": "Search",
          "Transcript kinds": "Kinds", "New session": "New", "Reverse sort": "Reverse", "Mean/best": "Best",
          "Demo tasks": "Demo", "Open the line whole": "Open"}
-KEEP = ("help", "quit", "app.pop_screen", "dismiss")  # actions shown however narrow the terminal
+KEEP = ("help", "quit", "app.help", "app.quit", "app.pop_screen", "dismiss")  # actions shown however narrow the terminal
 PALETTE_W = 14  # "^p palette" and its border
 
 

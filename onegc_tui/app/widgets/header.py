@@ -4,10 +4,13 @@ extra frame a second is a visible share of the CPU (../shared/PERFORMANCE.md: CP
 
 from __future__ import annotations
 
+import time
+import weakref
 from datetime import datetime
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widgets import Header
 from textual.widgets._header import HeaderClock, HeaderClockSpace, HeaderIcon, HeaderTitle
 
@@ -23,6 +26,23 @@ class BeatClock(HeaderClockSpace):
 
     def render(self) -> Text:
         return Text(datetime.now().strftime(CLOCK_FORMAT))
+
+
+class MinuteTurn:
+    """Redraws a screen's header clocks when the minute turns (asked once a second by the app)."""
+
+    def __init__(self) -> None:
+        # per screen: the minute shown, and its clocks (found once: a query walks the screen); a closed screen is let go
+        self._shown: weakref.WeakKeyDictionary[Screen, tuple[str, list[BeatClock]]] = weakref.WeakKeyDictionary()
+
+    def tick(self, screen: Screen) -> None:
+        minute = time.strftime(CLOCK_FORMAT)
+        shown, clocks = self._shown.get(screen, (None, []))
+        if shown != minute:
+            clocks = clocks or list(screen.query(BeatClock))
+            for clock in clocks:
+                clock.refresh()
+            self._shown[screen] = (minute, clocks)
 
 
 class LineTitle(HeaderTitle):
