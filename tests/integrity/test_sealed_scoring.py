@@ -145,8 +145,10 @@ FORGED_INVALID = {  # attack: a part of the error it must give
     "empty_part": "not an .npy", "huge_header": "claims 8796093022208", "no_split": "nothing else",
     "text_size": "not a byte count", "parts_not_list": "not a list", "object_dtype": "object",
     "structured_dtype": "structured",
-    # two parts where one was asked for: more bytes than t0's predictions can be, refused unread
-    "duplicate_part": "more than the predictions asked for can be", "extra_part": "more than the predictions",
+    # two parts where one was asked for: refused, unread where they pass the size bound (the
+    # session's canary probe widens what the child may answer), else by the part check
+    "duplicate_part": ("more than the predictions asked for can be", "two parts for"),
+    "extra_part": "more than the predictions",
     "second_answer": "more than one answer", "close_pipe": "the evaluation died (exit 0)",
     "flood": "more than the task's predictions can be",  # stopped by the worker before it was whole
 }
@@ -168,7 +170,9 @@ def test_forged_answers_fail_only_their_own_checkpoint_and_the_session_goes_on(h
     for attack, says in FORGED_INVALID.items():
         for phase in (live, official):
             e = phase[f"{attack}-1"]
-            assert e.get("value") is None and says in e.get("error", "") and "invalid_answer" in e.get("flags", []), (attack, e)
+            said = (says,) if isinstance(says, str) else says
+            assert e.get("value") is None and any(s in e.get("error", "") for s in said), (attack, e)
+            assert "invalid_answer" in e.get("flags", []), (attack, e)
     for phase in (live, official):
         assert "must be" in phase["nan-1"]["error"] and "invalid_answer" not in phase["nan-1"].get("flags", [])
         assert phase["forged_zeros-1"].get("value") is not None

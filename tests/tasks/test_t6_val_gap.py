@@ -103,7 +103,7 @@ def test_a_session_that_trains_on_val_is_flagged_against_the_measured_baseline(p
     # 4. history: the flag on the cheat's cell, Agg against the paper's and the measured baseline
     out = CliRunner().invoke(main, ["history", "--format", "table", "--no-paper"])
     assert out.exit_code == 0, out.output
-    lines = out.output.splitlines()
+    lines = out.stdout.splitlines()  # the table; history's notes go to stderr
     assert "Agg_ours" in lines[0]
     cheat_line = next(line for line in lines if line.startswith("ours") and "command" in line and "‡" in line)
     assert cheat_line and any("‡ pools sessions whose selected checkpoint" in line for line in lines)
