@@ -148,7 +148,7 @@ FORGED_INVALID = {  # attack: a part of the error it must give
     # two parts where one was asked for: refused, unread where they pass the size bound (the
     # session's canary probe widens what the child may answer), else by the part check
     "duplicate_part": ("more than the predictions asked for can be", "two parts for"),
-    "extra_part": "more than the predictions",
+    "extra_part": ("more than the predictions", "which was not asked for"),
     "second_answer": "more than one answer", "close_pipe": "the evaluation died (exit 0)",
     "flood": "more than the task's predictions can be",  # stopped by the worker before it was whole
 }
