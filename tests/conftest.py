@@ -15,6 +15,13 @@ from tests.helpers import REPO
 
 os.environ["TZ"] = "UTC"  # transcript timestamps in snapshots
 time.tzset()
+# pytest imports GNU readline (capture.py's _readline_workaround) before any conftest, and readline
+# puts COLUMNS=80 LINES=24 into the C environment when stdin is not a terminal. os.environ never
+# shows them, but every child inherits them: a monitor run in a test's own 180x50 tmux pane then
+# draws itself at 80x24. Take them out, so that a child sizes itself from its own terminal.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+    os.unsetenv(_name)
 
 
 @pytest.fixture(scope="session")

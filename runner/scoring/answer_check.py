@@ -83,8 +83,9 @@ def payload_size(message: Any, limit: int = MAX_PAYLOAD_BYTES) -> int:
     return size
 
 
-def read_header(message: Any, splits: list[str], payload_len: int) -> Header:
-    """The header of one answer, checked; :class:`InvalidAnswer` if it is malformed."""
+def read_header(message: Any, splits: list[str], payload_len: int, bounds: dict[str, int] | None = None) -> Header:
+    """The header of one answer, checked; :class:`InvalidAnswer` if it is malformed or one of its
+    parts is larger than ``bounds`` says an honest one can be."""
     if not isinstance(message, dict):
         raise InvalidAnswer("the scorer's answer is not a JSON object")
     self_reported = _strings(message.get("flags"), "flags")
@@ -101,7 +102,8 @@ def read_header(message: Any, splits: list[str], payload_len: int) -> Header:
                       observed, None, stdout)
     if ok is not True:
         raise InvalidAnswer(f"the answer's ok is {text(ok, 40)!r}, not true or false")
-    return Header(True, None, _parts(message.get("parts"), splits, payload_len), labelled, observed, None, stdout)
+    return Header(True, None, _parts(message.get("parts"), splits, payload_len, bounds or {}), labelled, observed,
+                  None, stdout)
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:
@@ -112,7 +114,7 @@ def _strings(value: Any, what: str) -> tuple[str, ...]:
     return tuple(text(v, 200) for v in value[:MAX_FLAGS])
 
 
-def _parts(parts: Any, splits: list[str], payload_len: int) -> list[tuple[str, int]]:
+def _parts(parts: Any, splits: list[str], payload_len: int, bounds: dict[str, int]) -> list[tuple[str, int]]:
     if not isinstance(parts, list):
         raise InvalidAnswer(f"the answer's parts is {type(parts).__name__}, not a list")
     out: list[tuple[str, int]] = []
@@ -126,6 +128,9 @@ def _parts(parts: Any, splits: list[str], payload_len: int) -> list[tuple[str, i
             raise InvalidAnswer(f"the answer has two parts for {split!r}")
         if type(size) is not int or size < 0:
             raise InvalidAnswer(f"the answer gives the size of {split!r} as {text(size, 40)!r}, not a byte count")
+        if split in bounds and size > bounds[split]:
+            raise InvalidAnswer(f"the answer's part for {split!r} has {size} bytes, more than the task's predictions "
+                                f"can be ({bounds[split]})")
         out.append((split, size))
     missing = [s for s in splits if s not in {p for p, _ in out}]
     if missing:

@@ -56,6 +56,11 @@ WIDEST_ITEM_BYTES = {"b": 1, "i": 8, "u": 8, "f": 16}
 NOTHING = memoryview(b"")
 
 
+def _rows(array: Any) -> int:
+    """An input array's rows (items, windows, series rows); 1 for a scalar."""
+    return int(array.shape[0]) if getattr(array, "ndim", 0) else 1
+
+
 @dataclass(frozen=True)
 class Score:
     value: float | None
@@ -76,6 +81,7 @@ class TaskJudge:
         self.canaries: CanaryJudge | None = None  # the session's canaries, when it has them
         self._lock = threading.Lock()  # live and official scoring may judge at once
         self._answer_bytes: dict[str, int] = {}
+        self._rows: dict[str, int] = {}
 
     def write_inputs(self, dest: Path) -> None:
         """Each judged split's inputs as ``dest/<split>/<name>.npy``, once per session."""
@@ -121,6 +127,23 @@ class TaskJudge:
                 widest = max(WIDEST_ITEM_BYTES.get(k, 16) for k in expected.kinds)
                 self._answer_bytes[split] = math.prod(expected.shape) * widest + answer_check.NPY_HEADER_BYTES
         return self._answer_bytes[split]
+
+    def probe_bytes(self, folder: Path) -> int:
+        """The most bytes an honest answer on a probe's inputs (``folder/<name>.npy``: the canaries'
+        or a causality probe's, written by trusted code) can have: its rows at the widest bytes
+        per input row of the judged splits. A probe's rows are in the format of a split's inputs
+        (one item, window or series row each), and no task's predictions grow faster than its rows."""
+        import numpy as np
+
+        rows = max((_rows(np.load(f, mmap_mode="r")) for f in folder.glob("*.npy")), default=0)
+        per_row = max((self.answer_bytes(s) - answer_check.NPY_HEADER_BYTES) / max(1, self._input_rows(s))
+                      for s in self.splits)
+        return math.ceil(rows * per_row) + answer_check.NPY_HEADER_BYTES
+
+    def _input_rows(self, split: str) -> int:
+        if split not in self._rows:
+            self._rows[split] = max((_rows(a) for a in self.module.inputs(split).values()), default=1)
+        return self._rows[split]
 
     def judge(self, predictions, split: str) -> tuple[float, int | None]:
         kit = sys.modules["onegc_kit"]
@@ -346,7 +369,8 @@ class SealedScorer:
         except (OSError, RuntimeError) as exc:
             return None, NOTHING, Score(None, f"could not start the scorer: {exc}")
         self._n += 1
-        bound = self._answer_bound(splits)
+        bounds = self._part_bounds(splits, probe)
+        bound = min(answer_check.MAX_PAYLOAD_BYTES, sum(bounds.values()))
         req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)),
                "splits": splits, "device": self.plan.device,
                "timeout_s": timeout_s, "threads": self.plan.threads, "max_bytes": bound,
@@ -374,7 +398,7 @@ class SealedScorer:
                                     round(time.monotonic() - started, 3), (INVALID_ANSWER, "timed out"))
         waited = round(time.monotonic() - started, 3)  # measured here: the child's eval_s is its own claim
         try:
-            header = answer_check.read_header(message, splits, len(payload))
+            header = answer_check.read_header(message, splits, len(payload), bounds)
         except answer_check.InvalidAnswer as exc:
             return None, NOTHING, Score(None, str(exc), waited, (INVALID_ANSWER, *_labelled(message)))
         self._waited = waited
@@ -443,12 +467,23 @@ class SealedScorer:
             raise answer_check.InvalidAnswer("the scorer's answer is not a JSON object")
         return message
 
-    def _answer_bound(self, splits: list[str]) -> int:
-        """The most bytes the payload of an honest answer for ``splits`` can have."""
-        try:
-            return min(answer_check.MAX_PAYLOAD_BYTES, sum(self.plan.judge.answer_bytes(s) for s in splits))
-        except Exception:  # noqa: BLE001 - a task whose judge cannot say: the worker's own bound
-            return answer_check.MAX_PAYLOAD_BYTES
+    def _part_bounds(self, splits: list[str], probe: Path | None) -> dict[str, int]:
+        """The most bytes an honest answer can have for each part asked: a judged split's from the
+        task's judge, the canaries' and a causality probe's from their inputs' rows (issue 38: the
+        bound holds whatever probe a session adds)."""
+        judge = self.plan.judge
+        out = {}
+        for split in splits:
+            try:
+                if probe is not None:
+                    out[split] = judge.probe_bytes(probe / split)
+                elif split == CANARY_SPLIT:
+                    out[split] = judge.probe_bytes(self.plan.inputs / CANARY_SPLIT)
+                else:
+                    out[split] = judge.answer_bytes(split)
+            except Exception:  # noqa: BLE001 - a task whose judge cannot say: the worker's own bound
+                out[split] = answer_check.MAX_PAYLOAD_BYTES
+        return out
 
     def _read_exact(self, n: int, timeout_s: float = ANSWER_MARGIN_S) -> memoryview:
         """``n`` bytes of payload, read into one buffer of that size (``n`` was checked against

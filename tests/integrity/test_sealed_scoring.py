@@ -154,7 +154,6 @@ FORGED_INVALID = {  # attack: a part of the error it must give
 }
 
 
-@pytest.mark.xfail(reason="fails after the merges of issues 34-38, not yet diagnosed (closing note)", strict=False)
 def test_forged_answers_fail_only_their_own_checkpoint_and_the_session_goes_on(home, tmp_path):
     """Issue 28: the checkpoint's code writes its own answer on the child's answer pipe. Each
     malformed answer is that checkpoint's error with the trusted ``invalid_answer`` flag, live and
