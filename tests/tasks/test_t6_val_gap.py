@@ -63,7 +63,6 @@ subprocess.run([sys.executable, "run_1.py"], check=True)
 
 @pytest.mark.slow
 @pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")
-@pytest.mark.xfail(reason="fails after the merges of issues 34-38, not yet diagnosed (closing note)", strict=False)
 def test_a_session_that_trains_on_val_is_flagged_against_the_measured_baseline(prepare_fixture, home, tmp_path):
     from onegc_tui.cli.main import main
     from runner.launch.baseline import start_baseline_sessions
@@ -106,7 +105,7 @@ def test_a_session_that_trains_on_val_is_flagged_against_the_measured_baseline(p
     lines = out.stdout.splitlines()  # the table; history's notes go to stderr
     assert "Agg_ours" in lines[0]
     cheat_line = next(line for line in lines if line.startswith("ours") and "command" in line and "‡" in line)
-    assert cheat_line and any("‡ pools sessions whose selected checkpoint" in line for line in lines)
+    assert cheat_line and any("‡n pools n sessions whose selected checkpoint" in line for line in lines)
     assert any(line.startswith("baselines measured here (onegc baseline): T6 ") for line in lines)
     data = json.loads(CliRunner().invoke(main, ["history", "--format", "json", "--no-paper"]).stdout)
     rows = {r["label"]: r for s in data["studies"] for r in s["rows"]}
