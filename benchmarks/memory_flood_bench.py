@@ -15,10 +15,11 @@ Peak RSS is each process's ``VmHWM`` (/proc/PID/status), read until it exits: th
 scorer's worker (the zygote that reads the child's answer; harness code, in the scorer's sandbox).
 Each flood's growth over ``honest`` is printed beside its stated bound:
 
-- an answer: the runner reads at most the largest honest answer for the splits asked
-  (``TaskJudge.answer_bytes``: t0's val is 22 012 bytes) plus its header line (1 MiB at most) and
-  one read (1 MiB); the worker stops the child past that answer plus a 64 KiB header. Bound:
-  2 MiB + the answer's bound, for each of the two processes;
+- an answer: the runner reads at most the largest honest answer for the parts asked, each part
+  bounded on its own (``TaskJudge.answer_bytes``: t0's val is 22 012 bytes; ``probe_bytes``: the
+  canaries' probe of a default session, 13 284), plus its header line (1 MiB at most) and one
+  read (1 MiB); the worker stops the child past that answer plus a 64 KiB header. Bound: 2 MiB +
+  the answer's bound, for each of the two processes;
 - a line: the runner holds ``runner.wire.lines.LINE_LIMIT`` (4 MiB) of one line; the bound stated
   is 5 × that (the bytes, the pipe's read buffer, their decode, the adapter's copy of the text,
   the event's clip), 20 MiB.
@@ -153,6 +154,7 @@ def main() -> None:
     ap.add_argument("--answer-mib", type=int, default=768)
     ap.add_argument("--line-mib", type=int, default=512)
     args = ap.parse_args()
+    from runner.scoring.canaries import CANARY_SPLIT, session_judge
     from runner.scoring.scorer import TaskJudge
     from runner.wire.lines import LINE_LIMIT
     from tasks import get_task
@@ -163,7 +165,11 @@ def main() -> None:
         subprocess.run([sys.executable, str(REPO / "tasks/t0_demo/prepare.py"), "--data-dir", str(data)], check=True,
                        capture_output=True)
         os.environ["ONEGC_HOME"] = str(home)
-        answer_bound = TaskJudge(get_task("t0"), data).answer_bytes("val") + (2 << 20)
+        # a default session asks for val and the canaries' probe: each part has its own bound
+        judge = TaskJudge(get_task("t0"), data)
+        judge.canaries = session_judge("t0_demo", "val", Path(tmp), data, on=True)
+        judge.write_inputs(Path(tmp) / "inputs")
+        answer_bound = judge.answer_bytes("val") + judge.probe_bytes(Path(tmp) / "inputs" / CANARY_SPLIT) + (2 << 20)
         line_bound = 5 * LINE_LIMIT
         runs = {name: session(home, name, mib) for name, mib in
                 (("honest", 0), ("answer", args.answer_mib), ("line", args.line_mib))}

@@ -121,6 +121,8 @@ def _agg_is_best(agg: Aggregate, best: float | None) -> bool:
 
 INTEGRITY_MARK = "⚠"
 CONTENDED_MARK = "§"  # runner/session/contention.py: sessions of the cell ran contended (with their count)
+CAPPED_MARK = "¢"  # runner/sandbox/caps.py: a memory, process or disk cap stopped the agent of some of its sessions
+CUT_MARK = "✂"  # runner/wire/record_caps.py: some of its sessions' records were cut past their caps
 VAL_GAP_MARK = "‡"  # runner/scoring/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
 
 
@@ -128,13 +130,16 @@ def integrity_marks(cell: Cell | None) -> str:
     """What a cell's figure needs beside it, each with the count of its sessions (issue 37: every
     cell holding such a session says so, and how many): ``⚠n`` sessions run ``--unsealed``, with
     ``--network open`` or with integrity-flagged scores, ``‡n`` with the val-test gap flag, ``§n``
-    run contended (a foreign GPU process, throttling, …: runner/session/contention.py), `` DQ<n>``
+    run contended (a foreign GPU process, throttling, …: runner/session/contention.py), ``¢n`` whose
+    agent a memory, process or disk cap stopped, ``✂n`` whose record was cut past its caps, `` DQ<n>``
     disqualified (in n/N, not in the mean)."""
     if cell is None:
         return ""
     flagged = max(cell.n_flagged, cell.n_unsealed, cell.n_open_network)  # each counts sessions; one may be all three
     return (f"{INTEGRITY_MARK}{flagged}" if flagged else "") + (f"{VAL_GAP_MARK}{cell.n_val_gap}" if cell.n_val_gap else "") + (
         f"{CONTENDED_MARK}{cell.n_contended}" if cell.n_contended else "") + (
+        f"{CAPPED_MARK}{cell.n_capped}" if cell.n_capped else "") + (
+        f"{CUT_MARK}{cell.n_truncated}" if cell.n_truncated else "") + (
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
@@ -202,7 +207,7 @@ def _has_ours(studies: Sequence[Matrix]) -> bool:
     return any(r.agg_ours is not None for m in studies for r in m.rows)
 
 
-def _footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda text: safe_text(text, one_line=True)
+def footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda text: safe_text(text, one_line=True)
                ) -> list[str]:
     notes = []
     rows = [r for m in studies for r in m.rows]
@@ -219,6 +224,12 @@ def _footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda te
     if any(c.n_contended for r in rows for c in r.cells.values()):
         notes.append(f"{CONTENDED_MARK}n: n of its sessions ran contended (a foreign process on the GPU, memory in use at "
                      "start, throttling, other sessions on the host, operator pauses; onegc sessions --json says which)")
+    if any(c.n_capped for r in rows for c in r.cells.values()):
+        notes.append(f"{CAPPED_MARK}n: the memory, process or disk cap stopped the agent of n of its sessions (its "
+                     "processes killed or refused; onegc sessions --json: caps_reached)")
+    if any(c.n_truncated for r in rows for c in r.cells.values()):
+        notes.append(f"{CUT_MARK}n: n of its sessions' records were cut past the session's caps on the agent's output "
+                     "(onegc sessions --json: truncated; the score is whole)")
     if _has_ours(studies):
         notes.append("Agg, Agg_max: relative to the paper's baselines (task.toml); Agg_ours: relative to the baselines "
                      "measured here under the same contract (onegc baseline TASK)")
@@ -249,7 +260,7 @@ def _table(studies: Sequence[Matrix]) -> str:
             out.append("")
         out.append(line(row))
         previous = row[0]
-    notes = _footnotes(studies)
+    notes = footnotes(studies)
     return "\n".join(out + ([""] + notes if notes else [])) + "\n"
 
 
@@ -279,7 +290,7 @@ def _md(studies: Sequence[Matrix]) -> str:
     rows = [[_md_escape(v) for v in row] for row in [header, align]]
     rows += [[_md_text(row[0]), _md_text(row[1]), *(_md_escape(v) for v in row[2:])] for row in body]
     lines = ["| " + " | ".join(row) + " |" for row in rows]
-    notes = _footnotes(studies, name=lambda text: _md_text(_one_line(text)))
+    notes = footnotes(studies, name=lambda text: _md_text(_one_line(text)))
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
@@ -313,6 +324,8 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
     mark += "^{!}" if cell.n_flagged or cell.n_unsealed or cell.n_open_network else ""
     mark += "^{\\ddagger}" if cell.n_val_gap else ""
     mark += f"^{{\\S{cell.n_contended}}}" if cell.n_contended else ""
+    mark += f"^{{c{cell.n_capped}}}" if cell.n_capped else ""
+    mark += f"^{{t{cell.n_truncated}}}" if cell.n_truncated else ""
     mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
@@ -355,6 +368,17 @@ def _latex(studies: Sequence[Matrix]) -> str:
     notes = []
     if any(c.mixed_contracts for m in studies for r in m.rows for c in r.cells.values()):
         notes.append("$^{*}$ pools sessions run under different task contracts.")
+    all_cells = [c for m in studies for r in m.rows for c in r.cells.values()]
+    for present, note in (
+            (any(c.n_flagged or c.n_unsealed or c.n_open_network for c in all_cells),
+             "$^{!}$ pools sessions run unsealed, with the host's network, or with integrity-flagged scores."),
+            (any(c.n_val_gap for c in all_cells), "$^{\\ddagger}$ pools sessions with the val-test gap flag."),
+            (any(c.n_contended for c in all_cells), "$^{\\S n}$: n of its sessions ran contended."),
+            (any(c.n_capped for c in all_cells), "$^{c n}$: a memory, process or disk cap stopped the agent of n sessions."),
+            (any(c.n_truncated for c in all_cells), "$^{t n}$: n sessions' records were cut past their caps."),
+            (any(c.n_disqualified for c in all_cells), "$^{DQ n}$: n sessions disqualified (in n/N, not in the mean).")):
+        if present:
+            notes.append(note)
     if any(r.agg.partial for m in studies for r in m.rows):
         notes.append("$^{\\dagger}$ partial: over the tasks with a result only.")
     if notes:
@@ -393,6 +417,8 @@ MATRIX_CSV_FIELDS = (
     "r_ours",
     "n_contended",
     "n_clean",
+    "n_capped",
+    "n_truncated",
 )
 
 
@@ -456,6 +482,8 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     r.agg_ours.per_task.get(task) if r.agg_ours is not None else None,
                     c.n_contended,
                     c.n_clean,
+                    c.n_capped,
+                    c.n_truncated,
                 ]
                 w.writerow([_csv_value(v) for v in row])
             w.writerow(
@@ -487,6 +515,8 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         "",
                         None,
                         r.agg_ours.value if r.agg_ours is not None else None,
+                        None,
+                        None,
                         None,
                         None,
                     ]

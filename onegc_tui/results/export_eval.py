@@ -166,6 +166,7 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
                   "repeat": o.repeat, "end_reason": o.end_reason, "end_detail": row.get("end_detail"),
                   "official_score": o.score, "official_split": scored_split(o.task), "disqualified": o.disqualified,
                   "flagged": o.flagged, "conditions": conditions_note(row), "contended": o.contended,
+                  "caps_reached": o.caps_reached,
                   "unofficial_test_best": o.unofficial_test_best, "unofficial_label": UNOFFICIAL_LABEL,
                   "budget_s": o.budget_s, "active_s": o.active_s, "contract_hash": o.contract_hash,
                   "time_ledger": s.ledger.as_dict() if s.ledger is not None else None,

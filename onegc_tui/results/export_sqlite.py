@@ -52,6 +52,7 @@ NOTES = {
     "sessions.truncated": "lines and transcript events of the agent's output left out of the record past the "
                           "session's caps (counted by the runner; the transcript table lacks them)",
     "sessions.truncated_bytes": "their bytes",
+    "sessions.caps_reached": "how often a memory, process or disk cap of the session stopped the agent (its warnings)",
     "checkpoints.official": "0: live score on the validation split (ranks); 1: the harness's re-evaluation on the scored split",
 }
 

@@ -86,6 +86,8 @@ class Cell:
     n_val_gap: int = 0  # finished sessions with the val-test gap flag (runner/scoring/selection_gap.py)
     n_contended: int = 0  # finished sessions whose conditions record says contended (runner/session/contention.py)
     n_clean: int = 0  # finished sessions whose conditions record says clean
+    n_truncated: int = 0  # finished sessions whose record was cut past its caps (runner/wire/record_caps.py)
+    n_capped: int = 0  # finished sessions whose agent a memory, process or disk cap stopped (runner/sandbox/caps.py)
 
     @property
     def mixed_conditions(self) -> bool:
@@ -275,6 +277,8 @@ def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cel
         n_val_gap=sum(1 for s in done if s.val_gap_flag),
         n_contended=sum(1 for s in done if s.contended is True),
         n_clean=sum(1 for s in done if s.contended is False),
+        n_truncated=sum(1 for s in done if s.truncated),
+        n_capped=sum(1 for s in done if s.caps_reached),
     )
 
 

@@ -19,14 +19,14 @@ import time
 from collections.abc import Iterable, Sequence
 
 from onegc_tui.results.cost_views import PER_DOLLAR_LABEL
-from onegc_tui.results.export import DECIMALS, cell_text
+from onegc_tui.results.export import DECIMALS, cell_text, footnotes
 from onegc_tui.results.matrix import Matrix, build_matrix, paper_matrix, split_demo
 from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
 from onegc_tui.results.study_data import StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.views.outcomes import resolve_task
-from onegc_tui.views.sessions_view import truncation_note
+from onegc_tui.views.sessions_view import conditions_note
 from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
@@ -105,7 +105,8 @@ def _matrix_table(matrices: Sequence[Matrix]) -> str:
             agg_max = "–" if r.agg_max.value is None else f"{r.agg_max.value:+.3f}{'†' if r.agg_max.partial else ''}"
             rows.append([_e(("paper: " if m.is_paper else "") + r.label), *cells, agg, agg_max])
             classes.append("paper" if m.is_paper else "")
-    return _table(head, rows, classes=classes)
+    notes = "".join(f'<p class="note">{_e(n)}</p>' for n in footnotes(matrices))  # what each mark means
+    return _table(head, rows, classes=classes) + notes
 
 
 def _curve_chart(cells: Sequence[RepeatCurves], task: str, scale: str, budget_min: float | None) -> str:
@@ -197,8 +198,8 @@ def _integrity_section(data: StudyData) -> str:
             marks.append(f"{o.flagged} flagged score(s)")
         if o.sealed is False:
             marks.append("run --unsealed")
-        if cut := truncation_note(s.row):
-            marks.append(cut)
+        if conditions := conditions_note(s.row):  # contention, a cap reached, a record cut
+            marks.append(conditions)
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
                      f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _n(o.score),
                      _n(o.unofficial_test_best)])

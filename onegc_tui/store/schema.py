@@ -124,6 +124,15 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE sessions ADD COLUMN truncated_bytes INTEGER NOT NULL DEFAULT 0;
     """,
+    # 9: how often a cap of the session (memory, processes, disk) stopped the agent: its warnings
+    # (runner.wire.defaults.CAP_WARNINGS), counted from the events already stored
+    """
+    ALTER TABLE sessions ADD COLUMN caps_reached INTEGER NOT NULL DEFAULT 0;
+    UPDATE sessions SET caps_reached = (
+        SELECT COALESCE(SUM(COALESCE(json_extract(e.data, '$.count'), 1)), 0) FROM events e
+        WHERE e.session_id = sessions.session_id AND e.type = 'warning'
+          AND json_extract(e.data, '$.code') IN ('oom', 'process_cap', 'disk_full'));
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -43,6 +43,8 @@ class SessionOutcome:
     network: str | None = None  # the contract's policy (open, api-only, none); None: not recorded
     val_gap_flag: str | None = None  # its selected checkpoint's val beats its test beyond the baseline's gap
     contended: bool | None = None  # ran with a foreign GPU process, throttling, other sessions, pauses (None: not recorded)
+    truncated: int = 0  # lines of the agent's output its record left out past the caps (runner/wire/record_caps.py)
+    caps_reached: int = 0  # times a memory, process or disk cap stopped its agent (runner.wire.defaults.CAP_WARNINGS)
     # UNOFFICIAL, never ranked: the best scored-split score over all checkpoints (runner/scoring/unofficial.py)
     unofficial_test_best: float | None = None
 

@@ -131,7 +131,6 @@ def integrity_note(row: dict) -> str | None:
     return "; ".join(notes) or None
 
 
-CAPS_WORDS = ("killed at the memory cap", "refused at the cap of")  # runner/sandbox/caps.py's summary, in the end detail
 
 
 def conditions_note(row: dict, record: bool = True) -> str | None:
@@ -141,9 +140,8 @@ def conditions_note(row: dict, record: bool = True) -> str | None:
     notes = []
     if row.get("contended"):
         notes.append("contended: " + (row.get("conditions") or "see its result.json"))
-    detail = row.get("end_detail") or ""
-    if any(words in detail for words in CAPS_WORDS):
-        notes.append("a cap reached (see its end)")
+    if row.get("caps_reached"):
+        notes.append(f"a cap reached {row['caps_reached']}× (memory, processes or disk: see its end)")
     cut = truncation_note(row) if record else None
     if cut:
         notes.append(cut)

@@ -8,7 +8,8 @@ plain display, the monitor's countdown) and in SQL by the store (``onegc_tui/sto
 ``sessions`` columns bear the same names:
 
 - counts (:data:`ADDED`: checkpoints, warnings, flagged scores, training scripts, the agent's
-  output left out of the record past its caps) add;
+  output left out of the record past its caps, the times a memory, process or disk cap stopped
+  the agent) add;
 - ``first_checkpoint_s`` is kept where there already is one;
 - ``live_values`` lists the live scores seen: the best of them and ``best_live``, by
   :func:`tasks.best_of` in the direction of the session's task, becomes ``best_live``;
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+from runner.wire.defaults import CAP_WARNINGS
 from runner.wire.end_reasons import FAILED_REASONS
 
 if TYPE_CHECKING:
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
 ENDED_STATES = ("ended", "failed")  # a session in these has nothing left to run
 
 # a delta's counts: they add
-ADDED = frozenset({"n_checkpoints", "warnings", "flagged", "scripts_launched", "truncated", "truncated_bytes"})
+ADDED = frozenset({"n_checkpoints", "warnings", "flagged", "scripts_launched", "truncated", "truncated_bytes",
+                   "caps_reached"})
 LIVE_STATES = frozenset({"running", "paused"})  # the states that give way to an end (see the module docstring)
 
 
@@ -77,6 +80,8 @@ def fold(delta: dict[str, Any], r: Mapping[str, Any]) -> None:
     elif t == "warning":
         # one event may stand for many (runner/wire/coalesce.py)
         delta["warnings"] = delta.get("warnings", 0) + (r.get("count") or 1)
+        if r["code"] in CAP_WARNINGS:  # the memory, process or disk cap stopped the agent
+            delta["caps_reached"] = delta.get("caps_reached", 0) + (r.get("count") or 1)
     elif t == "truncated":  # runner/wire/record_caps.py: the part since the previous one of its stream
         delta["truncated"] = delta.get("truncated", 0) + r["dropped"]
         delta["truncated_bytes"] = delta.get("truncated_bytes", 0) + r["dropped_bytes"]
@@ -113,6 +118,7 @@ class Summary:
     scripts_launched: int = 0
     truncated: int = 0  # lines and events of the agent's output left out of the record (runner/wire/record_caps.py)
     truncated_bytes: int = 0
+    caps_reached: int = 0  # warnings of runner.wire.defaults.CAP_WARNINGS (a memory, process or disk cap hit)
 
     def see(self, event: Event | Mapping[str, Any]) -> None:
         """Apply one event (a model, or its record)."""

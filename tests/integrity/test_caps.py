@@ -91,3 +91,14 @@ def test_a_greedy_agent_is_held_at_its_caps_and_the_runner_says_why(home, tmp_pa
     assert "killed at the memory cap" in ended["detail"] or "refused at the cap" in ended["detail"], ended
     result = json.loads((folder / "result.json").read_text())
     assert result["end_reason"] == "completed" and "at the cap of 64" in result["end_detail"]
+    # every view says the session ran against a cap (issue 37): its row, the history cell with a count
+    # and its footnote, the CSV and the exports' metadata
+    listed = json.loads(CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False).output)
+    (row,) = listed
+    assert row["caps_reached"] >= 1, row
+    table = CliRunner().invoke(main, ["history", "--no-paper", "--demo"], catch_exceptions=False).output
+    assert "¢1" in table and "cap stopped the agent of n of its sessions" in table, table
+    csv_out = CliRunner().invoke(main, ["history", "--no-paper", "--demo", "--format", "csv"],
+                                 catch_exceptions=False).stdout
+    header, first = csv_out.splitlines()[:2]
+    assert dict(zip(header.split(","), first.split(","), strict=False))["n_capped"] == "1", csv_out

@@ -143,7 +143,8 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
     conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
-                   "truncated", "truncated_bytes"):  # and 8's
+                   "truncated", "truncated_bytes",  # 8's
+                   "caps_reached"):  # and 9's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 5")
     conn.close()
@@ -325,4 +326,27 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
         lines = [line for _, line in pane_entries(store, "s1", "all", word)]
         assert len(lines) == 1 and lines[0].endswith(" " + text), (word, lines)
     assert store.transcript("s1", search="12:30 started") and not store.transcript("s1", search="12:30 nowhere")
+    store.close()
+
+
+def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
+    """A store at schema 8 learns from its stored warnings how often a cap stopped each agent; new
+    warnings then add to the count as they are ingested (runner.wire.defaults.CAP_WARNINGS)."""
+    w = fake_session(home)
+    w.emit("warning", code="oom", message="the kernel killed 1 process (out of memory)")
+    w.emit("warning", code="process_cap", message="refused at the cap of 64 processes", count=3)
+    w.emit("warning", code="no_gpu", message="no GPU visible")  # not a cap
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    assert store.session("s1")["caps_reached"] == 4
+    store.close()
+    conn = sqlite3.connect(home / "onegc.db")
+    conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
+    conn.execute("PRAGMA user_version = 8")
+    conn.close()
+    store = Store.open(home)
+    assert store.session("s1")["caps_reached"] == 4  # counted from the events already stored
+    w.emit("warning", code="disk_full", message="the disk is full")
+    Ingester(home, store).ingest_all()
+    assert store.session("s1")["caps_reached"] == 5
     store.close()

@@ -138,7 +138,8 @@ def test_counts_first_checkpoint_flags_and_training_scripts():
     delta: dict = {}
     for event in events:
         fold(delta, event.__dict__)
-    want = {"n_checkpoints": 2, "flagged": 1, "scripts_launched": 1, "warnings": 0, "truncated": 0, "truncated_bytes": 0}
+    want = {"n_checkpoints": 2, "flagged": 1, "scripts_launched": 1, "warnings": 0, "truncated": 0, "truncated_bytes": 0,
+            "caps_reached": 0}
     assert {k: delta.get(k, 0) for k in ADDED} == want
 
 
