@@ -68,6 +68,8 @@ $(VENV)/.installed: pyproject.toml
 	     echo "torchvision and timm for the agents: $$fix"; \
 	else $(VENV)/bin/python -m pip uninstall -q -y torchvision timm 2>/dev/null; \
 	     echo "note: T3's backbones (timm) will not run here: $$($(VENV)/bin/python -c 'from runner.session.agent_env import torchvision_problem as p; print(p())')"; fi
+	@# what the agent can import, asked once now (torch's import takes seconds) so that `onegc doctor` answers at once
+	@$(VENV)/bin/python -c 'from runner.session.agent_env import check; check()' || true
 	@touch $@
 
 venv: $(VENV)/.installed

@@ -20,27 +20,45 @@ def _line(ok: bool | None, text: str) -> None:
 @click.command("doctor")
 def doctor() -> None:
     """Check agent CLIs, credentials, containment, GPUs and prepared data."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from runner.agents.credentials import credential_report
     from runner.agents.locate import cli_status
-    from runner.sandbox.proctree import Freezer, pidns_available
+    from runner.sandbox.bwrap import status as sandbox_status
+    from runner.sandbox.network import namespaces_available
+    from runner.sandbox.proctree import pidns_available
+    from runner.session.agent_env import check
     from runner.session.gpu import gpu_count
+
+    # the slow checks each wait on a process of their own (an agent CLI's --version, a sandbox, an
+    # interpreter importing torch): all started at once, then printed in order (issue 37: under 3 s)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        clis = {agent: pool.submit(cli_status, agent) for agent in REAL_AGENTS}
+        sandbox = pool.submit(sandbox_status)
+        pidns = pool.submit(pidns_available)
+        network = pool.submit(namespaces_available)
+        agent_env = pool.submit(check)
+        gpus = pool.submit(gpu_count)
+        _report(clis, credential_report, sandbox.result(), pidns.result(), network.result(), agent_env.result(),
+                gpus.result())
+
+
+def _report(clis, credential_report, sandbox, pidns, network, agent_env, gpus) -> None:
+    from runner.sandbox.proctree import Freezer
+    from runner.session.agent_env import fingerprint
     from tasks import all_tasks
 
     home = onegc_home()
     click.echo(f"onegc home: {home}")
     click.echo("agents:")
     _line(True, "scripted: built in (offline, deterministic)")
-    for agent in REAL_AGENTS:
-        status = cli_status(agent)
+    for agent, status in clis.items():
+        status = status.result()
         _line(status.ok, status.message)
         cred = credential_report(agent)
         _line(cred.ok, cred.message)
     click.echo("containment:")
-    from runner.sandbox.bwrap import status as sandbox_status
-
-    sandbox = sandbox_status()
     _line(sandbox.ok, "sandbox: " + (sandbox.detail if sandbox.ok else f"NOT AVAILABLE: {sandbox.detail}"))
-    pidns = pidns_available()
     _line(pidns or None, "--unsealed sessions: PID namespace (unshare --pid) " + (
           "available: the tree dies with the runner" if pidns else
           "not available: a child subreaper instead (run as root or allow user namespaces)"))
@@ -49,22 +67,18 @@ def doctor() -> None:
           "not available: pause sends SIGSTOP to every process of the tree"))
     if probe:
         probe.remove()
-    from runner.sandbox.network import namespaces_available
-
-    net_ok, net_why = namespaces_available()
+    net_ok, net_why = network
     _line(net_ok, "network policy api-only/none: " + ("available (network namespace + gate)" if net_ok else
           f"not available ({net_why}): use --network open"))
     sbatch = shutil.which("sbatch") is not None
     _line(sbatch, "slurm: " + ("sbatch found" if sbatch else "sbatch not found (local launcher only)"))
     click.echo("agent environment (what the sandboxed agent can import; requirements-agent.txt):")
-    from runner.session.agent_env import check, fingerprint
-
-    for c in check():
+    for c in agent_env:
         _line(c.ok, f"{c.package} {c.version or ''}".rstrip() + ("" if c.ok else f": {c.detail}"))
     _line(None, f"fingerprint {fingerprint()} (in every session's contract)")
     click.echo("GPUs:")
-    n = gpu_count()
-    _line(n > 0 or None, f"{n} visible through NVML" if n else "none visible: sessions run on the CPU (fine for the demo)")
+    _line(gpus > 0 or None, f"{gpus} visible through NVML" if gpus else
+          "none visible: sessions run on the CPU (fine for the demo)")
     click.echo("data:")
     for spec in all_tasks().values():
         ready = is_prepared(spec.id, data_root(home))

@@ -126,6 +126,37 @@ CUT_MARK = "✂"  # runner/wire/record_caps.py: some of its sessions' records we
 VAL_GAP_MARK = "‡"  # runner/scoring/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
 
 
+# each mark a cell can carry: when a cell needs it, its note under a text table, and under a LaTeX one
+MARK_NOTES: tuple[tuple[Callable[[Cell], Any], str, str], ...] = (
+    (lambda c: c.mixed_contracts,
+     f"{MIXED_MARK} pools sessions run under different contracts (task files, sandbox, selection, …)",
+     "$^{*}$ pools sessions run under different task contracts."),
+    (lambda c: c.n_flagged or c.n_unsealed or c.n_open_network,
+     f"{INTEGRITY_MARK}n pools n sessions run --unsealed, with --network open (the host's network) or with "
+     "integrity-flagged scores (onegc sessions --json)",
+     "$^{!}$ pools sessions run unsealed, with the host's network, or with integrity-flagged scores."),
+    (lambda c: c.n_val_gap,
+     f"{VAL_GAP_MARK}n pools n sessions whose selected checkpoint's val score beats its test score beyond the "
+     "baseline's own val-test gap (trained on val, or overfit to it; docs/selection.md)",
+     "$^{\\ddagger}$ pools sessions with the val-test gap flag."),
+    (lambda c: c.n_disqualified,
+     "DQ<n>: sessions disqualified (counted in n/N, not in the mean), as the paper's protocol violations",
+     "$^{DQ n}$: n sessions disqualified (in n/N, not in the mean)."),
+    (lambda c: c.n_contended,
+     f"{CONTENDED_MARK}n: n of its sessions ran contended (a foreign process on the GPU, memory in use at start, "
+     "throttling, other sessions on the host, operator pauses; onegc sessions --json says which)",
+     "$^{\\S n}$: n of its sessions ran contended."),
+    (lambda c: c.n_capped,
+     f"{CAPPED_MARK}n: the memory, process or disk cap stopped the agent of n of its sessions (its processes "
+     "killed or refused; onegc sessions --json: caps_reached)",
+     "$^{c n}$: a memory, process or disk cap stopped the agent of n sessions."),
+    (lambda c: c.n_truncated,
+     f"{CUT_MARK}n: n of its sessions' records were cut past the session's caps on the agent's output "
+     "(onegc sessions --json: truncated; the score is whole)",
+     "$^{t n}$: n sessions' records were cut past their caps."),
+)
+
+
 def integrity_marks(cell: Cell | None) -> str:
     """What a cell's figure needs beside it, each with the count of its sessions (issue 37: every
     cell holding such a session says so, and how many): ``⚠n`` sessions run ``--unsealed``, with
@@ -209,27 +240,8 @@ def _has_ours(studies: Sequence[Matrix]) -> bool:
 
 def footnotes(studies: Sequence[Matrix], name: Callable[[str], str] = lambda text: safe_text(text, one_line=True)
                ) -> list[str]:
-    notes = []
-    rows = [r for m in studies for r in m.rows]
-    if any(c.mixed_contracts for r in rows for c in r.cells.values()):
-        notes.append(f"{MIXED_MARK} pools sessions run under different contracts (task files, sandbox, selection, …)")
-    if any(c.n_flagged or c.n_unsealed or c.n_open_network for r in rows for c in r.cells.values()):
-        notes.append(f"{INTEGRITY_MARK}n pools n sessions run --unsealed, with --network open (the host's network) "
-                     "or with integrity-flagged scores (onegc sessions --json)")
-    if any(c.n_val_gap for r in rows for c in r.cells.values()):
-        notes.append(f"{VAL_GAP_MARK}n pools n sessions whose selected checkpoint's val score beats its test score beyond the "
-                     "baseline's own val-test gap (trained on val, or overfit to it; docs/selection.md)")
-    if any(c.n_disqualified for r in rows for c in r.cells.values()):
-        notes.append("DQ<n>: sessions disqualified (counted in n/N, not in the mean), as the paper's protocol violations")
-    if any(c.n_contended for r in rows for c in r.cells.values()):
-        notes.append(f"{CONTENDED_MARK}n: n of its sessions ran contended (a foreign process on the GPU, memory in use at "
-                     "start, throttling, other sessions on the host, operator pauses; onegc sessions --json says which)")
-    if any(c.n_capped for r in rows for c in r.cells.values()):
-        notes.append(f"{CAPPED_MARK}n: the memory, process or disk cap stopped the agent of n of its sessions (its "
-                     "processes killed or refused; onegc sessions --json: caps_reached)")
-    if any(c.n_truncated for r in rows for c in r.cells.values()):
-        notes.append(f"{CUT_MARK}n: n of its sessions' records were cut past the session's caps on the agent's output "
-                     "(onegc sessions --json: truncated; the score is whole)")
+    cells = [c for m in studies for r in m.rows for c in r.cells.values()]
+    notes = [text for present, text, _ in MARK_NOTES if any(map(present, cells))]
     if _has_ours(studies):
         notes.append("Agg, Agg_max: relative to the paper's baselines (task.toml); Agg_ours: relative to the baselines "
                      "measured here under the same contract (onegc baseline TASK)")
@@ -365,20 +377,8 @@ def _latex(studies: Sequence[Matrix]) -> str:
                 " & ".join([_tex(r.label), *cells, _tex_agg(r.agg, _agg_is_best(r.agg, best_agg))]) + " \\\\"
             )
     lines += ["\\bottomrule", "\\end{tabular}}"]
-    notes = []
-    if any(c.mixed_contracts for m in studies for r in m.rows for c in r.cells.values()):
-        notes.append("$^{*}$ pools sessions run under different task contracts.")
     all_cells = [c for m in studies for r in m.rows for c in r.cells.values()]
-    for present, note in (
-            (any(c.n_flagged or c.n_unsealed or c.n_open_network for c in all_cells),
-             "$^{!}$ pools sessions run unsealed, with the host's network, or with integrity-flagged scores."),
-            (any(c.n_val_gap for c in all_cells), "$^{\\ddagger}$ pools sessions with the val-test gap flag."),
-            (any(c.n_contended for c in all_cells), "$^{\\S n}$: n of its sessions ran contended."),
-            (any(c.n_capped for c in all_cells), "$^{c n}$: a memory, process or disk cap stopped the agent of n sessions."),
-            (any(c.n_truncated for c in all_cells), "$^{t n}$: n sessions' records were cut past their caps."),
-            (any(c.n_disqualified for c in all_cells), "$^{DQ n}$: n sessions disqualified (in n/N, not in the mean).")):
-        if present:
-            notes.append(note)
+    notes = [tex for present, _, tex in MARK_NOTES if any(map(present, all_cells))]
     if any(r.agg.partial for m in studies for r in m.rows):
         notes.append("$^{\\dagger}$ partial: over the tasks with a result only.")
     if notes:
