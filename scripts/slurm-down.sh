@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Stops what scripts/slurm-up.sh started (by the pids it recorded) and removes its folder.
-# Idempotent: does nothing when it is already down. A munged that was running before
-# slurm-up.sh (the system's) is left alone.
+# Stops what scripts/slurm-up.sh started (by the pids it recorded: slurmd, slurmctld and the
+# cluster's own munged) and removes its folder. Idempotent: does nothing when it is already down.
+# The system's munged, if any, is never touched.
 set -uo pipefail
 
 DIR="${ONEGC_SLURM_DIR:-/tmp/onegc-slurm}"

@@ -18,6 +18,7 @@ DIR="${ONEGC_SLURM_DIR:-/tmp/onegc-slurm}"
 GPUS="${ONEGC_SLURM_GPUS:-2}"
 PORT="${ONEGC_SLURM_PORT:-16817}"
 CONF="$DIR/slurm.conf"
+MUNGE_SOCKET="$DIR/munge/munge.socket.2"
 READY_TIMEOUT_S=30  # slurmd registers with slurmctld within a few seconds
 
 die() { echo "slurm-up: $*" >&2; exit 2; }
@@ -51,6 +52,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCKET
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool
 SlurmctldPidFile=$DIR/slurmctld.pid
@@ -79,19 +81,17 @@ AutoDetect=off
 NodeName=$NODE Name=gpu File=$DIR/dev/nvidia[0-$((GPUS - 1))]
 EOF
 
-# munge: reuse a running one (the system's), else start ours and remember its pid.
-if ! (munge -n | unmunge) >/dev/null 2>&1; then
-    [ -f /etc/munge/munge.key ] || mungekey --create >/dev/null
-    mkdir -p /run/munge /var/log/munge /var/lib/munge
-    chown munge:munge /run/munge /var/log/munge /var/lib/munge /etc/munge/munge.key 2>/dev/null || true
-    if id munge >/dev/null 2>&1; then
-        runuser -u munge -- munged
-    else
-        munged --force
-    fi
-    for _ in $(seq 50); do (munge -n | unmunge) >/dev/null 2>&1 && break; sleep 0.1; done
-    pgrep -n -x munged > "$DIR/munged.pid"
-    (munge -n | unmunge) >/dev/null 2>&1 || die "munged did not start (see /var/log/munge/munged.log)"
+# munge: a daemon of this cluster's own, on a socket in $DIR (slurm.conf's AuthInfo), so that two
+# clusters on one machine (two test runs side by side) never share, or stop, each other's
+[ -f /etc/munge/munge.key ] || mungekey --create >/dev/null
+mkdir -p "$DIR/munge"
+chmod 755 "$DIR" "$DIR/munge"
+if ! (munge -n --socket="$MUNGE_SOCKET" | unmunge --socket="$MUNGE_SOCKET") >/dev/null 2>&1; then
+    munged --force --socket="$MUNGE_SOCKET" --pid-file="$DIR/munged.pid" --log-file="$DIR/munged.log" \
+        --seed-file="$DIR/munged.seed" || die "munged did not start (see $DIR/munged.log)"
+    for _ in $(seq 50); do (munge -n --socket="$MUNGE_SOCKET" | unmunge --socket="$MUNGE_SOCKET") >/dev/null 2>&1 && break; sleep 0.1; done
+    (munge -n --socket="$MUNGE_SOCKET" | unmunge --socket="$MUNGE_SOCKET") >/dev/null 2>&1 \
+        || die "munged did not answer (see $DIR/munged.log)"
 fi
 
 for daemon in slurmctld slurmd; do

@@ -82,3 +82,17 @@ def tree_pids(paths) -> list[int]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """The CPU time (user + system) the live processes among ``pids`` have used so far."""
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total

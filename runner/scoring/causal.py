@@ -208,26 +208,20 @@ def run(scorer: ProbeScorer, ckpt: Path, code: Path, split: str, official: np.nd
     deadline = time.monotonic() + scorer.plan.timeout_s  # the checks together get the scorer's own limit
     written: list[Path] = []
     try:
-        answers = _answers(scorer, ckpt, code, _write_calls(scorer, probe.calls(), written), deadline)
-        if isinstance(answers, str):
-            return Outcome(error=answers)
-        try:
-            a, b = probe.units(np.asarray(official), answers)
-        except ValueError as exc:
-            return Outcome(error=f"the probe's predictions cannot be compared: {exc}")
+        first = _probed_units(scorer, ckpt, code, probe, official, written, deadline)
+        if isinstance(first, Outcome):
+            return first
+        a, b = first
         past, _, floor, _ = decide(a, b, None)
         worst = float(((a - b) ** 2).sum(axis=1).max()) if len(a) else 0.0
         if not past:
             return Outcome(detail=f"{len(a)} {probe.what} probed, none moved past the numerical floor",
                            units=len(a), worst=worst, floor=floor)
-        again = _answers(scorer, ckpt, code, _write_calls(scorer, probe.calls(repeat=True), written), deadline,
-                         seed=1 + int(rng.integers(1 << 30)))  # another seed: dropout left on draws again
-        if isinstance(again, str):
-            return Outcome(error=again)
-        try:
-            _, c = probe.units(np.asarray(official), again)
-        except ValueError as exc:
-            return Outcome(error=f"the probe's predictions cannot be compared: {exc}")
+        again = _probed_units(scorer, ckpt, code, probe, official, written, deadline, repeat=True,
+                              seed=1 + int(rng.integers(1 << 30)))  # another seed: dropout left on draws again
+        if isinstance(again, Outcome):
+            return again
+        c = again[1]
         found, moved, threshold, noise = decide(a, b, c)
         detail = (f"{int(moved.sum())} of {len(a)} {probe.what} moved (largest {worst:.3g}, "
                   f"threshold {threshold:.3g}, run-to-run noise {noise:.3g})")
@@ -236,6 +230,21 @@ def run(scorer: ProbeScorer, ckpt: Path, code: Path, split: str, official: np.nd
     finally:
         for folder in written:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _probed_units(scorer: ProbeScorer, ckpt: Path, code: Path, probe: Probe, official: np.ndarray,
+                  written: list[Path], deadline: float, repeat: bool = False,
+                  seed: int = 0) -> tuple[np.ndarray, np.ndarray] | Outcome:
+    """The probe's (official, probed) units from fresh children, or the Outcome that says why not."""
+    import numpy as np
+
+    answers = _answers(scorer, ckpt, code, _write_calls(scorer, probe.calls(repeat=repeat), written), deadline, seed)
+    if isinstance(answers, str):
+        return Outcome(error=answers)
+    try:
+        return probe.units(np.asarray(official), answers)
+    except ValueError as exc:
+        return Outcome(error=f"the probe's predictions cannot be compared: {exc}")
 
 
 def _explain(probe: Probe, detail: str) -> str:

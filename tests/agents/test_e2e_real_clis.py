@@ -51,7 +51,7 @@ from runner.agents.pricing import load_prices
 from runner.wire.control import request as control
 from runner.wire.paths import SessionPaths
 from tests.agents.fake_model_server import FakeModelServer, Shell, Text, Usage
-from tests.helpers import events, start_session, tree_pids, wait_event, wait_for
+from tests.helpers import cpu_seconds, events, start_session, tree_pids, wait_event, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -421,17 +421,6 @@ def test_a_failing_endpoint_is_named_within_seconds_and_in_the_end_detail(instal
     assert not run.server.stray
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            t = psutil.Process(pid).cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
 def test_pause_holds_every_process_of_a_real_cli_still_and_abort_ends_it(launch):
     agent = next((a for a in PAUSE_AGENT_ORDER if find_cli(CLIS[a][0])), None)
     if agent is None:
@@ -445,9 +434,9 @@ def test_pause_holds_every_process_of_a_real_cli_still_and_abort_ends_it(launch)
     wait_event(run.paths, "budget", state="paused", timeout=15)
     pids = tree_pids(run.paths)
     assert set(sleepers) <= set(pids) and len(pids) >= 3  # unshare, the CLI (and its helpers), the tool
-    before = _cpu_seconds(pids)
+    before = cpu_seconds(pids)
     time.sleep(1.0)
-    assert _cpu_seconds(pids) - before < 0.02, "a process of the tree used CPU while paused"
+    assert cpu_seconds(pids) - before < 0.02, "a process of the tree used CPU while paused"
     for pid in pids:
         status = psutil.Process(pid).status()
         assert status in (psutil.STATUS_STOPPED, psutil.STATUS_DISK_SLEEP, "frozen"), (pid, status)

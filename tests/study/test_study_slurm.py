@@ -22,8 +22,23 @@ from tests.study.conftest import read_json, write_study
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
-SLURM_DIR = "/tmp/onegc-slurm-tests"  # its own folder and port: a developer's Slurm stays untouched
-SLURM_PORT = "16917"
+
+
+def free_port_pair() -> int:
+    """A port whose next one is free too (slurmctld's and slurmd's)."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+            try:
+                with socket.socket() as b:
+                    b.bind(("127.0.0.1", port + 1))
+                    return port
+            except OSError:
+                continue
+    raise RuntimeError("no two free ports in a row")
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +48,15 @@ def slurm_cluster():
         pytest.skip(f"slurm not installed ({', '.join(missing)} missing): apt-get install -y slurmctld slurmd slurm-client munge")
     if os.geteuid() != 0:
         pytest.skip("the test Slurm runs its daemons as root: run the tests as root to include it")
-    env = {**os.environ, "ONEGC_SLURM_DIR": SLURM_DIR, "ONEGC_SLURM_PORT": SLURM_PORT, "ONEGC_SLURM_GPUS": "2"}
+    # a cluster of this run's own (folder, ports, munged): a developer's Slurm and a second test run
+    # beside this one (another clone's `make test`) stay untouched
+    folder = f"/tmp/onegc-slurm-tests-{os.getpid()}"
+    env = {**os.environ, "ONEGC_SLURM_DIR": folder, "ONEGC_SLURM_PORT": str(free_port_pair()), "ONEGC_SLURM_GPUS": "2"}
     up = subprocess.run([str(REPO / "scripts/slurm-up.sh")], capture_output=True, text=True, env=env, timeout=60)
     if up.returncode != 0:
         pytest.skip(f"slurm could not start: {(up.stderr or up.stdout).strip().splitlines()[-1:]}")
     old = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = f"{SLURM_DIR}/slurm.conf"
+    os.environ["SLURM_CONF"] = f"{folder}/slurm.conf"
     yield
     subprocess.run([str(REPO / "scripts/slurm-down.sh")], env=env, timeout=60)
     if old is None:

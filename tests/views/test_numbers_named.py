@@ -59,7 +59,8 @@ def test_the_conditions_of_a_measurement_go_with_its_row():
                  " (512 MiB)", "caps_reached": 3, "truncated": 1200, "truncated_bytes": 2 << 20}
     note = conditions_note(contended)
     assert note.startswith("contended: 1 foreign process(es) on the session's GPU: python; throttled: hw_slowdown 50 s; "
-                           "a cap reached 3× (memory, processes or disk: see its end); record cut: 1,200 lines of the agent's output")
+                           "a cap reached 3× (memory, processes or disk: see its end); "
+                           "record cut: 1,200 lines of the agent's output")
     # the ⚠ mark of the monitor's row and its detail (a cut record has its own ✂ mark and line)
     assert integrity_note(contended) == ("contended: 1 foreign process(es) on the session's GPU: python; throttled: "
                                          "hw_slowdown 50 s; a cap reached 3× (memory, processes or disk: see its end)")

@@ -15,7 +15,7 @@ from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.views import monitor_data
 from runner.wire.control import request
-from tests.helpers import events, start_session, tree_pids, wait_event, wait_for, write_agent
+from tests.helpers import cpu_seconds, events, start_session, tree_pids, wait_event, wait_for, write_agent
 
 pytestmark = pytest.mark.slow
 
@@ -43,17 +43,6 @@ print("ignoring SIGINT and SIGTERM", flush=True)
 while True:
     time.sleep(0.1)
 """
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            t = psutil.Process(pid).cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
 
 
 @pytest.mark.timeout(900)  # the wait below outlasts the suite's 300 s default: budget, grace, official phase
