@@ -132,7 +132,8 @@ class MonitorApp(App):
         self.set_interval(1 / FLUSH_HZ, self._beat)
 
     def on_unmount(self) -> None:
-        self._gc.stop()
+        if hasattr(self, "_gc"):  # absent when mounting failed: that error is the one to see
+            self._gc.stop()
         if self._ingest:
             self._ingest.stop()
         if self.store:

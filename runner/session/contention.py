@@ -119,19 +119,25 @@ class ContentionWatch:
                 self.clock_drop_s += period_s
 
     def poll_processes(self) -> None:
-        own = self.own_pids() | {os.getpid()}
-        for i, h in self.handles:
-            for p in self._processes(h):
-                pid = int(getattr(p, "pid", -1))
-                if pid <= 0 or pid in own:
-                    continue
-                used = getattr(p, "usedGpuMemory", None)
-                mem_mb = round(used / 2**20, 1) if isinstance(used, int) and used >= 0 else None
-                seen = self.foreign.get(pid)
-                if seen is None and len(self.foreign) < 10 * MAX_LISTED:
-                    self.foreign[pid] = {"pid": pid, "gpu": i, "name": _name(pid), "mem_mb": mem_mb}
-                elif seen is not None and mem_mb is not None:
-                    seen["mem_mb"] = max(seen.get("mem_mb") or 0.0, mem_mb)
+        # the session's own PIDs are read before and after NVML's lists: a process the agent starts
+        # between the two reads is in the second, one that ends between them in the first (on a
+        # loaded machine that window is wide)
+        before = self.own_pids()
+        listed = [(i, p) for i, h in self.handles for p in self._processes(h)]
+        if not listed:
+            return
+        own = before | self.own_pids() | {os.getpid()}
+        for i, p in listed:
+            pid = int(getattr(p, "pid", -1))
+            if pid <= 0 or pid in own:
+                continue
+            used = getattr(p, "usedGpuMemory", None)
+            mem_mb = round(used / 2**20, 1) if isinstance(used, int) and used >= 0 else None
+            seen = self.foreign.get(pid)
+            if seen is None and len(self.foreign) < 10 * MAX_LISTED:
+                self.foreign[pid] = {"pid": pid, "gpu": i, "name": _name(pid), "mem_mb": mem_mb}
+            elif seen is not None and mem_mb is not None:
+                seen["mem_mb"] = max(seen.get("mem_mb") or 0.0, mem_mb)
 
     def poll_sessions(self) -> None:
         if self.runs_dir is not None:
