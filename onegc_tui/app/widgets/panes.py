@@ -45,14 +45,18 @@ class CheckpointTable(GrowsInPlace, DataTable):
 
 
 class BudgetPane(Vertical):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # set here, not on mount: the dashboard may load the focused session's row before this pane
+        # is mounted, and a mount that reset the view would lose it
+        self.view = Countdown()
+        self.row: dict = {}
+
     def compose(self) -> ComposeResult:
         yield Static("Budget", classes="pane-title")
         yield Static("--:--", id="countdown")
         yield Static("", id="budget-bar")
         yield Static("", id="budget-detail")
-
-    def on_mount(self) -> None:
-        self.view = Countdown()
 
     def load(self, row: dict) -> None:
         self.view = Countdown.of_row(row)
@@ -60,8 +64,13 @@ class BudgetPane(Vertical):
         self._draw()
 
     def update_row(self, row: dict) -> None:
+        """The store's newer row: an end, or a start the pane's events did not bring (a row loaded
+        while still queued, its session_started ingested before the pane followed it)."""
         self.row = row
-        if row.get("state") in ("ended", "failed") and self.view.state not in ("ended", "failed"):
+        state = row.get("state")
+        ended = state in ("ended", "failed") and self.view.state not in ("ended", "failed")
+        started = self.view.state == "queued" and state not in (None, "queued")
+        if ended or started:
             self.view.update_from_row(row)
             self._draw()
 
