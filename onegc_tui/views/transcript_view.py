@@ -115,7 +115,8 @@ def event_words(event: Event, task: str | None = None) -> Wording | None:
 def truncated_words(stream: str, dropped: int, dropped_bytes: int, final: bool) -> str:
     """What a ``truncated`` event counts (runner/wire/record_caps.py)."""
     what = {"transcript": "transcript events not recorded", "stdout": "stdout lines not copied to agent.stdout.jsonl",
-            "stderr": "stderr lines not copied to agent.stderr.log"}.get(stream, f"{stream} lines not recorded")
+            "stderr": "stderr lines not copied to agent.stderr.log",
+            "process": "script starts and ends not recorded"}.get(stream, f"{stream} lines not recorded")
     more = " (the last count, at the session's end)" if final else ""
     return f"{dropped:,} more {what} ({dropped_bytes:,} bytes){more}"
 

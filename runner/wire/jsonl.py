@@ -107,10 +107,14 @@ class EventWriter:
                 return self._put(type_, now, fields)
             for counted in (self.limits.drain() if type_ == "session_ended" else self.limits.due(now)):
                 self._put("truncated", now, counted)
-            if type_ != "transcript":
+            if type_ == "transcript":
+                cap, event = self.limits.transcript, self._put_transcript(now, fields, self.limits)
+            elif type_ == "process":  # the scripts an agent starts: capped too (a loop starts them without end)
+                cap = self.limits.process
+                event = self._put(type_, now, fields, cap)
+            else:
                 return self._put(type_, now, fields)
-            event = self._put_transcript(now, fields, self.limits)
-            if event is None and (counted_now := self.limits.transcript.due(now)):  # the first drop: at once
+            if event is None and (counted_now := cap.due(now)):  # the first drop: at once
                 self._put("truncated", now, counted_now)
             return event
 

@@ -1,14 +1,16 @@
 """Caps on what the agent's output may add to a session's record (INTEGRITY.md R2).
 
 An agent decides how much it prints; the record must not grow with it. Each session gets caps,
-scaled to its budget, on its transcript events (a count and their bytes in ``events.jsonl``) and
-on each raw copy of its output (``agent.stdout.jsonl``, ``agent.stderr.log``). Past a cap:
+scaled to its budget, on its transcript events (a count and their bytes in ``events.jsonl``), on
+its ``process`` events (the training scripts it starts) and on each raw copy of its output
+(``agent.stdout.jsonl``, ``agent.stderr.log``). Past a cap:
 
 - a transcript event is dropped, except one that carries usage (tokens, cost: the cost views and
   the cost limit need them), which is written with its text cut off, within a second allowance
   as large as the byte cap (so the transcript's part of ``events.jsonl`` stays under
   :data:`EVENTS_FILE_MULTIPLE` times the byte cap);
-- a raw line is not copied (whole lines only);
+- a raw line is not copied (whole lines only); a ``process`` event is not written (the session's
+  count of scripts launched then stops at the cap: the ``truncated`` events count the rest);
 - what was left out is counted in a ``truncated`` event (runner/wire/events.py): the first one at
   once, then one per :data:`SUMMARY_S` while the flood goes on, and a last one (``final``) before
   ``session_ended``. Its ``dropped``/``dropped_bytes`` add up, like a warning's ``count``.
@@ -36,6 +38,12 @@ RAW_BYTES_PER_MIN = 11_221  # its 12 231 bytes of raw stdout
 SESSION_EVENTS = 15
 SESSION_EVENT_BYTES = 3_981
 SESSION_RAW_BYTES = 21_125
+# training scripts: the paper's agents launched 4 to 25 per run (Table 5), each a started and an
+# ended ``process`` event; a session's cap is that × 100 (the most per 40-minute run, per minute
+# for a longer budget)
+SCRIPTS_PER_RUN = 25
+SCRIPTS_PER_MIN = SCRIPTS_PER_RUN / 40
+PROCESS_EVENT_BYTES = 1_024  # a process event's line at the most (its command line is cut at 300 characters)
 SUMMARY_S = 30.0  # while a flood goes on, one truncated event per stream per this many seconds
 EVENTS_FILE_MULTIPLE = 2  # the transcript's bytes in events.jsonl stay under this × the byte cap
 
@@ -47,17 +55,20 @@ class RecordCaps:
     events: int  # transcript events
     event_bytes: int  # their lines' bytes in events.jsonl
     raw_bytes: int  # each raw copy of the agent's output (stdout, stderr)
+    process_events: int = HEADROOM * 2 * SCRIPTS_PER_RUN  # ``process`` events (a script started, ended)
 
     @classmethod
     def for_budget(cls, budget_s: float) -> RecordCaps:
         minutes = max(0.0, budget_s) / 60
         return cls(events=int(HEADROOM * max(SESSION_EVENTS, EVENTS_PER_MIN * minutes)),
                    event_bytes=int(HEADROOM * max(SESSION_EVENT_BYTES, EVENT_BYTES_PER_MIN * minutes)),
-                   raw_bytes=int(HEADROOM * max(SESSION_RAW_BYTES, RAW_BYTES_PER_MIN * minutes)))
+                   raw_bytes=int(HEADROOM * max(SESSION_RAW_BYTES, RAW_BYTES_PER_MIN * minutes)),
+                   process_events=int(HEADROOM * 2 * max(SCRIPTS_PER_RUN, SCRIPTS_PER_MIN * minutes)))
 
     def contract(self) -> dict[str, int]:
         """The caps as the session's contract records them."""
-        return {"transcript_events": self.events, "transcript_bytes": self.event_bytes, "raw_bytes": self.raw_bytes}
+        return {"transcript_events": self.events, "transcript_bytes": self.event_bytes, "raw_bytes": self.raw_bytes,
+                "process_events": self.process_events}
 
 
 class StreamCap:
@@ -134,10 +145,13 @@ class RecordLimits:
         self.transcript = StreamCap("transcript", caps.event_bytes, caps.events,
                                     allowance_bytes=(EVENTS_FILE_MULTIPLE - 1) * caps.event_bytes, summary_s=summary_s)
         self.raw = {name: StreamCap(name, caps.raw_bytes, summary_s=summary_s) for name in ("stdout", "stderr")}
+        # an agent that starts scripts without end (a loop of `python x.py`) meets this one
+        self.process = StreamCap("process", caps.process_events * PROCESS_EVENT_BYTES, caps.process_events,
+                                 summary_s=summary_s)
 
     @property
     def streams(self) -> tuple[StreamCap, ...]:
-        return (self.transcript, *self.raw.values())
+        return (self.transcript, *self.raw.values(), self.process)
 
     def due(self, now: float) -> list[dict[str, Any]]:
         return [f for f in (s.due(now) for s in self.streams) if f is not None]

@@ -20,6 +20,34 @@ def test_the_caps_scale_with_the_budget_from_the_measured_figures():
     assert hour.event_bytes > short.event_bytes and hour.raw_bytes == int(HEADROOM * 11_221 * 60)
 
 
+def test_an_agent_that_starts_scripts_without_end_meets_the_process_cap(home):
+    """A loop of `python x.py` makes two ``process`` events a launch: past the cap (the paper's most
+    scripts per run × 100) they are left out and counted, and the session's count stops there."""
+    assert RecordCaps.for_budget(40 * 60).process_events == HEADROOM * 2 * 25
+    caps = RecordCaps(events=50, event_bytes=1 << 20, raw_bytes=1 << 20, process_events=40)
+    paths = create_session(SessionConfig(session_id="loop", task="t0", agent="command", budget_s=60), home)
+    w = EventWriter(paths.events, "loop", clock=Steps(0.01), limits=RecordLimits(caps, summary_s=1.0))
+    w.emit("session_started", task="t0", agent="command", budget_s=60, grace_s=30)
+    for pid in range(1, 1_001):
+        for action in ("started", "ended"):
+            w.emit("process", action=action, pid=pid, script="x.py", cmdline="python x.py")
+    w.emit("session_ended", reason="completed", active_s=1, wall_s=1, paused_s=0)
+    w.close()
+    found, bad = read_all_events(paths.events)
+    assert not bad
+    processes = [e for e in found if e.type == "process"]
+    cut = [e for e in found if e.type == "truncated"]
+    assert len(processes) == 40 and {e.stream for e in cut} == {"process"}
+    assert sum(e.dropped for e in cut) == 2_000 - 40 and cut[-1].final  # every left-out event counted
+    store = Store.open(home)
+    try:
+        Ingester(home, store).ingest_all()
+        row = store.session("loop")
+        assert row["scripts_launched"] == 20 and row["truncated"] == 2_000 - 40
+    finally:
+        store.close()
+
+
 def flood(home, n: int, caps: RecordCaps, step: float = 0.01):
     paths = create_session(SessionConfig(session_id="flood", task="t0", agent="command", budget_s=60), home)
     limits = RecordLimits(caps, summary_s=1.0)
