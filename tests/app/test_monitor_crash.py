@@ -36,11 +36,13 @@ def stored(home, sid) -> int:
 
 def test_kill_9_of_the_monitor_loses_nothing_and_duplicates_nothing(home):
     first = monitor(home)
-    paths = start_session(home, "mk9", budget_s=300)
-    wait_event(paths, "checkpoint_scored", timeout=120)
-    wait_for(lambda: (home / "onegc.db").exists() and stored(home, "mk9") > 5, 30, "the monitor to ingest")
-    os.kill(first.pid, signal.SIGKILL)
-    first.wait()
+    try:  # a failed wait never leaves a headless monitor behind
+        paths = start_session(home, "mk9", budget_s=300)
+        wait_event(paths, "checkpoint_scored", timeout=120)
+        wait_for(lambda: (home / "onegc.db").exists() and stored(home, "mk9") > 5, 120, "the monitor to ingest")
+    finally:
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
     second = monitor(home)  # restarted mid-session
     try:
         ended = wait_event(paths, "session_ended", timeout=300)
