@@ -93,7 +93,10 @@ def test_ctrl_c_on_run_plain_says_the_session_goes_on_and_how_to_end_it(home):
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONFAULTHANDLER="1")  # SIGABRT: every thread's stack
     cli = subprocess.Popen([sys.executable, "-m", "onegc_tui.cli", "run", "t0", "--agent", "scripted", "--plain",
                             "--budget", "10m", "--pace", "60", "--unsealed"], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True,
+                           # as from a shell: an xdist worker may ignore SIGINT, and a child that inherits
+                           # SIG_IGN never gets Python's KeyboardInterrupt (the hang its stacks showed)
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     out: queue.Queue = queue.Queue()
     threading.Thread(target=_lines, args=(cli.stdout, out), daemon=True).start()
 
