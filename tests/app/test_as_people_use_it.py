@@ -417,3 +417,30 @@ async def test_keys_typed_fast_behind_backslash_go_into_the_filter_box(crowd):
         from onegc_tui.app.screens.confirm import ConfirmScreen
 
         assert not isinstance(app.screen, ConfirmScreen)  # the 'a' did not ask to abort
+
+
+@pytest.mark.parametrize("box_key", ["backslash", "slash"])
+async def test_enter_then_box_key_and_esc_typed_fast_clear_the_box(crowd, box_key):
+    """'\\run Enter \\' in one burst, then Esc (a terminal sends a lone Esc at least Textual's
+    escape delay later). The '\\' was read while the Enter was still on its way through Textual
+    (a loaded machine, CI's 80x24 tmux test), so it went into the box; the Esc then found the
+    keyboard back on the table, and the filter stayed, with the '\\' in it. The box's Enter gives
+    the keyboard back as the app reads it."""
+    from textual import events
+
+    app = crowd_app(crowd)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        char = "\\" if box_key == "backslash" else "/"
+        for key, ch in [(box_key, char), ("r", "r"), ("u", "u"), ("n", "n"), ("enter", None), (box_key, char)]:
+            app.post_message(events.Key(key, ch))  # no pause between keys
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        box = app.query_one("#session-filter" if box_key == "backslash" else "#search")
+        assert box.value == "" and not box.display
+        assert app.focused is app.dashboard.table
+        if box_key == "backslash":
+            assert not app.dashboard.table.row_filter and len(app.dashboard.table.order) == 21
+        else:
+            assert not app.query_one("TranscriptPane").words

@@ -31,6 +31,7 @@ from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.panes import BudgetPane, CheckpointsPane, GpuPane
 from onegc_tui.app.widgets.sessions import SessionsTable
+from onegc_tui.app.widgets.textbox import TextBox
 from onegc_tui.app.widgets.transcript import TranscriptLog, TranscriptPane
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
@@ -93,8 +94,8 @@ class DashboardScreen(SteadyScreen):
         yield MonitorHeader(show_clock=host(self).show_clock)
         with Vertical(id="top"):
             yield Static("", id="summary")
-            yield Input(placeholder=f"filter sessions: {FILTER_HELP} · Enter keeps it, Esc clears it",
-                        id="session-filter")
+            yield TextBox(placeholder=f"filter sessions: {FILTER_HELP} · Enter keeps it, Esc clears it",
+                          id="session-filter", give_back="#sessions")
             yield SessionsTable(id="sessions", now=host(self).now)
         with Grid(id="panes"):
             yield TranscriptPane(id="transcript")
@@ -312,7 +313,7 @@ class DashboardScreen(SteadyScreen):
         return not (action in BOX_ACTIONS and isinstance(self.focused, Input))  # in a box \\ and / are characters
 
     def action_close_notes(self) -> None:
-        """Esc: close the notifications (a text box's Esc is on_key's)."""
+        """Esc: close the notifications (in a text box, TextBox's Esc does it too)."""
         self.app.clear_notifications()
 
     def _selected_paths(self) -> SessionPaths | None:
@@ -369,8 +370,7 @@ class DashboardScreen(SteadyScreen):
 
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:
-        self.query_one(TranscriptPane).set_search(event.value, store_of(self))
-        self.table.focus()
+        self.query_one(TranscriptPane).set_search(event.value, store_of(self))  # the box gave the keyboard back
 
     # ------------------------------------------------------------------ the sessions filter
     def action_filter_sessions(self) -> None:
@@ -388,8 +388,7 @@ class DashboardScreen(SteadyScreen):
     def _filter_done(self, event: Input.Submitted) -> None:
         self._apply_filter(event.value)
         if not event.value.strip():
-            event.input.display = False
-        self.table.focus()
+            event.input.display = False  # (the box gave the keyboard back to the table itself)
 
     def _apply_filter(self, query: str) -> None:
         table = self.table
@@ -401,21 +400,15 @@ class DashboardScreen(SteadyScreen):
         elif self.selected in table.order:
             table.go_to(self.selected)
 
-    def on_key(self, event) -> None:
-        """Esc in a text box: clear it and give the keyboard back to the sessions table. The key
-        goes on to the app (whose Esc closes the notifications), as when the app handled it."""
-        if event.key != "escape" or not isinstance(self.focused, Input):
-            return
-        box = self.focused
+    @on(TextBox.Cleared)
+    def _box_cleared(self, msg: TextBox.Cleared) -> None:
+        """Esc in a text box (the box cleared itself and gave the keyboard back to the table)."""
+        box = msg.box
         if box.id == "search":
             self.query_one(TranscriptPane).set_search("", store_of(self))
         elif box.id == "session-filter":
-            box.value = ""
             self._apply_filter("")
             box.display = False
-        else:
-            return
-        self.table.focus()
 
     # ------------------------------------------------------------------ sort, marks, detail, replay
     def action_sort(self) -> None:

@@ -22,6 +22,7 @@ from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
 from onegc_tui.app.layout import GrowsInPlace
+from onegc_tui.app.widgets.textbox import TextBox
 from onegc_tui.store import Store
 from onegc_tui.views.monitor_data import pane_entries
 from onegc_tui.views.sessions_view import ELLIPSIS
@@ -205,7 +206,7 @@ class TranscriptPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Transcript", classes="pane-title", id="transcript-title")
-        yield Input(placeholder="search the transcript: words, Enter; Esc clears", id="search")
+        yield TextBox(placeholder="search the transcript: words, Enter; Esc clears", id="search", give_back="#sessions")
         yield TranscriptLog(id="transcript-log")
 
     def on_mount(self) -> None:
