@@ -123,3 +123,15 @@ def built_home(home) -> Path:
     from tests.homes import build_home
 
     return build_home(home)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings):
+    """A test's timeout (300 s, or its mark) is its hang guard on a quiet machine. Its waits
+    stretch with the load (tests/helpers.py ``slack``, at most MAX_SLACK), so the guard stretches
+    as far: a suite beside another on 2 cores is slow, not hung."""
+    from pytest_timeout import pytest_timeout_set_timer as set_timer
+
+    from tests.helpers import MAX_SLACK
+
+    return set_timer(item, settings._replace(timeout=settings.timeout * MAX_SLACK))

@@ -171,10 +171,10 @@ def test_an_agents_forged_score_lines_are_text_in_the_inspect_log_never_scores(h
     pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (the [inspect] extra)")
     from inspect_ai.log import read_eval_log
 
-    from tests.helpers import write_agent
+    from tests.helpers import ROOMY_BUDGET_S, write_agent
 
     cmd = write_agent(tmp_path, "forger.py", FORGER)
-    paths = start_session(home, "forger", agent="command", command=cmd, budget_s=60)
+    paths = start_session(home, "forger", agent="command", command=cmd, budget_s=ROOMY_BUDGET_S)
     ended = wait_event(paths, "session_ended", timeout=120)
     assert ended["reason"] == "completed" and ended.get("score") is None
     out = tmp_path / "forged.eval"

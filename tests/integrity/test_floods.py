@@ -12,7 +12,7 @@ import pytest
 from runner.scoring.live import LIVE_SCORE_DRAIN_S
 from runner.scoring.official import evaluation_cap
 from runner.wire.record_caps import EVENTS_FILE_MULTIPLE, RecordCaps
-from tests.helpers import events, start_session, wait_event, write_agent
+from tests.helpers import ROOMY_BUDGET_S, events, slack, start_session, wait_event, write_agent
 
 OUTPUT_FLOOD = """
 import json, sys
@@ -83,12 +83,12 @@ def ended(paths, timeout: float = 240) -> tuple[list[dict], dict]:
 
 @pytest.mark.slow
 def test_an_output_flood_is_cut_at_the_caps_counted_and_the_files_stay_bounded(home, tmp_path):
-    paths = start_session(home, "flood", agent="command", budget_s=60,
+    paths = start_session(home, "flood", agent="command", budget_s=ROOMY_BUDGET_S,
                           command=write_agent(tmp_path, "flood.py", OUTPUT_FLOOD))
     evs, result = ended(paths)
     assert result["end_reason"] == "completed" and evs[-1]["type"] == "session_ended"
     printed = json.loads((paths.workspace / "flood.json").read_text())
-    caps = RecordCaps.for_budget(60)
+    caps = RecordCaps.for_budget(ROOMY_BUDGET_S)
     cut = [e for e in evs if e["type"] == "truncated"]
     by_stream = {s: [e for e in cut if e["stream"] == s] for s in ("transcript", "stdout")}
     recorded = sum(1 for e in evs if e["type"] == "transcript")
@@ -107,20 +107,20 @@ def test_an_output_flood_is_cut_at_the_caps_counted_and_the_files_stay_bounded(h
 
 @pytest.mark.slow
 def test_a_checkpoint_flood_ends_within_the_bounded_post_session_work(home, tmp_path):
-    paths = start_session(home, "ckpts", agent="command", budget_s=60,
+    paths = start_session(home, "ckpts", agent="command", budget_s=ROOMY_BUDGET_S,
                           command=write_agent(tmp_path, "ckpts.py", CHECKPOINT_FLOOD))
     evs, result = ended(paths, timeout=400)
     assert json.loads((paths.workspace / "saved.json").read_text())["saved"] == 300
     found = [e for e in evs if e["type"] == "checkpoint_found"]
     official = [e for e in evs if e["type"] == "checkpoint_scored" and e.get("official")]
     assert len(found) >= 250  # the runner saw the flood (checkpoints saved within a scan may share a version)
-    assert len(official) <= evaluation_cap(60)  # not one re-evaluation per checkpoint
+    assert len(official) <= evaluation_cap(ROOMY_BUDGET_S)  # not one re-evaluation per checkpoint
     assert result["value"] is not None and result["checkpoint"]  # a result all the same
     assert result["not_reevaluated"]["count"] == len(found) - len(official)
     agent_gone = max(e["ts"] for e in evs if e["type"] in ("checkpoint_found", "transcript"))
     end = evs[-1]["ts"]
     # after the agent: the live scores' drain, then a bounded number of evaluations of a second or two each
-    assert end - agent_gone < LIVE_SCORE_DRAIN_S + evaluation_cap(60) * 20
+    assert end - agent_gone < (LIVE_SCORE_DRAIN_S + evaluation_cap(ROOMY_BUDGET_S) * 20) * slack()
     live = [e for e in evs if e["type"] == "checkpoint_scored" and not e.get("official")]
     skipped = [e for e in live if (e.get("error") or "").startswith("not scored live")]
     assert len(live) == len(found) or skipped  # the live scorer fell behind and said so, or kept up
@@ -128,7 +128,7 @@ def test_a_checkpoint_flood_ends_within_the_bounded_post_session_work(home, tmp_
 
 @pytest.mark.slow
 def test_a_huge_workspace_is_stored_once_and_the_snapshot_cap_is_reported(home, tmp_path):
-    paths = start_session(home, "huge", agent="command", budget_s=90, snapshot_cap_bytes=12 << 20,
+    paths = start_session(home, "huge", agent="command", budget_s=ROOMY_BUDGET_S, snapshot_cap_bytes=12 << 20,
                           command=write_agent(tmp_path, "huge.py", HUGE_WORKSPACE))
     evs, result = ended(paths)
     found = {e["name"] for e in evs if e["type"] == "checkpoint_found"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import events, start_session, wait_event
+from tests.helpers import ROOMY_BUDGET_S, events, start_session, wait_event
 from tests.integrity import hostile_bytes
 
 pytestmark = pytest.mark.slow
@@ -20,7 +20,7 @@ AGENT = Path(hostile_bytes.__file__)
 
 
 def run_attack(home: Path, attack: str) -> tuple[object, dict, list[dict]]:
-    paths = start_session(home, attack.replace("_", "-"), agent="command", budget_s=120,
+    paths = start_session(home, attack.replace("_", "-"), agent="command", budget_s=ROOMY_BUDGET_S,
                           command=[sys.executable, str(AGENT), attack])
     ended = wait_event(paths, "session_ended", timeout=240)
     record = events(paths)

@@ -11,7 +11,7 @@ import pytest
 from runner.launch.local import QUEUE_LOG, daemon_info
 from runner.launch.study import launch, load_study, wait
 from runner.wire.paths import SessionPaths, runs_dir
-from tests.helpers import events, wait_for
+from tests.helpers import events, slack, wait_for
 from tests.study.conftest import kill_everything, read_json, write_study
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,7 @@ def test_three_sessions_on_two_gpus_third_waits_for_a_free_one(home, fake_gpus, 
     """))
     report = launch(study, home)
     assert len(report.created) == 3 and len(report.launched) == 3
-    states = wait(study, home, timeout_s=120, poll_s=0.5)
+    states = wait(study, home, timeout_s=120 * slack(), poll_s=0.5)
     assert [s.state for s in states] == ["done"] * 3, [(s.planned.session_id, s.state, s.reason) for s in states]
 
     runs = runs_dir(home)
@@ -113,7 +113,7 @@ def test_rerun_after_kill_9_of_everything_resumes_without_repeating(home, fake_g
     second = launch(study, home)  # a second scheduler at once must not double-book a GPU
     assert first.skipped_done == 2 and sorted(first.retried) == sorted(p.session_id for p in hold)
     assert second.retried == [] and second.active == 2
-    states = wait(study, home, timeout_s=60, poll_s=0.5)
+    states = wait(study, home, timeout_s=60 * slack(), poll_s=0.5)
     assert [s.state for s in states] == ["done"] * 4, [(s.planned.session_id, s.state, s.reason) for s in states]
 
     for p in short:  # finished before the kill: untouched, never attempted again

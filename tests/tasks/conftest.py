@@ -52,8 +52,10 @@ TASKS_DIR = REPO / "tasks"
 # the offline dataset copies beside the checkout (a worktree elsewhere names them in the variable)
 SHARED_DATA = Path(os.environ.get("ONEGC_TEST_SHARED_DATA") or REPO.parent / "shared" / "data")
 KIT = TASKS_DIR / "onegc_kit.py"
-RUN_TIMEOUT_S = 120  # a few training steps of a tiny config; far more than they need on 2 cores
-EVAL_TIMEOUT_S = 120
+# hang guards, not speed checks: a few training steps of a tiny config take seconds on 2 cores,
+# and up to ~10x that with a second test suite beside this one
+RUN_TIMEOUT_S = 600
+EVAL_TIMEOUT_S = 600
 
 _module_ids = itertools.count()
 

@@ -212,7 +212,7 @@ def test_real_file_splits_and_uniform_model(shared_data, tmp_path, kit, make_wor
     data = tmp_path / "data" / TASK
     proc = subprocess.run(
         [sys.executable, str(get_task(TASK).folder / "prepare.py"), "--from", str(raw.parent), "--data-dir", str(data)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=600,  # a hang guard: seconds on a quiet machine
     )
     assert proc.returncode == 0, proc.stderr
     train, val = np.load(data / "train.npy"), np.load(data / "val.npy")

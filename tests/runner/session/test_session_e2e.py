@@ -15,7 +15,16 @@ from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.views import monitor_data
 from runner.wire.control import request
-from tests.helpers import cpu_seconds, events, start_session, tree_pids, wait_event, wait_for, write_agent
+from tests.helpers import (
+    ROOMY_BUDGET_S,
+    cpu_seconds,
+    events,
+    start_session,
+    tree_pids,
+    wait_event,
+    wait_for,
+    write_agent,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +56,7 @@ while True:
 
 @pytest.mark.timeout(900)  # the wait below outlasts the suite's 300 s default: budget, grace, official phase
 def test_scripted_session_end_to_end(home):
-    paths = start_session(home, "demo1", budget_s=300)
+    paths = start_session(home, "demo1", budget_s=ROOMY_BUDGET_S)
     ended = wait_event(paths, "session_ended", timeout=600)
     assert ended["reason"] == "completed"
     scored = [e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]]
@@ -184,7 +193,7 @@ def test_the_deadlines_sigint_reaches_a_sealed_agent_through_its_init(home, tmp_
 
 def test_kill_9_of_the_runner_takes_the_tree_down_and_ingest_marks_it_failed(home, tmp_path):
     cmd = write_agent(tmp_path, "busy_agent.py", BUSY_AGENT)
-    paths = start_session(home, "k9", agent="command", command=cmd, budget_s=120)
+    paths = start_session(home, "k9", agent="command", command=cmd, budget_s=ROOMY_BUDGET_S)
     wait_event(paths, "process", action="started", timeout=30)
     assert tree_pids(paths)
     runner_pid = json.loads(paths.runner_info.read_text())["pid"]
@@ -229,7 +238,7 @@ for script in ("run_compiled.py", "run_crash.py"):
 
 def test_compiled_checkpoint_and_crashing_script_are_reported_not_fatal(home, tmp_path):
     cmd = write_agent(tmp_path, "compiled_agent.py", COMPILED_AGENT)
-    paths = start_session(home, "cc1", agent="command", command=cmd, budget_s=120)
+    paths = start_session(home, "cc1", agent="command", command=cmd, budget_s=ROOMY_BUDGET_S)
     ended = wait_event(paths, "session_ended", timeout=90)
     assert ended["reason"] == "completed"
     scored = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}
