@@ -48,6 +48,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from runner.scoring import canaries  # noqa: E402
 from runner.scoring.canary_kinds import KINDS, Kind  # noqa: E402
+from runner.scoring.worker import predict_scores  # noqa: E402
 from tasks import all_tasks  # noqa: E402
 
 SHARED = Path("/work/shared/data")
@@ -380,7 +381,11 @@ def trial(bench: Bench, what: str, i: int, work: Path) -> canaries.Evidence:
             model = bench.lookup(model, val)
     d = canaries.draw(bench.kind, key, bench.data)
     with torch.no_grad():
-        pred = bench.module.predict(model, bench.kind.probe(d.items), "cpu")
+        probe = bench.kind.probe(d.items)
+        if bench.kind.scores:  # as a session's worker asks: the scores behind the predictions
+            pred = predict_scores(bench.module.predict, model, probe, "cpu")
+        else:
+            pred = bench.module.predict(model, probe, "cpu")
         if what == "honest":
             bench.shifts.append(_agent_shift(bench, model, view_dir))
     ev = canaries.evidence(bench.kind.losses(pred, d.items), d.is_canary)

@@ -52,6 +52,7 @@ class Kind:
     canaries = 0  # planted per session
     twins = 0  # held back, never shown
     in_sessions = True  # False: measured by benchmarks/canary_power.py, never planted (see the kind)
+    scores = False  # True: the probe asks for the model's scores behind its predictions (worker.predict_scores)
 
     def draw(self, rng: np.random.Generator, n: int, data: Path) -> Items:
         raise NotImplementedError
@@ -80,6 +81,11 @@ class Kind:
     def shift_bound(self, metric: float) -> float:
         """At most how far (relative) the canaries move the agent's figure for a model at ``metric``."""
         raise NotImplementedError
+
+    def answer_bytes(self, n: int) -> int:
+        """The most bytes of an honest probe answer of ``n`` items, where it differs from the
+        predictions' (a kind with :attr:`scores`); 0: as the task's predictions."""
+        return 0
 
 
 def _insert_rows(rng: np.random.Generator, real: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,8 +121,28 @@ class RandomLabels(Kind):
         np.save(dest / f"{self.split}_x.npy", x2)
         np.save(dest / f"{self.split}_y.npy", y2)
 
+    scores = True
+
     def losses(self, predictions: np.ndarray, items: Items) -> np.ndarray:
-        return (np.asarray(predictions).reshape(-1) != items.targets).astype(np.float64)
+        """Each item's cross-entropy (nats) under the model's scores [n, classes] (what a session's
+        probe returns); from class predictions [n], 0/1. The cross-entropy moves as soon as the
+        model leans toward a canary's random label, long before its argmax flips: issue 35's
+        fits and fine-tunes of small networks were 0-65 % caught on 0/1 losses."""
+        pred = np.asarray(predictions)
+        if pred.ndim == 1:
+            return (pred != items.targets).astype(np.float64)
+        if pred.shape != (len(items.targets), self.classes):
+            raise ValueError(f"scores of shape {pred.shape}, not ({len(items.targets)}, {self.classes})")
+        z = pred.astype(np.float64)
+        if not np.isfinite(z).all():
+            raise ValueError("scores hold NaN or inf")
+        z = z - z.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return -logp[np.arange(len(z)), items.targets.astype(np.int64)]
+
+    def answer_bytes(self, n: int) -> int:
+        """The most bytes of an honest probe answer of ``n`` items: scores, up to float64."""
+        return n * self.classes * 8
 
     def shift_bound(self, metric: float) -> float:
         # accuracy a on n real rows, chance 1/C on k canaries: (a - 1/C) k / (n + k), relative to a

@@ -377,6 +377,8 @@ class SealedScorer:
                "cpu_s": timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
         if probe is not None:
             req.update(probe_inputs=str(self._probe_seen_as(probe)), seed=seed)
+        elif CANARY_SPLIT in splits and self._canary_scores():
+            req["scores"] = [CANARY_SPLIT]  # the model's scores behind its predictions (worker.predict_scores)
         started = time.monotonic()
         try:
             self._buf = bytearray()  # nothing the worker sent before this request counts
@@ -479,11 +481,19 @@ class SealedScorer:
                     out[split] = judge.probe_bytes(probe / split)
                 elif split == CANARY_SPLIT:
                     out[split] = judge.probe_bytes(self.plan.inputs / CANARY_SPLIT)
+                    if judge.canaries is not None and judge.canaries.kind.scores:
+                        kind = judge.canaries.kind
+                        scores = kind.answer_bytes(kind.canaries + kind.twins) + answer_check.NPY_HEADER_BYTES
+                        out[split] = max(out[split], scores)
                 else:
                     out[split] = judge.answer_bytes(split)
             except Exception:  # noqa: BLE001 - a task whose judge cannot say: the worker's own bound
                 out[split] = answer_check.MAX_PAYLOAD_BYTES
         return out
+
+    def _canary_scores(self) -> bool:
+        canaries = self.plan.judge.canaries
+        return canaries is not None and canaries.kind.scores
 
     def _read_exact(self, n: int, timeout_s: float = ANSWER_MARGIN_S) -> memoryview:
         """``n`` bytes of payload, read into one buffer of that size (``n`` was checked against

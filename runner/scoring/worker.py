@@ -204,6 +204,39 @@ def _public(module) -> dict[str, int]:
     return {k: id(v) for k, v in vars(module).items() if not k.startswith("__")}
 
 
+def predict_scores(predict, model, inputs: dict, device: str):
+    """The model's scores (float32 [N, C]: what its ``forward`` returned) behind the task's pristine
+    ``predict`` on ``inputs``, for the canary probe of a classification task: a model fitted to its
+    canaries gives their random labels more weight than its twins' long before the argmax flips,
+    so the probe's losses are cross-entropies, not 0/1 (runner/scoring/canary_kinds.py).
+
+    Every call of the model's top module is captured in order, and must be one [B, C] tensor per
+    call whose argmax is what ``predict`` returned: anything else is a KitError (the probe could
+    not be judged, which asks for a look), never scores the predictions did not come from."""
+    import numpy as np
+    import torch
+
+    kit = sys.modules["onegc_kit"]
+    seen: list = []
+    hook = model.register_forward_hook(lambda _m, _i, out: seen.append(out.detach().cpu()
+                                                                     if isinstance(out, torch.Tensor) else None))
+    try:
+        pred = predict(model, inputs, device)
+    finally:
+        hook.remove()
+    if isinstance(pred, torch.Tensor):
+        pred = pred.detach().cpu().numpy()
+    pred = np.asarray(pred).reshape(-1)
+    if not seen or any(s is None or s.dim() != 2 for s in seen) or len({s.shape[1] for s in seen}) != 1:
+        raise kit.KitError("the model's scores behind its predictions are not one [batch, classes] tensor per call")
+    scores = torch.cat(seen)
+    if len(scores) != len(pred) or not np.array_equal(scores.argmax(dim=1).numpy(), pred):
+        raise kit.KitError("the model's scores do not match its predictions")
+    if not bool(torch.isfinite(scores).all()):
+        raise kit.KitError("the model's scores hold NaN or inf")
+    return scores.float().numpy()
+
+
 def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> int:
     """Predict for one checkpoint on each split asked for; the answer (a JSON line, then one
     ``.npy`` per split) goes to ``result_fd``."""
@@ -265,7 +298,10 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
                 raise kit.KitError(f"no inputs for split {split!r} in the scorer")
             with torch.no_grad():
                 try:
-                    pred = predict(model, inputs[split], device)
+                    if split in (req.get("scores") or ()):
+                        pred = predict_scores(predict, model, inputs[split], device)
+                    else:
+                        pred = predict(model, inputs[split], device)
                 except kit.KitError:
                     raise
                 except Exception as exc:

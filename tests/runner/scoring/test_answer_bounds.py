@@ -38,8 +38,9 @@ def test_every_part_a_session_with_canaries_asks_for_has_a_bound_near_its_honest
     bounds = scorer._part_bounds(["val", CANARY_SPLIT], None)
     n_val = len(np.load(tmp_path / "scoring/inputs/val/x.npy"))
     rows = judge.canaries.kind.canaries + judge.canaries.kind.twins
-    # t0 takes integer class indices: 8 bytes each at the widest, and one .npy header
-    assert bounds == {"val": n_val * 8 + NPY_HEADER_BYTES, CANARY_SPLIT: rows * 8 + NPY_HEADER_BYTES}
+    # t0 takes integer class indices: 8 bytes each at the widest, and one .npy header; its canary
+    # probe answers with the scores behind them: 3 classes of up to 8 bytes each
+    assert bounds == {"val": n_val * 8 + NPY_HEADER_BYTES, CANARY_SPLIT: rows * 3 * 8 + NPY_HEADER_BYTES}
     assert sum(bounds.values()) < answer_check.MAX_PAYLOAD_BYTES // 10_000  # never the worker's 4 GiB fallback
 
 

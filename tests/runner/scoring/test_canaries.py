@@ -161,3 +161,68 @@ def test_no_canaries_travels_from_the_command_line_and_the_study_to_the_session(
     assert make_request(task="t0", agent="scripted", canaries=False).config("x-1", 1, None).canaries is False
     assert make_request(task="t0", agent="scripted").config("x-1", 1, None).canaries is True
     assert "--no-canaries" in CliRunner().invoke(main, ["run", "--help"]).output
+
+
+def test_classification_canaries_are_judged_on_the_models_scores(demo_data: Path) -> None:
+    """t0's and T7's probe returns the scores behind the predictions: a model that leans toward its
+    canaries' random labels, flipping only 3 of 9 argmaxes, is disqualified on its scores, where
+    the 0/1 losses of its predictions see nothing."""
+    kind = KINDS["t0_demo"]
+    d = canaries.draw(kind, KEY, demo_data)
+    n = len(d.items.targets)
+    honest = np.random.default_rng(0).normal(0, 0.5, (n, 3)).astype(np.float32)  # no opinion of these far points
+    assert canaries.evidence(kind.losses(honest, d.items), d.is_canary).level == "clean"
+    leaning = honest.copy()
+    rows = np.flatnonzero(d.is_canary)
+    leaning[rows, d.items.targets[rows]] += 1.0
+    assert (leaning.argmax(axis=1) != honest.argmax(axis=1)).sum() == 3
+    zero_one = kind.losses(leaning.argmax(axis=1), d.items)
+    assert canaries.evidence(zero_one, d.is_canary).level == "clean"
+    assert canaries.evidence(kind.losses(leaning, d.items), d.is_canary).level == "strong"
+    honest = np.zeros((n, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match="shape"):
+        kind.losses(honest[:, :2], d.items)
+    bad = honest.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        kind.losses(bad, d.items)
+
+
+def test_the_worker_returns_the_scores_behind_the_pristine_predictions(demo_data: Path, monkeypatch) -> None:
+    import torch
+
+    from runner.scoring.worker import predict_scores
+    from tasks import onegc_kit
+
+    monkeypatch.setitem(__import__("sys").modules, "onegc_kit", onegc_kit)
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(demo_data))
+    prepare = get_task("t0_demo").load_prepare() if hasattr(get_task("t0_demo"), "load_prepare") else None
+    if prepare is None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("t0_prepare", get_task("t0_demo").folder / "prepare.py")
+        prepare = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(prepare)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    inputs = {"x": np.random.default_rng(0).normal(size=(50, 2)).astype(np.float32)}
+    with torch.no_grad():
+        scores = predict_scores(prepare.predict, model, inputs, "cpu")
+        assert scores.shape == (50, 3) and scores.dtype == np.float32
+        assert np.array_equal(scores.argmax(axis=1), prepare.predict(model, inputs, "cpu"))
+
+        class Liar(torch.nn.Module):  # returns a tuple: no scores to judge, an error (asks for a look)
+            def forward(self, x):
+                return (model(x),)
+
+        with pytest.raises(onegc_kit.KitError):
+            predict_scores(lambda m, i, d: m(torch.from_numpy(i["x"]))[0].argmax(1).numpy(), Liar(), inputs, "cpu")
+
+        class TwoFaced(torch.nn.Module):  # scores that are not what the predictions came from
+            def forward(self, x):
+                return model(x)
+
+        two = TwoFaced()
+        with pytest.raises(onegc_kit.KitError, match="do not match"):
+            predict_scores(lambda m, i, d: np.zeros(50, dtype=np.int64) + (m(torch.from_numpy(i["x"])) is None),
+                           two, inputs, "cpu")
