@@ -118,6 +118,8 @@ def truncated_words(stream: str, dropped: int, dropped_bytes: int, final: bool) 
             "stderr": "stderr lines not copied to agent.stderr.log",
             "process": "script starts and ends not recorded"}.get(stream, f"{stream} lines not recorded")
     more = " (the last count, at the session's end)" if final else ""
+    if stream == "checkpoints":  # files, not bytes of output: the watcher took no more past its cap
+        return f"{dropped:,} more checkpoints not taken past the session's cap (not snapshotted or scored){more}"
     return f"{dropped:,} more {what} ({dropped_bytes:,} bytes){more}"
 
 

@@ -89,13 +89,23 @@ class CheckpointWatcher:
     :data:`MAX_CHECKPOINT_BYTES`; each is copied (not linked: the agent could rewrite a shared
     inode after it was scored) from one descriptor that was checked before and after the copy.
     What is refused is reported once through ``on_warning``.
+
+    ``max_checkpoints``: the versions it takes at most (runner/wire/record_caps.py). Past it,
+    ``on_cap`` is called once and the watcher stops scanning: nothing more is snapshotted, found
+    or scored, and its memory stops growing whatever the agent saves; :meth:`left_out` counts,
+    at the end, the checkpoint files it did not take.
     """
 
     def __init__(self, checkpoints: Path, workspace: Path, snapshots: Path,
                  on_found: Callable[[FoundCheckpoint], None], polling: bool = False,
                  on_warning: Callable[[str], object] | None = None, started_at: float | None = None,
-                 snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES):
+                 snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES, max_checkpoints: int | None = None,
+                 on_cap: Callable[[int], object] | None = None):
         self.checkpoints = checkpoints
+        self.max_checkpoints = max_checkpoints
+        self.on_cap = on_cap or (lambda _n: None)
+        self.taken = 0  # checkpoint versions snapshotted and handed on
+        self.capped = False
         self.workspace = workspace
         self.snapshots = snapshots
         self.store = SnapshotStore(snapshots, snapshot_cap_bytes)
@@ -155,6 +165,8 @@ class CheckpointWatcher:
                 self._warn_once(f"scan:{type(exc).__name__}", f"checkpoint scan failed: {type(exc).__name__}: {exc}")
 
     def _scan(self) -> None:
+        if self.capped:
+            return
         try:
             dfd = os.open(self.checkpoints, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -201,6 +213,11 @@ class CheckpointWatcher:
         whole = self._complete.get(name) == (st.st_ino, st.st_mtime_ns)
         if not whole and not _settled(dfd, name, st):
             return  # written in place and still growing; the next scan takes it
+        if self.max_checkpoints is not None and self.taken >= self.max_checkpoints:
+            if not self.capped:
+                self.capped = True
+                self.on_cap(self.max_checkpoints)
+            return
         k = self._versions.get(name, 0) + 1
         label = f"{Path(name).stem}-{k}"
         snap = self.snapshots / label
@@ -222,11 +239,30 @@ class CheckpointWatcher:
             return
         self._seen[name] = key
         self._versions[name] = k
+        self.taken += 1
         if code.skipped:
             self.on_warning(f"snapshot {label}: left out " + "; ".join(code.skipped[:5])
                             + (f" (+{len(code.skipped) - 5} more)" if len(code.skipped) > 5 else ""))
         script, reported = _peek(frozen)
         self.on_found(FoundCheckpoint(name, label, frozen, snap, script, reported, st.st_mtime, time.time()))
+
+    def left_out(self) -> int:
+        """The checkpoint files in ``checkpoints/`` now that were not taken past the cap (a version
+        taken counts once; one saved past the cap and deleted since is not seen): 0 below the cap.
+        One pass over the folder, counted as it goes."""
+        if not self.capped:
+            return 0
+        n = 0
+        try:
+            with os.scandir(self.checkpoints) as it:
+                for entry in it:
+                    if not is_checkpoint_file(Path(entry.name)) or not entry.is_file(follow_symlinks=False):
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                    n += self._seen.get(entry.name) != (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            pass
+        return n
 
     def _refusal(self, name: str, st: os.stat_result) -> str | None:
         if st.st_size > MAX_CHECKPOINT_BYTES:

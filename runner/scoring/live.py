@@ -35,16 +35,18 @@ def checkpoint_flags(spec: TaskSpec, found: FoundCheckpoint, val: Score, extra: 
 class LiveScoring:
     """The checkpoints of one session and their live scores. ``active_s``: the budget clock's active
     time, read when a checkpoint is found; ``started_at``: nothing older counts as a checkpoint;
-    ``snapshot_cap_bytes``: the session's snapshot objects at most (runner/scoring/snapshots.py)."""
+    ``snapshot_cap_bytes``: the session's snapshot objects at most (runner/scoring/snapshots.py);
+    ``max_checkpoints``: the checkpoint versions it takes at most (runner/wire/record_caps.py)."""
 
     def __init__(self, spec: TaskSpec, paths: SessionPaths, events: EventWriter, active_s: Callable[[], float],
-                 started_at: float, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES):
+                 started_at: float, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES, max_checkpoints: int | None = None):
         self.spec = spec
         self.paths = paths
         self.events = events
         self.active_s = active_s
         self.started_at = started_at
         self.snapshot_cap_bytes = snapshot_cap_bytes
+        self.max_checkpoints = max_checkpoints
         self.found: dict[str, FoundCheckpoint] = {}
         self.found_at: dict[str, float] = {}  # budget time at which each appeared
         self.live: dict[str, Score] = {}
@@ -63,7 +65,8 @@ class LiveScoring:
         self._watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
                                           self._on_found, started_at=self.started_at,
                                           on_warning=lambda m: self.events.emit("warning", code="checkpoint", message=m),
-                                          snapshot_cap_bytes=self.snapshot_cap_bytes)
+                                          snapshot_cap_bytes=self.snapshot_cap_bytes,
+                                          max_checkpoints=self.max_checkpoints, on_cap=self._on_cap)
         self._watcher.start()
 
     def stop(self, drain_s: float = LIVE_SCORE_DRAIN_S) -> None:
@@ -71,6 +74,10 @@ class LiveScoring:
         scorer is kept only when every one finished (else the queue closed it)."""
         if self._watcher is not None:
             self._watcher.stop()
+            left = self._watcher.left_out()
+            if left and self.max_checkpoints is not None:  # counted as any record cap is: every view shows ✂
+                self.events.emit("truncated", stream="checkpoints", dropped=left, dropped_bytes=0,
+                                 limit_events=self.max_checkpoints, limit_bytes=0, final=True)
         if self._queue is not None and not self._queue.close(drain_s):
             self.scorer = None
 
@@ -90,6 +97,11 @@ class LiveScoring:
         """The first live scoring error, or ''."""
         with self._lock:
             return next((s.error for s in self.live.values() if s.error), "")
+
+    def _on_cap(self, cap: int) -> None:
+        self.events.emit("warning", code="checkpoint_cap",
+                         message=f"the agent saved more than the session's cap of {cap} checkpoints: the ones saved "
+                                 "after it are not snapshotted, scored or candidates for the official result")
 
     def _on_found(self, found: FoundCheckpoint) -> None:
         # budget time when the file was written, not when we got round to it; the mtime is the

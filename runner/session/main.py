@@ -74,10 +74,11 @@ class Session:
         self.lock = lock  # the runner's claim on its folder (runner/wire/liveness.py)
         self.config = paths.read_config()
         self.spec = get_task(self.config.task)
+        self.record_caps = RecordCaps.for_budget(self.config.budget_s, checkpoints=self.config.max_checkpoints)
         self.clock = BudgetClock(self.config.budget_s)
         self.guard = DiskGuard(paths.root)  # room to end the session if the disk fills up
         self.events = EventWriter(paths.events, self.config.session_id, fold=WarningFolder(), on_no_space=self.guard.trip,
-                                  limits=RecordLimits(RecordCaps.for_budget(self.config.budget_s)))  # record_caps.py
+                                  limits=RecordLimits(self.record_caps))  # record_caps.py
         self.adapter: AgentAdapter = get_adapter(self.config.agent)
         self.tree: ProcessTree | None = None
         self.caps: CapGroup | None = None  # the agent tree's memory and process caps (runner/sandbox/caps.py)
@@ -105,7 +106,7 @@ class Session:
         signal.signal(signal.SIGINT, self._on_signal)
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
         self.scoring = LiveScoring(self.spec, self.paths, self.events, self.clock.active_s, self.began,
-                                   self.config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES)
+                                   self.config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES, self.record_caps.checkpoints)
         if not self._set_up():
             return 2
         with ExitStack() as stack:  # clean-ups run in reverse order of registration

@@ -17,8 +17,9 @@ STALL_S = 300.0
 STALL_WARNING = "stall"  # the warning's code when a stall begins
 STALL_CLEARED = "stall_cleared"  # the warning's code when it ends: a model response, or a tool at work
 # the warnings that say a cap of the session stopped the agent (runner/sandbox/caps.py: its memory
-# and process caps; runner/session/diskguard.py: the disk): its measurement ran with less than it asked for
-CAP_WARNINGS = frozenset({"oom", "process_cap", "disk_full"})
+# and process caps; runner/session/diskguard.py: the disk; runner/scoring/checkpoints.py: the checkpoints
+# taken): its measurement ran with less than it asked for
+CAP_WARNINGS = frozenset({"oom", "process_cap", "disk_full", "checkpoint_cap"})
 NetworkPolicy = Literal["open", "api-only", "none"]
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

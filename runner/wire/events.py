@@ -177,7 +177,7 @@ class Conditions(_Event):
     problems: list[str] = Field(default_factory=list)
 
 
-TruncatedStream = Literal["transcript", "stdout", "stderr", "process"]
+TruncatedStream = Literal["transcript", "stdout", "stderr", "process", "checkpoints"]
 
 
 class Truncated(_Event):
@@ -187,7 +187,8 @@ class Truncated(_Event):
     last one, written at the session's end."""
 
     type: Literal["truncated"] = "truncated"
-    stream: TruncatedStream  # transcript, process: events not written; stdout, stderr: lines not copied to the raw file
+    stream: TruncatedStream  # transcript, process: events not written; stdout, stderr: lines not copied to the raw
+    # file; checkpoints: checkpoint files past the session's cap, not taken (not snapshotted, found or scored)
     dropped: int = Field(ge=0)
     dropped_bytes: int = Field(ge=0)
     limit_events: int | None = None  # the cap that was reached (None: the byte cap alone applies)

@@ -43,6 +43,11 @@ SESSION_RAW_BYTES = 21_125
 # for a longer budget)
 SCRIPTS_PER_RUN = 25
 SCRIPTS_PER_MIN = SCRIPTS_PER_RUN / 40
+# checkpoints: a best and a last per script, so the paper's most scripts × 2 per run; a session's
+# cap is that × 100 (5 000 for a 40-minute run). Past it the checkpoint watcher takes no more: none
+# is snapshotted, found or scored, and the ones left in checkpoints/ at the end are counted
+CHECKPOINTS_PER_RUN = 2 * SCRIPTS_PER_RUN
+CHECKPOINTS_PER_MIN = CHECKPOINTS_PER_RUN / 40
 PROCESS_EVENT_BYTES = 1_024  # a process event's line at the most (its command line is cut at 300 characters)
 SUMMARY_S = 30.0  # while a flood goes on, one truncated event per stream per this many seconds
 EVENTS_FILE_MULTIPLE = 2  # the transcript's bytes in events.jsonl stay under this × the byte cap
@@ -56,19 +61,23 @@ class RecordCaps:
     event_bytes: int  # their lines' bytes in events.jsonl
     raw_bytes: int  # each raw copy of the agent's output (stdout, stderr)
     process_events: int = HEADROOM * 2 * SCRIPTS_PER_RUN  # ``process`` events (a script started, ended)
+    checkpoints: int = HEADROOM * CHECKPOINTS_PER_RUN  # checkpoint versions taken (snapshotted, found, scored)
 
     @classmethod
-    def for_budget(cls, budget_s: float) -> RecordCaps:
+    def for_budget(cls, budget_s: float, checkpoints: int | None = None) -> RecordCaps:
+        """The caps of a session of ``budget_s``; ``checkpoints``: a session's own checkpoint cap
+        (``max_checkpoints`` in its config), else the budget's."""
         minutes = max(0.0, budget_s) / 60
         return cls(events=int(HEADROOM * max(SESSION_EVENTS, EVENTS_PER_MIN * minutes)),
                    event_bytes=int(HEADROOM * max(SESSION_EVENT_BYTES, EVENT_BYTES_PER_MIN * minutes)),
                    raw_bytes=int(HEADROOM * max(SESSION_RAW_BYTES, RAW_BYTES_PER_MIN * minutes)),
-                   process_events=int(HEADROOM * 2 * max(SCRIPTS_PER_RUN, SCRIPTS_PER_MIN * minutes)))
+                   process_events=int(HEADROOM * 2 * max(SCRIPTS_PER_RUN, SCRIPTS_PER_MIN * minutes)),
+                   checkpoints=checkpoints or int(HEADROOM * max(CHECKPOINTS_PER_RUN, CHECKPOINTS_PER_MIN * minutes)))
 
     def contract(self) -> dict[str, int]:
         """The caps as the session's contract records them."""
         return {"transcript_events": self.events, "transcript_bytes": self.event_bytes, "raw_bytes": self.raw_bytes,
-                "process_events": self.process_events}
+                "process_events": self.process_events, "checkpoints": self.checkpoints}
 
 
 class StreamCap:

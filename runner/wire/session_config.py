@@ -46,6 +46,8 @@ class SessionConfig(BaseModel):
     max_processes: int | None = Field(default=None, ge=16)
     # the session's snapshot objects (runner/scoring/snapshots.py); None: SNAPSHOT_CAP_BYTES
     snapshot_cap_bytes: int | None = Field(default=None, ge=1 << 20)
+    # the checkpoint versions the session takes (runner/wire/record_caps.py); None: from the budget
+    max_checkpoints: int | None = Field(default=None, ge=1)
     created: float = Field(default_factory=time.time)
 
     @model_validator(mode="before")

@@ -142,3 +142,44 @@ def test_a_huge_workspace_is_stored_once_and_the_snapshot_cap_is_reported(home, 
     warned = [e["message"] for e in evs if e["type"] == "warning" and "changed.pt" in e["message"]]
     assert warned and "was not snapshotted, so it is not scored" in warned[0] and "cap of 12 MiB" in warned[0]
     assert result["end_reason"] == "completed" and result["value"] is not None
+
+
+PAST_THE_CAP = run_script("""
+for i in range(12):
+    save(f"k{i:02d}")
+    time.sleep(0.3)  # one by one: the watcher takes the first five as they come
+open("saved.json", "w").write(json.dumps({"saved": 12}))
+""")
+
+
+@pytest.mark.slow
+def test_checkpoints_past_the_cap_are_not_taken_and_are_counted(home, tmp_path):
+    """A session takes at most its cap of checkpoint versions (5 here; 5 000 for 40 minutes by
+    default): the rest are never snapshotted, found or scored, the watcher stops growing, and the
+    files left over are counted in a truncated event, a cap warning and every view."""
+    from onegc_tui.store import Store
+    from onegc_tui.store.ingest import Ingester
+    from onegc_tui.views.transcript_view import truncated_words
+
+    paths = start_session(home, "capped", agent="command", budget_s=ROOMY_BUDGET_S, max_checkpoints=5,
+                          command=write_agent(tmp_path, "capped.py", PAST_THE_CAP))
+    evs, result = ended(paths)
+    assert json.loads((paths.workspace / "saved.json").read_text())["saved"] == 12
+    found = [e["name"] for e in evs if e["type"] == "checkpoint_found"]
+    assert len(found) == 5 and len(list(paths.snapshots.glob("k*"))) == 5
+    assert {e["name"] for e in evs if e["type"] == "checkpoint_scored"} <= set(found)
+    warned = [e for e in evs if e["type"] == "warning" and e["code"] == "checkpoint_cap"]
+    assert len(warned) == 1 and "cap of 5 checkpoints" in warned[0]["message"]
+    (cut,) = [e for e in evs if e["type"] == "truncated" and e["stream"] == "checkpoints"]
+    assert cut["dropped"] == 7 and cut["limit_events"] == 5 and cut["final"]
+    assert "7 more checkpoints not taken" in truncated_words(cut["stream"], cut["dropped"], 0, True)
+    assert result["end_reason"] == "completed" and result["checkpoint"] in found  # a result from the ones taken
+    started = next(e for e in evs if e["type"] == "session_started")
+    assert started["contract"]["record_caps"]["checkpoints"] == 5
+    store = Store.open(home)
+    try:
+        Ingester(home, store).ingest_all()
+        row = store.session("capped")
+        assert row["caps_reached"] == 1 and row["truncated"] >= 7
+    finally:
+        store.close()

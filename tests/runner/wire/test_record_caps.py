@@ -20,6 +20,13 @@ def test_the_caps_scale_with_the_budget_from_the_measured_figures():
     assert hour.event_bytes > short.event_bytes and hour.raw_bytes == int(HEADROOM * 11_221 * 60)
 
 
+def test_the_checkpoint_cap_is_the_papers_most_scripts_times_two_times_100_or_the_sessions_own():
+    assert RecordCaps.for_budget(40 * 60).checkpoints == HEADROOM * 2 * 25  # a best and a last per script
+    assert RecordCaps.for_budget(60).checkpoints == 5_000 and RecordCaps.for_budget(80 * 60).checkpoints == 10_000
+    assert RecordCaps.for_budget(60, checkpoints=5).checkpoints == 5
+    assert RecordCaps.for_budget(60).contract()["checkpoints"] == 5_000
+
+
 def test_an_agent_that_starts_scripts_without_end_meets_the_process_cap(home):
     """A loop of `python x.py` makes two ``process`` events a launch: past the cap (the paper's most
     scripts per run × 100) they are left out and counted, and the session's count stops there."""
