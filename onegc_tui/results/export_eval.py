@@ -225,8 +225,8 @@ def _parts(i: dict[str, Any], data: StudyData) -> tuple[list[SessionData], str, 
 
 
 def build_log(store: Store, data: StudyData) -> Any:
-    """The :class:`inspect_ai.log.EvalLog` of ``data``, every sample in memory (the ``.json`` format,
-    one document; :func:`write_eval` streams the ``.eval`` one sample at a time)."""
+    """The :class:`inspect_ai.log.EvalLog` of ``data``, every sample in memory (for a caller that
+    wants the object; :func:`write_eval` streams both formats one sample at a time)."""
     i = _inspect()
     sessions, model, spec, results, stats = _parts(i, data)
     samples = [_sample(i, store, s, model) for s in sessions]
@@ -235,20 +235,34 @@ def build_log(store: Store, data: StudyData) -> Any:
 
 def write_eval(store: Store, data: StudyData, out: Path) -> int:
     """Write the log to ``out`` (``.json``: Inspect's JSON format; anything else: ``.eval``);
-    returns the number of samples. The ``.eval`` log (a zip, one member per sample) is written a
-    sample at a time, so the export's memory is one session's sample whatever the study's size."""
+    returns the number of samples. Either is written a sample at a time (the ``.eval`` zip one
+    member per sample, the ``.json`` document one array item per sample), so the export's memory
+    is one session's sample whatever the study's size."""
     i = _inspect()
     fmt = "json" if out.suffix.lower() == ".json" else "eval"
     tmp = out.with_name(f".{out.stem}.tmp.{fmt}")
     tmp.unlink(missing_ok=True)
-    if fmt == "json":
-        built = build_log(store, data)
-        i["log"].write_eval_log(built, str(tmp), format=fmt)
-        n = len(built.samples or [])
-    else:
-        n = asyncio.run(_stream_eval(i, store, data, tmp))
+    n = _stream_json(i, store, data, tmp) if fmt == "json" else asyncio.run(_stream_eval(i, store, data, tmp))
     tmp.replace(out)
     return n
+
+
+def _stream_json(i: dict[str, Any], store: Store, data: StudyData, dest: Path) -> int:
+    """Inspect's JSON format (one document: the log's header fields, then ``samples``), written a
+    sample at a time with Inspect's own serializer: the export's memory is one session's sample,
+    as for ``.eval``. ``samples`` comes last, where Inspect's header-only reader stops."""
+    from inspect_ai._util.json import to_json_safe  # what write_eval_log(format="json") serializes with
+
+    sessions, model, spec, results, stats = _parts(i, data)
+    header = to_json_safe(i["log"].EvalLog(status="success", eval=spec, results=results, stats=stats), indent=None)
+    if not header.endswith(b"}") or header == b"{}":
+        raise ValueError("Inspect serialized the log's header as something other than a JSON object")
+    with open(dest, "wb") as out:
+        out.write(header[:-1] + b',"samples":[')
+        for k, s in enumerate(sessions):
+            out.write((b"," if k else b"") + to_json_safe(_sample(i, store, s, model), indent=None))
+        out.write(b"]}")
+    return len(sessions)
 
 
 async def _stream_eval(i: dict[str, Any], store: Store, data: StudyData, dest: Path) -> int:

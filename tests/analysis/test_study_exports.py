@@ -109,6 +109,40 @@ def test_inspect_log_reads_back_with_every_checkpoints_score_event(study_home, t
         assert sample.model_usage and sample.time_limit == BUDGET_S
 
 
+def test_the_inspect_json_log_is_streamed_and_reads_back_as_inspects_own(study_home, tmp_path):
+    """``-o x.json`` is written a sample at a time; Inspect reads it whole and header-only, and it
+    holds what Inspect's own writer would have written for the same log."""
+    pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (the [inspect] extra)")
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from onegc_tui.results.export_eval import build_log
+    from onegc_tui.results.study_data import load_study
+    from onegc_tui.store import Store
+
+    out = tmp_path / "study.json"
+    done = onegc(study_home, "export", "--format", "eval", "-o", str(out), "--study", STUDY)
+    assert done.returncode == 0, done.stderr
+    log = read_eval_log(str(out))
+    assert log.status == "success" and len(log.samples) == len(CONFIGS) * REPEATS
+    header = read_eval_log(str(out), header_only=True)
+    assert header.samples is None and header.results == log.results and header.eval.task == log.eval.task
+    store = Store.open(study_home)
+    try:
+        own = tmp_path / "own.json"
+        write_eval_log(build_log(store, load_study(store, STUDY, include_demo=True)), str(own), format="json")
+    finally:
+        store.close()
+    theirs = read_eval_log(str(own))
+    def same(x):  # what is drawn anew each time a log is built (ids, uuids, clocks) left out
+        if isinstance(x, dict):
+            return {k: same(v) for k, v in x.items() if k not in ("id", "uuid", "working_start")}
+        return [same(v) for v in x] if isinstance(x, list) else x
+
+    mine = {s.id: same(s.model_dump()) for s in log.samples}
+    assert mine == {s.id: same(s.model_dump()) for s in theirs.samples}
+    assert log.results == theirs.results and log.stats == theirs.stats
+
+
 def test_report_renders_in_chromium_with_its_plots_and_fetches_nothing(study_home, tmp_path):
     if find_chromium() is None:
         pytest.skip("Chromium is not installed (apt-get install chromium)")
