@@ -90,10 +90,11 @@ class CheckpointWatcher:
     inode after it was scored) from one descriptor that was checked before and after the copy.
     What is refused is reported once through ``on_warning``.
 
-    ``max_checkpoints``: the versions it takes at most (runner/wire/record_caps.py). Past it,
-    ``on_cap`` is called once and the watcher stops scanning: nothing more is snapshotted, found
-    or scored, and its memory stops growing whatever the agent saves; :meth:`left_out` counts,
-    at the end, the checkpoint files it did not take.
+    ``max_checkpoints``: the versions it takes or refuses at most (runner/wire/record_caps.py;
+    a refused file is remembered, and warned about, like a taken one). Past it, ``on_cap`` is
+    called once and the watcher stops scanning: nothing more is snapshotted, found or scored,
+    and its memory stops growing whatever the agent saves; :meth:`left_out` counts, at the end,
+    the checkpoint files it did not take.
     """
 
     def __init__(self, checkpoints: Path, workspace: Path, snapshots: Path,
@@ -105,6 +106,7 @@ class CheckpointWatcher:
         self.max_checkpoints = max_checkpoints
         self.on_cap = on_cap or (lambda _n: None)
         self.taken = 0  # checkpoint versions snapshotted and handed on
+        self.refused = 0  # versions refused (a hard link, too large, predating the session)
         self.capped = False
         self.workspace = workspace
         self.snapshots = snapshots
@@ -205,18 +207,18 @@ class CheckpointWatcher:
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._seen.get(name) == key:
             return
+        if self._at_cap():
+            return
         refused = self._refusal(name, st)
         if refused:
+            self.refused += 1
             self._seen[name] = key
             self._warn_once(f"refused:{name}:{key}", f"checkpoints/{name} {refused}: skipped")
             return
         whole = self._complete.get(name) == (st.st_ino, st.st_mtime_ns)
         if not whole and not _settled(dfd, name, st):
             return  # written in place and still growing; the next scan takes it
-        if self.max_checkpoints is not None and self.taken >= self.max_checkpoints:
-            if not self.capped:
-                self.capped = True
-                self.on_cap(self.max_checkpoints)
+        if self._at_cap():
             return
         k = self._versions.get(name, 0) + 1
         label = f"{Path(name).stem}-{k}"
@@ -245,6 +247,14 @@ class CheckpointWatcher:
                             + (f" (+{len(code.skipped) - 5} more)" if len(code.skipped) > 5 else ""))
         script, reported = _peek(frozen)
         self.on_found(FoundCheckpoint(name, label, frozen, snap, script, reported, st.st_mtime, time.time()))
+
+    def _at_cap(self) -> bool:
+        if self.max_checkpoints is None or self.taken + self.refused < self.max_checkpoints:
+            return False
+        if not self.capped:
+            self.capped = True
+            self.on_cap(self.max_checkpoints)
+        return True
 
     def left_out(self) -> int:
         """The checkpoint files in ``checkpoints/`` now that were not taken past the cap (a version

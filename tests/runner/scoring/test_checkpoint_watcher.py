@@ -91,3 +91,22 @@ def test_a_scan_that_breaks_is_reported_and_the_next_one_runs(ws, monkeypatch):
     monkeypatch.setattr(w, "_scan", lambda: 1 / 0)
     w.scan()
     assert warnings == ["checkpoint scan failed: ZeroDivisionError: division by zero"]
+
+
+def test_past_the_cap_nothing_more_is_taken_or_remembered_and_the_rest_is_counted(ws):
+    """Taken and refused files count toward the session's cap (runner/wire/record_caps.py): a flood
+    of hard-linked files grows the watcher's memory and warnings no more than one of checkpoints."""
+    capped = []
+    w, found, warnings = watch(ws, max_checkpoints=4, on_cap=capped.append)
+    for i in range(3):
+        settled(ws / "checkpoints" / f"ok{i}.pt", f"weights {i}".encode())
+    w.scan()
+    for i in range(50):
+        settled(ws / "checkpoints" / f"linked{i:02d}.pt")
+        os.link(ws / "checkpoints" / f"linked{i:02d}.pt", ws / f"other{i:02d}.pt")
+    settled(ws / "checkpoints" / "late.pt", b"after the cap")
+    w.scan()
+    w.scan()
+    assert [f.label for f in found] == ["ok0-1", "ok1-1", "ok2-1"] and w.refused == 1
+    assert capped == [4] and len(warnings) == 1 and len(w._seen) == 4
+    assert w.left_out() == 50  # 49 linked files and late.pt, never looked at past the cap
