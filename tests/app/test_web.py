@@ -89,6 +89,13 @@ async def test_the_web_monitor_shows_the_session_table_in_chromium(web_monitor):
         await browser.press("Escape", 27)
         text = await browser.wait_until_gone("Keys ·")  # Esc closed it
         assert "Budget left" in text
+        await browser.type("\\state:failed")  # the sessions filter, typed fast, then kept with Enter
+        await browser.press("Enter", 13)
+        await browser.wait_for_text("filter “state:failed”: 3 shown", timeout=30)
+        await browser.type("\\")  # back into the box, and Esc clears it (issue 37's filter, as in tmux)
+        await browser.press("Escape", 27)
+        text = await browser.wait_until_gone("filter “")
+        assert "running" in text and "21 sessions" in text
     assert proc.poll() is None  # the server is still serving
 
 
