@@ -53,14 +53,14 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH)"
 	$(VENV)/bin/python -m pip install -q -e '.[dev]'
-	# T4 from HIV.csv (RDKit 2024.03.6 has wheels for Python 3.11-3.12 only): optional, said when missing
+	@# T4 from HIV.csv (RDKit 2024.03.6 has wheels for Python 3.11-3.12 only): optional, said when missing
 	$(VENV)/bin/python -m pip install -q -e '.[molecules]' \
 	  || echo "note: no RDKit 2024.03.6 for this Python: T4 can be prepared from OGB's hiv.zip, not from HIV.csv"
-	# the agents' Python (requirements-agent.txt): scipy, scikit-learn, pandas; then the torchvision built
-	# for this torch (the command is the fix `onegc doctor` gives) and, only where that pair imports, timm
-	# with its own dependencies; else neither (PyPI's torchvision 0.28 does not import beside the CPU build
-	# of torch 2.13). timm is never left without what it requires: pip's resolver would print a red ERROR
-	# about it at every later install
+	@# the agents' Python (requirements-agent.txt): scipy, scikit-learn, pandas; then the torchvision built
+	@# for this torch (the command is the fix `onegc doctor` gives) and, only where that pair imports, timm
+	@# with its own dependencies; else neither (PyPI's torchvision 0.28 does not import beside the CPU build
+	@# of torch 2.13). timm is never left without what it requires: pip's resolver would print a red ERROR
+	@# about it at every later install
 	$(VENV)/bin/python -m pip install -q -r requirements-agent.txt
 	@fix=$$($(VENV)/bin/python -c 'from runner.session.agent_env import torchvision_install as t; print(t() or "")'); \
 	if [ -n "$$fix" ] && sh -c "$$fix -q" 2>/dev/null && $(VENV)/bin/python -c 'import torchvision.ops' 2>/dev/null \
