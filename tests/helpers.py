@@ -47,18 +47,33 @@ def slack() -> float:
     return min(MAX_SLACK, max(1.0, load))
 
 
+class Patience:
+    """A wait's clock: ``timeout`` is what a quiet machine needs (with room); on a loaded one it
+    stretches with :func:`slack`, the largest seen while waiting."""
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self.start = time.monotonic()
+        self.stretch = slack()
+
+    def left(self) -> bool:
+        self.stretch = max(self.stretch, slack())
+        return time.monotonic() - self.start < self.timeout * self.stretch
+
+    def __str__(self) -> str:
+        return (f"{time.monotonic() - self.start:.0f} s ({self.timeout:.0f} s on a quiet machine "
+                f"× {self.stretch:.1f} for the load)")
+
+
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
-    """Poll ``predicate`` until it is true. ``timeout`` is what a quiet machine needs (with room);
-    on a loaded one the wait stretches with :func:`slack`, the largest seen while waiting."""
-    start, stretch = time.monotonic(), slack()
-    while time.monotonic() - start < timeout * stretch:
+    """Poll ``predicate`` until it is true, for as long as :class:`Patience` allows."""
+    patience = Patience(timeout)
+    while patience.left():
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-        stretch = max(stretch, slack())
-    raise AssertionError(f"timed out after {time.monotonic() - start:.0f} s waiting for {what} "
-                         f"({timeout:.0f} s on a quiet machine × {stretch:.1f} for the load)")
+    raise AssertionError(f"timed out after {patience} waiting for {what}")
 
 
 def events(paths) -> list[dict]:

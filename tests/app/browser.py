@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.helpers import Patience
+
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--mute-audio",
@@ -115,20 +117,21 @@ class Browser:
         return result.get("result", {}).get("value") or ""
 
     async def wait_for_text(self, *needles: str, timeout: float = 60) -> str:
-        deadline = time.monotonic() + timeout
+        """The page's text once it shows every needle (``timeout``: on a quiet machine; tests/helpers.Patience)."""
+        patience = Patience(timeout)
         text = ""
-        while time.monotonic() < deadline:
+        while patience.left():
             text = await self.screen_text()
             if all(n in text for n in needles):
                 return text
             await asyncio.sleep(0.25)
-        raise AssertionError(f"the page never showed {needles!r}; it showed:\n{text}")
+        raise AssertionError(f"after {patience} the page never showed {needles!r}; it showed:\n{text}")
 
     async def wait_until_gone(self, needle: str, timeout: float = 30) -> str:
-        deadline = time.monotonic() + timeout
+        patience = Patience(timeout)
         while (text := await self.screen_text()) and needle in text:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the page still shows {needle!r}:\n{text}")
+            if not patience.left():
+                raise AssertionError(f"after {patience} the page still shows {needle!r}:\n{text}")
             await asyncio.sleep(0.25)
         return text
 
