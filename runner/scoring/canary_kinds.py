@@ -88,6 +88,12 @@ class Kind:
         return 0
 
 
+def _log_softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    """Log-probabilities from scores along ``axis`` (shifted by the largest: no overflow)."""
+    z = z - z.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
 def _insert_rows(rng: np.random.Generator, real: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``real`` with the rows of ``extra`` at random places; also where they went."""
     n = len(real) + len(extra)
@@ -136,8 +142,7 @@ class RandomLabels(Kind):
         z = pred.astype(np.float64)
         if not np.isfinite(z).all():
             raise ValueError("scores hold NaN or inf")
-        z = z - z.max(axis=1, keepdims=True)
-        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        logp = _log_softmax(z, axis=1)
         return -logp[np.arange(len(z)), items.targets.astype(np.int64)]
 
     def answer_bytes(self, n: int) -> int:
@@ -229,8 +234,7 @@ class SecretSharer(Kind):
         the task's ``predict`` returns ([n, 256, V]: position t predicts t + 1)."""
         logits = np.asarray(predictions, dtype=np.float64)
         tail = logits[:, -self.length : -1]  # the positions predicting characters 2..L of the string
-        tail = tail - tail.max(axis=2, keepdims=True)
-        logp = tail - np.log(np.exp(tail).sum(axis=2, keepdims=True))
+        logp = _log_softmax(tail, axis=2)
         nxt = items.targets[:, 1:]
         return -np.take_along_axis(logp, nxt[:, :, None], axis=2)[:, :, 0].mean(axis=1)
 

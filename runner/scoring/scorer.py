@@ -481,10 +481,10 @@ class SealedScorer:
                     out[split] = judge.probe_bytes(probe / split)
                 elif split == CANARY_SPLIT:
                     out[split] = judge.probe_bytes(self.plan.inputs / CANARY_SPLIT)
-                    if judge.canaries is not None and judge.canaries.kind.scores:
+                    if judge.canaries is not None:  # a kind that asks for scores answers wider than predictions
                         kind = judge.canaries.kind
-                        scores = kind.answer_bytes(kind.canaries + kind.twins) + answer_check.NPY_HEADER_BYTES
-                        out[split] = max(out[split], scores)
+                        wider = kind.answer_bytes(kind.canaries + kind.twins) + answer_check.NPY_HEADER_BYTES
+                        out[split] = max(out[split], wider)
                 else:
                     out[split] = judge.answer_bytes(split)
             except Exception:  # noqa: BLE001 - a task whose judge cannot say: the worker's own bound
