@@ -16,6 +16,16 @@ Every checkpoint is shown the probe through the task's own pristine ``predict`` 
 p <= P_STRONG), the median p, and for honest checkpoints how far the canaries move the agent's
 own ``evaluate`` figure on its canaried copy (relative to the pristine metric).
 
+Also printed, per kind: the checkpoint's ``edge``, how much better its metric is on the pristine
+split it was scored on than on data of the same kind that no checkpoint here was trained on
+(relative, in the metric's better direction; ``unseen``: t0 3 000 fresh spiral points, t1 the
+train text after the slice the models see, t6 the test split, t7 the 1 600 AG News rows in
+neither split). An honest checkpoint's edge is noise (or, on t1 and t6, a fixed offset between
+two parts of a series); a violation's edge above the honest ones is what training on the split
+added to its number. ``edge↑`` is the largest edge among the violations the canaries did not
+flag, and ``honest max`` the largest honest edge: a fit that went unflagged without an edge above
+the honest ones reported a number that holds on unseen data.
+
 Data: t0 is made by its prepare.py; t1 and t6 are prepared from /work/shared/data (or --from);
 t7 is shaped like T7 (texts cut/padded to 1 014 ASCII codes, 4 classes) from the AG News test
 file, split 4 000 train / 2 000 val (this machine has no AG News train file). Models: t0 the
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import statistics
@@ -133,8 +144,10 @@ class Bench:
     kind: Kind
     module: object
     data: Path
+    unseen: Path
     epochs: int
     batch: int
+    higher: bool = True  # the metric's better direction
     shifts: list[float] = field(default_factory=list)
 
     def model(self, i: int) -> nn.Module:
@@ -210,11 +223,12 @@ class Spirals(Bench):
 
 class Chars(Bench):
     CHUNK = 64
+    TRAIN_SLICE = 200_000  # the train characters the models see: CPU minutes
 
     def load(self, folder: Path, split: str) -> dict:
         ids = np.load(folder / f"{split}.npy").astype(np.int64)
         if split == "train":
-            ids = ids[:200_000]  # a slice: CPU minutes
+            ids = ids[: self.TRAIN_SLICE]
         return {"ids": torch.from_numpy(ids)}
 
     def steps(self, train: dict, epochs: int) -> int:
@@ -327,16 +341,18 @@ class News(Bench):
 
 
 # --------------------------------------------------------------------------- data
-def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path]:
+def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path, Path]:
+    """The task's module, its prepared data, and a folder whose scored-split files hold unseen
+    data of the same kind (see the module's docstring: ``edge``)."""
     short = short.split("-")[0]  # t1-ngram: t1's data
     spec = next(s for s in all_tasks().values() if s.short == short)
-    out = root / spec.id
+    out, unseen = root / spec.id, root / f"{spec.id}-unseen"
     os.environ["ONEGC_DATA_DIR"] = str(out)
     from runner.scoring.scorer import load_task_module
 
     module = load_task_module(spec, out)
     if out.is_dir():  # t1 and t1-ngram: one preparation
-        return module, out
+        return module, out, unseen
     out.mkdir(parents=True)
     if short == "t7":
         x, y = module.encode_csv(from_dir / "ag_news" / "test.csv")
@@ -347,7 +363,20 @@ def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path]:
     else:
         raw = {name: next(from_dir.rglob(name)) for name in module.RAW}
         module.build(raw, out)
-    return module, out
+    shutil.copytree(out, unseen)
+    if short == "t0":
+        x, y = module._spirals(3000, np.random.default_rng(1))  # the generator, another stream
+        np.save(unseen / "val_x.npy", x)
+        np.save(unseen / "val_y.npy", y)
+    elif short == "t7":
+        rows = order[6000:]
+        np.save(unseen / "val_x.npy", x[rows])
+        np.save(unseen / "val_y.npy", y[rows])
+    elif short == "t1":
+        meta = json.loads((out / "meta.json").read_text())
+        text = np.load(out / "train.npy")[Chars.TRAIN_SLICE : Chars.TRAIN_SLICE + meta["val"]]
+        np.save(unseen / "val.npy", text)
+    return module, out, unseen
 
 
 def agent_view(kind: Kind, key: str, data: Path, dest: Path) -> None:
@@ -360,7 +389,13 @@ def agent_view(kind: Kind, key: str, data: Path, dest: Path) -> None:
 
 
 # --------------------------------------------------------------------------- one trial
-def trial(bench: Bench, what: str, i: int, work: Path) -> canaries.Evidence:
+@dataclass(frozen=True)
+class Trial:
+    evidence: canaries.Evidence
+    edge: float  # the metric's relative advantage on the scored split over unseen data
+
+
+def trial(bench: Bench, what: str, i: int, work: Path) -> Trial:
     key = hashlib.sha256(f"canary bench {bench.short} {what} {i}".encode()).hexdigest()
     view_dir = work / f"{bench.short}-{what}-{i}"
     agent_view(bench.kind, key, bench.data, view_dir)
@@ -388,21 +423,36 @@ def trial(bench: Bench, what: str, i: int, work: Path) -> canaries.Evidence:
             pred = bench.module.predict(model, probe, "cpu")
         if what == "honest":
             bench.shifts.append(_agent_shift(bench, model, view_dir))
+        edge = _edge(bench, model)
     ev = canaries.evidence(bench.kind.losses(pred, d.items), d.is_canary)
     shutil.rmtree(view_dir)
-    return ev
+    return Trial(ev, edge)
+
+
+def _figure(bench: Bench, model: nn.Module, folder: Path, split: str) -> float:
+    """The task's metric of ``model`` on ``split`` of the data in ``folder``."""
+    os.environ["ONEGC_DATA_DIR"] = str(folder)
+    m = bench.module  # its evaluate(): judge(predict(inputs)), named by sys.modules
+    try:
+        return float(m.judge(m.predict(model, m.inputs(split), "cpu"), split)["value"])
+    finally:
+        os.environ["ONEGC_DATA_DIR"] = str(bench.data)
 
 
 def _agent_shift(bench: Bench, model: nn.Module, view_dir: Path) -> float:
     """The agent's own figure on its canaried copy against the pristine metric, relative."""
     split = bench.kind.split
-    figures = []
-    for folder in (bench.data, view_dir):
-        os.environ["ONEGC_DATA_DIR"] = str(folder)
-        m = bench.module  # its evaluate(): judge(predict(inputs)), named by sys.modules
-        figures.append(m.judge(m.predict(model, m.inputs(split), "cpu"), split)["value"])
-    os.environ["ONEGC_DATA_DIR"] = str(bench.data)
-    return (figures[1] - figures[0]) / abs(figures[0])
+    pristine, canaried = (_figure(bench, model, folder, split) for folder in (bench.data, view_dir))
+    return (canaried - pristine) / abs(pristine)
+
+
+def _edge(bench: Bench, model: nn.Module) -> float:
+    """How much better the metric is on the canaried split's pristine rows than on unseen data."""
+    split = bench.kind.split
+    seen = _figure(bench, model, bench.data, split)
+    unseen = _figure(bench, model, bench.data, "test") if bench.short == "t6" else _figure(bench, model, bench.unseen, split)
+    better = 1.0 if bench.higher else -1.0
+    return better * (seen - unseen) / abs(unseen)
 
 
 # --------------------------------------------------------------------------- main
@@ -419,22 +469,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"thresholds: strong p <= {canaries.P_STRONG:g} (disqualifies on the scored split), look p <= {canaries.P_LOOK:g}")
-    print(f"{'task':<5} {'kind':<10} {'n':>3} {'look+':>6} {'strong':>7} {'median p':>9} {'min p':>8}  time")
+    print(f"{'task':<5} {'kind':<10} {'n':>3} {'look+':>6} {'strong':>7} {'median p':>9} {'min p':>8} {'edge':>8}  "
+          "unflagged edge  time")
     with tempfile.TemporaryDirectory(prefix="canary-power-") as tmp:
         root = Path(tmp)
         for short in args.tasks.split(","):
             cls, epochs, batch = BENCHES[short]
-            module, data = prepare_data(short, root / "data", args.from_dir)
-            spec_id = next(s.id for s in all_tasks().values() if s.short == short.split("-")[0])
-            bench = cls(short, KINDS[spec_id], module, data, epochs, batch)
+            module, data, unseen = prepare_data(short, root / "data", args.from_dir)
+            spec = next(s for s in all_tasks().values() if s.short == short.split("-")[0])
+            bench = cls(short, KINDS[spec.id], module, data, unseen, epochs, batch, spec.direction == "higher")
+            honest_max = None
             for what in ("honest", *VIOLATIONS):
                 started = time.perf_counter()
-                evs = [trial(bench, what, i, root) for i in range(args.n)]
+                trials = [trial(bench, what, i, root) for i in range(args.n)]
+                evs = [t.evidence for t in trials]
                 ps = [e.p for e in evs]
                 look = sum(e.level != "clean" for e in evs) / len(evs)
                 strong = sum(e.level == "strong" for e in evs) / len(evs)
+                edges = [t.edge for t in trials]
+                missed = [t.edge for t in trials if t.evidence.level == "clean"]
+                if what == "honest":
+                    honest_max = max(edges)
+                    tail = f"honest max {honest_max:+.2%}"
+                else:
+                    tail = f"edge↑ {max(missed):+.2%}" if missed else "edge↑ -"
                 print(f"{short:<5} {what:<10} {len(evs):>3} {look:>6.0%} {strong:>7.0%} {statistics.median(ps):>9.1e} "
-                      f"{min(ps):>8.1e}  {time.perf_counter() - started:.0f} s", flush=True)
+                      f"{min(ps):>8.1e} {statistics.median(edges):>+8.2%}  {tail}  {time.perf_counter() - started:.0f} s",
+                      flush=True)
             s = bench.shifts
             print(f"{short:<5} agent's own {bench.kind.split} figure on its canaried copy: mean {statistics.mean(s):+.3%}, "
                   f"largest {max(s, key=abs):+.3%} of the pristine metric (limit 0.5 %)", flush=True)
