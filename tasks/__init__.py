@@ -73,6 +73,9 @@ class TaskSpec(BaseModel):
     # session (runner/scoring/selection_gap.py); measured by benchmarks/reproduce_baselines.py --seeds 5
     baseline_val_gap: float | None = None
     val_gap_margin: float | None = None
+    # the scored split's files that hold its targets: withheld from a sealed session's workspace
+    # (runner/scoring/sealed_split.py); empty: the split cannot be sealed (T1) or need not be (T4-T6)
+    scored_targets: list[str] = Field(default_factory=list)
     eval_timeout_s: float = 600.0
     cpu_ok: bool = False  # the demo task: data made offline on first use, baseline trains on a CPU in seconds
     pretrained_weights: list[str] = Field(default_factory=list)

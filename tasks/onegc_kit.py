@@ -117,6 +117,10 @@ def data_dir() -> Path:
 def require(path: Path) -> Path:
     """``path`` if it exists, else a one-line error naming the fix."""
     if not path.exists():
+        sealed = os.environ.get(SEALED_SPLIT_VAR)
+        if sealed and path.name.startswith(f"{sealed}_"):
+            raise KitError(f"{path.name} is not in this workspace: the {sealed} split's targets are sealed in this "
+                           f"session; prepare.evaluate(model, {sealed!r}) is answered by the harness")
         raise KitError(f"{path} is missing: the data is not prepared (run 'onegc prepare' or 'python prepare.py')")
     return path
 
@@ -354,8 +358,60 @@ def check_predictions(pred, shape: tuple, kinds: str, what: str):
 
 
 def evaluate_split(task: ModuleType, model, split: str, dev: str) -> dict:
-    """``judge(predict(model, inputs(split)))``: what a task's ``evaluate`` is."""
-    return task.judge(task.predict(model, task.inputs(split), dev), split)
+    """``judge(predict(model, inputs(split)))``: what a task's ``evaluate`` is. In a session whose
+    scored split is sealed (``onegc run --scored-split sealed``: its targets are not in the
+    workspace), the harness judges the predictions on that split: :func:`ask_harness`."""
+    predictions = task.predict(model, task.inputs(split), dev)
+    if os.environ.get(SEALED_SPLIT_VAR) == split:
+        return ask_harness(predictions, split)
+    return task.judge(predictions, split)
+
+
+# --------------------------------------------------------------------------- a sealed scored split
+SEALED_SPLIT_VAR, SEALED_REQUESTS_VAR, SEALED_ANSWERS_VAR = (
+    "ONEGC_SEALED_SPLIT", "ONEGC_SEALED_REQUESTS", "ONEGC_SEALED_ANSWERS")  # set by the harness (runner/scoring/sealed_split.py)
+SEALED_SPENT = "_spent.json"
+SEALED_WAIT_S = 600.0
+_asked = [0]
+
+
+def ask_harness(predictions, split: str, wait_s: float = SEALED_WAIT_S) -> dict:
+    """The metric of ``predictions`` on the sealed ``split``, judged by the harness: written to
+    ``$ONEGC_SEALED_REQUESTS/<name>.npy``, answered in ``$ONEGC_SEALED_ANSWERS/<name>.json``.
+    The session's answers are capped (its contract says how many); a refused request is a
+    :class:`KitError` with the harness's reason."""
+    import secrets
+
+    import numpy as np
+
+    requests, answers = os.environ.get(SEALED_REQUESTS_VAR), os.environ.get(SEALED_ANSWERS_VAR)
+    if not requests or not answers:
+        raise KitError(f"the {split} split is sealed in this session but the harness's folders are not set "
+                       f"(${SEALED_REQUESTS_VAR}, ${SEALED_ANSWERS_VAR})")
+    if not isinstance(predictions, np.ndarray):
+        raise KitError(f"predict() must return a numpy array; got {type(predictions).__name__}")
+    _asked[0] += 1
+    name = f"{os.getpid()}-{_asked[0]}-{secrets.token_hex(4)}"
+    folder = Path(requests)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{name}.tmp"
+    with open(tmp, "wb") as f:
+        np.save(f, np.ascontiguousarray(predictions), allow_pickle=False)
+    os.replace(tmp, folder / f"{name}.npy")
+    answer, spent = Path(answers) / f"{name}.json", Path(answers) / SEALED_SPENT
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        for path in (answer, spent):
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if record.get("error"):
+                raise KitError(f"the harness refused the evaluation on the sealed {split} split: {record['error']}")
+            return {"value": float(record["value"]), "n": record.get("n"), "sealed": True,
+                    "answers_left": record.get("answers_left")}
+        time.sleep(0.02)
+    raise KitError(f"no answer from the harness on the sealed {split} split within {wait_s:.0f} s")
 
 
 def evaluate_checkpoint(task: ModuleType, ckpt_path: Path, code: Path, split: str, dev: str) -> dict:

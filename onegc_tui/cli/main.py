@@ -210,9 +210,13 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool, task: str) -> 
 @click.option("--no-canaries", "no_canaries", is_flag=True,
               help="the paper's workspace exactly: no canaries in the agent's copy of the scored split (training on it "
                    "then goes unseen); recorded in the contract, and history never pools it with the default")
+@click.option("--scored-split", "scored_split", type=click.Choice(["paper", "sealed"]), default="paper",
+              help="sealed: the scored split's targets stay out of the workspace and the harness answers the agent's "
+                   "evaluations on it (at most 200), so training on it is impossible (t0, T2, T3, T7); recorded in "
+                   "the contract, and history never pools it with the paper's split")
 @click.pass_context
 def run_cmd(ctx, task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
-            max_processes, cost_limit, no_canaries) -> None:
+            max_processes, cost_limit, no_canaries, scored_split) -> None:
     """Start sessions of an agent on a task: onegc run t6 --agent claude-code --model claude-sonnet-4-6.
 
     The command agent's command line goes after ``--``: onegc run t0 --agent command -- python agent.py.
@@ -230,7 +234,8 @@ def run_cmd(ctx, task, agent, model, repeats, budget_s, gpus, network, pace_s, p
     request = make_request(task=spec.id, agent=agent, model=model, repeats=repeats, budget_s=budget_s,
                            gpus=gpus, network=network, pace_s=pace_s, sealed=not unsealed,
                            command=absolute_command(command), memory_bytes=memory_bytes,
-                           max_processes=max_processes, cost_limit_usd=cost_limit, canaries=not no_canaries)
+                           max_processes=max_processes, cost_limit_usd=cost_limit, canaries=not no_canaries,
+                           scored_split=scored_split)
     sessions = start_sessions(home, request)
     if unsealed:
         click.echo("note: --unsealed: the agent sees this machine as its user does; the result is not comparable", err=True)

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from onegc_tui.results.matrix import row_label
+from onegc_tui.results.matrix import outcome_row_label
 from onegc_tui.views.outcomes import SessionOutcome, resolve_task
 from onegc_tui.views.statistics import relative_improvement
 
@@ -42,7 +42,7 @@ def cost_cells(outcomes: Iterable[SessionOutcome], costs: Mapping[str, float | N
         spec = resolve_task(o.task)
         if spec is None or not o.finished:
             continue
-        groups.setdefault((row_label(o.agent, o.model, o.label), spec.short), []).append(o)
+        groups.setdefault((outcome_row_label(o), spec.short), []).append(o)
     out = []
     for (label, task), runs in sorted(groups.items()):
         spec = resolve_task(task)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from onegc_tui.results.export_sqlite import MissingExtra
-from onegc_tui.results.matrix import row_label
+from onegc_tui.results.matrix import outcome_row_label
 from onegc_tui.results.study_data import SessionData, StudyData
 from onegc_tui.store import Store
 from onegc_tui.views.outcomes import resolve_task
@@ -162,7 +162,7 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
         id=o.session_id, epoch=1, input=prompt, target="", scores=scores or None, events=events,
         model_usage={o.model or model: usage}, started_at=_iso(start), completed_at=_iso(end),
         total_time=max(0.0, end - start), working_time=o.active_s, time_limit=int(o.budget_s) or None, limit=limit,
-        metadata={"configuration": row_label(o.agent, o.model, o.label), "agent": o.agent, "task": o.task,
+        metadata={"configuration": outcome_row_label(o), "agent": o.agent, "task": o.task,
                   "repeat": o.repeat, "end_reason": o.end_reason, "end_detail": row.get("end_detail"),
                   "official_score": o.score, "official_split": scored_split(o.task), "disqualified": o.disqualified,
                   "flagged": o.flagged, "conditions": conditions_note(row), "contended": o.contended,
@@ -195,7 +195,7 @@ def _parts(i: dict[str, Any], data: StudyData) -> tuple[list[SessionData], str, 
     budgets = {s.outcome.budget_s for s in sessions}
     groups: dict[str, list[float]] = {}
     for s in sessions:
-        name = f"{row_label(s.outcome.agent, s.outcome.model, s.outcome.label)}/{s.outcome.task}"
+        name = f"{outcome_row_label(s.outcome)}/{s.outcome.task}"
         groups.setdefault(name, [])
         if s.outcome.succeeded and s.outcome.score is not None:
             groups[name].append(s.outcome.score)

@@ -222,8 +222,14 @@ def row_label(agent: str, model: str | None, label: str | None = None, study: st
 
 def row_key(o: SessionOutcome) -> tuple[str | None, str | None, str, str | None]:
     """What makes a matrix row: a study's agent label (within its study: two studies may use the
-    same label for different configurations), else the adapter and model."""
-    return (o.study, o.label, o.agent, o.model) if o.label else (None, None, o.agent, o.model)
+    same label for different configurations), else the adapter and model; a sealed scored split
+    apart (``SessionOutcome.row_agent``)."""
+    return (o.study, o.label, o.row_agent, o.model) if o.label else (None, None, o.row_agent, o.model)
+
+
+def outcome_row_label(o: SessionOutcome) -> str:
+    """:func:`row_label` of a session's row."""
+    return row_label(o.row_agent, o.model, o.label)
 
 
 def split_demo(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskSpec] | None = None

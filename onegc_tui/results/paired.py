@@ -183,7 +183,7 @@ def study_comparisons(outcomes: Iterable[SessionOutcome], noise_from: Sequence[s
     """Every pair of configurations (matrix row labels, in order) on every task they share, each
     with the task's noise floor: reruns of the configurations named in ``noise_from`` (row labels),
     by default those of a :data:`NOISE_ADAPTERS` adapter."""
-    from onegc_tui.results.matrix import row_label, task_sort_key
+    from onegc_tui.results.matrix import outcome_row_label, task_sort_key
     from onegc_tui.views.outcomes import resolve_task
 
     groups: dict[str, dict[str, list[SessionOutcome]]] = {}
@@ -193,7 +193,7 @@ def study_comparisons(outcomes: Iterable[SessionOutcome], noise_from: Sequence[s
         spec = resolve_task(o.task)
         if spec is None:
             continue
-        name = row_label(o.agent, o.model, o.label)
+        name = outcome_row_label(o)
         adapters[name] = o.agent
         directions[spec.short] = spec.direction
         groups.setdefault(spec.short, {}).setdefault(name, []).append(o)

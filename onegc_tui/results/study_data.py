@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from onegc_tui.results.cost_views import CostCell, cost_cells
-from onegc_tui.results.matrix import row_label, task_sort_key
+from onegc_tui.results.matrix import outcome_row_label, task_sort_key
 from onegc_tui.results.paired import PairedComparison, study_comparisons
 from onegc_tui.store import Store
 from onegc_tui.store import queries as sql
@@ -74,7 +74,7 @@ class StudyData:
             spec = resolve_task(s.outcome.task)
             if spec is None or not s.outcome.finished or s.curve is None:
                 continue
-            groups.setdefault((row_label(s.outcome.agent, s.outcome.model, s.outcome.label), spec.short), []).append(s)
+            groups.setdefault((outcome_row_label(s.outcome), spec.short), []).append(s)
         out = []
         for (label, task), runs in sorted(groups.items(), key=lambda kv: (task_sort_key(kv[0][1]), kv[0][0])):
             spec = resolve_task(task)
@@ -117,7 +117,7 @@ def at_budget_cells(data: StudyData, minutes: float | None = None, fraction: flo
     for s in data.sessions:
         o = s.outcome
         if o.finished and o.budget_s and (spec := resolve_task(o.task)) is not None:
-            groups.setdefault((spec.short, row_label(o.agent, o.model, o.label)), []).append(s)
+            groups.setdefault((spec.short, outcome_row_label(o)), []).append(s)
     out = []
     for (task, label), runs in sorted(groups.items(), key=lambda kv: (task_sort_key(kv[0][0]), kv[0][1])):
         budget_min = runs[0].outcome.budget_s / 60

@@ -47,6 +47,13 @@ class SessionOutcome:
     caps_reached: int = 0  # times a memory, process or disk cap stopped its agent (runner.wire.defaults.CAP_WARNINGS)
     # UNOFFICIAL, never ranked: the best scored-split score over all checkpoints (runner/scoring/unofficial.py)
     unofficial_test_best: float | None = None
+    scored_split: str | None = None  # "sealed": its targets were never in the workspace (runner/scoring/sealed_split.py)
+
+    @property
+    def row_agent(self) -> str:
+        """The agent as rows name it: a sealed scored split is a contract of its own, never pooled
+        with the paper's, so its sessions get rows of their own."""
+        return f"{self.agent} [sealed split]" if self.scored_split == "sealed" else self.agent
 
     @property
     def finished(self) -> bool:

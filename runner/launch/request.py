@@ -16,7 +16,7 @@ the sandbox, the network policy, the GPU indices) are runner/launch/start.py's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -62,6 +62,7 @@ class StartRequest(BaseModel):
     network: NetworkPolicy  # not given: the agent's default (api-only for agent CLIs, else none)
     sealed: bool = True
     canaries: bool = True  # runner/scoring/canaries.py; False: the paper's workspace exactly
+    scored_split: Literal["paper", "sealed"] = "paper"  # runner/scoring/sealed_split.py
     command: tuple[str, ...] = ()  # the command agent's command line
     agent_args: tuple[str, ...] = ()
     pace_s: float = Field(default=DEFAULT_PACE_S, ge=0)
@@ -111,6 +112,14 @@ class StartRequest(BaseModel):
             raise ValueError("the command agent needs a command line: onegc run TASK --agent command -- CMD ...")
         return self
 
+    @model_validator(mode="after")
+    def _sealable(self) -> StartRequest:
+        if self.scored_split == "sealed":
+            from runner.scoring.sealed_split import check
+
+            check(self.spec)  # CannotSeal is a ValueError: one line naming why
+        return self
+
     @property
     def spec(self) -> TaskSpec:
         from tasks import get_task
@@ -125,7 +134,7 @@ class StartRequest(BaseModel):
             study=self.study, budget_s=self.budget_s, grace_s=self.grace_s, gpu=gpu, network=self.network,
             sealed=self.sealed, command=list(self.command), agent_args=list(self.agent_args), pace_s=self.pace_s,
             memory_bytes=self.memory_bytes, max_processes=self.max_processes, cost_limit_usd=self.cost_limit_usd,
-            canaries=self.canaries)
+            canaries=self.canaries, scored_split=self.scored_split)
 
 
 def make_request(**fields: Any) -> StartRequest:

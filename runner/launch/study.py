@@ -59,8 +59,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ATTEMPT_FILE = "attempt.json"
 # What must match for sessions to be pooled in one cell (and, minus the agent's own, across agents).
 CONTRACT_KEYS = ("task_hash", "budget_s", "grace_s", "gpu", "agent_version", "model", "sealed", "network", "canaries",
-                 "harness_version")
-SHARED_KEYS = ("task_hash", "budget_s", "grace_s", "gpu", "sealed", "network", "canaries", "harness_version")
+                 "scored_split", "harness_version")
+SHARED_KEYS = ("task_hash", "budget_s", "grace_s", "gpu", "sealed", "network", "canaries", "scored_split",
+               "harness_version")
 
 State = Literal["new", "unlaunched", "queued", "running", "done", "retry", "failed", "cancelled"]
 
@@ -159,6 +160,7 @@ class StudySpec(BaseModel):
     network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, none for scripted/command
     unsealed: bool = False  # agents without their sandbox: recorded in every contract, flagged in results
     canaries: bool = True  # runner/scoring/canaries.py; false: the paper's workspace exactly (in the contract)
+    scored_split: Literal["paper", "sealed"] = "paper"  # runner/scoring/sealed_split.py (in the contract)
     memory: str | None = None  # each session's memory cap ("512M", "8G"); None: the machine's default (runner/sandbox/caps.py)
     max_processes: int | None = Field(default=None, ge=16)  # each session's process cap; None: the machine's default
     max_attempts: int = Field(default=MAX_ATTEMPTS, ge=1)
@@ -298,7 +300,8 @@ def requests(study: StudySpec, gpus: str | None = None) -> dict[tuple[str, str],
                     task=spec.id, agent=agent.adapter, model=agent.model, repeats=study.repeats, study=study.name,
                     budget_s=minutes * 60 if minutes else None, grace_s=study.budget.grace_s, network=study.network,
                     gpus=gpus if gpus is not None else study.launcher.gpus, sealed=not study.unsealed,
-                    canaries=study.canaries, command=tuple(agent.command), agent_args=tuple(agent.args),
+                    canaries=study.canaries, scored_split=study.scored_split, command=tuple(agent.command),
+                    agent_args=tuple(agent.args),
                     cost_limit_usd=study.budget.cost_usd,
                     memory_bytes=parse_size(study.memory) if study.memory is not None else None,
                     max_processes=study.max_processes, **extra)

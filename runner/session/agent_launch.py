@@ -17,6 +17,7 @@ from runner.sandbox.caps import CapGroup
 from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox
 from runner.sandbox.proctree import ProcessTree, start_tree
+from runner.scoring import sealed_split
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
@@ -25,7 +26,8 @@ from tasks import TaskSpec
 KEPT_ONEGC_VARS = ("ONEGC_NVML_MODULE", "ONEGC_FAKE_GPUS")  # the only ONEGC_* the agent inherits (a fake GPU's)
 
 
-def agent_env(config: SessionConfig, paths: SessionPaths, launches: ExecLog, deadline: float) -> dict[str, str]:
+def agent_env(config: SessionConfig, paths: SessionPaths, launches: ExecLog, deadline: float,
+              scored_split: str = "val") -> dict[str, str]:
     """The runner's environment as the agent gets it: no ONEGC_* settings of the harness, the exec
     shims first on PATH (runner/sandbox/execlog.py), its GPU, its deadline."""
     env = dict(os.environ)
@@ -38,6 +40,9 @@ def agent_env(config: SessionConfig, paths: SessionPaths, launches: ExecLog, dea
     env["PWD"] = str(paths.workspace)  # OpenCode takes its working folder from $PWD, not the cwd
     env["ONEGC_DEADLINE"] = f"{deadline:.3f}"
     env["ONEGC_SESSION"] = config.session_id
+    if config.scored_split == "sealed":  # the kit asks the harness (runner/scoring/sealed_split.py)
+        seen_at = sealed_split.ANSWERS_INSIDE if config.sealed else paths.root / sealed_split.ANSWERS_DIR
+        env.update(sealed_split.agent_vars(scored_split, paths.workspace, seen_at))
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -56,7 +61,7 @@ def start_agent(adapter: AgentAdapter, config: SessionConfig, spec: TaskSpec, pa
         agent_home=paths.agent_home,
         prompt=standard_prompt(spec.title, config.budget_s / 60, spec.scored_split),
         model=config.model,
-        base_env=agent_env(config, paths, launches, deadline),
+        base_env=agent_env(config, paths, launches, deadline, spec.scored_split),
         extra_args=tuple(config.agent_args),
     )
     if hasattr(adapter, "configure"):
@@ -70,7 +75,9 @@ def start_agent(adapter: AgentAdapter, config: SessionConfig, spec: TaskSpec, pa
     argv = agent_argv = adapter.argv(ctx)
     env = adapter.env(ctx)
     if config.sealed:
-        argv, env = _seal(adapter, paths, launches, gpus, config.session_id, argv, env)
+        answers = ((paths.root / sealed_split.ANSWERS_DIR, sealed_split.ANSWERS_INSIDE),) \
+            if config.scored_split == "sealed" else ()
+        argv, env = _seal(adapter, paths, launches, gpus, config.session_id, argv, env, answers)
     if net is not None:  # joined from outside: the sandboxed agent could not enter it itself
         argv = net.wrap_argv(argv)
         env.update(net.env())
@@ -90,14 +97,15 @@ def start_agent(adapter: AgentAdapter, config: SessionConfig, spec: TaskSpec, pa
 
 def _seal(adapter: AgentAdapter, paths: SessionPaths, launches: ExecLog,
           gpus: tuple[tuple[int, ...], tuple[str | None, ...]], session_id: str,
-          argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+          argv: list[str], env: dict[str, str], mounts: tuple[tuple[Path, Path], ...] = ()
+          ) -> tuple[list[str], dict[str, str]]:
     """The agent's command line and environment inside its sandbox (runner/sandbox/bwrap.py)."""
     home = paths.root.parent.parent
     minors, uuids = gpus
     plan = sandbox.SandboxPlan(
         workspace=paths.workspace, agent_home=paths.agent_home, private=paths.sandbox,
         protected=(home,), read_only=tuple(adapter.read_only_paths() + sandbox.extra_read_only(os.environ)),
-        mounts=(launches.mount(),), gpu_minors=minors, ids=sandbox.agent_ids(session_id))
+        mounts=(launches.mount(), *mounts), gpu_minors=minors, ids=sandbox.agent_ids(session_id))
     ws = paths.workspace
     sandbox.hand_over(plan, [ws, paths.checkpoints, ws / "train.py", ws / "program.md"])
     return sandbox.wrap(plan, argv, sandbox.status().bwrap or "bwrap"), sandbox.sandbox_env(env, plan, uuids)

@@ -31,7 +31,7 @@ from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree
-from runner.scoring import canaries
+from runner.scoring import canaries, sealed_split
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
 from runner.scoring.result_file import result_record, write_result
@@ -144,8 +144,13 @@ class Session:
         probe.start()
         try:
             data = data_root(self.paths.root.parent.parent) / self.spec.id
-            marks = canaries.session_judge(self.spec.id, self.spec.scored_split, self.paths.root, data, self.config.canaries)
-            build_workspace(self.spec, self.paths.workspace, data.parent, canary_key=marks.key if marks else None)
+            sealed = self.config.scored_split == "sealed"
+            if sealed:
+                sealed_split.check(self.spec)  # the request checked it too: a config written by hand
+            marks = canaries.session_judge(self.spec.id, self.spec.scored_split, self.paths.root, data,
+                                           self.config.canaries and not sealed)  # no targets there: none to plant
+            build_workspace(self.spec, self.paths.workspace, data.parent, canary_key=marks.key if marks else None,
+                            withheld=tuple(self.spec.scored_targets) if sealed else ())
             self.judge = TaskJudge(self.spec, data)
             self.judge.canaries = marks
             # set up before the clock starts: the policy's start-up is not the agent's budget
@@ -204,6 +209,11 @@ class Session:
         stack.callback(self._join_pumps)  # once the agent is gone, its pipes close
         stack.callback(self.launches.close)
         p = self.paths
+        if self.config.scored_split == "sealed":  # answers the agent's evaluations (runner/scoring/sealed_split.py)
+            assert self.judge is not None
+            answers = sealed_split.SealedAnswers(self.judge, self.spec.scored_split, p.workspace,
+                                                 p.root / sealed_split.ANSWERS_DIR, self.events, self.config.sealed_answers)
+            stack.callback(answers.start().stop)
         self.guard.mark_start((p.workspace, p.agent_home, p.agent_stdout, p.agent_stderr))  # what the agent writes
         self.tree = start_agent(self.adapter, self.config, self.spec, self.paths, launches=self.launches, net=self.net,
                                 caps=self.caps, gpus=self._gpus(), deadline=self.clock.deadline(), events=self.events,

@@ -5,6 +5,7 @@ data is prepared (:func:`prepared_dir`, on :func:`runner.wire.paths.is_prepared`
 Workspace: ``program.md``, read-only ``prepare.py`` and ``onegc_kit.py``, ``train.py``, ``data/``
 (the files the agent may see: a task's private files, the held-out labels, never enter),
 ``weights/`` (tasks with permitted pretrained weights), an empty ``checkpoints/`` and ``.deadline``.
+A sealed scored split (runner/scoring/sealed_split.py) leaves its targets out as well.
 With a canary key (runner/scoring/canaries.py), the split that holds canaries is the canaried copy;
 the key itself stays in the session folder and never enters the workspace.
 """
@@ -48,11 +49,13 @@ def _copy_read_only(src: Path, dst: Path) -> None:
     os.chmod(dst, READ_ONLY)
 
 
-def build_workspace(spec: TaskSpec, workspace: Path, data_root: Path, canary_key: str | None = None) -> None:
+def build_workspace(spec: TaskSpec, workspace: Path, data_root: Path, canary_key: str | None = None,
+                    withheld: tuple[str, ...] = ()) -> None:
     """Lay out the workspace; fails before creating anything if the data is not prepared. With
-    ``canary_key``, the task's canaries are planted in the agent's copy of their split."""
+    ``canary_key``, the task's canaries are planted in the agent's copy of their split; the
+    ``withheld`` data files (a sealed scored split's targets) never enter."""
     data = prepared_dir(spec, data_root)
-    names = visible_files(data)
+    names = [n for n in visible_files(data) if n not in withheld]
     weights = weights_dir(spec, data_root)
     if spec.pretrained_weights and not weights.is_dir():
         raise DataNotPrepared(f"pretrained weights for {spec.short} not fetched: run 'onegc prepare {spec.short}'")

@@ -7,11 +7,11 @@ defaults (runner/wire/defaults.py) starts without importing pydantic.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runner.wire.defaults import GRACE_S, SESSION_ID_RE, STALL_S, NetworkPolicy, default_network
+from runner.wire.defaults import GRACE_S, SEALED_ANSWERS, SESSION_ID_RE, STALL_S, NetworkPolicy, default_network
 
 
 class SessionConfig(BaseModel):
@@ -36,6 +36,10 @@ class SessionConfig(BaseModel):
     # canaries in the agent's copy of the scored split (runner/scoring/canaries.py); False
     # (`--no-canaries`) is the paper's workspace exactly, recorded in the contract
     canaries: bool = True
+    # "sealed" (`--scored-split sealed`): the scored split's targets stay out of the workspace and the
+    # harness answers the agent's evaluations on it, at most `sealed_answers` (runner/scoring/sealed_split.py)
+    scored_split: Literal["paper", "sealed"] = "paper"
+    sealed_answers: int = Field(default=SEALED_ANSWERS, ge=0)
     command: list[str] = Field(default_factory=list)  # the `command` agent's command line
     agent_args: list[str] = Field(default_factory=list)
     pace_s: float = Field(default=1.0, ge=0)  # scripted agent: seconds of "thinking" between steps

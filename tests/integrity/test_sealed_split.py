@@ -1,0 +1,79 @@
+"""A sealed scored split (issue 35, part 6; runner/scoring/sealed_split.py): a real t0 session whose
+val targets never enter the workspace. A hostile command agent looks for them, tries to forge the
+harness's answers and sends hostile requests; every request is answered with a reason or not at
+all, the runner carries on, the honest model's evaluation through ``prepare.evaluate`` is its
+official value, and the session's answers stop at the cap. History keeps the session in a row of
+its own. T1 (its inputs are its targets) and T6 (its scored split is never in the workspace) are
+refused with one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from runner.sandbox.bwrap import status
+from runner.scoring import sealed_split
+from tests.helpers import ROOMY_BUDGET_S, start_session, wait_event
+from tests.integrity import hostile_sealed
+
+AGENT = Path(hostile_sealed.__file__)
+CAP = 12
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")
+def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home: Path) -> None:
+    from onegc_tui.cli.main import main
+
+    paths = start_session(home, "sealed", agent="command", budget_s=ROOMY_BUDGET_S, scored_split="sealed",
+                          sealed_answers=CAP, command=[sys.executable, str(AGENT)])
+    ended = wait_event(paths, "session_ended", timeout=600)
+    assert ended["reason"] == "completed", ended
+    report = json.loads((paths.workspace / "report.json").read_text())
+    result = json.loads(paths.result.read_text())
+
+    # the targets are not there, and the loader says why
+    assert report["val_y_in_workspace"] == []
+    assert "sealed" in report["load_val"] and "answered by the harness" in report["load_val"]
+    assert report["forged"] is not True  # the answers folder is read-only inside the sandbox
+    # every hostile request got its reason, none a value
+    why = {name: answer.get("error", "") for name, answer in report["hostile"].items()}
+    assert "could not be opened" in why["link"], why
+    assert "not a plain file" in why["fifo"], why
+    assert "more than predictions" in why["big"], why
+    assert "dtype" in why["objects"], why
+    assert "shape" in why["shape"], why
+    assert why["garbage"], why
+    assert all("value" not in a for a in report["hostile"].values())
+    # the honest model: the harness's answer to the kit is its official value, bit for bit
+    assert result["checkpoint"] == "honest-1" and result["disqualified"] is None, result
+    assert report["evaluated"]["sealed"] is True
+    assert report["evaluated"]["value"] == result["value"] and report["evaluated"]["n"] == 1500
+    # the cap: the hostile requests count, the kit is told when it is spent, the folder stays small
+    assert report["answered_to_kit"] == CAP - len(report["hostile"])
+    assert "spent" in report["spent"]
+    answers = list((paths.root / sealed_split.ANSWERS_DIR).iterdir())
+    assert len(answers) <= CAP + 1
+    events = [json.loads(line) for line in paths.events.read_text().splitlines()]
+    warnings = [e for e in events if e["type"] == "warning" and e.get("code") == "sealed_split"]
+    assert len(warnings) == 1 and "spent" in warnings[0]["message"], warnings
+    started = next(e for e in events if e["type"] == "session_started")
+    assert started["contract"]["scored_split"] == {"mode": "sealed", "split": "val", "withheld": ["val_y.npy"],
+                                                   "answers_cap": CAP, "spacing_s": sealed_split.SPACING_S}
+    assert started["contract"]["canaries"] == {"on": False}  # no targets in the workspace: nothing to plant
+    # never pooled with the paper's split: a row of its own
+    history = CliRunner().invoke(main, ["history", "--demo", "--no-paper"], catch_exceptions=False)
+    assert "command [sealed split]" in history.output, history.output
+
+
+@pytest.mark.parametrize(("task", "why"), [("t1", "its inputs are its targets"), ("t6", "sealed already")])
+def test_a_split_that_cannot_or_need_not_be_sealed_is_one_line_and_exit_2(home: Path, task: str, why: str) -> None:
+    from onegc_tui.cli.main import main
+
+    out = CliRunner().invoke(main, ["run", task, "--agent", "scripted", "--scored-split", "sealed", "--detach"])
+    assert out.exit_code == 2, out.output
+    assert why in out.output and len(out.output.strip().splitlines()) == 1, out.output
