@@ -20,9 +20,15 @@ def _minutes(budget_minutes: float) -> str:
     return f"{budget_minutes:g} minute" + ("" if budget_minutes == 1 else "s")
 
 
-def standard_prompt(task_title: str, budget_minutes: float, scored_split: str) -> str:
-    """The prompt for one session of ``task_title`` with a budget of ``budget_minutes``."""
+def standard_prompt(task_title: str, budget_minutes: float, scored_split: str, sealed_answers: int | None = None) -> str:
+    """The prompt for one session of ``task_title`` with a budget of ``budget_minutes``; with
+    ``sealed_answers``, rule 9 says that the scored split's targets are sealed (the paper's prompt
+    otherwise, word for word)."""
     budget = _minutes(budget_minutes)
+    sealed = "" if sealed_answers is None else (
+        f" Its targets are sealed in this session: they are not in data/, and\n"
+        f"   prepare.evaluate(model, \"{scored_split}\", device) is answered by the harness, at most "
+        f"{sealed_answers} times.")
     return f"""{OWNERSHIP_NOTE}
 
 Your task: {task_title}.
@@ -46,7 +52,7 @@ Rules:
 8. Scoring uses the original prepare.py and data outside this directory: the harness scores each
    checkpoint on val itself, the best by that score is the official one (program.md says how),
    so make sure every checkpoint loads with build_model(config) and a strict state_dict.
-9. The scored split is "{scored_split}".
+9. The scored split is "{scored_split}".{sealed}
 
 Time: the session stops at the deadline, and every process you started is killed then. The
 deadline is in the file .deadline (Unix time in seconds; it moves if the session is paused) and

@@ -77,3 +77,13 @@ def test_a_split_that_cannot_or_need_not_be_sealed_is_one_line_and_exit_2(home: 
     out = CliRunner().invoke(main, ["run", task, "--agent", "scripted", "--scored-split", "sealed", "--detach"])
     assert out.exit_code == 2, out.output
     assert why in out.output and len(out.output.strip().splitlines()) == 1, out.output
+
+
+def test_the_prompt_says_the_split_is_sealed_and_is_the_papers_otherwise() -> None:
+    from runner.agents.prompt import standard_prompt
+
+    paper = standard_prompt("Demo", 2, "val")
+    assert '9. The scored split is "val".\n' in paper and "sealed" not in paper
+    sealed = standard_prompt("Demo", 2, "val", 200)
+    assert "Its targets are sealed in this session" in sealed and "at most 200 times" in sealed
+    assert sealed.replace(sealed.split('9. The scored split is "val".')[1].split("\n\n")[0], "") == paper
