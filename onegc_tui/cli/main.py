@@ -327,9 +327,10 @@ def sessions_cmd(as_json: bool) -> None:
 
         for r in rows:
             contract = json.loads(r["contract"]) if r.get("contract") else {}
+            sealed_val = (contract.get("scored_split") or {}).get("mode") == "sealed"  # runner/scoring/sealed_split.py
             docs.append({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
                          "network": contract.get("network"), "best_live_split": "val",
-                         "score_split": scored_split(r["task"])})
+                         "score_split": scored_split(r["task"]), "scored_split_sealed": sealed_val})
         click.echo(json.dumps(docs, indent=1))
         return
     if not rows:
@@ -349,8 +350,10 @@ def sessions_cmd(as_json: bool) -> None:
         left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = official_cell(r)
+        contract = json.loads(r["contract"]) if r.get("contract") else {}
+        agent = (r["agent"] or "") + (" [sealed split]" if (contract.get("scored_split") or {}).get("mode") == "sealed" else "")
         table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
-            r["session_id"], short, r["agent"] or "", r["state"], left, str(r["n_checkpoints"] or 0), best, score,
+            r["session_id"], short, agent, r["state"], left, str(r["n_checkpoints"] or 0), best, score,
             (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""))])
     header = ["session", "task", "agent", "state", "left", "ckpts", "best val", "official", "end"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):

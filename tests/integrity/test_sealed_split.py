@@ -68,6 +68,10 @@ def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home
     # never pooled with the paper's split: a row of its own
     history = CliRunner().invoke(main, ["history", "--demo", "--no-paper"], catch_exceptions=False)
     assert "command [sealed split]" in history.output, history.output
+    listed = CliRunner().invoke(main, ["sessions"], catch_exceptions=False)
+    assert "command [sealed split]" in listed.output, listed.output
+    as_json = CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False)
+    assert json.loads(as_json.output)[0]["scored_split_sealed"] is True
 
 
 @pytest.mark.parametrize(("task", "why"), [("t1", "its inputs are its targets"), ("t6", "sealed already")])
