@@ -77,6 +77,9 @@ def event_words(event: Event, task: str | None = None) -> Wording | None:
     if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
         unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
+        sealed_split = event.contract.get("scored_split")  # runner/scoring/sealed_split.py
+        if isinstance(sealed_split, dict) and sealed_split.get("mode") == "sealed":
+            unsealed += f", {sealed_split.get('split', 'val')} SEALED (its targets withheld; the harness answers evaluate)"
         return Wording("started:", f"{event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
                                    f"budget {clock(event.budget_s)}{unsealed}")
     if event.type == "agent_started":

@@ -70,6 +70,11 @@ def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home
     assert "command [sealed split]" in history.output, history.output
     listed = CliRunner().invoke(main, ["sessions"], catch_exceptions=False)
     assert "command [sealed split]" in listed.output, listed.output
+    from onegc_tui.views.transcript_view import event_words
+    from runner.wire.events import parse_event
+
+    said = event_words(parse_event(json.dumps(started)), "t0_demo")
+    assert said is not None and "val SEALED" in said.words, said
     as_json = CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False)
     assert json.loads(as_json.output)[0]["scored_split_sealed"] is True
 
