@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from runner.errors import ConfigError
+from runner.errors import ConfigError, OnegcError
 from runner.launch.local import gpu_slots
 from runner.launch.reconcile import reconcile
 from runner.launch.records import write_record
@@ -269,3 +269,11 @@ def test_cli_study_does_not_import_textual():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_sealed_study_seals_every_session_and_refuses_a_task_that_cannot_be(tmp_path):
+    body = BASIC.replace('name = "s"', 'name = "s"\nscored_split = "sealed"')
+    sessions = plan(load_study(write_study(tmp_path / "s.toml", body)))
+    assert {p.config.scored_split for p in sessions} == {"sealed"}
+    with pytest.raises(OnegcError, match="its inputs are its targets"):
+        plan(load_study(write_study(tmp_path / "t1.toml", body.replace('tasks = ["t0"]', 'tasks = ["t1"]'))))
