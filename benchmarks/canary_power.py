@@ -144,7 +144,7 @@ class Bench:
     kind: Kind
     module: object
     data: Path
-    unseen: Path
+    unseen: tuple[Path, str]  # a data folder and the split there of unseen data (prepare_data)
     epochs: int
     batch: int
     higher: bool = True  # the metric's better direction
@@ -341,9 +341,9 @@ class News(Bench):
 
 
 # --------------------------------------------------------------------------- data
-def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path, Path]:
-    """The task's module, its prepared data, and a folder whose scored-split files hold unseen
-    data of the same kind (see the module's docstring: ``edge``)."""
+def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path, tuple[Path, str]]:
+    """The task's module, its prepared data, and where unseen data of the same kind is: a data
+    folder and the split there that holds it (see the module's docstring: ``edge``)."""
     short = short.split("-")[0]  # t1-ngram: t1's data
     spec = next(s for s in all_tasks().values() if s.short == short)
     out, unseen = root / spec.id, root / f"{spec.id}-unseen"
@@ -352,7 +352,7 @@ def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path, 
 
     module = load_task_module(spec, out)
     if out.is_dir():  # t1 and t1-ngram: one preparation
-        return module, out, unseen
+        return module, out, (unseen, "val")
     out.mkdir(parents=True)
     if short == "t7":
         x, y = module.encode_csv(from_dir / "ag_news" / "test.csv")
@@ -363,6 +363,8 @@ def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path, 
     else:
         raw = {name: next(from_dir.rglob(name)) for name in module.RAW}
         module.build(raw, out)
+    if short == "t6":
+        return module, out, (out, "test")  # its scored split, never in a workspace
     shutil.copytree(out, unseen)
     if short == "t0":
         x, y = module._spirals(3000, np.random.default_rng(1))  # the generator, another stream
@@ -376,7 +378,7 @@ def prepare_data(short: str, root: Path, from_dir: Path) -> tuple[object, Path, 
         meta = json.loads((out / "meta.json").read_text())
         text = np.load(out / "train.npy")[Chars.TRAIN_SLICE : Chars.TRAIN_SLICE + meta["val"]]
         np.save(unseen / "val.npy", text)
-    return module, out, unseen
+    return module, out, (unseen, "val")
 
 
 def agent_view(kind: Kind, key: str, data: Path, dest: Path) -> None:
@@ -450,7 +452,7 @@ def _edge(bench: Bench, model: nn.Module) -> float:
     """How much better the metric is on the canaried split's pristine rows than on unseen data."""
     split = bench.kind.split
     seen = _figure(bench, model, bench.data, split)
-    unseen = _figure(bench, model, bench.data, "test") if bench.short == "t6" else _figure(bench, model, bench.unseen, split)
+    unseen = _figure(bench, model, *bench.unseen)
     better = 1.0 if bench.higher else -1.0
     return better * (seen - unseen) / abs(unseen)
 

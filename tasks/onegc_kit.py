@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.util
+import itertools
 import json
 import math
 import os
@@ -372,7 +373,7 @@ SEALED_SPLIT_VAR, SEALED_REQUESTS_VAR, SEALED_ANSWERS_VAR = (
     "ONEGC_SEALED_SPLIT", "ONEGC_SEALED_REQUESTS", "ONEGC_SEALED_ANSWERS")  # set by the harness (runner/scoring/sealed_split.py)
 SEALED_SPENT = "_spent.json"
 SEALED_WAIT_S = 600.0
-_asked = [0]
+_request_numbers = itertools.count(1)  # this process's requests, for their names
 
 
 def ask_harness(predictions, split: str, wait_s: float = SEALED_WAIT_S) -> dict:
@@ -390,8 +391,7 @@ def ask_harness(predictions, split: str, wait_s: float = SEALED_WAIT_S) -> dict:
                        f"(${SEALED_REQUESTS_VAR}, ${SEALED_ANSWERS_VAR})")
     if not isinstance(predictions, np.ndarray):
         raise KitError(f"predict() must return a numpy array; got {type(predictions).__name__}")
-    _asked[0] += 1
-    name = f"{os.getpid()}-{_asked[0]}-{secrets.token_hex(4)}"
+    name = f"{os.getpid()}-{next(_request_numbers)}-{secrets.token_hex(4)}"
     folder = Path(requests)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{name}.tmp"

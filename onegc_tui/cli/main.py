@@ -312,6 +312,7 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
+    from runner.wire.defaults import scored_split_sealed
 
     home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
@@ -327,16 +328,16 @@ def sessions_cmd(as_json: bool) -> None:
 
         for r in rows:
             contract = json.loads(r["contract"]) if r.get("contract") else {}
-            sealed_val = (contract.get("scored_split") or {}).get("mode") == "sealed"  # runner/scoring/sealed_split.py
             docs.append({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
                          "network": contract.get("network"), "best_live_split": "val",
-                         "score_split": scored_split(r["task"]), "scored_split_sealed": sealed_val})
+                         "score_split": scored_split(r["task"]), "scored_split_sealed": scored_split_sealed(contract)})
         click.echo(json.dumps(docs, indent=1))
         return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
     from onegc_tui.views.format import clock
+    from onegc_tui.views.outcomes import SEALED_SPLIT_MARK
     from onegc_tui.views.sessions_view import TRUNCATED_MARK, official_cell
     from onegc_tui.views.task_facts import find, task_facts
     from onegc_tui.views.text_table import terminal_width, text_table
@@ -351,7 +352,7 @@ def sessions_cmd(as_json: bool) -> None:
         best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
         score = official_cell(r)
         contract = json.loads(r["contract"]) if r.get("contract") else {}
-        agent = (r["agent"] or "") + (" [sealed split]" if (contract.get("scored_split") or {}).get("mode") == "sealed" else "")
+        agent = (r["agent"] or "") + (f" {SEALED_SPLIT_MARK}" if scored_split_sealed(contract) else "")
         table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
             r["session_id"], short, agent, r["state"], left, str(r["n_checkpoints"] or 0), best, score,
             (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""))])

@@ -13,6 +13,7 @@ from onegc_tui.views.statistics import mean_or_none, sample_std
 from runner.scoring.selection_gap import BASELINE_STUDY
 from tasks import TaskSpec, all_tasks
 
+SEALED_SPLIT_MARK = "[sealed split]"  # after the agent, wherever a sealed scored split's sessions are named
 
 @dataclass(frozen=True, slots=True)
 class SessionOutcome:
@@ -53,7 +54,7 @@ class SessionOutcome:
     def row_agent(self) -> str:
         """The agent as rows name it: a sealed scored split is a contract of its own, never pooled
         with the paper's, so its sessions get rows of their own."""
-        return f"{self.agent} [sealed split]" if self.scored_split == "sealed" else self.agent
+        return f"{self.agent} {SEALED_SPLIT_MARK}" if self.scored_split == "sealed" else self.agent
 
     @property
     def finished(self) -> bool:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from onegc_tui.views.format import clock, fmt_score
 from onegc_tui.views.task_facts import metric_label, scored_split
+from runner.wire.defaults import scored_split_sealed
 from runner.wire.end_reasons import FAILED_REASONS
 from runner.wire.events import Event
 from runner.wire.score_terms import measure, score_name
@@ -77,9 +78,9 @@ def event_words(event: Event, task: str | None = None) -> Wording | None:
     if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
         unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
-        sealed_split = event.contract.get("scored_split")  # runner/scoring/sealed_split.py
-        if isinstance(sealed_split, dict) and sealed_split.get("mode") == "sealed":
-            unsealed += f", {sealed_split.get('split', 'val')} SEALED (its targets withheld; the harness answers evaluate)"
+        if scored_split_sealed(event.contract):  # runner/scoring/sealed_split.py
+            unsealed += f", {event.contract['scored_split'].get('split', 'val')} SEALED (its targets withheld; " \
+                        "the harness answers evaluate)"
         return Wording("started:", f"{event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
                                    f"budget {clock(event.budget_s)}{unsealed}")
     if event.type == "agent_started":

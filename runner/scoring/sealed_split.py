@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import stat
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -68,9 +69,15 @@ def check(spec: TaskSpec) -> None:
 
 
 def contract(spec: TaskSpec, cap: int) -> dict:
-    """The contract's ``scored_split`` of a sealed session (absent: the paper's split)."""
+    """The contract's ``scored_split`` of a sealed session (absent: the paper's split; read back by
+    :func:`runner.wire.defaults.scored_split_sealed`)."""
     return {"mode": "sealed", "split": spec.scored_split, "withheld": list(spec.scored_targets),
             "answers_cap": cap, "spacing_s": SPACING_S}
+
+
+def answers_dir(session_root: Path) -> Path:
+    """Where the runner writes a session's answers (the sandbox shows it at :data:`ANSWERS_INSIDE`)."""
+    return session_root / ANSWERS_DIR
 
 
 def agent_vars(split: str, workspace: Path, answers_seen_at: Path) -> dict[str, str]:
@@ -126,12 +133,11 @@ class SealedAnswers:
                     f"the sealed split's answers stumbled: {type(exc).__name__}: {exc}", 300))
                 self._stop.wait(1.0)
 
-    def poll(self) -> int:
-        """Answer the requests waiting now; how many were answered."""
+    def poll(self) -> None:
+        """Answer the requests waiting now."""
         fd = self._requests_fd()
         if fd is None:
-            return 0
-        done = 0
+            return
         try:
             names = []
             with os.scandir(fd) as entries:
@@ -150,10 +156,8 @@ class SealedAnswers:
                 blob, error = self._take(fd, name)
                 self.taken += 1
                 self._answer(name[: -len(".npy")], blob, error)
-                done += 1
         finally:
             os.close(fd)
-        return done
 
     def _requests_fd(self) -> int | None:
         try:
@@ -220,11 +224,14 @@ class SealedAnswers:
             wait = self._last + SPACING_S - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
+            kit_error = sys.modules["onegc_kit"].KitError  # the judge's refusals (the task's prepare.py imports it)
             try:
                 value, n = self.judge.judge(answer_check.npy_array(blob), self.split)
                 self.given += 1
-            except Exception as exc:  # noqa: BLE001 - the agent's predictions: its error, told to it
-                error = answer_check.text(f"{type(exc).__name__}: {exc}" if not _kit_error(exc) else str(exc), 400)
+            except (answer_check.InvalidAnswer, kit_error) as exc:  # the agent's predictions: told to it
+                error = answer_check.text(str(exc), 400)
+            except Exception as exc:  # noqa: BLE001 - whatever else the judge raises on them, told too
+                error = answer_check.text(f"{type(exc).__name__}: {exc}", 400)
             self._last = time.monotonic()
         self._write(Answer(name, value, n if isinstance(n, int) else None, error))
 
@@ -233,7 +240,3 @@ class SealedAnswers:
         tmp.write_text(json.dumps(answer.record(max(0, self.cap - self.taken))))
         os.chmod(tmp, 0o644)
         os.replace(tmp, self.answers / f"{answer.name}.json")
-
-
-def _kit_error(exc: Exception) -> bool:
-    return type(exc).__name__ in ("KitError", "InvalidAnswer")

@@ -41,7 +41,7 @@ def agent_env(config: SessionConfig, paths: SessionPaths, launches: ExecLog, dea
     env["ONEGC_DEADLINE"] = f"{deadline:.3f}"
     env["ONEGC_SESSION"] = config.session_id
     if config.scored_split == "sealed":  # the kit asks the harness (runner/scoring/sealed_split.py)
-        seen_at = sealed_split.ANSWERS_INSIDE if config.sealed else paths.root / sealed_split.ANSWERS_DIR
+        seen_at = sealed_split.ANSWERS_INSIDE if config.sealed else sealed_split.answers_dir(paths.root)
         env.update(sealed_split.agent_vars(scored_split, paths.workspace, seen_at))
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -76,7 +76,7 @@ def start_agent(adapter: AgentAdapter, config: SessionConfig, spec: TaskSpec, pa
     argv = agent_argv = adapter.argv(ctx)
     env = adapter.env(ctx)
     if config.sealed:
-        answers = ((paths.root / sealed_split.ANSWERS_DIR, sealed_split.ANSWERS_INSIDE),) \
+        answers = ((sealed_split.answers_dir(paths.root), sealed_split.ANSWERS_INSIDE),) \
             if config.scored_split == "sealed" else ()
         argv, env = _seal(adapter, paths, launches, gpus, config.session_id, argv, env, answers)
     if net is not None:  # joined from outside: the sandboxed agent could not enter it itself

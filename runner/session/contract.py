@@ -35,7 +35,7 @@ def emit_started(events: EventWriter, spec: TaskSpec, config: SessionConfig, *, 
         "record_caps": events.limits.caps.contract() if events.limits is not None else None,
         "snapshot_cap_bytes": config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES,
         "selection": SELECTION,
-        "canaries": canaries.contract(spec, config.canaries and config.scored_split != "sealed"),  # runner/scoring/canaries.py
+        "canaries": canaries.contract(spec, config.plants_canaries),  # runner/scoring/canaries.py
         # present only when sealed (runner/scoring/sealed_split.py): the paper's sessions keep their contract
         **({"scored_split": sealed_split.contract(spec, config.sealed_answers)} if config.scored_split == "sealed" else {}),
         "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)

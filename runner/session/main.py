@@ -148,7 +148,7 @@ class Session:
             if sealed:
                 sealed_split.check(self.spec)  # the request checked it too: a config written by hand
             marks = canaries.session_judge(self.spec.id, self.spec.scored_split, self.paths.root, data,
-                                           self.config.canaries and not sealed)  # no targets there: none to plant
+                                           self.config.plants_canaries)
             build_workspace(self.spec, self.paths.workspace, data.parent, canary_key=marks.key if marks else None,
                             withheld=tuple(self.spec.scored_targets) if sealed else ())
             self.judge = TaskJudge(self.spec, data)
@@ -212,7 +212,7 @@ class Session:
         if self.config.scored_split == "sealed":  # answers the agent's evaluations (runner/scoring/sealed_split.py)
             assert self.judge is not None
             answers = sealed_split.SealedAnswers(self.judge, self.spec.scored_split, p.workspace,
-                                                 p.root / sealed_split.ANSWERS_DIR, self.events, self.config.sealed_answers)
+                                                 sealed_split.answers_dir(p.root), self.events, self.config.sealed_answers)
             stack.callback(answers.start().stop)
         self.guard.mark_start((p.workspace, p.agent_home, p.agent_stdout, p.agent_stderr))  # what the agent writes
         self.tree = start_agent(self.adapter, self.config, self.spec, self.paths, launches=self.launches, net=self.net,

@@ -15,6 +15,15 @@ GRACE_S = 30.0  # paper §3.3: 30 s between the stop request and SIGKILL
 # silence is, and 5 min is an eighth of the paper's shortest budget (40 min): time to act on it.
 STALL_S = 300.0
 SEALED_ANSWERS = 200  # a sealed scored split's answers per session (runner/scoring/sealed_split.py)
+
+
+def scored_split_sealed(contract: object) -> bool:
+    """Whether a session's contract says its scored split was sealed (``--scored-split sealed``;
+    the key is absent under the paper's split)."""
+    sealed = contract.get("scored_split") if isinstance(contract, dict) else None
+    return isinstance(sealed, dict) and sealed.get("mode") == "sealed"
+
+
 STALL_WARNING = "stall"  # the warning's code when a stall begins
 STALL_CLEARED = "stall_cleared"  # the warning's code when it ends: a model response, or a tool at work
 # the warnings that say a cap of the session stopped the agent (runner/sandbox/caps.py: its memory

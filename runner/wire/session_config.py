@@ -54,6 +54,12 @@ class SessionConfig(BaseModel):
     max_checkpoints: int | None = Field(default=None, ge=1)
     created: float = Field(default_factory=time.time)
 
+    @property
+    def plants_canaries(self) -> bool:
+        """Canaries go into the agent's copy of the scored split: asked for, and the split's targets
+        are there to plant them among (not when sealed)."""
+        return self.canaries and self.scored_split == "paper"
+
     @model_validator(mode="before")
     @classmethod
     def _network_by_agent(cls, data: Any) -> Any:

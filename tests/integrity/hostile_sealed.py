@@ -33,14 +33,13 @@ def build_model(config):
     return nn.Sequential(nn.Linear(2, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU(), nn.Linear(h, 3))
 
 
-def wait_answer(answers: Path, name: str, timeout: float = 300) -> dict:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+def wait_answer(answers: Path, name: str) -> dict:
+    """The harness's answer, once it is there (the session's budget bounds the wait)."""
+    while True:
         try:
             return json.loads((answers / f"{name}.json").read_text())
         except (OSError, ValueError):
             time.sleep(0.05)
-    return {"error": "no answer"}
 
 
 def main() -> None:

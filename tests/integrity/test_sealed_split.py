@@ -56,7 +56,7 @@ def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home
     # the cap: the hostile requests count, the kit is told when it is spent, the folder stays small
     assert report["answered_to_kit"] == CAP - len(report["hostile"])
     assert "spent" in report["spent"]
-    answers = list((paths.root / sealed_split.ANSWERS_DIR).iterdir())
+    answers = list(sealed_split.answers_dir(paths.root).iterdir())
     assert len(answers) <= CAP + 1
     events = [json.loads(line) for line in paths.events.read_text().splitlines()]
     warnings = [e for e in events if e["type"] == "warning" and e.get("code") == "sealed_split"]
