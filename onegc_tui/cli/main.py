@@ -312,7 +312,7 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
-    from runner.wire.defaults import scored_split_sealed
+    from runner.wire.defaults import SEALED_SPLIT_MARK, scored_split_sealed
 
     home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
@@ -337,7 +337,6 @@ def sessions_cmd(as_json: bool) -> None:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
     from onegc_tui.views.format import clock
-    from onegc_tui.views.outcomes import SEALED_SPLIT_MARK
     from onegc_tui.views.sessions_view import TRUNCATED_MARK, official_cell
     from onegc_tui.views.task_facts import find, task_facts
     from onegc_tui.views.text_table import terminal_width, text_table

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from onegc_tui.views.statistics import mean_or_none, sample_std
 from runner.scoring.selection_gap import BASELINE_STUDY
+from runner.wire.defaults import SEALED_SPLIT_MARK
 from tasks import TaskSpec, all_tasks
 
-SEALED_SPLIT_MARK = "[sealed split]"  # after the agent, wherever a sealed scored split's sessions are named
 
 @dataclass(frozen=True, slots=True)
 class SessionOutcome:

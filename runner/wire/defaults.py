@@ -17,6 +17,9 @@ STALL_S = 300.0
 SEALED_ANSWERS = 200  # a sealed scored split's answers per session (runner/scoring/sealed_split.py)
 
 
+SEALED_SPLIT_MARK = "[sealed split]"  # after the agent, wherever a sealed scored split's sessions are named
+
+
 def scored_split_sealed(contract: object) -> bool:
     """Whether a session's contract says its scored split was sealed (``--scored-split sealed``;
     the key is absent under the paper's split)."""
