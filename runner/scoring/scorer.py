@@ -211,6 +211,7 @@ class SealedScorer:
     def __init__(self, plan: WorkerPlan):
         self.plan = plan
         self.proc: subprocess.Popen | None = None
+        self._owner: threading.Thread | None = None  # the thread that launched the worker: it dies with it
         self.sock: socket.socket | None = None
         self._buf = bytearray()
         self.ready = False
@@ -249,6 +250,7 @@ class SealedScorer:
             argv = [sys.executable, "-I", str(WORKER), "--task", str(plan.judge.spec.folder / "prepare.py"),
                     "--inputs", str(plan.inputs), "--fd", str(theirs.fileno())]
             self.note = f"the scorer runs without its sandbox: {status.detail}"
+        self._owner = threading.current_thread()
         with open(plan.private / "worker.log", "ab") as log:
             self.proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=log, cwd=plan.inputs,
@@ -312,7 +314,11 @@ class SealedScorer:
             ids=sandbox.agent_ids(f"{p.session_id}/scorer"), hostname="onegc-scorer")
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        """The worker runs and will go on running: once the thread that launched it has ended, its
+        parent-death signal is on its way (the live queue relaunches a worker that an answer broke,
+        and that queue's thread ends before the official phase), and the next score launches anew."""
+        return self.proc is not None and self.proc.poll() is None and self._owner is not None and \
+            self._owner.is_alive()
 
     # ------------------------------------------------------------------ one checkpoint
     def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = False) -> dict[str, Score]:

@@ -160,7 +160,9 @@ if __name__ == "__main__":
             print(f"ran {script}", flush=True)
             time.sleep(0.5)
             continue
-        out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120, start_new_session=True)
+        # the session's folder on the command line names this test's processes (another suite may run the same test)
+        out = subprocess.run([sys.executable, script, session], capture_output=True, text=True, timeout=120,
+                             start_new_session=True)
         print(f"$ python {script} -> exit {out.returncode}", out.stderr[-300:], flush=True)
         time.sleep(1.5)  # scored one after the other, as a real agent's checkpoints are
     time.sleep(6)

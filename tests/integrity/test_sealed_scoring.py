@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from runner.sandbox.bwrap import status
-from tests.helpers import REPO, events, start_session, wait_event
+from tests.helpers import REPO, events, start_session, wait_event, wait_for
 from tests.integrity import hostile_scoring
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
@@ -24,9 +24,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no 
 AGENT = Path(hostile_scoring.__file__)
 
 
+def start_attack(home: Path, sid: str, attack: str, *extra: str, budget_s: float = 120):
+    return start_session(home, sid, agent="command", budget_s=budget_s,
+                         command=[sys.executable, str(AGENT), attack, str(home / "runs" / sid), *extra])
+
+
 def run_attack(home: Path, sid: str, attack: str, *extra: str, budget_s: float = 120, wait_s: float = 200):
-    paths = start_session(home, sid, agent="command", budget_s=budget_s,
-                          command=[sys.executable, str(AGENT), attack, str(home / "runs" / sid), *extra])
+    return attack_outcome(start_attack(home, sid, attack, *extra, budget_s=budget_s), wait_s)
+
+
+def attack_outcome(paths, wait_s: float = 200):
     ended = wait_event(paths, "session_ended", timeout=wait_s)
     live = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and not e["official"]}
     official = {e["name"]: e for e in events(paths) if e["type"] == "checkpoint_scored" and e["official"]}
@@ -85,12 +92,20 @@ def test_s3_a_poisoned_checkpoint_cannot_reach_the_next_one(home, tmp_path):
 
 
 def test_s4_a_process_forked_by_the_scorer_dies_with_it_and_never_touches_the_record(home, tmp_path):
-    paths, ended, live, official = run_attack(home, "s4", "daemon")
+    paths = start_attack(home, "s4", "daemon")
+
+    def daemons() -> list[psutil.Process]:  # this session's (its folder is on their command line), not another suite's
+        return [p for p in psutil.process_iter(["cmdline"])
+                if "run_daemon" in (line := " ".join(p.info["cmdline"] or [])) and str(paths.root) in line]
+    wait_for(daemons, 120, "the agent's run to fork its daemon")  # the agent's own run forks one too
+    paths, ended, live, official = attack_outcome(paths)
     assert_scored_as_its_weights(paths, live, official, "daemon-1", tmp_path)
     assert any(f.startswith("self-reported: started a process") for f in live["daemon-1"]["flags"])
     assert any(f.startswith("self-reported: left ") and "processes running" in f for f in live["daemon-1"]["flags"])
     time.sleep(2)  # the daemon would write every 0.1 s
-    assert not [p for p in psutil.process_iter(["cmdline"]) if "run_daemon" in " ".join(p.info["cmdline"] or [])]
+    # SIGKILLed with the agent's tree before the official phase began; on a loaded machine a killed
+    # process can take a moment to be gone
+    wait_for(lambda: not daemons(), 60, "the agent's forked daemon to be gone")
     assert not paths.control.exists() or "evil" not in paths.control.read_text()
     assert not any(e["type"] == "budget" and e["state"] == "paused" for e in events(paths))
     result = json.loads(paths.result.read_text())
