@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -79,14 +80,17 @@ def test_a_foreign_process_on_the_sessions_gpu_marks_its_contract_contended(home
     monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.session.fake_nvml")
     monkeypatch.setenv("ONEGC_FAKE_GPUS", "1")
     monkeypatch.setenv("ONEGC_FAKE_GPU_MEM_MB", "0")
-    cmd = write_agent(tmp_path, "gpu_agent_marker.py", AGENT)
+    # a name of this test's own: the fake NVML puts every process whose command line holds it on the
+    # GPU, and another suite beside this one runs this same test
+    marker = f"gpu_agent_{uuid.uuid4().hex[:12]}"
+    cmd = write_agent(tmp_path, f"{marker}.py", AGENT)
     # the agent's own processes are on the GPU in both sessions: they are the session's, not foreign
-    monkeypatch.setenv("ONEGC_FAKE_GPU_PROCS", "0:cmd=gpu_agent_marker:512")
+    monkeypatch.setenv("ONEGC_FAKE_GPU_PROCS", f"0:cmd={marker}:512")
     clean = start_session(home, "clean", agent="command", command=cmd, gpu="0", budget_s=120)
     assert wait_event(clean, "session_ended", timeout=300)["reason"] == "completed"
     foreign = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
     try:
-        monkeypatch.setenv("ONEGC_FAKE_GPU_PROCS", f"0:cmd=gpu_agent_marker:512,0:{foreign.pid}:4096")
+        monkeypatch.setenv("ONEGC_FAKE_GPU_PROCS", f"0:cmd={marker}:512,0:{foreign.pid}:4096")
         busy = start_session(home, "busy", agent="command", command=cmd, gpu="0", budget_s=120)
         assert wait_event(busy, "session_ended", timeout=300)["reason"] == "completed"
     finally:
