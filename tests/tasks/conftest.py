@@ -334,3 +334,41 @@ def sealed_score(tmp_path, monkeypatch):
             scorer.close()
 
     return score
+
+
+@pytest.fixture
+def run_sealed(tmp_path, monkeypatch):
+    """``--scored-split sealed`` (runner/scoring/sealed_split.py) for a workspace: its
+    ``scored_targets`` removed, as a sealed session's workspace leaves them out, and ``ws.run()``
+    with the runner's answer service at work. Returns (the run's output, the answers given)."""
+    def run(task_id: str, data: Path, ws, cap: int = 20, timeout: float | None = None):
+        from runner.scoring import sealed_split
+        from runner.scoring.scorer import TaskJudge
+        from tasks import get_task
+
+        spec = get_task(task_id)
+        for name in spec.scored_targets:
+            (ws.path / "data" / name).unlink()
+        monkeypatch.setenv("ONEGC_DATA_DIR", str(data))  # the judge's (the runner's) data: restored after the test
+        emitted: list[tuple[str, dict]] = []
+
+        class Events:
+            def emit(self, type_: str, **fields) -> None:
+                emitted.append((type_, fields))
+
+        answers = tmp_path / f"answers-{task_id}"
+        service = sealed_split.SealedAnswers(TaskJudge(spec, data), spec.scored_split, ws.path, answers, Events(),
+                                             cap=cap).start()
+        agent_env = sealed_split.agent_vars(spec.scored_split, ws.path, answers)
+        for key, value in agent_env.items():
+            monkeypatch.setenv(key, value)
+        try:
+            out = ws.run() if timeout is None else ws.run(timeout=timeout)
+        finally:
+            service.stop()
+            for key in agent_env:
+                monkeypatch.delenv(key)
+        assert not [e for e in emitted if e[0] == "warning"], emitted  # the cap was not reached
+        return out, service.given
+
+    return run

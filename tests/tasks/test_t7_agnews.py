@@ -258,40 +258,15 @@ def test_a_checkpoint_with_nan_logits_fails_eval_with_a_clear_error(raw_dir, pre
 
 @pytest.mark.slow
 def test_the_baseline_runs_with_val_sealed_and_reports_the_harness_answer(raw_dir, prepare_fixture, make_workspace,
-                                                                          tmp_path, monkeypatch):
-    """``--scored-split sealed`` (runner/scoring/sealed_split.py) on T7: the workspace has no
-    ``val_y.npy``; the baseline's ``prepare.evaluate`` is answered by the runner's service, and the
-    figure it saves with its checkpoint is what the pristine evaluator gives that checkpoint."""
-    from runner.scoring import sealed_split
-    from runner.scoring.scorer import TaskJudge
-    from tasks import get_task
-
-    spec = get_task(TASK)
+                                                                          run_sealed):
+    """``--scored-split sealed`` on T7: the workspace has no ``val_y.npy``; the baseline's
+    ``prepare.evaluate`` is answered by the runner's service, and the figure it saves with its
+    checkpoint is what the pristine evaluator gives that checkpoint."""
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)
-    for name in spec.scored_targets:  # what a sealed session's workspace leaves out
-        (ws.path / "data" / name).unlink()
     ws.set_constants(**TINY)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))  # the judge's (the runner's) data: restored after the test
-
-    class Events:
-        def __init__(self):
-            self.seen = []
-
-        def emit(self, type_, **fields):
-            self.seen.append((type_, fields))
-
-    answers = tmp_path / "answers"
-    service = sealed_split.SealedAnswers(TaskJudge(spec, data), "val", ws.path, answers, Events(), cap=20).start()
-    for key, value in sealed_split.agent_vars("val", ws.path, answers).items():
-        monkeypatch.setenv(key, value)
-    try:
-        out = ws.run()
-    finally:
-        service.stop()
-        for key in sealed_split.agent_vars("val", ws.path, answers):
-            monkeypatch.delenv(key)
-    assert "val_acc:" in out.stdout and service.given >= 1, out.stdout
+    out, given = run_sealed(TASK, data, ws)
+    assert "val_acc:" in out.stdout and given >= 1, out.stdout
     (ckpt,) = ws.checkpoints()
     reported = torch.load(ckpt, weights_only=True)["score"]
     pristine = ws.evaluate(ckpt, data_dir=data)
