@@ -12,12 +12,14 @@ columns from the end of that list; the session column takes the room that is lef
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import bar, clock, fmt_bytes, fmt_cost, fmt_score, fmt_tokens, short_task
+from runner.wire.defaults import scored_split_sealed
 
 ELLIPSIS = "…"
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
@@ -44,7 +46,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("state", "State", 7, "state"),
     ColumnSpec("left", "Budget left", 16, "left"),
     ColumnSpec("best", "Best val", 8, "best", descending=True),  # the best live val score (docs/numbers.md)
-    ColumnSpec("official", "Official", 11, "official", descending=True),  # the result, with its split: "0.3792 test"
+    # the result, with its split: "0.3792 test", or "0.9933 sealed" where the agent never held its targets
+    ColumnSpec("official", "Official", 13, "official", descending=True),
     SESSION,
     ColumnSpec("task", "Task", 4, "task"),
     ColumnSpec("agent", "Agent", 12, "agent"),
@@ -100,13 +103,26 @@ def end_cut(text: str, width: int) -> str:
     return text[:max(0, width - 1)] + ELLIPSIS if width > 0 else ""
 
 
+def sealed_split(row: dict) -> bool:
+    """Whether a summary row's session ran with its scored split sealed (``--scored-split sealed``:
+    the agent never held its targets; a contract other than the paper's, never pooled with it)."""
+    contract = row.get("contract") or ""
+    if '"scored_split"' not in contract:  # the store's json.dumps of the contract: the key is absent otherwise
+        return False
+    try:
+        return scored_split_sealed(json.loads(contract))
+    except ValueError:
+        return False
+
+
 def official_cell(row: dict) -> str:
-    """The official score with the split it was measured on ("0.3792 test"); "N/A" for a session
-    that ended without one (the paper's failed run), "-" while none is known."""
+    """The official score with the split it was measured on ("0.3792 test"; "0.9933 sealed" for a
+    sealed scored split); "N/A" for a session that ended without one (the paper's failed run), "-"
+    while none is known."""
     if row.get("score") is not None:
         from onegc_tui.views.task_facts import scored_split
 
-        return f"{fmt_score(row['score'])} {scored_split(row.get('task'))}"
+        return f"{fmt_score(row['score'])} {'sealed' if sealed_split(row) else scored_split(row.get('task'))}"
     return "N/A" if row.get("state") in ("ended", "failed") else "-"
 
 

@@ -77,6 +77,15 @@ def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home
     assert said is not None and "val SEALED" in said.words, said
     as_json = CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False)
     assert json.loads(as_json.output)[0]["scored_split_sealed"] is True
+    # the monitor's sessions table, from the store's summary row the CLI above ingested
+    from onegc_tui.store import Store
+    from onegc_tui.views.sessions_view import session_cells
+
+    store = Store.open(home)
+    try:
+        assert session_cells(store.session(paths.root.name))["official"].endswith(" sealed")
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(("task", "why"), [("t1", "its inputs are its targets"), ("t6", "sealed already")])

@@ -3,11 +3,15 @@ the transcript pane's lines, the sessions table's cells and the score terms them
 
 from __future__ import annotations
 
+import json
+
 from onegc_tui.cli.plain import describe, official_words
 from onegc_tui.views.sessions_view import official_cell
 from onegc_tui.views.transcript_view import event_line
+from runner.scoring import sealed_split
 from runner.wire.events import CheckpointScored, SessionEnded
 from runner.wire.score_terms import best_name, measure, score_name
+from tasks import get_task
 
 COMMON = {"v": 1, "session_id": "s", "seq": 3, "ts": 1_790_000_000.0}
 
@@ -45,6 +49,9 @@ def test_the_transcript_pane_puts_the_figure_first_with_its_split_and_role():
 def test_the_sessions_table_names_the_official_split():
     assert official_cell({"task": "t6_etth1", "score": 0.3792, "state": "ended"}) == "0.3792 test"
     assert official_cell({"task": "t0_demo", "score": 0.9, "state": "ended"}) == "0.9000 val"
+    sealed = json.dumps({"scored_split": sealed_split.contract(get_task("t0"), 200)})  # as the store keeps it
+    assert official_cell({"task": "t0_demo", "score": 0.9, "state": "ended", "contract": sealed}) == "0.9000 sealed"
+    assert official_cell({"task": "t0_demo", "score": 0.9, "state": "ended", "contract": "{}"}) == "0.9000 val"
     assert official_cell({"task": "t6_etth1", "score": None, "state": "ended"}) == "N/A"
     assert official_cell({"task": "t6_etth1", "score": None, "state": "running"}) == "-"
 

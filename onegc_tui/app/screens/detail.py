@@ -37,7 +37,13 @@ from onegc_tui.views.anytime import FRACTIONS, scores_at
 from onegc_tui.views.format import arrow, clock, fmt_score, short_task
 from onegc_tui.views.metric_range import UNBOUNDED, padded_range, task_bounds
 from onegc_tui.views.plot import best_so_far, level_strip
-from onegc_tui.views.sessions_view import INTEGRITY_MARK, TRUNCATED_MARK, integrity_note, truncation_note
+from onegc_tui.views.sessions_view import (
+    INTEGRITY_MARK,
+    TRUNCATED_MARK,
+    integrity_note,
+    sealed_split,
+    truncation_note,
+)
 from onegc_tui.views.time_ledger import IDLE_PRIORITY, UNATTRIBUTED, ledger_line
 from onegc_tui.views.timeline import Timeline, timeline_ledger
 from runner.wire.textsafe import safe_text
@@ -106,6 +112,9 @@ def analytics_text(t: Timeline) -> Text:
              f"official score {fmt_score(t.row.get('score'))} · {t.metric} {arrow(t.direction)}"
              + (f" · checkpoint {row['best_checkpoint']} (best by the harness's val score)"
                 if row.get("best_checkpoint") else "")]
+    if sealed_split(t.row):
+        lines.append("scored split sealed: the agent never held its targets, and the harness answered its evaluate "
+                     "(a contract of its own, never pooled with the paper's)")
     note = integrity_note(t.row)
     if note:
         lines.append(f"[b yellow]{INTEGRITY_MARK} {markup_escape(note)}[/b yellow] (the checkpoints pane lists the flags)")
