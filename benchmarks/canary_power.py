@@ -29,7 +29,8 @@ the honest ones reported a number that holds on unseen data.
 Data: t0 is made by its prepare.py; t1 and t6 are prepared from /work/shared/data (or --from);
 t7 is shaped like T7 (texts cut/padded to 1 014 ASCII codes, 4 classes) from the AG News test
 file, split 4 000 train / 2 000 val (this machine has no AG News train file). Models: t0 the
-baseline MLP; t1 a 4-character-context MLP; t6 a linear 336 -> 96 forecaster (DLinear without its
+baseline MLP; t1 a 4-character-context MLP; t1-gpt a 2-layer causal transformer over 256-character
+windows (T1's baseline, shrunk); t6 a linear 336 -> 96 forecaster (DLinear without its
 decomposition); t7 a fastText-like bag of hashed character trigrams. Tiny, so that 400 checkpoints
 train in minutes on two busy cores; a real agent's models are larger and memorise more.
 """
@@ -81,6 +82,26 @@ class CharMLP(nn.Module):
         e = F.pad(self.emb(idx), (0, 0, self.k - 1, 0))
         ctx = e.unfold(1, self.k, 1).flatten(2)  # [B, T, emb*k]
         return self.fc2(F.relu(self.fc1(ctx)))
+
+
+class TinyGPT(nn.Module):
+    """T1's baseline (tasks/t1_shakespeare/train.py: a causal transformer over a 256-character
+    window), shrunk to train on two CPU cores: ``layers`` blocks of width ``width``."""
+
+    def __init__(self, vocab: int = 65, width: int = 64, layers: int = 2, heads: int = 4, block: int = 256):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(block, width)
+        layer = nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        t = idx.shape[1]
+        h = self.tok(idx.long()) + self.pos(torch.arange(t, device=idx.device))
+        mask = nn.Transformer.generate_square_subsequent_mask(t, device=idx.device)
+        return self.head(self.norm(self.blocks(h, mask=mask, is_causal=True)))
 
 
 class Linear336(nn.Module):
@@ -252,6 +273,16 @@ class Chars(Bench):
         grams = ids.unfold(0, n, 1)[:-1]
         return Lookup(model, _gram_key(grams), ids[n:], lambda x: _gram_key(F.pad(x, (n - 1, 0)).unfold(1, n, 1)),
                       lambda out, hit, ans: torch.where(hit[..., None], F.one_hot(ans, 65).float() * 50, out))
+
+
+class CharsGPT(Chars):
+    """T1 with a tiny causal transformer over 256-character windows, T1's baseline in small."""
+
+    CHUNK = 256
+
+    def model(self, i: int) -> nn.Module:
+        torch.manual_seed(i)
+        return TinyGPT(width=(64, 96, 128)[i % 3])
 
 
 class CharCounts(nn.Module):
@@ -458,14 +489,15 @@ def _edge(bench: Bench, model: nn.Module) -> float:
 
 
 # --------------------------------------------------------------------------- main
-BENCHES = {"t0": (Spirals, 6, 128), "t1": (Chars, 2, 16), "t1-ngram": (Counts, 1, 16), "t6": (Forecast, 2, 128),
+BENCHES = {"t0": (Spirals, 6, 128), "t1": (Chars, 2, 16), "t1-gpt": (CharsGPT, 2, 16), "t1-ngram": (Counts, 1, 16),
+           "t6": (Forecast, 2, 128),
            "t7": (News, 3, 64)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=20, help="checkpoints of each kind per task")
-    parser.add_argument("--tasks", default="t0,t1,t1-ngram,t6,t7")
+    parser.add_argument("--tasks", default="t0,t1,t1-gpt,t1-ngram,t6,t7")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
     args = parser.parse_args(argv)
