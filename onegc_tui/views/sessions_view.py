@@ -46,8 +46,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("state", "State", 7, "state"),
     ColumnSpec("left", "Budget left", 16, "left"),
     ColumnSpec("best", "Best val", 8, "best", descending=True),  # the best live val score (docs/numbers.md)
-    # the result, with its split: "0.3792 test", or "0.9933 sealed" where the agent never held its targets
-    ColumnSpec("official", "Official", 13, "official", descending=True),
+    # the result, with its split: "0.3792 test", or "0.9933 val sealed" where the agent never held its targets
+    ColumnSpec("official", "Official", 17, "official", descending=True),
     SESSION,
     ColumnSpec("task", "Task", 4, "task"),
     ColumnSpec("agent", "Agent", 12, "agent"),
@@ -103,7 +103,7 @@ def end_cut(text: str, width: int) -> str:
     return text[:max(0, width - 1)] + ELLIPSIS if width > 0 else ""
 
 
-def sealed_split(row: dict) -> bool:
+def row_split_sealed(row: dict) -> bool:
     """Whether a summary row's session ran with its scored split sealed (``--scored-split sealed``:
     the agent never held its targets; a contract other than the paper's, never pooled with it)."""
     contract = row.get("contract") or ""
@@ -116,13 +116,13 @@ def sealed_split(row: dict) -> bool:
 
 
 def official_cell(row: dict) -> str:
-    """The official score with the split it was measured on ("0.3792 test"; "0.9933 sealed" for a
-    sealed scored split); "N/A" for a session that ended without one (the paper's failed run), "-"
+    """The official score with the split it was measured on ("0.3792 test"; "0.9933 val sealed" for
+    a sealed scored split); "N/A" for a session that ended without one (the paper's failed run), "-"
     while none is known."""
     if row.get("score") is not None:
         from onegc_tui.views.task_facts import scored_split
 
-        return f"{fmt_score(row['score'])} {'sealed' if sealed_split(row) else scored_split(row.get('task'))}"
+        return f"{fmt_score(row['score'])} {scored_split(row.get('task'))}" + (" sealed" if row_split_sealed(row) else "")
     return "N/A" if row.get("state") in ("ended", "failed") else "-"
 
 

@@ -83,7 +83,7 @@ def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home
 
     store = Store.open(home)
     try:
-        assert session_cells(store.session(paths.root.name))["official"].endswith(" sealed")
+        assert session_cells(store.session(paths.root.name))["official"].endswith(" val sealed")
     finally:
         store.close()
 

@@ -41,7 +41,7 @@ from onegc_tui.views.sessions_view import (
     INTEGRITY_MARK,
     TRUNCATED_MARK,
     integrity_note,
-    sealed_split,
+    row_split_sealed,
     truncation_note,
 )
 from onegc_tui.views.time_ledger import IDLE_PRIORITY, UNATTRIBUTED, ledger_line
@@ -112,7 +112,7 @@ def analytics_text(t: Timeline) -> Text:
              f"official score {fmt_score(t.row.get('score'))} · {t.metric} {arrow(t.direction)}"
              + (f" · checkpoint {row['best_checkpoint']} (best by the harness's val score)"
                 if row.get("best_checkpoint") else "")]
-    if sealed_split(t.row):
+    if row_split_sealed(t.row):
         lines.append("scored split sealed: the agent never held its targets, and the harness answered its evaluate "
                      "(a contract of its own, never pooled with the paper's)")
     note = integrity_note(t.row)

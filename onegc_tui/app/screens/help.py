@@ -114,7 +114,7 @@ class HelpScreen(ModalScreen[None]):
                 states.add_row(Text(label, style=tones[label]), Text(meaning))
             states.add_row(Text("⚠ id", style="bold yellow"), Text("before a session id: it ran --unsealed, or some of its "
                                                                  "scores carry integrity flags (the detail screen says which)"))
-            states.add_row(Text("0.99 sealed"), Text("an official score on a sealed scored split (--scored-split sealed): "
+            states.add_row(Text("0.99 val sealed"), Text("an official score on a sealed scored split (--scored-split sealed): "
                                                      "the agent never held its targets; never pooled with the paper's"))
             parts += [Text("Session states", style="bold underline"), states]
         return Group(*parts)
