@@ -46,8 +46,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("state", "State", 7, "state"),
     ColumnSpec("left", "Budget left", 16, "left"),
     ColumnSpec("best", "Best val", 8, "best", descending=True),  # the best live val score (docs/numbers.md)
-    # the result, with its split: "0.3792 test", or "0.9933 val sealed" where the agent never held its targets
-    ColumnSpec("official", "Official", 17, "official", descending=True),
+    # the result, with its split: "0.3792 test" (or "0.9933 val sealed": SEALED_OFFICIAL_WIDTH)
+    ColumnSpec("official", "Official", 11, "official", descending=True),
     SESSION,
     ColumnSpec("task", "Task", 4, "task"),
     ColumnSpec("agent", "Agent", 12, "agent"),
@@ -65,23 +65,31 @@ SORTS = tuple(c.sort for c in COLUMNS if c.sort)  # 's' cycles through the visib
 DEFAULT_SORT = "state"  # on attach: running sessions first, the most recent on top
 
 
-def fit_columns(width: int, longest_id: int = SESSION.width) -> list[tuple[ColumnSpec, int]]:
+SEALED_OFFICIAL_WIDTH = 17  # "0.9933 val sealed": the Official column's width while a sealed session is listed
+
+
+def fit_columns(width: int, longest_id: int = SESSION.width, sealed: bool = False) -> list[tuple[ColumnSpec, int]]:
     """The columns shown in ``width`` cells and the width of each: the first :data:`ALWAYS`,
     then each further column in priority order while it fits beside a session column of
-    :data:`SESSION.width`; the session column then takes what is left (up to the longest id)."""
-    def cost(w: int) -> int:
-        return w + 2 * CELL_PADDING
+    :data:`SESSION.width`; the session column then takes what is left (up to the longest id).
+    ``sealed``: a listed session's scored split was sealed, and the Official column widens to
+    say so (every other list keeps the room for the session ids)."""
+    def shown(c: ColumnSpec) -> int:
+        return SEALED_OFFICIAL_WIDTH if sealed and c.key == "official" else c.width
+
+    def cost(c: ColumnSpec) -> int:
+        return shown(c) + 2 * CELL_PADDING
 
     chosen = list(COLUMNS[:ALWAYS])
-    used = sum(cost(c.width) for c in chosen)
+    used = sum(cost(c) for c in chosen)
     for col in COLUMNS[ALWAYS:]:
-        if used + cost(col.width) > width:
+        if used + cost(col) > width:
             break
         chosen.append(col)
-        used += cost(col.width)
-    fixed = used - cost(SESSION.width)
+        used += cost(col)
+    fixed = used - cost(SESSION)
     session_w = max(SESSION_MIN, min(max(longest_id, SESSION_MIN), SESSION_MAX, width - fixed - 2 * CELL_PADDING))
-    return [(c, session_w if c is SESSION else c.width) for c in chosen]
+    return [(c, session_w if c is SESSION else shown(c)) for c in chosen]
 
 
 def middle_cut(text: str, width: int) -> str:

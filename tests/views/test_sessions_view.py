@@ -106,3 +106,14 @@ def test_unsealed_or_integrity_flagged_sessions_are_marked_in_the_session_column
     assert cell_tone("session", sealed) == ""
     assert "unsealed" in integrity_note(unsealed) and session_cells(unsealed)["session"] == "⚠ s2"
     assert integrity_note(flagged) == "2 scores with integrity flags" and cell_tone("session", flagged) == "flagged"
+
+
+def test_a_sealed_session_listed_widens_the_official_column_and_only_then():
+    from onegc_tui.views.sessions_view import SEALED_OFFICIAL_WIDTH
+
+    for width in (78, 98, 198):
+        plain = {c.key: w for c, w in fit_columns(width, len(ID_A))}
+        sealed = {c.key: w for c, w in fit_columns(width, len(ID_A), sealed=True)}
+        assert plain["official"] == 11 and sealed["official"] == SEALED_OFFICIAL_WIDTH == len("0.9933 val sealed")
+        assert list(sealed)[:6] == ["mark", "state", "left", "best", "official", "session"]
+        assert sum(w + 2 for w in sealed.values()) <= width  # nothing runs off the edge

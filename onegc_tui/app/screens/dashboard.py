@@ -154,7 +154,8 @@ class DashboardScreen(SteadyScreen):
         now = host(self).now()
         with self.app.batch_update():
             new = {sid for sid in changed if sid not in table.summaries}  # a set: 10 000 at start
-            relaid = bool(new) and table.relayout(self.app.size.width, new)  # a longer id may widen the session column
+            # a longer id may widen the session column, a sealed session the Official column
+            relaid = bool(new) and table.relayout(self.app.size.width, {sid: changed[sid] for sid in new})
             # most changes are a GPU sample or a heartbeat: the order and the summary line stay, and
             # re-sorting (and counting) every row each second was ~1 ms here at 8 sessions, more at 10 000
             reorder, recount = bool(new) or relaid, bool(new)

@@ -9,7 +9,7 @@ set of columns that fit changes (a resize) or the filter changes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from rich.text import Text
 from textual.binding import Binding
@@ -31,6 +31,7 @@ from onegc_tui.views.sessions_view import (
     left_cell,
     middle_cut,
     ordered,
+    row_split_sealed,
     session_cells,
     sort_arrow,
 )
@@ -112,11 +113,13 @@ class SessionsTable(DataTable):
 
     _relayout_timer: Timer | None = None
 
-    def relayout(self, width: int, more_ids: Iterable[str] = ()) -> bool:
-        """Fit the columns to ``width`` (and the ids of rows about to come); rebuild the table if
-        what fits changed."""
-        longest = max((len(sid) for ids in (self.summaries, more_ids) for sid in ids), default=SESSION.width)
-        layout = fit_columns(max(0, width - SCROLLBAR_W), longest)
+    def relayout(self, width: int, more: Mapping[str, dict] | None = None) -> bool:
+        """Fit the columns to ``width`` (and the summary rows about to come, by id); rebuild the
+        table if what fits changed."""
+        rows = (self.summaries, more or {})
+        longest = max((len(sid) for ids in rows for sid in ids), default=SESSION.width)
+        sealed = any(row_split_sealed(row) for part in rows for row in part.values())
+        layout = fit_columns(max(0, width - SCROLLBAR_W), longest, sealed)
         if layout == self.fitted:
             return False
         self.fitted = layout
