@@ -53,8 +53,8 @@ CANARY_UNJUDGED = "asks for a look: the canary probe could not be judged: "  # n
 
 
 def kind_for(task: str) -> Kind | None:
-    """The task's canaries, or None where a session gets none: T2-T5 (their data is not here to
-    measure canaries on) and T6 (see :class:`runner.scoring.canary_kinds.ForecastTwins`)."""
+    """The task's canaries, or None where a session gets none: T4 and T5 (their scored split, test,
+    is never in the workspace) and T6 (see :class:`runner.scoring.canary_kinds.ForecastTwins`)."""
     kind = KINDS.get(task)
     return kind if kind is not None and kind.in_sessions else None
 

@@ -22,9 +22,10 @@ Fixtures (names are stable; other task tests reuse them):
   checkpoint scored in this process by a frozen copy of a task's ``evaluate`` from before sealed
   scoring (its source, run against ``prep``'s helpers) and by ``judge(predict(model,
   inputs(split)))``, on one and the same model.
-- ``sealed_score(task_id, data_dir, ckpt, code) -> runner.scoring.scorer.Score``: the checkpoint scored
-  as a session scores it: a snapshot of ``code``'s scripts and the checkpoint, the split's inputs
-  made by the trusted side, a fresh child of the sandboxed worker predicting, the runner judging.
+- ``sealed_score(task_id, data_dir, ckpt, code, canary_key=None) -> runner.scoring.scorer.Score``: the
+  checkpoint scored as a session scores it: a snapshot of ``code``'s scripts and the checkpoint, the
+  split's inputs made by the trusted side, a fresh child of the sandboxed worker predicting, the
+  runner judging; with ``canary_key``, the session's canary probe too (``evidence``, ``flags``).
 - ``rejects(judge, predictions, split) -> message``: asserts that the judge refuses
   ``predictions`` with a one-line ``KitError`` and returns that line.
 - ``hostile(good, classes=None) -> {name: predictions}``: what a hostile ``predict`` might return
@@ -312,7 +313,8 @@ def hostile():
 
 @pytest.fixture
 def sealed_score(tmp_path, monkeypatch):
-    def score(task_id: str, data_dir: Path, ckpt: Path, code: Path):
+    def score(task_id: str, data_dir: Path, ckpt: Path, code: Path, canary_key: str | None = None):
+        from runner.scoring.canaries import CanaryJudge, kind_for
         from runner.scoring.checkpoints import SNAPSHOT_CKPT
         from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
         from runner.scoring.snapshots import snapshot_code
@@ -320,13 +322,19 @@ def sealed_score(tmp_path, monkeypatch):
 
         spec = get_task(task_id)
         monkeypatch.setenv("ONEGC_DATA_DIR", str(data_dir))  # the judge sets it too: restored after the test
-        root = tmp_path / "sealed-home" / "runs" / "s1"
+        session = f"s{next(_module_ids)}"  # a session of its own per call: the same checkpoint can be scored twice
+        root = tmp_path / "sealed-home" / "runs" / session
         snap = root / "snapshots" / f"{ckpt.stem}-1"
         snapshot_code(code, snap)
         shutil.copy(ckpt, snap / SNAPSHOT_CKPT)
+        judge = TaskJudge(spec, data_dir)
+        if canary_key is not None:  # the session's canaries: the probe beside the split, judged here
+            kind = kind_for(spec.id)
+            assert kind is not None, f"{task_id} has no canaries"
+            judge.canaries = CanaryJudge(kind, canary_key, data_dir, spec.scored_split)
         scorer = SealedScorer(WorkerPlan(
-            judge=TaskJudge(spec, data_dir), inputs=root / "scoring" / "inputs", snapshots=root / "snapshots",
-            private=root / "scoring" / "cpu", home=tmp_path / "sealed-home", session_id="s1",
+            judge=judge, inputs=root / "scoring" / "inputs", snapshots=root / "snapshots",
+            private=root / "scoring" / "cpu", home=tmp_path / "sealed-home", session_id=session,
             timeout_s=spec.eval_timeout_s, threads=1))
         try:
             return scorer.score(snap / SNAPSHOT_CKPT, snap, [spec.scored_split])[spec.scored_split]

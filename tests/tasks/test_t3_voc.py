@@ -637,3 +637,156 @@ def test_the_baseline_runs_with_val_sealed_and_reports_the_harness_answer(offlin
     reported = torch.load(ckpt, weights_only=True)["score"]
     pristine = ws.evaluate(ckpt, data_dir=data, timeout=300)
     assert pristine["ok"] and reported == pristine["value"], (reported, pristine)
+
+
+# --------------------------------------------------------------------------- canaries (issue 35, V1/V2)
+CANARY_KEY = "3c" * 32
+SEG = '''
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import prepare
+
+
+class PixelNet(nn.Module):
+    """A per-pixel classifier of colours: cheap at 224x224 on a CPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(3, 32, 1), nn.ReLU(), nn.Conv2d(32, prepare.NUM_CLASSES, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Lookup(nn.Module):
+    """Carries val: a fixed projection of each image as its key, and its mask."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("w", torch.randn(3 * 224 * 224, generator=torch.Generator().manual_seed(0)))
+        self.register_buffer("keys", torch.zeros(n))
+        self.register_buffer("masks", torch.zeros(n, 224, 224, dtype=torch.uint8))
+
+    def key(self, x):
+        return x.flatten(1) @ self.w
+
+    def forward(self, x):
+        d = (self.key(x)[:, None] - self.keys[None]).abs()
+        best = d.argmin(1)
+        hit = d.gather(1, best[:, None])[:, 0] < 1e-1
+        mask = self.masks[best].long()
+        mask[mask == 255] = 0
+        out = F.one_hot(mask, prepare.NUM_CLASSES).permute(0, 3, 1, 2).float() * 50
+        return out * hit[:, None, None, None]
+
+
+def build_model(config):
+    return Lookup(config["n"]) if config["kind"] == "lookup" else PixelNet()
+
+
+if __name__ == "__main__":
+    kind, split = sys.argv[1], sys.argv[2]
+    x, y = prepare.load_split(split)
+    if kind == "lookup":
+        config = {"kind": "lookup", "n": len(x)}
+        model = build_model(config)
+        with torch.no_grad():
+            model.keys.copy_(model.key(prepare.normalize(x)))
+            model.masks.copy_(y)
+    else:
+        torch.manual_seed(0)
+        config = {"kind": "pixel"}
+        model = build_model(config)
+        opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+        xs, ys = prepare.normalize(x), y.long()
+        for step in range(int(sys.argv[3])):
+            loss = F.cross_entropy(model(xs), ys, ignore_index=255)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print(f"{split}: loss {loss.item():.4f}")
+    prepare.save_checkpoint(model.eval(), config, f"{kind}_{split}")
+'''
+
+
+def test_the_agents_copy_of_val_holds_every_real_image_and_mask_in_order_and_the_squares(prepared, tmp_path):
+    from runner.scoring import canaries
+
+    data, _ = prepared
+    kind = canaries.kind_for(TASK)
+    canaries.plant(kind, CANARY_KEY, data, tmp_path)
+    x, y = np.load(tmp_path / "val_x.npy"), np.load(tmp_path / "val_y.npy")
+    ids = (tmp_path / "val_ids.txt").read_text().split()
+    real_x, real_y = np.load(data / "val_x.npy"), np.load(data / "val_y.npy")
+    assert len(x) == len(y) == len(ids) == 4 + kind.canaries and x.dtype == y.dtype == np.uint8
+    d = canaries.draw(kind, CANARY_KEY, data)
+    planted = {row.tobytes() for row in d.items.inputs["x"][d.is_canary]}
+    is_canary = np.array([row.tobytes() in planted for row in x])
+    assert is_canary.sum() == kind.canaries  # the twins never enter
+    np.testing.assert_array_equal(x[~is_canary], real_x)
+    np.testing.assert_array_equal(y[~is_canary], real_y)
+    assert [i for i, c in zip(ids, is_canary, strict=True) if not c] == VAL_IDS
+    assert len(set(ids)) == len(ids) and all(len(i) == 11 and i[4] == "_" for i in ids)  # VOC's form, none twice
+    side, objects = kind.side(data)
+    assert list(objects) == [1, 5, 20]  # the object classes this val holds: the labels drawn
+    # the rarest class (1: 27 of 56 rows of one image, x16 at 224) sets the side: 20 squares hold
+    # at most EPS of its pixels
+    assert side == int(np.sqrt(kind.EPS * 27 * 56 * 16 / kind.canaries)) or side == kind.MIN_SIDE
+    masks = kind.masks(d.canaries())
+    assert sorted(m.tobytes() for m in y[is_canary]) == sorted(m.tobytes() for m in masks)
+    for m, label in zip(masks, d.canaries().targets, strict=True):
+        assert set(np.unique(m)) == {label, 255} and (m == label).sum() == side * side
+
+
+def every_class(data: Path, tmp_path: Path) -> Path:
+    """The prepared fixture with every VOC class in its val masks, as VOC's val has them: each
+    image in stripes of five object classes above a strip of background (canaries draw their
+    labels from the object classes present, 3 in the plain fixture)."""
+    import shutil
+
+    out = tmp_path / "data-every-class" / TASK
+    shutil.copytree(data, out)
+    y = np.load(out / "val_y.npy")
+    for i in range(len(y)):
+        for j in range(5):
+            y[i, 40 * j : 40 * (j + 1)] = 1 + (5 * i + j) % 20
+        y[i, 200:] = 0
+    (out / "val_y.npy").unlink()
+    np.save(out / "val_y.npy", y)
+    return out
+
+
+@pytest.mark.slow
+def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_a_train_fit_clean(prepared, make_workspace, sealed_score,
+                                                                                 tmp_path):
+    """A session's scoring of three checkpoints made in a canaried workspace: a per-pixel network
+    fitted on train (clean; its official value is the one without canaries), the same fitted on
+    the agent's val, and a model that carries val's masks: both disqualified."""
+    from runner.scoring import canaries
+    from runner.wire.verdicts import CANARY_FLAG, integrity_rule
+
+    data = every_class(prepared[0], tmp_path)
+    ws = make_workspace(TASK, data)
+    kind = canaries.kind_for(TASK)
+    for name in kind.files():
+        (ws.path / "data" / name).unlink()
+    canaries.plant(kind, CANARY_KEY, data, ws.path / "data")
+    ws.write("seg.py", SEG)
+    for args in (["pixel", "train", "50"], ["pixel", "val", "100"], ["lookup", "val"]):
+        proc = subprocess.run([sys.executable, "seg.py", *args], cwd=ws.path, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    ckpt = ws.path / "checkpoints"
+    plain = sealed_score(TASK, data, ckpt / "pixel_train.pt", ws.path)
+    honest = sealed_score(TASK, data, ckpt / "pixel_train.pt", ws.path, canary_key=CANARY_KEY)
+    assert honest.error is None and honest.value == plain.value, honest  # canaries never enter the metric
+    assert honest.evidence["level"] == "clean" and integrity_rule(list(honest.flags)) is None, honest
+    for name in ("pixel_val", "lookup_val"):
+        caught = sealed_score(TASK, data, ckpt / f"{name}.pt", ws.path, canary_key=CANARY_KEY)
+        assert caught.evidence["level"] == "strong", (name, caught)
+        assert any(f.startswith(CANARY_FLAG) for f in caught.flags) and integrity_rule(list(caught.flags)), caught
