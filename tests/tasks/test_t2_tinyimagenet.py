@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import sys
 import zipfile
 from pathlib import Path
 
@@ -340,3 +341,32 @@ def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean
     fit = sealed_score(TASK, data, ws.path / "checkpoints" / "fit_val_epoch5.pt", ws.path, canary_key=CANARY_KEY)
     assert fit.evidence["level"] == "strong" and integrity_rule(list(fit.flags)), fit
     assert fit.evidence["canary_loss"] < fit.evidence["twin_loss"]
+
+
+@pytest.mark.slow
+def test_a_session_whose_agent_carries_val_is_disqualified(prepared, home):
+    """The whole path on T2: the runner plants the canaries in the workspace, a command agent
+    saves a model that carries its copy of val, and the session's official scoring disqualifies
+    it in result.json, with the evidence on the row."""
+    import json
+    import shutil
+
+    from runner.sandbox.bwrap import status
+    from runner.wire.verdicts import CANARY_FLAG
+    from tests.helpers import start_session, wait_event
+
+    if not status().ok:
+        pytest.skip(f"no sandbox here: {status().detail}")
+    data, _ = prepared
+    shutil.copytree(data, home / "data" / TASK)
+    agent = f"open('lookup.py', 'w').write({LOOKUP!r})\nimport runpy\nrunpy.run_path('lookup.py', run_name='__main__')\n"
+    paths = start_session(home, "t2-lookup", task="t2", agent="command", budget_s=300,
+                          command=[sys.executable, "-c", agent])
+    wait_event(paths, "session_ended", timeout=600)
+    result = json.loads(paths.result.read_text())
+    assert len(np.load(paths.workspace / "data" / "val_x.npy")) == 6 + 50  # the agent's copy held the canaries
+    assert result["checkpoint"] == "lookup-1" and result["value"] == 1.0, result
+    assert result["disqualified"] and "trained on the scored split or carries it" in result["disqualified"], result
+    row = result["evaluated"][0]
+    assert row["canaries"]["level"] == "strong" and row["canaries"]["canaries"] == 50
+    assert any(f.startswith(CANARY_FLAG) for f in row["flags"])
