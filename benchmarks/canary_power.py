@@ -2,6 +2,12 @@
 they flag an honest one (issue 35, part 3; runner/scoring/canaries.py).
 
     python benchmarks/canary_power.py [--n 20] [--tasks t0,t1,t6,t7] [--threads 2]
+    python benchmarks/canary_power.py --exposure 4,8,16,32 --tasks t1-gpt [--n 6]
+
+With ``--exposure``, only val-only fits, each trained once and judged after every given number
+of passes over the canaried val (a real fit sees val more often than these CPU-sized ones: T1's
+baseline pointed at val for its own 305 steps makes ~45 passes over it, one for each of its
+5 epochs when it trains on train and val). Adam restarts at each stage.
 
 For each task, ``--n`` checkpoints of each kind, each with a session secret of its own (its own
 canaries and twins), trained here on the CPU with tiny models:
@@ -488,6 +494,40 @@ def _edge(bench: Bench, model: nn.Module) -> float:
     return better * (seen - unseen) / abs(unseen)
 
 
+def exposure(bench: Bench, passes: list[int], i: int, work: Path) -> list[Trial]:
+    """One val-only fit, judged after each number of ``passes`` over the canaried val."""
+    key = hashlib.sha256(f"canary bench {bench.short} exposure {i}".encode()).hexdigest()
+    view_dir = work / f"{bench.short}-exposure-{i}"
+    agent_view(bench.kind, key, bench.data, view_dir)
+    val = bench.load(view_dir, bench.kind.split)
+    lr = (1e-3, 3e-3, 1e-2)[i % 3] if bench.short != "t6" else (1e-4, 3e-4, 1e-3)[i % 3]
+    model, done, out = bench.model(i), 0, []
+    d = canaries.draw(bench.kind, key, bench.data)
+    for total in passes:
+        bench.fit(model, [val], total - done, lr, i + total)
+        done = total
+        with torch.no_grad():
+            probe = bench.kind.probe(d.items)
+            pred = (predict_scores(bench.module.predict, model, probe, "cpu") if bench.kind.scores
+                    else bench.module.predict(model, probe, "cpu"))
+            out.append(Trial(canaries.evidence(bench.kind.losses(pred, d.items), d.is_canary), _edge(bench, model)))
+    shutil.rmtree(view_dir)
+    return out
+
+
+def exposure_table(bench: Bench, passes: list[int], n: int, work: Path) -> None:
+    started = time.perf_counter()
+    runs = [exposure(bench, passes, i, work) for i in range(n)]
+    for j, total in enumerate(passes):
+        evs = [r[j].evidence for r in runs]
+        look = sum(e.level != "clean" for e in evs) / n
+        strong = sum(e.level == "strong" for e in evs) / n
+        edge = statistics.median(r[j].edge for r in runs)
+        print(f"{bench.short:<6} val-only after {total:>3} passes {n:>3} {look:>6.0%} {strong:>7.0%} "
+              f"{statistics.median(e.p for e in evs):>9.1e} {min(e.p for e in evs):>8.1e} {edge:>+8.2%}", flush=True)
+    print(f"{bench.short:<6} {n} fits of {passes[-1]} passes in {time.perf_counter() - started:.0f} s", flush=True)
+
+
 # --------------------------------------------------------------------------- main
 BENCHES = {"t0": (Spirals, 6, 128), "t1": (Chars, 2, 16), "t1-gpt": (CharsGPT, 2, 16), "t1-ngram": (Counts, 1, 16),
            "t6": (Forecast, 2, 128),
@@ -499,6 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20, help="checkpoints of each kind per task")
     parser.add_argument("--tasks", default="t0,t1,t1-gpt,t1-ngram,t6,t7")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--exposure", default="", help="passes over val, e.g. 4,8,16,32: val-only fits judged after each")
     parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -512,6 +553,9 @@ def main(argv: list[str] | None = None) -> int:
             module, data, unseen = prepare_data(short, root / "data", args.from_dir)
             spec = next(s for s in all_tasks().values() if s.short == short.split("-")[0])
             bench = cls(short, KINDS[spec.id], module, data, unseen, epochs, batch, spec.direction == "higher")
+            if args.exposure:
+                exposure_table(bench, sorted(int(p) for p in args.exposure.split(",")), args.n, root)
+                continue
             honest_max = None
             for what in ("honest", *VIOLATIONS):
                 started = time.perf_counter()
