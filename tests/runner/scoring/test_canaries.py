@@ -226,3 +226,44 @@ def test_the_worker_returns_the_scores_behind_the_pristine_predictions(demo_data
         with pytest.raises(onegc_kit.KitError, match="do not match"):
             predict_scores(lambda m, i, d: np.zeros(50, dtype=np.int64) + (m(torch.from_numpy(i["x"])) is None),
                            two, inputs, "cpu")
+
+
+def test_t3_squares_move_the_agents_miou_by_at_most_the_bound(tmp_path: Path, monkeypatch) -> None:
+    """VocSquares' bound, on a val where every class is present and the rarest has enough pixels:
+    the task's own judge on the agent's canaried copy against the pristine val, for a model right
+    on 70 % of real pixels and, on the squares, either all wrong into the rarest class (the worst
+    case of the bound) or all right."""
+    from runner.scoring.scorer import load_task_module
+
+    kind = KINDS["t3_voc"]
+    rng = np.random.default_rng(0)
+    n = 40
+    y = np.repeat(np.repeat(rng.integers(0, 21, (n, 4, 4)), 56, axis=1), 56, axis=2).astype(np.uint8)
+    y[:, 100:104] = 255  # an ignored band, as VOC's borders
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "val_x.npy", rng.integers(0, 256, (n, 224, 224, 3), dtype=np.uint8))
+    np.save(data / "val_y.npy", y)
+    (data / "val_ids.txt").write_text("".join(f"2008_{i:06d}\n" for i in range(n)))
+    side, objects = kind.side(data)
+    counts = np.bincount(y.reshape(-1), minlength=256)[:21]
+    assert counts.min() >= kind.MIN_SIDE**2 * kind.canaries / kind.EPS and len(objects) == 20
+    assert side > kind.MIN_SIDE and kind.canaries * side * side <= kind.EPS * counts.min()
+    out = tmp_path / "agent"
+    out.mkdir()
+    canaries.plant(kind, KEY, data, out)
+    canaried = np.load(out / "val_y.npy")
+    is_canary = np.array([(row == 255).mean() > 0.9 for row in canaried])  # a square in an ignored mask
+    assert is_canary.sum() == kind.canaries
+    real = np.where((rng.random(y.shape) < 0.7) & (y != 255), y, rng.integers(0, 21, y.shape)).astype(np.uint8)
+    module = load_task_module(get_task("t3_voc"), data)
+    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
+    pristine = module.judge(real, "val")["value"]
+    rarest = int(np.argmin(counts))
+    right = np.where(canaried[is_canary] == 255, 0, canaried[is_canary]).astype(np.uint8)
+    for on_squares in (np.full((kind.canaries, 224, 224), rarest if rarest else 1, np.uint8), right):
+        pred = np.empty(canaried.shape, np.uint8)
+        pred[~is_canary], pred[is_canary] = real, on_squares
+        monkeypatch.setenv("ONEGC_DATA_DIR", str(out))
+        agent = module.judge(pred, "val")["value"]
+        assert abs(agent - pristine) / pristine <= kind.shift_bound(pristine), (agent, pristine)
