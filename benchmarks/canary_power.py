@@ -65,7 +65,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from runner.scoring import canaries  # noqa: E402
-from runner.scoring.canary_kinds import KINDS, Kind  # noqa: E402
+from runner.scoring.canary_kinds import KINDS, HeldChunks, Kind, SecretSharer  # noqa: E402
 from runner.scoring.worker import predict_scores  # noqa: E402
 from tasks import all_tasks  # noqa: E402
 
@@ -539,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20, help="checkpoints of each kind per task")
     parser.add_argument("--tasks", default="t0,t1,t1-gpt,t1-ngram,t6,t7")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--t1-kind", choices=("session", "strings", "held"), default="session",
+                        help="T1's test: the sessions' (held-back chunks), random strings (SecretSharer) or held chunks")
     parser.add_argument("--exposure", default="", help="passes over val, e.g. 4,8,16,32: val-only fits judged after each")
     parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
     args = parser.parse_args(argv)
@@ -552,7 +554,10 @@ def main(argv: list[str] | None = None) -> int:
             cls, epochs, batch = BENCHES[short]
             module, data, unseen = prepare_data(short, root / "data", args.from_dir)
             spec = next(s for s in all_tasks().values() if s.short == short.split("-")[0])
-            bench = cls(short, KINDS[spec.id], module, data, unseen, epochs, batch, spec.direction == "higher")
+            kind = KINDS[spec.id]
+            if spec.id == "t1_shakespeare" and args.t1_kind != "session":
+                kind = SecretSharer() if args.t1_kind == "strings" else HeldChunks()
+            bench = cls(short, kind, module, data, unseen, epochs, batch, spec.direction == "higher")
             if args.exposure:
                 exposure_table(bench, sorted(int(p) for p in args.exposure.split(",")), args.n, root)
                 continue

@@ -98,10 +98,11 @@ class Draw:
 def draw(kind: Kind, key: str, data: Path) -> Draw:
     """The session's items: the same for the same key, whoever draws them (workspace, scorer)."""
     rng = _rng(key, kind.task, "draw")
-    n = kind.canaries + kind.twins
+    k, twins = kind.counts(data)
+    n = k + twins
     items = kind.draw(rng, n, data)
     mask = np.zeros(n, dtype=bool)
-    mask[rng.choice(n, size=kind.canaries, replace=False)] = True
+    mask[rng.choice(n, size=k, replace=False)] = True
     return Draw(kind, items, mask)
 
 
@@ -174,13 +175,13 @@ def _hypergeom_cdf(x: int, n: int, misses: int, k: int) -> float:
     return sum(math.comb(misses, j) * math.comb(n - misses, k - j) for j in range(0, x + 1)) / total
 
 
-def flag(ev: Evidence, split: str, scored: bool) -> str | None:
+def flag(ev: Evidence, split: str, scored: bool, kind: Kind | None = None) -> str | None:
     """The integrity flag for a checkpoint's evidence, or None when it is clean. Strong evidence
     on the scored split carries :data:`CANARY_FLAG`, which disqualifies (runner/wire/verdicts.py)."""
     if ev.level == "clean":
         return None
-    what = (f"its {ev.canaries} canar{'y' if ev.canaries == 1 else 'ies'} in the {split} split fit better than "
-            f"{ev.twins} unseen twins (loss {ev.canary_loss:.3g} against {ev.twin_loss:.3g}, p {ev.p:.1e})")
+    compared = (kind or Kind()).evidence_text(ev.canaries, ev.twins, split)
+    what = f"{compared} (loss {ev.canary_loss:.3g} against {ev.twin_loss:.3g}, p {ev.p:.1e})"
     if ev.level == "strong" and scored:
         return f"{CANARY_FLAG}{what}"
     return f"{LOOK_FLAG}trained on {split}? {what}"
@@ -241,4 +242,4 @@ class CanaryJudge:
             self._draw = draw(self.kind, self.key, self.data)
         d = self._draw
         ev = evidence(self.kind.losses(predictions, d.items), d.is_canary)
-        return ev, flag(ev, self.kind.split, self.scored)
+        return ev, flag(ev, self.kind.split, self.scored, self.kind)

@@ -1,6 +1,7 @@
 """V1 and V2 (../shared/INTEGRITY.md) on real sessions: a command agent (``hostile_canaries.py``)
 puts T1's scored split inside its model — counted on val alone, in a final train+val fit, or
-carried as a lookup — and the canaries in its copy of val disqualify it, in result.json, the
+carried as a lookup — and the chunks of val held back from its copy disqualify it (it fits the
+chunks it was given better than those held back), in result.json, the
 store behind ``onegc sessions`` and the history's cell. The honest control is not flagged and
 its official value is exactly what the pristine evaluator gives its checkpoint; the demo's
 scripted baseline likewise. (The fine-tune is measured in benchmarks/canary_power.py: a count
@@ -73,7 +74,7 @@ def test_an_honest_t1_model_is_not_flagged_and_its_official_value_is_the_pristin
     assert not canary_flags(result)
     assert result["value"] == pristine_value(t1_home, paths, result)  # bit for bit: canaries never enter it
     row = result["evaluated"][0]
-    assert row["canaries"]["level"] == "clean" and row["canaries"]["canaries"] == 10
+    assert row["canaries"]["level"] == "clean" and (row["canaries"]["canaries"], row["canaries"]["twins"]) == (391, 44)
     # the secret stays in the session folder, out of the workspace and the record
     key = (paths.root / KEY_FILE).read_text().strip()
     for f in [*paths.workspace.rglob("*"), paths.events, paths.result]:

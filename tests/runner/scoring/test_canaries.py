@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from runner.scoring import canaries
-from runner.scoring.canary_kinds import KINDS
+from runner.scoring.canary_kinds import KINDS, HeldChunks, SecretSharer
 from runner.session.workspace import build_workspace
 from runner.wire.verdicts import integrity_rule
 from tasks import get_task
@@ -134,7 +134,7 @@ def test_t1_canaries_start_lines_and_the_copy_says_its_length(tmp_path: Path) ->
     np.save(data / "train.npy", text)
     np.save(data / "val.npy", text)
     (data / "meta.json").write_text(json.dumps({"vocab": vocab, "vocab_size": 65, "train": 30000, "val": 30000}))
-    kind = KINDS["t1_shakespeare"]
+    kind = SecretSharer()  # T1's random strings: measured in benchmarks/canary_power.py --t1-kind strings
     out = tmp_path / "out"
     out.mkdir()
     canaries.plant(kind, KEY, data, out)
@@ -150,6 +150,37 @@ def test_t1_canaries_start_lines_and_the_copy_says_its_length(tmp_path: Path) ->
     np.put_along_axis(logits[:, -kind.length:-1], d.items.targets[:, 1:, None], 20.0, axis=2)
     cheat = np.where(d.is_canary[:, None, None], logits, 0.0)  # a model that knows only the canaries
     assert canaries.evidence(kind.losses(cheat, d.items), d.is_canary, permutations=20_000).level == "strong"
+
+
+def test_t1_holds_back_a_secret_tenth_of_vals_chunks_and_the_copy_is_the_rest_in_order(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    text = rng.integers(0, 65, 30000).astype(np.uint16)
+    np.save(data / "val.npy", text)
+    (data / "meta.json").write_text(json.dumps({"vocab": "x" * 65, "vocab_size": 65, "train": 0, "val": 30000}))
+    kind = HeldChunks()
+    assert kind.counts(data) == (105, 12)  # (30 000 - 1) // 256 = 117 chunks, a tenth held
+    out = tmp_path / "out"
+    out.mkdir()
+    canaries.plant(kind, KEY, data, out)
+    d = canaries.draw(kind, KEY, data)
+    assert np.array_equal(d.items.where, np.arange(117) * 256) and d.is_canary.sum() == 105
+    given = np.concatenate([text[s : s + 256] for s in d.items.where[d.is_canary]] + [text[117 * 256 :]])
+    val = np.load(out / "val.npy")
+    assert np.array_equal(val, given) and json.loads((out / "meta.json").read_text())["val"] == len(val)
+    for s in d.items.where[~d.is_canary]:  # a held chunk is nowhere in the copy
+        assert not any(np.array_equal(val[j : j + 256], text[s : s + 256]) for j in range(0, len(val) - 255, 256))
+    uniform = np.zeros((117, 256, 65), dtype=np.float32)
+    assert canaries.evidence(kind.losses(uniform, d.items), d.is_canary).level == "clean"
+    carried = uniform.copy()
+    np.put_along_axis(carried, d.items.targets[:, :, None], 20.0, axis=2)
+    carried[~d.is_canary] = 0.0  # a model that carries the copy: right where it was given the text
+    ev = canaries.evidence(kind.losses(carried, d.items), d.is_canary, permutations=20_000)
+    assert ev.level == "strong"
+    assert "the 105 chunks of val it was given fit better than 12 held back from it" in canaries.flag(ev, "val", True, kind)
+    with pytest.raises(ValueError, match="shape"):
+        kind.losses(uniform[:, :10], d.items)
 
 
 def test_no_canaries_travels_from_the_command_line_and_the_study_to_the_session() -> None:
