@@ -26,6 +26,11 @@ Fixtures (names are stable; other task tests reuse them):
   checkpoint scored as a session scores it: a snapshot of ``code``'s scripts and the checkpoint, the
   split's inputs made by the trusted side, a fresh child of the sandboxed worker predicting, the
   runner judging; with ``canary_key``, the session's canary probe too (``evidence``, ``flags``).
+- ``canaried(ws, data, key)``: the workspace's copy of the task's canaried split, as a session's
+  workspace holds it (the session's canaries from ``key``, planted from the pristine ``data``).
+- ``canary_verdicts(ws, data, key, honest, caught) -> [Score]``: ``honest`` scored with the
+  canaries is clean and keeps the official value it has without them; each of ``caught`` is
+  disqualified (strong evidence, the canary flag). Returns the caught checkpoints' scores.
 - ``rejects(judge, predictions, split) -> message``: asserts that the judge refuses
   ``predictions`` with a one-line ``KitError`` and returns that line.
 - ``hostile(good, classes=None) -> {name: predictions}``: what a hostile ``predict`` might return
@@ -342,6 +347,40 @@ def sealed_score(tmp_path, monkeypatch):
             scorer.close()
 
     return score
+
+
+@pytest.fixture
+def canaried():
+    def plant(ws: Workspace, data: Path, key: str) -> None:
+        from runner.scoring import canaries
+
+        kind = canaries.kind_for(ws.task_id)
+        assert kind is not None, f"{ws.task_id} has no canaries"
+        for name in kind.files():
+            (ws.path / "data" / name).unlink(missing_ok=True)
+        canaries.plant(kind, key, data, ws.path / "data")
+
+    return plant
+
+
+@pytest.fixture
+def canary_verdicts(sealed_score):
+    def check(ws: Workspace, data: Path, key: str, honest: Path, caught: list[Path]) -> list:
+        from runner.wire.verdicts import CANARY_FLAG, integrity_rule
+
+        plain = sealed_score(ws.task_id, data, honest, ws.path)
+        scored = sealed_score(ws.task_id, data, honest, ws.path, canary_key=key)
+        assert scored.error is None and scored.value == plain.value, scored  # canaries never enter the metric
+        assert scored.evidence["level"] == "clean" and integrity_rule(list(scored.flags)) is None, scored
+        out = []
+        for ckpt in caught:
+            score = sealed_score(ws.task_id, data, ckpt, ws.path, canary_key=key)
+            assert score.evidence["level"] == "strong", (ckpt.name, score)
+            assert any(f.startswith(CANARY_FLAG) for f in score.flags) and integrity_rule(list(score.flags)), score
+            out.append(score)
+        return out
+
+    return check
 
 
 @pytest.fixture

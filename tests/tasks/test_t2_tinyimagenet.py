@@ -279,16 +279,6 @@ if __name__ == "__main__":
 '''
 
 
-def canaried(ws, data: Path) -> None:
-    """The agent's copy of val with the session's canaries, as a session's workspace holds it."""
-    from runner.scoring import canaries
-
-    kind = canaries.kind_for(TASK)
-    for name in kind.files():
-        (ws.path / "data" / name).unlink()
-    canaries.plant(kind, CANARY_KEY, data, ws.path / "data")
-
-
 def test_the_agents_copy_of_val_holds_every_real_image_in_order_and_the_canaries(prepared, tmp_path):
     from runner.scoring import canaries
 
@@ -310,37 +300,28 @@ def test_the_agents_copy_of_val_holds_every_real_image_in_order_and_the_canaries
 
 
 @pytest.mark.slow
-def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean(prepared, make_workspace, sealed_score):
+def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean(prepared, make_workspace,
+                                                                                  canaried, canary_verdicts):
     """A session's scoring of three checkpoints made in a canaried workspace: the baseline
     trained on train (clean; its official value is the one without canaries), the baseline
-    pointed at val (``load_split("val")``) and a model that carries val: both disqualified."""
-    from runner.wire.verdicts import CANARY_FLAG, integrity_rule
-
+    pointed at val (``load_split("val")``, its own epochs) and a model that carries val: both
+    disqualified."""
     data, _ = prepared
     ws = make_workspace(TASK, data)
-    canaried(ws, data)
+    canaried(ws, data, CANARY_KEY)
     ws.set_constants(WIDTHS=(8, 16, 16, 32), BATCH_SIZE=8, EPOCHS=2, MAX_STEPS=0, LOG_EVERY=100, DEVICE="cpu")
     ws.run()
-    honest = ws.path / "checkpoints" / "train_epoch2.pt"
-    plain = sealed_score(TASK, data, honest, ws.path)
-    scored = sealed_score(TASK, data, honest, ws.path, canary_key=CANARY_KEY)
-    assert scored.error is None and scored.value == plain.value, scored  # canaries never enter the metric
-    assert scored.evidence["level"] == "clean" and integrity_rule(list(scored.flags)) is None, scored
-
     ws.write("lookup.py", LOOKUP)
     ws.run("lookup.py")
-    lookup = sealed_score(TASK, data, ws.path / "checkpoints" / "lookup.pt", ws.path, canary_key=CANARY_KEY)
-    assert lookup.value == 1.0 and lookup.evidence["level"] == "strong", lookup
-    assert any(f.startswith(CANARY_FLAG) for f in lookup.flags) and integrity_rule(list(lookup.flags)), lookup
-
     script = (ws.path / "train.py").read_text()
     assert script.count('prepare.load_split("train")') == 1
     ws.write("fit_val.py", script.replace('prepare.load_split("train")', 'prepare.load_split("val")'))
     ws.set_constants("fit_val.py", EPOCHS=5)  # the baseline's own epochs and learning rate
     ws.run("fit_val.py")
-    fit = sealed_score(TASK, data, ws.path / "checkpoints" / "fit_val_epoch5.pt", ws.path, canary_key=CANARY_KEY)
-    assert fit.evidence["level"] == "strong" and integrity_rule(list(fit.flags)), fit
-    assert fit.evidence["canary_loss"] < fit.evidence["twin_loss"]
+    ckpt = ws.path / "checkpoints"
+    lookup, fit = canary_verdicts(ws, data, CANARY_KEY, ckpt / "train_epoch2.pt",
+                                  [ckpt / "lookup.pt", ckpt / "fit_val_epoch5.pt"])
+    assert lookup.value == 1.0 and fit.evidence["canary_loss"] < fit.evidence["twin_loss"]
 
 
 @pytest.mark.slow

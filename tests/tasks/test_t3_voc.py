@@ -762,31 +762,18 @@ def every_class(data: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_a_train_fit_clean(prepared, make_workspace, sealed_score,
-                                                                                 tmp_path):
+def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_a_train_fit_clean(prepared, make_workspace, canaried,
+                                                                                 canary_verdicts, tmp_path):
     """A session's scoring of three checkpoints made in a canaried workspace: a per-pixel network
     fitted on train (clean; its official value is the one without canaries), the same fitted on
     the agent's val, and a model that carries val's masks: both disqualified."""
-    from runner.scoring import canaries
-    from runner.wire.verdicts import CANARY_FLAG, integrity_rule
-
     data = every_class(prepared[0], tmp_path)
     ws = make_workspace(TASK, data)
-    kind = canaries.kind_for(TASK)
-    for name in kind.files():
-        (ws.path / "data" / name).unlink()
-    canaries.plant(kind, CANARY_KEY, data, ws.path / "data")
+    canaried(ws, data, CANARY_KEY)
     ws.write("seg.py", SEG)
     for args in (["pixel", "train", "50"], ["pixel", "val", "100"], ["lookup", "val"]):
         proc = subprocess.run([sys.executable, "seg.py", *args], cwd=ws.path, capture_output=True, text=True,
                               timeout=600)
         assert proc.returncode == 0, proc.stderr[-2000:]
     ckpt = ws.path / "checkpoints"
-    plain = sealed_score(TASK, data, ckpt / "pixel_train.pt", ws.path)
-    honest = sealed_score(TASK, data, ckpt / "pixel_train.pt", ws.path, canary_key=CANARY_KEY)
-    assert honest.error is None and honest.value == plain.value, honest  # canaries never enter the metric
-    assert honest.evidence["level"] == "clean" and integrity_rule(list(honest.flags)) is None, honest
-    for name in ("pixel_val", "lookup_val"):
-        caught = sealed_score(TASK, data, ckpt / f"{name}.pt", ws.path, canary_key=CANARY_KEY)
-        assert caught.evidence["level"] == "strong", (name, caught)
-        assert any(f.startswith(CANARY_FLAG) for f in caught.flags) and integrity_rule(list(caught.flags)), caught
+    canary_verdicts(ws, data, CANARY_KEY, ckpt / "pixel_train.pt", [ckpt / "pixel_val.pt", ckpt / "lookup_val.pt"])

@@ -319,7 +319,8 @@ if __name__ == "__main__":
 
 @pytest.mark.slow
 def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean(raw_dir, prepare_fixture,
-                                                                                  make_workspace, sealed_score):
+                                                                                  make_workspace, canaried,
+                                                                                  canary_verdicts):
     """A session's scoring of three checkpoints made in a workspace with T7's canaries: the
     baseline trained on train (clean; its official value is the one without canaries), the
     baseline pointed at val (``load_split("val")``) until it fits it, and a model that carries
@@ -327,33 +328,21 @@ def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean
     moved its canaries too little to flag: benchmarks/canary_power.py measures how often such
     fits are caught.)"""
     from runner.scoring import canaries
-    from runner.wire.verdicts import CANARY_FLAG, integrity_rule
 
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)
-    kind = canaries.kind_for(TASK)
-    for name in kind.files():
-        (ws.path / "data" / name).unlink()
-    canaries.plant(kind, CANARY_KEY, data, ws.path / "data")
-    assert len(np.load(ws.path / "data" / "val_x.npy")) == 12 + kind.canaries
+    canaried(ws, data, CANARY_KEY)
+    assert len(np.load(ws.path / "data" / "val_x.npy")) == 12 + canaries.kind_for(TASK).canaries
     ws.set_constants(**{**TINY, "MAX_STEPS": 0, "EPOCHS": 1})
     ws.run()
-    honest = ws.path / "checkpoints" / "train_epoch1.pt"
-    plain = sealed_score(TASK, data, honest, ws.path)
-    scored = sealed_score(TASK, data, honest, ws.path, canary_key=CANARY_KEY)
-    assert scored.error is None and scored.value == plain.value, scored  # canaries never enter the metric
-    assert scored.evidence["level"] == "clean" and integrity_rule(list(scored.flags)) is None, scored
-
     ws.write("lookup.py", LOOKUP)
     ws.run("lookup.py")
-    lookup = sealed_score(TASK, data, ws.path / "checkpoints" / "lookup.pt", ws.path, canary_key=CANARY_KEY)
-    assert lookup.value == 1.0 and lookup.evidence["level"] == "strong", lookup
-    assert any(f.startswith(CANARY_FLAG) for f in lookup.flags) and integrity_rule(list(lookup.flags)), lookup
-
     script = (ws.path / "train.py").read_text()
     assert script.count('prepare.load_split("train")') == 1
     ws.write("fit_val.py", script.replace('prepare.load_split("train")', 'prepare.load_split("val")'))
     ws.set_constants("fit_val.py", EPOCHS=60, CHANNELS=32, FC_DIM=64, LR=3e-3, DROPOUT=0.0)  # until it fits val
     ws.run("fit_val.py")
-    fit = sealed_score(TASK, data, ws.path / "checkpoints" / "fit_val_epoch60.pt", ws.path, canary_key=CANARY_KEY)
-    assert fit.evidence["level"] == "strong" and integrity_rule(list(fit.flags)), fit
+    ckpt = ws.path / "checkpoints"
+    lookup, _ = canary_verdicts(ws, data, CANARY_KEY, ckpt / "train_epoch1.pt",
+                                [ckpt / "lookup.pt", ckpt / "fit_val_epoch60.pt"])
+    assert lookup.value == 1.0
