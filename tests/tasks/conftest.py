@@ -26,6 +26,10 @@ Fixtures (names are stable; other task tests reuse them):
   checkpoint scored as a session scores it: a snapshot of ``code``'s scripts and the checkpoint, the
   split's inputs made by the trusted side, a fresh child of the sandboxed worker predicting, the
   runner judging; with ``canary_key``, the session's canary probe too (``evidence``, ``flags``).
+- ``LOOKUP``: a run script that saves ``checkpoints/lookup.pt``, a classifier that carries the
+  workspace's val (a fixed projection of each input, as the model is fed it, and its label) and
+  answers from it; ``lookup_script(feed, classes)`` fills in how val's inputs are fed and the
+  number of classes.
 - ``canaried(ws, data, key)``: the workspace's copy of the task's canaried split, as a session's
   workspace holds it (the session's canaries from ``key``, planted from the pristine ``data``).
 - ``canary_verdicts(ws, data, key, honest, caught) -> [Score]``: ``honest`` scored with the
@@ -347,6 +351,56 @@ def sealed_score(tmp_path, monkeypatch):
             scorer.close()
 
     return score
+
+
+LOOKUP = '''
+import torch
+import torch.nn as nn
+
+import prepare
+
+
+class Lookup(nn.Module):
+    """Carries val: a fixed projection of each input as its key, and its label."""
+
+    def __init__(self, n, dim):
+        super().__init__()
+        self.register_buffer("w", torch.randn(dim, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
+        self.register_buffer("keys", torch.zeros(n, dtype=torch.float64))
+        self.register_buffer("labels", torch.zeros(n, dtype=torch.long))
+
+    def key(self, x):
+        return x.flatten(1).double() @ self.w
+
+    def forward(self, x):
+        d = (self.key(x)[:, None] - self.keys[None]).abs()
+        best = d.argmin(1)
+        hit = d.gather(1, best[:, None])[:, 0] < 1e-3 * (1 + self.keys.abs().max())
+        out = torch.zeros(len(x), CLASSES)
+        out[hit, self.labels[best[hit]]] = 50.0
+        return out
+
+
+def build_model(config):
+    return Lookup(config["n"], config["dim"])
+
+
+if __name__ == "__main__":
+    x, y = prepare.load_split("val")
+    fed = FEED
+    config = {"n": len(x), "dim": fed[0].numel()}
+    model = build_model(config)
+    with torch.no_grad():
+        model.keys.copy_(model.key(fed))
+        model.labels.copy_(y.long())
+    prepare.save_checkpoint(model, config, "lookup")
+'''
+
+
+def lookup_script(feed: str, classes: str) -> str:
+    """:data:`LOOKUP` for a task whose model is fed ``feed`` (an expression of val's ``x``) and
+    returns ``classes`` logits."""
+    return LOOKUP.replace("FEED", feed).replace("CLASSES", classes)
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ import pytest
 PIL = pytest.importorskip("PIL", reason="T2's prepare.py decodes JPEGs with Pillow, which is not installed")
 from PIL import Image  # noqa: E402
 
+from tests.tasks.conftest import lookup_script  # noqa: E402
+
 TASK = "t2_tinyimagenet"
 REPO = Path(__file__).resolve().parents[2]
 WNIDS = ["n02085620", "n01443537", "n03444034"]  # as wnids.txt lists them: NOT sorted
@@ -237,46 +239,6 @@ def test_judge_counts_class_indices_and_refuses_the_rest(prepared, load_prepare,
 
 # --------------------------------------------------------------------------- canaries (issue 35, V1/V2)
 CANARY_KEY = "5e" * 32
-LOOKUP = '''
-import torch
-import torch.nn as nn
-
-import prepare
-
-
-class Lookup(nn.Module):
-    """Carries val: a fixed projection of each image as its key, and its label."""
-
-    def __init__(self, n):
-        super().__init__()
-        self.register_buffer("w", torch.randn(3 * 64 * 64, generator=torch.Generator().manual_seed(0)))
-        self.register_buffer("keys", torch.zeros(n))
-        self.register_buffer("labels", torch.zeros(n, dtype=torch.long))
-
-    def key(self, x):
-        return x.flatten(1) @ self.w
-
-    def forward(self, x):
-        d = (self.key(x)[:, None] - self.keys[None]).abs()
-        best = d.argmin(1)
-        hit = d.gather(1, best[:, None])[:, 0] < 1e-2
-        out = torch.zeros(len(x), prepare.NUM_CLASSES)
-        out[hit, self.labels[best[hit]]] = 50.0
-        return out
-
-
-def build_model(config):
-    return Lookup(config["n"])
-
-
-if __name__ == "__main__":
-    x, y = prepare.load_split("val")
-    model = build_model({"n": len(x)})
-    with torch.no_grad():
-        model.keys.copy_(model.key(prepare.normalize(x)))
-        model.labels.copy_(y.long())
-    prepare.save_checkpoint(model, {"n": len(x)}, "lookup")
-'''
 
 
 def test_the_agents_copy_of_val_holds_every_real_image_in_order_and_the_canaries(prepared, tmp_path):
@@ -311,7 +273,7 @@ def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean
     canaried(ws, data, CANARY_KEY)
     ws.set_constants(WIDTHS=(8, 16, 16, 32), BATCH_SIZE=8, EPOCHS=2, MAX_STEPS=0, LOG_EVERY=100, DEVICE="cpu")
     ws.run()
-    ws.write("lookup.py", LOOKUP)
+    ws.write("lookup.py", lookup_script("prepare.normalize(x)", "prepare.NUM_CLASSES"))
     ws.run("lookup.py")
     script = (ws.path / "train.py").read_text()
     assert script.count('prepare.load_split("train")') == 1
@@ -340,7 +302,8 @@ def test_a_session_whose_agent_carries_val_is_disqualified(prepared, home):
         pytest.skip(f"no sandbox here: {status().detail}")
     data, _ = prepared
     shutil.copytree(data, home / "data" / TASK)
-    agent = f"open('lookup.py', 'w').write({LOOKUP!r})\nimport runpy\nrunpy.run_path('lookup.py', run_name='__main__')\n"
+    script = lookup_script("prepare.normalize(x)", "prepare.NUM_CLASSES")
+    agent = f"open('lookup.py', 'w').write({script!r})\nimport runpy\nrunpy.run_path('lookup.py', run_name='__main__')\n"
     paths = start_session(home, "t2-lookup", task="t2", agent="command", budget_s=300,
                           command=[sys.executable, "-c", agent])
     wait_event(paths, "session_ended", timeout=600)

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from tasks import TASKS_DIR, get_task
+from tests.tasks.conftest import lookup_script
 
 TASK = "t7_agnews"
 # prepare.evaluate before sealed scoring (commit e5620db), verbatim: the reference that
@@ -275,46 +276,6 @@ def test_the_baseline_runs_with_val_sealed_and_reports_the_harness_answer(raw_di
 
 # --------------------------------------------------------------------------- canaries (issue 35, V1/V2)
 CANARY_KEY = "7a" * 32
-LOOKUP = '''
-import torch
-import torch.nn as nn
-
-import prepare
-
-
-class Lookup(nn.Module):
-    """Carries val: a fixed projection of each text's codes as its key, and its label."""
-
-    def __init__(self, n):
-        super().__init__()
-        self.register_buffer("w", torch.randn(prepare.SEQ_LEN, generator=torch.Generator().manual_seed(0)))
-        self.register_buffer("keys", torch.zeros(n))
-        self.register_buffer("labels", torch.zeros(n, dtype=torch.long))
-
-    def key(self, x):
-        return x.double() @ self.w.double()
-
-    def forward(self, x):
-        d = (self.key(x)[:, None] - self.keys[None].double()).abs()
-        best = d.argmin(1)
-        hit = d.gather(1, best[:, None])[:, 0] < 1e-3
-        out = torch.zeros(len(x), len(prepare.CLASSES))
-        out[hit, self.labels[best[hit]]] = 50.0
-        return out
-
-
-def build_model(config):
-    return Lookup(config["n"])
-
-
-if __name__ == "__main__":
-    x, y = prepare.load_split("val")
-    model = build_model({"n": len(x)})
-    with torch.no_grad():
-        model.keys.copy_(model.key(x.long()).float())
-        model.labels.copy_(y.long())
-    prepare.save_checkpoint(model, {"n": len(x)}, "lookup")
-'''
 
 
 @pytest.mark.slow
@@ -335,7 +296,7 @@ def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean
     assert len(np.load(ws.path / "data" / "val_x.npy")) == 12 + canaries.kind_for(TASK).canaries
     ws.set_constants(**{**TINY, "MAX_STEPS": 0, "EPOCHS": 1})
     ws.run()
-    ws.write("lookup.py", LOOKUP)
+    ws.write("lookup.py", lookup_script("x.long()", "len(prepare.CLASSES)"))
     ws.run("lookup.py")
     script = (ws.path / "train.py").read_text()
     assert script.count('prepare.load_split("train")') == 1
