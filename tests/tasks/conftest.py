@@ -110,10 +110,11 @@ class Workspace:
         file.write_text(text)
         return file
 
-    def run(self, script: str = "train.py", timeout: float = RUN_TIMEOUT_S, check: bool = True):
-        """Run ``script`` in the workspace (its own ``data/``); fail with the output tail."""
+    def run(self, script: str = "train.py", timeout: float = RUN_TIMEOUT_S, check: bool = True, args: tuple = ()):
+        """Run ``script`` (with ``args``) in the workspace, on its own ``data/`` whatever the
+        caller's environment says; fail with the output tail."""
         proc = subprocess.run(
-            [sys.executable, script], cwd=self.path, env=_clean_env(),
+            [sys.executable, script, *map(str, args)], cwd=self.path, env=_clean_env(),
             capture_output=True, text=True, timeout=timeout,
         )
         if check and proc.returncode != 0:
