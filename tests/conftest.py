@@ -34,6 +34,20 @@ def demo_data(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _data_dir_stays_the_tests() -> object:
+    """``ONEGC_DATA_DIR`` as it was before the test, after it. The runner's ``load_task_module``
+    sets it for its whole process (a runner serves one task), so a test that builds a TaskJudge
+    would otherwise hand its data folder to every later test in the same worker: a script run
+    there read another task's data (a T3 test, in a full run)."""
+    before = os.environ.get("ONEGC_DATA_DIR")
+    yield
+    if before is None:
+        os.environ.pop("ONEGC_DATA_DIR", None)
+    else:
+        os.environ["ONEGC_DATA_DIR"] = before
+
+
 @pytest.fixture
 def home(tmp_path, demo_data, monkeypatch) -> Path:
     """An ONEGC_HOME with t0 prepared (a copy: the kit's manifest makes it ready)."""
