@@ -5,7 +5,6 @@ baselines (dropout left on included) score exactly as without the probe and are 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -40,16 +39,6 @@ def t6_bench(tmp_path_factory):
     bench = cm.Bench("t6_etth1", data, tmp_path_factory.mktemp("home") / "runs" / "t6")
     yield bench
     bench.close()
-
-
-@pytest.fixture(autouse=True)
-def _data_dir_restored():
-    before = os.environ.get("ONEGC_DATA_DIR")
-    yield
-    if before is None:
-        os.environ.pop("ONEGC_DATA_DIR", None)
-    else:
-        os.environ["ONEGC_DATA_DIR"] = before
 
 
 def assert_flagged(score, prefix: str) -> None:
