@@ -175,7 +175,18 @@ class Bench:
     epochs: int
     batch: int
     higher: bool = True  # the metric's better direction
+    calibrated: bool = True  # the sessions' test: on the kind's calibrated statistic where it has one
     shifts: list[float] = field(default_factory=list)
+    _calibrations: dict = field(default_factory=dict)
+
+    def judge(self, d: canaries.Draw, predictions) -> canaries.Evidence:
+        """The draw's evidence as a session's scorer judges it (calibrated, unless told not to)."""
+        if not self.calibrated:
+            return canaries.judge_draw(d, predictions)
+        key = hashlib.sha256(np.ascontiguousarray(d.items.targets).tobytes()).hexdigest()
+        if key not in self._calibrations:  # T1's items are every chunk of val, whatever the key: built once
+            self._calibrations[key] = self.kind.calibration(d.items, self.data)
+        return canaries.judge_draw(d, predictions, self._calibrations[key])
 
     def model(self, i: int) -> nn.Module:
         raise NotImplementedError
@@ -463,7 +474,7 @@ def trial(bench: Bench, what: str, i: int, work: Path) -> Trial:
         if what == "honest":
             bench.shifts.append(_agent_shift(bench, model, view_dir))
         edge = _edge(bench, model)
-    ev = canaries.evidence(bench.kind.losses(pred, d.items), d.is_canary)
+    ev = bench.judge(d, pred)
     shutil.rmtree(view_dir)
     return Trial(ev, edge)
 
@@ -510,7 +521,7 @@ def exposure(bench: Bench, passes: list[int], i: int, work: Path) -> list[Trial]
             probe = bench.kind.probe(d.items)
             pred = (predict_scores(bench.module.predict, model, probe, "cpu") if bench.kind.scores
                     else bench.module.predict(model, probe, "cpu"))
-            out.append(Trial(canaries.evidence(bench.kind.losses(pred, d.items), d.is_canary), _edge(bench, model)))
+            out.append(Trial(bench.judge(d, pred), _edge(bench, model)))
     shutil.rmtree(view_dir)
     return out
 
@@ -541,6 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--t1-kind", choices=("session", "strings", "held"), default="session",
                         help="T1's test: the sessions' (held-back chunks), random strings (SecretSharer) or held chunks")
+    parser.add_argument("--no-calibration", action="store_true",
+                        help="test the raw losses, not the kind's difficulty-calibrated ones (T1: runner/scoring/difficulty.py)")
     parser.add_argument("--exposure", default="", help="passes over val, e.g. 4,8,16,32: val-only fits judged after each")
     parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
     args = parser.parse_args(argv)
@@ -557,7 +570,8 @@ def main(argv: list[str] | None = None) -> int:
             kind = KINDS[spec.id]
             if spec.id == "t1_shakespeare" and args.t1_kind != "session":
                 kind = SecretSharer() if args.t1_kind == "strings" else HeldChunks()
-            bench = cls(short, kind, module, data, unseen, epochs, batch, spec.direction == "higher")
+            bench = cls(short, kind, module, data, unseen, epochs, batch, spec.direction == "higher",
+                        calibrated=not args.no_calibration)
             if args.exposure:
                 exposure_table(bench, sorted(int(p) for p in args.exposure.split(",")), args.n, root)
                 continue

@@ -33,6 +33,7 @@ import hashlib
 import math
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,29 +128,47 @@ class Evidence:
     twin_loss: float  # mean over twins
     canaries: int
     twins: int
+    margin: float | None = None  # where the test ran on calibrated losses: twins' mean minus canaries'
 
     @property
     def level(self) -> str:
         return "strong" if self.p <= P_STRONG else "look" if self.p <= P_LOOK else "clean"
 
     def record(self) -> dict:
-        return {"p": self.p, "level": self.level, "canary_loss": round(self.canary_loss, 6),
-                "twin_loss": round(self.twin_loss, 6), "canaries": self.canaries, "twins": self.twins}
+        out = {"p": self.p, "level": self.level, "canary_loss": round(self.canary_loss, 6),
+               "twin_loss": round(self.twin_loss, 6), "canaries": self.canaries, "twins": self.twins}
+        if self.margin is not None:
+            out["calibrated_margin"] = round(self.margin, 6)
+        return out
 
 
-def evidence(losses: np.ndarray, is_canary: np.ndarray, permutations: int = PERMUTATIONS) -> Evidence:
-    """How unlikely the canaries' losses are if they were a random subset of all items."""
+def evidence(losses: np.ndarray, is_canary: np.ndarray, permutations: int = PERMUTATIONS,
+             statistic: np.ndarray | None = None) -> Evidence:
+    """How unlikely the canaries' losses are if they were a random subset of all items. With
+    ``statistic`` (one per item, from a label-free calibration: :meth:`Kind.calibration`), the
+    test runs on it and ``losses`` are only reported."""
     losses = np.asarray(losses, dtype=np.float64)
-    k, n = int(is_canary.sum()), len(losses)
-    obs = float(losses[is_canary].sum())
-    binary = bool(np.isin(losses, (0.0, 1.0)).all())
+    test = losses if statistic is None else np.asarray(statistic, dtype=np.float64)
+    if test.shape != losses.shape or not np.isfinite(test).all():
+        raise ValueError("the calibrated statistic is not one finite number per item")
+    k, n = int(is_canary.sum()), len(test)
+    obs = float(test[is_canary].sum())
+    binary = bool(np.isin(test, (0.0, 1.0)).all())
     if binary:
-        p = _hypergeom_cdf(int(round(obs)), n, int(losses.sum()), k)
+        p = _hypergeom_cdf(int(round(obs)), n, int(test.sum()), k)
     elif k == 1:
-        p = float((losses <= obs).sum()) / n
+        p = float((test <= obs).sum()) / n
     else:
-        p = _permutation_p(losses, k, obs, permutations)
-    return Evidence(min(1.0, p), obs / k, float(losses[~is_canary].mean()), k, n - k)
+        p = _permutation_p(test, k, obs, permutations)
+    margin = None if statistic is None else float(test[~is_canary].mean() - obs / k)
+    return Evidence(min(1.0, p), float(losses[is_canary].mean()), float(losses[~is_canary].mean()), k, n - k, margin)
+
+
+def judge_draw(d: Draw, predictions: np.ndarray, calibrate: Callable[[np.ndarray], np.ndarray] | None = None) -> Evidence:
+    """The evidence from a checkpoint's predictions on every item of the draw ``d``; ``calibrate``:
+    ``d.kind.calibration(d.items, data)``, built once per draw (it counts the references)."""
+    losses = d.kind.losses(predictions, d.items)
+    return evidence(losses, d.is_canary, statistic=None if calibrate is None else calibrate(predictions))
 
 
 def _permutation_p(losses: np.ndarray, k: int, obs: float, permutations: int) -> float:
@@ -181,7 +200,8 @@ def flag(ev: Evidence, split: str, scored: bool, kind: Kind | None = None) -> st
     if ev.level == "clean":
         return None
     compared = (kind or Kind()).evidence_text(ev.canaries, ev.twins, split)
-    what = f"{compared} (loss {ev.canary_loss:.3g} against {ev.twin_loss:.3g}, p {ev.p:.1e})"
+    beyond = "" if ev.margin is None else f"; {ev.margin:.3g} lower than their difficulty predicts"
+    what = f"{compared} (loss {ev.canary_loss:.3g} against {ev.twin_loss:.3g}{beyond}, p {ev.p:.1e})"
     if ev.level == "strong" and scored:
         return f"{CANARY_FLAG}{what}"
     return f"{LOOK_FLAG}trained on {split}? {what}"
@@ -232,14 +252,16 @@ class CanaryJudge:
         self.data = data
         self.scored = kind.split == scored_split
         self._draw: Draw | None = None
+        self._calibrate: Callable[[np.ndarray], np.ndarray] | None = None
 
     def write_probe(self, dest: Path) -> None:
         write_probe(self.kind, self.key, self.data, dest)
 
     def judge(self, predictions: np.ndarray) -> tuple[Evidence, str | None]:
         """The evidence and its flag (None: clean). A prediction array of the wrong size raises."""
-        if self._draw is None:
-            self._draw = draw(self.kind, self.key, self.data)
-        d = self._draw
-        ev = evidence(self.kind.losses(predictions, d.items), d.is_canary)
+        if self._draw is None:  # both or neither: a calibration that failed is built again, never skipped
+            d = draw(self.kind, self.key, self.data)
+            self._calibrate = self.kind.calibration(d.items, self.data)
+            self._draw = d
+        ev = judge_draw(self._draw, predictions, self._calibrate)
         return ev, flag(ev, self.kind.split, self.scored, self.kind)

@@ -33,10 +33,13 @@ Each kind keeps the agent's own ``prepare.evaluate`` figure on its canaried copy
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from runner.scoring.difficulty import Calibration, CharNgram
 
 AGENT_SHIFT_LIMIT = 0.005  # issue 35: the agent's own figure on its canaried copy within 0.5 % of the metric
 LETTERS = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz ", dtype=np.uint8)
@@ -99,6 +102,12 @@ class Kind:
     def shift_bound(self, metric: float) -> float:
         """At most how far (relative) the canaries move the agent's figure for a model at ``metric``."""
         raise NotImplementedError
+
+    def calibration(self, items: Items, data: Path) -> Callable[[np.ndarray], np.ndarray] | None:
+        """A map from a checkpoint's predictions on every item to the per-item statistic the
+        permutation test compares, built from ``items`` and the pristine ``data`` only, never
+        from which items are canaries (runner/scoring/difficulty.py); None: the losses themselves."""
+        return None
 
     def answer_bytes(self, n: int) -> int:
         """The most bytes of an honest probe answer of ``n`` items, where it differs from the
@@ -408,20 +417,35 @@ class HeldChunks(Kind):
         meta["val"] = len(out)
         (dest / "meta.json").write_text(json.dumps(meta))
 
-    def losses(self, predictions: np.ndarray, items: Items) -> np.ndarray:
-        """Mean cross-entropy (nats) of each chunk's 256 next characters, from the logits the
-        task's ``predict`` returns ([n, 256, V]: position t predicts t + 1)."""
+    def position_losses(self, predictions: np.ndarray, items: Items) -> np.ndarray:
+        """The cross-entropy (nats) of each chunk's 256 next characters [n, 256], from the logits
+        the task's ``predict`` returns ([n, 256, V]: position t predicts t + 1)."""
         logits = np.asarray(predictions)
         if logits.ndim != 3 or logits.shape[:2] != items.targets.shape:
             raise ValueError(f"logits of shape {logits.shape}, not ({len(items.targets)}, {self.chunk}, vocab)")
-        out = np.empty(len(logits), dtype=np.float64)
+        out = np.empty(items.targets.shape, dtype=np.float64)
         for i in range(0, len(logits), 64):  # float64 a few chunks at a time
             logp = _log_softmax(logits[i : i + 64].astype(np.float64), axis=2)
             nxt = items.targets[i : i + 64]
-            out[i : i + 64] = -np.take_along_axis(logp, nxt[:, :, None], axis=2)[:, :, 0].mean(axis=1)
+            out[i : i + 64] = -np.take_along_axis(logp, nxt[:, :, None], axis=2)[:, :, 0]
         if not np.isfinite(out).all():
             raise ValueError("logits hold NaN or inf")
         return out
+
+    def losses(self, predictions: np.ndarray, items: Items) -> np.ndarray:
+        """Mean cross-entropy (nats) of each chunk's 256 next characters."""
+        return self.position_losses(predictions, items).mean(axis=1)
+
+    def calibration(self, items: Items, data: Path) -> Callable[[np.ndarray], np.ndarray]:
+        """Each chunk's loss beyond what its difficulty predicts: character n-gram references
+        counted on the pristine train split, and the chunk's own characters
+        (:mod:`runner.scoring.difficulty`). It took T1's 4-character MLP's train+val fits from
+        0 % to 25 % disqualified and its fine-tunes from 5 % to 40 % (docs/benchmarks.md)."""
+        vocab = int(json.loads((data / "meta.json").read_text())["vocab_size"])
+        windows = items.inputs["x"].astype(np.int64)
+        references = CharNgram(np.load(data / "train.npy"), vocab).position_losses(windows, items.targets)
+        calibration = Calibration(windows, items.targets, references, vocab)
+        return lambda predictions: calibration.residuals(self.position_losses(predictions, items))
 
     def shift_bound(self, metric: float) -> float:
         return self.spread
