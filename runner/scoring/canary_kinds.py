@@ -10,8 +10,9 @@ exchangeable, so the membership statistic has a known null whatever the model is
   linear and a far point pulls hard) with random labels.
 - ``t1`` (TinyShakespeare): a secret tenth of val's 256-character chunks held back from the
   agent's copy (:class:`HeldChunks`); the chunks it was given against those held back, by their
-  mean cross-entropy. Random strings of lowercase letters at line starts of val (Carlini et
-  al.'s "Secret Sharer", :class:`SecretSharer`) were T1's first canaries: a language model
+  mean cross-entropy beyond what their difficulty predicts (:mod:`runner.scoring.difficulty`).
+  Random strings of lowercase letters at line starts of val (Carlini et al.'s "Secret
+  Sharer", :class:`SecretSharer`) were T1's first canaries: a language model
   memorises real text far sooner than random strings, so the held-back chunks caught more fits
   (benchmarks/canary_power.py, docs/benchmarks.md); they stay measurable beside them.
 - ``t6`` (ETTh1, scored split test): one block of horizon rows appended to val after its last
@@ -387,7 +388,7 @@ class HeldChunks(Kind):
     chunk = 256  # the task's evaluation window
     held_share = 0.1
     canaries, twins = 391, 44  # T1's val: 111 540 characters, 435 chunks (counts() reads the data)
-    spread = 0.004  # the agent's figure on its copy against the pristine bpb: largest measured 0.372 % (60 honest models)
+    spread = 0.004  # the agent's figure on its copy against the pristine bpb: largest measured 0.385 % (two runs of 60 models)
 
     def files(self) -> tuple[str, ...]:
         return ("val.npy", "meta.json")
