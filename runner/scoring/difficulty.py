@@ -30,6 +30,7 @@ CONTEXTS = (0, 2, 4, 6)  # the n-gram references' context lengths: unigram, 3-, 
 DISCOUNT = 0.75
 EARLY = 8  # positions 0..6 apart, then one level for the rest of the window
 BLOCK = 8_192  # positions per block: the design is never held whole (111 540 x 146 for T1)
+ITEMS_PER_FEATURE = 4  # the item-level fit (vocab + 1 features) only where items outnumber them 4 to 1 (T1: 435 to 66)
 
 
 def _context_keys(seq: np.ndarray, length: int, vocab: int) -> np.ndarray:
@@ -117,6 +118,8 @@ class Calibration:
         self._solve = np.linalg.pinv(gram)  # one-hot groups share the intercept: rank-deficient, pinv is exact on its range
         hist = np.stack([(self.windows == v).mean(axis=1) for v in range(vocab)], axis=1)
         self._items = np.concatenate([np.ones((n, 1)), hist], axis=1)
+        if n < ITEMS_PER_FEATURE * self._items.shape[1]:  # a few items: their shares would fit the losses themselves
+            self._items = np.ones((n, 1))
         self._items_solve = np.linalg.pinv(self._items)
 
     @property

@@ -115,3 +115,15 @@ def test_the_calibration_refuses_losses_of_another_shape() -> None:
     cal = Calibration(windows, targets, rng.random((5, 12, 4)), 4)
     with pytest.raises(ValueError, match="shape"):
         cal.residuals(np.zeros((5, 11)))
+
+
+def test_a_few_items_are_not_fitted_away_by_their_character_shares() -> None:
+    """With fewer items than 4 per item-level feature, only their mean is taken out: a gain on
+    the canaries is still there to find."""
+    rng = np.random.default_rng(2)
+    windows, targets = rng.integers(0, 65, (40, 32)), rng.integers(0, 65, (40, 32))
+    cal = Calibration(windows, targets, rng.random((40, 32, 4)), 65)
+    losses = rng.normal(2.0, 0.05, (40, 32))
+    losses[:30] -= 0.5  # the first 30 fitted
+    left = cal.residuals(losses)
+    assert left[:30].mean() < left[30:].mean() - 0.3
