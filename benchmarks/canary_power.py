@@ -4,10 +4,11 @@ they flag an honest one (issue 35, part 3; runner/scoring/canaries.py).
     python benchmarks/canary_power.py [--n 20] [--tasks t0,t1,t6,t7] [--threads 2]
     python benchmarks/canary_power.py --exposure 4,8,16,32 --tasks t1-gpt [--n 6]
 
-With ``--exposure``, only val-only fits, each trained once and judged after every given number
-of passes over the canaried val (a real fit sees val more often than these CPU-sized ones: T1's
-baseline pointed at val for its own 305 steps makes ~45 passes over it, one for each of its
-5 epochs when it trains on train and val). Adam restarts at each stage.
+With ``--exposure``, only val-only fits (``--exposure-fit train+val``: final fits on train and
+val), each trained once and judged after every given number of passes over the canaried val
+(a real fit sees val more often than these CPU-sized ones: T1's baseline pointed at val for its
+own 305 steps makes ~45 passes over it, one for each of its 5 epochs when it trains on train
+and val). Adam restarts at each stage.
 
 For each task, ``--n`` checkpoints of each kind, each with a session secret of its own (its own
 canaries and twins), trained here on the CPU with tiny models:
@@ -505,17 +506,18 @@ def _edge(bench: Bench, model: nn.Module) -> float:
     return better * (seen - unseen) / abs(unseen)
 
 
-def exposure(bench: Bench, passes: list[int], i: int, work: Path) -> list[Trial]:
-    """One val-only fit, judged after each number of ``passes`` over the canaried val."""
+def exposure(bench: Bench, passes: list[int], i: int, work: Path, fit: str = "val-only") -> list[Trial]:
+    """One val-only (or ``train+val``) fit, judged after each number of ``passes`` over the canaried val."""
     key = hashlib.sha256(f"canary bench {bench.short} exposure {i}".encode()).hexdigest()
     view_dir = work / f"{bench.short}-exposure-{i}"
     agent_view(bench.kind, key, bench.data, view_dir)
     val = bench.load(view_dir, bench.kind.split)
+    splits = [val] if fit == "val-only" else [bench.load(bench.data, "train"), val]
     lr = (1e-3, 3e-3, 1e-2)[i % 3] if bench.short != "t6" else (1e-4, 3e-4, 1e-3)[i % 3]
     model, done, out = bench.model(i), 0, []
     d = canaries.draw(bench.kind, key, bench.data)
     for total in passes:
-        bench.fit(model, [val], total - done, lr, i + total)
+        bench.fit(model, splits, total - done, lr, i + total)
         done = total
         with torch.no_grad():
             probe = bench.kind.probe(d.items)
@@ -526,15 +528,15 @@ def exposure(bench: Bench, passes: list[int], i: int, work: Path) -> list[Trial]
     return out
 
 
-def exposure_table(bench: Bench, passes: list[int], n: int, work: Path) -> None:
+def exposure_table(bench: Bench, passes: list[int], n: int, work: Path, fit: str = "val-only") -> None:
     started = time.perf_counter()
-    runs = [exposure(bench, passes, i, work) for i in range(n)]
+    runs = [exposure(bench, passes, i, work, fit) for i in range(n)]
     for j, total in enumerate(passes):
         evs = [r[j].evidence for r in runs]
         look = sum(e.level != "clean" for e in evs) / n
         strong = sum(e.level == "strong" for e in evs) / n
         edge = statistics.median(r[j].edge for r in runs)
-        print(f"{bench.short:<6} val-only after {total:>3} passes {n:>3} {look:>6.0%} {strong:>7.0%} "
+        print(f"{bench.short:<6} {fit} after {total:>3} passes {n:>3} {look:>6.0%} {strong:>7.0%} "
               f"{statistics.median(e.p for e in evs):>9.1e} {min(e.p for e in evs):>8.1e} {edge:>+8.2%}", flush=True)
     print(f"{bench.short:<6} {n} fits of {passes[-1]} passes in {time.perf_counter() - started:.0f} s", flush=True)
 
@@ -555,6 +557,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-calibration", action="store_true",
                         help="test the raw losses, not the kind's difficulty-calibrated ones (T1: runner/scoring/difficulty.py)")
     parser.add_argument("--exposure", default="", help="passes over val, e.g. 4,8,16,32: val-only fits judged after each")
+    parser.add_argument("--exposure-fit", choices=("val-only", "train+val"), default="val-only",
+                        help="with --exposure: the fit measured")
     parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -573,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             bench = cls(short, kind, module, data, unseen, epochs, batch, spec.direction == "higher",
                         calibrated=not args.no_calibration)
             if args.exposure:
-                exposure_table(bench, sorted(int(p) for p in args.exposure.split(",")), args.n, root)
+                exposure_table(bench, sorted(int(p) for p in args.exposure.split(",")), args.n, root, args.exposure_fit)
                 continue
             honest_max = None
             for what in ("honest", *VIOLATIONS):
