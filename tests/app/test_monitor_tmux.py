@@ -132,10 +132,17 @@ def test_monitor_at_80x24_help_filter_and_search(home):
         for word in ("run_1.py", "val_acc"):
             tmux("send-keys", "-t", name, "-l", f"/{word}")
             tmux("send-keys", "-t", name, "Enter")
-            wait_for(lambda word=word: f"“{word}”" in screen() and transcript_lines(screen()), 30, f"the search for {word}")
-            lines = transcript_lines(screen())
-            assert all(word in line or line.endswith("…") for line in lines), lines
-            assert any(word in line for line in lines), lines
+
+            def matches(word: str = word) -> bool:  # the search's name shows a frame before its lines: wait for both
+                shown = screen()
+                lines = transcript_lines(shown)
+                return (f"“{word}”" in shown and any(word in line for line in lines)
+                        and all(word in line or line.endswith("…") for line in lines))
+
+            try:
+                wait_for(matches, 30, f"the search for {word}: only matching lines")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}: {transcript_lines(screen())}") from None
         tmux("send-keys", "-t", name, "q")
         wait_for(lambda: name not in tmux("list-sessions", "-F", "#{session_name}"), 30, "the monitor to quit")
     except AssertionError:
