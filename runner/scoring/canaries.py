@@ -33,13 +33,12 @@ import hashlib
 import math
 import os
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from runner.scoring.canary_kinds import KINDS, Items, Kind
+from runner.scoring.canary_kinds import KINDS, Calibrated, Items, Kind
 from runner.wire.verdicts import CANARY_FLAG
 from tasks import TaskSpec
 
@@ -150,7 +149,7 @@ def evidence(losses: np.ndarray, is_canary: np.ndarray, permutations: int = PERM
     losses = np.asarray(losses, dtype=np.float64)
     test = losses if statistic is None else np.asarray(statistic, dtype=np.float64)
     if test.shape != losses.shape or not np.isfinite(test).all():
-        raise ValueError("the calibrated statistic is not one finite number per item")
+        raise ValueError("the canaries' statistic is not one finite number per item")
     k, n = int(is_canary.sum()), len(test)
     obs = float(test[is_canary].sum())
     binary = bool(np.isin(test, (0.0, 1.0)).all())
@@ -164,11 +163,13 @@ def evidence(losses: np.ndarray, is_canary: np.ndarray, permutations: int = PERM
     return Evidence(min(1.0, p), float(losses[is_canary].mean()), float(losses[~is_canary].mean()), k, n - k, margin)
 
 
-def judge_draw(d: Draw, predictions: np.ndarray, calibrate: Callable[[np.ndarray], np.ndarray] | None = None) -> Evidence:
+def judge_draw(d: Draw, predictions: np.ndarray, calibrate: Calibrated | None = None) -> Evidence:
     """The evidence from a checkpoint's predictions on every item of the draw ``d``; ``calibrate``:
     ``d.kind.calibration(d.items, data)``, built once per draw (it counts the references)."""
-    losses = d.kind.losses(predictions, d.items)
-    return evidence(losses, d.is_canary, statistic=None if calibrate is None else calibrate(predictions))
+    if calibrate is None:
+        return evidence(d.kind.losses(predictions, d.items), d.is_canary)
+    losses, statistic = calibrate(predictions)
+    return evidence(losses, d.is_canary, statistic=statistic)
 
 
 def _permutation_p(losses: np.ndarray, k: int, obs: float, permutations: int) -> float:
@@ -252,7 +253,7 @@ class CanaryJudge:
         self.data = data
         self.scored = kind.split == scored_split
         self._draw: Draw | None = None
-        self._calibrate: Callable[[np.ndarray], np.ndarray] | None = None
+        self._calibrate: Calibrated | None = None
 
     def write_probe(self, dest: Path) -> None:
         write_probe(self.kind, self.key, self.data, dest)

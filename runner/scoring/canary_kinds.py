@@ -42,6 +42,8 @@ import numpy as np
 
 from runner.scoring.difficulty import Calibration, CharNgram
 
+# a checkpoint's predictions on every item -> (its per-item losses, the statistic the test compares)
+Calibrated = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 AGENT_SHIFT_LIMIT = 0.005  # issue 35: the agent's own figure on its canaried copy within 0.5 % of the metric
 LETTERS = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz ", dtype=np.uint8)
 
@@ -104,10 +106,11 @@ class Kind:
         """At most how far (relative) the canaries move the agent's figure for a model at ``metric``."""
         raise NotImplementedError
 
-    def calibration(self, items: Items, data: Path) -> Callable[[np.ndarray], np.ndarray] | None:
-        """A map from a checkpoint's predictions on every item to the per-item statistic the
-        permutation test compares, built from ``items`` and the pristine ``data`` only, never
-        from which items are canaries (runner/scoring/difficulty.py); None: the losses themselves."""
+    def calibration(self, items: Items, data: Path) -> Calibrated | None:
+        """A map from a checkpoint's predictions on every item to (its per-item losses, the
+        per-item statistic the permutation test compares), built from ``items`` and the pristine
+        ``data`` only, never from which items are canaries (runner/scoring/difficulty.py); None:
+        the test compares the losses themselves."""
         return None
 
     def answer_bytes(self, n: int) -> int:
@@ -437,7 +440,7 @@ class HeldChunks(Kind):
         """Mean cross-entropy (nats) of each chunk's 256 next characters."""
         return self.position_losses(predictions, items).mean(axis=1)
 
-    def calibration(self, items: Items, data: Path) -> Callable[[np.ndarray], np.ndarray]:
+    def calibration(self, items: Items, data: Path) -> Calibrated:
         """Each chunk's loss beyond what its difficulty predicts: character n-gram references
         counted on the pristine train split, and the chunk's own characters
         (:mod:`runner.scoring.difficulty`). It took T1's 4-character MLP's train+val fits from
@@ -446,7 +449,11 @@ class HeldChunks(Kind):
         windows = items.inputs["x"].astype(np.int64)
         references = CharNgram(np.load(data / "train.npy"), vocab).position_losses(windows, items.targets)
         calibration = Calibration(windows, items.targets, references, vocab)
-        return lambda predictions: calibration.residuals(self.position_losses(predictions, items))
+
+        def calibrated(predictions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            positions = self.position_losses(predictions, items)  # once: the losses and the statistic share it
+            return positions.mean(axis=1), calibration.residuals(positions)
+        return calibrated
 
     def shift_bound(self, metric: float) -> float:
         return self.spread

@@ -81,7 +81,7 @@ def test_the_calibration_never_reads_the_secret_so_an_honest_model_stays_clean(t
     first = canaries.draw(kind, "00" * 32, data)
     honest = _a_model(data, first)
     calibrate = kind.calibration(first.items, data)
-    stat = calibrate(_logits_for(honest, first.items.targets))
+    _, stat = calibrate(_logits_for(honest, first.items.targets))
     ps = []
     for i in range(200):  # every secret draws the same chunks; only which are held moves
         d = canaries.draw(kind, f"{i:064x}", data)
