@@ -54,6 +54,8 @@ NOTES = {
                           "session's caps (counted by the runner; the transcript table lacks them)",
     "sessions.truncated_bytes": "their bytes",
     "sessions.caps_reached": "how often a memory, process or disk cap of the session stopped the agent (its warnings)",
+    "sessions.not_reevaluated": "checkpoints the official phase's bounds (its time, its count) left without a "
+                                "re-evaluation (result.json's not_reevaluated says why)",
     "checkpoints.official": "0: live score on the validation split (ranks); 1: the harness's re-evaluation on the scored split",
 }
 

@@ -140,6 +140,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE checkpoints ADD COLUMN verdicts TEXT;
     ALTER TABLE sessions ADD COLUMN not_checked TEXT;
     """,
+    # 11: the checkpoints the official phase's bounds left without a re-evaluation (session_ended's
+    # not_reevaluated, runner/scoring/official.py; NULL: not recorded)
+    """
+    ALTER TABLE sessions ADD COLUMN not_reevaluated INTEGER;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

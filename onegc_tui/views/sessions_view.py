@@ -181,16 +181,30 @@ def unchecked_note(row: dict) -> str | None:
 def conditions_note(row: dict, record: bool = True) -> str | None:
     """The conditions a session's number was measured under, where they were not clean (issue 37):
     contention and throttling (runner/session/contention.py: its reasons), a cap the agent reached
-    (its end detail names it) and, with ``record``, a record cut short (:func:`truncation_note`)."""
+    (its end detail names it), checkpoints the official phase's bounds left out
+    (:func:`reevaluation_note`) and, with ``record``, a record cut short (:func:`truncation_note`)."""
     notes = []
     if row.get("contended"):
         notes.append("contended: " + (row.get("conditions") or "see its result.json"))
     if row.get("caps_reached"):
         notes.append(f"a cap reached {row['caps_reached']}× (memory, processes or disk: see its end)")
+    left = reevaluation_note(row)
+    if left:
+        notes.append(left)
     cut = truncation_note(row) if record else None
     if cut:
         notes.append(cut)
     return "; ".join(notes) or None
+
+
+def reevaluation_note(row: dict) -> str | None:
+    """How many checkpoints the official phase's bounds (its time, its count) left without a
+    re-evaluation, where any (runner/scoring/official.py; result.json's ``not_reevaluated`` says why)."""
+    n = row.get("not_reevaluated")
+    if not isinstance(n, int) or n <= 0:
+        return None
+    return (f"{n} checkpoint{'s' if n != 1 else ''} not re-evaluated within the official phase's bounds "
+            "(result.json: not_reevaluated)")
 
 
 TRUNCATED_MARK = "✂"

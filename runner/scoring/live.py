@@ -1,5 +1,7 @@
-"""Live scoring while the agent runs: the checkpoint watcher finds each checkpoint, the score queue
-scores it on the selection split with the warm live scorer, and :class:`LiveScoring` keeps what
+"""Live scoring while the agent runs: the checkpoint watcher finds each checkpoint
+(runner/scoring/checkpoint_watcher.py), the score queue scores it on the selection split with the
+warm live scorer (runner/scoring/score_queue.py: byte-identical snapshots once, a backlog by the
+evidence at hand), and :class:`LiveScoring` keeps what
 was found, when (in budget time) and how it scored. It emits ``checkpoint_found`` and
 ``checkpoint_scored``; the official phase after the session picks from its state
 (runner/scoring/official_phase.py).
@@ -12,8 +14,9 @@ import time
 from collections.abc import Callable
 
 from runner.integrity import code_scan
-from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
-from runner.scoring.official import WINDOW_S, Candidate
+from runner.scoring.checkpoint_watcher import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint
+from runner.scoring.official import Candidate
+from runner.scoring.score_queue import ScoreQueue
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, self_report_gap
 from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.wire.jsonl import EventWriter
@@ -60,8 +63,7 @@ class LiveScoring:
         """Warm ``scorer`` and watch checkpoints/ (call from the runner's main thread: the scorer's
         sandbox dies with the thread that made it)."""
         self.scorer = scorer
-        self._queue = ScoreQueue(scorer, self._on_scored,  # a backlog keeps each 5-minute window's newest
-                                 window_of=lambda f: int(self.found_at.get(f.label, 0.0) // WINDOW_S))
+        self._queue = ScoreQueue(scorer, self._on_scored, better=self.spec.better)
         self._queue.start()
         self._watcher = CheckpointWatcher(self.paths.checkpoints, self.paths.workspace, self.paths.snapshots,
                                           self._on_found, started_at=self.started_at,
@@ -91,8 +93,8 @@ class LiveScoring:
     def candidates(self) -> list[Candidate]:
         """Every checkpoint found, with its budget time and its live validation score (None if none)."""
         with self._lock:
-            return [Candidate(label, self.found_at.get(label, 0.0), self.live[label].value if label in self.live else None)
-                    for label in self.found]
+            return [Candidate(label, self.found_at.get(label, 0.0), self.live[label].value if label in self.live else None,
+                              found.self_reported, found.content) for label, found in self.found.items()]
 
     def first_error(self) -> str:
         """The first live scoring error, or ''."""
@@ -118,10 +120,10 @@ class LiveScoring:
         assert self._queue is not None  # the watcher starts after the queue
         self._queue.put(found)
 
-    def _on_scored(self, found: FoundCheckpoint, score: Score) -> None:
+    def _on_scored(self, found: FoundCheckpoint, score: Score, same_as: str | None = None) -> None:
         with self._lock:
             self.live[found.label] = score
         self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
-                         metric=self.spec.metric, split=SELECTION_SPLIT, eval_s=score.eval_s,
+                         metric=self.spec.metric, split=SELECTION_SPLIT, eval_s=None if same_as else score.eval_s,
                          budget_elapsed_s=self.found_at.get(found.label, 0.0),
-                         verdicts=checkpoint_verdicts(self.spec, found, score))
+                         verdicts=checkpoint_verdicts(self.spec, found, score), same_as=same_as)

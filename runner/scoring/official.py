@@ -15,12 +15,25 @@ The paper's budget is the budget (INTEGRITY.md V5): a checkpoint that appeared a
 in the grace period of the stop, an agent that ignores SIGINT and SIGTERM training and saving —
 never competes (:func:`within_budget`). It is recorded with the verdict ``after_budget``.
 
-The work after the session is bounded, whatever the agent saved (issue 38 part 4, INTEGRITY.md
-R2): at most :func:`evaluation_cap` re-evaluations — one per 5-minute window of the budget
-(the trajectory), one for the val-best, :data:`UNSCORED_PER_WINDOW` per window for checkpoints
-without a live score (the newest of each window first: the agent's latest model there), and the
-fallback's — and none started once the phase's time (:data:`POST_SESSION_S`) is spent. What is left
-out is named in :attr:`Selection.left_out` with its reason, and result.json records it.
+The work after the session is bounded, whatever the agent saved and whatever each evaluation
+costs (issue 38 part 4, issue 46 part 6, INTEGRITY.md R2):
+
+- byte-identical snapshots (the same content digest, runner/scoring/snapshots.py) are one
+  candidate: the earliest is evaluated, and its evaluation stands for every copy;
+- at most :func:`evaluation_cap` re-evaluations — one per 5-minute window of the budget (the
+  trajectory), one for the val-best, :data:`UNSCORED_PER_WINDOW` per window for checkpoints
+  without a live score, and the fallback's;
+- in the order of the evidence at hand (runner/scoring/evidence.py): the live val-best first
+  (the official result unless something better turns up), then the checkpoints without a live
+  score by their own reported score (which orders and never counts), else newest first — never
+  by recency alone;
+- within the phase's time, :func:`phase_seconds` of the budget: no evaluation starts once it
+  is spent, and the one in flight is cut at it (the scorer's deadline, runner/scoring/scorer.py),
+  so a model that sleeps, hangs or is slow cannot stretch the phase. When the time runs out, the
+  official checkpoint is the val-best of those re-evaluated.
+
+What is left out is named in :attr:`Selection.left_out` with its reason, and result.json records
+it (``not_reevaluated``: by reason, and how many the bounds left, which every view shows).
 """
 
 from __future__ import annotations
@@ -31,21 +44,33 @@ from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from runner.integrity.checks import verdict
+from runner.scoring.evidence import evidence_key
 from runner.wire.verdicts import Verdict
 
 SELECTION = "val-best"  # recorded in the contract
 WINDOW_S = 300.0  # paper step 5: the best of each 5-minute window
 MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many more of the ranking are tried
-# checkpoints without a live validation score re-evaluated per window, newest first: one saved every
-# 20 s of a window whose live scoring failed throughout (CUDA-only code scored live on the CPU) is judged
+# checkpoints without a live validation score re-evaluated per window, best evidence first: one saved
+# every 20 s of a window whose live scoring failed throughout (CUDA-only code scored live on the CPU) is judged
 UNSCORED_PER_WINDOW = 15
-# no re-evaluation starts after this long (one in flight ends within its task's eval_timeout_s): an
-# honest session's official phase is a few evaluations of seconds to minutes each
-POST_SESSION_S = 900.0
+# The official phase's time: a share of the budget, within a floor and a ceiling. An honest session's
+# phase is a few evaluations of seconds to minutes each (one per window, the val-best); the floor
+# leaves a short session (t0's 2 minutes) time for two probed evaluations on a loaded CPU.
+POST_SESSION_S = 900.0  # the ceiling
+MIN_POST_SESSION_S = 120.0  # the floor
+POST_SESSION_SHARE = 0.25  # of the budget
 CAPPED = "not re-evaluated: the post-session cap of {cap} evaluations was reached"
-TIMED_OUT = "not re-evaluated: the post-session phase's {s:.0f} s were spent"
-UNSCORED_LEFT = "not re-evaluated: no live score, and {n} newer checkpoints of its 5-minute window were tried first"
+TIMED_OUT = "not re-evaluated: the official phase's {s:.0f} s were spent"
+INTERRUPTED = "not re-evaluated: the official phase's {s:.0f} s ran out during its evaluation"
+UNSCORED_LEFT = ("not re-evaluated: no live score, and {n} checkpoints of its 5-minute window with better "
+                 "evidence were tried first")
 NOT_NEEDED = "not re-evaluated: neither the val-best nor a window's best (its live score stands)"
+SAME_AS = "not re-evaluated: byte-identical to {label}, whose evaluation stands for it"
+
+
+def phase_seconds(budget_s: float) -> float:
+    """The official phase's time bound for a session of ``budget_s``: no evaluation runs past it."""
+    return min(POST_SESSION_S, max(MIN_POST_SESSION_S, budget_s * POST_SESSION_SHARE))
 
 
 def windows(budget_s: float, window_s: float = WINDOW_S) -> int:
@@ -64,10 +89,16 @@ class Candidate:
     label: str
     elapsed_s: float  # budget time at which it appeared
     val: float | None  # trusted validation score; None while unknown or when scoring failed
+    reported: float | None = None  # the agent's own figure: it orders the unscored, it never counts
+    content: str | None = None  # its snapshot's content digest: byte-identical candidates are one
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
 
 
 def _known(c: Candidate) -> bool:
-    return c.val is not None and math.isfinite(c.val)
+    return _finite(c.val)
 
 
 def within_budget(cands: list[Candidate], end_s: float) -> tuple[list[Candidate], dict[str, Verdict]]:
@@ -113,101 +144,169 @@ class Evaluation:
     val: float | None
     official: float | None
     error: str | None = None
+    interrupted: bool = False  # the phase's time ran out during it: no verdict on the checkpoint
 
 
 @dataclass(frozen=True)
 class Selection:
     best: str | None  # the official checkpoint (None: no checkpoint could be scored)
     evaluations: dict[str, Evaluation]  # every checkpoint re-evaluated, by label
-    trajectory: list[str]  # each window's val-best, in window order
+    trajectory: list[str]  # each window's val-best, in window order (a copy: its same_as is evaluated)
     vals: dict[str, float | None]  # the final validation score of every checkpoint
-    left_out: dict[str, str] = field(default_factory=dict)  # checkpoints the bounds left unevaluated, and why
+    left_out: dict[str, str] = field(default_factory=dict)  # checkpoints not re-evaluated, and why
+    same_as: dict[str, str] = field(default_factory=dict)  # a byte-identical copy -> the one that stands for it
+    bounded: frozenset[str] = frozenset()  # the checkpoints of left_out that the phase's bounds left out
 
 
 class _Budget:
     """The official phase's bounds: a count and a time; says why an evaluation may not start."""
 
-    def __init__(self, cap: int | None, time_left: Callable[[], float] | None):
-        self.cap, self.time_left, self.used = cap, time_left, 0
+    def __init__(self, cap: int | None, time_left: Callable[[], float] | None, phase_s: float):
+        self.cap, self.time_left, self.phase_s, self.used = cap, time_left, phase_s, 0
 
     def refusal(self) -> str | None:
         if self.cap is not None and self.used >= self.cap:
             return CAPPED.format(cap=self.cap)
         if self.time_left is not None and self.time_left() <= 0:
-            return TIMED_OUT.format(s=POST_SESSION_S)
+            return TIMED_OUT.format(s=self.phase_s)
         return None
+
+
+def identical(cands: Iterable[Candidate]) -> dict[str, str]:
+    """``{copy: original}``: each candidate whose snapshot is byte-identical to an earlier one's
+    (ties: the label), mapped to the earliest of its content."""
+    first: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for c in sorted(cands, key=lambda c: (c.elapsed_s, c.label)):
+        if c.content is None:
+            continue
+        if c.content in first:
+            out[c.label] = first[c.content]
+        else:
+            first[c.content] = c.label
+    return out
 
 
 def select(cands: list[Candidate], better: Callable[[float, float], bool], evaluate: Callable[[str], Evaluation],
            max_fallback: int = MAX_FALLBACK, window_s: float = WINDOW_S, max_evaluations: int | None = None,
-           time_left: Callable[[], float] | None = None) -> Selection:
+           time_left: Callable[[], float] | None = None, phase_s: float = POST_SESSION_S) -> Selection:
     """Paper step 5 by trusted validation scores, re-evaluating through ``evaluate(label)``.
 
-    1. Checkpoints without a validation score (their live scoring failed, never ran, or was
-       skipped) are re-evaluated, newest of each window first, :data:`UNSCORED_PER_WINDOW` per
-       window: none is dropped for a live failure alone.
-    2. The val-best and each window's val-best are re-evaluated on the scored split. A
+    0. Byte-identical candidates are one: the earliest is evaluated for all (``same_as``), and a
+       known validation score of one is every copy's.
+    1. The live val-best is re-evaluated first: the official result unless something better turns up.
+    2. Checkpoints without a validation score (their live scoring failed, never ran, or was cut
+       off) are re-evaluated by the evidence at hand (their own reported score, else newest first),
+       :data:`UNSCORED_PER_WINDOW` per window: none is dropped for a live failure alone.
+    3. The val-best and each window's val-best are re-evaluated on the scored split. A
        re-evaluation's validation score replaces the live one (the official device has the last
        word), which may reorder the ranking: repeated until every one wanted is evaluated.
-    3. The official checkpoint is the val-best whose re-evaluation gave a score; when it failed,
-       the next by validation (at most ``max_fallback`` more evaluations).
+    4. The official checkpoint is the val-best whose re-evaluation gave a score; when it failed,
+       the next by validation (at most ``max_fallback`` more evaluations); when the bounds stop
+       the phase first, the val-best of those re-evaluated.
 
     No evaluation starts past ``max_evaluations`` (None: no cap) or once ``time_left()`` is not
-    positive; the checkpoints left out are named in ``left_out`` with the reason."""
+    positive (``phase_s``: that time, for the reason's words); one that returns ``interrupted``
+    is left out as the time's, not held against its checkpoint. The checkpoints left out are
+    named in ``left_out`` with the reason, those the bounds left in ``bounded``."""
+    same_as = identical(cands)
+    members: dict[str, list[str]] = {}
+    for c in sorted(cands, key=lambda c: (c.elapsed_s, c.label)):
+        members.setdefault(same_as.get(c.label, c.label), []).append(c.label)
     vals = {c.label: c.val for c in cands}
+    for group in members.values():  # a copy's known score is the content's
+        known = next((vals[m] for m in group if _finite(vals[m])), None)
+        for m in group:
+            if not _finite(vals[m]):
+                vals[m] = known
     elapsed = {c.label: c.elapsed_s for c in cands}
-    done: dict[str, Evaluation] = {}
+    reported = {c.label: c.reported for c in cands}
+    done: dict[str, Evaluation] = {}  # by the label evaluated (the earliest of its content)
     left_out: dict[str, str] = {}
-    budget = _Budget(max_evaluations, time_left)
+    bounded: set[str] = set()
+    budget = _Budget(max_evaluations, time_left, phase_s)
+
+    def rep(label: str) -> str:
+        return same_as.get(label, label)
 
     def current() -> list[Candidate]:
         return [Candidate(label, elapsed[label], vals[label]) for label in vals]
 
     def run(label: str) -> bool:
+        label = rep(label)
+        if label in done:
+            return True
         why = budget.refusal()
         if why is not None:
             left_out.setdefault(label, why)
+            bounded.add(label)
             return False
         budget.used += 1
-        left_out.pop(label, None)
         result = evaluate(label)
+        if result.interrupted:
+            left_out[label] = INTERRUPTED.format(s=phase_s)
+            bounded.add(label)
+            return False
+        left_out.pop(label, None)
+        bounded.discard(label)
         done[label] = result
         if result.val is not None:
-            vals[label] = result.val
+            for m in members[label]:
+                vals[m] = result.val
         return True
 
+    top = ranked(current(), better)[:1]
+    if top:
+        run(top[0].label)
+    order = evidence_key(better, lambda lb: None, lambda lb: reported[lb], lambda lb: elapsed[lb])
     unscored: dict[int, list[str]] = {}
-    for label in sorted((label for label, v in vals.items() if v is None), key=lambda lb: -elapsed[lb]):
-        unscored.setdefault(int(elapsed[label] // window_s), []).append(label)
+    for label in members:  # the earliest of each content
+        if vals[label] is None:
+            unscored.setdefault(int(elapsed[label] // window_s), []).append(label)
+    tried: list[str] = []
     for labels in unscored.values():
-        for label in labels[:UNSCORED_PER_WINDOW]:
-            run(label)
+        labels.sort(key=order)
+        tried += labels[:UNSCORED_PER_WINDOW]
         for label in labels[UNSCORED_PER_WINDOW:]:
             left_out.setdefault(label, UNSCORED_LEFT.format(n=UNSCORED_PER_WINDOW))
+            bounded.add(label)
+    for label in sorted(tried, key=order):
+        run(label)
     while True:
         cs = current()
-        wanted = [c.label for c in ranked(cs, better)[:1] + window_best(cs, better, window_s) if c.label not in done]
+        wanted = [rep(c.label) for c in ranked(cs, better)[:1] + window_best(cs, better, window_s)
+                  if rep(c.label) not in done]
         if not wanted or not all([run(label) for label in dict.fromkeys(wanted)]):  # each refused one is named
             break
     best = None
     extra = 0
+    stopped = False
     for c in ranked(current(), better):
-        if c.label not in done:
-            if extra >= max_fallback or not run(c.label):
-                break
+        label = rep(c.label)
+        if label not in done:
+            if stopped or extra >= max_fallback or not run(label):
+                stopped = True  # the bounds: the val-best of those re-evaluated
+                continue
             extra += 1
-        if done[c.label].official is not None:
-            best = c.label
+        if done[label].official is not None:
+            best = label
             break
-    trajectory = [c.label for c in window_best(current(), better, window_s) if c.label in done]
-    return Selection(best, done, trajectory, vals, {k: v for k, v in left_out.items() if k not in done})
+    trajectory = [c.label for c in window_best(current(), better, window_s) if rep(c.label) in done]
+    out_left = {k: v for k, v in left_out.items() if k not in done}
+    out_left.update({copy: SAME_AS.format(label=original) for copy, original in same_as.items()})
+    return Selection(best, done, trajectory, vals, out_left, same_as,
+                     frozenset(k for k in bounded if k not in done))
 
 
-def not_reevaluated(found: Iterable[str], evaluated: Container[str], left_out: Mapping[str, str]) -> dict:
-    """result.json's record of the checkpoints without an official re-evaluation: how many, and how
-    many for each reason (a few reasons, whatever the count)."""
-    reasons = Counter(left_out.get(label, NOT_NEEDED) for label in found if label not in evaluated)
-    return {"count": sum(reasons.values()), "by_reason": dict(reasons)}
+def not_reevaluated(found: Iterable[str], evaluated: Container[str], left_out: Mapping[str, str],
+                    bounded: Container[str] = ()) -> dict:
+    """result.json's record of the checkpoints without an official re-evaluation: how many, how
+    many for each reason (a few reasons, whatever the count), and how many of them the phase's
+    bounds left out (``by_bounds``: the figure every view shows; the others' live scores stand, or
+    a byte-identical copy's evaluation does)."""
+    missing = [label for label in found if label not in evaluated]
+    reasons = Counter(left_out.get(label, NOT_NEEDED) for label in missing)
+    return {"count": len(missing), "by_reason": dict(reasons), "by_bounds": sum(label in bounded for label in missing)}
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from runner.scoring import unofficial
 from runner.scoring.live import LiveScoring, checkpoint_verdicts
 from runner.scoring.official import (
     MAX_FALLBACK,
-    POST_SESSION_S,
     WINDOW_S,
     Candidate,
     Evaluation,
     evaluation_cap,
     from_live_scores,
     not_reevaluated,
+    phase_seconds,
     select,
     windows,
     within_budget,
@@ -57,6 +57,7 @@ class OfficialResult:
     verdicts: list[Verdict] = field(default_factory=list)  # the official checkpoint's, and the session's (the val-test gap)
     tested: list[dict] | None = None  # the rows the unofficial test-best is chosen from (None: evaluated)
     not_reevaluated: dict | None = None  # the checkpoints the phase's bounds left out, by reason (official.py)
+    phase: dict | None = None  # the phase's time bound and the time it took (official.py's phase_seconds)
     val_gap: selection_gap.GapCheck | None = None
 
     @property
@@ -96,19 +97,29 @@ class OfficialPhase:
         warm = live.scorer if live.scorer is not None and live.scorer.alive() and \
             live.scorer.plan.device == self.device else None
         scorer: SealedScorer | None = None
+        bound_s = phase_seconds(self.config.budget_s)
         began = time.monotonic()  # the phase's bounds (runner/scoring/official.py)
+        deadline = began + bound_s
+        evaluated_content: set[str] = set()
+        calls = 0
 
         def time_left() -> float:
-            return POST_SESSION_S - (time.monotonic() - began)
+            return deadline - time.monotonic()
 
         def evaluate(label: str) -> Evaluation:
-            nonlocal scorer
+            nonlocal scorer, calls
+            calls += 1
             if scorer is None:
                 scorer = warm if warm is not None else self.make_scorer(self.device)
+            scorer.deadline = deadline  # a child is cut at the phase's end: nothing stretches it
             found = live.found[label]
             # never raises: a failure, or a model that reads ahead or across examples, is the score's error
             scores = scorer.score(found.path, found.snapshot, splits, probe=True)
             sel, off = scores[SELECTION_SPLIT], scores[scored]
+            if (off.error or sel.error) and time_left() <= 0:  # the phase's time, not the checkpoint's failure
+                return Evaluation(None, None, off.error or sel.error, interrupted=True)
+            if found.content is not None:
+                evaluated_content.add(found.content)
             found_verdicts[label] = checkpoint_verdicts(spec, found, sel, off.verdicts)
             self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=spec.metric,
                              split=scored, eval_s=off.eval_s, budget_elapsed_s=elapsed[label], official=True,
@@ -122,17 +133,29 @@ class OfficialPhase:
 
         try:
             chosen = select(cands, spec.better, evaluate, MAX_FALLBACK,
-                            max_evaluations=evaluation_cap(self.config.budget_s), time_left=time_left)
+                            max_evaluations=evaluation_cap(self.config.budget_s), time_left=time_left, phase_s=bound_s)
             if not disk_full and scored != SELECTION_SPLIT:  # the unofficial test-best, one more per window at most
-                for label in unofficial.still_to_evaluate(elapsed, rows, limit=windows(self.config.budget_s)):
+                copies = set(chosen.same_as)
+                for label in unofficial.still_to_evaluate(elapsed, set(rows) | copies, limit=windows(self.config.budget_s)):
                     if time_left() <= 0:
                         break
+                    if live.found[label].content in evaluated_content:  # byte-identical to one evaluated
+                        continue
                     evaluate(label)
         finally:
             if scorer is not None and scorer is not warm:
                 scorer.close()
-        trajectory = [{"window": rows[label]["window"], "checkpoint": label, "val": chosen.vals[label],
-                       "official": rows[label]["official"]} for label in chosen.trajectory]
+            elif scorer is not None:
+                scorer.deadline = None
+        took_s = time.monotonic() - began
+
+        def row(label: str) -> dict:  # a byte-identical copy's is the evaluated original's
+            return rows[label] if label in rows else rows[chosen.same_as[label]]
+
+        trajectory = [{"window": int(elapsed[label] // WINDOW_S), "checkpoint": label, "val": chosen.vals[label],
+                       "official": row(label)["official"],
+                       **({"same_as": chosen.same_as[label]} if label in chosen.same_as else {})}
+                      for label in chosen.trajectory]
         best = (chosen.best, rows[chosen.best]["official"]) if chosen.best else None
         val = chosen.vals.get(chosen.best) if chosen.best else None
         official_verdicts = found_verdicts[chosen.best] if chosen.best else []
@@ -155,7 +178,8 @@ class OfficialPhase:
             trajectory=trajectory, disqualified=self._disqualify(official_verdicts) if best else None,
             verdicts=session_verdicts,
             tested=unofficial.candidates(evaluated, live_val, elapsed, scored == SELECTION_SPLIT),
-            not_reevaluated=not_reevaluated(live.found, rows, chosen.left_out), val_gap=gap)
+            not_reevaluated=not_reevaluated(live.found, rows, chosen.left_out, chosen.bounded), val_gap=gap,
+            phase={"bound_s": round(bound_s, 1), "took_s": round(took_s, 1), "evaluations": calls})
 
     def _from_live(self, live: LiveScoring, cands: list[Candidate], rows: dict[str, dict]):
         """``(best, val, verdicts, scored_by)`` from the live scores, for a session whose disk filled up

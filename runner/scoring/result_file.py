@@ -56,6 +56,7 @@ def result_record(config: SessionConfig, spec: TaskSpec, reason: str, detail: st
         "val_test_gap": result.val_gap.record() if result.val_gap else None,  # runner/integrity/selection_gap.py
         "conditions": conditions,  # runner/session/contention.py: contended or clean
         "not_reevaluated": result.not_reevaluated,  # runner/scoring/official.py: the post-session bounds
+        "official_phase": result.phase,  # its time bound, the time it took, its evaluations (official.py)
         "unofficial": unofficial.best_scored(result.evaluated if result.tested is None else result.tested,
                                              spec.better, spec.scored_split, result.found),
     }

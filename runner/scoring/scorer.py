@@ -51,6 +51,8 @@ WORKER = Path(__file__).with_name("worker.py")
 INSIDE = sandbox.INSIDE / "scorer"
 START_TIMEOUT_S = 120.0  # the zygote imports torch and the task once (seconds on a cold disk)
 ANSWER_MARGIN_S = 30.0  # past the evaluation's own timeout, for the transfer and the fork
+DEADLINE_MARGIN_S = 5.0  # the same, for a child whose timeout was cut to the scorer's deadline
+PAST_DEADLINE = "not evaluated: the scorer's time bound was spent"
 MEMORY_FRACTION = 0.5  # a CPU evaluation may take this share of the machine's memory
 MAX_HEADER_BYTES = 1 << 20
 SELECTION_SPLIT = "val"  # checkpoints are ranked by their trusted score here (runner/scoring/official.py)
@@ -223,6 +225,9 @@ class SealedScorer:
         self._waited = 0.0  # seconds the last answer took, measured here
         self.note: str | None = None  # a degradation worth one warning (no sandbox for the scorer)
         self.last_probe: causal.Outcome | None = None  # what the last score's causality probe measured
+        # time.monotonic() past which no child starts and none runs on (the official phase's bound,
+        # runner/scoring/official_phase.py; a closed live queue's): a child's timeout is cut to it
+        self.deadline: float | None = None
 
     # ------------------------------------------------------------------ the worker
     def start(self) -> None:
@@ -370,6 +375,12 @@ class SealedScorer:
     def _predict(self, ckpt: Path, code: Path, splits: list[str], probe: Path | None = None,
                  timeout_s: float | None = None, seed: int = 0) -> tuple[answer_check.Header | None, memoryview, Score | None]:
         timeout_s = self.plan.timeout_s if timeout_s is None else timeout_s
+        margin = ANSWER_MARGIN_S
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                return None, NOTHING, Score(None, PAST_DEADLINE)
+            timeout_s, margin = min(timeout_s, left), min(margin, DEADLINE_MARGIN_S)
         try:
             if not self.alive():
                 self.close()
@@ -392,7 +403,7 @@ class SealedScorer:
         try:
             self._buf = bytearray()  # nothing the worker sent before this request counts
             self._channel().sendall(json.dumps(req).encode() + b"\n")
-            message = self._read_header(timeout_s + ANSWER_MARGIN_S)
+            message = self._read_header(timeout_s + margin)
             # larger than the predictions can ever be: refused before a byte of it is read
             payload = self._read_exact(answer_check.payload_size(message, bound)) if message is not None else NOTHING
             if message is not None and (message.get("id") != req["id"] or self._buf):

@@ -11,7 +11,7 @@ and a file unchanged between checkpoints costs its bytes once, not once per chec
 A session's objects may take at most :data:`SNAPSHOT_CAP_BYTES`, and a snapshot never leaves the
 filesystem with less than :data:`FREE_FLOOR_BYTES` free (the runner's room to write the end of
 its record, runner/session/diskguard.py): past either, the checkpoint is refused with
-:class:`SnapshotRefused`, whose reason the watcher records (runner/scoring/checkpoints.py).
+:class:`SnapshotRefused`, whose reason the watcher records (runner/scoring/checkpoint_watcher.py).
 """
 
 from __future__ import annotations
@@ -198,11 +198,22 @@ def _sorted(snap: CodeSnapshot) -> CodeSnapshot:
     return snap
 
 
-def write_manifest(dest: Path, checkpoint: tuple[str, int], code: CodeSnapshot) -> None:
-    """``dest/manifest.json``: the digest and size of every file of the snapshot (its checkpoint first)."""
+def write_manifest(dest: Path, checkpoint: tuple[str, int], code: CodeSnapshot) -> str:
+    """``dest/manifest.json``: the digest and size of every file of the snapshot (its checkpoint
+    first); returns the snapshot's :func:`content_digest`."""
     manifest = {"checkpoint": {"sha256": checkpoint[0], "bytes": checkpoint[1]}, "files": code.files,
                 "skipped": code.skipped}
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return content_digest(manifest)
+
+
+def content_digest(manifest: dict) -> str:
+    """One digest of what a snapshot's scoring reads: its checkpoint's bytes and every code file's
+    path and bytes. Two snapshots with the same digest are byte for byte the same folder to the
+    scorer, so one score stands for both (runner/scoring/score_queue.py, runner/scoring/official.py)."""
+    files = {path: entry["sha256"] for path, entry in manifest["files"].items()}
+    key = json.dumps({"checkpoint": manifest["checkpoint"]["sha256"], "files": files}, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def verify(dest: Path) -> list[str]:

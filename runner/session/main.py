@@ -451,7 +451,8 @@ class Session:
                          wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=result.score,
                          best_checkpoint=result.checkpoint, val=result.val,
                          val_gap_flag=result.val_gap.flag if result.val_gap else None,
-                         not_checked=checks.not_checked(coverage(self.config, self.spec)))
+                         not_checked=checks.not_checked(coverage(self.config, self.spec)),
+                         not_reevaluated=(result.not_reevaluated or {}).get("by_bounds"))
         self.events.close()
         self.guard.release()
         score = result.score

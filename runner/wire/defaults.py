@@ -30,7 +30,7 @@ def scored_split_sealed(contract: object) -> bool:
 STALL_WARNING = "stall"  # the warning's code when a stall begins
 STALL_CLEARED = "stall_cleared"  # the warning's code when it ends: a model response, or a tool at work
 # the warnings that say a cap of the session stopped the agent (runner/sandbox/caps.py: its memory
-# and process caps; runner/session/diskguard.py: the disk; runner/scoring/checkpoints.py: the checkpoints
+# and process caps; runner/session/diskguard.py: the disk; runner/scoring/checkpoint_watcher.py: the checkpoints
 # taken): its measurement ran with less than it asked for
 CAP_WARNINGS = frozenset({"oom", "process_cap", "disk_full", "checkpoint_cap"})
 NetworkPolicy = Literal["open", "api-only", "none"]

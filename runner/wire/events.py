@@ -131,6 +131,8 @@ class CheckpointScored(_Event):
     verdicts: list[Verdict] = Field(default_factory=list)  # what the integrity checks found (runner/wire/verdicts.py)
     flags: list[str] | None = None  # a record made before typed verdicts: free text, read by runner.wire.verdicts.read
     val: float | None = None  # an official re-evaluation on a split other than val: its trusted val score too
+    # the byte-identical checkpoint whose score this is (scored once: runner/scoring/score_queue.py)
+    same_as: str | None = None
 
 
 class ControlEvent(_Event):
@@ -162,6 +164,9 @@ class SessionEnded(_Event):
     # the threat rows of ../shared/INTEGRITY.md that no check and no construction met in this session
     # (runner/integrity/checks.py); None: a record made before coverage was recorded
     not_checked: list[str] | None = None
+    # the checkpoints the official phase's bounds left without a re-evaluation (result.json's
+    # not_reevaluated.by_bounds, runner/scoring/official.py); None: a record made before it was counted
+    not_reevaluated: int | None = Field(default=None, ge=0)
 
 
 class Conditions(_Event):

@@ -95,6 +95,8 @@ def fold(delta: dict[str, Any], r: Mapping[str, Any]) -> None:
                      val=r.get("val"), val_gap_flag=r.get("val_gap_flag"))
         if r.get("not_checked") is not None:  # runner/integrity/checks.py: the threat rows left unchecked
             delta["not_checked"] = list(r["not_checked"])
+        if r.get("not_reevaluated") is not None:  # runner/scoring/official.py: what the phase's bounds left
+            delta["not_reevaluated"] = r["not_reevaluated"]
 
 
 @dataclass

@@ -322,7 +322,7 @@ class Bench:
         self._n = 0
 
     def checkpoint(self, source: str, config: dict, model=None) -> tuple[Path, Path]:
-        from runner.scoring.checkpoints import SNAPSHOT_CKPT
+        from runner.scoring.snapshots import SNAPSHOT_CKPT
 
         self._n += 1
         snap = self.root / "snapshots" / f"c{self._n}"

@@ -222,10 +222,10 @@ def test_a_plain_row_fits_its_terminal(text, width):
 
 
 def test_a_checkpoints_fields_are_typed(tmp_path):
-    """The fields runner/scoring/checkpoints.py reads from the agent's own checkpoint file."""
+    """The fields runner/scoring/checkpoint_watcher.py reads from the agent's own checkpoint file."""
     import torch
 
-    from runner.scoring.checkpoints import _peek
+    from runner.scoring.checkpoint_watcher import _peek
 
     for script, score, want in (("run.py", 0.5, ("run.py", 0.5)), (12345, "0.9", (None, None)),
                                 ("a\udcffb.py", float("nan"), ("a\ufffdb.py", None)), (["x"], 10**400, (None, None)),

@@ -203,9 +203,9 @@ def test_forged_answers_fail_only_their_own_checkpoint_and_the_session_goes_on(h
     result = json.loads(paths.result.read_text())
     assert result["checkpoint"] in ("honest-1", "forged_zeros-1") and result["value"] == ended["score"] is not None
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
-    # on a loaded machine the live scorer falls behind these quick saves and thins its backlog (the
-    # newest of each 5-minute window is kept: runner/scoring/checkpoints.py): such a checkpoint is
-    # only ever "not scored live", never scored, and the official phase judges it all the same
+    # on a loaded machine the live scorer may still hold some of these quick saves when the session
+    # ends (runner/scoring/score_queue.py): such a checkpoint is only ever "not scored live", never
+    # scored, and the official phase judges it all the same
     thinned = {name for name, e in live.items() if e.get("error", "").startswith("not scored live: ")}
     assert all(live[n].get("value") is None for n in thinned)
     for attack, says in FORGED_INVALID.items():

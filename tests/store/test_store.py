@@ -145,7 +145,8 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
                    "caps_reached",  # 9's
-                   "not_checked"):  # and 10's
+                   "not_checked",  # 10's
+                   "not_reevaluated"):  # and 11's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
     conn.execute("PRAGMA user_version = 5")
@@ -345,6 +346,7 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     conn = sqlite3.connect(home / "onegc.db")
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
     conn.execute("ALTER TABLE sessions DROP COLUMN not_checked")  # 10's
+    conn.execute("ALTER TABLE sessions DROP COLUMN not_reevaluated")  # 11's
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
     conn.execute("PRAGMA user_version = 8")
     conn.close()

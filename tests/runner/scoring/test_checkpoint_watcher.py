@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from runner.scoring import checkpoints
-from runner.scoring.checkpoints import CheckpointWatcher
+from runner.scoring import checkpoint_watcher as checkpoints
+from runner.scoring.checkpoint_watcher import CheckpointWatcher
 
 
 @pytest.fixture

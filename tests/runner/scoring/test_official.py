@@ -37,7 +37,8 @@ def test_a_checkpoint_whose_live_scoring_failed_is_judged_and_can_win():
     cands = [Candidate("cpu-ok", 10, 0.50), Candidate("cuda-only", 20, None)]
     evaluate, calls = fake({"cpu-ok": Evaluation(0.50, 0.49), "cuda-only": Evaluation(0.80, 0.78)})
     sel = select(cands, HIGHER, evaluate)
-    assert calls[0] == "cuda-only" and sel.best == "cuda-only" and sel.evaluations["cuda-only"].official == 0.78
+    # the live val-best first (the official result unless something better turns up), then the unscored one
+    assert calls == ["cpu-ok", "cuda-only"] and sel.best == "cuda-only" and sel.evaluations["cuda-only"].official == 0.78
 
 
 def test_when_the_val_best_fails_its_official_evaluation_the_next_by_val_is_official():

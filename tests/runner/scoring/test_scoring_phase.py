@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from runner.scoring.checkpoints import FoundCheckpoint, ScoreQueue
+from runner.scoring.checkpoint_watcher import FoundCheckpoint
+from runner.scoring.score_queue import ScoreQueue
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase
 from runner.scoring.result_file import result_record, write_result
@@ -53,14 +54,15 @@ def test_a_scorer_that_breaks_gives_that_checkpoint_one_judging_failed_per_split
 
 def test_the_live_queue_goes_on_after_a_checkpoint_whose_judging_broke(tmp_path):
     scored: list[tuple[str, Score]] = []
-    queue = ScoreQueue(broken_scorer({"bad"}), lambda f, s: scored.append((f.label, s)))
+    queue = ScoreQueue(broken_scorer({"bad"}), lambda f, s, same: scored.append((f.label, s)))
     queue.start()
     queue.put(found(tmp_path, "bad"))
     queue.put(found(tmp_path, "next"))
     assert queue.close(60)
-    assert [label for label, _ in scored] == ["bad", "next"]
-    assert scored[0][1].error.startswith("judging failed: RuntimeError")
-    assert scored[1][1].error == "evaluation timed out after 1 s"
+    got = dict(scored)
+    assert sorted(got) == ["bad", "next"]  # the one after the broken one is scored too
+    assert got["bad"].error.startswith("judging failed: RuntimeError")
+    assert got["next"].error == "evaluation timed out after 1 s"
 
 
 class TableScorer:

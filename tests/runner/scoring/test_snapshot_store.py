@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from runner.scoring.checkpoints import CheckpointWatcher
+from runner.scoring.checkpoint_watcher import CheckpointWatcher
 from runner.scoring.snapshots import OBJECTS, SnapshotStore, verify
 from tests.runner.scoring.test_checkpoint_watcher import settled
 

@@ -1,19 +1,18 @@
-"""Checkpoint discovery, code snapshots and scoring with the pristine evaluator.
-
-The watcher sees ``checkpoints/*.pt`` appear (watchdog, plus a periodic rescan so nothing is
-missed), and at once copies the checkpoint and freezes the workspace's ``*.py`` into
-``snapshots/<name>-<k>/`` (each version its own snapshot: a later save under the same name, or an
-edit of the file in place, leaves the frozen one intact; their bytes are stored once, by content,
-runner/scoring/snapshots.py). A checkpoint that cannot be snapshotted (the session's snapshot cap,
-the disk's floor, an error) is reported by a warning naming it and why, never skipped silently. :class:`ScoreQueue` scores them in
-order with the sealed scorer (runner/scoring/scorer.py).
+"""Checkpoint discovery and code snapshots: the watcher sees ``checkpoints/*.pt`` appear (watchdog,
+plus a periodic rescan so nothing is missed), and at once copies the checkpoint and freezes the
+workspace's ``*.py`` into ``snapshots/<name>-<k>/`` (each version its own snapshot: a later save
+under the same name, or an edit of the file in place, leaves the frozen one intact; their bytes are
+stored once, by content, runner/scoring/snapshots.py). Each :class:`FoundCheckpoint` carries its
+snapshot's content digest, so that byte-identical snapshots are scored once
+(runner/scoring/score_queue.py, which consumes what this module finds; nothing here knows of
+scoring). A checkpoint that cannot be snapshotted (the session's snapshot cap, the disk's floor,
+an error) is reported by a warning naming it and why, never skipped silently.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import queue
 import shutil
 import stat
 import threading
@@ -33,8 +32,6 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from runner.scoring.official import WINDOW_S
-from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer
 from runner.scoring.snapshots import (
     OPEN_UNTRUSTED,
     SNAPSHOT_CAP_BYTES,
@@ -57,7 +54,6 @@ DISCOVERY_SLACK_S = RESCAN_S + SETTLE_S + 1.0
 # "Dated before the session" allows for the wall clock stepping back (seen here: by 27 s): an
 # honest new file must never be refused, and a stolen one is minutes or hours old.
 PREDATES_SLACK_S = 600.0
-MAX_LIVE_BACKLOG = 4  # checkpoints waiting for the live scorer before the backlog is thinned (ScoreQueue)
 
 
 @dataclass(frozen=True)
@@ -70,6 +66,9 @@ class FoundCheckpoint:
     self_reported: float | None
     saved_at: float  # the file's mtime (epoch seconds): the agent's claim, bounded by DISCOVERY_SLACK_S
     seen_at: float  # when the runner copied it (epoch seconds)
+    # the snapshot's content (runner/scoring/snapshots.py's content_digest): byte-identical snapshots
+    # share it and are scored once; None: unknown, scored on its own
+    content: str | None = None
 
 
 def is_checkpoint_file(path: Path) -> bool:
@@ -229,7 +228,7 @@ class CheckpointWatcher:
             stored = _copy_untrusted(dfd, name, st, self.store)
             self.store.link(stored[0], frozen)
             code = snapshot_code(self.workspace, snap, self.store)
-            write_manifest(snap, stored, code)
+            content = write_manifest(snap, stored, code)
         except (_Unsettled, FileNotFoundError):
             shutil.rmtree(snap, ignore_errors=True)
             return
@@ -246,7 +245,7 @@ class CheckpointWatcher:
             self.on_warning(f"snapshot {label}: left out " + "; ".join(code.skipped[:5])
                             + (f" (+{len(code.skipped) - 5} more)" if len(code.skipped) > 5 else ""))
         script, reported = _peek(frozen)
-        self.on_found(FoundCheckpoint(name, label, frozen, snap, script, reported, st.st_mtime, time.time()))
+        self.on_found(FoundCheckpoint(name, label, frozen, snap, script, reported, st.st_mtime, time.time(), content))
 
     def _at_cap(self) -> bool:
         if self.max_checkpoints is None or self.taken + self.refused < self.max_checkpoints:
@@ -352,77 +351,3 @@ class _Handler(FileSystemEventHandler):
             if isinstance(event, (FileMovedEvent, FileClosedEvent)):
                 self.complete(target.name)  # no need to wait SETTLE_S for it to stop growing
             self.poke()
-
-
-class ScoreQueue:
-    """A worker thread that scores found checkpoints in arrival order (the scorer warmed first).
-
-    A scorer that falls behind (a checkpoint flood: INTEGRITY.md R2) does not let its backlog grow:
-    when more than :data:`MAX_LIVE_BACKLOG` wait, only the newest of each 5-minute window (by
-    ``window_of``) stays queued, and each one passed over is reported at once as a live score with
-    its reason (no value: the official phase may still re-evaluate it, within its bounds,
-    runner/scoring/official.py)."""
-
-    def __init__(self, scorer: SealedScorer, on_scored: Callable[[FoundCheckpoint, Score], None],
-                 window_of: Callable[[FoundCheckpoint], int] | None = None):
-        self.scorer = scorer
-        self.on_scored = on_scored
-        started = time.time()
-        self.window_of = window_of or (lambda f: int((f.seen_at - started) // WINDOW_S))
-        self.skipped = 0
-        self._queue: queue.Queue[FoundCheckpoint | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="scorer", daemon=True)
-
-    def start(self) -> None:
-        self.scorer.launch()  # from the caller's (long-lived) thread: the worker dies with the thread that made it
-        self._thread.start()
-
-    def put(self, found: FoundCheckpoint) -> None:
-        self._queue.put(found)
-
-    def close(self, wait_s: float) -> bool:
-        """Let queued work finish for up to ``wait_s``, then give up on the rest; True when all
-        finished (the scorer is then left running, for the official phase to reuse)."""
-        self._queue.put(None)
-        self._thread.join(timeout=wait_s)
-        if not self._thread.is_alive():
-            return True
-        self.scorer.close()  # a checkpoint still being scored fails, and the thread ends
-        self._thread.join(timeout=5)
-        return False
-
-    def _next(self) -> FoundCheckpoint | None:
-        """The next checkpoint to score (None: closed), the backlog thinned first where it is too long."""
-        first = self._queue.get()
-        if first is None or self._queue.qsize() < MAX_LIVE_BACKLOG:
-            return first
-        waiting: list[FoundCheckpoint] = [first]
-        closed = False
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is None:
-                closed = True
-                break
-            waiting.append(item)
-        newest = {self.window_of(f): f for f in waiting}  # arrival order: the last of each window wins
-        kept = [f for f in waiting if newest[self.window_of(f)] is f]
-        for f in waiting:
-            if newest[self.window_of(f)] is not f:
-                self.skipped += 1
-                self.on_scored(f, Score(None, f"not scored live: {len(waiting)} checkpoints waited for the live scorer; "
-                                              "the newest of each 5-minute window was kept"))
-        for f in kept[1:]:
-            self._queue.put(f)
-        if closed:
-            self._queue.put(None)
-        return kept[0]
-
-    def _run(self) -> None:
-        while (found := self._next()) is not None:
-            split = SELECTION_SPLIT  # live: the trusted validation score, which ranks checkpoints
-            # never raises: a failure is that checkpoint's error (SealedScorer.score), and the queue goes
-            # on; probed where validation is the scored split (T1): a live score that reads ahead is an error too
-            self.on_scored(found, self.scorer.score(found.path, found.snapshot, [split], probe=True)[split])
