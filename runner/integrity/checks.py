@@ -47,6 +47,7 @@ class Check:
 
 _CANARY_BENCH = "benchmarks/canary_power.py (docs/benchmarks.md#canaries)"
 _CAUSAL_BENCH = "benchmarks/causal_power.py (docs/benchmarks.md#causality-probes-benchmarkscausal_powerpy)"
+_EVALUATOR_BENCH = "benchmarks/evaluator_spellings.py (docs/benchmarks.md#replaced-evaluator)"
 
 CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("canaries", ("V1", "V2"),
@@ -68,7 +69,20 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("causality_unchecked", ("V3", "V4"),
           "the causality probe could not run (too slow, a crash on its inputs): never a silent pass"),
     Check("evaluator_replaced", ("V10",),
-          "the checkpoint's code replaces or deletes an evaluation function of prepare or onegc_kit (read from outside)"),
+          "the scorer's child held a replaced evaluation function of prepare or onegc_kit after the checkpoint's code "
+          "ran (read by the zygote from outside the child, whatever the spelling)",
+          power={"*": {"12 spellings that stand when the child answers": 1.0,
+                       "undone before the answer, or in the agent's own run only": 0.0}},
+          false_alarm={"*": 0.0}, measured_by=_EVALUATOR_BENCH),
+    Check("evaluator_in_code", ("V10",),
+          "the checkpoint's frozen code reads as replacing an evaluation function (the text scan: a hint, never "
+          "a disqualification)",
+          power={"*": {"12 spellings that stand when the child answers": 8 / 12, "the issue's 5 spellings": 1.0,
+                       "undone before the answer, or in the agent's own run only": 1.0}},
+          false_alarm={"*": 0.0}, measured_by=_EVALUATOR_BENCH),
+    Check("evaluator_unchecked", ("V10",),
+          "the zygote could not look at the child's evaluation functions (the child left early: a look; the "
+          "harness could not read it: a note)"),
     Check("code_unscanned", ("V6",),
           "code the runner's scan cannot read (too large, unparsable, imports made at run time, exec of a string)"),
     Check("after_budget", ("V5",), "saved after the budget ran out: never the official result"),

@@ -39,7 +39,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from runner.integrity import causal
+from runner.integrity import causal, evaluator_check, evaluator_memory
 from runner.integrity.canaries import CANARY_SPLIT, CanaryJudge, unjudged
 from runner.integrity.checks import verdict
 from runner.sandbox import bwrap as sandbox
@@ -48,6 +48,7 @@ from runner.wire.verdicts import Verdict, merged
 from tasks import KIT_FILE, TaskSpec
 
 WORKER = Path(__file__).with_name("worker.py")
+EVALUATOR_MEMORY = Path(evaluator_memory.__file__)  # the zygote's look at each child (issue 46 part 5)
 INSIDE = sandbox.INSIDE / "scorer"
 START_TIMEOUT_S = 120.0  # the zygote imports torch and the task once (seconds on a cold disk)
 ANSWER_MARGIN_S = 30.0  # past the evaluation's own timeout, for the transfer and the fork
@@ -246,7 +247,7 @@ class SealedScorer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         task_py = INSIDE / "task" / "prepare.py"
         argv = [sys.executable, "-I", str(INSIDE / "score_worker.py"), "--task", str(task_py), "--inputs",
-                str(INSIDE / "inputs"), "--fd", str(theirs.fileno())]
+                str(INSIDE / "inputs"), "--fd", str(theirs.fileno()), "--evaluator", str(INSIDE / EVALUATOR_MEMORY.name)]
         env = self._env()
         status = sandbox.status()
         self.sealed = status.ok
@@ -256,7 +257,7 @@ class SealedScorer:
             env["HOME"] = "/tmp"
         else:  # the pristine files, where they are; per-checkpoint namespaces only where root
             argv = [sys.executable, "-I", str(WORKER), "--task", str(plan.judge.spec.folder / "prepare.py"),
-                    "--inputs", str(plan.inputs), "--fd", str(theirs.fileno())]
+                    "--inputs", str(plan.inputs), "--fd", str(theirs.fileno()), "--evaluator", str(EVALUATOR_MEMORY)]
             self.note = f"the scorer runs without its sandbox: {status.detail}"
         self._owner = threading.current_thread()
         with open(plan.private / "worker.log", "ab") as log:
@@ -314,7 +315,8 @@ class SealedScorer:
         return sandbox.SandboxPlan(
             workspace=INSIDE / "inputs", agent_home=INSIDE / "inputs", private=p.private / "sandbox", protected=(p.home,),
             writable=(),
-            mounts=((WORKER, INSIDE / "score_worker.py"), (spec.folder / "prepare.py", INSIDE / "task" / "prepare.py"),
+            mounts=((WORKER, INSIDE / "score_worker.py"), (EVALUATOR_MEMORY, INSIDE / EVALUATOR_MEMORY.name),
+                    (spec.folder / "prepare.py", INSIDE / "task" / "prepare.py"),
                     (KIT_FILE, INSIDE / "task" / KIT_FILE.name), (p.inputs, INSIDE / "inputs"),
                     (p.snapshots, INSIDE / "snapshots"), (p.probes, INSIDE / "probes"),
                     *([(weights, INSIDE / "weights")] if weights else [])),
@@ -634,8 +636,9 @@ def _observed(what: str) -> Verdict:
 
 
 def _notes(header: answer_check.Header) -> tuple[Verdict, ...]:
-    """What the worker saw from outside the child, then what the child said about itself."""
-    return (*(_observed(o) for o in header.observed),
+    """What the worker saw from outside the child (its look at the child's evaluation functions
+    included: runner/integrity/evaluator_check.py), then what the child said about itself."""
+    return (*evaluator_check.verdicts(header.looked), *(_observed(o) for o in header.observed),
             *(verdict("child_report", "note", f) for f in header.self_reported))
 
 

@@ -237,9 +237,11 @@ def predict_scores(predict, model, inputs: dict, device: str):
     return scores.float().numpy()
 
 
-def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> int:
+def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool, hold_fd: int | None = None) -> int:
     """Predict for one checkpoint on each split asked for; the answer (a JSON line, then one
-    ``.npy`` per split) goes to ``result_fd``."""
+    ``.npy`` per split) goes to ``result_fd``. With ``hold_fd``, the child then waits until the
+    zygote closes its end (having looked at the child's evaluation functions from outside:
+    runner/integrity/evaluator_memory.py), and whatever else runs in its namespace is ended first."""
     import atexit
 
     import numpy as np
@@ -328,11 +330,18 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
         others = _children()
         if others:
             watch.note(f"left {len(others)} processes running (they end with the evaluation)")
+            if hold_fd is not None:  # as PID 1 of its namespace: none of them holds the answer pipe open
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
     answer.update(flags=watch.flags, eval_s=round(time.perf_counter() - started, 3), bytes=len(payload),
                   isolation="namespaces" if isolated else f"fork only ({req.get('isolation')})")
     with os.fdopen(result_fd, "wb", closefd=True) as out:
         out.write(json.dumps(answer).encode() + b"\n")
         out.write(payload)
+    if hold_fd is not None:
+        os.read(hold_fd, 1)  # until the zygote has looked (it closes its end)
     return 0
 
 
@@ -360,15 +369,18 @@ def _close_all_but(keep: set[int]) -> None:
                 pass  # the listing's own descriptor, already gone
 
 
-def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
-    """Fork the checkpoint's child (and its PID 1), wait for its answer within the timeout."""
+def score_one(task, inputs: dict, req: dict, evaluator=None) -> tuple[dict, bytes | memoryview]:
+    """Fork the checkpoint's child (and its PID 1), wait for its answer within the timeout. With
+    ``evaluator`` (``(module, pristine)`` of runner/integrity/evaluator_memory.py), the child is
+    held after its answer while this process reads its evaluation functions from outside."""
     res_r, res_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    hold_r, hold_w = os.pipe() if evaluator is not None else (None, None)
     pid = os.fork()
     if pid == 0:  # the intermediate: new namespaces, then PID 1 of them
         try:
-            _close_all_but({res_w, out_w, err_w})  # above all the socket to the runner
+            _close_all_but({res_w, out_w, err_w} | ({hold_r} if hold_r is not None else set()))  # above all the socket to the runner
             why = _own_namespaces()
             inner = os.fork()
             if inner == 0:
@@ -378,14 +390,14 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
                 os.dup2(err_w, 2)
                 sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
                 sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
-                os._exit(run_child(task, inputs, dict(req, isolation=why), res_w, isolated=not why))
-            for fd in (res_w, out_w, err_w):
+                os._exit(run_child(task, inputs, dict(req, isolation=why), res_w, isolated=not why, hold_fd=hold_r))
+            for fd in (res_w, out_w, err_w, *([hold_r] if hold_r is not None else [])):
                 os.close(fd)
             _, status = os.waitpid(inner, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException:
             os._exit(70)
-    for fd in (res_w, out_w, err_w):
+    for fd in (res_w, out_w, err_w, *([hold_r] if hold_r is not None else [])):
         os.close(fd)
     deadline = time.monotonic() + float(req.get("timeout_s", 600))
     # the runner says how large the predictions can honestly be; past that (and its header line) the child is stopped
@@ -412,6 +424,11 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
                 open_fds.discard(fd)
     if timed_out or too_big:
         os.kill(pid, signal.SIGKILL)  # its PID 1 dies with it (parent-death signal), and all it forked
+    looked = None
+    if evaluator is not None:
+        if not (timed_out or too_big):  # it answered: what did its code leave of the evaluation?
+            looked = _look(evaluator, pid)
+        os.close(hold_w)  # the held child goes on, and ends
     _, status = os.waitpid(pid, 0)
     for fd in (out_r, err_r):  # whatever is left, without waiting
         if fd in open_fds:
@@ -443,8 +460,10 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
         return {"ok": False, "error": error, "observed": observed + [f"no answer ({how})"], **tails}, b""
     if not isinstance(answer, dict) or len(line) > MAX_HEADER_BYTES:
         return {"ok": False, "invalid": "the answer is not a JSON object of at most 64 KiB", "observed": observed, **tails}, b""
-    for key in ("observed", "invalid", "stdout", "stderr", "id"):  # this process's to say, not the child's
+    for key in ("observed", "invalid", "stdout", "stderr", "id", "looked"):  # this process's to say, not the child's
         answer.pop(key, None)
+    if looked is not None:
+        answer["looked"] = looked
     if type(answer.get("bytes")) is not int or len(payload) != answer["bytes"]:
         return {"ok": False, "invalid": f"the answer announces {str(answer.get('bytes'))[:40]} bytes and carries "
                 f"{len(payload)} (cut short, or more than one answer)", "observed": observed, **tails}, b""
@@ -454,7 +473,37 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
     return answer, payload
 
 
-def serve(task, inputs: dict, sock: socket.socket, task_dir: str, inputs_dir: str) -> int:
+def _look(evaluator, pid: int) -> dict:
+    """The zygote's look at the held child's evaluation functions (runner/integrity/evaluator_memory.py)."""
+    module, pristine = evaluator
+    inner = _inner(pid)
+    if inner is None:
+        return module.Finding(unchecked="the child ended before the harness could look at it", by_child=True).record()
+    return module.stop_and_look(inner, pristine).record()
+
+
+def _inner(pid: int) -> int | None:
+    """The checkpoint's child: the intermediate ``pid``'s only child (its PID 1, as seen from here)."""
+    try:
+        found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    return int(found[0]) if found else None
+
+
+def load_evaluator(path: Path, task):
+    """``(module, pristine)`` of runner/integrity/evaluator_memory.py, loaded by its path, for the
+    task module and its kit as this process holds them before any fork."""
+    spec = importlib.util.spec_from_file_location("onegc_evaluator_memory", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module, module.checked({"prepare": task, "onegc_kit": sys.modules["onegc_kit"]})
+
+
+def serve(task, inputs: dict, sock: socket.socket, task_dir: str, inputs_dir: str, evaluator=None) -> int:
     reader = sock.makefile("rb")
     sock.sendall(json.dumps({"ready": True, "pid": os.getpid(), "inputs": sorted(inputs)}).encode() + b"\n")
     for line in reader:
@@ -462,7 +511,7 @@ def serve(task, inputs: dict, sock: socket.socket, task_dir: str, inputs_dir: st
             continue
         try:
             req = json.loads(line)
-            answer, payload = score_one(task, inputs, dict(req, task_dir=task_dir, inputs=inputs_dir))
+            answer, payload = score_one(task, inputs, dict(req, task_dir=task_dir, inputs=inputs_dir), evaluator)
         except Exception as exc:  # noqa: BLE001 - the zygote answers every request
             answer, payload = {"ok": False, "error": f"scorer: {type(exc).__name__}: {exc}"}, b""
         answer["id"] = req.get("id") if isinstance(req, dict) else None
@@ -483,7 +532,8 @@ def main(argv: list[str]) -> int:
 
     task = load_task(prepare_py)
     inputs = load_inputs(inputs_dir)
-    return serve(task, inputs, sock, str(prepare_py.parent), str(inputs_dir))
+    evaluator = load_evaluator(Path(args["--evaluator"]), task) if args.get("--evaluator") else None
+    return serve(task, inputs, sock, str(prepare_py.parent), str(inputs_dir), evaluator)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,9 @@ class Header:
     observed: tuple[str, ...]  # what the worker saw from outside the child
     invalid: str | None  # the worker found the child's answer malformed
     stdout: str
+    # the worker's look at the child's evaluation functions after it answered
+    # (runner/integrity/evaluator_memory.py): {"replaced": [...]} or {"unchecked": why, "by": who}; None: no look
+    looked: dict[str, Any] | None = None
 
 
 def text(value: Any, limit: int = MAX_TEXT) -> str:
@@ -90,17 +93,32 @@ def read_header(message: Any, splits: list[str], payload_len: int, bounds: dict[
     observed = _strings(message.get("observed"), "observed")
     invalid = message.get("invalid")
     stdout = text(message.get("stdout") or "", 8 << 10) if isinstance(message.get("stdout"), str) else ""
+    looked = _looked(message.get("looked"))
     ok = message.get("ok")
     if invalid is not None:
         raise InvalidAnswer(f"the answer was malformed: {text(invalid)}")
     if ok is False:
         error = message.get("error")
         return Header(False, text(error) if isinstance(error, str) and error else "unknown error", [], self_reported,
-                      observed, None, stdout)
+                      observed, None, stdout, looked)
     if ok is not True:
         raise InvalidAnswer(f"the answer's ok is {text(ok, 40)!r}, not true or false")
     return Header(True, None, _parts(message.get("parts"), splits, payload_len, bounds or {}), self_reported, observed,
-                  None, stdout)
+                  None, stdout, looked)
+
+
+def _looked(value: Any) -> dict[str, Any] | None:
+    """The worker's look at the child's evaluation functions, checked for its form (the worker
+    writes it; the child's own key of that name was dropped there)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidAnswer("the answer's looked is not an object")
+    if set(value) == {"replaced"}:
+        return {"replaced": list(_strings(value["replaced"], "looked.replaced"))}
+    if set(value) == {"unchecked", "by"} and isinstance(value["unchecked"], str) and value["by"] in ("child", "harness"):
+        return {"unchecked": text(value["unchecked"]), "by": value["by"]}
+    raise InvalidAnswer("the answer's looked is neither replaced names nor why it was unchecked")
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:

@@ -7,14 +7,14 @@ from tests.helpers import REPO
 
 
 def scan(tmp_path, source: str, **others: str) -> tuple[str, ...]:
-    """The scan's verdicts as ``"unscanned: …"`` (code_unscanned, a look) and ``"code replaces …"``
-    (evaluator_replaced, disqualifying)."""
+    """The scan's verdicts as ``"unscanned: …"`` (code_unscanned, a look) and ``"code reads as replacing …"``
+    (evaluator_in_code, a look: the text is a hint; behaviour decides, runner/integrity/evaluator_check.py)."""
     (tmp_path / "run.py").write_text(source)
     for name, text in others.items():
         (tmp_path / f"{name}.py").write_text(text)
     code_scan.verdicts.cache_clear()
     found = code_scan.verdicts(tmp_path, "run.py")
-    as_text = {"code_unscanned": ("look", "unscanned: "), "evaluator_replaced": ("disqualifies", "")}
+    as_text = {"code_unscanned": ("look", "unscanned: "), "evaluator_in_code": ("look", "")}
     assert all(v.strength == as_text[v.check][0] for v in found), found
     return tuple(as_text[v.check][1] + v.evidence.removeprefix("the ") for v in found)
 
@@ -50,7 +50,7 @@ p = importlib.import_module("prepare")
 p.judge = lambda *a: 0.0
 __import__("onegc_kit").check_predictions = lambda pred, *a: pred
 """
-    assert scan(tmp_path, src) == ("code replaces prepare: judge", "code replaces onegc_kit: check_predictions")
+    assert scan(tmp_path, src) == ("code reads as replacing prepare: judge", "code reads as replacing onegc_kit: check_predictions")
 
 
 def test_names_made_at_run_time_strings_run_as_code_and_unresolved_imports_are_unscanned(tmp_path):
@@ -62,9 +62,45 @@ exec("import prepare; prepare.judge = None")
 import not_a_module_anywhere
 """
     flags = scan(tmp_path, src)
-    assert sorted(flags) == ["unscanned: run.py imports a module by a name made at run time (import_module)",
+    # the joined name is folded ("pre" + "pare" is always "prepare"): read as a replacement, and still
+    # an import by a name the import system only learns at run time
+    assert sorted(flags) == ["code reads as replacing prepare: judge",
+                             "unscanned: run.py imports a module by a name made at run time (import_module)",
                              "unscanned: run.py imports what it cannot resolve (not_a_module_anywhere)",
                              "unscanned: run.py runs code from a string (exec)"]
+
+
+def test_the_issues_spellings_and_more_are_read_and_honest_code_is_not(tmp_path):
+    """Issue 46 part 5: the spellings that escaped the scan of main (an alias, a from-import, setattr
+    on a joined name, a function parameter, sys.modules.get, vars().update) and the in-place ones
+    (a function's code, the module's class) are read; what a text scan cannot read stays unread
+    (exec of a string, gc, a class attribute, a frame's globals): the zygote's look catches those
+    (benchmarks/evaluator_spellings.py); honest code that reads, aliases or passes prepare is clean."""
+    from tests.integrity.hostile_scoring import BLIND, SPELLINGS
+
+    reads = {name: scan(tmp_path, "import prepare\n" + src) for name, src in {**SPELLINGS, **BLIND}.items()}
+    unread = {"exec_string", "gc_found", "class_attribute", "frame_globals"}
+    for name, flags in reads.items():
+        hinted = [f for f in flags if f.startswith("code reads as replacing prepare: ")]
+        assert bool(hinted) == (name not in unread), (name, flags)
+    assert reads["module_class"] == ("code reads as replacing prepare: the module itself",)
+    computed = "import prepare, os\nsetattr(prepare, os.environ['NAME'], None)\n"
+    assert scan(tmp_path, computed) == ("code reads as replacing prepare: an attribute named at run time",)
+    honest = """
+import prepare as p
+from prepare import load_split, evaluate
+q = p
+JUDGE = q.judge
+def run(task, model):
+    return task.evaluate(model, "val", "cpu")
+class Runner:
+    def __init__(self):
+        self.predict = None
+        self.inputs = []
+run(p, None)
+other = object()
+"""
+    assert scan(tmp_path, honest) == ()
 
 
 def test_a_helper_module_is_scanned_too_and_named(tmp_path):

@@ -109,11 +109,11 @@ other.judge = 1
         return [(v.check, v.strength, v.evidence) for v in code_scan.verdicts(tmp_path, script)]
 
     assert found("run.py") == [
-        ("evaluator_replaced", "disqualifies", "the code replaces prepare: evaluate, inputs, judge, predict"),
-        ("evaluator_replaced", "disqualifies", "the code replaces onegc_kit: check_predictions, load_model"),
+        ("evaluator_in_code", "look", "the code reads as replacing prepare: evaluate, inputs, judge, predict"),
+        ("evaluator_in_code", "look", "the code reads as replacing onegc_kit: check_predictions, load_model"),
         ("code_unscanned", "look", "broken.py cannot be read or parsed (SyntaxError)")]
     assert found("../run.py") == [] and found(None) == []
-    assert found("other.py") == [("evaluator_replaced", "disqualifies", "the code replaces prepare: judge")]
+    assert found("other.py") == [("evaluator_in_code", "look", "the code reads as replacing prepare: judge")]
     assert answer_check.text("a\x1b]0;x\x07b") == "a ]0;x b"
 
 
