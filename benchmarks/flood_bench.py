@@ -12,8 +12,14 @@ Four floods, each through the real runner (a sealed command agent on t0) or the 
   (runner/wire/record_caps.py), and ``onegc.db`` against the byte cap once the session is ingested.
 - **checkpoints**: the agent saves ``300 × scale`` checkpoints at once in a 60 s session. Figure:
   the runner's time after the agent's last save until ``session_ended``, against its bound
-  (the live scores' drain + the official phase's cap of evaluations × the task's eval timeout,
-  runner/scoring/official.py), and the re-evaluations made against that cap.
+  (the live scores' drain + the official phase's time bound + the margin a cut evaluation's
+  answer gets, runner/scoring/official.py), and the re-evaluations made against the cap.
+- **official** (issue 46 part 6; T6 on ETTh1 from ``--from``, default ``shared/data``): the
+  hostile agent tests/integrity/hostile_flood.py in a 120 s session — ``copies``: one better
+  checkpoint (``run_best``) among 100 byte-identical copies of a worse one whose model sleeps
+  3 s on its first call; ``distinct``: 12 distinct checkpoints whose model hangs. Figures: whether
+  ``run_best`` is the official result, the official phase's time against its bound, the
+  re-evaluations, and the end after the agent's last act against drain + bound + margin.
 - **snapshots**: a workspace of ``16 MiB × scale`` of code and 10 checkpoints with it unchanged.
   Figure: the snapshot objects' bytes against the copies a snapshot per checkpoint made
   (10 × the code), and against the session's cap.
@@ -39,7 +45,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-SECTIONS = ("output", "checkpoints", "snapshots", "readers")
+SECTIONS = ("output", "checkpoints", "snapshots", "readers", "official")
+END_MARGIN_S = 30  # closing the scorer, the unofficial figure's bookkeeping, writing the record
 READER_ALLOWANCE_MB = 200  # a reader over a flooded session may hold this much more than over a small one
 ONEGC = [sys.executable, "-m", "onegc_tui.cli"]
 
@@ -92,16 +99,18 @@ def new_home(root: Path) -> Path:
     return home
 
 
-def run_session(home: Path, sid: str, agent_body: str, budget_s: float, **fields) -> tuple[Path, float]:
-    """A real session of the command agent; returns its folder and its wall time."""
+def run_session(home: Path, sid: str, agent_body: str | None, budget_s: float, **fields) -> tuple[Path, float]:
+    """A real session of the command agent (``agent_body``: its script; None: ``command`` and
+    ``task`` are in ``fields``); returns its folder and its wall time."""
     from runner.launch.spawn import create_session, spawn_local
     from runner.wire.session_config import SessionConfig
 
-    agent = home.parent / f"{sid}.py"
-    agent.write_text(textwrap.dedent(agent_body))
+    if agent_body is not None:
+        agent = home.parent / f"{sid}.py"
+        agent.write_text(textwrap.dedent(agent_body))
+        fields = {"task": "t0", "command": [sys.executable, str(agent)], **fields}
     os.environ["ONEGC_HOME"] = str(home)
-    paths = create_session(SessionConfig(session_id=sid, task="t0", agent="command", budget_s=budget_s,
-                                         command=[sys.executable, str(agent)], **fields), home)
+    paths = create_session(SessionConfig(session_id=sid, agent="command", budget_s=budget_s, **fields), home)
     t0 = time.monotonic()
     spawn_local(paths)
     deadline = t0 + budget_s + 1200
@@ -174,8 +183,8 @@ def output_flood(root: Path, scale: float) -> list[dict]:
 
 def checkpoint_flood(root: Path, scale: float) -> list[dict]:
     from runner.scoring.live import LIVE_SCORE_DRAIN_S
-    from runner.scoring.official import evaluation_cap
-    from tasks import get_task
+    from runner.scoring.official import evaluation_cap, phase_seconds
+    from runner.scoring.scorer import DEADLINE_MARGIN_S
 
     home = new_home(root)
     count = int(300 * scale)
@@ -186,10 +195,11 @@ def checkpoint_flood(root: Path, scale: float) -> list[dict]:
     last_save = max(e["ts"] for e in found)
     delay = evs[-1]["ts"] - last_save
     cap = evaluation_cap(60)
-    bound = LIVE_SCORE_DRAIN_S + cap * get_task("t0").eval_timeout_s
+    phase = phase_seconds(60)
+    bound = LIVE_SCORE_DRAIN_S + phase + DEADLINE_MARGIN_S + END_MARGIN_S
     return [
         row(f"checkpoint flood: {len(found)} checkpoints found; the runner's time after the last until session_ended",
-            f"{delay:.0f} s", f"≤ {bound:.0f} s (drain {LIVE_SCORE_DRAIN_S:.0f} s + {cap} × eval timeout)",
+            f"{delay:.0f} s", f"≤ {bound:.0f} s (drain {LIVE_SCORE_DRAIN_S:.0f} + phase {phase:.0f} + margins)",
             delay / bound, delay <= bound),
         row("  official re-evaluations vs the post-session cap", str(len(official)), f"≤ {cap}", len(official) / cap,
             len(official) <= cap),
@@ -282,7 +292,44 @@ def readers(root: Path, scale: float) -> list[dict]:
     return rows
 
 
-RUNS = {"output": output_flood, "checkpoints": checkpoint_flood, "snapshots": snapshot_flood, "readers": readers}
+def official_flood(root: Path, scale: float, raw: Path) -> list[dict]:
+    """The issue's flood of the official phase on T6 (see the module), and a flood of hanging models."""
+    from runner.scoring.live import LIVE_SCORE_DRAIN_S
+    from runner.scoring.scorer import DEADLINE_MARGIN_S
+    from tests.integrity import causal_models, hostile_flood
+
+    if not (raw / "etth1").is_dir():
+        raise SystemExit(f"official: {raw / 'etth1'} not found: pass --from DIR holding etth1/ETTh1.csv")
+    home = root / "home"
+    causal_models.prepare("t6_etth1", home / "data" / "t6_etth1", raw / "etth1")
+    rows = []
+    for attack in ("copies", "distinct"):
+        command = [sys.executable, hostile_flood.__file__, attack, causal_models.__file__]
+        folder, wall = run_session(home, attack, None, 120, task="t6", grace_s=10, command=command)
+        evs = read_events(folder)
+        result = json.loads((folder / "result.json").read_text())
+        phase = result["official_phase"]
+        official = [e for e in evs if e["type"] == "checkpoint_scored" and e.get("official")]
+        found = sum(e["type"] == "checkpoint_found" for e in evs)
+        agent_gone = max(e["ts"] for e in evs if e["type"] in ("checkpoint_found", "process"))
+        delay = evs[-1]["ts"] - agent_gone
+        bound = LIVE_SCORE_DRAIN_S + phase["bound_s"] + DEADLINE_MARGIN_S + END_MARGIN_S
+        left = result["not_reevaluated"]
+        rows += [
+            row(f"official flood ({attack}): {found} checkpoints; the official result", str(result["checkpoint"]),
+                "run_best-1", 1.0 if result["checkpoint"] == "run_best-1" else 0.0, result["checkpoint"] == "run_best-1"),
+            row(f"  the official phase's time ({len(official)} re-evaluations; {left['by_bounds']} left by its bounds)",
+                f"{phase['took_s']:.0f} s", f"≤ {phase['bound_s'] + DEADLINE_MARGIN_S:.0f} s (bound + margin)",
+                phase["took_s"] / (phase["bound_s"] + DEADLINE_MARGIN_S),
+                phase["took_s"] <= phase["bound_s"] + DEADLINE_MARGIN_S),
+            row("  the runner's time after the agent's last act until session_ended", f"{delay:.0f} s",
+                f"≤ {bound:.0f} s (drain + bound + margins)", delay / bound, delay <= bound),
+        ]
+    return rows
+
+
+RUNS = {"output": output_flood, "checkpoints": checkpoint_flood, "snapshots": snapshot_flood, "readers": readers,
+        "official": official_flood}
 
 
 def main() -> int:
@@ -290,6 +337,8 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="sizes × this (5: the issue's 500 MB output flood)")
     ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated: {', '.join(SECTIONS)}")
     ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--from", dest="raw", type=Path, default=REPO.parent / "shared" / "data",
+                    help="the offline raw copies (official: etth1/ETTh1.csv)")
     args = ap.parse_args()
     wanted = [s for s in args.only.split(",") if s]
     unknown = set(wanted) - set(SECTIONS)
@@ -300,7 +349,8 @@ def main() -> int:
         root = Path(tempfile.mkdtemp(prefix=f"onegc-flood-{section}-"))
         try:
             t0 = time.monotonic()
-            rows += RUNS[section](root, args.scale)
+            rows += (official_flood(root, args.scale, args.raw) if section == "official"
+                     else RUNS[section](root, args.scale))
             print(f"[{section}: {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}]", file=sys.stderr, flush=True)
         finally:
             shutil.rmtree(root, ignore_errors=True)

@@ -22,12 +22,11 @@ The reading follows CPython's object layout (:class:`Layout`, 64-bit CPython 3.1
 checked at the zygote's start against its own memory, through the same code (:func:`self_test`):
 where it does not read what Python itself says, the check is off and says why, never a silent pass.
 
-What no check sees (stated in the verdict): a replacement undone before the child answered (it
-then changed nothing the runner uses either: the metric is the runner's own, computed with the
-pristine judge, and the predictions come from the ``predict`` captured before the import); and
-any replacement in the agent's own processes (its training runs, its own validation figures),
-where no trusted code runs at all. The text scan of the frozen code (runner/integrity/code_scan.py)
-remains a hint for those.
+What no check sees (stated in the verdict): a replacement undone before the child answered (the
+metric is the runner's own, computed with the pristine judge from the child's predictions); any
+replacement in the agent's own processes (its training runs, its own validation figures), where
+no trusted code runs at all; and what the functions use beside themselves (a constant, a helper,
+numpy). The text scan of the frozen code (runner/integrity/code_scan.py) remains a hint for those.
 
 Standard library only, no project import: it runs inside the scorer's sandbox, loaded by its path.
 """

@@ -1,7 +1,7 @@
 """The scorer's worker: turns one checkpoint into predictions, apart from the answers and from every
 other checkpoint. It runs inside its own sandbox (runner/scoring/scorer.py) and never sees a target.
 
-    python -I score_worker.py --task PREPARE.PY --inputs DIR --fd N
+    python -I score_worker.py --task PREPARE.PY --inputs DIR --fd N [--evaluator EVALUATOR_MEMORY.PY]
 
 At start it imports torch, numpy and the pristine task module, and loads the scored split's
 inputs (``DIR/*.npy``, made by the trusted side). Then it is a zygote: for each request on the
@@ -17,6 +17,9 @@ read or write its memory or descriptors through ``/proc``. Only then does it
 import the checkpoint's run script (``build_model``), load the weights strictly and call the
 task's ``predict`` captured before the import. The predictions go back on a pipe of their own
 (never stdout) as an ``.npy`` (no pickles); stdout and stderr are kept for the error message.
+With ``--evaluator``, the child then waits (whatever else runs in its namespace ended first),
+and the zygote stops it and reads its evaluation functions from outside, against its own
+pristine ones (runner/integrity/evaluator_memory.py; issue 46 part 5), before letting it end.
 When it exits, whatever it forked dies with its PID namespace.
 
 A request with ``probe_inputs`` (a folder of its own, made by the trusted side for the causality
@@ -27,8 +30,9 @@ but the probe (no later position, no other window's horizon) in any file or in m
 
 The answer on the socket: one JSON line (``ok``, ``error``, ``flags``, ``stdout``/``stderr``
 tails, ``eval_s``, ``bytes``) followed by that many bytes of ``.npy``. The child's own keys are
-its word (it may have written that line itself); ``observed`` (its stdout, its exit, a timeout)
-and ``invalid`` (its answer was malformed) are this process's, which the child cannot reach. The
+its word (it may have written that line itself); ``observed`` (its stdout, its exit, a timeout),
+``invalid`` (its answer was malformed) and ``looked`` (what the look at its evaluation functions
+found) are this process's, which the child cannot reach. The
 runner checks all of it again (runner/wire/answer_check.py). Standard library, numpy
 and torch only: the project's source is not in the sandbox.
 """
@@ -511,7 +515,9 @@ def serve(task, inputs: dict, sock: socket.socket, task_dir: str, inputs_dir: st
             continue
         try:
             req = json.loads(line)
-            answer, payload = score_one(task, inputs, dict(req, task_dir=task_dir, inputs=inputs_dir), evaluator)
+            # a probe's child (runner/integrity/causal.py) answers no verdict: only a scoring child is looked at
+            look = evaluator if isinstance(req, dict) and not req.get("probe_inputs") else None
+            answer, payload = score_one(task, inputs, dict(req, task_dir=task_dir, inputs=inputs_dir), look)
         except Exception as exc:  # noqa: BLE001 - the zygote answers every request
             answer, payload = {"ok": False, "error": f"scorer: {type(exc).__name__}: {exc}"}, b""
         answer["id"] = req.get("id") if isinstance(req, dict) else None

@@ -5,11 +5,12 @@ line names, so the model code comes in by its path).
 - ``copies``: trains ``run_best`` (DLinear, 40 steps) and saves it; then saves one worse
   checkpoint (2 steps) whose model sleeps 3 s on its first call, and copies its file 100 times,
   byte for byte, under newer names. Each copy claims a far better score than run_best's own.
-- ``distinct``: ``run_best`` as above, then 12 worse checkpoints saved anew (each its own bytes),
+- ``distinct``: ``run_best`` as above, then 12 worse checkpoints saved one after the other (each its own bytes),
   each claiming the best score, whose model hangs on its first call (past the task's evaluation
   timeout): only the official phase's time bound ends their evaluations.
-- ``every_step``: an honest agent that saves every step of one training run (50 checkpoints, a
-  learning rate that overshoots late, so the best is in the middle), each with its own val figure.
+- ``every_step``: an honest agent that saves every step of one training run (24 checkpoints, a
+  learning rate that overshoots from step 14 on, so the best is in the middle), each with its own
+  val figure.
 
 Each writes ``flood.json``: what it saved and, for every checkpoint, the val figure it measured.
 """
@@ -37,7 +38,7 @@ if __name__ == "__main__":
         torch.nn.functional.mse_loss(model(x[idx].contiguous()), y[idx]).backward()
         opt.step()
         if {every_step}:
-            if step == 30:
+            if step == SWITCH:
                 for group in opt.param_groups:
                     group["lr"] = 0.5  # overshoots: the later steps are worse
             val = prepare.evaluate(model, "val", "cpu")["value"]
@@ -45,8 +46,9 @@ if __name__ == "__main__":
             print(json.dumps({{"name": f"step{{step:03d}}", "val": val}}), flush=True)
     if not {every_step}:
         val = prepare.evaluate(model, "val", "cpu")["value"]
-        prepare.save_checkpoint(model, config, NAME, score=CLAIM if CLAIM is not None else val)
-        print(json.dumps({{"name": NAME, "val": val}}), flush=True)
+        for name in [f"{{NAME}}{{i:02d}}" for i in range(COPIES)] if COPIES else [NAME]:
+            prepare.save_checkpoint(model, config, name, score=CLAIM if CLAIM is not None else val)
+            print(json.dumps({{"name": name, "val": val}}), flush=True)
 """
 
 SLOW = """
@@ -81,8 +83,11 @@ def models(path: str):
 
 
 def run(script: str, source: str, name: str = "", claim: float | None = None, steps: int = 40, lr: float = 0.005,
-        every_step: bool = False) -> list[dict]:
-    body = source + "\nimport json\nNAME = " + repr(name) + "\nCLAIM = " + repr(claim) + "\n"
+        every_step: bool = False, copies: int = 0) -> list[dict]:
+    """Write and run one training script; ``copies``: saves of the trained model under NAME00, NAME01, ...
+    (each its own bytes: the kit stamps every save), else one under NAME."""
+    body = (source + "\nimport json\nNAME = " + repr(name) + "\nCLAIM = " + repr(claim)
+            + "\nCOPIES = " + repr(copies) + "\nSWITCH = 14\n")
     Path(script).write_text(body + TRAIN.format(steps=steps, lr=lr, every_step=every_step))
     out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=600)
     print(f"$ python {script} -> exit {out.returncode}", out.stderr[-500:], flush=True)
@@ -109,9 +114,8 @@ if __name__ == "__main__":
                 copy_in(Path("checkpoints/slow.pt"), f"copy{i:03d}")
                 saved.append({"name": f"copy{i:03d}", "val": saved[-1]["val"]})
         else:
-            for i in range(12):
-                saved += run(f"run_hang{i:02d}.py", slow, f"hang{i:02d}", claim=0.01, steps=2)
+            saved += run("run_hang.py", slow, "hang", claim=0.01, steps=2, copies=12)
     elif attack == "every_step":
-        saved += run("run_steps.py", cm.DLINEAR, steps=50, lr=0.002, every_step=True)
+        saved += run("run_steps.py", cm.DLINEAR, steps=24, lr=0.002, every_step=True)
     Path("flood.json").write_text(json.dumps({"saved": saved}))
     time.sleep(3)

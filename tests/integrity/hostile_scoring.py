@@ -100,7 +100,7 @@ SPELLINGS = {
                      "prepare.__class__ = M\n"),
     # out of the scan's reach: code run from a string, a module found through gc, an attribute of a class
     "exec_string": f'exec("import prepare; prepare.judge = {FAKE}")\n',
-    "gc_found": ("import gc\nm = [o for o in gc.get_objects() if type(o).__name__ == 'module' and "
+    "gc_found": ("import gc, types\nm = [o for o in gc.get_objects() if isinstance(o, types.ModuleType) and "
                  f"getattr(o, '__name__', '') == 'prepare'][0]\nm.judge = {FAKE}\n"),
     "class_attribute": f"import prepare\nclass H:\n    m = prepare\nH.m.judge = {FAKE}\n",
     "frame_globals": f"import sys\nsys._getframe().f_globals['prepare'].judge = {FAKE}\n",

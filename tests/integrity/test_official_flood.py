@@ -6,7 +6,7 @@ the command agent tests/integrity/hostile_flood.py on ETTh1:
   scored live nor re-evaluated, the official result was a copy, and the end outlived its bound;
 - 12 distinct checkpoints whose model hangs, each claiming the best score: only the phase's
   time bound ends them;
-- an honest agent that saves every step: its best checkpoint is not lost to the newer ones.
+- an honest agent that saves every step: its best checkpoint is not lost to the ten newer, worse ones.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_a_flood_of_hanging_models_ends_within_the_phase_bound_and_says_what_it_
 def test_an_honest_agent_that_saves_every_step_keeps_its_best_checkpoint(home):
     evs, result, saved = flood_session(home, "every_step")
     steps = saved["saved"]
-    assert len(steps) == 50
+    assert len(steps) == 24
     best = min(steps, key=lambda s: s["val"])
     assert best["val"] < steps[-1]["val"]  # the newest is not the best: recency would lose it
     assert result["checkpoint"] == f"{best['name']}-1", (result["checkpoint"], best)

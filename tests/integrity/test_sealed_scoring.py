@@ -25,9 +25,21 @@ AGENT = Path(hostile_scoring.__file__)
 
 
 # each verdict as the scorer's flags read before they were typed: the child's word labelled, what the
-# worker saw as it is, a replacement read from outside as "code replaces …", strengths asserted
+# worker saw as it is, a replacement the zygote saw in the child as "held: …", the code scan's hint
+# as "code reads as replacing …", strengths asserted
 _AS_TEXT = {"child_report": ("note", "self-reported: "), "scorer_observed": ("note", ""),
-            "evaluator_replaced": ("disqualifies", ""), "code_unscanned": ("look", "unscanned: ")}
+            "evaluator_replaced": ("disqualifies", "held: "), "evaluator_in_code": ("look", ""),
+            "code_unscanned": ("look", "unscanned: ")}
+
+
+def held(event: dict) -> list[str]:
+    """What the zygote saw replaced in the child (the verdict evaluator_replaced), name by name."""
+    out = []
+    for v in verdicts_of(event):
+        if v.check == "evaluator_replaced":
+            assert v.strength == "disqualifies" and "undone before the child answered" in v.evidence, v
+            out += v.evidence.split("child held replaced ", 1)[1].split(" (read from outside")[0].split(", ")
+    return out
 
 
 def said(event: dict) -> list[str]:
@@ -89,7 +101,9 @@ def test_s1_replacing_the_evaluator_at_import_changes_nothing_and_is_flagged(hom
     assert value < 0.9  # an untrained net on three spirals, not the forged 1.0
     assert any(f.startswith("self-reported: changed prepare: ") and "judge" in f for f in said(live["monkeypatch-1"]))
     assert any(f.startswith("self-reported: changed onegc_kit: ") for f in said(live["monkeypatch-1"]))
-    assert "code replaces prepare: evaluate, judge" in said(live["monkeypatch-1"])  # read from outside
+    assert "code reads as replacing prepare: evaluate, judge" in said(live["monkeypatch-1"])  # the text: a hint
+    assert held(live["monkeypatch-1"]) == ["prepare.evaluate", "prepare.judge", "onegc_kit.check_predictions",
+                                           "onegc_kit.evaluate_split"]  # seen in the child, from outside
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
     assert said(live["honest-1"]) == []
     assert json.loads(paths.result.read_text())["value"] == ended["score"] != 1.0
@@ -107,7 +121,8 @@ def test_s3_a_poisoned_checkpoint_cannot_reach_the_next_one(home, tmp_path):
     paths, ended, live, official = run_attack(home, "s3", "poison")
     assert live["poison-1"]["value"] is not None  # its own predict() was replaced: its own score spoilt
     assert any(f.startswith("self-reported: changed prepare: predict") for f in said(live["poison-1"]))
-    assert "code replaces prepare: predict" in said(live["poison-1"])
+    assert "code reads as replacing prepare: predict" in said(live["poison-1"])
+    assert "prepare.predict" in held(live["poison-1"]) and held(live["honest-1"]) == []
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)  # scored after it, clean
     assert said(live["honest-1"]) == []
 
@@ -156,26 +171,55 @@ def test_an_official_checkpoint_whose_code_replaced_the_evaluator_is_disqualifie
     assert_scored_as_its_weights(paths, live, official, "monkeypatch-1", tmp_path)  # the score is still its own
     result = json.loads(paths.result.read_text())
     assert result["checkpoint"] == "monkeypatch-1"
-    assert "the code replaces prepare: evaluate, judge" in result["disqualified"]
+    assert "held replaced prepare.evaluate, prepare.judge" in result["disqualified"]
     assert any(v["check"] == "evaluator_replaced" and v["strength"] == "disqualifies" for v in result["verdicts"])
     store = Store.open(home)
     Ingester(home, store).ingest_all()
-    assert store.session("dq")["disqualified"].startswith("the official checkpoint: the code replaces prepare")
+    assert store.session("dq")["disqualified"].startswith("the official checkpoint: after the checkpoint's code ran")
     store.close()
 
 
 def test_a_silenced_flag_recorder_is_harmless_and_the_code_read_from_outside_still_disqualifies(home, tmp_path):
     """Issue 28: the checkpoint's code switches the child's recorder off, then replaces the judge
     and the evaluator. The child reports nothing; the score is still its weights' (the runner
-    judges), and the runner's own reading of the frozen code disqualifies it."""
+    judges), and the zygote's look at the child from outside disqualifies it (issue 46 part 5;
+    the runner's reading of the frozen code is a hint beside it)."""
     paths, ended, live, official = run_attack(home, "silenced", "silenced", "--alone")
     assert_scored_as_its_weights(paths, live, official, "silenced-1", tmp_path)
     flags = said(live["silenced-1"])
     assert not [f for f in flags if f.startswith("self-reported: changed")], flags  # the recorder was off
-    assert "code replaces prepare: evaluate, judge" in flags
+    assert "code reads as replacing prepare: evaluate, judge" in flags
+    assert held(live["silenced-1"]) == ["prepare.evaluate", "prepare.judge"]  # the zygote's look: no recorder to silence
     result = json.loads(paths.result.read_text())
     assert result["checkpoint"] == "silenced-1" and ended["reason"] == "completed"
-    assert "the code replaces prepare: evaluate, judge" in result["disqualified"]
+    assert "held replaced prepare.evaluate, prepare.judge" in result["disqualified"]
+
+
+def test_every_spelling_of_a_replaced_judge_is_seen_by_behaviour_and_the_text_is_only_a_hint(home, tmp_path):
+    """Issue 46 part 5: spellings of ``prepare.judge = f`` written by an agent that knows the code
+    scan, each one checkpoint of one session. Each that stands when the child answers is seen by
+    the zygote and disqualifies, whatever the text scan read; the two it cannot see (undone before
+    the answer, made only in the agent's own run) are the scan's hint, a look; scores are the
+    weights' own; the honest checkpoint after them is clean."""
+    from tests.integrity.hostile_scoring import BLIND, SPELLINGS
+
+    attacks = [*SPELLINGS, *BLIND]
+    paths, ended, live, official = run_attack(home, "spell", ",".join(attacks), budget_s=300, wait_s=500)
+    assert ended["reason"] == "completed", ended
+    unread_by_text = {"exec_string", "gc_found", "class_attribute", "frame_globals"}
+    for attack in attacks:
+        e = live[f"{attack}-1"]
+        assert e.get("value") is not None, (attack, e)  # the score is its weights', not the forged 1.0
+        seen = held(e)
+        hinted = [f for f in said(e) if f.startswith("code reads as replacing prepare")]
+        if attack in BLIND:
+            assert seen == [] and hinted, (attack, said(e))  # what behaviour cannot see, the text hints
+        else:
+            assert seen and all(n.startswith(("prepare.judge", "prepare.__class__")) for n in seen), (attack, seen)
+            assert bool(hinted) == (attack not in unread_by_text), (attack, said(e))
+    assert held(live["honest-1"]) == [] and said(live["honest-1"]) == []
+    result = json.loads(paths.result.read_text())
+    assert result["value"] is not None and result["value"] != 1.0
 
 
 FORGED_INVALID = {  # attack: a part of the error it must give
