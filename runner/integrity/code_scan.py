@@ -229,6 +229,7 @@ class _Reader:
                         self.sys.add(local)
                         changed = True
             elif isinstance(node, ast.ImportFrom):
+                source = node.module or ""
                 for a in node.names:
                     local = a.asname or a.name
                     if node.module == "importlib" and a.name == "import_module" and local not in self.loaders:
@@ -237,22 +238,22 @@ class _Reader:
                     elif node.module == "sys" and a.name == "modules" and local not in self.maps:
                         self.maps.add(local)
                         changed = True
-                    elif node.module in self.names and a.name == "__dict__" and local not in self.dicts:
-                        self.dicts[local], changed = node.module, True
-                    elif node.module in self.names and local not in self.members:
-                        self.members[local], changed = node.module, True
-                    elif node.module is None or node.level:  # from . import prepare
-                        if a.name in self.names and local not in self.modules:
-                            self.modules[local], changed = a.name, True
+                    elif source in self.names and a.name == "__dict__" and local not in self.dicts:
+                        self.dicts[local], changed = source, True
+                    elif source in self.names and local not in self.members:
+                        self.members[local], changed = source, True
+                    elif (node.module is None or node.level) and a.name in self.names \
+                            and local not in self.modules:  # from . import prepare
+                        self.modules[local], changed = a.name, True
             elif isinstance(node, ast.Assign):
                 changed |= any([self._bind_target(t, node.value) for t in node.targets])
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
                 changed |= self._bind_target(node.target, node.value)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.target, ast.Name):
-                source = node.iter
-                held = self.held.get(source.id) if isinstance(source, ast.Name) else None
-                if held is None and isinstance(source, (ast.List, ast.Tuple, ast.Set)):
-                    held = next((m for e in source.elts if (m := self.module_of(e)) is not None), None)
+                loop = node.iter
+                held = self.held.get(loop.id) if isinstance(loop, ast.Name) else None
+                if held is None and isinstance(loop, (ast.List, ast.Tuple, ast.Set)):
+                    held = next((m for e in loop.elts if (m := self.module_of(e)) is not None), None)
                 if held is not None and node.target.id not in self.modules:
                     self.modules[node.target.id], changed = held, True
             elif isinstance(node, ast.Call):

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.integrity.checks import verdict
-from runner.wire.verdicts import Verdict
+from runner.wire.verdicts import Strength, Verdict
 
 UNSEEN = ("not seen by any check: a replacement undone before the child answered, and any in the agent's "
           "own runs; the score is the runner's own, with the pristine judge")
@@ -42,6 +42,6 @@ def verdicts(looked: Mapping[str, Any] | None) -> tuple[Verdict, ...]:
                         f"after the checkpoint's code ran, the scorer's child held replaced {names} "
                         f"(read from outside the child); {UNSEEN}"),)
     if looked.get("unchecked"):
-        strength = "look" if looked.get("by") == "child" else "note"
+        strength: Strength = "look" if looked.get("by") == "child" else "note"
         return (verdict("evaluator_unchecked", strength, f"the evaluation functions were not checked: {looked['unchecked']}"),)
     return ()

@@ -258,7 +258,10 @@ def select(cands: list[Candidate], better: Callable[[float, float], bool], evalu
     top = ranked(current(), better)[:1]
     if top:
         run(top[0].label)
-    order = evidence_key(better, lambda lb: None, lambda lb: reported[lb], lambda lb: elapsed[lb])
+    def no_score(label: str) -> float | None:
+        return None  # the unscored: no live score to go by
+
+    order = evidence_key(better, no_score, reported.get, elapsed.__getitem__)
     unscored: dict[int, list[str]] = {}
     for label in members:  # the earliest of each content
         if vals[label] is None:

@@ -33,6 +33,18 @@ def _higher(a: float, b: float) -> bool:
     return a > b
 
 
+def _no_score(found: FoundCheckpoint) -> float | None:
+    return None  # waiting: not scored yet
+
+
+def _claimed(found: FoundCheckpoint) -> float | None:
+    return found.self_reported
+
+
+def _seen(found: FoundCheckpoint) -> float:
+    return found.seen_at
+
+
 class ScoreQueue:
     """A worker thread that scores found checkpoints (the scorer warmed first); see the module.
     ``on_scored(found, score, same_as)``: ``same_as`` names the byte-identical checkpoint whose
@@ -44,7 +56,7 @@ class ScoreQueue:
         self.on_scored = on_scored
         self.left = 0  # checkpoints still waiting when the queue was closed
         self.deduplicated = 0  # checkpoints given the score of a byte-identical one
-        self._key = evidence_key(better, lambda f: None, lambda f: f.self_reported, lambda f: f.seen_at)
+        self._key = evidence_key(better, _no_score, _claimed, _seen)
         self._waiting: list[FoundCheckpoint] = []
         self._scored: dict[str, tuple[str, Score]] = {}  # content -> (the label scored, its score)
         self._closed = False

@@ -384,7 +384,8 @@ def score_one(task, inputs: dict, req: dict, evaluator=None) -> tuple[dict, byte
     pid = os.fork()
     if pid == 0:  # the intermediate: new namespaces, then PID 1 of them
         try:
-            _close_all_but({res_w, out_w, err_w} | ({hold_r} if hold_r is not None else set()))  # above all the socket to the runner
+            keep = {res_w, out_w, err_w} | ({hold_r} if hold_r is not None else set())
+            _close_all_but(keep)  # above all the socket to the runner
             why = _own_namespaces()
             inner = os.fork()
             if inner == 0:
@@ -429,7 +430,7 @@ def score_one(task, inputs: dict, req: dict, evaluator=None) -> tuple[dict, byte
     if timed_out or too_big:
         os.kill(pid, signal.SIGKILL)  # its PID 1 dies with it (parent-death signal), and all it forked
     looked = None
-    if evaluator is not None:
+    if evaluator is not None and hold_w is not None:
         if not (timed_out or too_big):  # it answered: what did its code leave of the evaluation?
             looked = _look(evaluator, pid)
         os.close(hold_w)  # the held child goes on, and ends

@@ -325,9 +325,8 @@ def hostile():
 def sealed_score(tmp_path, monkeypatch):
     def score(task_id: str, data_dir: Path, ckpt: Path, code: Path, canary_key: str | None = None):
         from runner.integrity.canaries import CanaryJudge, kind_for
-        from runner.scoring.snapshots import SNAPSHOT_CKPT
         from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
-        from runner.scoring.snapshots import snapshot_code
+        from runner.scoring.snapshots import SNAPSHOT_CKPT, snapshot_code
         from tasks import get_task
 
         spec = get_task(task_id)

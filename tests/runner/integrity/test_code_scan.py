@@ -50,7 +50,8 @@ p = importlib.import_module("prepare")
 p.judge = lambda *a: 0.0
 __import__("onegc_kit").check_predictions = lambda pred, *a: pred
 """
-    assert scan(tmp_path, src) == ("code reads as replacing prepare: judge", "code reads as replacing onegc_kit: check_predictions")
+    assert scan(tmp_path, src) == ("code reads as replacing prepare: judge",
+                                   "code reads as replacing onegc_kit: check_predictions")
 
 
 def test_names_made_at_run_time_strings_run_as_code_and_unresolved_imports_are_unscanned(tmp_path):

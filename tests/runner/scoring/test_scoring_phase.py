@@ -10,10 +10,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from runner.scoring.checkpoint_watcher import FoundCheckpoint
-from runner.scoring.score_queue import ScoreQueue
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase
 from runner.scoring.result_file import result_record, write_result
+from runner.scoring.score_queue import ScoreQueue
 from runner.scoring.scorer import INVALID, Score, SealedScorer
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
