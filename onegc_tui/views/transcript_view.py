@@ -96,7 +96,8 @@ def event_words(event: Event, task: str | None = None) -> Wording | None:
         what = fmt_score(event.value)
         label = metric_label(task)
         if not event.official:
-            return Wording("checkpoint", f"{event.name}: {score_name(label, event.split, 'live')} {what}")
+            same = f" (byte-identical to {event.same_as}: scored once)" if event.same_as else ""
+            return Wording("checkpoint", f"{event.name}: {score_name(label, event.split, 'live')} {what}{same}")
         val = f", live val {event.val:.4f}" if event.val is not None else ""
         return Wording("re-evaluated", f"{event.name}: {event.split} {measure(label)} {what}{val} "
                                        "(a candidate: the official result is the val-best's)")
@@ -108,7 +109,8 @@ def event_words(event: Event, task: str | None = None) -> Wording | None:
         times = f" (×{event.count})" if event.count > 1 else ""
         return Wording("WARNING", f"{event.code}{times}: {event.message}")
     if event.type == "session_ended":
-        return ended_words(event.reason, event.score, event.detail, task, event.best_checkpoint, event.val)
+        return ended_words(event.reason, event.score, event.detail, task, event.best_checkpoint, event.val,
+                           event.not_reevaluated)
     if event.type == "truncated":  # runner/wire/record_caps.py
         return Wording("record cap reached:", truncated_words(event.stream, event.dropped, event.dropped_bytes, event.final))
     if event.type == "conditions":  # runner/session/contention.py
@@ -142,9 +144,12 @@ def official_words(score: float | None, task: str | None, checkpoint: str | None
 
 
 def ended_words(reason: str, score: float | None, detail: str, task: str | None = None,
-                checkpoint: str | None = None, val: float | None = None) -> Wording:
-    """A session's end: its ``session_ended``, or a liveness verdict."""
-    return Wording("ended:", f"{reason}, {official_words(score, task, checkpoint, val)} ({detail})")
+                checkpoint: str | None = None, val: float | None = None, not_reevaluated: int | None = None) -> Wording:
+    """A session's end: its ``session_ended``, or a liveness verdict; with the checkpoints the
+    official phase's bounds left without a re-evaluation, where any (runner/scoring/official.py)."""
+    left = (f"; {not_reevaluated} checkpoint{'s' if not_reevaluated != 1 else ''} not re-evaluated within "
+            "the official phase's bounds" if not_reevaluated else "")
+    return Wording("ended:", f"{reason}, {official_words(score, task, checkpoint, val)} ({detail}){left}")
 
 
 PANE_EVENT_TYPES = ("transcript", "warning", "checkpoint_scored", "control", "process", "session_ended", "truncated")
@@ -164,7 +169,8 @@ def event_line(event: Event) -> str | None:
         return f"{stamp} {mark} {role} {event.split} {fmt_score(event.value)} · {event.name}"
     if event.type == "session_ended":
         result = f"official {fmt_score(event.score)}" if event.score is not None else "no valid score"
-        return f"{stamp} {mark} session ended: {event.reason}, {result} ({event.detail})"
+        left = f"; {event.not_reevaluated} not re-evaluated (the official phase's bounds)" if event.not_reevaluated else ""
+        return f"{stamp} {mark} session ended: {event.reason}, {result} ({event.detail}){left}"
     said = event_words(event) if mark else None
     return None if said is None else f"{stamp} {mark} {said.words}"
 

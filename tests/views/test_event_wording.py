@@ -63,3 +63,15 @@ def test_plain_lines_are_the_words_behind_their_labels(tmp_path):
                  "a-ended: agent tool_call: [bash] python run_1.py",
                  "a-ended: ended: completed, official val accuracy 0.9300 (run_1_epoch3-1) (the agent finished)"):
         assert line in text, text
+
+
+def test_a_copy_scored_once_and_the_checkpoints_the_official_phase_left_are_said():
+    """Issue 46 part 6: a byte-identical snapshot's live score names the one it was scored as, and
+    the end says how many checkpoints the official phase's bounds left without a re-evaluation."""
+    copy = CheckpointScored(session_id="s", seq=8, ts=T0, name="copy007-1", value=0.5, metric="val_acc", split="val",
+                            budget_elapsed_s=20.0, same_as="slow-1")
+    assert "(byte-identical to slow-1: scored once)" in event_words(copy).words
+    ended = SessionEnded(session_id="s", seq=9, ts=T0, reason="completed", detail="done", active_s=1, wall_s=1,
+                         paused_s=0, score=0.6, not_reevaluated=5)
+    assert event_words(ended).words.endswith("(done); 5 checkpoints not re-evaluated within the official phase's bounds")
+    assert "not re-evaluated" not in event_words(EVENTS[-1]).words  # none left: nothing said
