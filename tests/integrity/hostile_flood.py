@@ -12,7 +12,7 @@ line names, so the model code comes in by its path).
   learning rate that overshoots from step 14 on, so the best is in the middle), each with its own
   val figure.
 
-Each writes ``flood.json``: what it saved and, for every checkpoint, the val figure it measured.
+Each writes ``flood.jsonl``: a line per checkpoint saved, with the val figure it measured.
 """
 
 import json
@@ -24,6 +24,11 @@ import time
 from pathlib import Path
 
 TRAIN = """
+def saved(record):  # one line per checkpoint, written as it is saved: a session cut short keeps its record
+    with open("flood.jsonl", "a") as f:
+        f.write(json.dumps(record) + "\\n")
+
+
 if __name__ == "__main__":
     import torch, prepare
     torch.manual_seed(0)
@@ -43,12 +48,12 @@ if __name__ == "__main__":
                     group["lr"] = 0.5  # overshoots: the later steps are worse
             val = prepare.evaluate(model, "val", "cpu")["value"]
             prepare.save_checkpoint(model, config, f"step{{step:03d}}", score=val)
-            print(json.dumps({{"name": f"step{{step:03d}}", "val": val}}), flush=True)
+            saved({{"name": f"step{{step:03d}}", "val": val}})
     if not {every_step}:
         val = prepare.evaluate(model, "val", "cpu")["value"]
         for name in [f"{{NAME}}{{i:02d}}" for i in range(COPIES)] if COPIES else [NAME]:
             prepare.save_checkpoint(model, config, name, score=CLAIM if CLAIM is not None else val)
-            print(json.dumps({{"name": name, "val": val}}), flush=True)
+            saved({{"name": name, "val": val}})
 """
 
 SLOW = """
@@ -83,7 +88,7 @@ def models(path: str):
 
 
 def run(script: str, source: str, name: str = "", claim: float | None = None, steps: int = 40, lr: float = 0.005,
-        every_step: bool = False, copies: int = 0) -> list[dict]:
+        every_step: bool = False, copies: int = 0) -> None:
     """Write and run one training script; ``copies``: saves of the trained model under NAME00, NAME01, ...
     (each its own bytes: the kit stamps every save), else one under NAME."""
     body = (source + "\nimport json\nNAME = " + repr(name) + "\nCLAIM = " + repr(claim)
@@ -91,7 +96,6 @@ def run(script: str, source: str, name: str = "", claim: float | None = None, st
     Path(script).write_text(body + TRAIN.format(steps=steps, lr=lr, every_step=every_step))
     out = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=600)
     print(f"$ python {script} -> exit {out.returncode}", out.stderr[-500:], flush=True)
-    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
 def copy_in(source: Path, name: str) -> None:
@@ -101,21 +105,26 @@ def copy_in(source: Path, name: str) -> None:
     os.replace(tmp, source.parent / f"{name}.pt")
 
 
+def copy_saved(source: str, copies: int) -> None:
+    record = [json.loads(line) for line in Path("flood.jsonl").read_text().splitlines() if line.strip()]
+    val = next(r["val"] for r in record if r["name"] == source)
+    with open("flood.jsonl", "a") as f:
+        for i in range(copies):
+            copy_in(Path(f"checkpoints/{source}.pt"), f"copy{i:03d}")
+            f.write(json.dumps({"name": f"copy{i:03d}", "val": val}) + "\n")
+
+
 if __name__ == "__main__":
     attack, cm = sys.argv[1], models(sys.argv[2])
-    saved: list[dict] = []
     if attack in ("copies", "distinct"):
-        saved += run("run_best.py", cm.DLINEAR, "run_best", steps=40)
+        run("run_best.py", cm.DLINEAR, "run_best", steps=40)
         time.sleep(2)  # scored live meanwhile, as a real agent's first checkpoint is
         slow = cm.DLINEAR + SLOW.replace("SLEEP_S", "3" if attack == "copies" else "3600")
         if attack == "copies":
-            saved += run("run_slow.py", slow, "slow", claim=0.01, steps=2)
-            for i in range(100):
-                copy_in(Path("checkpoints/slow.pt"), f"copy{i:03d}")
-                saved.append({"name": f"copy{i:03d}", "val": saved[-1]["val"]})
+            run("run_slow.py", slow, "slow", claim=0.01, steps=2)
+            copy_saved("slow", 100)
         else:
-            saved += run("run_hang.py", slow, "hang", claim=0.01, steps=2, copies=12)
+            run("run_hang.py", slow, "hang", claim=0.01, steps=2, copies=12)
     elif attack == "every_step":
-        saved += run("run_steps.py", cm.DLINEAR, steps=24, lr=0.002, every_step=True)
-    Path("flood.json").write_text(json.dumps({"saved": saved}))
+        run("run_steps.py", cm.DLINEAR, steps=24, lr=0.002, every_step=True)
     time.sleep(3)

@@ -30,25 +30,26 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no 
 AGENT = str(Path(hostile_flood.__file__))
 MODELS = str(Path(causal_models.__file__))
 BUDGET_S = 120  # the issue's session
+EVERY_STEP_BUDGET_S = 600  # the agent ends on its own (24 steps with a val figure each: slow on a loaded CPU)
 END_MARGIN_S = 30  # closing the scorer, the unofficial figure's bookkeeping, writing the record
 
 
-def flood_session(home: Path, attack: str) -> tuple[list[dict], dict, dict]:
+def flood_session(home: Path, attack: str, budget_s: float = BUDGET_S) -> tuple[list[dict], dict, list[dict]]:
     if not (SHARED_DATA / "etth1").is_dir():
         pytest.skip(f"offline dataset copies not found at {SHARED_DATA}")
     causal_models.prepare("t6_etth1", home / "data" / "t6_etth1", SHARED_DATA / "etth1")
-    paths = start_session(home, attack, task="t6", agent="command", budget_s=BUDGET_S, grace_s=10,
+    paths = start_session(home, attack, task="t6", agent="command", budget_s=budget_s, grace_s=10,
                           command=[sys.executable, AGENT, attack, MODELS])
-    wait_event(paths, "session_ended", timeout=900)
-    saved = json.loads((paths.workspace / "flood.json").read_text())
+    wait_event(paths, "session_ended", timeout=900 + budget_s)
+    saved = [json.loads(line) for line in (paths.workspace / "flood.jsonl").read_text().splitlines() if line.strip()]
     return events(paths), json.loads(paths.result.read_text()), saved
 
 
-def assert_within_the_bound(evs: list[dict], result: dict) -> None:
+def assert_within_the_bound(evs: list[dict], result: dict, budget_s: float = BUDGET_S) -> None:
     """The official phase took at most its stated bound (plus the margin a cut child's answer gets),
     and the session's end came at most the live drain and that bound after the agent's last act."""
     phase = result["official_phase"]
-    assert phase["bound_s"] == phase_seconds(BUDGET_S)
+    assert phase["bound_s"] == phase_seconds(budget_s)
     assert phase["took_s"] <= phase["bound_s"] + DEADLINE_MARGIN_S + 5, phase
     agent_gone = max(e["ts"] for e in evs if e["type"] in ("checkpoint_found", "transcript", "process"))
     assert evs[-1]["ts"] - agent_gone <= (LIVE_SCORE_DRAIN_S + phase["bound_s"] + END_MARGIN_S) * slack(), phase
@@ -56,7 +57,7 @@ def assert_within_the_bound(evs: list[dict], result: dict) -> None:
 
 def test_byte_identical_copies_of_a_slow_model_do_not_push_out_the_best_checkpoint(home):
     evs, result, saved = flood_session(home, "copies")
-    assert len(saved["saved"]) == 102  # run_best, slow, and 100 copies of slow
+    assert len(saved) == 102  # run_best, slow, and 100 copies of slow
     assert result["checkpoint"] == "run_best-1", result["checkpoint"]  # the official result is not a copy
     live = {e["name"]: e for e in evs if e["type"] == "checkpoint_scored" and not e.get("official")}
     assert live["run_best-1"].get("value") is not None  # scored live
@@ -98,11 +99,10 @@ def test_a_flood_of_hanging_models_ends_within_the_phase_bound_and_says_what_it_
 
 
 def test_an_honest_agent_that_saves_every_step_keeps_its_best_checkpoint(home):
-    evs, result, saved = flood_session(home, "every_step")
-    steps = saved["saved"]
+    evs, result, steps = flood_session(home, "every_step", budget_s=EVERY_STEP_BUDGET_S)
     assert len(steps) == 24
     best = min(steps, key=lambda s: s["val"])
     assert best["val"] < steps[-1]["val"]  # the newest is not the best: recency would lose it
     assert result["checkpoint"] == f"{best['name']}-1", (result["checkpoint"], best)
     assert result["val"] == pytest.approx(best["val"], rel=1e-5)  # the harness's own figure agrees
-    assert_within_the_bound(evs, result)
+    assert_within_the_bound(evs, result, EVERY_STEP_BUDGET_S)
