@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -26,6 +24,7 @@ from onegc_tui.cli.base import (
     need_terminal,
     session_paths,
 )
+from onegc_tui.cli.prepare_output import run_prepare
 from runner.errors import OnegcError
 from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
@@ -68,14 +67,11 @@ def tasks_cmd() -> None:
         ready = is_prepared(spec.id, data_root(home))
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
         metric = f"{spec.metric_label} {arrow('higher' if spec.higher_is_better else 'lower')}"
-        rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base,
-                     "prepared" if ready else "not prepared"])
+        state = "prepared" if ready else "made at first run" if spec.cpu_ok else "not prepared"
+        rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base, state])
     header = ["id", "task", "metric", "budget", "baseline", "data"]
     for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
         click.echo(line)
-
-
-PROGRESS_RE = re.compile(r"^progress: (?P<name>\S+) (?P<done>\d+)/(?P<total>\d+)$")
 
 
 def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple[str, ...] = (),
@@ -83,38 +79,12 @@ def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple
     """Run the task's locked ``prepare.py`` into ``$ONEGC_HOME/data/<task>``, showing progress;
     then, for a task with permitted pretrained weights, fetch those once too."""
     base = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
-    _run_prepare(spec, base + (["--from", str(from_dir)] if from_dir else []) + list(extra))
+    run_prepare(spec.short, base + (["--from", str(from_dir)] if from_dir else []) + list(extra))
     if spec.pretrained_weights:
         from runner.session.workspace import weights_dir
 
         if not (weights_dir(spec, data_root(home)) / "weights.json").is_file():
-            _run_prepare(spec, base + ["--weights"] + (["--weights-from", str(weights_from)] if weights_from else []))
-
-
-def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, bufsize=1)
-    last_line = ""
-    bar_shown = False
-    assert proc.stderr is not None  # stderr=PIPE gives a stream
-    for line in proc.stderr:
-        line = line.rstrip()
-        m = PROGRESS_RE.match(line)
-        if m:
-            done, total = int(m["done"]), int(m["total"])
-            width = 30
-            filled = width * done // max(total, 1)
-            click.echo(f"\r  {m['name']} [{'#' * filled}{'.' * (width - filled)}] {done / 2**20:.1f}/{total / 2**20:.1f} MiB",
-                       nl=False, err=True)
-            bar_shown = True
-            continue
-        if bar_shown:
-            click.echo("", err=True)
-            bar_shown = False
-        if line:
-            last_line = line
-            click.echo(f"  {line}", err=True)
-    if proc.wait() != 0:
-        raise OnegcError(f"preparing {spec.short} failed: {last_line.removeprefix('error: ') or 'see the output above'}")
+            run_prepare(spec.short, base + ["--weights"] + (["--weights-from", str(weights_from)] if weights_from else []))
 
 
 @main.command("prepare")
@@ -202,7 +172,7 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool, task: str) -> 
               help="run the agent without its sandbox (it can then read held-out data and rewrite records): "
                    "recorded in the contract, flagged wherever the result is shown")
 @click.option("--memory", "memory_bytes", type=SIZE, default=None,
-              help="memory cap of the agent's processes, e.g. 512M, 16G (default: 80%% of this machine's)")
+              help="memory cap of the agent's processes, e.g. 512M, 16G (default: 80% of this machine's)")
 @click.option("--max-processes", type=click.IntRange(min=16), default=None,
               help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
 @click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
