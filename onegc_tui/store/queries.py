@@ -141,7 +141,7 @@ def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int
 
 
 # the events whose fields the alerts read (onegc_tui/views/alerts.py); of the rest only seq, time and type
-ALERT_EVENT_TYPES = ("checkpoint_scored", "warning", "session_ended")
+ALERT_EVENT_TYPES = ("checkpoint_scored", "warning", "session_ended", "control")  # control: a refused pause
 
 
 _ALERTS_SQL = (f"SELECT seq, ts, type, CASE WHEN type IN ({','.join(repr(t) for t in ALERT_EVENT_TYPES)}) THEN data END"
