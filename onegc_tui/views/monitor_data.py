@@ -15,6 +15,7 @@ from onegc_tui.store import queries as sql
 from onegc_tui.views.anytime import ScorePoint, anytime_curve
 from onegc_tui.views.outcomes import MeasuredBaseline, SessionOutcome
 from onegc_tui.views.outcomes import measured_baselines as analysis_measured
+from onegc_tui.views.task_facts import scored_split as task_scored_split
 from onegc_tui.views.time_ledger import (
     BUSY_UTIL_PCT,
     Activity,
@@ -130,9 +131,10 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     Transcript steps come from the transcript table (search through its full-text index); the
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
     words = search_words(search)
+    split = task_scored_split((store.session(sid) or {}).get("task"))  # the end's official score names it
     if mode == "all" and not words:
         events = (parse_event(data) for data in sql.event_data(store, sid, PANE_EVENT_TYPES, limit))
-        return [(e.seq, line) for e in events if (line := event_line(e))]
+        return [(e.seq, line) for e in events if (line := event_line(e, split))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
     lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
@@ -140,7 +142,7 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
         for data in sql.event_data(store, sid, harness, limit):
             e = parse_event(data)
-            if event_matches(e, mode, words) and (line := event_line(e)):
+            if event_matches(e, mode, words) and (line := event_line(e, split)):
                 lines.append((e.seq, line))
     lines.sort()
     return lines[-limit:]
@@ -174,7 +176,7 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     lines = []
     for data in sql.event_data(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
         e = parse_event(data)
-        if line := event_line(e):
+        if line := event_line(e, task_scored_split(row.get("task"))):
             lines.append((clock_.at(e.ts), line))
     if row.get("state") in ("ended", "failed"):
         end_s = row.get("active_s") or (clock_.anchors[-1][1] if clock_.anchors else 0.0)
