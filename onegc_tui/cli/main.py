@@ -282,7 +282,7 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
-    from runner.wire.defaults import SEALED_SPLIT_MARK, scored_split_sealed
+    from runner.wire.defaults import scored_split_sealed
 
     home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
@@ -306,31 +306,11 @@ def sessions_cmd(as_json: bool) -> None:
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
-    from onegc_tui.views.format import clock
-    from onegc_tui.views.sessions_view import TRUNCATED_MARK, official_cell
-    from onegc_tui.views.task_facts import find, task_facts
-    from onegc_tui.views.text_table import terminal_width, text_table
-    from runner.wire.textsafe import safe_text
+    from onegc_tui.cli.sessions_table import plain_sessions
+    from onegc_tui.views.text_table import terminal_width
 
-    facts = task_facts()
-    table = []
-    for r in rows:
-        task = find(facts, r["task"]) if r["task"] else None
-        short = task.short if task else (r["task"] or "?")[:4]  # a task of another onegc version
-        left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
-        best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
-        score = official_cell(r)
-        contract = json.loads(r["contract"]) if r.get("contract") else {}
-        agent = (r["agent"] or "") + (f" {SEALED_SPLIT_MARK}" if scored_split_sealed(contract) else "")
-        table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
-            r["session_id"], short, agent, r["state"], left, str(r["n_checkpoints"] or 0), best, score,
-            (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""))])
-    header = ["session", "task", "agent", "state", "left", "ckpts", "best val", "official", "end"]
-    for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
+    for line in plain_sessions(rows, terminal_width()):
         click.echo(line)
-    if any(r.get("truncated") for r in rows):
-        click.echo(f"{TRUNCATED_MARK}: the record was cut past the session's caps (onegc sessions --json: truncated, "
-                   "truncated_bytes)")
 
 
 def _control(session_id: str, action: Literal["pause", "resume"]) -> None:

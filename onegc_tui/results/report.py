@@ -200,12 +200,19 @@ def _integrity_section(data: StudyData) -> str:
             marks.append("run --unsealed")
         if conditions := conditions_note(s.row):  # contention, a cap reached, a record cut
             marks.append(conditions)
+        split = scored_split(o.task)  # each figure with its split: t0-T3 and T7 score val, T4-T6 test
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
-                     f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _n(o.score),
-                     _n(o.unofficial_test_best)])
-    head = ["session", "integrity flags", "end reason", "official score", "unofficial test-best"]
+                     f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _split_figure(o.score, split),
+                     _split_figure(o.unofficial_test_best, split)])
+    head = ["session", "integrity flags", "end reason", "official score (its split)",
+            "unofficial best on the scored split"]
     return ("<h2>Integrity flags and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
             f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}.</p>" + _table(head, rows, left=3))
+
+
+def _split_figure(value: float | None, split: str) -> str:
+    """A score and the split it was measured on ("0.3818 test"), or a dash."""
+    return f"{_n(value)} {split}" if value is not None else _n(value)
 
 
 def _ledger_section(data: StudyData) -> str:
