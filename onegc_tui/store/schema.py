@@ -133,6 +133,14 @@ MIGRATIONS: list[str] = [
         WHERE e.session_id = sessions.session_id AND e.type = 'warning'
           AND json_extract(e.data, '$.code') IN ('oom', 'process_cap', 'disk_full'));
     """,
+    # 10: what the GPU's units did beside its utilisation, where it has GPM (runner/session/gpm.py):
+    # the share of SMs busy, of time any tensor core worked, of the DRAM bandwidth used, per sample;
+    # NULL where the GPU has no GPM (and in samples stored before; `onegc reindex` reads them again)
+    """
+    ALTER TABLE gpu_samples ADD COLUMN sm_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN tensor_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN dram_pct REAL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
