@@ -147,7 +147,7 @@ T0_SESSION = "20260901-100000-t0-scripted-r1-9a41"  # a t0 session that ended: i
 
 def _scored_session(home: Path, sid: str, task: str, agent: str, model: str | None, metric: str, scored: str,
                     live: list[tuple[str, float, float]], reevaluated: list[tuple[str, float, float]], best: str,
-                    budget_s: float, start: float, gpu: list[float] = ()) -> None:
+                    budget_s: float, start: float, gpu: list[float] = (), gpm: bool = False) -> None:
     """An ended session with live val scores (``live``: name, budget seconds, value) and the official
     phase's re-evaluations on ``scored`` (``reevaluated``: name, value, its val), ``best`` the chosen one."""
     create_session(SessionConfig(session_id=sid, task=task, agent=agent, model=model, budget_s=budget_s,
@@ -158,8 +158,10 @@ def _scored_session(home: Path, sid: str, task: str, agent: str, model: str | No
     w.emit("budget", state="running", remaining_s=budget_s, deadline=start + budget_s)
     if not gpu:
         w.emit("warning", code="no_gpu", message="no GPU visible: NVML unavailable")
-    for util in gpu:
-        w.emit("gpu", index=0, util_pct=util, mem_used_mb=20480, mem_total_mb=81920, power_w=310, temp_c=61)
+    for k, util in enumerate(gpu):  # with gpm: a GPU that reports its SMs', tensor cores' and DRAM's activity
+        activity = {"sm_active_pct": util * 0.6, "tensor_active_pct": 20.0 + 5 * (k % 4),
+                    "dram_bw_pct": util * 0.3} if gpm else {}
+        w.emit("gpu", index=0, util_pct=util, mem_used_mb=20480, mem_total_mb=81920, power_w=310, temp_c=61, **activity)
     w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py", call_id="c1")
     for name, at, value in live:
         w.emit("checkpoint_found", name=name, path="p", snapshot="s", script=name.split("_epoch")[0] + ".py",
@@ -185,7 +187,7 @@ def build_numbers_home(home: Path) -> Path:
     _scored_session(home, T6_SESSION, "t6_etth1", "claude-code", "claude-sonnet-4-6", "test_mse", "test", t6_live,
                     [("run_2_epoch2-1", 0.3818, 0.6533), ("run_1_epoch1-1", 0.4019, 0.7071),
                      ("run_2_epoch1-1", 0.3867, 0.6669)], best="run_2_epoch2-1", budget_s=2400.0, start=T0 + 5_000.0,
-                    gpu=[92, 95, 97, 40, 96, 98, 99, 97])
+                    gpu=[92, 95, 97, 40, 96, 98, 99, 97], gpm=True)
     t0_live = [("run_1_epoch1-1", 20.0, 0.6130), ("run_1_epoch2-1", 40.0, 0.8870), ("run_2_epoch1-1", 70.0, 0.9320)]
     _scored_session(home, T0_SESSION, "t0_demo", "scripted", None, "val_acc", "val", t0_live,
                     [("run_2_epoch1-1", 0.9320, 0.9320), ("run_1_epoch2-1", 0.8870, 0.8870)], best="run_2_epoch1-1",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from onegc_tui.store import Store
 from onegc_tui.store import queries as sql
 from onegc_tui.views.anytime import ScorePoint, anytime_curve
+from onegc_tui.views.gpu_activity import tensor_active_s
 from onegc_tui.views.outcomes import MeasuredBaseline, SessionOutcome
 from onegc_tui.views.outcomes import measured_baselines as analysis_measured
 from onegc_tui.views.task_facts import scored_split as task_scored_split
@@ -24,7 +25,7 @@ from onegc_tui.views.time_ledger import (
     activities_in_order,
     gpu_time_split,
 )
-from onegc_tui.views.timeline import BudgetAxis, Timeline
+from onegc_tui.views.timeline import Timeline, budget_axis
 from onegc_tui.views.transcript_view import (
     FILTER_KINDS,
     PANE_EVENT_TYPES,
@@ -151,11 +152,6 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
 # ----------------------------------------------------------------------------- one session's timeline
 
 
-def budget_axis(store: Store, sid: str, row: dict) -> BudgetAxis:
-    start = [(row["started_ts"], 0.0)] if row.get("started_ts") else []
-    return BudgetAxis(start + sql.budget_anchors(store, sid))
-
-
 def timeline(store: Store, sid: str, analytics: bool = True, now: float | None = None) -> Timeline | None:
     """Everything the detail view draws for one session, mapped onto budget time (a live
     session's up to ``now``, default the wall clock)."""
@@ -185,6 +181,8 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     end_s = min(end_s, budget_s + (row.get("grace_s") or 0.0))
     points = [ScorePoint(sid, t, v) for t, v, _, official in ckpts if not official]
     curve = anytime_curve(points, budget_s, direction, sid) if budget_s > 0 else None
+    gpm = [(ts, g, tensor) for ts, g, _, tensor, _ in sql.gpm_series(store, sid) if tensor is not None]
+    tensor = tensor_active_s(gpm, clock_, budget_s) / budget_s if gpm and budget_s > 0 else None
     split: GpuSplit | None = None
     acts: tuple[Activity, ...] = ()
     if analytics:
@@ -196,4 +194,5 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
         split = gpu_time_split([UtilSample(ts, util, g or 0) for ts, util, g in gpu_rows], acts, window=window)
     return Timeline(row=row, budget_s=budget_s, direction=direction, metric=metric, checkpoints=ckpts, gpu=gpu,
                     lines=tuple(lines), end_s=end_s, curve=curve, split=split,
-                    first_checkpoint_s=min((t for t, *_ in ckpts), default=None), activities=acts)
+                    first_checkpoint_s=min((t for t, *_ in ckpts), default=None), activities=acts,
+                    tensor_share=tensor)

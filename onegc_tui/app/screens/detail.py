@@ -35,6 +35,7 @@ from onegc_tui.store import Store
 from onegc_tui.views import monitor_data
 from onegc_tui.views.anytime import FRACTIONS, scores_at
 from onegc_tui.views.format import clock, fmt_score, short_task
+from onegc_tui.views.gpu_activity import share_words
 from onegc_tui.views.metric_range import UNBOUNDED, padded_range, task_bounds
 from onegc_tui.views.plot import best_so_far, level_strip
 from onegc_tui.views.sessions_view import (
@@ -146,6 +147,8 @@ def analytics_text(t: Timeline) -> Text:
                 lines.append(f"  idle while {IDLE_LABELS[kind]:<20} {clock(v):>8} ({v / s.idle_s:.0%})")
     elif t.split is not None:
         lines += ["", "[b]GPU time[/b] no GPU samples (no GPU, or none yet)"]
+    if t.split is not None and t.split.total_s > 0:
+        lines.append(escape(share_words(t.tensor_share)))  # GPM: what the GPU's tensor cores did
     return Text.from_markup("\n".join(lines))
 
 

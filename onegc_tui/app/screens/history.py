@@ -2,10 +2,11 @@
 
 Cells show mean ± std (ddof = 1) over successful repeats with n/N when some failed, or best of N
 (``b``); Agg and Agg_max per row. The highlighted cell's statistics (SEM, best session, time to
-first checkpoint, scripts, GPU busy share, the official score at 25/50/75/100 % of the budget and the anytime
-band) show below. Enter drills into a cell's sessions; from there Enter opens one in the detail
-view and ``r`` replays them side by side. The matrix is built in a worker from the per-session
-summary table only (no event scan), so it opens fast over thousands of sessions.
+first checkpoint, scripts, GPU busy share, the tensor cores' active share of the budget (GPM),
+the official score at 25/50/75/100 % of the budget and the anytime band) show below. Enter
+drills into a cell's sessions; from there Enter opens one in the detail view and ``r`` replays
+them side by side. The matrix is built in a worker from the per-session summary table only (no
+event scan), so it opens fast over thousands of sessions.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from onegc_tui.store import queries as store_queries
 from onegc_tui.views import monitor_data
 from onegc_tui.views.anytime import FRACTIONS, anytime_band, anytime_curve
 from onegc_tui.views.format import arrow, clock, count, fmt_score
+from onegc_tui.views.gpu_activity import mean_share, share_words, tensor_share
 from onegc_tui.views.metric_range import UNBOUNDED, task_bounds
 from onegc_tui.views.sessions_view import TRUNCATED_MARK, middle_cut, official_cell
 from onegc_tui.views.task_facts import metric_label, scored_split
@@ -451,6 +453,7 @@ class HistoryScreen(SteadyScreen):
         store = Store.open(host(self).home)
         try:
             busy = monitor_data.gpu_busy_fraction(store, ids)
+            tensor, n_tensor = mean_share(tensor_share(store, sid) for sid in ids)  # GPM: what the GPU did
             usage = session_usage(store, ids)
             points = monitor_data.score_points(store, ids)
             rows = store_queries.sessions_by_id(store, ids)
@@ -469,7 +472,8 @@ class HistoryScreen(SteadyScreen):
             lines.append(f"{official} at " + "  ".join(f"{f:.0%}: {fmt_score(v)}" for f, v in at.items())
                          + f"  (mean of {band.n_curves}, by the official rule)")
         lines.append(f"GPU busy {'-' if busy is None else f'{busy:.0%}'} of sampled time · "
-                     f"{len(ids)} finished, {running} running · Enter: list them")
+                     f"{share_words(tensor, n_tensor, len(ids))} · {len(ids)} finished, {running} running · "
+                     "Enter: list them")
         lines += insight_lines(insight) if insight is not None else []
         lines.append(usage_line(usage.values(), len(ids)))
         if cut:  # runner/wire/record_caps.py: the agent's output past the caps was left out of these records
@@ -550,7 +554,7 @@ class SessionsScreen(SteadyScreen):
     ]
     COLUMNS = [("mark", "", 1), ("session", "Session", 34), ("rep", "#", 3), ("state", "State", 8),
                ("score", "Official", 11), ("end", "End", 16), ("first", "1st ckpt", 8), ("scripts", "Scripts", 7),
-               ("used", "Budget used", 11)]
+               ("used", "Budget used", 11), ("tensor", "Tensor-active", 13)]  # GPM: share of the budget
 
     def __init__(self, title: str, ids: list[str]):
         super().__init__()
@@ -575,9 +579,11 @@ class SessionsScreen(SteadyScreen):
             if r is None:
                 continue
             used = f"{r['active_s'] / r['budget_s']:.0%}" if r.get("active_s") and r.get("budget_s") else "-"
+            tensor = tensor_share(store_of(self), sid)
             table.add_row("", sid, str(r["repeat"] or 1), r["state"], official_cell(r),
                           (r["end_reason"] or "").replace("_", " "), clock(r["first_checkpoint_s"]),
-                          str(r["scripts_launched"] or 0), used, key=sid)
+                          str(r["scripts_launched"] or 0), used, "no GPM" if tensor is None else f"{tensor:.0%}",
+                          key=sid)
         table.focus()
 
     def _current(self) -> str | None:

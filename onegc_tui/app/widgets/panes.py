@@ -15,13 +15,14 @@ from onegc_tui.app.host import host
 from onegc_tui.app.layout import GrowsInPlace
 from onegc_tui.app.safe import content_escape, plain
 from onegc_tui.app.widgets.plot import Plot, Series
-from onegc_tui.app.widgets.spark import UtilSpark
+from onegc_tui.app.widgets.spark import EIGHTHS, UtilSpark, bar_heights
 from onegc_tui.store import Store
 from onegc_tui.views.checkpoint_names import fit_checkpoint_label
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import arrow, bar, clock, fmt_score
 from onegc_tui.views.metric_range import UNBOUNDED, Bounds, task_bounds
 from onegc_tui.views.plot import best_so_far
+from runner.wire.defaults import NO_GPM
 from runner.wire.events import Event
 from runner.wire.score_terms import ROLE_WIDTHS, Role, measure, role_legend, role_mark
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
@@ -141,28 +142,54 @@ def no_gpu_text(message: str) -> str:
     return message if message.lower().startswith("no gpu") else f"no GPU: {message}"
 
 
+GPM_ROWS = (("sm_pct", "SM"), ("tensor_pct", "tensor"), ("dram_pct", "DRAM"))  # store column, label
+GPM_EVENT = {"sm_pct": "sm_active_pct", "tensor_pct": "tensor_active_pct", "dram_pct": "dram_bw_pct"}
+
+
+def gpm_text(history: dict[str, deque[float]], width: int) -> Text:
+    """GPM's three one-line sparklines (0–100 %, the newest at the right, as the utilisation bars),
+    each with its label and its latest figure: what the SMs, the tensor cores and the DRAM did."""
+    out = Text(no_wrap=True, overflow="ellipsis", end="")
+    label_w = max(len(label) for _, label in GPM_ROWS) + 1
+    bars_w = max(1, width - label_w - 5)  # " 100%"
+    for i, (key, label) in enumerate(GPM_ROWS):
+        values = list(history[key])
+        bars = "".join(EIGHTHS[min(8, h)] for h in bar_heights(values, bars_w, 1))
+        out.append(("\n" if i else "") + label.ljust(label_w), style="bold")
+        out.append(bars, style="magenta")
+        out.append(f" {values[-1]:3.0f}%" if values else "    -")
+    return out
+
+
 class GpuPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("GPU", classes="pane-title")
         yield UtilSpark(id="gpu-spark")
+        yield Static("", id="gpm")  # GPM's sparklines, or one line saying the GPU has none
         yield Static("waiting for samples…", id="gpu-figures")
 
     def on_mount(self) -> None:
         self.history: deque[float] = deque(maxlen=GPU_HISTORY)
+        self.gpm: dict[str, deque[float]] = {key: deque(maxlen=GPU_HISTORY) for key, _ in GPM_ROWS}
         self.no_gpu: str | None = None
+        self.no_gpm: str | None = None
 
     @staticmethod
-    def fetch(store: Store, sid: str) -> tuple[list[float], str | None, dict | None]:
+    def fetch(store: Store, sid: str) -> tuple[list[float], str | None, dict | None, dict[str, list[float]], str | None]:
         samples = store.gpu_samples(sid, GPU_HISTORY)
-        no_gpu = None
+        no_gpu = no_gpm = None
         for w in store.events_of(sid, ["warning"]):
             if w.get("code") == "no_gpu":
                 no_gpu = w.get("message")
-        return [r["util_pct"] for r in samples], no_gpu, (samples[-1] if samples else None)
+            elif w.get("code") == NO_GPM:
+                no_gpm = w.get("message")
+        gpm = {key: [r[key] for r in samples if r.get(key) is not None] for key, _ in GPM_ROWS}
+        return [r["util_pct"] for r in samples], no_gpu, (samples[-1] if samples else None), gpm, no_gpm
 
-    def show(self, fetched: tuple[list[float], str | None, dict | None]) -> None:
-        utils, self.no_gpu, last = fetched
+    def show(self, fetched: tuple[list[float], str | None, dict | None, dict[str, list[float]], str | None]) -> None:
+        utils, self.no_gpu, last, gpm, self.no_gpm = fetched
         self.history = deque(utils, maxlen=GPU_HISTORY)
+        self.gpm = {key: deque(gpm.get(key, ()), maxlen=GPU_HISTORY) for key, _ in GPM_ROWS}
         self._pending = None
         self._draw(last)
 
@@ -171,10 +198,16 @@ class GpuPane(Vertical):
         for e in events:
             if e.type == "gpu":
                 self.history.append(e.util_pct)
+                for key, field in GPM_EVENT.items():
+                    if (value := getattr(e, field)) is not None:
+                        self.gpm[key].append(value)
                 self._pending = {"util_pct": e.util_pct, "mem_used_mb": e.mem_used_mb,
                                  "mem_total_mb": e.mem_total_mb, "power_w": e.power_w, "temp_c": e.temp_c}
             elif e.type == "warning" and e.code == "no_gpu":
                 self.no_gpu = e.message
+                self._pending = self._pending or {}
+            elif e.type == "warning" and e.code == NO_GPM:
+                self.no_gpm = e.message
                 self._pending = self._pending or {}
 
     _pending: dict | None = None
@@ -187,17 +220,28 @@ class GpuPane(Vertical):
     def _draw(self, last: dict | None) -> None:
         self.query_one(UtilSpark).show(self.history)
         figures = self.query_one("#gpu-figures", Static)
+        gpm = self.query_one("#gpm", Static)
+        self.set_class(not self.history, "-nosamples")  # (app.tcss: no GPM line before the first sample)
         if self.no_gpu and not self.history:
             figures.update(no_gpu_text(self.no_gpu))
             self.set_class(True, "-nogpu")
             return
         self.set_class(False, "-nogpu")
+        if any(self.gpm.values()):
+            gpm.update(gpm_text(self.gpm, gpm.size.width or GPU_LINE_W))
+        elif self.history:  # where GPM is missing, one line says so, and nothing else changes
+            gpm.update(plain(no_gpm_text(self.no_gpm), overflow="ellipsis", no_wrap=True, end=""))
         if last:
             figures.update("\n".join(gpu_lines(last, list(self.history))), layout=False)
         title = f"GPU · bars 0–100 % util, last {len(self.history)} s" if self.history else "GPU"
         if title != getattr(self, "_title", None):  # the bars' scale and time span (one line: no relayout)
             self._title = title
             self.query_one(".pane-title", Static).update(title, layout=False)
+
+
+def no_gpm_text(message: str | None) -> str:
+    """The one line of a GPU pane without GPM: the runner's reason, or an older record's silence."""
+    return message or "no GPM figures in this record (SM and tensor activity: Hopper GPUs and later)"
 
 
 GPU_LINE_W = 26  # the GPU pane's figure lines fit a 30-column pane (its border and padding): none is cut

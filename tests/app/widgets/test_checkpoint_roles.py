@@ -45,7 +45,7 @@ async def test_every_t6_row_names_its_split_and_role(numbers_home, size):
         got = rows(app)
         assert got[0] == ("run_2_epoch2-1", "0.3818", role_mark("test", "official", width))  # the result, first
         by_role = {}
-        for name, score, role in got:
+        for _name, score, role in got:
             by_role.setdefault(role, []).append(score)
         assert by_role == {role_mark("test", "official", width): ["0.3818"],
                            role_mark("val", "live", width): ["0.7071", "0.6782", "0.6738", "0.6669", "0.6533"],
