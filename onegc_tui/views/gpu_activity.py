@@ -57,7 +57,7 @@ def share_words(share: float | None, n: int | None = None, of: int | None = None
     if share is None:
         return "tensor cores: no GPM figures (an older GPU, or none)"
     counted = f", {n} of {of} sessions" if n is not None and of is not None and n != of else ""
-    return f"tensor cores active {share:.0%} of the budget (GPM{counted})"
+    return f"tensor cores active {share:.1%} of the budget (GPM{counted})"
 
 
 __all__ = ["mean_share", "share_words", "tensor_active_s", "tensor_share"]

@@ -132,10 +132,12 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     Transcript steps come from the transcript table (search through its full-text index); the
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
     words = search_words(search)
-    split = task_scored_split((store.session(sid) or {}).get("task"))  # the end's official score names it
+    row = store.session(sid) or {}
+    split = task_scored_split(row.get("task"))  # the end's official score names it
+    official = row.get("best_checkpoint")  # once ended: each re-evaluation is official or unofficial
     if mode == "all" and not words:
         events = (parse_event(data) for data in sql.event_data(store, sid, PANE_EVENT_TYPES, limit))
-        return [(e.seq, line) for e in events if (line := event_line(e, split))]
+        return [(e.seq, line) for e in events if (line := event_line(e, split, official))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
     lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
@@ -143,7 +145,7 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
         for data in sql.event_data(store, sid, harness, limit):
             e = parse_event(data)
-            if event_matches(e, mode, words) and (line := event_line(e, split)):
+            if event_matches(e, mode, words) and (line := event_line(e, split, official)):
                 lines.append((e.seq, line))
     lines.sort()
     return lines[-limit:]
@@ -172,7 +174,7 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     lines = []
     for data in sql.event_data(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
         e = parse_event(data)
-        if line := event_line(e, task_scored_split(row.get("task"))):
+        if line := event_line(e, task_scored_split(row.get("task")), row.get("best_checkpoint")):
             lines.append((clock_.at(e.ts), line))
     if row.get("state") in ("ended", "failed"):
         end_s = row.get("active_s") or (clock_.anchors[-1][1] if clock_.anchors else 0.0)

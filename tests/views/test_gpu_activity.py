@@ -28,7 +28,7 @@ def test_each_sample_stands_for_the_budget_time_since_the_last():
 def test_sessions_without_gpm_are_left_out_and_counted():
     assert mean_share([0.3, None, 0.1]) == (pytest.approx(0.2), 2)
     assert mean_share([None]) == (None, 0)
-    assert share_words(0.2, 2, 3) == "tensor cores active 20% of the budget (GPM, 2 of 3 sessions)"
+    assert share_words(0.2, 2, 3) == "tensor cores active 20.0% of the budget (GPM, 2 of 3 sessions)"
     assert share_words(None).startswith("tensor cores: no GPM figures")
 
 

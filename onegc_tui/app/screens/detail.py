@@ -46,6 +46,7 @@ from onegc_tui.views.sessions_view import (
     truncation_note,
 )
 from onegc_tui.views.task_facts import scored_split
+from onegc_tui.views.text_table import figure_safe_cut
 from onegc_tui.views.time_ledger import IDLE_PRIORITY, UNATTRIBUTED, ledger_line
 from onegc_tui.views.timeline import Timeline, timeline_ledger
 from onegc_tui.views.transcript_view import official_words
@@ -106,6 +107,14 @@ def at_cursor(t: Timeline, cursor: float) -> str:
     util = [u for x, u in t.gpu if x <= cursor]
     return (f"cursor {clock(cursor)} ({cursor / t.budget_s:.0%} of budget) · best live val {fmt_score(best)} · "
             f"GPU {'-' if not util else f'{util[-1]:.0f}%'}")
+
+
+def figure_whole(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, cut before a figure rather than inside it ("best live val …",
+    never "0.65…", which reads as another value)."""
+    if len(text) <= width:
+        return text
+    return text[:figure_safe_cut(text, max(0, width - 1))].rstrip() + "…"
 
 
 def analytics_text(t: Timeline) -> Text:
@@ -272,7 +281,7 @@ class DetailScreen(CursorScreen):
         self.query_one("#detail-plot", Plot).move_cursor(self.cursor)
         width = self.query_one("#detail-plot", Plot).size.width or 80
         self.query_one("#detail-gpu", Static).update(gpu_line(t, width, t.budget_s, self.cursor))
-        self.query_one("#detail-cursor", Static).update(at_cursor(t, self.cursor))
+        self.query_one("#detail-cursor", Static).update(figure_whole(at_cursor(t, self.cursor), width))
         log = self.query_one("#detail-log", Log)
         log.clear()
         log.write_lines([safe_text(line, one_line=True) for line in t.lines_until(self.cursor, DETAIL_LINES)]
@@ -326,7 +335,8 @@ class ReplayScreen(CursorScreen):
             plot = col.query_one(Plot)
             plot.show(score_series(t, min(self.cursor, t.end_s)), self.x_max, self.cursor, self.y_range)
             col.query_one(".replay-gpu", Static).update(gpu_line(t, plot.size.width or 40, self.x_max, self.cursor))
-            col.query_one(".replay-cursor", Static).update(at_cursor(t, min(self.cursor, t.budget_s)))
+            col.query_one(".replay-cursor", Static).update(
+                figure_whole(at_cursor(t, min(self.cursor, t.budget_s)), plot.size.width or 40))
             log = col.query_one(Log)
             log.clear()
             log.write_lines([safe_text(line, one_line=True) for line in t.lines_until(self.cursor, REPLAY_LINES)]
