@@ -110,7 +110,7 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE ingest_offsets ADD COLUMN file_id TEXT;
     """,
-    # 7: the official checkpoint's validation score, the val-test gap flag (runner/scoring/selection_gap.py),
+    # 7: the official checkpoint's validation score, the val-test gap flag (runner/integrity/selection_gap.py),
     # and whether the session ran contended (runner/session/contention.py)
     """
     ALTER TABLE sessions ADD COLUMN val REAL;

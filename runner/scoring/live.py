@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from runner.scoring import code_scan
+from runner.integrity import code_scan
 from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.scoring.official import WINDOW_S, Candidate
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, self_report_flag
@@ -24,7 +24,7 @@ LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scor
 
 
 def checkpoint_flags(spec: TaskSpec, found: FoundCheckpoint, val: Score, extra: tuple[str, ...] = ()) -> list[str]:
-    """A checkpoint's integrity flags: its code read from outside (runner/scoring/code_scan.py), the
+    """A checkpoint's integrity flags: its code read from outside (runner/integrity/code_scan.py), the
     scorer's flags (``extra``, else the validation score's own), and one more when the agent's own
     validation figure is far better than the harness's."""
     claim = self_report_flag(spec, found.self_reported, val.value)

@@ -1,9 +1,9 @@
 """The official phase, after the agent stopped: paper step 5 by the harness's own validation scores
 (the rule: runner/scoring/official.py), each re-evaluation a fresh child of a sealed scorer on the
 session's device (the warm live one where that is the CPU too), probed for reading ahead or across
-examples (runner/scoring/causal.py), checkpoints saved after the budget left out and labelled
+examples (runner/integrity/causal.py), checkpoints saved after the budget left out and labelled
 (runner/scoring/official.py's ``within_budget``), the unofficial test-best
-(runner/scoring/unofficial.py), the val-test gap check (runner/scoring/selection_gap.py) and the
+(runner/scoring/unofficial.py), the val-test gap check (runner/integrity/selection_gap.py) and the
 integrity rule's verdict (runner/wire/verdicts.py). It emits an official ``checkpoint_scored`` per
 re-evaluation and gives the :class:`OfficialResult` that result.json records
 (runner/scoring/result_file.py).
@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.scoring import selection_gap, unofficial
+from runner.integrity import selection_gap
+from runner.scoring import unofficial
 from runner.scoring.live import LiveScoring, checkpoint_flags
 from runner.scoring.official import (
     MAX_FALLBACK,
@@ -112,7 +113,7 @@ class OfficialPhase:
                            "budget_elapsed_s": round(elapsed[label], 1), "live_val": live_val[label], "val": sel.value,
                            "self_reported": found.self_reported, "official": off.value,
                            "error": off.error or sel.error, "flags": flags,
-                           "canaries": sel.evidence}  # runner/scoring/canaries.py: p, losses, counts
+                           "canaries": sel.evidence}  # runner/integrity/canaries.py: p, losses, counts
             return Evaluation(sel.value, off.value, off.error or sel.error)
 
         try:

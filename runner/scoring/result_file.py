@@ -42,7 +42,7 @@ def result_record(config: SessionConfig, spec: TaskSpec, reason: str, detail: st
         "evaluated": result.evaluated,
         "trajectory": result.trajectory,  # each 5-minute window's val-best on the scored split
         "disqualified": result.disqualified,  # an integrity rule's verdict (runner/wire/verdicts.py); people add theirs later
-        "val_test_gap": result.val_gap.record() if result.val_gap else None,  # runner/scoring/selection_gap.py
+        "val_test_gap": result.val_gap.record() if result.val_gap else None,  # runner/integrity/selection_gap.py
         "conditions": conditions,  # runner/session/contention.py: contended or clean
         "not_reevaluated": result.not_reevaluated,  # runner/scoring/official.py: the post-session bounds
         "unofficial": unofficial.best_scored(result.evaluated if result.tested is None else result.tested,

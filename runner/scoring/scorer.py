@@ -38,10 +38,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from runner.integrity import causal
+from runner.integrity.canaries import CANARY_SPLIT, CANARY_UNJUDGED, CanaryJudge
 from runner.sandbox import bwrap as sandbox
-from runner.scoring import answer_check, causal
-from runner.scoring.answer_check import INVALID_ANSWER
-from runner.scoring.canaries import CANARY_SPLIT, CANARY_UNJUDGED, CanaryJudge
+from runner.wire import answer_check
+from runner.wire.answer_check import INVALID_ANSWER
 from tasks import KIT_FILE, TaskSpec
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -67,7 +68,7 @@ class Score:
     error: str | None
     eval_s: float | None = None
     flags: tuple[str, ...] = ()
-    evidence: dict | None = None  # the canaries' (runner/scoring/canaries.py), on the CANARY_SPLIT only
+    evidence: dict | None = None  # the canaries' (runner/integrity/canaries.py), on the CANARY_SPLIT only
 
 
 class TaskJudge:
@@ -201,7 +202,7 @@ class WorkerPlan:
 
     @property
     def probes(self) -> Path:
-        """runs/<id>/scoring/probes: the causality probes' inputs (runner/scoring/causal.py)."""
+        """runs/<id>/scoring/probes: the causality probes' inputs (runner/integrity/causal.py)."""
         return self.inputs.parent / "probes"
 
 
@@ -326,10 +327,10 @@ class SealedScorer:
         of the worker, each judged here; where the session has canaries, the same child answers
         their probe too, and its flag and evidence join every split's score. Never raises: whatever
         the child's answer is, or whatever goes wrong judging it, is that checkpoint's error
-        (runner/scoring/answer_check.py).
+        (runner/wire/answer_check.py).
 
         With ``probe``, a score on the task's scored split is kept only if the model passes the
-        task's causality probe (runner/scoring/causal.py); one that reads ahead or across examples,
+        task's causality probe (runner/integrity/causal.py); one that reads ahead or across examples,
         or that the probe could not check, is that split's error with a trusted flag."""
         splits = splits or [SELECTION_SPLIT]
         try:

@@ -161,7 +161,7 @@ class SessionEnded(_Event):
     score: float | None = None
     best_checkpoint: str | None = None
     val: float | None = None  # the official checkpoint's validation score (the selection's)
-    val_gap_flag: str | None = None  # runner/scoring/selection_gap.py: its val beats its test beyond the baseline's gap
+    val_gap_flag: str | None = None  # runner/integrity/selection_gap.py: its val beats its test beyond the baseline's gap
 
 
 class Conditions(_Event):

@@ -16,8 +16,8 @@ from runner.wire.jsonl import append_json_line
 from runner.wire.paths import SessionPaths
 
 FILE = "verdicts.jsonl"
-CANARY_FLAG = "scored split inside the model: "  # strong canary evidence (runner/scoring/canaries.py)
-FLAG_PREFIX = "code replaces "  # the runner's own reading of a checkpoint's code (runner/scoring/code_scan.py)
+CANARY_FLAG = "scored split inside the model: "  # strong canary evidence (runner/integrity/canaries.py)
+FLAG_PREFIX = "code replaces "  # the runner's own reading of a checkpoint's code (runner/integrity/code_scan.py)
 # What a run script may not replace at import in the scorer: the evaluation itself. (The scorer
 # is sealed, so doing it gains nothing; trying is what the paper calls a protocol violation.)
 EVALUATION = {"prepare": {"evaluate", "judge", "predict", "inputs"},
@@ -53,8 +53,8 @@ def current(paths: SessionPaths) -> tuple[bool, str | None]:
 def integrity_rule(flags: list[str]) -> str | None:
     """Why the official checkpoint's code is disqualified, from its integrity flags, or None:
     its code replaces part of the evaluation (``prepare.judge``, the kit's checks, …), as the
-    runner read it from the frozen snapshot (runner/scoring/code_scan.py); or its canaries show the
-    scored split inside the model (runner/scoring/canaries.py). Only trusted evidence decides:
+    runner read it from the frozen snapshot (runner/integrity/code_scan.py); or its canaries show the
+    scored split inside the model (runner/integrity/canaries.py). Only trusted evidence decides:
     a flag the scorer's child reported about itself (``self-reported: …``) is kept in the record
     but never the ground, since the child's code can switch its recorder off (issue 28)."""
     for flag in flags:

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from runner.integrity.canaries import KEY_FILE, LOOK_FLAG
 from runner.sandbox.bwrap import status
-from runner.scoring.canaries import KEY_FILE, LOOK_FLAG
 from runner.wire.verdicts import CANARY_FLAG
 from tests.helpers import REPO, start_session, wait_event
 from tests.integrity import hostile_canaries

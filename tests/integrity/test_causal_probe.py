@@ -1,5 +1,5 @@
 """Hostile models against the causality probes of the sealed scorer (INTEGRITY.md V3, V4;
-runner/scoring/causal.py), on real tiny CPU models and the real T1 and T6 data: each one that reads
+runner/integrity/causal.py), on real tiny CPU models and the real T1 and T6 data: each one that reads
 ahead or across examples is its checkpoint's error with the trusted flag, never a score; honest
 baselines (dropout left on included) score exactly as without the probe and are not flagged."""
 

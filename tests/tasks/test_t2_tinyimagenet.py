@@ -242,7 +242,7 @@ CANARY_KEY = "5e" * 32
 
 
 def test_the_agents_copy_of_val_holds_every_real_image_in_order_and_the_canaries(prepared, tmp_path):
-    from runner.scoring import canaries
+    from runner.integrity import canaries
 
     data, expected = prepared
     kind = canaries.kind_for(TASK)

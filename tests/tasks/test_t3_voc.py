@@ -715,7 +715,7 @@ if __name__ == "__main__":
 
 
 def test_the_agents_copy_of_val_holds_every_real_image_and_mask_in_order_and_the_squares(prepared, tmp_path):
-    from runner.scoring import canaries
+    from runner.integrity import canaries
 
     data, _ = prepared
     kind = canaries.kind_for(TASK)

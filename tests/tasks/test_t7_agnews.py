@@ -288,7 +288,7 @@ def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean
     val: both disqualified. (The baseline's own 5 epochs on val at this tiny width, dropout on,
     moved its canaries too little to flag: benchmarks/canary_power.py measures how often such
     fits are caught.)"""
-    from runner.scoring import canaries
+    from runner.integrity import canaries
 
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from runner.scoring.answer_check import INVALID_ANSWER
 from runner.scoring.checkpoints import FoundCheckpoint, ScoreQueue
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase
 from runner.scoring.result_file import result_record, write_result
 from runner.scoring.scorer import Score, SealedScorer
+from runner.wire.answer_check import INVALID_ANSWER
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
@@ -73,7 +73,7 @@ class TableScorer:
         self.closed = False
 
     def score(self, ckpt: Path, code: Path, splits: list[str], probe: bool = False) -> dict[str, Score]:
-        assert probe  # every official re-evaluation is probed for reading ahead (runner/scoring/causal.py)
+        assert probe  # every official re-evaluation is probed for reading ahead (runner/integrity/causal.py)
         self.calls.append(ckpt.stem)
         row = self.table[ckpt.stem]
         return {s: Score(row[s], None, 0.1) if isinstance(row[s], float) else Score(None, str(row[s])) for s in splits}

@@ -1,4 +1,4 @@
-"""The val-test gap rule (runner/scoring/selection_gap.py) on numbers and files; the real sessions are in
+"""The val-test gap rule (runner/integrity/selection_gap.py) on numbers and files; the real sessions are in
 tests/tasks/test_t6_val_gap.py."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runner.scoring import selection_gap as gap
+from runner.integrity import selection_gap as gap
 from tasks import get_task
 
 

@@ -1,4 +1,4 @@
-"""Canaries (runner/scoring/canaries.py): the draw, the planted copy, the statistic and its flags."""
+"""Canaries (runner/integrity/canaries.py): the draw, the planted copy, the statistic and its flags."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.scoring import canaries
-from runner.scoring.canary_kinds import KINDS, HeldChunks, SecretSharer
+from runner.integrity import canaries
+from runner.integrity.canary_kinds import KINDS, HeldChunks, SecretSharer
 from runner.session.workspace import build_workspace
 from runner.wire.verdicts import integrity_rule
 from tasks import get_task

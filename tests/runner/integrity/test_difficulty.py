@@ -1,4 +1,4 @@
-"""Difficulty calibration (runner/scoring/difficulty.py): the references are distributions, the
+"""Difficulty calibration (runner/integrity/difficulty.py): the references are distributions, the
 calibration never reads the secret (the permutation test keeps its null on real text), and it finds
 a gain from training that the spread between chunks hides."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.scoring import canaries
-from runner.scoring.canary_kinds import HeldChunks
-from runner.scoring.difficulty import CONTEXTS, Calibration, CharNgram
+from runner.integrity import canaries
+from runner.integrity.canary_kinds import HeldChunks
+from runner.integrity.difficulty import CONTEXTS, Calibration, CharNgram
 
 REPO = Path(__file__).resolve().parents[3]
 SHAKESPEARE = Path(os.environ.get("ONEGC_TEST_SHARED_DATA") or REPO.parent / "shared" / "data") / "tinyshakespeare"

@@ -1,8 +1,8 @@
-"""What the code scan cannot read is "unscanned", never clean (runner/scoring/code_scan.py, INTEGRITY.md V6)."""
+"""What the code scan cannot read is "unscanned", never clean (runner/integrity/code_scan.py, INTEGRITY.md V6)."""
 
 from __future__ import annotations
 
-from runner.scoring import code_scan
+from runner.integrity import code_scan
 from tests.helpers import REPO
 
 

@@ -1,5 +1,5 @@
-"""The scorer's answer is checked before a byte of it is used (runner/scoring/answer_check.py, issue 28);
-the runner's reading of a snapshot's code from outside (runner/scoring/code_scan.py)."""
+"""The scorer's answer is checked before a byte of it is used (runner/wire/answer_check.py, issue 28);
+the runner's reading of a snapshot's code from outside (runner/integrity/code_scan.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import io
 import numpy as np
 import pytest
 
-from runner.scoring import answer_check, code_scan
-from runner.scoring.answer_check import InvalidAnswer, npy_array, payload_size, read_header
+from runner.integrity import code_scan
+from runner.wire import answer_check
+from runner.wire.answer_check import InvalidAnswer, npy_array, payload_size, read_header
 
 
 def npy(arr) -> bytes:

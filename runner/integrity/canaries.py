@@ -2,7 +2,7 @@
 
 A session's secret (:data:`KEY_FILE`, in the session folder: never in the workspace, the
 transcript, the agent's environment or argv) draws ``canaries + twins`` items i.i.d. from the
-task's generator (:mod:`runner.scoring.canary_kinds`) and picks at random which are canaries.
+task's generator (:mod:`runner.integrity.canary_kinds`) and picks at random which are canaries.
 The canaries are planted in the agent's copy of the split; the twins are never shown anywhere.
 The sealed scorer shows every item to a checkpoint (the probe, beside the real inputs) and
 compares the model's losses: a model trained on the split (alone, in a final train+val fit, in
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.scoring.canary_kinds import KINDS, Calibrated, Items, Kind
+from runner.integrity.canary_kinds import KINDS, Calibrated, Items, Kind
 from runner.wire.verdicts import CANARY_FLAG
 from tasks import TaskSpec
 
@@ -54,7 +54,7 @@ CANARY_UNJUDGED = "asks for a look: the canary probe could not be judged: "  # n
 
 def kind_for(task: str) -> Kind | None:
     """The task's canaries, or None where a session gets none: T4 and T5 (their scored split, test,
-    is never in the workspace) and T6 (see :class:`runner.scoring.canary_kinds.ForecastTwins`)."""
+    is never in the workspace) and T6 (see :class:`runner.integrity.canary_kinds.ForecastTwins`)."""
     kind = KINDS.get(task)
     return kind if kind is not None and kind.in_sessions else None
 
@@ -222,7 +222,7 @@ def contract(spec: TaskSpec, on: bool) -> dict | None:
     session of a task (never the key or the draw), so only the choice splits the history.
     ``agent_figure_shift``: how far, relative, the canaries move the agent's own ``evaluate``
     figure on its copy, in expectation, for a model at :func:`shift_reference` (at most
-    :data:`runner.scoring.canary_kinds.AGENT_SHIFT_LIMIT`, tests/runner/scoring/test_canaries.py)."""
+    :data:`runner.integrity.canary_kinds.AGENT_SHIFT_LIMIT`, tests/runner/scoring/test_canaries.py)."""
     kind = kind_for(spec.id)
     if kind is None:
         return None
