@@ -13,7 +13,6 @@ import statistics
 import threading
 import time
 
-from runner.session.gpm import GpmReader
 from runner.session.gpu import GpuSampler
 
 
