@@ -67,3 +67,32 @@ async def test_a_t0_session_is_official_on_val(numbers_home):
         assert rows(app)[0] == ("run_2_epoch1-1", "0.9320", role_mark("val", "official", width))
         assert ("run_1_epoch2-1", "0.8870", role_mark("val", "unofficial", width)) in rows(app)
         assert ("run_1_epoch2-1", "0.8870", role_mark("val", "live", width)) in rows(app)
+
+
+async def test_the_end_makes_the_chosen_re_evaluation_official_as_it_comes(tmp_path):
+    """Live: re-evaluations are unofficial candidates until session_ended names the official one."""
+    from runner.wire.events import CheckpointScored, SessionEnded
+    from tests.homes import add_events, build_home
+
+    home = build_home(tmp_path / "home")
+    app = make_app(home, focus="b-paused", live=False, show_clock=False, now=lambda: T0 + 100)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settled(pilot)
+        width = app.query_one(CheckpointsPane).widths["role"]
+        common = {"session_id": "b-paused", "metric": "val_acc", "split": "val", "official": True}
+        add_events(home, "b-paused", [
+            CheckpointScored(**common, seq=200, ts=T0 + 90, name="run_1_epoch3-1", value=0.61, budget_elapsed_s=30.0),
+            CheckpointScored(**common, seq=201, ts=T0 + 91, name="run_1_epoch2-1", value=0.50, budget_elapsed_s=20.0)])
+        app.refresh_sessions()
+        app.flush()
+        await pilot.pause()
+        assert ("run_1_epoch3-1", "0.6100", role_mark("val", "unofficial", width)) in rows(app)  # no official yet
+        add_events(home, "b-paused", [SessionEnded(session_id="b-paused", seq=202, ts=T0 + 92, reason="completed",
+                                                   active_s=60, wall_s=61, paused_s=0, score=0.61,
+                                                   best_checkpoint="run_1_epoch3-1")])
+        app.refresh_sessions()
+        app.flush()
+        await pilot.pause()
+        got = rows(app)
+        assert got[0] == ("run_1_epoch3-1", "0.6100", role_mark("val", "official", width)), got  # pinned first
+        assert ("run_1_epoch2-1", "0.5000", role_mark("val", "unofficial", width)) in got
