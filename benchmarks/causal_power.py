@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 score, outcome = bench.score(source, config, model)
                 probe_s = time.perf_counter() - started
                 plain, _ = bench.score(source, config, model, probe=False)
-                flagged = bool(outcome and outcome.flag)
+                flagged = bool(outcome and outcome.verdict)
                 rows.append({
                     "task": task, "checkpoint": name, "honest": honest, "flagged": flagged,
                     "error": None if flagged else score.error, "value": score.value, "unprobed": plain.value,

@@ -133,7 +133,14 @@ MIGRATIONS: list[str] = [
         WHERE e.session_id = sessions.session_id AND e.type = 'warning'
           AND json_extract(e.data, '$.code') IN ('oom', 'process_cap', 'disk_full'));
     """,
-    # 10: what the GPU's units did beside its utilisation, where it has GPM (runner/session/gpm.py):
+    # 10: typed verdicts (runner/wire/verdicts.py) per score, in place of free-text flags (older rows keep
+    # theirs in `flags`, read as verdicts of their own); the threat rows a session left unchecked
+    # (runner/integrity/checks.py: a JSON list; NULL: not recorded)
+    """
+    ALTER TABLE checkpoints ADD COLUMN verdicts TEXT;
+    ALTER TABLE sessions ADD COLUMN not_checked TEXT;
+    """,
+    # 11: what the GPU's units did beside its utilisation, where it has GPM (runner/session/gpm.py):
     # the share of SMs busy, of time any tensor core worked, of the DRAM bandwidth used, per sample;
     # NULL where the GPU has no GPM (and in samples stored before; `onegc reindex` reads them again)
     """

@@ -27,7 +27,7 @@ def test_the_page_holds_every_section_escapes_session_text_and_names_nothing_out
                                                                "http://evil.example/y.png"}
     assert 'src="http' not in page and "href=" not in page and f'content="{CSP}"' in page
     for heading in ("Matrix beside the paper", "Anytime curves across repeats", "What a shorter budget",
-                    "Paired comparisons", "Integrity flags", "Time ledger", "Cost", "Per-session score"):
+                    "Paired comparisons", "Integrity and results", "Time ledger", "Cost", "Per-session score"):
         assert heading in page
     assert page.count('class="chart"') >= 2 + 4  # curves (raw, relative) and one score timeline per session
     assert "disqualified: &lt;script&gt;" in page and "1970-01-01 00:00 UTC" in page
@@ -68,7 +68,7 @@ def test_the_integrity_table_names_each_figures_split(tmp_path):
         page = render_report(load_study(store), now=0.0)
     finally:
         store.close()
-    table = page.split("<h2>Integrity flags and results</h2>", 1)[1].split("<h2>", 1)[0]
+    table = page.split("<h2>Integrity and results</h2>", 1)[1].split("<h2>", 1)[0]
     assert "unofficial test-best" not in table and "unofficial best on the scored split" in table
     rows = {sid: row for row in table.split("<tr")[1:] for sid in (T0_SESSION, T6_SESSION) if sid in row}
     assert rows[T0_SESSION].count("0.9320 val") == 2 and rows[T6_SESSION].count("0.3818 test") == 2, rows

@@ -144,9 +144,11 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
-                   "caps_reached"):  # and 9's
+                   "caps_reached",  # 9's
+                   "not_checked"):  # and 10's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
-    for column in GPM_COLUMNS:  # 10's
+    conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
+    for column in GPM_COLUMNS:  # 11's
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 5")
     conn.close()
@@ -344,7 +346,9 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
-    for column in GPM_COLUMNS:  # migration 10's
+    conn.execute("ALTER TABLE sessions DROP COLUMN not_checked")  # 10's
+    conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
+    for column in GPM_COLUMNS:  # 11's
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 8")
     conn.close()
@@ -356,12 +360,12 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     store.close()
 
 
-GPM_COLUMNS = ("sm_pct", "tensor_pct", "dram_pct")  # migration 10: what the GPU's units did (runner/session/gpm.py)
+GPM_COLUMNS = ("sm_pct", "tensor_pct", "dram_pct")  # migration 11: what the GPU's units did (runner/session/gpm.py)
 
 
-def test_migration_10_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(home):
+def test_migration_11_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(home):
     """Issue 50: a GPU sample carries GPM's SM, tensor-core and DRAM activity where the GPU has it; a
-    store at schema 9 keeps its samples (their GPM figures unknown) and stores them from then on."""
+    store at schema 10 keeps its samples (their GPM figures unknown) and stores them from then on."""
     from onegc_tui.store import queries
 
     w = fake_session(home)
@@ -372,7 +376,7 @@ def test_migration_10_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(
     conn = sqlite3.connect(home / "onegc.db")
     for column in GPM_COLUMNS:
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
-    conn.execute("PRAGMA user_version = 9")
+    conn.execute("PRAGMA user_version = 10")
     conn.close()
     store = Store.open(home)
     assert store.schema_version == SCHEMA_VERSION

@@ -421,17 +421,18 @@ def canaried():
 @pytest.fixture
 def canary_verdicts(sealed_score):
     def check(ws: Workspace, data: Path, key: str, honest: Path, caught: list[Path]) -> list:
-        from runner.wire.verdicts import CANARY_FLAG, integrity_rule
+        from runner.wire.verdicts import disqualifying
 
         plain = sealed_score(ws.task_id, data, honest, ws.path)
         scored = sealed_score(ws.task_id, data, honest, ws.path, canary_key=key)
         assert scored.error is None and scored.value == plain.value, scored  # canaries never enter the metric
-        assert scored.evidence["level"] == "clean" and integrity_rule(list(scored.flags)) is None, scored
+        assert scored.evidence["level"] == "clean" and disqualifying(scored.verdicts) is None, scored
         out = []
         for ckpt in caught:
             score = sealed_score(ws.task_id, data, ckpt, ws.path, canary_key=key)
             assert score.evidence["level"] == "strong", (ckpt.name, score)
-            assert any(f.startswith(CANARY_FLAG) for f in score.flags) and integrity_rule(list(score.flags)), score
+            struck = disqualifying(score.verdicts)
+            assert struck is not None and struck.check == "canaries" and struck.p == score.evidence["p"], score
             out.append(score)
         return out
 

@@ -104,7 +104,7 @@ def test_a_gain_hidden_by_the_spread_between_chunks_is_caught_once_calibrated(t1
     ev, flag = judge.judge(logits)
     assert raw.level == "clean", raw  # the chunks' spread hides it from the raw losses
     assert ev.level == "strong" and ev.margin == pytest.approx(0.05, abs=0.015), ev
-    assert flag is not None and "lower than their difficulty predicts" in flag
+    assert flag is not None and "lower than their difficulty predicts" in flag.evidence and flag.strength == "disqualifies"
     assert ev.record()["calibrated_margin"] == pytest.approx(ev.margin, abs=1e-6)
     assert ev.canary_loss == pytest.approx(fitted[d.is_canary].mean(), abs=1e-4)  # what is shown: the real losses
 
