@@ -136,6 +136,8 @@ def coverage(task: str, canaries_on: bool, sealed: bool) -> list[Cover]:
     if task in _SEQUENCE:
         out.append(Cover("V7", "construction", "the probe's twins ride in the official passes, never beside "
                                                "their window; identical inputs show noise"))
+    elif task in _VAL_SCORED and canaries_on and not sealed:
+        out.append(Cover("V7", "construction", "the canary items ride in the official pass, mixed among the rows"))
     else:
         out.append(Cover("V7", "not applicable", "no probe"))
     if task in _SEQUENCE and canaries_on and not sealed:
