@@ -140,7 +140,15 @@ MIGRATIONS: list[str] = [
     ALTER TABLE checkpoints ADD COLUMN verdicts TEXT;
     ALTER TABLE sessions ADD COLUMN not_checked TEXT;
     """,
-    # 11: the checkpoints the official phase's bounds left without a re-evaluation (session_ended's
+    # 11: what the GPU's units did beside its utilisation, where it has GPM (runner/session/gpm.py):
+    # the share of SMs busy, of time any tensor core worked, of the DRAM bandwidth used, per sample;
+    # NULL where the GPU has no GPM (and in samples stored before; `onegc reindex` reads them again)
+    """
+    ALTER TABLE gpu_samples ADD COLUMN sm_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN tensor_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN dram_pct REAL;
+    """,
+    # 12: the checkpoints the official phase's bounds left without a re-evaluation (session_ended's
     # not_reevaluated, runner/scoring/official.py; NULL: not recorded)
     """
     ALTER TABLE sessions ADD COLUMN not_reevaluated INTEGER;
