@@ -90,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
                             ("honest", "honest scripts (flagged)")):
             s = summary[kind]
             print(f"{label}: behaviour {s['behaviour']}/{s['n']}, text {s['text']}/{s['n']}")
-        print(f"the issue's five spellings (alias, from-import, setattr on a joined name, a parameter, sys.modules.get, "
-              f"vars().update): text {summary['issue']['text']}/{summary['issue']['n']}, "
-              f"behaviour {summary['issue']['behaviour']}/{summary['issue']['n']}")
+        issue = summary["issue"]
+        print(f"the issue's five spellings, in {issue['n']} scripts (an alias, a from-import, setattr on a joined name, "
+              f"a parameter, sys.modules.get, vars().update): text {issue['text']}/{issue['n']}, "
+              f"behaviour {issue['behaviour']}/{issue['n']}")
     return 0
 
 

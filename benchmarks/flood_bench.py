@@ -292,7 +292,7 @@ def readers(root: Path, scale: float) -> list[dict]:
     return rows
 
 
-def official_flood(root: Path, scale: float, raw: Path) -> list[dict]:
+def official_flood(root: Path, scale: float, raw: Path = REPO.parent / "shared" / "data") -> list[dict]:
     """The issue's flood of the official phase on T6 (see the module), and a flood of hanging models."""
     from runner.scoring.live import LIVE_SCORE_DRAIN_S
     from runner.scoring.scorer import DEADLINE_MARGIN_S
@@ -349,8 +349,7 @@ def main() -> int:
         root = Path(tempfile.mkdtemp(prefix=f"onegc-flood-{section}-"))
         try:
             t0 = time.monotonic()
-            rows += (official_flood(root, args.scale, args.raw) if section == "official"
-                     else RUNS[section](root, args.scale))
+            rows += official_flood(root, args.scale, args.raw) if section == "official" else RUNS[section](root, args.scale)
             print(f"[{section}: {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}]", file=sys.stderr, flush=True)
         finally:
             shutil.rmtree(root, ignore_errors=True)
