@@ -152,7 +152,7 @@ def latency(rate: float, seconds: float) -> list[float]:
         def on_events(sid, events):
             now = time.time()
             with lock:
-                lat.extend(now - e.ts for e in events)
+                lat.extend(now - e["ts"] for e in events)
 
         live = LiveIngest(home, on_events=on_events)
         live.start()

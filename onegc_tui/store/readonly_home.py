@@ -31,7 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from onegc_tui.store import DB_NAME, Store, StoreUnusable, _holds, redirect, unusable
+from onegc_tui.store import DB_NAME, Store, StoreUnusable, redirect, unusable
+from onegc_tui.store.search import holds
 from onegc_tui.store.schema import migrate
 from runner.wire.paths import onegc_home, usable_home
 
@@ -75,7 +76,7 @@ class MemoryCopy(Store):
         conn = sqlite3.connect(":memory:", check_same_thread=True)
         try:
             copy_store(db, conn)
-            conn.create_function("holds", 2, _holds, deterministic=True)
+            conn.create_function("holds", 2, holds, deterministic=True)
             migrate(conn)
         except sqlite3.Error as exc:
             conn.close()
@@ -116,11 +117,12 @@ def private_store(home: Path) -> Iterator[bool]:
 def caught_up_store(home: Path) -> Store:
     """The store of ``home`` with everything in its session folders (close it when done)."""
     from onegc_tui.store.ingest import Ingester
+    from onegc_tui.store.parallel import catch_up
 
     if writable(home):
         store = Store.open(home)
         try:
-            Ingester(home, store).catch_up()
+            catch_up(Ingester(home, store))
         except BaseException:
             store.close()
             raise

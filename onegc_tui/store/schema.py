@@ -133,6 +133,38 @@ MIGRATIONS: list[str] = [
         WHERE e.session_id = sessions.session_id AND e.type = 'warning'
           AND json_extract(e.data, '$.code') IN ('oom', 'process_cap', 'disk_full'));
     """,
+    # 10: one owner for each fact (issue 49). A transcript step's every field is in its transcript
+    # row (its tokens and the CLI's raw line too), a warning's in the new warnings table, and with
+    # gpu_samples and controls, which held theirs already, the events row of these kinds keeps the
+    # envelope (seq, ts, type) and no second copy of the line: its data is '' (onegc_tui/store/rows.py
+    # OWN_TABLE: which kinds; onegc_tui/store/queries.py rebuilds an event from its row). Rows stored
+    # before keep their line. A checkpoint's score row says which event scored it and on which
+    # split and metric (the live feed's alerts read it there).
+    """
+    ALTER TABLE transcript ADD COLUMN tokens_in INTEGER;
+    ALTER TABLE transcript ADD COLUMN tokens_out INTEGER;
+    ALTER TABLE transcript ADD COLUMN cache_read INTEGER;
+    ALTER TABLE transcript ADD COLUMN cache_write INTEGER;
+    ALTER TABLE transcript ADD COLUMN cost_usd REAL;
+    ALTER TABLE transcript ADD COLUMN raw_line INTEGER;
+    CREATE TABLE warnings (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL, code TEXT, message TEXT,
+        count INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    INSERT INTO warnings SELECT session_id, seq, ts, json_extract(data, '$.code'), json_extract(data, '$.message'),
+        COALESCE(json_extract(data, '$.count'), 1) FROM events WHERE type = 'warning';
+    ALTER TABLE checkpoints ADD COLUMN scored_seq INTEGER;
+    ALTER TABLE checkpoints ADD COLUMN metric TEXT;
+    ALTER TABLE checkpoints ADD COLUMN split TEXT;
+    UPDATE checkpoints SET (scored_seq, metric, split) = (
+        SELECT e.seq, json_extract(e.data, '$.metric'), json_extract(e.data, '$.split') FROM events e
+        WHERE e.session_id = checkpoints.session_id AND e.type = 'checkpoint_scored'
+          AND json_extract(e.data, '$.name') = checkpoints.name
+          AND COALESCE(json_extract(e.data, '$.official'), 0) = checkpoints.official
+        ORDER BY e.seq DESC LIMIT 1);
+    CREATE INDEX checkpoints_by_score ON checkpoints(session_id, scored_seq) WHERE scored_seq IS NOT NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -33,7 +33,6 @@ from onegc_tui.views.transcript_view import (
     transcript_line,
 )
 from runner.scoring.selection_gap import BASELINE_STUDY
-from runner.wire.events import parse_event
 from tasks import UnknownTask, direction_of, get_task
 
 TIMELINE_LINES = 20_000  # transcript lines a detail/replay view keeps (the newest); SQLite has them all
@@ -131,15 +130,13 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
     words = search_words(search)
     if mode == "all" and not words:
-        events = (parse_event(data) for data in sql.event_data(store, sid, PANE_EVENT_TYPES, limit))
-        return [(e.seq, line) for e in events if (line := event_line(e))]
+        return [(e.seq, line) for e in sql.events(store, sid, PANE_EVENT_TYPES, limit) if (line := event_line(e))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
     lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
-        for data in sql.event_data(store, sid, harness, limit):
-            e = parse_event(data)
+        for e in sql.events(store, sid, harness, limit):
             if event_matches(e, mode, words) and (line := event_line(e)):
                 lines.append((e.seq, line))
     lines.sort()
@@ -172,8 +169,7 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     gpu_rows = sql.gpu_series(store, sid)
     gpu = tuple((clock_.at(ts), util) for ts, util, _ in gpu_rows)
     lines = []
-    for data in sql.event_data(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
-        e = parse_event(data)
+    for e in sql.events(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
         if line := event_line(e):
             lines.append((clock_.at(e.ts), line))
     if row.get("state") in ("ended", "failed"):
@@ -187,7 +183,7 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     acts: tuple[Activity, ...] = ()
     if analytics:
         # streamed in the order of seq (the runner's clock, by one writer): a flooded record is read once
-        events = (parse_event(d) for d in sql.stream_event_data(store, sid, ACTIVITY_TYPES))
+        events = sql.stream_events(store, sid, ACTIVITY_TYPES)
         end_ts = None if row.get("ended_ts") else now
         acts = tuple(activities_in_order(events, end_ts=end_ts))
         window = (row["started_ts"], row.get("ended_ts") or now) if row.get("started_ts") else None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from pathlib import Path
 import threading
 import time
 
@@ -142,6 +144,7 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     db = home / "onegc.db"
     conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
     conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
+    undo_migration_10(conn, home / "runs/s1/events.jsonl")
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
                    "caps_reached"):  # and 9's
@@ -171,7 +174,7 @@ def test_live_ingest_with_a_real_watchdog_observer(home):
     got = threading.Event()
 
     def on_events(sid, events):
-        seen.extend(e.seq for e in events)
+        seen.extend(e["seq"] for e in events)
         if len(seen) >= 16:
             got.set()
 
@@ -206,7 +209,7 @@ def test_live_ingest_at_rest_still_delivers_a_lone_line_and_a_burst_with_it(home
     batches: list[list[int]] = []
     got = threading.Event()
     w = fake_session(home)
-    live = LiveIngest(home, on_events=lambda sid, events: (batches.append([e.seq for e in events]), got.set()),
+    live = LiveIngest(home, on_events=lambda sid, events: (batches.append([e["seq"] for e in events]), got.set()),
                       rescan_s=3600)  # only the looks can deliver
     live.start()
     try:
@@ -329,6 +332,50 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
     store.close()
 
 
+def undo_migration_10(conn: sqlite3.Connection, events: Path) -> None:
+    """What a store of schema 9 holds: every event's line in ``events.data`` (migration 10 keeps the
+    line of a kind with a table of its own in that row only), and none of 10's tables and columns."""
+    for line in events.read_text().splitlines():
+        conn.execute("UPDATE events SET data=? WHERE seq=? AND data=''", (line, json.loads(line)["seq"]))
+    conn.execute("DROP TABLE warnings")
+    conn.execute("DROP INDEX checkpoints_by_score")
+    for table, columns in (("transcript", ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd", "raw_line")),
+                           ("checkpoints", ("scored_seq", "metric", "split"))):
+        for column in columns:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    conn.commit()
+
+
+def test_migration_10_keeps_every_event_of_a_schema_9_store_and_its_new_rows_are_whole(home):
+    """A store of schema 9 keeps every line; after migration 10 its warnings are in their table
+    and its scores say which event scored them, and every event reads back as its line says."""
+    from onegc_tui.store import stored
+    from onegc_tui.store.records import parse_record
+
+    w = fake_session(home)
+    w.emit("warning", code="network_blocked", message="example.com:443")
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    conn = sqlite3.connect(home / "onegc.db")
+    undo_migration_10(conn, w.path)
+    conn.execute("PRAGMA user_version = 9")
+    conn.close()
+    w.emit("transcript", role="assistant", kind="text", text="after the upgrade")
+    w.close()
+    store = Store.open(home)
+    assert store.conn.execute("SELECT code FROM warnings").fetchall() == [("network_blocked",)]
+    assert store.conn.execute("SELECT name, scored_seq, metric, split FROM checkpoints").fetchall() == [
+        ("a-1", 14, "val_acc", "val")]
+    Ingester(home, store).ingest_all()
+    lines = w.path.read_text().splitlines()
+    assert [parse_record(json.dumps(r)) for r in stored.records(store.conn, "s1", stored.envelopes(store.conn, "s1"))] == [
+        parse_record(line) for line in lines]
+    kept = store.conn.execute("SELECT COUNT(*) FROM events WHERE data != ''").fetchone()[0]
+    assert kept == len(lines) - 1  # the old rows keep their line; the new transcript step is in its row only
+    store.close()
+
+
 def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     """A store at schema 8 learns from its stored warnings how often a cap stopped each agent; new
     warnings then add to the count as they are ingested (runner.wire.defaults.CAP_WARNINGS)."""
@@ -341,6 +388,7 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     assert store.session("s1")["caps_reached"] == 4
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
+    undo_migration_10(conn, w.path)
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
     conn.execute("PRAGMA user_version = 8")
     conn.close()
