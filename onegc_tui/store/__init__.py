@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from onegc_tui.store import stored
+from onegc_tui.store.rows import IN_ROW
 from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
 from onegc_tui.store.search import holds, text_search
 from onegc_tui.store.unusable import StoreUnusable, unusable
@@ -55,6 +56,8 @@ _CHECKPOINT_SCORED = (
     " scored_seq, metric, split) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
     " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, flags=excluded.flags,"
     " scored_seq=excluded.scored_seq, metric=excluded.metric, split=excluded.split")
+# an event whose own table holds it keeps no line (onegc_tui/store/rows.py)
+_IN_ROW_EVENT = f"INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,'{IN_ROW}')"
 _TRANSCRIPT_INSERT = ("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text,"
                       " tokens_in, tokens_out, cache_read, cache_write, cost_usd, raw_line)"
                       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
@@ -320,7 +323,9 @@ class Store:
         ``best_live``: the best of its live scores, and whether the better of two is the ``MAX`` or
         the ``MIN`` (its task's direction)."""
         conn, sid = self.conn, rows.session_id
-        conn.executemany("INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)", rows.events)
+        conn.executemany(_IN_ROW_EVENT, rows.in_rows)
+        if rows.events:
+            conn.executemany("INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)", rows.events)
         for scored, row in rows.checkpoints:
             conn.execute(_CHECKPOINT_SCORED if scored else _CHECKPOINT_FOUND, row)
         transcript = rows.transcript

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import eq, itemgetter, not_
+from operator import add, eq, itemgetter, not_
 from typing import Any
 
 from runner.wire.summary import fold
@@ -26,7 +26,7 @@ from runner.wire.summary import fold
 Record = dict[str, Any]  # an event's fields, as validated (onegc_tui/store/records.py)
 
 OWN_TABLE = frozenset({"transcript", "gpu", "warning", "control"})  # their events rows keep no copy of the line
-IN_ROW = ""  # an events row's data for an event whose own table holds every field of it
+IN_ROW = ""  # an events row's data for an event whose own table holds every field of it (its line is not kept)
 # per-session usage: transcript ``usage`` items add to these, a ``result`` item replaces them
 USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
 TRANSCRIPT_COLUMNS = ("session_id", "seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text", *USAGE_COLUMNS,
@@ -60,7 +60,8 @@ class BatchRows:
     """One session's new events, as rows of each table, in the order of their events."""
 
     session_id: str
-    events: list[tuple] = field(default_factory=list)  # (session_id, seq, ts, type, data)
+    events: list[tuple] = field(default_factory=list)  # (session_id, seq, ts, type, data) of the kinds that keep their line
+    in_rows: list[tuple] = field(default_factory=list)  # (session_id, seq, ts, type) of those whose own table holds them
     transcript: list[tuple] = field(default_factory=list)  # TRANSCRIPT_COLUMNS
     progress: dict[str, tuple] = field(default_factory=dict)  # call id -> its latest heartbeat's transcript row
     gpu: list[tuple] = field(default_factory=list)
@@ -81,9 +82,11 @@ def batch_rows(session_id: str, records: Sequence[Record], raws: Sequence[str]) 
     if not records:
         return out
     types = list(map(_TYPE, records))
-    out.events = [(*key, IN_ROW if kind in OWN_TABLE and own else raw)
-                  for key, kind, raw, own in zip(map(_EVENT_KEY, records), types, raws, _whole_in_row(records, types),
-                                                 strict=True)]
+    whole = _whole_in_row(records, types)
+    out.in_rows = list(map(_EVENT_KEY, compress(records, whole)))
+    if len(out.in_rows) < len(records):
+        keep = list(map(not_, whole))
+        out.events = list(map(add, map(_EVENT_KEY, compress(records, keep)), zip(compress(raws, keep))))
     delta: dict[str, Any] = {"last_ts": max(map(_TS, records)), "last_seq": max(map(_SEQ, records))}
     # transcript lines and GPU samples are nearly every event: sorted out by maps in C, in order;
     # the other kinds (a few per minute) each change the summary, in their order among themselves
@@ -121,14 +124,17 @@ def batch_rows(session_id: str, records: Sequence[Record], raws: Sequence[str]) 
 
 
 def _whole_in_row(records: Sequence[Record], types: list[str]) -> list[bool]:
-    """Whether each event's own table holds every field of it: not a tool's heartbeat (its row is
-    updated in place), not an event of another schema version than this onegc's."""
+    """Whether each event's own table holds every field of it: a kind of :data:`OWN_TABLE`, but
+    not a tool's heartbeat (its row is updated in place), nor an event of another schema version
+    than this onegc's. By maps in C, unless a batch holds either."""
     from runner.wire.events import SCHEMA_VERSION  # pydantic's: the store opens without it (onegc sessions' start)
 
-    if "transcript" not in types and all(map(SCHEMA_VERSION.__eq__, map(_V, records))):
-        return [True] * len(records)
-    return [r["v"] == SCHEMA_VERSION and not (t == "transcript" and r["kind"] == "progress" and r["call_id"])
-            for r, t in zip(records, types, strict=True)]
+    own = list(map(OWN_TABLE.__contains__, types))
+    if all(map(SCHEMA_VERSION.__eq__, map(_V, records))) and "progress" not in map(_KIND, compress(records, map(
+            eq, types, repeat("transcript")))):
+        return own
+    return [o and r["v"] == SCHEMA_VERSION and not (t == "transcript" and r["kind"] == "progress" and r["call_id"])
+            for o, r, t in zip(own, records, types, strict=True)]
 
 
 def _special_transcript(transcript: list[Record], out: BatchRows, delta: dict) -> list[Record]:
