@@ -541,7 +541,7 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
     for r in matrix.rows:
         cells = {}
         for task, c in r.cells.items():
-            d = dataclasses.asdict(c)
+            d = {f.name: getattr(c, f.name) for f in _CELL_FIELDS}  # (asdict copied each of 100 000 session ids)
             d.update(mixed_contracts=c.mixed_contracts, success_rate=c.success_rate, mixed_conditions=c.mixed_conditions)
             cells[task] = d
         rows.append(
@@ -564,15 +564,26 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
     }
 
 
+_CELL_FIELDS = dataclasses.fields(Cell)
+
+
+def json_text(doc: Any, level: int = 0) -> str:
+    """``doc`` as ``json.dumps(doc, indent=2, allow_nan=False)`` lays it out, but a list of plain
+    values on one line: a cell's session ids (100 000 over a big home) are written by the C
+    encoder in one call, not by the indenting one in Python, an element at a time."""
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(doc, dict):
+        if not doc:
+            return "{}"
+        items = (f"{inner}{json.dumps(str(k))}: {json_text(v, level + 1)}" for k, v in doc.items())
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(doc, list | tuple) and any(isinstance(v, dict | list | tuple) for v in doc):
+        return "[\n" + ",\n".join(f"{inner}{json_text(v, level + 1)}" for v in doc) + f"\n{pad}]"
+    return json.dumps(doc, allow_nan=False)
+
+
 def _json(studies: Sequence[Matrix]) -> str:
-    return (
-        json.dumps(
-            {"schema": JSON_SCHEMA, "studies": [matrix_to_dict(m) for m in studies]},
-            indent=2,
-            allow_nan=False,
-        )
-        + "\n"
-    )
+    return json_text({"schema": JSON_SCHEMA, "studies": [matrix_to_dict(m) for m in studies]}) + "\n"
 
 
 _RENDERERS = {"table": _table, "md": _md, "latex": _latex, "csv": _csv, "json": _json}

@@ -116,15 +116,16 @@ class Store:
 
     # ------------------------------------------------------------------ writing
     @contextmanager
-    def transaction(self, commit_rows: int | None = None):
+    def transaction(self, commit_rows: int | None = None, immediate: bool = False):
         """Every write inside in one transaction, each batch in a savepoint of its own (a batch
         that fails leaves nothing behind, the others stay): the live ingest commits once per
         wake for all the sessions that wrote, not once per session and batch. ``commit_rows``:
         committed (and indexed for search) each time that many events have come, so that a long
         write does not hold the store from other writers for longer (their wait is
-        ``BUSY_TIMEOUT_MS`` at most)."""
+        ``BUSY_TIMEOUT_MS`` at most). ``immediate``: the write lock from the start, so that what
+        it reads first is what it writes over (no other writer commits in between)."""
         conn = self.conn
-        conn.execute("BEGIN")
+        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
         self._outer = "transaction"
         self._fts_from = None
         self._commit_rows, self._uncommitted_rows = commit_rows, 0
@@ -205,7 +206,8 @@ class Store:
                 self._pending_from()  # the part's transcript rows come above it
             tables = [r[0] for r in conn.execute(
                 "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-                " AND name NOT LIKE 'transcript_fts%' ORDER BY name")]
+                " AND name NOT LIKE 'transcript_fts%' AND name NOT LIKE 'history_%' ORDER BY name")]
+            # (the history's summary is this store's: its sessions copied in are marked by its trigger)
             for table in tables:
                 cols = ", ".join(f'"{r[1]}"' for r in conn.execute(f'PRAGMA main.table_info("{table}")'))
                 verb = "INSERT OR IGNORE" if table == "studies" else "INSERT"  # a study spans both parts

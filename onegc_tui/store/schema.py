@@ -165,6 +165,42 @@ MIGRATIONS: list[str] = [
         ORDER BY e.seq DESC LIMIT 1);
     CREATE INDEX checkpoints_by_score ON checkpoints(session_id, scored_seq) WHERE scored_seq IS NOT NULL;
     """,
+    # 11: the history matrix kept as a summary (onegc_tui/results/history_cells.py): its cells, each
+    # stored whole; which cell each session is in (over the whole home, and within its study); and
+    # the sessions whose outcome changed since (marked here, in SQL, as the ingest writes them: only
+    # their cells are computed again, by the next reader). Every stored session starts out marked.
+    """
+    CREATE TABLE history_cells (scope TEXT NOT NULL, key TEXT NOT NULL, task TEXT NOT NULL, cell TEXT NOT NULL,
+                                PRIMARY KEY (scope, key)) WITHOUT ROWID;
+    CREATE TABLE history_members (session_id TEXT PRIMARY KEY, home_key TEXT, study_key TEXT) WITHOUT ROWID;
+    CREATE INDEX history_members_home ON history_members(home_key);
+    CREATE INDEX history_members_study ON history_members(study_key);
+    CREATE TABLE history_dirty (session_id TEXT PRIMARY KEY) WITHOUT ROWID;
+    INSERT INTO history_dirty SELECT session_id FROM sessions;
+    CREATE TRIGGER history_dirty_insert AFTER INSERT ON sessions BEGIN
+        INSERT OR IGNORE INTO history_dirty VALUES (NEW.session_id);
+    END;
+    CREATE TRIGGER history_dirty_delete AFTER DELETE ON sessions BEGIN
+        INSERT OR IGNORE INTO history_dirty VALUES (OLD.session_id);
+    END;
+    -- what a session's cell reads (onegc_tui/store/queries.py OUTCOME_COLUMNS): while it runs only
+    -- who and what it is; once it has ended, its figures too (a heartbeat moves active_s, not a cell)
+    CREATE TRIGGER history_dirty_update AFTER UPDATE ON sessions WHEN
+        OLD.state IS NOT NEW.state OR OLD.task IS NOT NEW.task OR OLD.agent IS NOT NEW.agent
+        OR OLD.model IS NOT NEW.model OR OLD.study IS NOT NEW.study OR OLD.repeat IS NOT NEW.repeat
+        OR OLD.contract_hash IS NOT NEW.contract_hash OR OLD.contract IS NOT NEW.contract
+        OR OLD.disqualified IS NOT NEW.disqualified OR OLD.started_ts IS NOT NEW.started_ts
+        OR (NEW.state IN ('ended', 'failed') AND (
+            OLD.score IS NOT NEW.score OR OLD.end_reason IS NOT NEW.end_reason OR OLD.budget_s IS NOT NEW.budget_s
+            OR OLD.active_s IS NOT NEW.active_s OR OLD.scripts_launched IS NOT NEW.scripts_launched
+            OR OLD.first_checkpoint_s IS NOT NEW.first_checkpoint_s OR OLD.flagged IS NOT NEW.flagged
+            OR OLD.containment IS NOT NEW.containment OR OLD.val_gap_flag IS NOT NEW.val_gap_flag
+            OR OLD.contended IS NOT NEW.contended OR OLD.truncated IS NOT NEW.truncated
+            OR OLD.caps_reached IS NOT NEW.caps_reached))
+    BEGIN
+        INSERT OR IGNORE INTO history_dirty VALUES (NEW.session_id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

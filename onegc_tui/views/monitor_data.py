@@ -50,24 +50,28 @@ def studies(store: Store) -> list[str]:
 
 def outcomes(store: Store, study: str | None = None, include_demo: bool = False) -> list[SessionOutcome]:
     """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
-    out = []
     tested = sql.scored_split_ranges(store)
-    for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
-         caps_reached, scored_split) in sql.outcome_rows(
-            store, study, include_demo):
-        ended = state in ("ended", "failed")
-        lo_hi = unofficial_range(tested.get(sid), task) if ended else None
-        out.append(SessionOutcome(
-            session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
-            score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
-            budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
-            first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
-            sealed=None if not containment else containment.startswith("bwrap"), network=network,
-            val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
-            truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split,
-            unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"]))
-    return out
+    return [outcome_of(row, tested.get(row[0])) for row in sql.outcome_rows(store, study, include_demo)]
+
+
+def outcome_of(row: tuple, tested: tuple[tuple[float, float] | None, tuple[float, float] | None] | None = None
+               ) -> SessionOutcome:
+    """One session of :data:`onegc_tui.store.queries.OUTCOME_COLUMNS`; ``tested``: its checkpoints'
+    scored-split ranges (:func:`onegc_tui.store.queries.scored_split_ranges`), for its unofficial test-best."""
+    (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
+     scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
+     caps_reached, scored_split) = row
+    ended = state in ("ended", "failed")
+    lo_hi = unofficial_range(tested, task) if ended else None
+    return SessionOutcome(
+        session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
+        score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
+        budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
+        first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
+        sealed=None if not containment else containment.startswith("bwrap"), network=network,
+        val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
+        truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split,
+        unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"])
 
 
 def demo_sessions(store: Store, study: str | None = None) -> int:

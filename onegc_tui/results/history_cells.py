@@ -1,0 +1,127 @@
+"""The history matrix from its summary in the store: each cell kept whole, and computed again only
+when the outcome of one of its sessions changed.
+
+As the ingest writes a session's summary row, a trigger marks the session when what its cell reads
+changed (schema.py migration 11: while it runs, who and what it is; once ended, its figures). A
+reader first :func:`settle`\\ s the marked sessions: each one's cell keys (its row and task, over
+the whole home and within its study), then each cell they left or joined, computed from that
+cell's sessions alone by the matrix's own code (:func:`onegc_tui.results.matrix.cell_of`) and
+stored. A new process over a home that did not change reads the stored cells and assembles the
+matrix (:func:`onegc_tui.results.matrix.assemble`): it computes no cell (over 100 000 sessions,
+docs/benchmarks.md). The cells equal :func:`~onegc_tui.results.matrix.build_matrix`'s of the same
+sessions (tests/analysis/test_history_cells.py compares them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from onegc_tui.results.matrix import Cell, Matrix, assemble, cell_of, row_key
+from onegc_tui.store import Store
+from onegc_tui.store import history as sql
+from onegc_tui.views.monitor_data import outcome_of
+from onegc_tui.views.outcomes import SessionOutcome, task_table
+from tasks import TaskSpec
+
+_TUPLES = frozenset(f.name for f in fields(Cell) if f.type in ("tuple[str, ...]",))
+
+
+def cell_keys(o: SessionOutcome, table: Mapping[str, TaskSpec]) -> tuple[str | None, str | None]:
+    """A session's cell keys (over the whole home, within its study): its row (:func:`row_key`) and
+    task as JSON; None where it is in no cell (an aborted session, a task no spec names)."""
+    spec = table.get(o.task.strip().lower())
+    if o.end_reason == "aborted" or spec is None:
+        return None, None
+    key = [*row_key(o), spec.short]
+    home = json.dumps(key)
+    return home, (json.dumps([o.study, *key[1:]]) if o.study is not None else None)
+
+
+def _decode(key: str) -> tuple[tuple, str]:
+    """A home key's (row key, task); a study key's row key as the home's (a label's study, else None)."""
+    study, label, agent, model, task = json.loads(key)
+    return ((study if label else None), label, agent, model), task
+
+
+def cell_json(cell: Cell) -> str:
+    return json.dumps({f.name: getattr(cell, f.name) for f in fields(Cell)})
+
+
+def cell_from_json(text: str) -> Cell:
+    doc = json.loads(text)
+    return Cell(**{k: tuple(v) if k in _TUPLES else v for k, v in doc.items()})
+
+
+def settle(store: Store) -> int:
+    """Compute again, and store, the cells of the sessions marked since; returns how many cells."""
+    if not sql.marked(store):
+        return 0
+    table = task_table(None)
+    with store.transaction(immediate=True):  # what it reads is what it writes over: no ingest commits between
+        dirty = sql.marked(store)
+        before = sql.memberships(store, dirty)
+        now = {}
+        for row in sql.outcome_rows_of(store, dirty):
+            o = outcome_of(row)
+            now[o.session_id] = (o.study, *cell_keys(o, table))
+        sql.set_memberships(store, [(sid, *now.get(sid, (None, None, None))[1:]) for sid in dirty])
+        touched: set[tuple[str, str]] = set()
+        for sid in dirty:
+            home, study_key = before.get(sid, (None, None))
+            touched |= {("home", home)} if home else set()
+            touched |= {("study", study_key)} if study_key else set()
+            if sid in now:
+                _study, home, study_key = now[sid]
+                touched |= {("home", home)} if home else set()
+                touched |= {("study", study_key)} if study_key else set()
+        for scope, key in sorted(touched):
+            outcomes = [outcome_of(row) for row in sql.member_rows(store, scope, key)]
+            where = "home" if scope == "home" else json.loads(key)[0]
+            _row, task = _decode(key)
+            sql.put_cell(store, where, key, task, cell_json(cell_of(task, outcomes)) if outcomes else None)
+        sql.unmark(store, dirty)
+    return len(touched)
+
+
+@dataclass(frozen=True)
+class History:
+    """The matrix of the paper's tasks, and of the rest (the demo task, tasks no spec names) where
+    there are sessions of them."""
+
+    bench: Matrix
+    other: Matrix | None
+
+
+def history(store: Store, study: str | None = None, include_demo: bool = False,
+            measured: Mapping[str, float] | None = None) -> History:
+    """``onegc history``'s matrices (of ``study``: its own cells; without the demo task unless
+    ``include_demo``), from the stored cells, after :func:`settle`."""
+    settle(store)
+    table = task_table(None)
+    name = study or "ours"
+    cells: dict[bool, dict[tuple, dict[str, Cell]]] = {True: {}, False: {}}
+    for key, task, text in sql.cells(store, study if study is not None else "home"):
+        spec = table[task]
+        if not include_demo and (spec.id in sql.DEMO_TASKS or spec.short in sql.DEMO_TASKS):
+            continue
+        row, _task = _decode(key)
+        cells[bool(spec.paper)].setdefault(row, {})[task] = cell_from_json(text)
+    unknown: dict[bool, set[str]] = {True: set(), False: set()}
+    aborted = {True: 0, False: 0}
+    present = {True: False, False: False}
+    for task, n, n_aborted in sql.task_counts(store, study, include_demo):
+        spec = table.get(task.strip().lower())
+        paper = spec is not None and bool(spec.paper)
+        present[paper] = True
+        aborted[paper] += n_aborted or 0
+        if spec is None and n > (n_aborted or 0):
+            unknown[paper].add(task)
+    bench = assemble(cells[True], name, table, measured=measured, unknown=unknown[True], n_aborted=aborted[True])
+    other = assemble(cells[False], f"{name} (demo tasks)", table, unknown=unknown[False], n_aborted=aborted[False]) \
+        if present[False] else None
+    return History(bench, other)
+
+
+__all__ = ["History", "cell_from_json", "cell_json", "cell_keys", "history", "settle"]
