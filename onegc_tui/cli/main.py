@@ -278,9 +278,10 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
                    "the printed URL carries the token every page and websocket needs")
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser). A home
-    this user can read but not write is watched as a read-only view, live, through a private copy
-    of its store (onegc_tui/store/readonly_home.py)."""
-    from onegc_tui.store.readonly_home import browsable_home, private_store
+    this user can read but not write is watched as a read-only view: its store read in place where
+    it holds the session folders whole and nothing runs, else live through a private copy of it
+    (onegc_tui/store/readonly_home.py)."""
+    from onegc_tui.store.readonly_home import IN_PLACE, browsable_home, private_store
 
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
@@ -288,9 +289,10 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
         from onegc_tui.app.guard import check_store, run_monitor
 
         home = browsable_home()
-        with private_store(home) as read_only:
+        with private_store(home) as view:
             check_store(home)
-            run_monitor(make_app(home, focus=focus, read_only=read_only), describe=describe)
+            # in place, nothing is ingested: the store holds every session whole, and none runs
+            run_monitor(make_app(home, focus=focus, read_only=bool(view), live=view != IN_PLACE), describe=describe)
         return
     try:
         from onegc_tui.app.web import serve
@@ -299,8 +301,9 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     from onegc_tui.app.guard import check_store
 
     home = browsable_home()
-    with private_store(home) as read_only:  # each tab's monitor makes its own (it is an 'onegc monitor')
+    with private_store(home) as view:  # each tab's monitor makes its own (it is an 'onegc monitor')
         check_store(home)  # a damaged store: one line now, not a failure in every tab
+    read_only = bool(view)
     try:
         serve(home, host=host, port=port, focus=focus, read_only=read_only)
     except OSError as exc:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
-from onegc_tui.results.matrix import Cell, Matrix, assemble, cell_of, row_key
+from onegc_tui.results.matrix import Cell, Matrix, assemble, build_matrix, cell_of, row_key, split_demo
 from onegc_tui.store import Store
 from onegc_tui.store import history as sql
-from onegc_tui.views.monitor_data import outcome_of
+from onegc_tui.views.monitor_data import outcome_of, outcomes
 from onegc_tui.views.outcomes import SessionOutcome, task_table
 from tasks import TaskSpec
 
@@ -50,8 +51,9 @@ def cell_json(cell: Cell) -> str:
 
 
 def cell_from_json(text: str) -> Cell:
-    doc = json.loads(text)
-    return Cell(**{k: tuple(v) if k in _TUPLES else v for k, v in doc.items()})
+    doc: dict[str, Any] = json.loads(text)
+    fields_: dict[str, Any] = {k: tuple(v) if k in _TUPLES else v for k, v in doc.items()}
+    return Cell(**fields_)
 
 
 def settle(store: Store) -> int:
@@ -97,7 +99,14 @@ class History:
 def history(store: Store, study: str | None = None, include_demo: bool = False,
             measured: Mapping[str, float] | None = None) -> History:
     """``onegc history``'s matrices (of ``study``: its own cells; without the demo task unless
-    ``include_demo``), from the stored cells, after :func:`settle`."""
+    ``include_demo``), from the stored cells, after :func:`settle`. A store read in place (a home
+    this user cannot write) whose cells are not current cannot store them: its matrices are
+    computed from every session, as :func:`~onegc_tui.results.matrix.build_matrix` does."""
+    if store.read_only and sql.marked(store):
+        paper_tasks, other_tasks = split_demo(outcomes(store, study, include_demo=include_demo))
+        name = study or "ours"
+        return History(build_matrix(paper_tasks, study=name, measured=measured),
+                       build_matrix(other_tasks, study=f"{name} (demo tasks)") if other_tasks else None)
     settle(store)
     table = task_table(None)
     name = study or "ours"
@@ -112,11 +121,11 @@ def history(store: Store, study: str | None = None, include_demo: bool = False,
     aborted = {True: 0, False: 0}
     present = {True: False, False: False}
     for task, n, n_aborted in sql.task_counts(store, study, include_demo):
-        spec = table.get(task.strip().lower())
-        paper = spec is not None and bool(spec.paper)
+        named = table.get(task.strip().lower())
+        paper = named is not None and bool(named.paper)
         present[paper] = True
         aborted[paper] += n_aborted or 0
-        if spec is None and n > (n_aborted or 0):
+        if named is None and n > (n_aborted or 0):
             unknown[paper].add(task)
     bench = assemble(cells[True], name, table, measured=measured, unknown=unknown[True], n_aborted=aborted[True])
     other = assemble(cells[False], f"{name} (demo tasks)", table, unknown=unknown[False], n_aborted=aborted[False]) \

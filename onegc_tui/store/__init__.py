@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
 
 from onegc_tui.store import stored
 from onegc_tui.store.rows import IN_ROW
@@ -63,49 +64,74 @@ _TRANSCRIPT_INSERT = ("INSERT OR IGNORE INTO transcript (session_id, seq, ts, ro
                       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
-_instead: dict[Path, Path] = {}  # home -> the store this process opens for it (redirect)
+_instead: dict[Path, tuple[Path, bool]] = {}  # home -> the store this process opens for it, and whether only to read
 
 
-def redirect(home: Path, db: Path | None) -> None:
+def redirect(home: Path, db: Path | None, read_only: bool = False) -> None:
     """From now on in this process, :meth:`Store.open` of ``home`` opens ``db`` instead of its
-    ``onegc.db`` (None: its own again). The monitor over a home it cannot write works so on a
-    private copy of the store (onegc_tui/store/readonly_home.py ``private_store``): every connection
-    it opens by home (the app's, the ingest thread's, each screen's worker) opens the copy."""
+    ``onegc.db`` (None: its own again); ``read_only``: in place, only to read (a home this user
+    cannot write, whose store the monitor reads as it is: onegc_tui/store/readonly_home.py
+    ``private_store``). Every connection the monitor opens by home (the app's, the ingest thread's,
+    each screen's worker) opens that one."""
     if db is None:
         _instead.pop(home.resolve(), None)
     else:
-        _instead[home.resolve()] = db
+        _instead[home.resolve()] = (db, read_only)
 
 
 def db_path(home: Path) -> Path:
     """The store :meth:`Store.open` opens for ``home``: its ``onegc.db``, unless :func:`redirect`
     sent it elsewhere."""
-    return _instead.get(home.resolve(), home / DB_NAME) if _instead else home / DB_NAME
+    return _instead.get(home.resolve(), (home / DB_NAME, False))[0] if _instead else home / DB_NAME
+
+
+def in_place_uri(db: Path) -> str:
+    """SQLite's URI for reading ``db`` in place, writing nothing beside it: read-only, and
+    ``immutable`` where no ``-wal`` is there (nobody has it open to write, and a folder this user
+    cannot write could not hold the ``-shm`` SQLite would make); with a ``-wal`` (its owner's
+    monitor ingesting), read-only as it changes."""
+    wal = Path(f"{db}-wal").exists()
+    return f"file:{quote(str(db))}?mode=ro" + ("" if wal else "&immutable=1")
 
 
 class Store:
-    def __init__(self, path: Path):
+    read_only = False  # opened in place only to read (Store(path, read_only=True))
+
+    def __init__(self, path: Path, read_only: bool = False):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)  # a new ONEGC_HOME: an empty store, not a traceback
         conn = None
         try:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            if read_only:
+                conn = sqlite3.connect(in_place_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                                       check_same_thread=True)
+                self.read_only = True
+                found = conn.execute("PRAGMA user_version").fetchone()[0]
+                if found != SCHEMA_VERSION:  # no migration here: the caller reads a copy instead
+                    raise SchemaTooNew(f"{path} has schema {found}, not this onegc's {SCHEMA_VERSION}") \
+                        if found > SCHEMA_VERSION else StoreUnusable(f"{path}: schema {found}: older than this onegc's")
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)  # a new ONEGC_HOME: an empty store, not a traceback
+                conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             conn.create_function("holds", 2, holds, deterministic=True)  # text_search's check of a word
-            migrate(conn)
-        except (sqlite3.Error, SchemaTooNew) as exc:
+            if not read_only:
+                migrate(conn)
+        except (sqlite3.Error, SchemaTooNew, StoreUnusable) as exc:
             if conn is not None:
                 conn.close()
-            if isinstance(exc, SchemaTooNew):
+            if isinstance(exc, (SchemaTooNew, StoreUnusable)):
                 raise
             raise StoreUnusable(unusable(path, exc)) from None
         self.conn = conn
 
     @classmethod
     def open(cls, home: Path) -> Store:
-        return cls(db_path(home))
+        if not _instead:
+            return cls(home / DB_NAME)
+        db, read_only = _instead.get(home.resolve(), (home / DB_NAME, False))
+        return cls(db, read_only=read_only)
 
     def close(self) -> None:
         self.conn.close()

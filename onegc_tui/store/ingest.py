@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from onegc_tui.store import Store
 from onegc_tui.store.rows import batch_rows
@@ -77,7 +77,7 @@ def write_batch(store: Store, batch: IngestBatch) -> Ingested:
             records, raws = [records[i] for i in new], [raws[i] for i in new]
         if records:
             rows = batch_rows(sid, records, raws)
-            best = None
+            best: tuple[float, Literal["MAX", "MIN"]] | None = None
             if rows.live_values:
                 from tasks import best_of, direction_of  # the task registry: only once scores come in
 

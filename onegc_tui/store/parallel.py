@@ -10,14 +10,13 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Collection
 from contextlib import nullcontext
 from pathlib import Path
+
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from runner.errors import OnegcError
 from runner.wire.paths import is_session_folder
-
 
 PARALLEL_MIN_BYTES = 16 << 20  # less than this in all: one process
 # a catch-up's own part commits this often: ~4 s of holding the store here, under the 10 s another

@@ -24,6 +24,7 @@ from onegc_tui.store import queries as store_queries
 from onegc_tui.views.alerts import Alert, Alerts
 from tasks import direction_of
 
+
 @dataclass
 class Look:
     """What one look found: the rows changed (by session), the running sessions not among them

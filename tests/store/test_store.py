@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

@@ -12,9 +12,9 @@ import pytest
 
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import IngestBatch, Ingester, write_batch
+from onegc_tui.store.records import parse_record
 from runner.launch.records import write_record
 from runner.launch.spawn import create_session
-from onegc_tui.store.records import parse_record
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig
 
