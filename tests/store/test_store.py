@@ -144,7 +144,7 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     db = home / "onegc.db"
     conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
     conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
-    undo_migration_10(conn, home / "runs/s1/events.jsonl")
+    undo_migrations_10_and_11(conn, home / "runs/s1/events.jsonl")
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
                    "caps_reached"):  # and 9's
@@ -332,9 +332,14 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
     store.close()
 
 
-def undo_migration_10(conn: sqlite3.Connection, events: Path) -> None:
+def undo_migrations_10_and_11(conn: sqlite3.Connection, events: Path) -> None:
     """What a store of schema 9 holds: every event's line in ``events.data`` (migration 10 keeps the
-    line of a kind with a table of its own in that row only), and none of 10's tables and columns."""
+    line of a kind with a table of its own in that row only), and none of 10's and 11's tables,
+    columns and triggers."""
+    for name in ("insert", "delete", "update"):
+        conn.execute(f"DROP TRIGGER history_dirty_{name}")
+    for table in ("history_cells", "history_members", "history_dirty"):
+        conn.execute(f"DROP TABLE {table}")
     for line in events.read_text().splitlines():
         conn.execute("UPDATE events SET data=? WHERE seq=? AND data=''", (line, json.loads(line)["seq"]))
     conn.execute("DROP TABLE warnings")
@@ -358,7 +363,7 @@ def test_migration_10_keeps_every_event_of_a_schema_9_store_and_its_new_rows_are
     Ingester(home, store).ingest_all()
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
-    undo_migration_10(conn, w.path)
+    undo_migrations_10_and_11(conn, w.path)
     conn.execute("PRAGMA user_version = 9")
     conn.close()
     w.emit("transcript", role="assistant", kind="text", text="after the upgrade")
@@ -388,7 +393,7 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     assert store.session("s1")["caps_reached"] == 4
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
-    undo_migration_10(conn, w.path)
+    undo_migrations_10_and_11(conn, w.path)
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
     conn.execute("PRAGMA user_version = 8")
     conn.close()
