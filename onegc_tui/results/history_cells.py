@@ -57,34 +57,39 @@ def cell_from_json(text: str) -> Cell:
 
 
 def settle(store: Store) -> int:
-    """Compute again, and store, the cells of the sessions marked since; returns how many cells."""
+    """Compute again, and store, the cells of the sessions marked since; returns how many cells.
+    Each session is read once, whatever number of cells it is in (after a reindex, all of them)."""
     if not sql.marked(store):
         return 0
     table = task_table(None)
     with store.transaction(immediate=True):  # what it reads is what it writes over: no ingest commits between
         dirty = sql.marked(store)
         before = sql.memberships(store, dirty)
-        now = {}
+        now: dict[str, tuple[SessionOutcome, str | None, str | None]] = {}
         for row in sql.outcome_rows_of(store, dirty):
             o = outcome_of(row)
-            now[o.session_id] = (o.study, *cell_keys(o, table))
-        sql.set_memberships(store, [(sid, *now.get(sid, (None, None, None))[1:]) for sid in dirty])
-        touched: set[tuple[str, str]] = set()
+            now[o.session_id] = (o, *cell_keys(o, table))
+        sql.set_memberships(store, [(sid, *now[sid][1:]) if sid in now else (sid, None, None) for sid in dirty])
+        touched: dict[str, set[str]] = {"home": set(), "study": set()}
         for sid in dirty:
-            home, study_key = before.get(sid, (None, None))
-            touched |= {("home", home)} if home else set()
-            touched |= {("study", study_key)} if study_key else set()
-            if sid in now:
-                _study, home, study_key = now[sid]
-                touched |= {("home", home)} if home else set()
-                touched |= {("study", study_key)} if study_key else set()
-        for scope, key in sorted(touched):
-            outcomes = [outcome_of(row) for row in sql.member_rows(store, scope, key)]
-            where = "home" if scope == "home" else json.loads(key)[0]
-            _row, task = _decode(key)
-            sql.put_cell(store, where, key, task, cell_json(cell_of(task, outcomes)) if outcomes else None)
+            for keys in (before.get(sid, (None, None)), now[sid][1:] if sid in now else (None, None)):
+                touched["home"] |= {keys[0]} if keys[0] else set()
+                touched["study"] |= {keys[1]} if keys[1] else set()
+        members: dict[tuple[str, str], list[SessionOutcome]] = {}
+        for home, study_key, *row in sql.cells_members(store, touched["home"], touched["study"]):
+            o = now[row[0]][0] if row[0] in now else outcome_of(tuple(row))
+            if home in touched["home"]:
+                members.setdefault(("home", home), []).append(o)
+            if study_key in touched["study"]:
+                members.setdefault(("study", study_key), []).append(o)
+        for scope, keys in touched.items():
+            for key in sorted(keys):
+                outcomes = members.get((scope, key), [])
+                _row, task = _decode(key)
+                sql.put_cell(store, "home" if scope == "home" else json.loads(key)[0], key, task,
+                             cell_json(cell_of(task, outcomes, table)) if outcomes else None)
         sql.unmark(store, dirty)
-    return len(touched)
+    return len(touched["home"]) + len(touched["study"])
 
 
 @dataclass(frozen=True)

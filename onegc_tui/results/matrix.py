@@ -342,9 +342,10 @@ def build_matrix(
     return assemble(cells, study, table, agg_tasks, measured, unknown, n_aborted)
 
 
-def cell_of(task: str, sessions: Sequence[SessionOutcome], specs: Iterable[TaskSpec] | None = None) -> Cell:
-    """One cell: ``sessions`` of one row on ``task`` (a short id), as :func:`build_matrix` makes it."""
-    return _cell(task, sessions, TaskColumn.from_spec(task_table(specs)[task]))
+def cell_of(task: str, sessions: Sequence[SessionOutcome], table: Mapping[str, TaskSpec] | None = None) -> Cell:
+    """One cell: ``sessions`` of one row on ``task`` (a short id), as :func:`build_matrix` makes it
+    (``table``: :func:`~onegc_tui.views.outcomes.task_table`'s, default the registry's)."""
+    return _cell(task, sessions, TaskColumn.from_spec((task_table(None) if table is None else table)[task]))
 
 
 def assemble(

@@ -15,7 +15,6 @@ from onegc_tui.store import Store
 from onegc_tui.store.queries import DEMO_TASKS, OUTCOME_COLUMNS
 
 _COLUMNS = ", ".join(f"s.{c}" if c.isidentifier() else c.replace("(contract", "(s.contract") for c in OUTCOME_COLUMNS)
-KEY_COLUMNS = {"home": "home_key", "study": "study_key"}  # a cell's scope: the whole home, or a study
 
 
 def marked(store: Store) -> list[str]:
@@ -48,11 +47,12 @@ def set_memberships(store: Store, members: Iterable[tuple[str, str | None, str |
     store.conn.executemany("DELETE FROM history_members WHERE session_id=?", [(r[0],) for r in rows if not (r[1] or r[2])])
 
 
-def member_rows(store: Store, scope: str, key: str) -> list[tuple]:
-    """The OUTCOME_COLUMNS of the sessions of one cell (``scope``: home or study)."""
-    column = KEY_COLUMNS[scope]
-    return store.conn.execute(f"SELECT {_COLUMNS} FROM history_members m JOIN sessions s USING (session_id)"
-                              f" WHERE m.{column} = ?", (key,)).fetchall()
+def cells_members(store: Store, home_keys: Iterable[str], study_keys: Iterable[str]) -> list[tuple]:
+    """``(home_key, study_key, *OUTCOME_COLUMNS)`` of every session in one of these cells, in one read."""
+    return store.conn.execute(
+        f"SELECT m.home_key, m.study_key, {_COLUMNS} FROM history_members m JOIN sessions s USING (session_id)"
+        " WHERE m.home_key IN (SELECT value FROM json_each(?)) OR m.study_key IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(home_keys)), json.dumps(sorted(study_keys)))).fetchall()
 
 
 def put_cell(store: Store, scope: str, key: str, task: str, cell: str | None) -> None:
