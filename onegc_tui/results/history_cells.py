@@ -72,18 +72,19 @@ def settle(store: Store) -> int:
         sql.set_memberships(store, [(sid, *now[sid][1:]) if sid in now else (sid, None, None) for sid in dirty])
         touched: dict[str, set[str]] = {"home": set(), "study": set()}
         for sid in dirty:
-            for keys in (before.get(sid, (None, None)), now[sid][1:] if sid in now else (None, None)):
-                touched["home"] |= {keys[0]} if keys[0] else set()
-                touched["study"] |= {keys[1]} if keys[1] else set()
+            was = before.get(sid, (None, None))
+            is_ = (now[sid][1], now[sid][2]) if sid in now else (None, None)
+            touched["home"] |= {k for k in (was[0], is_[0]) if k}
+            touched["study"] |= {k for k in (was[1], is_[1]) if k}
         members: dict[tuple[str, str], list[SessionOutcome]] = {}
-        for home, study_key, *row in sql.cells_members(store, touched["home"], touched["study"]):
-            o = now[row[0]][0] if row[0] in now else outcome_of(tuple(row))
+        for home, study_key, *columns in sql.cells_members(store, touched["home"], touched["study"]):
+            o = now[columns[0]][0] if columns[0] in now else outcome_of(tuple(columns))
             if home in touched["home"]:
                 members.setdefault(("home", home), []).append(o)
             if study_key in touched["study"]:
                 members.setdefault(("study", study_key), []).append(o)
-        for scope, keys in touched.items():
-            for key in sorted(keys):
+        for scope, cell_keys_ in touched.items():
+            for key in sorted(cell_keys_):
                 outcomes = members.get((scope, key), [])
                 _row, task = _decode(key)
                 sql.put_cell(store, "home" if scope == "home" else json.loads(key)[0], key, task,
