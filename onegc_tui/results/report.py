@@ -26,7 +26,7 @@ from onegc_tui.results.study_data import StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.views.outcomes import resolve_task
-from onegc_tui.views.sessions_view import conditions_note
+from onegc_tui.views.sessions_view import conditions_note, unchecked_note
 from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
@@ -195,7 +195,9 @@ def _integrity_section(data: StudyData) -> str:
         if o.disqualified:
             marks.append(f"disqualified: {o.disqualified}")
         if o.flagged:
-            marks.append(f"{o.flagged} flagged score(s)")
+            marks.append(f"{o.flagged} score(s) with integrity verdicts")
+        if unchecked := unchecked_note(s.row):
+            marks.append(unchecked)
         if o.sealed is False:
             marks.append("run --unsealed")
         if conditions := conditions_note(s.row):  # contention, a cap reached, a record cut
@@ -203,8 +205,8 @@ def _integrity_section(data: StudyData) -> str:
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
                      f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _n(o.score),
                      _n(o.unofficial_test_best)])
-    head = ["session", "integrity flags", "end reason", "official score", "unofficial test-best"]
-    return ("<h2>Integrity flags and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
+    head = ["session", "integrity", "end reason", "official score", "unofficial test-best"]
+    return ("<h2>Integrity and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
             f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}.</p>" + _table(head, rows, left=3))
 
 

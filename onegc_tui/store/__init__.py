@@ -53,9 +53,9 @@ sqlite3.register_adapter(type(None), {}.get)  # type: ignore[arg-type]  # {}.get
 _CHECKPOINT_FOUND = ("INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, script, self_reported)"
                      " VALUES (?,?,0,?,?,?,?,?) ON CONFLICT DO NOTHING")
 _CHECKPOINT_SCORED = (
-    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s, flags,"
+    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s, verdicts,"
     " scored_seq, metric, split) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
-    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, flags=excluded.flags,"
+    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, verdicts=excluded.verdicts,"
     " scored_seq=excluded.scored_seq, metric=excluded.metric, split=excluded.split")
 # an event whose own table holds it keeps no line (onegc_tui/store/rows.py)
 _IN_ROW_EVENT = f"INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,'{IN_ROW}')"
@@ -446,7 +446,8 @@ class Store:
         return row[0] if row else None
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
-        """A verdict (runner/wire/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
+        """A disqualification (runner/wire/disqualifications.py): struck out of the statistics with ``reason``,
+        or reinstated."""
         with self._transaction():
             self.conn.execute("UPDATE sessions SET disqualified=? WHERE session_id=?", (reason, session_id))
 

@@ -21,6 +21,7 @@ from itertools import compress, repeat
 from operator import add, eq, itemgetter, not_
 from typing import Any
 
+from runner.wire import verdicts
 from runner.wire.summary import fold
 
 Record = dict[str, Any]  # an event's fields, as validated (onegc_tui/store/records.py)
@@ -107,9 +108,10 @@ def batch_rows(session_id: str, records: Sequence[Record], raws: Sequence[str]) 
             out.checkpoints.append((False, (session_id, r["name"], r["seq"], r["ts"], r["budget_elapsed_s"], r["script"],
                                             r["self_reported"])))
         elif t == "checkpoint_scored":
-            flags = r["flags"]
+            found = verdicts.read(r.get("verdicts"), r.get("flags"))  # a record made before typed verdicts: its flags
             out.checkpoints.append((True, (session_id, r["name"], int(r["official"]), r["seq"], r["ts"], r["budget_elapsed_s"],
-                                           r["value"], r["error"], r["eval_s"], json.dumps(flags) if flags else None,
+                                           r["value"], r["error"], r["eval_s"],
+                                           json.dumps(verdicts.records(found)) if found else None,
                                            r["seq"], r["metric"], r["split"])))
         elif t == "control":
             out.controls.append(_CONTROL_ROW(r))
@@ -119,6 +121,8 @@ def batch_rows(session_id: str, records: Sequence[Record], raws: Sequence[str]) 
     if "contract" in delta:
         contract = delta["contract"]
         delta.update(contract=json.dumps(contract), contract_hash=contract_hash(contract))
+    if "not_checked" in delta:  # a JSON list (runner/integrity/checks.py)
+        delta["not_checked"] = json.dumps(delta["not_checked"])
     out.delta = delta
     return out
 

@@ -110,7 +110,7 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE ingest_offsets ADD COLUMN file_id TEXT;
     """,
-    # 7: the official checkpoint's validation score, the val-test gap flag (runner/scoring/selection_gap.py),
+    # 7: the official checkpoint's validation score, the val-test gap flag (runner/integrity/selection_gap.py),
     # and whether the session ran contended (runner/session/contention.py)
     """
     ALTER TABLE sessions ADD COLUMN val REAL;
@@ -133,11 +133,18 @@ MIGRATIONS: list[str] = [
         WHERE e.session_id = sessions.session_id AND e.type = 'warning'
           AND json_extract(e.data, '$.code') IN ('oom', 'process_cap', 'disk_full'));
     """,
-    # 10: one owner for each fact (issue 49). A transcript step's every field is in its transcript
+    # 10: typed verdicts (runner/wire/verdicts.py) per score, in place of free-text flags (older rows keep
+    # theirs in `flags`, read as verdicts of their own); the threat rows a session left unchecked
+    # (runner/integrity/checks.py: a JSON list; NULL: not recorded)
+    """
+    ALTER TABLE checkpoints ADD COLUMN verdicts TEXT;
+    ALTER TABLE sessions ADD COLUMN not_checked TEXT;
+    """,
+    # 11: one owner for each fact (issue 49). A transcript step's every field is in its transcript
     # row (its tokens and the CLI's raw line too), a warning's in the new warnings table, and with
     # gpu_samples and controls, which held theirs already, the events row of these kinds keeps the
     # envelope (seq, ts, type) and no second copy of the line: its data is '' (onegc_tui/store/rows.py
-    # OWN_TABLE: which kinds; onegc_tui/store/queries.py rebuilds an event from its row). Rows stored
+    # OWN_TABLE: which kinds; onegc_tui/store/stored.py rebuilds an event from its row). Rows stored
     # before keep their line. A checkpoint's score row says which event scored it and on which
     # split and metric (the live feed's alerts read it there).
     """
@@ -165,7 +172,7 @@ MIGRATIONS: list[str] = [
         ORDER BY e.seq DESC LIMIT 1);
     CREATE INDEX checkpoints_by_score ON checkpoints(session_id, scored_seq) WHERE scored_seq IS NOT NULL;
     """,
-    # 11: the history matrix kept as a summary (onegc_tui/results/history_cells.py): its cells, each
+    # 12: the history matrix kept as a summary (onegc_tui/results/history_cells.py): its cells, each
     # stored whole; which cell each session is in (over the whole home, and within its study); and
     # the sessions whose outcome changed since (marked here, in SQL, as the ingest writes them: only
     # their cells are computed again, by the next reader). Every stored session starts out marked.

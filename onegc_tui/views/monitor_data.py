@@ -32,7 +32,7 @@ from onegc_tui.views.transcript_view import (
     search_words,
     transcript_line,
 )
-from runner.scoring.selection_gap import BASELINE_STUDY
+from runner.integrity.selection_gap import BASELINE_STUDY
 from tasks import UnknownTask, direction_of, get_task
 
 TIMELINE_LINES = 20_000  # transcript lines a detail/replay view keeps (the newest); SQLite has them all

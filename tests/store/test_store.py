@@ -144,11 +144,13 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     db = home / "onegc.db"
     conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
     conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
-    undo_migrations_10_and_11(conn, home / "runs/s1/events.jsonl")
+    undo_migrations_11_and_12(conn, home / "runs/s1/events.jsonl")
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
-                   "caps_reached"):  # and 9's
+                   "caps_reached",  # 9's
+                   "not_checked"):  # and 10's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+    conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
     conn.execute("PRAGMA user_version = 5")
     conn.close()
     reference = sqlite3.connect(tmp_path / "v5.db")
@@ -332,9 +334,9 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
     store.close()
 
 
-def undo_migrations_10_and_11(conn: sqlite3.Connection, events: Path) -> None:
-    """What a store of schema 9 holds: every event's line in ``events.data`` (migration 10 keeps the
-    line of a kind with a table of its own in that row only), and none of 10's and 11's tables,
+def undo_migrations_11_and_12(conn: sqlite3.Connection, events: Path) -> None:
+    """What a store of schema 10 holds: every event's line in ``events.data`` (migration 11 keeps the
+    line of a kind with a table of its own in that row only), and none of 11's and 12's tables,
     columns and triggers."""
     for name in ("insert", "delete", "update"):
         conn.execute(f"DROP TRIGGER history_dirty_{name}")
@@ -351,8 +353,8 @@ def undo_migrations_10_and_11(conn: sqlite3.Connection, events: Path) -> None:
     conn.commit()
 
 
-def test_migration_10_keeps_every_event_of_a_schema_9_store_and_its_new_rows_are_whole(home):
-    """A store of schema 9 keeps every line; after migration 10 its warnings are in their table
+def test_migration_11_keeps_every_event_of_a_schema_10_store_and_its_new_rows_are_whole(home):
+    """A store of schema 10 keeps every line; after migration 11 its warnings are in their table
     and its scores say which event scored them, and every event reads back as its line says."""
     from onegc_tui.store import stored
     from onegc_tui.store.records import parse_record
@@ -363,8 +365,8 @@ def test_migration_10_keeps_every_event_of_a_schema_9_store_and_its_new_rows_are
     Ingester(home, store).ingest_all()
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
-    undo_migrations_10_and_11(conn, w.path)
-    conn.execute("PRAGMA user_version = 9")
+    undo_migrations_11_and_12(conn, w.path)
+    conn.execute("PRAGMA user_version = 10")
     conn.close()
     w.emit("transcript", role="assistant", kind="text", text="after the upgrade")
     w.close()
@@ -393,8 +395,10 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     assert store.session("s1")["caps_reached"] == 4
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
-    undo_migrations_10_and_11(conn, w.path)
+    undo_migrations_11_and_12(conn, w.path)
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
+    conn.execute("ALTER TABLE sessions DROP COLUMN not_checked")  # 10's
+    conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
     conn.execute("PRAGMA user_version = 8")
     conn.close()
     store = Store.open(home)
