@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from onegc_tui.store import stored
-from onegc_tui.store.rows import IN_ROW
 from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
 from onegc_tui.store.search import holds, text_search
 from onegc_tui.store.unusable import StoreUnusable, unusable
@@ -57,8 +56,6 @@ _CHECKPOINT_SCORED = (
     " scored_seq, metric, split) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
     " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, verdicts=excluded.verdicts,"
     " scored_seq=excluded.scored_seq, metric=excluded.metric, split=excluded.split")
-# an event whose own table holds it keeps no line (onegc_tui/store/rows.py)
-_IN_ROW_EVENT = f"INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,'{IN_ROW}')"
 _TRANSCRIPT_INSERT = ("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text,"
                       " tokens_in, tokens_out, cache_read, cache_write, cost_usd, raw_line)"
                       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
@@ -344,15 +341,14 @@ class Store:
 
     def top_seq(self, session_id: str) -> int:
         """The highest event number stored for the session (0: none)."""
-        return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
+        return stored.top_seq(self.conn, session_id)
 
     def write(self, rows: BatchRows, best_live: tuple[float, Literal["MAX", "MIN"]] | None = None) -> None:
         """Insert one session's new events (onegc_tui/store/rows.py) and apply its summary delta;
         ``best_live``: the best of its live scores, and whether the better of two is the ``MAX`` or
         the ``MIN`` (its task's direction)."""
         conn, sid = self.conn, rows.session_id
-        conn.executemany(_IN_ROW_EVENT, rows.in_rows)
-        if rows.events:
+        if rows.events:  # the kinds that keep their line (the others: their own table's row is the event)
             conn.executemany("INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)", rows.events)
         for scored, row in rows.checkpoints:
             conn.execute(_CHECKPOINT_SCORED if scored else _CHECKPOINT_FOUND, row)
@@ -489,7 +485,7 @@ class Store:
         return rows[0] if rows else None
 
     def count_events(self, session_id: str) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
+        return stored.count(self.conn, session_id)
 
     def transcript(self, session_id: str, limit: int = 1000, kinds: Sequence[str] | None = None,
                    search: str | None = None) -> list[dict]:
@@ -527,7 +523,7 @@ class Store:
         return self._query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id])
 
     def max_seq(self, session_id: str) -> int:
-        return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
+        return stored.top_seq(self.conn, session_id)
 
     def events_of(self, session_id: str, types: Sequence[str] | None = None) -> list[dict]:
         """A session's events (of ``types``) as dicts of their fields, in order (those whose own

@@ -3,12 +3,12 @@ of the events' typed records (onegc_tui/store/records.py) by maps in C. No SQL h
 writes them (:meth:`onegc_tui.store.Store.write`).
 
 One owner for each fact. A kind with a table of its own (:data:`OWN_TABLE`: transcript steps, GPU
-samples, warnings, controls) is written there whole, and its ``events`` row keeps the envelope
-(``seq``, ``ts``, ``type``) with the empty string for its line: the line's fields are in the row
-(onegc_tui/store/queries.py rebuilds the event from it). Those kinds are nearly every line of a
-stream, so their text is stored once, not once in the transcript and again in the line. The other
-kinds (a few a minute) keep their line. A tool's heartbeat (``progress`` with a call id) keeps its
-line too: its one transcript row is updated in place, so the row holds only the latest.
+samples, warnings, controls) is written there whole, and nowhere else: its row is the event
+(onegc_tui/store/stored.py reads it back as one, merged by seq with the others). Those kinds are
+nearly every line of a stream, so each is one row, not an ``events`` row and a copy of its text in
+the transcript. The other kinds (a few a minute) keep their line in ``events``. A tool's heartbeat
+(``progress`` with a call id) keeps its line too: its one transcript row is updated in place, so
+the row holds only the latest.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from runner.wire.summary import fold
 Record = dict[str, Any]  # an event's fields, as validated (onegc_tui/store/records.py)
 
 OWN_TABLE = frozenset({"transcript", "gpu", "warning", "control"})  # their events rows keep no copy of the line
-IN_ROW = ""  # an events row's data for an event whose own table holds every field of it (its line is not kept)
+IN_ROW = ""  # the data of an event read from its own table (onegc_tui/store/stored.py): no line was kept
 # per-session usage: transcript ``usage`` items add to these, a ``result`` item replaces them
 USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
 TRANSCRIPT_COLUMNS = ("session_id", "seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text", *USAGE_COLUMNS,
@@ -61,8 +61,7 @@ class BatchRows:
     """One session's new events, as rows of each table, in the order of their events."""
 
     session_id: str
-    events: list[tuple] = field(default_factory=list)  # (session_id, seq, ts, type, data) of the kinds that keep their line
-    in_rows: list[tuple] = field(default_factory=list)  # (session_id, seq, ts, type) of those whose own table holds them
+    events: list[tuple] = field(default_factory=list)  # (session_id, seq, ts, type, line) of the kinds that keep their line
     transcript: list[tuple] = field(default_factory=list)  # TRANSCRIPT_COLUMNS
     progress: dict[str, tuple] = field(default_factory=dict)  # call id -> its latest heartbeat's transcript row
     gpu: list[tuple] = field(default_factory=list)
@@ -83,10 +82,8 @@ def batch_rows(session_id: str, records: Sequence[Record], raws: Sequence[str]) 
     if not records:
         return out
     types = list(map(_TYPE, records))
-    whole = _whole_in_row(records, types)
-    out.in_rows = list(map(_EVENT_KEY, compress(records, whole)))
-    if len(out.in_rows) < len(records):
-        keep = list(map(not_, whole))
+    keep = list(map(not_, _whole_in_row(records, types)))
+    if any(keep):
         out.events = list(map(add, map(_EVENT_KEY, compress(records, keep)), zip(compress(raws, keep))))
     delta: dict[str, Any] = {"last_ts": max(map(_TS, records)), "last_seq": max(map(_SEQ, records))}
     # transcript lines and GPU samples are nearly every event: sorted out by maps in C, in order;

@@ -142,11 +142,11 @@ MIGRATIONS: list[str] = [
     """,
     # 11: one owner for each fact (issue 49). A transcript step's every field is in its transcript
     # row (its tokens and the CLI's raw line too), a warning's in the new warnings table, and with
-    # gpu_samples and controls, which held theirs already, the events row of these kinds keeps the
-    # envelope (seq, ts, type) and no second copy of the line: its data is '' (onegc_tui/store/rows.py
-    # OWN_TABLE: which kinds; onegc_tui/store/stored.py rebuilds an event from its row). Rows stored
-    # before keep their line. A checkpoint's score row says which event scored it and on which
-    # split and metric (the live feed's alerts read it there).
+    # gpu_samples and controls, which held theirs already, such a row is the event: from now on no
+    # events row is written for these kinds (onegc_tui/store/rows.py OWN_TABLE; onegc_tui/store/stored.py
+    # merges the tables by seq). Rows stored before keep their events row and line, which is then
+    # the one read. A checkpoint's score row says which event scored it and on which split and
+    # metric (the live feed's alerts read it there).
     """
     ALTER TABLE transcript ADD COLUMN tokens_in INTEGER;
     ALTER TABLE transcript ADD COLUMN tokens_out INTEGER;

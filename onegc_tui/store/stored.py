@@ -1,5 +1,6 @@
-"""Events as the store holds them: the line of a kind that keeps it, and for a kind whose own table
-holds every field of it (onegc_tui/store/rows.py ``OWN_TABLE``) its fields taken from that row.
+"""Events as the store holds them: the line of a kind that keeps it (an ``events`` row), and for a
+kind whose own table holds every field of it (onegc_tui/store/rows.py ``OWN_TABLE``: nearly every
+event of a stream) its fields taken from that row, which stands for the event alone.
 
 Nothing is validated again: every line was validated once, at ingest (onegc_tui/store/records.py).
 A record here is the dict of an event's fields; :func:`as_event` makes it the event's model
@@ -39,20 +40,63 @@ _OWN_SQL = {
 assert set(_OWN_SQL) == OWN_TABLE, "a kind with its own table is read from it here"
 
 
+# Each kind with a table of its own, as envelopes: its rows that no events row stands for (an
+# events row holding one is a line stored before migration 11, read as such; a tool's heartbeats keep
+# theirs, and their one transcript row, updated in place, is not one of the events).
+_OWN_ENVELOPES = {
+    "transcript": ("transcript", "NOT (t.kind = 'progress' AND t.call_id IS NOT NULL) AND "),
+    "gpu": ("gpu_samples", ""),
+    "warning": ("warnings", ""),
+    "control": ("controls", ""),
+}
+assert set(_OWN_ENVELOPES) == OWN_TABLE, "a kind with its own table is read from it here"
+
+
+def _arms(types: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The compound SELECT's arms for ``types`` (every kind: None), and the types the events arm reads."""
+    wanted = list(types) if types else None
+    arms = []
+    for kind, (table, keep) in _OWN_ENVELOPES.items():
+        if wanted is None or kind in wanted:
+            arms.append(f"SELECT t.seq AS seq, t.ts, '{kind}', '{IN_ROW}' FROM {table} t WHERE t.session_id = :sid"
+                        f" AND t.seq > :after AND {keep}NOT EXISTS (SELECT 1 FROM events e"
+                        " WHERE e.session_id = t.session_id AND e.seq = t.seq)")
+    return arms, wanted or []
+
+
 def envelopes(conn: sqlite3.Connection, sid: str, types: Sequence[str] | None = None, after: int = 0,
               limit: int | None = None, newest: bool = False) -> list[Envelope]:
-    """A session's events rows after ``after`` (of ``types``), oldest first; ``limit``: the first
-    this many, or with ``newest`` the last."""
-    sql, args = "SELECT seq, ts, type, data FROM events WHERE session_id=? AND seq>?", [sid, after]
-    if types:
-        sql += f" AND type IN ({','.join('?' * len(types))})"
-        args += list(types)
-    sql += " ORDER BY seq DESC" if newest else " ORDER BY seq"
+    """A session's events after ``after`` (of ``types``) as ``(seq, ts, type, data)``, oldest first;
+    ``limit``: the first this many, or with ``newest`` the last. The kinds kept in their own table
+    are read there (``data`` is :data:`IN_ROW`: :func:`in_rows` gives their fields); SQLite merges
+    the tables by seq, each read in its primary key's order."""
+    arms, kinds = _arms(types)
+    args: dict[str, object] = {"sid": sid, "after": after}
+    kept = "SELECT seq, ts, type, data FROM events WHERE session_id = :sid AND seq > :after"
+    if kinds:
+        kept += f" AND type IN ({','.join(f':k{i}' for i in range(len(kinds)))})"
+        args.update({f"k{i}": kind for i, kind in enumerate(kinds)})
+    sql = " UNION ALL ".join([kept, *arms]) + (" ORDER BY 1 DESC" if newest else " ORDER BY 1")
     if limit is not None:
-        sql += " LIMIT ?"
-        args.append(limit)
+        sql += " LIMIT :limit"
+        args["limit"] = limit
     rows = conn.execute(sql, args).fetchall()
     return rows[::-1] if newest else rows
+
+
+def top_seq(conn: sqlite3.Connection, sid: str) -> int:
+    """The highest event number stored for a session (0: none), in whichever table holds it."""
+    tables = ("events", *(table for table, _keep in _OWN_ENVELOPES.values()))
+    return max(conn.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {table} WHERE session_id=?", (sid,)).fetchone()[0]
+               for table in tables)
+
+
+def count(conn: sqlite3.Connection, sid: str) -> int:
+    """How many events of a session the store holds."""
+    arms, _kinds = _arms(None)
+    sql = "SELECT COUNT(*) FROM (" + " UNION ALL ".join(
+        ["SELECT seq, ts, type, data FROM events WHERE session_id = :sid AND seq > :after", *arms]) + ")"
+    return conn.execute(sql, {"sid": sid, "after": 0}).fetchone()[0]
 
 
 def in_rows(conn: sqlite3.Connection, sid: str, rows: Sequence[Envelope]) -> dict[int, Record]:

@@ -335,15 +335,16 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
 
 
 def undo_migrations_11_and_12(conn: sqlite3.Connection, events: Path) -> None:
-    """What a store of schema 10 holds: every event's line in ``events.data`` (migration 11 keeps the
-    line of a kind with a table of its own in that row only), and none of 11's and 12's tables,
-    columns and triggers."""
+    """What a store of schema 10 holds: an events row with its line for every event (since migration
+    11 a kind with a table of its own is that row only), and none of 11's and 12's tables, columns
+    and triggers."""
     for name in ("insert", "delete", "update"):
         conn.execute(f"DROP TRIGGER history_dirty_{name}")
     for table in ("history_cells", "history_members", "history_dirty"):
         conn.execute(f"DROP TABLE {table}")
     for line in events.read_text().splitlines():
-        conn.execute("UPDATE events SET data=? WHERE seq=? AND data=''", (line, json.loads(line)["seq"]))
+        e = json.loads(line)
+        conn.execute("INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)", (e["session_id"], e["seq"], e["ts"], e["type"], line))
     conn.execute("DROP TABLE warnings")
     conn.execute("DROP INDEX checkpoints_by_score")
     for table, columns in (("transcript", ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd", "raw_line")),
@@ -378,8 +379,8 @@ def test_migration_11_keeps_every_event_of_a_schema_10_store_and_its_new_rows_ar
     lines = w.path.read_text().splitlines()
     assert [parse_record(json.dumps(r)) for r in stored.records(store.conn, "s1", stored.envelopes(store.conn, "s1"))] == [
         parse_record(line) for line in lines]
-    kept = store.conn.execute("SELECT COUNT(*) FROM events WHERE data != ''").fetchone()[0]
-    assert kept == len(lines) - 1  # the old rows keep their line; the new transcript step is in its row only
+    kept = store.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+    assert kept == len(lines) - 1  # the old rows keep their line; the new transcript step is its transcript row alone
     store.close()
 
 
