@@ -32,7 +32,7 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
             noise_from: tuple[str, ...], at_minutes: float | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
-    from onegc_tui.results.export import json_text, render_history, sessions_csv
+    from onegc_tui.results.export import history_studies, json_doc, json_text, render_history, sessions_csv
     from onegc_tui.results.history_cells import history as stored_history
     from onegc_tui.results.matrix import split_demo
     from onegc_tui.results.usage_table import session_usage
@@ -75,15 +75,15 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
         click.echo(f"note: studies here: {', '.join(studies)} (--study NAME shows one)", err=True)
     if left_out and (matrix.rows or demo_matrix is not None):
         click.echo(f"note: {count(left_out, 'demo-task session')}{where} left out: --demo shows them", err=True)
-    rendered = render_history(matrix, demo_matrix, fmt, include_paper=not no_paper)
     if fmt == "json":  # one JSON document, whatever else is asked for: its parts are keys of it
-        doc = json.loads(rendered)
+        doc = json_doc(history_studies(matrix, demo_matrix), include_paper=not no_paper)
         if paired:
             doc["paired"] = json.loads(_paired(outcomes, noise_from, "json"))
         if at_minutes is not None:
             doc["at_budget"] = _at_budget_doc(home, study, demo, at_minutes / 60)
         click.echo(json_text(doc))
     else:
+        rendered = render_history(matrix, demo_matrix, fmt, include_paper=not no_paper)
         _text_history(rendered, fmt, measured, outcomes, noise_from if paired else None, bench, demo_outcomes, usage,
                       study)
         if at_minutes is not None:
