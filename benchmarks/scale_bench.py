@@ -51,10 +51,19 @@ FIRST_FRAME_TIMEOUT_S = 300
 
 
 def home_of(n_sessions: int, per_session: int) -> Path:
-    """The generated home of ``n_sessions`` finished sessions (made once, kept under the temp folder)."""
+    """The generated home of ``n_sessions`` finished sessions (made once, kept under the temp folder),
+    with every session marked for the history's cells, as an ingest of the whole home leaves it."""
+    import sqlite3
+
     home = Path(tempfile.gettempdir()) / f"onegc-scalebench-{n_sessions}-{per_session}"
     (home / "runs").mkdir(parents=True, exist_ok=True)
     monitor_bench.build_history_store(home, n_sessions, n_sessions * per_session)
+    conn = sqlite3.connect(home / "onegc.db")
+    with conn:
+        conn.execute("DELETE FROM history_cells")
+        conn.execute("DELETE FROM history_members")
+        conn.execute("INSERT OR IGNORE INTO history_dirty SELECT session_id FROM sessions")
+    conn.close()
     return home
 
 

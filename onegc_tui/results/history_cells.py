@@ -29,15 +29,21 @@ from tasks import TaskSpec
 _TUPLES = frozenset(f.name for f in fields(Cell) if f.type in ("tuple[str, ...]",))
 
 
-def cell_keys(o: SessionOutcome, table: Mapping[str, TaskSpec]) -> tuple[str | None, str | None]:
+def cell_keys(o: SessionOutcome, table: Mapping[str, TaskSpec],
+              known: dict[tuple, tuple[str | None, str | None]] | None = None) -> tuple[str | None, str | None]:
     """A session's cell keys (over the whole home, within its study): its row (:func:`row_key`) and
-    task as JSON; None where it is in no cell (an aborted session, a task no spec names)."""
+    task as JSON; None where it is in no cell (an aborted session, a task no spec names). ``known``:
+    the keys made so far, by what they are made of (a home's sessions share a few dozen)."""
     spec = table.get(o.task.strip().lower())
     if o.end_reason == "aborted" or spec is None:
         return None, None
-    key = [*row_key(o), spec.short]
-    home = json.dumps(key)
-    return home, (json.dumps([o.study, *key[1:]]) if o.study is not None else None)
+    parts = (*row_key(o), spec.short, o.study)
+    if known is not None and parts in known:
+        return known[parts]
+    keys = json.dumps(list(parts[:5])), (json.dumps([o.study, *parts[1:5]]) if o.study is not None else None)
+    if known is not None:
+        known[parts] = keys
+    return keys
 
 
 def _decode(key: str) -> tuple[tuple, str]:
@@ -66,9 +72,10 @@ def settle(store: Store) -> int:
         dirty = sql.marked(store)
         before = sql.memberships(store, dirty)
         now: dict[str, tuple[SessionOutcome, str | None, str | None]] = {}
+        known: dict[tuple, tuple[str | None, str | None]] = {}
         for row in sql.outcome_rows_of(store, dirty):
             o = outcome_of(row)
-            now[o.session_id] = (o, *cell_keys(o, table))
+            now[o.session_id] = (o, *cell_keys(o, table, known))
         sql.set_memberships(store, [(sid, *now[sid][1:]) if sid in now else (sid, None, None) for sid in dirty])
         touched: dict[str, set[str]] = {"home": set(), "study": set()}
         for sid in dirty:
@@ -76,16 +83,21 @@ def settle(store: Store) -> int:
             is_ = (now[sid][1], now[sid][2]) if sid in now else (None, None)
             touched["home"] |= {k for k in (was[0], is_[0]) if k}
             touched["study"] |= {k for k in (was[1], is_[1]) if k}
-        members: dict[tuple[str, str], list[SessionOutcome]] = {}
-        for home, study_key, *columns in sql.cells_members(store, touched["home"], touched["study"]):
-            o = now[columns[0]][0] if columns[0] in now else outcome_of(tuple(columns))
+        members = sql.members_of(store, touched["home"], touched["study"])
+        others = {o[0]: outcome_of(o) for o in sql.outcome_rows_of(store, [m[0] for m in members if m[0] not in now])}
+        by_cell: dict[tuple[str, str], list[SessionOutcome]] = {}
+        for sid, home, study_key in members:
+            found = now[sid][0] if sid in now else others.get(sid)
+            if found is None:
+                continue
+            o = found
             if home in touched["home"]:
-                members.setdefault(("home", home), []).append(o)
+                by_cell.setdefault(("home", home), []).append(o)
             if study_key in touched["study"]:
-                members.setdefault(("study", study_key), []).append(o)
+                by_cell.setdefault(("study", study_key), []).append(o)
         for scope, cell_keys_ in touched.items():
             for key in sorted(cell_keys_):
-                outcomes = members.get((scope, key), [])
+                outcomes = by_cell.get((scope, key), [])
                 _row, task = _decode(key)
                 sql.put_cell(store, "home" if scope == "home" else json.loads(key)[0], key, task,
                              cell_json(cell_of(task, outcomes, table)) if outcomes else None)

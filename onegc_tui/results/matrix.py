@@ -246,10 +246,9 @@ def split_demo(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskSpec] | N
 
 
 def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cell:
-    done = sorted(
-        (s for s in sessions if s.finished), key=lambda s: (s.repeat, s.started_at or 0.0, s.session_id)
-    )
-    running = tuple(s.session_id for s in sessions if not s.finished)
+    ordered = sorted(sessions, key=lambda s: (s.repeat, s.started_at or 0.0, s.session_id))  # whatever order they came in
+    done = [s for s in ordered if s.finished]
+    running = tuple(s.session_id for s in ordered if not s.finished)
     ok = [s for s in done if s.succeeded]
     scores = [s.score for s in ok if s.score is not None]
     best = col.best(scores)
