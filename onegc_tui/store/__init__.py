@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from onegc_tui.store import stored
+from onegc_tui.store.rows import USAGE_COLUMNS
 from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
 from onegc_tui.store.search import holds, text_search
 from onegc_tui.store.unusable import StoreUnusable, unusable
@@ -36,8 +37,6 @@ DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
 BULK_CACHE_KIB = 64 << 10  # bulk(): SQLite's page cache, 64 MiB (its default is 2 MiB)
 BULK_COMMIT_ROWS = 500_000  # bulk(): a commit per this many events keeps the WAL to a few hundred MB
-# per-session usage: transcript ``usage`` items add to these, a ``result`` item replaces them (rows.py)
-USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
 # the summary's additive keys (runner/wire/summary.py ADDED, and the usage a batch's steps add)
 _ADDITIVE = frozenset({*USAGE_COLUMNS, *ADDED})
 

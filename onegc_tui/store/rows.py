@@ -26,7 +26,7 @@ from runner.wire.summary import fold
 
 Record = dict[str, Any]  # an event's fields, as validated (onegc_tui/store/records.py)
 
-OWN_TABLE = frozenset({"transcript", "gpu", "warning", "control"})  # their events rows keep no copy of the line
+OWN_TABLE = frozenset({"transcript", "gpu", "warning", "control"})  # a row of its own table is the event: no events row
 IN_ROW = ""  # the data of an event read from its own table (onegc_tui/store/stored.py): no line was kept
 # per-session usage: transcript ``usage`` items add to these, a ``result`` item replaces them
 USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
