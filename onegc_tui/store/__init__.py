@@ -52,9 +52,9 @@ _CHECKPOINT_FOUND = ("INSERT INTO checkpoints (session_id, name, official, seq, 
                      " VALUES (?,?,0,?,?,?,?,?) ON CONFLICT DO NOTHING")
 _CHECKPOINT_SCORED = (
     "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s, verdicts,"
-    " scored_seq, metric, split) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
+    " scored_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
     " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, verdicts=excluded.verdicts,"
-    " scored_seq=excluded.scored_seq, metric=excluded.metric, split=excluded.split")
+    " scored_seq=excluded.scored_seq")
 _TRANSCRIPT_INSERT = ("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text,"
                       " tokens_in, tokens_out, cache_read, cache_write, cost_usd, raw_line)"
                       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
@@ -362,7 +362,7 @@ class Store:
             if alone:
                 self._index_pending()
         if rows.gpu:
-            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", rows.gpu)
+            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows.gpu)
         if rows.controls:
             conn.executemany("INSERT OR IGNORE INTO controls VALUES (?,?,?,?,?,?,?)", rows.controls)
         if rows.warnings:

@@ -119,6 +119,12 @@ def gpu_busy_counts(store: Store, sid: str, busy_pct: float) -> tuple[int, int]:
     return busy, total
 
 
+def gpm_series(store: Store, sid: str) -> list[tuple[float, int | None, float | None, float | None, float | None]]:
+    """``(ts, gpu, sm_pct, tensor_pct, dram_pct)`` of a session's GPU samples that carry GPM figures, in order."""
+    return store.conn.execute("SELECT ts, gpu, sm_pct, tensor_pct, dram_pct FROM gpu_samples WHERE session_id=?"
+                              " AND tensor_pct IS NOT NULL ORDER BY seq", (sid,)).fetchall()
+
+
 def gpu_series(store: Store, sid: str) -> list[tuple[float, float, int | None]]:
     """``(ts, util_pct, gpu)`` of every GPU sample of a session, in order."""
     return store.conn.execute("SELECT ts, util_pct, gpu FROM gpu_samples WHERE session_id=? ORDER BY seq", (sid,)).fetchall()
@@ -162,12 +168,18 @@ def stream_events(store: Store, sid: str, types: Sequence[str]) -> Iterator[Even
     return map(stored.as_event, stored.stream(store.conn, sid, types))
 
 
-def new_scores(store: Store, sid: str, after: int) -> list[tuple[int, str, float | None, str | None, str | None, float | None]]:
-    """``(seq, name, value, error, metric, budget_elapsed_s)`` of a session's live scores stored by
-    an event after ``after``, in order (the alerts: a new best, a failed score)."""
+def new_scores(store: Store, sid: str, after: int) -> list[tuple[int, str, float | None, str | None, float | None]]:
+    """``(seq, name, value, error, budget_elapsed_s)`` of a session's live scores stored by an event
+    after ``after``, in order (the alerts: a new best, a failed score)."""
     return store.conn.execute(
-        "SELECT scored_seq, name, value, error, metric, budget_elapsed_s FROM checkpoints"
+        "SELECT scored_seq, name, value, error, budget_elapsed_s FROM checkpoints"
         " WHERE session_id=? AND scored_seq>? AND official=0 ORDER BY scored_seq", (sid, after)).fetchall()
+
+
+def new_refusals(store: Store, sid: str, after: int) -> list[tuple[int, str, str]]:
+    """``(seq, action, detail)`` of a session's controls the runner refused after ``after``, in order."""
+    return store.conn.execute("SELECT seq, action, detail FROM controls WHERE session_id=? AND seq>? AND NOT accepted"
+                              " ORDER BY seq", (sid, after)).fetchall()
 
 
 def new_warnings(store: Store, sid: str, after: int) -> list[tuple[int, str, str]]:

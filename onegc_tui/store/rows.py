@@ -32,7 +32,8 @@ IN_ROW = ""  # the data of an event read from its own table (onegc_tui/store/sto
 USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
 TRANSCRIPT_COLUMNS = ("session_id", "seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text", *USAGE_COLUMNS,
                       "raw_line")
-GPU_FIELDS = ("session_id", "seq", "ts", "index", "util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c")
+GPU_FIELDS = ("session_id", "seq", "ts", "index", "util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c",
+              "sm_active_pct", "tensor_active_pct", "dram_bw_pct")
 CONTROL_FIELDS = ("session_id", "seq", "ts", "action", "request_id", "accepted", "detail")
 WARNING_FIELDS = ("session_id", "seq", "ts", "code", "message", "count")
 
@@ -108,8 +109,7 @@ def batch_rows(session_id: str, records: Sequence[Record], raws: Sequence[str]) 
             found = verdicts.read(r.get("verdicts"), r.get("flags"))  # a record made before typed verdicts: its flags
             out.checkpoints.append((True, (session_id, r["name"], int(r["official"]), r["seq"], r["ts"], r["budget_elapsed_s"],
                                            r["value"], r["error"], r["eval_s"],
-                                           json.dumps(verdicts.records(found)) if found else None,
-                                           r["seq"], r["metric"], r["split"])))
+                                           json.dumps(verdicts.records(found)) if found else None, r["seq"])))
         elif t == "control":
             out.controls.append(_CONTROL_ROW(r))
         elif t == "warning":

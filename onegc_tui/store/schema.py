@@ -140,13 +140,21 @@ MIGRATIONS: list[str] = [
     ALTER TABLE checkpoints ADD COLUMN verdicts TEXT;
     ALTER TABLE sessions ADD COLUMN not_checked TEXT;
     """,
-    # 11: one owner for each fact (issue 49). A transcript step's every field is in its transcript
+    # 11: what the GPU's units did beside its utilisation, where it has GPM (runner/session/gpm.py):
+    # the share of SMs busy, of time any tensor core worked, of the DRAM bandwidth used, per sample;
+    # NULL where the GPU has no GPM (and in samples stored before; `onegc reindex` reads them again)
+    """
+    ALTER TABLE gpu_samples ADD COLUMN sm_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN tensor_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN dram_pct REAL;
+    """,
+    # 12: one owner for each fact (issue 49). A transcript step's every field is in its transcript
     # row (its tokens and the CLI's raw line too), a warning's in the new warnings table, and with
     # gpu_samples and controls, which held theirs already, such a row is the event: from now on no
     # events row is written for these kinds (onegc_tui/store/rows.py OWN_TABLE; onegc_tui/store/stored.py
     # merges the tables by seq). Rows stored before keep their events row and line, which is then
-    # the one read. A checkpoint's score row says which event scored it and on which split and
-    # metric (the live feed's alerts read it there).
+    # the one read. A checkpoint's score row says which event scored it (the live feed's alerts
+    # read new scores there).
     """
     ALTER TABLE transcript ADD COLUMN tokens_in INTEGER;
     ALTER TABLE transcript ADD COLUMN tokens_out INTEGER;
@@ -162,17 +170,15 @@ MIGRATIONS: list[str] = [
     INSERT INTO warnings SELECT session_id, seq, ts, json_extract(data, '$.code'), json_extract(data, '$.message'),
         COALESCE(json_extract(data, '$.count'), 1) FROM events WHERE type = 'warning';
     ALTER TABLE checkpoints ADD COLUMN scored_seq INTEGER;
-    ALTER TABLE checkpoints ADD COLUMN metric TEXT;
-    ALTER TABLE checkpoints ADD COLUMN split TEXT;
-    UPDATE checkpoints SET (scored_seq, metric, split) = (
-        SELECT e.seq, json_extract(e.data, '$.metric'), json_extract(e.data, '$.split') FROM events e
+    UPDATE checkpoints SET scored_seq = (
+        SELECT e.seq FROM events e
         WHERE e.session_id = checkpoints.session_id AND e.type = 'checkpoint_scored'
           AND json_extract(e.data, '$.name') = checkpoints.name
           AND COALESCE(json_extract(e.data, '$.official'), 0) = checkpoints.official
         ORDER BY e.seq DESC LIMIT 1);
     CREATE INDEX checkpoints_by_score ON checkpoints(session_id, scored_seq) WHERE scored_seq IS NOT NULL;
     """,
-    # 12: the history matrix kept as a summary (onegc_tui/results/history_cells.py): its cells, each
+    # 13: the history matrix kept as a summary (onegc_tui/results/history_cells.py): its cells, each
     # stored whole; which cell each session is in (over the whole home, and within its study); and
     # the sessions whose outcome changed since (marked here, in SQL, as the ingest writes them: only
     # their cells are computed again, by the next reader). Every stored session starts out marked.

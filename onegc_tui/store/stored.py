@@ -31,8 +31,9 @@ _OWN_SQL = {
                    " cache_write, cost_usd, raw_line FROM transcript",
                    ("seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text", "tokens_in", "tokens_out",
                     "cache_read", "cache_write", "cost_usd", "raw_line")),
-    "gpu": ("SELECT seq, ts, gpu, util_pct, mem_used_mb, mem_total_mb, power_w, temp_c FROM gpu_samples",
-            ("seq", "ts", "index", "util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c")),
+    "gpu": ("SELECT seq, ts, gpu, util_pct, mem_used_mb, mem_total_mb, power_w, temp_c, sm_pct, tensor_pct, dram_pct"
+            " FROM gpu_samples", ("seq", "ts", "index", "util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c",
+                                  "sm_active_pct", "tensor_active_pct", "dram_bw_pct")),
     "warning": ("SELECT seq, ts, code, message, count FROM warnings", ("seq", "ts", "code", "message", "count")),
     "control": ("SELECT seq, ts, action, request_id, accepted, detail FROM controls",
                 ("seq", "ts", "action", "request_id", "accepted", "detail")),

@@ -43,7 +43,8 @@ class LiveFeed:
     def __init__(self) -> None:
         self.rows: dict[str, dict] = {}  # every session's latest summary row
         self.running: set[str] = set()  # their countdowns move, the alerts watch them
-        self.alerts = Alerts(direction=lambda sid: direction_of(self.rows.get(sid, {}).get("task")))
+        self.alerts = Alerts(direction=lambda sid: direction_of(self.rows.get(sid, {}).get("task")),
+                             task=lambda sid: self.rows.get(sid, {}).get("task"))
         self._unchecked: set[str] = set()  # rows changed since the alerts' clock last looked
         self._alerted: dict[str, int] = {}  # per session, the seq up to which the alerts have read the store
         self._end_seen: dict[str, float] = {}  # per session, the end (its ended_ts) the alerts have told
@@ -96,17 +97,19 @@ class LiveFeed:
 
     def _alerts_from_store(self, store: Store, sid: str, row: dict) -> list[Alert]:
         """What the session's new rows in the store say: a new best or a failed live score (its
-        checkpoints row), a blocked connection, a cap or a stall (its warnings), its end (its
-        summary row). Typed rows: no event line is read again."""
+        checkpoints row), a blocked connection, a cap or a stall (its warnings), a refused pause
+        (its controls), its end (its summary row). Typed rows: no event line is read again."""
         after = self._alerted.get(sid, 0)
         last = row.get("last_seq") or 0
         if last <= after:
             return []
         events: list[tuple[int, list[Alert]]] = [
-            (seq, self.alerts.scored(sid, name, value, error, metric, at_s))
-            for seq, name, value, error, metric, at_s in store_queries.new_scores(store, sid, after)]
+            (seq, self.alerts.scored(sid, name, value, error, at_s))
+            for seq, name, value, error, at_s in store_queries.new_scores(store, sid, after)]
         events += [(seq, self.alerts.warned(sid, code, message)) for seq, code, message in
                    store_queries.new_warnings(store, sid, after)]
+        events += [(seq, self.alerts.refused(sid, action, detail)) for seq, action, detail in
+                   store_queries.new_refusals(store, sid, after)]
         events.sort(key=lambda e: e[0])
         out = [alert for _seq, alerts in events for alert in alerts]
         if row.get("ended_ts") is not None and self._end_seen.get(sid) != row["ended_ts"]:

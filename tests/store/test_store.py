@@ -144,13 +144,15 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     db = home / "onegc.db"
     conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
     conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
-    undo_migrations_11_and_12(conn, home / "runs/s1/events.jsonl")
+    undo_migrations_12_and_13(conn, home / "runs/s1/events.jsonl")
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
                    "caps_reached",  # 9's
                    "not_checked"):  # and 10's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
+    for column in GPM_COLUMNS:  # 11's
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 5")
     conn.close()
     reference = sqlite3.connect(tmp_path / "v5.db")
@@ -334,9 +336,9 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
     store.close()
 
 
-def undo_migrations_11_and_12(conn: sqlite3.Connection, events: Path) -> None:
-    """What a store of schema 10 holds: an events row with its line for every event (since migration
-    11 a kind with a table of its own is that row only), and none of 11's and 12's tables, columns
+def undo_migrations_12_and_13(conn: sqlite3.Connection, events: Path) -> None:
+    """What a store of schema 11 holds: an events row with its line for every event (since migration
+    12 a kind with a table of its own is that row only), and none of 12's and 13's tables, columns
     and triggers."""
     for name in ("insert", "delete", "update"):
         conn.execute(f"DROP TRIGGER history_dirty_{name}")
@@ -348,14 +350,14 @@ def undo_migrations_11_and_12(conn: sqlite3.Connection, events: Path) -> None:
     conn.execute("DROP TABLE warnings")
     conn.execute("DROP INDEX checkpoints_by_score")
     for table, columns in (("transcript", ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd", "raw_line")),
-                           ("checkpoints", ("scored_seq", "metric", "split"))):
+                           ("checkpoints", ("scored_seq",))):
         for column in columns:
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     conn.commit()
 
 
-def test_migration_11_keeps_every_event_of_a_schema_10_store_and_its_new_rows_are_whole(home):
-    """A store of schema 10 keeps every line; after migration 11 its warnings are in their table
+def test_migration_12_keeps_every_event_of_a_schema_11_store_and_its_new_rows_are_whole(home):
+    """A store of schema 11 keeps every line; after migration 12 its warnings are in their table
     and its scores say which event scored them, and every event reads back as its line says."""
     from onegc_tui.store import stored
     from onegc_tui.store.records import parse_record
@@ -366,15 +368,14 @@ def test_migration_11_keeps_every_event_of_a_schema_10_store_and_its_new_rows_ar
     Ingester(home, store).ingest_all()
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
-    undo_migrations_11_and_12(conn, w.path)
-    conn.execute("PRAGMA user_version = 10")
+    undo_migrations_12_and_13(conn, w.path)
+    conn.execute("PRAGMA user_version = 11")
     conn.close()
     w.emit("transcript", role="assistant", kind="text", text="after the upgrade")
     w.close()
     store = Store.open(home)
     assert store.conn.execute("SELECT code FROM warnings").fetchall() == [("network_blocked",)]
-    assert store.conn.execute("SELECT name, scored_seq, metric, split FROM checkpoints").fetchall() == [
-        ("a-1", 14, "val_acc", "val")]
+    assert store.conn.execute("SELECT name, scored_seq FROM checkpoints").fetchall() == [("a-1", 14)]
     Ingester(home, store).ingest_all()
     lines = w.path.read_text().splitlines()
     assert [parse_record(json.dumps(r)) for r in stored.records(store.conn, "s1", stored.envelopes(store.conn, "s1"))] == [
@@ -396,10 +397,12 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     assert store.session("s1")["caps_reached"] == 4
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
-    undo_migrations_11_and_12(conn, w.path)
+    undo_migrations_12_and_13(conn, w.path)
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
     conn.execute("ALTER TABLE sessions DROP COLUMN not_checked")  # 10's
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
+    for column in GPM_COLUMNS:  # 11's
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 8")
     conn.close()
     store = Store.open(home)
@@ -407,4 +410,36 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     w.emit("warning", code="disk_full", message="the disk is full")
     Ingester(home, store).ingest_all()
     assert store.session("s1")["caps_reached"] == 5
+    store.close()
+
+
+GPM_COLUMNS = ("sm_pct", "tensor_pct", "dram_pct")  # migration 11: what the GPU's units did (runner/session/gpm.py)
+
+
+def test_migration_11_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(home):
+    """Issue 50: a GPU sample carries GPM's SM, tensor-core and DRAM activity where the GPU has it; a
+    store at schema 10 keeps its samples (their GPM figures unknown) and stores them from then on."""
+    from onegc_tui.store import queries
+
+    w = fake_session(home)
+    w.emit("gpu", index=0, util_pct=97, mem_used_mb=1, mem_total_mb=2)
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    conn = sqlite3.connect(home / "onegc.db")
+    undo_migrations_12_and_13(conn, w.path)
+    for column in GPM_COLUMNS:
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
+    conn.execute("PRAGMA user_version = 10")
+    conn.close()
+    store = Store.open(home)
+    assert store.schema_version == SCHEMA_VERSION
+    w.emit("gpu", index=0, util_pct=98, mem_used_mb=1, mem_total_mb=2, sm_active_pct=61.5, tensor_active_pct=33.0,
+           dram_bw_pct=20.5)
+    w.close()
+    Ingester(home, store).ingest_all()
+    samples = store.gpu_samples("s1")
+    assert [(r["util_pct"], r["sm_pct"], r["tensor_pct"], r["dram_pct"]) for r in samples] == [
+        (87, None, None, None), (97, None, None, None), (98, 61.5, 33.0, 20.5)]
+    assert [row[2:] for row in queries.gpm_series(store, "s1")] == [(61.5, 33.0, 20.5)]
     store.close()

@@ -86,8 +86,8 @@ def test_plot_draws_a_step_line_and_best_so_far():
 
 def test_only_a_new_best_score_is_announced_and_direction_counts():
     lower = Alerts(direction=lambda sid: "lower")  # T1/T6: lower is better
-    assert [len(lower.scored("s", f"c{i}", v, None, "test_mse", 1.0)) for i, v in enumerate([0.40, 0.42, 0.38, 0.39], 1)] \
+    assert [len(lower.scored("s", f"c{i}", v, None, 1.0)) for i, v in enumerate([0.40, 0.42, 0.38, 0.39], 1)] \
         == [1, 0, 1, 0]
     higher = Alerts()
-    assert [len(higher.scored("s", f"c{i}", v, None, "test_mse", 1.0)) for i, v in enumerate([0.40, 0.42, 0.38], 1)] == \
+    assert [len(higher.scored("s", f"c{i}", v, None, 1.0)) for i, v in enumerate([0.40, 0.42, 0.38], 1)] == \
         [1, 1, 0]
