@@ -2,7 +2,7 @@
 when the outcome of one of its sessions changed.
 
 As the ingest writes a session's summary row, a trigger marks the session when what its cell reads
-changed (schema.py migration 11: while it runs, who and what it is; once ended, its figures). A
+changed (schema.py migration 13: while it runs, who and what it is; once ended, its figures). A
 reader first :func:`settle`\\ s the marked sessions: each one's cell keys (its row and task, over
 the whole home and within its study), then each cell they left or joined, computed from that
 cell's sessions alone by the matrix's own code (:func:`onegc_tui.results.matrix.cell_of`) and

@@ -1,4 +1,4 @@
-"""The SQL of the history matrix's summary (schema.py migration 11): which sessions' outcomes
+"""The SQL of the history matrix's summary (schema.py migration 13): which sessions' outcomes
 changed since the cells were last computed (marked by a trigger as the ingest writes their summary
 rows), which cell each session is in, and the cells, each stored whole as JSON.
 

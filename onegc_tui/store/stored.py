@@ -42,7 +42,7 @@ assert set(_OWN_SQL) == OWN_TABLE, "a kind with its own table is read from it he
 
 
 # Each kind with a table of its own, as envelopes: its rows that no events row stands for (an
-# events row holding one is a line stored before migration 11, read as such; a tool's heartbeats keep
+# events row holding one is a line stored before migration 12, read as such; a tool's heartbeats keep
 # theirs, and their one transcript row, updated in place, is not one of the events).
 _OWN_ENVELOPES = {
     "transcript": ("transcript", "NOT (t.kind = 'progress' AND t.call_id IS NOT NULL) AND "),
