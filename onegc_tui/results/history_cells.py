@@ -9,7 +9,7 @@ cell's sessions alone by the matrix's own code (:func:`onegc_tui.results.matrix.
 stored. A new process over a home that did not change reads the stored cells and assembles the
 matrix (:func:`onegc_tui.results.matrix.assemble`): it computes no cell (over 100 000 sessions,
 docs/benchmarks.md). The cells equal :func:`~onegc_tui.results.matrix.build_matrix`'s of the same
-sessions (tests/analysis/test_history_cells.py compares them).
+sessions (tests/results/test_history_cells.py compares them).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Find the agent CLIs: the project-local install first (``make agents`` -> ``.agents/``), then PATH.
 
 The project prefix wins over PATH because ``make agents`` pins the CLI versions the transcript
-parsers were checked against (``tests/agents/fixtures/``); a global install may be newer.
+parsers were checked against (``tests/runner/agents/fixtures/``); a global install may be newer.
 Prefixes searched, in order: ``$ONEGC_AGENTS_PREFIX``, ``$ONEGC_HOME/.agents`` (default: the
 current directory) and the ``.agents`` folder of this checkout. :func:`cli_status` is what
 ``onegc doctor`` prints for each agent.
