@@ -1,7 +1,7 @@
 """The event wire format: one JSON object per line of ``events.jsonl``.
 
-Every event has ``v`` (schema version), ``session_id``, ``seq`` (1, 2, 3… per session, no gaps)
-and ``ts`` (epoch seconds). :data:`Event` is a pydantic union discriminated on ``type``;
+Every event has ``v`` (schema version), ``session_id``, ``seq`` (1, 2, 3… per session, no gaps),
+``ts`` (epoch seconds) and ``prev`` (the hash chain's link to the line before, runner/wire/chain.py). :data:`Event` is a pydantic union discriminated on ``type``;
 :func:`parse_event` validates one line (Rust-side JSON parsing: faster than ``json.loads``).
 """
 
@@ -28,6 +28,7 @@ class _Event(BaseModel):
     session_id: str
     seq: int
     ts: float
+    prev: str | None = None  # the link of the line before it (runner/wire/chain.py); None: an unchained record
 
 
 class SessionStarted(_Event):
@@ -157,6 +158,7 @@ class SessionEnded(_Event):
     best_checkpoint: str | None = None
     val: float | None = None  # the official checkpoint's validation score (the selection's)
     val_gap_flag: str | None = None  # runner/scoring/selection_gap.py: its val beats its test beyond the baseline's gap
+    result_sha256: str | None = None  # the result.json written just before (None: none could be written)
 
 
 class Conditions(_Event):
