@@ -19,9 +19,10 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from onegc_tui.store import IngestBatch, Store
+from onegc_tui.store import IngestBatch, Store, record_status
 from onegc_tui.store.torn_tail import settle_from_result
 from runner.launch.reconcile import clean_up_after, reconcile
+from runner.scoring import seal
 from runner.wire import verdicts
 from runner.wire.jsonl import JsonlTail, TailState, too_long
 from runner.wire.liveness import lock_held
@@ -56,6 +57,7 @@ class Ingester:
     _tails: dict[str, JsonlTail] = field(default_factory=dict)
     _held: list[tuple[str, list[Event]]] | None = None  # hold(): new events wait for deliver()
     _files: dict[str, _Watched] = field(default_factory=dict)
+    _home_id: str | None = None
 
     def hold(self) -> None:
         """Keep the new events from ``on_events`` until :meth:`deliver`: the caller writes in one
@@ -73,6 +75,13 @@ class Ingester:
         """The transaction of what was read did not commit: nothing of it is shown, and it is read again."""
         self._held = None
         self.forget_place()
+
+    @property
+    def home_id(self) -> str | None:
+        """The id of the home the sessions are read in (runner/scoring/seal.py)."""
+        if self._home_id is None:
+            self._home_id = seal.home_id(self.home) or ""
+        return self._home_id or None
 
     @property
     def runs(self) -> Path:
@@ -197,6 +206,7 @@ class Ingester:
             if "session_ended" in map(_TYPE, records) and (  # (every line new: no look at each)
                     len(new.new) == len(records) or any(records[i]["type"] == "session_ended" for i in new.new)):
                 self._apply_verdicts(sid, paths)  # the runner's own (an integrity rule) comes with its end
+                record_status.apply(self.store, sid, paths, self.home_id)  # its chain and seal, checked once
                 self._live.discard(sid)
             if tail.at_end:
                 break  # no second open just to find nothing more

@@ -133,6 +133,18 @@ MIGRATIONS: list[str] = [
         WHERE e.session_id = sessions.session_id AND e.type = 'warning'
           AND json_extract(e.data, '$.code') IN ('oom', 'process_cap', 'disk_full'));
     """,
+    # 10: how the record stands against its chain and seal (runner/scoring/seal.py: sealed, chained,
+    # unchained, tampered, and where), what `onegc verify` found (reproduced, differs: its first
+    # differences) and its re-score with a newer harness (`verify --rescore`: the official score and
+    # which harness made it), from the session folder (onegc_tui/store/record_status.py)
+    """
+    ALTER TABLE sessions ADD COLUMN record TEXT;
+    ALTER TABLE sessions ADD COLUMN record_detail TEXT;
+    ALTER TABLE sessions ADD COLUMN verified TEXT;
+    ALTER TABLE sessions ADD COLUMN verified_detail TEXT;
+    ALTER TABLE sessions ADD COLUMN rescore REAL;
+    ALTER TABLE sessions ADD COLUMN rescore_by TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
