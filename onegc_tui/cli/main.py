@@ -480,8 +480,9 @@ def _register_commands() -> None:
     from onegc_tui.cli.history import history
     from onegc_tui.cli.remove import rm
     from onegc_tui.cli.study import study
+    from onegc_tui.cli.verify import bundle, verify
 
-    for command in (study, history, doctor, baseline, export, report, rm):
+    for command in (study, history, doctor, baseline, export, report, rm, verify, bundle):
         main.add_command(command)
 
 
