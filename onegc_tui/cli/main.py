@@ -337,7 +337,7 @@ def sessions_cmd(as_json: bool) -> None:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
     from onegc_tui.views.format import clock
-    from onegc_tui.views.sessions_view import TRUNCATED_MARK, official_cell
+    from onegc_tui.views.sessions_view import TRUNCATED_MARK, official_cell, record_note, record_word
     from onegc_tui.views.task_facts import find, task_facts
     from onegc_tui.views.text_table import terminal_width, text_table
     from runner.wire.textsafe import safe_text
@@ -354,13 +354,16 @@ def sessions_cmd(as_json: bool) -> None:
         agent = (r["agent"] or "") + (f" {SEALED_SPLIT_MARK}" if scored_split_sealed(contract) else "")
         table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
             r["session_id"], short, agent, r["state"], left, str(r["n_checkpoints"] or 0), best, score,
-            (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""))])
-    header = ["session", "task", "agent", "state", "left", "ckpts", "best val", "official", "end"]
+            (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""), record_word(r))])
+    header = ["session", "task", "agent", "state", "left", "ckpts", "best val", "official", "end", "record"]
     for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
         click.echo(line)
     if any(r.get("truncated") for r in rows):
         click.echo(f"{TRUNCATED_MARK}: the record was cut past the session's caps (onegc sessions --json: truncated, "
                    "truncated_bytes)")
+    for r in rows:
+        if record_word(r) in ("TAMPERED", "DIFFERS"):  # never silently trusted: where, on a line of its own
+            click.echo(safe_text(f"{r['session_id']}: {record_note(r)}", one_line=True))
 
 
 def _control(session_id: str, action: Literal["pause", "resume"]) -> None:

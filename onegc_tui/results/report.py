@@ -26,7 +26,7 @@ from onegc_tui.results.study_data import StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.views.outcomes import resolve_task
-from onegc_tui.views.sessions_view import conditions_note
+from onegc_tui.views.sessions_view import conditions_note, record_note, record_word
 from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
@@ -200,12 +200,20 @@ def _integrity_section(data: StudyData) -> str:
             marks.append("run --unsealed")
         if conditions := conditions_note(s.row):  # contention, a cap reached, a record cut
             marks.append(conditions)
+        word, note = record_word(s.row), record_note(s.row)
+        bad = word in ("TAMPERED", "DIFFERS")
+        record = f'<span class="{"flag" if bad else "ok"}" title="{_e(s.row.get("record_detail") or "")}">{_e(word)}</span>'
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
-                     f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _n(o.score),
+                     f'{_e("; ".join(marks) or "none")}</span>', record, _e(note or "not verified"), _e(o.end_reason),
+                     _n(o.score), _n(o.rescore) + (f" ({_e(o.rescore_by)})" if o.rescore_by else ""),
                      _n(o.unofficial_test_best)])
-    head = ["session", "integrity flags", "end reason", "official score", "unofficial test-best"]
+    head = ["session", "integrity flags", "record (chain, seal)", "onegc verify", "end reason", "official score",
+            "re-scored", "unofficial test-best"]
     return ("<h2>Integrity flags and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
-            f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}.</p>" + _table(head, rows, left=3))
+            f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}. The record column is its events' hash chain "
+            "and the runner's seal (sealed; chained: not sealed; unchained: made before the chain; TAMPERED: edited "
+            "after the session); onegc verify scores its stored checkpoints again (docs/verify.md). Re-scored: the "
+            "official score a newer harness gave it, beside the original, never over it.</p>" + _table(head, rows, left=4))
 
 
 def _ledger_section(data: StudyData) -> str:
