@@ -29,8 +29,10 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 @click.option("--at-budget", "at_minutes", type=DURATION, default=None, metavar="MINUTES",
               help="also what a budget this long (40, 90s, 20m, 1h) would have scored, from the stored checkpoint "
                    "times (the official rule on the checkpoints by then: a truncation, not a rerun)")
+@click.option("--rescored", is_flag=True,
+              help="cells from each session's re-score by a newer harness where it has one (onegc verify --rescore)")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
-            noise_from: tuple[str, ...], at_minutes: float | None) -> None:
+            noise_from: tuple[str, ...], at_minutes: float | None, rescored: bool) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
     from onegc_tui.results.export import render_history, sessions_csv
     from onegc_tui.results.matrix import build_matrix, split_demo
@@ -42,7 +44,7 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
     try:
-        outcomes = monitor_data.outcomes(store, study, include_demo=demo)
+        outcomes = monitor_data.outcomes(store, study, include_demo=demo, rescored=rescored)
         measured = monitor_data.measured_baselines(store)
         studies = monitor_data.studies(store) if study is None else []
         # history holds every session of the home, or says how to see the rest (issue 37)
@@ -67,6 +69,10 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     if fmt in ("table", "md"):  # what the cells are (the data formats carry it in their fields)
         click.echo("note: cells are official scores, each on its task's scored split (val on T1-T3 and T7, test on "
                    "T4-T6; docs/numbers.md)", err=True)
+    if rescored or any(o.rescore_by for o in outcomes):  # which scores the cells are, always said
+        from onegc_tui.views.outcomes import scores_note
+
+        click.echo(f"note: {scores_note(outcomes, rescored)}", err=True)
     if studies:  # every session is pooled here; each study has its own history
         click.echo(f"note: studies here: {', '.join(studies)} (--study NAME shows one)", err=True)
     if left_out and (matrix.rows or demo_matrix is not None):

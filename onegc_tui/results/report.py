@@ -25,7 +25,7 @@ from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
 from onegc_tui.results.study_data import StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
-from onegc_tui.views.outcomes import resolve_task
+from onegc_tui.views.outcomes import resolve_task, scores_note
 from onegc_tui.views.sessions_view import conditions_note, record_note, record_word
 from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.time_ledger import PART_LABELS
@@ -286,7 +286,9 @@ def render_report(data: StudyData, now: float | None = None) -> str:
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_e(title)}</title>'
             f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>"
             f'<p class="note">{n} sessions ({finished} finished) · made {when} by onegc {_e(HARNESS_VERSION)} · '
-            "static and offline: no script, nothing fetched.</p>" + "".join(sections) + "</body></html>\n")
+            "static and offline: no script, nothing fetched.</p>" + f'<p class="note">{_e(scores_note(data.outcomes, data.rescored))}</p>'
+            + "".join(sections) + "</body></html>\n")
+
 
 
 __all__ = ["CSP", "render_report"]

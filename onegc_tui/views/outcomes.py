@@ -125,4 +125,16 @@ def measured_baselines(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskS
     return out
 
 
-__all__ = ["MeasuredBaseline", "SessionOutcome", "measured_baselines", "resolve_task", "task_table"]
+def scores_note(outcomes: Iterable[SessionOutcome], rescored: bool) -> str:
+    """Which scores the figures are: as recorded, or re-scores by a newer harness (and how many)."""
+    outcomes = list(outcomes)
+    n = sum(1 for o in outcomes if o.rescore_by)
+    if not rescored:
+        return (f"Scores: as each session recorded them ({n} sessions also have a re-score by a newer harness: "
+                "--rescored shows those)" if n else "Scores: as each session recorded them.")
+    harnesses = sorted({o.rescore_by for o in outcomes if o.rescore_by})
+    return (f"Scores: re-scored by a newer harness ({'; '.join(harnesses) or 'none'}) for {n} of {len(outcomes)} "
+            "sessions (onegc verify --rescore); the others as recorded")
+
+
+__all__ = ["MeasuredBaseline", "SessionOutcome", "measured_baselines", "resolve_task", "scores_note", "task_table"]
