@@ -59,8 +59,13 @@ def verify(targets: tuple[str, ...], study_file: Path | None, rescore: bool, kee
         from onegc_tui.results.bundle import verify_bundle
 
         progress = Progress()
+
+        def said(found: verifying.SessionVerify) -> None:
+            progress.done()
+            click.echo(found.line())
+
         found, matrix = verify_bundle(bundles[0], data_root(usable_home()), keep, rescore=rescore, progress=progress,
-                                      on_session=lambda f: (progress.done(), click.echo(f.line())))
+                                      on_session=said)
         progress.done()
         click.echo(matrix)
         click.get_current_context().exit(verifying.exit_code(found))
@@ -117,8 +122,8 @@ def _sessions(home: Path, targets: tuple[str, ...], study_file: Path | None) -> 
     if targets:
         return [session_paths(home, t) for t in targets]
     runs = runs_dir(home)
-    every = sorted(SessionPaths(p) for p in runs.iterdir() if (p / "result.json").is_file()) if runs.is_dir() else []
-    every = [p for p in every if ".attempt-" not in p.root.name]
+    folders = sorted(p for p in runs.iterdir() if (p / "result.json").is_file()) if runs.is_dir() else []
+    every = [SessionPaths(p) for p in folders if ".attempt-" not in p.name]
     if not every:
         raise OnegcError(f"no ended session under {runs}: nothing to verify")
     return every

@@ -214,10 +214,12 @@ def data_notes(index: dict, data: Path) -> list[str]:
 
 
 def harness_note(index: dict) -> str:
-    then = index.get("harness") if isinstance(index.get("harness"), dict) else {}
+    harness = index.get("harness")
+    then: dict = harness if isinstance(harness, dict) else {}
+    packages = then.get("packages")
+    before: dict = packages if isinstance(packages, dict) else {}
     now = fingerprint()
-    changed = sorted(k for k in set(then.get("packages") or {}) | set(now["packages"])
-                     if (then.get("packages") or {}).get(k) != now["packages"].get(k))
+    changed = sorted(k for k in set(before) | set(now["packages"]) if before.get(k) != now["packages"].get(k))
     same = then.get("commit") == now["commit"] and not changed
     made = f"onegc {then.get('version')} (commit {str(then.get('commit'))[:12]})"
     return (f"harness: bundled with {made}, verified with {harness_label()}"

@@ -286,8 +286,8 @@ def render_report(data: StudyData, now: float | None = None) -> str:
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_e(title)}</title>'
             f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>"
             f'<p class="note">{n} sessions ({finished} finished) · made {when} by onegc {_e(HARNESS_VERSION)} · '
-            "static and offline: no script, nothing fetched.</p>" + f'<p class="note">{_e(scores_note(data.outcomes, data.rescored))}</p>'
-            + "".join(sections) + "</body></html>\n")
+            "static and offline: no script, nothing fetched.</p>"
+            f'<p class="note">{_e(scores_note(data.outcomes, data.rescored))}</p>' + "".join(sections) + "</body></html>\n")
 
 
 

@@ -173,7 +173,7 @@ def _against_seal(paths: SessionPaths, seal: Any, scan: chain.ChainScan, home: s
     if home is not None and seal.get("home") != home:
         return (f"copied from another home: sealed in home {str(seal.get('home'))[:40]}, read in home {home} "
                 f"(study {str(seal.get('study'))[:60]})")
-    sealed = seal.get("chain") if isinstance(seal.get("chain"), dict) else {}
+    sealed = _dict(seal.get("chain"))
     lines, head = sealed.get("lines"), sealed.get("head")
     if scan.torn or (isinstance(lines, int) and scan.lines > lines):
         return f"events.jsonl: lines after its sealed end (line {lines}: {scan.lines} lines now)"
@@ -181,7 +181,7 @@ def _against_seal(paths: SessionPaths, seal: Any, scan: chain.ChainScan, home: s
         return f"events.jsonl: {scan.lines} lines where {lines} were sealed (lines cut from its end)"
     if scan.head != head:
         return f"events.jsonl line {scan.lines} (its last) is not the line that was sealed (edited)"
-    files = seal.get("files") if isinstance(seal.get("files"), dict) else {}
+    files = _dict(seal.get("files"))
     for name in SEALED_FILES:
         if name in files and digest(paths.root / name) != files[name]:
             what = "missing" if not (paths.root / name).exists() else "edited"
@@ -192,8 +192,12 @@ def _against_seal(paths: SessionPaths, seal: Any, scan: chain.ChainScan, home: s
         return f"snapshots: unreadable ({type(exc).__name__}: {str(exc)[:80]})"
 
 
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _snapshots(root: Path, seal: dict, deep: bool) -> str | None:
-    objects = seal.get("objects") if isinstance(seal.get("objects"), dict) else {}
+    objects = _dict(seal.get("objects"))
     store = root / OBJECTS
     for name, size in sorted(objects.items()):
         obj = store / name
@@ -203,7 +207,7 @@ def _snapshots(root: Path, seal: dict, deep: bool) -> str | None:
             return f"snapshots/{OBJECTS}/{name[:16]}…: missing"
         if st.st_size != size or (deep and digest(obj) != name):
             return f"snapshots/{OBJECTS}/{name[:16]}…: its bytes are not the ones stored (edited)"
-    sealed = seal.get("snapshots") if isinstance(seal.get("snapshots"), dict) else {}
+    sealed = _dict(seal.get("snapshots"))
     for label, manifest_digest in sorted(sealed.items()):
         folder = root / label
         if digest(folder / MANIFEST) != manifest_digest:

@@ -80,11 +80,9 @@ def scan(path: Path, session_id: str) -> ChainScan:
     brk: int | None = None
     why = ""
     rest = last = b""
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
+    if not path.exists():
         return ChainScan(0, None, False)
-    with f:
+    with open(path, "rb") as f:
         while block := f.read(SCAN_BLOCK):
             data = rest + block
             end = data.rfind(b"\n")

@@ -1,8 +1,9 @@
 """The event wire format: one JSON object per line of ``events.jsonl``.
 
 Every event has ``v`` (schema version), ``session_id``, ``seq`` (1, 2, 3… per session, no gaps),
-``ts`` (epoch seconds) and ``prev`` (the hash chain's link to the line before, runner/wire/chain.py). :data:`Event` is a pydantic union discriminated on ``type``;
-:func:`parse_event` validates one line (Rust-side JSON parsing: faster than ``json.loads``).
+``ts`` (epoch seconds) and ``prev`` (the hash chain's link to the line before, runner/wire/chain.py).
+:data:`Event` is a pydantic union discriminated on ``type``; :func:`parse_event` validates one line
+(Rust-side JSON parsing: faster than ``json.loads``).
 """
 
 from __future__ import annotations
