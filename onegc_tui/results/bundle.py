@@ -91,9 +91,12 @@ def write_bundle(home: Path, sessions: list[SessionPaths], out: Path, study: tup
 
 
 def _task_of(paths: SessionPaths) -> str | None:
+    """The session's task folder name (``t0_demo``), where its config names a task this onegc has."""
+    from tasks import UnknownTask, get_task
+
     try:
-        return paths.read_config().task
-    except OnegcError:
+        return get_task(paths.read_config().task).id
+    except (OnegcError, UnknownTask):
         return None
 
 
