@@ -320,6 +320,7 @@ class Ingester:
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
+                record_status.apply(self.store, sid, self._known[sid], self.home_id)  # its end cut off?
                 if not self.read_only:
                     clean_up_after(self._known[sid])
                 failed.append(sid)

@@ -24,10 +24,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from onegc_tui.store import Store, record_status
+from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.store.parallel import _in_two, split, store_sizes
-from runner.wire.paths import SessionPaths
 
 
 def rebuild(home: Path, db: Path) -> tuple[int, int]:
@@ -41,18 +40,9 @@ def rebuild(home: Path, db: Path) -> tuple[int, int]:
                 events = here + merged
             else:
                 events = Ingester(home, store).ingest_all()
-            check_unread(home, store)
         return len(store.sessions()), events
     finally:
         store.close()
-
-
-def check_unread(home: Path, store: Store) -> None:
-    """Check the record of every session whose end the ingest did not read (still running, its
-    runner gone, a torn last line): each is chained, unchained or tampered all the same."""
-    ingester = Ingester(home, store)
-    for row in store.sessions("record IS NULL"):
-        record_status.apply(store, row["session_id"], SessionPaths(Path(row["folder"])), ingester.home_id)
 
 
 def _part_main(home: Path, part: Path, id_file: Path) -> None:
