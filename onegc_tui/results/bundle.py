@@ -223,10 +223,10 @@ def harness_note(index: dict) -> str:
     before: dict = packages if isinstance(packages, dict) else {}
     now = fingerprint()
     changed = sorted(k for k in set(before) | set(now["packages"]) if before.get(k) != now["packages"].get(k))
-    same = then.get("commit") == now["commit"] and not changed
     made = f"onegc {then.get('version')} (commit {str(then.get('commit'))[:12]})"
-    return (f"harness: bundled with {made}, verified with {harness_label()}"
-            + ("" if same else f"; {len(changed)} installed packages differ ({', '.join(changed[:5])})"))
+    differ = f"; {len(changed)} installed packages differ ({', '.join(changed[:5])})" if changed else \
+        "; the same installed packages"
+    return f"harness: bundled with {made}, verified with {harness_label()}{differ}"
 
 
 def verify_bundle(bundle: Path, data: Path, keep: Path | None, *, rescore: bool = False,

@@ -105,5 +105,5 @@ def _day(at: object) -> str:
 def apply(store: Store, sid: str, paths: SessionPaths, home_id: str | None) -> RecordStatus:
     """Check the session's record and keep what stands in the store."""
     found = status(paths, home_id)
-    store.set_record(sid, found)
+    store.set_record(sid, found.columns())
     return found
