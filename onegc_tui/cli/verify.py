@@ -78,13 +78,14 @@ def verify(targets: tuple[str, ...], study_file: Path | None, rescore: bool, kee
 def verify_home(home: Path, sessions: list[SessionPaths], rescore: bool) -> list:
     """Verify sessions of this home, one line each, and keep what was found in its store."""
     from onegc_tui.results.verify import verify_session
-    from onegc_tui.store import Store, record_status
+    from onegc_tui.store import record_status
+    from onegc_tui.store.readonly_home import caught_up_store
     from runner.scoring import seal
 
     home_id = seal.home_id(home)
     found = []
     progress = Progress()
-    store = Store.open(home)
+    store = caught_up_store(home)  # every session in it, so that what verify finds is kept
     try:
         with tempfile.TemporaryDirectory(prefix="onegc-verify-") as tmp:
             for i, paths in enumerate(sessions, 1):

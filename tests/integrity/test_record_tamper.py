@@ -144,7 +144,8 @@ def test_a_replaced_snapshot_file_is_caught(copy):
 def test_a_session_folder_copied_from_another_study_is_caught(copy):
     ours = copy / "runs" / OURS
     shutil.rmtree(ours)
-    shutil.copytree(copy / "runs" / THEIRS, ours, symlinks=True, ignore=NOT_FILES)  # a better run of another study, put in our place
+    # a better run of another study, put in our place
+    shutil.copytree(copy / "runs" / THEIRS, ours, symlinks=True, ignore=NOT_FILES)
     code, out = verify(OURS)
     where = f"events.jsonl line 1 does not start session {OURS}'s chain"
     assert code == 8 and f"{OURS}: TAMPERED: {where}" in out, out

@@ -152,7 +152,8 @@ def test_the_fast_path_stores_what_the_model_path_stores(homes):
 
 def test_the_fast_path_in_small_batches_stores_what_one_batch_stores(homes, monkeypatch):
     whole, whole_errors, _ = ingest(homes, "whole.db", typed=False)
-    monkeypatch.setattr("onegc_tui.store.ingest.MAX_BATCH_BYTES", 800)  # a few lines per transaction (each longer than any one line, its chain link included)
+    # a few lines per transaction (more than any one line, its chain link included)
+    monkeypatch.setattr("onegc_tui.store.ingest.MAX_BATCH_BYTES", 800)
     small, small_errors, _ = ingest(homes, "small.db", typed=False)
     for table in ("ingest_offsets",):
         assert whole[table] == small[table]
