@@ -1,5 +1,5 @@
 """How often the canaries catch a model trained on, or carrying, the split they sit in, and how often
-they flag an honest one (issue 35, part 3; runner/scoring/canaries.py).
+they flag an honest one (issue 35, part 3; runner/integrity/canaries.py).
 
     python benchmarks/canary_power.py [--n 20] [--tasks t0,t1,t6,t7] [--threads 2]
     python benchmarks/canary_power.py --exposure 4,8,16,32 --tasks t1-gpt [--n 6]
@@ -65,8 +65,8 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from runner.integrity.canary_kinds import KINDS, HeldChunks, Kind, SecretSharer  # noqa: E402
 from runner.scoring import canaries  # noqa: E402
-from runner.scoring.canary_kinds import KINDS, HeldChunks, Kind, SecretSharer  # noqa: E402
 from runner.scoring.worker import predict_scores  # noqa: E402
 from tasks import all_tasks  # noqa: E402
 
@@ -555,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--t1-kind", choices=("session", "strings", "held"), default="session",
                         help="T1's test: the sessions' (held-back chunks), random strings (SecretSharer) or held chunks")
     parser.add_argument("--no-calibration", action="store_true",
-                        help="test the raw losses, not the kind's difficulty-calibrated ones (T1: runner/scoring/difficulty.py)")
+                        help="test the raw losses, not the difficulty-calibrated ones (T1: runner/integrity/difficulty.py)")
     parser.add_argument("--exposure", default="", help="passes over val, e.g. 4,8,16,32: val-only fits judged after each")
     parser.add_argument("--exposure-fit", choices=("val-only", "train+val"), default="val-only",
                         help="with --exposure: the fit measured")

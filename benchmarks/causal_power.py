@@ -1,4 +1,4 @@
-"""The causality probes' power (INTEGRITY.md V3, V4; runner/scoring/causal.py): how many planted
+"""The causality probes' power (INTEGRITY.md V3, V4; runner/integrity/causal.py): how many planted
 read-ahead / read-across violations they catch, how many honest checkpoints they flag, and the noise.
 
     python benchmarks/causal_power.py [--from DIR] [--seed 0] [--json]
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 score, outcome = bench.score(source, config, model)
                 probe_s = time.perf_counter() - started
                 plain, _ = bench.score(source, config, model, probe=False)
-                flagged = bool(outcome and outcome.flag)
+                flagged = bool(outcome and outcome.verdict)
                 rows.append({
                     "task": task, "checkpoint": name, "honest": honest, "flagged": flagged,
                     "error": None if flagged else score.error, "value": score.value, "unprobed": plain.value,
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summarise(rows: list[dict]) -> dict:
-    from runner.scoring.causal import NOISE_FACTOR
+    from runner.integrity.causal import NOISE_FACTOR
 
     probed = [r for r in rows if r["task"] != "t0_demo"]
     honest = [r for r in probed if r["honest"]]

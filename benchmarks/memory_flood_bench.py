@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--answer-mib", type=int, default=768)
     ap.add_argument("--line-mib", type=int, default=512)
     args = ap.parse_args()
-    from runner.scoring.canaries import CANARY_SPLIT, session_judge
+    from runner.integrity.canaries import CANARY_SPLIT, session_judge
     from runner.scoring.scorer import TaskJudge
     from runner.wire.lines import LINE_LIMIT
     from tasks import get_task

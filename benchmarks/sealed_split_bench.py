@@ -1,4 +1,4 @@
-"""What a sealed scored split costs the agent (runner/scoring/sealed_split.py): how long
+"""What a sealed scored split costs the agent (runner/integrity/sealed_split.py): how long
 ``prepare.evaluate`` waits for the harness's answer, against judging the same predictions in the
 agent's own process as the paper's workspace does.
 

@@ -70,11 +70,11 @@ class TaskSpec(BaseModel):
     paper_reference: float | None = None
     baseline_note: str = ""
     # the baseline's val advantage over its test score, and the margin beyond it that flags a
-    # session (runner/scoring/selection_gap.py); measured by benchmarks/reproduce_baselines.py --seeds 5
+    # session (runner/integrity/selection_gap.py); measured by benchmarks/reproduce_baselines.py --seeds 5
     baseline_val_gap: float | None = None
     val_gap_margin: float | None = None
     # the scored split's files that hold its targets: withheld from a sealed session's workspace
-    # (runner/scoring/sealed_split.py); empty: the split cannot be sealed (T1) or need not be (T4-T6)
+    # (runner/integrity/sealed_split.py); empty: the split cannot be sealed (T1) or need not be (T4-T6)
     scored_targets: list[str] = Field(default_factory=list)
     eval_timeout_s: float = 600.0
     cpu_ok: bool = False  # the demo task: data made offline on first use, baseline trains on a CPU in seconds

@@ -370,7 +370,7 @@ def evaluate_split(task: ModuleType, model, split: str, dev: str) -> dict:
 
 # --------------------------------------------------------------------------- a sealed scored split
 SEALED_SPLIT_VAR, SEALED_REQUESTS_VAR, SEALED_ANSWERS_VAR = (
-    "ONEGC_SEALED_SPLIT", "ONEGC_SEALED_REQUESTS", "ONEGC_SEALED_ANSWERS")  # set by the harness (runner/scoring/sealed_split.py)
+    "ONEGC_SEALED_SPLIT", "ONEGC_SEALED_REQUESTS", "ONEGC_SEALED_ANSWERS")  # set by runner/integrity/sealed_split.py
 SEALED_SPENT = "_spent.json"
 SEALED_WAIT_S = 600.0
 _request_numbers = itertools.count(1)  # this process's requests, for their names

@@ -134,3 +134,22 @@ def cpu_seconds(pids: list[int]) -> float:
         except psutil.NoSuchProcess:
             pass
     return total
+
+
+def verdicts_of(record) -> list:
+    """The typed verdicts of a ``checkpoint_scored`` event (a dict), a result.json row or a Score."""
+    from runner.wire.verdicts import read
+
+    if isinstance(record, dict):
+        return read(record.get("verdicts"), record.get("flags"))
+    return list(record.verdicts)
+
+
+def checks_of(record) -> set[tuple[str, str]]:
+    """``{(check, strength)}`` of a record's verdicts (see :func:`verdicts_of`)."""
+    return {(v.check, v.strength) for v in verdicts_of(record)}
+
+
+def evidence_of(record, check: str | None = None) -> list[str]:
+    """The evidence of a record's verdicts (of ``check`` only, when given)."""
+    return [v.evidence for v in verdicts_of(record) if check is None or v.check == check]

@@ -55,9 +55,13 @@ def main() -> None:
 
 # ---------------------------------------------------------------------------- tasks & data
 @main.command("tasks")
-def tasks_cmd() -> None:
-    """List the tasks, their metric, budget and whether their data is prepared."""
+@click.option("--checks", "show_checks", is_flag=True,
+              help="what each integrity check decides, the threat rows it answers and its measured power")
+def tasks_cmd(show_checks: bool) -> None:
+    """List the tasks, their metric, budget and whether their data is prepared, and how each threat
+    row of the threat model is met on each task."""
     from onegc_tui.store.readonly_home import browsable_home
+    from onegc_tui.views.checks_view import checks_lines
     from onegc_tui.views.format import arrow
     from onegc_tui.views.task_facts import task_facts
     from onegc_tui.views.text_table import terminal_width, text_table
@@ -72,6 +76,9 @@ def tasks_cmd() -> None:
                      "prepared" if ready else "not prepared"])
     header = ["id", "task", "metric", "budget", "baseline", "data"]
     for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
+        click.echo(line)
+    click.echo("")
+    for line in checks_lines(list(task_facts().values()), detail=show_checks):
         click.echo(line)
 
 
@@ -423,14 +430,14 @@ def disqualify_cmd(session_id: str, reason: str | None, clear: bool) -> None:
     """Strike a session's result out of the statistics (the paper's protocol violations: it stays
     in n/N, not in the mean), with a reason that history and the exports show."""
     from onegc_tui.store import Store
-    from runner.wire import verdicts
+    from runner.wire import disqualifications
 
     if clear == bool(reason):
         raise OnegcError("give --reason TEXT to disqualify, or --clear to take it back (not both)")
     home = usable_home()
     paths = session_paths(home, session_id)
-    verdicts.record(paths, None if clear or reason is None else reason.strip())
-    _, standing = verdicts.current(paths)
+    disqualifications.record(paths, None if clear or reason is None else reason.strip())
+    _, standing = disqualifications.current(paths)
     store = Store.open(home)
     try:
         store.set_disqualified(paths.session_id, standing)

@@ -16,7 +16,7 @@ unless ``include_paper=False``, the paper's reference rows) as
 :func:`sessions_csv` writes one line per session. Markers in the text formats: ``*`` = the cell
 pools sessions run under different task contracts; ``†`` = partial aggregate (some of its tasks
 have no result); ``(n/N)`` = not every repeat produced a scorable checkpoint; ``‡`` = the cell
-pools sessions with the val-test gap flag (runner/scoring/selection_gap.py). ``Agg``/``Agg_max`` are
+pools sessions with the val-test gap flag (runner/integrity/selection_gap.py). ``Agg``/``Agg_max`` are
 relative to the paper's baselines; ``Agg_ours`` (shown when baseline sessions were run here with
 ``onegc baseline``) relative to the baselines measured under the same contract.
 """
@@ -123,7 +123,7 @@ INTEGRITY_MARK = "⚠"
 CONTENDED_MARK = "§"  # runner/session/contention.py: sessions of the cell ran contended (with their count)
 CAPPED_MARK = "¢"  # runner/sandbox/caps.py: a memory, process or disk cap stopped the agent of some of its sessions
 CUT_MARK = "✂"  # runner/wire/record_caps.py: some of its sessions' records were cut past their caps
-VAL_GAP_MARK = "‡"  # runner/scoring/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
+VAL_GAP_MARK = "‡"  # runner/integrity/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
 TAMPERED_MARK = "✗"  # runner/scoring/seal.py: some of its sessions' records were edited after them (not in the mean)
 DIFFERS_MARK = "≠"  # onegc verify: a number of some of its sessions does not reproduce
 VERIFIED_MARK = "✓"  # onegc verify reproduced every one of its sessions

@@ -43,6 +43,7 @@ from onegc_tui.views.sessions_view import conditions_note
 from onegc_tui.views.task_facts import scored_split
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
+from runner.wire.verdicts import read_json, records
 
 EXTRA_HINT = "pip install 'onegc[inspect]' (or: pip install inspect_ai)"
 SCORER = "onegc_official"
@@ -115,7 +116,8 @@ def _score_events(i: dict[str, Any], s: SessionData, checkpoints: list[dict], st
         out.append(ev.ScoreEvent(score=score_cls(value=c["value"], answer=c["name"], explanation=what,
                                                  metadata={"official": bool(c["official"]),
                                                            "budget_elapsed_s": c["budget_elapsed_s"],
-                                                           "flags": c["flags"]}),
+                                                           "verdicts": records(read_json(c.get("verdicts"),
+                                                                                         c.get("flags")))}),
                                  intermediate=True, scorer=SCORER, timestamp=_when(ts),
                                  working_start=max(0.0, ts - start)))
     return out

@@ -34,6 +34,7 @@ from onegc_tui.views.sessions_view import conditions_note
 from onegc_tui.views.task_facts import scored_split
 from runner.errors import OnegcError
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
+from runner.wire.verdicts import read_json, records
 
 EXTRA_HINT = "pip install 'onegc[export]' (or: pip install sqlite-utils)"
 BATCH_ROWS = 1000  # transcript rows per insert: a session of any size is streamed through in bounded memory
@@ -102,12 +103,13 @@ def write_sqlite(store: Store, data: StudyData, out: Path) -> dict[str, int]:
                              "conditions": conditions_note(s.row)})
         db["sessions"].insert_all(sessions, pk="session_id", alter=True)
         ids = {s["session_id"] for s in sessions}
-        checkpoints = [{k: r[k] for k in ("session_id", "name", "official", "budget_elapsed_s", "value", "error",
-                                          "eval_s", "self_reported", "flags", "script")}
+        checkpoints = [{**{k: r[k] for k in ("session_id", "name", "official", "budget_elapsed_s", "value", "error",
+                                             "eval_s", "self_reported", "script")},
+                        "verdicts": json.dumps(records(read_json(r.get("verdicts"), r.get("flags"))))}
                        for sid in ids for r in store.checkpoints(sid)]
         db["checkpoints"].create({"session_id": str, "name": str, "official": int, "budget_elapsed_s": float,
                                   "value": float, "error": str, "eval_s": float, "self_reported": float,
-                                  "flags": str, "script": str}, pk=("session_id", "name", "official"),
+                                  "verdicts": str, "script": str}, pk=("session_id", "name", "official"),
                                  foreign_keys=[("session_id", "sessions", "session_id")])
         db["checkpoints"].insert_all(checkpoints)
         db["transcript"].create({"session_id": str, "seq": int, "ts": float, "role": str, "kind": str, "tool": str,

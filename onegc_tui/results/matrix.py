@@ -83,7 +83,7 @@ class Cell:
     n_flagged: int = 0  # finished sessions with integrity-flagged scores
     n_unsealed: int = 0  # finished sessions run --unsealed
     n_open_network: int = 0  # finished sessions whose agent shared the host's network (--network open)
-    n_val_gap: int = 0  # finished sessions with the val-test gap flag (runner/scoring/selection_gap.py)
+    n_val_gap: int = 0  # finished sessions with the val-test gap flag (runner/integrity/selection_gap.py)
     n_contended: int = 0  # finished sessions whose conditions record says contended (runner/session/contention.py)
     n_clean: int = 0  # finished sessions whose conditions record says clean
     n_truncated: int = 0  # finished sessions whose record was cut past its caps (runner/wire/record_caps.py)

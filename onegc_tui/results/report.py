@@ -26,7 +26,7 @@ from onegc_tui.results.study_data import StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.views.outcomes import resolve_task, scores_note
-from onegc_tui.views.sessions_view import conditions_note, record_note, record_word
+from onegc_tui.views.sessions_view import conditions_note, record_note, record_word, unchecked_note
 from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
@@ -195,7 +195,9 @@ def _integrity_section(data: StudyData) -> str:
         if o.disqualified:
             marks.append(f"disqualified: {o.disqualified}")
         if o.flagged:
-            marks.append(f"{o.flagged} flagged score(s)")
+            marks.append(f"{o.flagged} score(s) with integrity verdicts")
+        if unchecked := unchecked_note(s.row):
+            marks.append(unchecked)
         if o.sealed is False:
             marks.append("run --unsealed")
         if conditions := conditions_note(s.row):  # contention, a cap reached, a record cut
@@ -207,9 +209,9 @@ def _integrity_section(data: StudyData) -> str:
                      f'{_e("; ".join(marks) or "none")}</span>', record, _e(note or "not verified"), _e(o.end_reason),
                      _n(o.score), _n(o.rescore) + (f" ({_e(o.rescore_by)})" if o.rescore_by else ""),
                      _n(o.unofficial_test_best)])
-    head = ["session", "integrity flags", "record (chain, seal)", "onegc verify", "end reason", "official score",
+    head = ["session", "integrity", "record (chain, seal)", "onegc verify", "end reason", "official score",
             "re-scored", "unofficial test-best"]
-    return ("<h2>Integrity flags and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
+    return ("<h2>Integrity and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
             f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}. The record column is its events' hash chain "
             "and the runner's seal (sealed; chained: not sealed; unchained: made before the chain; TAMPERED: edited "
             "after the session); onegc verify scores its stored checkpoints again (docs/verify.md). Re-scored: the "

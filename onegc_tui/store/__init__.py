@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
 from runner.errors import OnegcError
+from runner.wire import verdicts
 from runner.wire.summary import ADDED, LIVE_STATES, fold
 
 Record = dict[str, Any]  # an event's fields (onegc_tui/store/records.py)
@@ -473,13 +474,14 @@ class Store:
                     " VALUES (?,?,0,?,?,?,?,?) ON CONFLICT DO NOTHING",
                     (sid, r["name"], r["seq"], r["ts"], r["budget_elapsed_s"], r["script"], r["self_reported"]))
             elif t == "checkpoint_scored":
-                flags = r["flags"]
+                found = verdicts.read(r.get("verdicts"), r.get("flags"))
                 conn.execute(
                     "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s,"
-                    " flags) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
-                    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, flags=excluded.flags",
+                    " verdicts) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
+                    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts,"
+                    " verdicts=excluded.verdicts",
                     (sid, r["name"], int(r["official"]), r["seq"], r["ts"], r["budget_elapsed_s"], r["value"], r["error"],
-                     r["eval_s"], json.dumps(flags) if flags else None))
+                     r["eval_s"], json.dumps(verdicts.records(found)) if found else None))
             elif t == "control":
                 controls.append(r)
         rows = list(map(_TRANSCRIPT_ROW, transcript))
@@ -555,6 +557,8 @@ class Store:
         if "contract" in s:
             contract = s["contract"]
             s.update(contract=json.dumps(contract), contract_hash=contract_hash(contract))
+        if "not_checked" in s:  # a JSON list (runner/integrity/checks.py)
+            s["not_checked"] = json.dumps(s["not_checked"])
         sets: list[str] = []
         args: list[Any] = []
         for key, val in s.items():
@@ -592,7 +596,8 @@ class Store:
         return direction_of(task)
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
-        """A verdict (runner/wire/verdicts.py): struck out of the statistics with ``reason``, or reinstated."""
+        """A disqualification (runner/wire/disqualifications.py): struck out of the statistics with ``reason``,
+        or reinstated."""
         with self._transaction():
             self.conn.execute("UPDATE sessions SET disqualified=? WHERE session_id=?", (reason, session_id))
 

@@ -23,7 +23,7 @@ from onegc_tui.store import IngestBatch, Store, record_status
 from onegc_tui.store.torn_tail import settle_from_result
 from runner.launch.reconcile import clean_up_after, reconcile
 from runner.scoring import seal
-from runner.wire import verdicts
+from runner.wire import disqualifications
 from runner.wire.jsonl import JsonlTail, TailState, too_long
 from runner.wire.liveness import lock_held
 from runner.wire.paths import SessionPaths, is_session_folder
@@ -107,7 +107,7 @@ class Ingester:
         return added
 
     def _apply_verdicts(self, sid: str, paths: SessionPaths) -> None:
-        found, reason = verdicts.current(paths)
+        found, reason = disqualifications.current(paths)
         if found:
             self.store.set_disqualified(sid, reason)
 

@@ -110,7 +110,7 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE ingest_offsets ADD COLUMN file_id TEXT;
     """,
-    # 7: the official checkpoint's validation score, the val-test gap flag (runner/scoring/selection_gap.py),
+    # 7: the official checkpoint's validation score, the val-test gap flag (runner/integrity/selection_gap.py),
     # and whether the session ran contended (runner/session/contention.py)
     """
     ALTER TABLE sessions ADD COLUMN val REAL;
@@ -133,7 +133,14 @@ MIGRATIONS: list[str] = [
         WHERE e.session_id = sessions.session_id AND e.type = 'warning'
           AND json_extract(e.data, '$.code') IN ('oom', 'process_cap', 'disk_full'));
     """,
-    # 10: how the record stands against its chain and seal (runner/scoring/seal.py: sealed, chained,
+    # 10: typed verdicts (runner/wire/verdicts.py) per score, in place of free-text flags (older rows keep
+    # theirs in `flags`, read as verdicts of their own); the threat rows a session left unchecked
+    # (runner/integrity/checks.py: a JSON list; NULL: not recorded)
+    """
+    ALTER TABLE checkpoints ADD COLUMN verdicts TEXT;
+    ALTER TABLE sessions ADD COLUMN not_checked TEXT;
+    """,
+    # 11: how the record stands against its chain and seal (runner/scoring/seal.py: sealed, chained,
     # unchained, tampered, and where), what `onegc verify` found (reproduced, differs: its first
     # differences) and its re-score with a newer harness (`verify --rescore`: the official score and
     # which harness made it), from the session folder (onegc_tui/store/record_status.py)

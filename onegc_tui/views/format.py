@@ -8,7 +8,10 @@ running sessions does not repaint every row every second.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+from runner.wire.verdicts import STRENGTHS, Verdict
 
 if TYPE_CHECKING:  # the registry (pydantic) is imported once a task is named: `onegc sessions` starts without it
     from tasks import Direction
@@ -94,3 +97,13 @@ def fmt_cost(usd: float | None, none: str = "-") -> str:
 def arrow(direction: Direction) -> str:
     """↑ where higher is better, ↓ where lower is."""
     return "↑" if direction == "higher" else "↓"
+
+
+STRENGTH_MARKS = {"disqualifies": "⛔ disqualifies:", "look": "⚠", "note": "·"}
+
+
+def verdicts_note(found: Iterable[Verdict]) -> str:
+    """A score's verdicts in one line, strongest first, each marked by its strength (runner/wire/verdicts.py):
+    ``⛔ disqualifies: …`` / ``⚠ …`` (asks for a look) / ``· …`` (a note: what the scored code did)."""
+    ordered = sorted(found, key=lambda v: STRENGTHS.index(v.strength))
+    return "; ".join(f"{STRENGTH_MARKS[v.strength]} {v.evidence}" for v in ordered)

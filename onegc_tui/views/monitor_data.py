@@ -33,7 +33,7 @@ from onegc_tui.views.transcript_view import (
     search_words,
     transcript_line,
 )
-from runner.scoring.selection_gap import BASELINE_STUDY
+from runner.integrity.selection_gap import BASELINE_STUDY
 from runner.wire.events import parse_event
 from tasks import UnknownTask, direction_of, get_task
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from onegc_tui.views.statistics import mean_or_none, sample_std
-from runner.scoring.selection_gap import BASELINE_STUDY
+from runner.integrity.selection_gap import BASELINE_STUDY
 from runner.wire.defaults import SEALED_SPLIT_MARK
 from tasks import TaskSpec, all_tasks
 
@@ -48,7 +48,7 @@ class SessionOutcome:
     caps_reached: int = 0  # times a memory, process or disk cap stopped its agent (runner.wire.defaults.CAP_WARNINGS)
     # UNOFFICIAL, never ranked: the best scored-split score over all checkpoints (runner/scoring/unofficial.py)
     unofficial_test_best: float | None = None
-    scored_split: str | None = None  # "sealed": its targets were never in the workspace (runner/scoring/sealed_split.py)
+    scored_split: str | None = None  # "sealed": its targets were never in the workspace (runner/integrity/sealed_split.py)
     # its record against its chain and seal: sealed, chained, unchained, tampered (runner/scoring/seal.py; None: not checked)
     record: str | None = None
     verified: str | None = None  # what `onegc verify` found: reproduced, differs, tampered (None: not verified)

@@ -139,8 +139,9 @@ INTEGRITY_MARK = "⚠"
 
 def integrity_note(row: dict) -> str | None:
     """Why a session's result needs a second look, or None: how it was sealed (``--unsealed``: the
-    agent saw the host; ``--network open``), integrity flags on its scores, and the conditions it
-    was measured under (:func:`conditions_note`)."""
+    agent saw the host; ``--network open``), integrity verdicts on its scores (a look or stronger),
+    the threat rows nothing checked (:func:`unchecked_note`), and the conditions it was measured
+    under (:func:`conditions_note`)."""
     notes = []
     containment = row.get("containment") or ""
     if containment and not containment.startswith("bwrap"):
@@ -148,7 +149,10 @@ def integrity_note(row: dict) -> str | None:
     if '"network": "open"' in (row.get("contract") or ""):  # the store's json.dumps of the contract
         notes.append("network open: the agent shared this machine's network")
     if row.get("flagged"):
-        notes.append(f"{row['flagged']} score{'s' if row['flagged'] != 1 else ''} with integrity flags")
+        notes.append(f"{row['flagged']} score{'s' if row['flagged'] != 1 else ''} with integrity verdicts")
+    unchecked = unchecked_note(row)
+    if unchecked:
+        notes.append(unchecked)
     record = record_note(row)
     if record and record_mark(row) != VERIFIED_MARK:
         notes.append(record)
@@ -156,6 +160,23 @@ def integrity_note(row: dict) -> str | None:
     if conditions:
         notes.append(conditions)
     return "; ".join(notes) or None
+
+
+def not_checked(row: dict) -> list[str]:
+    """The threat rows of ../shared/INTEGRITY.md that no check and no construction met in the session
+    (runner/integrity/checks.py; the store keeps them as a JSON list)."""
+    raw = row.get("not_checked")
+    try:
+        found = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return []
+    return [str(t) for t in found] if isinstance(found, list) else []
+
+
+def unchecked_note(row: dict) -> str | None:
+    """``not checked: V1, V2`` where the session's task has no check for those threat rows, else None."""
+    rows = not_checked(row)
+    return f"not checked: {', '.join(rows)} (onegc tasks lists each task's checks)" if rows else None
 
 
 

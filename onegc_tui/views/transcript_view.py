@@ -78,7 +78,7 @@ def event_words(event: Event, task: str | None = None) -> Wording | None:
     if event.type == "session_started":
         unsealed = ", UNSEALED (not comparable)" if event.contract.get("sealed") is False else ""
         unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
-        if scored_split_sealed(event.contract):  # runner/scoring/sealed_split.py
+        if scored_split_sealed(event.contract):  # runner/integrity/sealed_split.py
             unsealed += f", {event.contract['scored_split'].get('split', 'val')} SEALED (its targets withheld; " \
                         "the harness answers evaluate)"
         return Wording("started:", f"{event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "

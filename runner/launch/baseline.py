@@ -6,7 +6,7 @@ study name ``baseline`` with ids ``baseline--<label>--<task>--r<k>``. It goes th
 real session does: the sandbox, the budget, live sealed scoring, the val-best official choice
 and the re-evaluation on the scored split. So its score is the baseline *under this harness, on
 this machine*: the reference of ``Agg_ours`` (onegc_tui/views/outcomes.py ``measured_baselines``) and
-of the val-test gap flag (runner/scoring/selection_gap.py).
+of the val-test gap flag (runner/integrity/selection_gap.py).
 
 ``constants`` changes UPPERCASE constants of ``train.py`` first (tests shrink it to a few steps;
 a person may measure another recipe, then under its own ``label``). The change is made inside
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.errors import OnegcError
-from runner.scoring.selection_gap import BASELINE_STUDY
+from runner.integrity.selection_gap import BASELINE_STUDY
 
 if TYPE_CHECKING:
     from runner.launch.request import StartRequest

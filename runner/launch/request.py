@@ -61,8 +61,8 @@ class StartRequest(BaseModel):
     gpus: str | None = None  # CUDA indices ("0,1") or UUIDs to use; None: every visible GPU
     network: NetworkPolicy  # not given: the agent's default (api-only for agent CLIs, else none)
     sealed: bool = True
-    canaries: bool = True  # runner/scoring/canaries.py; False: the paper's workspace exactly
-    scored_split: Literal["paper", "sealed"] = "paper"  # runner/scoring/sealed_split.py
+    canaries: bool = True  # runner/integrity/canaries.py; False: the paper's workspace exactly
+    scored_split: Literal["paper", "sealed"] = "paper"  # runner/integrity/sealed_split.py
     command: tuple[str, ...] = ()  # the command agent's command line
     agent_args: tuple[str, ...] = ()
     pace_s: float = Field(default=DEFAULT_PACE_S, ge=0)
@@ -115,7 +115,7 @@ class StartRequest(BaseModel):
     @model_validator(mode="after")
     def _sealable(self) -> StartRequest:
         if self.scored_split == "sealed":
-            from runner.scoring.sealed_split import check
+            from runner.integrity.sealed_split import check
 
             check(self.spec)  # CannotSeal is a ValueError: one line naming why
         return self

@@ -11,25 +11,26 @@ import threading
 import time
 from collections.abc import Callable
 
-from runner.scoring import code_scan
+from runner.integrity import code_scan
 from runner.scoring.checkpoints import DISCOVERY_SLACK_S, CheckpointWatcher, FoundCheckpoint, ScoreQueue
 from runner.scoring.official import WINDOW_S, Candidate
-from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, self_report_flag
+from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, self_report_gap
 from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
+from runner.wire.verdicts import Verdict, merged
 from tasks import TaskSpec
 
 LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scores in flight
 
 
-def checkpoint_flags(spec: TaskSpec, found: FoundCheckpoint, val: Score, extra: tuple[str, ...] = ()) -> list[str]:
-    """A checkpoint's integrity flags: its code read from outside (runner/scoring/code_scan.py), the
-    scorer's flags (``extra``, else the validation score's own), and one more when the agent's own
+def checkpoint_verdicts(spec: TaskSpec, found: FoundCheckpoint, val: Score,
+                        extra: tuple[Verdict, ...] = ()) -> list[Verdict]:
+    """A checkpoint's verdicts: its code read from outside (runner/integrity/code_scan.py), the
+    scorer's (``extra``, else the validation score's own), and a look when the agent's own
     validation figure is far better than the harness's."""
-    claim = self_report_flag(spec, found.self_reported, val.value)
-    out = list(code_scan.flags(found.snapshot, found.script)) + list(extra or val.flags)
-    return out + [claim] if claim else out
+    claim = self_report_gap(spec, found.self_reported, val.value)
+    return list(merged(code_scan.verdicts(found.snapshot, found.script), extra or val.verdicts, [claim] if claim else []))
 
 
 class LiveScoring:
@@ -123,4 +124,4 @@ class LiveScoring:
         self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
                          metric=self.spec.metric, split=SELECTION_SPLIT, eval_s=score.eval_s,
                          budget_elapsed_s=self.found_at.get(found.label, 0.0),
-                         flags=checkpoint_flags(self.spec, found, score))
+                         verdicts=checkpoint_verdicts(self.spec, found, score))

@@ -13,7 +13,7 @@ For T1-T3 and T7 the scored split is validation: the rule is the paper's "best s
 
 The paper's budget is the budget (INTEGRITY.md V5): a checkpoint that appeared after it ran out —
 in the grace period of the stop, an agent that ignores SIGINT and SIGTERM training and saving —
-never competes (:func:`within_budget`). It is recorded with the trusted flag :data:`AFTER_BUDGET`.
+never competes (:func:`within_budget`). It is recorded with the verdict ``after_budget``.
 
 The work after the session is bounded, whatever the agent saved (issue 38 part 4, INTEGRITY.md
 R2): at most :func:`evaluation_cap` re-evaluations — one per 5-minute window of the budget
@@ -30,9 +30,11 @@ from collections import Counter
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from runner.integrity.checks import verdict
+from runner.wire.verdicts import Verdict
+
 SELECTION = "val-best"  # recorded in the contract
 WINDOW_S = 300.0  # paper step 5: the best of each 5-minute window
-AFTER_BUDGET = "after the budget: "  # a trusted flag: saved once the budget ran out, never official
 MAX_FALLBACK = 10  # when the val-best's official evaluation fails, this many more of the ranking are tried
 # checkpoints without a live validation score re-evaluated per window, newest first: one saved every
 # 20 s of a window whose live scoring failed throughout (CUDA-only code scored live on the CPU) is judged
@@ -68,15 +70,15 @@ def _known(c: Candidate) -> bool:
     return c.val is not None and math.isfinite(c.val)
 
 
-def within_budget(cands: list[Candidate], end_s: float) -> tuple[list[Candidate], dict[str, str]]:
+def within_budget(cands: list[Candidate], end_s: float) -> tuple[list[Candidate], dict[str, Verdict]]:
     """(the checkpoints that appeared by ``end_s`` seconds of budget time — when the budget ran
-    out, or the session began to stop — and ``{label: flag}`` of those that appeared after it).
+    out, or the session began to stop — and ``{label: verdict}`` of those that appeared after it).
 
     A checkpoint's time is the budget time at which it was written, as the session stamps it
     (the watcher's sighting, moved earlier by the file's own mtime by a few seconds at most)."""
     inside = [c for c in cands if c.elapsed_s <= end_s]
-    late = {c.label: f"{AFTER_BUDGET}saved {c.elapsed_s - end_s:.0f} s after the budget ran out "
-            f"({end_s:.0f} s); never the official result" for c in cands if c.elapsed_s > end_s}
+    late = {c.label: verdict("after_budget", "disqualifies", f"saved {c.elapsed_s - end_s:.0f} s after the budget ran "
+                             f"out ({end_s:.0f} s); never the official result") for c in cands if c.elapsed_s > end_s}
     return inside, late
 
 

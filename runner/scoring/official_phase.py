@@ -1,10 +1,11 @@
 """The official phase, after the agent stopped: paper step 5 by the harness's own validation scores
 (the rule: runner/scoring/official.py), each re-evaluation a fresh child of a sealed scorer on the
 session's device (the warm live one where that is the CPU too), probed for reading ahead or across
-examples (runner/scoring/causal.py), checkpoints saved after the budget left out and labelled
+examples (runner/integrity/causal.py), checkpoints saved after the budget left out and labelled
 (runner/scoring/official.py's ``within_budget``), the unofficial test-best
-(runner/scoring/unofficial.py), the val-test gap check (runner/scoring/selection_gap.py) and the
-integrity rule's verdict (runner/wire/verdicts.py). It emits an official ``checkpoint_scored`` per
+(runner/scoring/unofficial.py), the val-test gap check (runner/integrity/selection_gap.py) and the
+integrity rule: a disqualifying verdict on the official checkpoint (runner/wire/verdicts.py,
+recorded by runner/wire/disqualifications.py). It emits an official ``checkpoint_scored`` per
 re-evaluation and gives the :class:`OfficialResult` that result.json records
 (runner/scoring/result_file.py).
 """
@@ -16,8 +17,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from runner.scoring import selection_gap, unofficial
-from runner.scoring.live import LiveScoring, checkpoint_flags
+from runner.integrity import selection_gap
+from runner.scoring import unofficial
+from runner.scoring.live import LiveScoring, checkpoint_verdicts
 from runner.scoring.official import (
     MAX_FALLBACK,
     POST_SESSION_S,
@@ -32,10 +34,11 @@ from runner.scoring.official import (
     within_budget,
 )
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer
-from runner.wire import verdicts
+from runner.wire import disqualifications
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
+from runner.wire.verdicts import Verdict, disqualifying, records
 from tasks import TaskSpec
 
 
@@ -51,6 +54,7 @@ class OfficialResult:
     evaluated: list[dict] = field(default_factory=list)  # every re-evaluation, in budget-time order
     trajectory: list[dict] = field(default_factory=list)  # each 5-minute window's val-best
     disqualified: str | None = None  # the integrity rule's verdict
+    verdicts: list[Verdict] = field(default_factory=list)  # the official checkpoint's, and the session's (the val-test gap)
     tested: list[dict] | None = None  # the rows the unofficial test-best is chosen from (None: evaluated)
     not_reevaluated: dict | None = None  # the checkpoints the phase's bounds left out, by reason (official.py)
     val_gap: selection_gap.GapCheck | None = None
@@ -86,8 +90,9 @@ class OfficialPhase:
         live_val = {c.label: c.val for c in everyone}
         elapsed = {c.label: c.elapsed_s for c in everyone}
         cands, late = within_budget(everyone, self.config.budget_s)  # the paper's budget is the budget
-        rows: dict[str, dict] = {label: self._after_budget(live, label, elapsed[label], live_val[label], flag)
-                                 for label, flag in late.items()}
+        found_verdicts: dict[str, list[Verdict]] = {}
+        rows: dict[str, dict] = {label: self._after_budget(live, label, elapsed[label], live_val[label], v, found_verdicts)
+                                 for label, v in late.items()}
         warm = live.scorer if live.scorer is not None and live.scorer.alive() and \
             live.scorer.plan.device == self.device else None
         scorer: SealedScorer | None = None
@@ -104,15 +109,15 @@ class OfficialPhase:
             # never raises: a failure, or a model that reads ahead or across examples, is the score's error
             scores = scorer.score(found.path, found.snapshot, splits, probe=True)
             sel, off = scores[SELECTION_SPLIT], scores[scored]
-            flags = checkpoint_flags(spec, found, sel, off.flags)
+            found_verdicts[label] = checkpoint_verdicts(spec, found, sel, off.verdicts)
             self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=spec.metric,
                              split=scored, eval_s=off.eval_s, budget_elapsed_s=elapsed[label], official=True,
-                             flags=flags, val=sel.value if scored != SELECTION_SPLIT else None)
+                             verdicts=found_verdicts[label], val=sel.value if scored != SELECTION_SPLIT else None)
             rows[label] = {"checkpoint": label, "window": int(elapsed[label] // WINDOW_S),
                            "budget_elapsed_s": round(elapsed[label], 1), "live_val": live_val[label], "val": sel.value,
                            "self_reported": found.self_reported, "official": off.value,
-                           "error": off.error or sel.error, "flags": flags,
-                           "canaries": sel.evidence}  # runner/scoring/canaries.py: p, losses, counts
+                           "error": off.error or sel.error, "verdicts": records(found_verdicts[label]),
+                           "canaries": sel.evidence}  # runner/integrity/canaries.py: p, losses, counts
             return Evaluation(sel.value, off.value, off.error or sel.error)
 
         try:
@@ -130,10 +135,11 @@ class OfficialPhase:
                        "official": rows[label]["official"]} for label in chosen.trajectory]
         best = (chosen.best, rows[chosen.best]["official"]) if chosen.best else None
         val = chosen.vals.get(chosen.best) if chosen.best else None
-        flags = rows[chosen.best]["flags"] if chosen.best else []
+        official_verdicts = found_verdicts[chosen.best] if chosen.best else []
         scored_by = "official re-evaluation" if best else None
         if best is None and disk_full:
-            best, val, flags, scored_by = self._from_live(live, cands, rows) or (best, val, flags, scored_by)
+            best, val, official_verdicts, scored_by = (self._from_live(live, cands, rows)
+                                                       or (best, val, official_verdicts, scored_by))
         failure = None
         if best is None:
             failure = "no checkpoint was saved" if not live.found else "no checkpoint could be scored: " + (
@@ -141,47 +147,53 @@ class OfficialPhase:
         elif best[1] is None:
             failure = f"{scored_by}; the {scored} split needs the re-evaluation, so there is no {scored} score"
         evaluated = sorted(rows.values(), key=lambda r: r["budget_elapsed_s"])
+        gap = selection_gap.check_selected(spec, self.paths.root.parent, val, best[1] if best else None,
+                                           self.config.study)
+        session_verdicts = [*official_verdicts, *([gap.verdict] if gap is not None and gap.verdict else [])]
         return OfficialResult(
             best=best, val=val, scored_by=scored_by, failure=failure, found=len(live.found), evaluated=evaluated,
-            trajectory=trajectory, disqualified=self._verdict(flags) if best else None,
+            trajectory=trajectory, disqualified=self._disqualify(official_verdicts) if best else None,
+            verdicts=session_verdicts,
             tested=unofficial.candidates(evaluated, live_val, elapsed, scored == SELECTION_SPLIT),
-            not_reevaluated=not_reevaluated(live.found, rows, chosen.left_out),
-            val_gap=selection_gap.check_selected(spec, self.paths.root.parent, val, best[1] if best else None,
-                                                 self.config.study))
+            not_reevaluated=not_reevaluated(live.found, rows, chosen.left_out), val_gap=gap)
 
     def _from_live(self, live: LiveScoring, cands: list[Candidate], rows: dict[str, dict]):
-        """``(best, val, flags, scored_by)`` from the live scores, for a session whose disk filled up
+        """``(best, val, verdicts, scored_by)`` from the live scores, for a session whose disk filled up
         and whose re-evaluation gave no score; None without a live score."""
         pick = from_live_scores(cands, self.spec.better, self.spec.scored_split == SELECTION_SPLIT)
         if pick is None:
             return None
         why = (rows.get(pick.label) or {}).get("error") or "it could not run"
-        flags = checkpoint_flags(self.spec, live.found[pick.label], live.live[pick.label])
-        return ((pick.label, pick.official), pick.val, flags,
+        found = checkpoint_verdicts(self.spec, live.found[pick.label], live.live[pick.label])
+        return ((pick.label, pick.official), pick.val, found,
                 f"live scoring: the disk was full and the official re-evaluation failed ({why})")
 
-    def _after_budget(self, live: LiveScoring, label: str, elapsed_s: float, live_val: float | None, flag: str) -> dict:
+    def _after_budget(self, live: LiveScoring, label: str, elapsed_s: float, live_val: float | None, late: Verdict,
+                      found_verdicts: dict[str, list[Verdict]]) -> dict:
         """The record of a checkpoint saved after the budget ran out: never evaluated, never
-        official, labelled with the trusted flag (an official ``checkpoint_scored`` and a row)."""
+        official, with the verdict ``after_budget`` (an official ``checkpoint_scored`` and a row)."""
         found = live.found[label]
-        flags = [*checkpoint_flags(self.spec, found, live.live.get(label) or Score(None, None)), flag]
-        self.events.emit("checkpoint_scored", name=label, value=None, error=flag, metric=self.spec.metric,
+        found_verdicts[label] = [*checkpoint_verdicts(self.spec, found, live.live.get(label) or Score(None, None)), late]
+        error = f"after the budget: {late.evidence}"
+        self.events.emit("checkpoint_scored", name=label, value=None, error=error, metric=self.spec.metric,
                          split=self.spec.scored_split, eval_s=None, budget_elapsed_s=elapsed_s, official=True,
-                         flags=flags, val=None)
+                         verdicts=found_verdicts[label], val=None)
         return {"checkpoint": label, "window": int(elapsed_s // WINDOW_S), "budget_elapsed_s": round(elapsed_s, 1),
                 "live_val": live_val, "val": None, "self_reported": found.self_reported, "official": None,
-                "error": flag, "flags": flags}
+                "error": error, "verdicts": records(found_verdicts[label])}
 
-    def _verdict(self, flags: list[str]) -> str | None:
-        """The integrity rule's verdict on the official checkpoint's flags, recorded beside the
-        session (result.json carries it too)."""
-        struck = verdicts.integrity_rule(flags)
-        if struck:
-            try:
-                verdicts.record(self.paths, struck, by="integrity rule")
-            except OSError as exc:  # a full disk: result.json still carries the verdict
-                print(f"onegc runner: verdict not recorded in {verdicts.FILE}: {exc}", file=sys.stderr, flush=True)
-        return struck
+    def _disqualify(self, official_verdicts: list[Verdict]) -> str | None:
+        """The integrity rule: the official checkpoint's first disqualifying verdict, recorded beside the
+        session (result.json carries it too); None when it has none."""
+        struck = disqualifying(official_verdicts)
+        if struck is None:
+            return None
+        reason = f"the official checkpoint: {struck.evidence} ({struck.check})"
+        try:
+            disqualifications.record(self.paths, reason, by="integrity rule")
+        except OSError as exc:  # a full disk: result.json still carries the verdict
+            print(f"onegc runner: verdict not recorded in {disqualifications.FILE}: {exc}", file=sys.stderr, flush=True)
+        return reason
 
 
 def official_device(gpu: str | None) -> str:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from runner.scoring import canaries, selection_gap
+from runner.integrity import canaries, selection_gap
 from runner.scoring.checkpoints import FoundCheckpoint, live_score
 from runner.scoring.live import LiveScoring
 from runner.scoring.official import AFTER_BUDGET
@@ -315,19 +315,27 @@ def _gap_again(spec: TaskSpec, recorded: dict, official: Any) -> selection_gap.G
     return selection_gap.check(official.val, official.score, spec.direction, reference)
 
 
-def _scored_events(path: Path) -> dict[tuple[str, bool], dict]:
+def _scored_events(path: Path) -> dict[tuple[str, bool], Any]:
+    from runner.wire.events import parse_event
+
     out = {}
     for _, line in _lines(path):
-        event = json.loads(line)
-        if event.get("type") == "checkpoint_scored":
-            out[(event["name"], bool(event.get("official")))] = event
+        if b'"type":"checkpoint_scored"' in line:
+            event = parse_event(line)
+            out[(event.name, event.official)] = event
     return out
 
 
-SCORE_FIELDS = ("value", "error", "flags", "val")
+# the fields of a score's event that say when and where it was written, not what it found
+NOT_COMPARED = frozenset({"v", "session_id", "seq", "ts", "prev", "eval_s"})
 
 
-def _compare(record: Record, result: dict, rederived: dict[tuple[str, bool], dict]) -> list[Difference]:
+def _score_fields(event: Any) -> dict:
+    """What a ``checkpoint_scored`` found, every field of it (a field added later is compared too)."""
+    return json.loads(json.dumps({k: v for k, v in event.model_dump(mode="json").items() if k not in NOT_COMPARED}))
+
+
+def _compare(record: Record, result: dict, rederived: dict[tuple[str, bool], Any]) -> list[Difference]:
     out = differences(record.result, result, "result.json")
     for official, recorded in ((False, record.live), (True, record.official)):
         kind = "official" if official else "live"
@@ -338,9 +346,7 @@ def _compare(record: Record, result: dict, rederived: dict[tuple[str, bool], dic
                     continue
                 out.append(Difference(f"{kind} score of {label}", event.value, "not evaluated"))
                 continue
-            was = {k: v for k, v in event.model_dump().items() if k in SCORE_FIELDS}
-            now = {k: again.get(k, [] if k == "flags" else None) for k in SCORE_FIELDS}
-            out += differences(was, now, f"{kind} score of {label}")
+            out += differences(_score_fields(event), _score_fields(again), f"{kind} score of {label}")
         for (label, off), _again in rederived.items():
             if off == official and label not in recorded:
                 out.append(Difference(f"{kind} score of {label}", "none", "evaluated"))

@@ -7,13 +7,21 @@ import json
 import os
 import sys
 
+from runner.integrity import canaries, checks
 from runner.scoring import unofficial
 from runner.scoring.official import SELECTION
 from runner.scoring.official_phase import OfficialResult
 from runner.scoring.scorer import SELECTION_SPLIT
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
+from runner.wire.verdicts import records
 from tasks import TaskSpec
+
+
+def coverage(config: SessionConfig, spec: TaskSpec) -> list[checks.Cover]:
+    """How each threat row was met in this session (runner/integrity/checks.py)."""
+    planted = config.plants_canaries and canaries.kind_for(spec.id) is not None
+    return checks.coverage(spec.id, canaries_on=planted, sealed=config.scored_split == "sealed")
 
 
 def result_record(config: SessionConfig, spec: TaskSpec, reason: str, detail: str, result: OfficialResult,
@@ -41,8 +49,11 @@ def result_record(config: SessionConfig, spec: TaskSpec, reason: str, detail: st
         "checkpoints_found": result.found,
         "evaluated": result.evaluated,
         "trajectory": result.trajectory,  # each 5-minute window's val-best on the scored split
-        "disqualified": result.disqualified,  # an integrity rule's verdict (runner/wire/verdicts.py); people add theirs later
-        "val_test_gap": result.val_gap.record() if result.val_gap else None,  # runner/scoring/selection_gap.py
+        "disqualified": result.disqualified,  # the integrity rule's (runner/scoring/official_phase.py); people add theirs later
+        "verdicts": records(result.verdicts),  # the official checkpoint's and the session's (runner/wire/verdicts.py)
+        "checks": [c.record() for c in coverage(config, spec)],  # how each threat row was met
+        "not_checked": checks.not_checked(coverage(config, spec)),
+        "val_test_gap": result.val_gap.record() if result.val_gap else None,  # runner/integrity/selection_gap.py
         "conditions": conditions,  # runner/session/contention.py: contended or clean
         "not_reevaluated": result.not_reevaluated,  # runner/scoring/official.py: the post-session bounds
         "unofficial": unofficial.best_scored(result.evaluated if result.tested is None else result.tested,

@@ -16,9 +16,10 @@ Two sides, two processes:
 
 The inputs are made once per session by the trusted side (``task.inputs(split)``) into the
 session's ``scoring/inputs/`` (hard links where an input is a whole prepared file), outside the
-agent's reach. Integrity flags — the script changed ``prepare``/``onegc_kit``, registered
-``atexit`` handlers, wrote to stdout, started processes, opened files outside its view, used the
-network — come back with each score; they are recorded, not blocking.
+agent's reach. What the scored code did beyond predicting — it changed ``prepare``/``onegc_kit``,
+registered ``atexit`` handlers, wrote to stdout, started processes, opened files outside its view,
+used the network — comes back with each score as verdicts of strength ``note``
+(runner/wire/verdicts.py): recorded, not blocking.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from runner.integrity import causal
+from runner.integrity.canaries import CANARY_SPLIT, CanaryJudge, unjudged
+from runner.integrity.checks import verdict
 from runner.sandbox import bwrap as sandbox
-from runner.scoring import answer_check, causal
-from runner.scoring.answer_check import INVALID_ANSWER
-from runner.scoring.canaries import CANARY_SPLIT, CANARY_UNJUDGED, CanaryJudge
+from runner.wire import answer_check
+from runner.wire.verdicts import Verdict, merged
 from tasks import KIT_FILE, TaskSpec
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -66,8 +69,8 @@ class Score:
     value: float | None
     error: str | None
     eval_s: float | None = None
-    flags: tuple[str, ...] = ()
-    evidence: dict | None = None  # the canaries' (runner/scoring/canaries.py), on the CANARY_SPLIT only
+    verdicts: tuple[Verdict, ...] = ()  # what the integrity checks and the scorer found (runner/wire/verdicts.py)
+    evidence: dict | None = None  # the canaries' (runner/integrity/canaries.py), on the CANARY_SPLIT only
 
 
 class TaskJudge:
@@ -201,7 +204,7 @@ class WorkerPlan:
 
     @property
     def probes(self) -> Path:
-        """runs/<id>/scoring/probes: the causality probes' inputs (runner/scoring/causal.py)."""
+        """runs/<id>/scoring/probes: the causality probes' inputs (runner/integrity/causal.py)."""
         return self.inputs.parent / "probes"
 
 
@@ -326,17 +329,17 @@ class SealedScorer:
         of the worker, each judged here; where the session has canaries, the same child answers
         their probe too, and its flag and evidence join every split's score. Never raises: whatever
         the child's answer is, or whatever goes wrong judging it, is that checkpoint's error
-        (runner/scoring/answer_check.py).
+        (runner/wire/answer_check.py).
 
         With ``probe``, a score on the task's scored split is kept only if the model passes the
-        task's causality probe (runner/scoring/causal.py); one that reads ahead or across examples,
+        task's causality probe (runner/integrity/causal.py); one that reads ahead or across examples,
         or that the probe could not check, is that split's error with a trusted flag."""
         splits = splits or [SELECTION_SPLIT]
         try:
             asked = splits + [CANARY_SPLIT] * (self.plan.judge.canaries is not None and CANARY_SPLIT not in splits)
             header, payload, failed = self._predict(ckpt, code, asked)
             if failed is not None or header is None:
-                failed = failed or Score(None, "the scorer gave no answer", flags=(INVALID_ANSWER,))
+                failed = failed or Score(None, "the scorer gave no answer", verdicts=(INVALID,))
                 return {split: failed for split in splits}
             out = _with_canaries(self._judge_parts(header, payload, asked), splits)
             scored = self.plan.judge.spec.scored_split
@@ -344,11 +347,11 @@ class SealedScorer:
             if probe and scored in out and out[scored].value is not None:  # judged: its part is a valid array
                 official = answer_check.npy_array(answer_check.split_payload(header.parts, payload)[scored])
                 self.last_probe = causal.run(self, ckpt, code, scored, official)
-                out[scored] = _probed(out[scored], self.last_probe)
+                out[scored] = _probed(out[scored], self.last_probe, self.plan.judge.spec.id)
             return out
         except Exception as exc:  # noqa: BLE001 - agent bytes never end the session
             error = f"judging failed: {type(exc).__name__}: {answer_check.text(exc, 200)}"
-            return {split: Score(None, error, flags=(INVALID_ANSWER,)) for split in splits}
+            return {split: Score(None, error, verdicts=(INVALID,)) for split in splits}
 
     def predict_parts(self, ckpt: Path, code: Path, folder: Path, parts: list[str], timeout_s: float,
                       seed: int = 0) -> dict[str, Any] | str:
@@ -396,19 +399,19 @@ class SealedScorer:
                 raise answer_check.InvalidAnswer("the scorer sent more than one answer")
         except answer_check.InvalidAnswer as exc:
             self.close()  # the stream is out of step: the next checkpoint gets a fresh worker
-            return None, NOTHING, Score(None, str(exc), round(time.monotonic() - started, 3), (INVALID_ANSWER,))
+            return None, NOTHING, Score(None, str(exc), round(time.monotonic() - started, 3), (INVALID,))
         except (OSError, ValueError) as exc:
             self.close()
-            return None, NOTHING, Score(None, f"the scorer failed: {exc}", flags=(INVALID_ANSWER,))
+            return None, NOTHING, Score(None, f"the scorer failed: {exc}", verdicts=(INVALID,))
         if message is None:
             self.close()
             return None, NOTHING, Score(None, f"evaluation timed out after {timeout_s:.0f} s",
-                                    round(time.monotonic() - started, 3), (INVALID_ANSWER, "timed out"))
+                                    round(time.monotonic() - started, 3), (INVALID, _observed("timed out")))
         waited = round(time.monotonic() - started, 3)  # measured here: the child's eval_s is its own claim
         try:
             header = answer_check.read_header(message, splits, len(payload), bounds)
         except answer_check.InvalidAnswer as exc:
-            return None, NOTHING, Score(None, str(exc), waited, (INVALID_ANSWER, *_labelled(message)))
+            return None, NOTHING, Score(None, str(exc), waited, (INVALID, *_child_said(message)))
         self._waited = waited
         if not header.ok:
             error = header.error or "unknown error"
@@ -418,12 +421,12 @@ class SealedScorer:
             # no answer came (the child died or hung): the worker saw it, and no answer is an invalid one
             silent = any(o.startswith(("no answer", "timed out")) for o in header.observed)
             return header, NOTHING, Score(None, error, waited,
-                                      (INVALID_ANSWER,) * silent + header.observed + header.self_reported)
+                                      (INVALID,) * silent + _notes(header))
         return header, payload, None
 
     def _judge_parts(self, header: answer_check.Header, payload: memoryview, splits: list[str]) -> dict[str, Score]:
         kit = sys.modules["onegc_kit"]
-        flags = header.observed + header.self_reported
+        notes = _notes(header)
         waited = self._waited
         blobs = answer_check.split_payload(header.parts, payload)
         arrays = {}
@@ -431,34 +434,34 @@ class SealedScorer:
             for split in splits:
                 arrays[split] = answer_check.npy_array(blobs[split])
         except answer_check.InvalidAnswer as exc:
-            return {split: Score(None, str(exc), waited, (INVALID_ANSWER, *flags)) for split in splits}
+            return {split: Score(None, str(exc), waited, (INVALID, *notes)) for split in splits}
         out: dict[str, Score] = {}
         for split in splits:
             started = time.perf_counter()
             if split == CANARY_SPLIT:
-                out[split] = self._judge_canaries(arrays[split], waited, flags)
+                out[split] = self._judge_canaries(arrays[split], waited, notes)
                 continue
             try:
                 value, _ = self.plan.judge.judge(arrays[split], split)
-                out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3), flags)
+                out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3), notes)
             except kit.KitError as exc:  # the task's own refusal: a wrong shape, NaN or inf
-                out[split] = Score(None, str(exc), waited, flags)
+                out[split] = Score(None, str(exc), waited, notes)
             except Exception as exc:  # noqa: BLE001 - predictions the judge could not take
                 out[split] = Score(None, f"predictions unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}",
-                                   waited, (INVALID_ANSWER, *flags))
+                                   waited, (INVALID, *notes))
         return out
 
-    def _judge_canaries(self, predictions, waited: float | None, flags: tuple[str, ...]) -> Score:
-        """The canaries' evidence (its p as the value) and flag, or why the probe could not be judged."""
+    def _judge_canaries(self, predictions, waited: float | None, notes: tuple[Verdict, ...]) -> Score:
+        """The canaries' evidence (its p as the value) and verdict, or why the probe could not be judged."""
         judge = self.plan.judge.canaries
         if judge is None:
-            return Score(None, "this session has no canaries", waited, flags)
+            return Score(None, "this session has no canaries", waited, notes)
         try:
-            ev, flag = judge.judge(predictions)
+            ev, found = judge.judge(predictions)
         except Exception as exc:  # noqa: BLE001 - predictions of the wrong shape: the probe's error, flagged
             return Score(None, f"canary probe unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}", waited,
-                         (*flags, f"{CANARY_UNJUDGED}{answer_check.text(exc, 120)}"))
-        return Score(ev.p, None, waited, (*flags, flag) if flag else flags, ev.record())
+                         (*notes, unjudged(judge.kind.task, answer_check.text(exc, 120))))
+        return Score(ev.p, None, waited, (*notes, found) if found else notes, ev.record())
 
     def _read_header(self, timeout_s: float) -> dict | None:
         """The next JSON line from the worker; None when none came within ``timeout_s``."""
@@ -574,42 +577,63 @@ CLAIM_RELATIVE = 0.10
 CLAIM_ABSOLUTE = 0.02
 
 
-def self_report_flag(spec: TaskSpec, reported: float | None, value: float | None) -> str | None:
-    """A flag when the agent's own score is far better than the harness's (the two may be of
+def self_report_gap(spec: TaskSpec, reported: float | None, value: float | None) -> Verdict | None:
+    """A look when the agent's own score is far better than the harness's (the two may be of
     different splits on T4-T6, where the harness scores test: a large gap is still worth a look)."""
     if reported is None or value is None or reported != reported:
         return None
     if spec.better(reported, value) and abs(reported - value) > CLAIM_RELATIVE * abs(value) + CLAIM_ABSOLUTE:
-        return f"self-reported {reported:.4g} is far better than the harness's {value:.4g}"
+        return verdict("self_report_gap", "look", f"self-reported {reported:.4g} is far better than the harness's "
+                       f"{value:.4g}", spec.id, statistic=reported - value)
     return None
 
 
-def _probed(score: Score, outcome: causal.Outcome) -> Score:
-    """``score`` as the causality probe leaves it: unchanged when it passed, else an error with
-    its trusted flag (``reads ahead: …``, ``reads across examples: …``, ``causality not checked: …``)."""
-    if outcome.flag:
-        return replace(score, value=None, error=outcome.flag, flags=(*score.flags, outcome.flag))
+# the harness got no valid answer for the checkpoint: a record, never held against it
+INVALID = verdict("invalid_answer", "note", "the scorer's child gave no valid answer for this checkpoint")
+# how a score's error names what the causality probe found
+PROBE_ERRORS = {"reads_ahead": "reads ahead", "reads_across": "reads across examples"}
+
+
+def _probed(score: Score, outcome: causal.Outcome, task: str) -> Score:
+    """``score`` as the causality probe leaves it: unchanged when it passed, else an error with the
+    probe's verdict (``reads_ahead`` or ``reads_across``: it disqualifies; ``causality_unchecked``:
+    the probe could not run, a look)."""
+    if outcome.verdict is not None:
+        found = outcome.verdict
+        error = f"{PROBE_ERRORS.get(found.check, found.check)}: {found.evidence}"
+        return replace(score, value=None, error=error, verdicts=(*score.verdicts, found))
     if outcome.error:
-        error = causal.UNCHECKED + outcome.error
-        return replace(score, value=None, error=error, flags=(*score.flags, error))
+        unchecked = verdict("causality_unchecked", "look", outcome.error, task)
+        return replace(score, value=None, error=f"causality not checked: {outcome.error}",
+                       verdicts=(*score.verdicts, unchecked))
     return score
 
 
 def _with_canaries(scores: dict[str, Score], splits: list[str]) -> dict[str, Score]:
-    """``splits``' scores, each with the canary probe's flags and evidence where it was asked."""
+    """``splits``' scores, each with the canary probe's verdicts and evidence where it was asked."""
     probe = scores.pop(CANARY_SPLIT, None)
     if probe is None:
         return scores
-    return {split: replace(scores[split], flags=tuple(dict.fromkeys(scores[split].flags + probe.flags)),
+    return {split: replace(scores[split], verdicts=merged(scores[split].verdicts, probe.verdicts),
                            evidence=probe.evidence) for split in splits}
 
 
-def _labelled(message: dict) -> tuple[str, ...]:
-    """The child's own flags from an answer that failed its checks, labelled, where readable."""
+def _observed(what: str) -> Verdict:
+    return verdict("scorer_observed", "note", what)
+
+
+def _notes(header: answer_check.Header) -> tuple[Verdict, ...]:
+    """What the worker saw from outside the child, then what the child said about itself."""
+    return (*(_observed(o) for o in header.observed),
+            *(verdict("child_report", "note", f) for f in header.self_reported))
+
+
+def _child_said(message: dict) -> tuple[Verdict, ...]:
+    """The child's own flags from an answer that failed its checks, where readable."""
     flags = message.get("flags")
     if not isinstance(flags, list):
         return ()
-    return tuple(answer_check.SELF_REPORTED + answer_check.text(f, 200) for f in flags[:answer_check.MAX_FLAGS]
+    return tuple(verdict("child_report", "note", answer_check.text(f, 200)) for f in flags[:answer_check.MAX_FLAGS]
                  if isinstance(f, str))
 
 

@@ -20,7 +20,7 @@ task's ``predict`` captured before the import. The predictions go back on a pipe
 When it exits, whatever it forked dies with its PID namespace.
 
 A request with ``probe_inputs`` (a folder of its own, made by the trusted side for the causality
-probes of runner/scoring/causal.py) predicts on those inputs instead of the split's: they are read
+probes of runner/integrity/causal.py) predicts on those inputs instead of the split's: they are read
 into the child's memory, then the split's real inputs are dropped from it and both folders are
 covered by empty mounts before the checkpoint's code is imported, so a probed model sees nothing
 but the probe (no later position, no other window's horizon) in any file or in memory.
@@ -29,7 +29,7 @@ The answer on the socket: one JSON line (``ok``, ``error``, ``flags``, ``stdout`
 tails, ``eval_s``, ``bytes``) followed by that many bytes of ``.npy``. The child's own keys are
 its word (it may have written that line itself); ``observed`` (its stdout, its exit, a timeout)
 and ``invalid`` (its answer was malformed) are this process's, which the child cannot reach. The
-runner checks all of it again (runner/scoring/answer_check.py). Standard library, numpy
+runner checks all of it again (runner/wire/answer_check.py). Standard library, numpy
 and torch only: the project's source is not in the sandbox.
 """
 
@@ -208,7 +208,7 @@ def predict_scores(predict, model, inputs: dict, device: str):
     """The model's scores (float32 [N, C]: what its ``forward`` returned) behind the task's pristine
     ``predict`` on ``inputs``, for the canary probe of a classification task: a model fitted to its
     canaries gives their random labels more weight than its twins' long before the argmax flips,
-    so the probe's losses are cross-entropies, not 0/1 (runner/scoring/canary_kinds.py).
+    so the probe's losses are cross-entropies, not 0/1 (runner/integrity/canary_kinds.py).
 
     Every call of the model's top module is captured in order, and must be one [B, C] tensor per
     call whose argmax is what ``predict`` returned: anything else is a KitError (the probe could

@@ -12,12 +12,12 @@ from pathlib import Path
 from runner.agents import LaunchContext
 from runner.agents.base import AgentAdapter
 from runner.agents.prompt import standard_prompt
+from runner.integrity import sealed_split
 from runner.sandbox import bwrap as sandbox
 from runner.sandbox.caps import CapGroup
 from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox
 from runner.sandbox.proctree import ProcessTree, start_tree
-from runner.scoring import sealed_split
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
@@ -40,7 +40,7 @@ def agent_env(config: SessionConfig, paths: SessionPaths, launches: ExecLog, dea
     env["PWD"] = str(paths.workspace)  # OpenCode takes its working folder from $PWD, not the cwd
     env["ONEGC_DEADLINE"] = f"{deadline:.3f}"
     env["ONEGC_SESSION"] = config.session_id
-    if config.scored_split == "sealed":  # the kit asks the harness (runner/scoring/sealed_split.py)
+    if config.scored_split == "sealed":  # the kit asks the harness (runner/integrity/sealed_split.py)
         seen_at = sealed_split.ANSWERS_INSIDE if config.sealed else sealed_split.answers_dir(paths.root)
         env.update(sealed_split.agent_vars(scored_split, paths.workspace, seen_at))
     env["PYTHONUNBUFFERED"] = "1"

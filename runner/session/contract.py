@@ -7,9 +7,10 @@ import platform
 import socket
 
 from runner import HARNESS_VERSION
+from runner.integrity import canaries, sealed_split
 from runner.sandbox.caps import CapGroup
 from runner.sandbox.network import NetworkSandbox
-from runner.scoring import canaries, rescore, sealed_split
+from runner.scoring import rescore
 from runner.scoring.official import SELECTION
 from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.session import agent_env
@@ -35,8 +36,8 @@ def emit_started(events: EventWriter, spec: TaskSpec, config: SessionConfig, *, 
         "record_caps": events.limits.caps.contract() if events.limits is not None else None,
         "snapshot_cap_bytes": config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES,
         "selection": SELECTION,
-        "canaries": canaries.contract(spec, config.plants_canaries),  # runner/scoring/canaries.py
-        # present only when sealed (runner/scoring/sealed_split.py): the paper's sessions keep their contract
+        "canaries": canaries.contract(spec, config.plants_canaries),  # runner/integrity/canaries.py
+        # present only when sealed (runner/integrity/sealed_split.py): the paper's sessions keep their contract
         **({"scored_split": sealed_split.contract(spec, config.sealed_answers)} if config.scored_split == "sealed" else {}),
         "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
         **(net.contract() if net else {"network": config.network}),

@@ -26,15 +26,16 @@ from runner.agents import get_adapter
 from runner.agents.base import AgentAdapter
 from runner.agents.endpoints import allowed_endpoints
 from runner.errors import DiskFull, is_no_space
+from runner.integrity import canaries, checks, sealed_split
 from runner.sandbox import bwrap as sandbox
 from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree
-from runner.scoring import canaries, seal, sealed_split
+from runner.scoring import seal
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
-from runner.scoring.result_file import result_record, write_result
+from runner.scoring.result_file import coverage, result_record, write_result
 from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
 from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.session import agent_env
@@ -209,7 +210,7 @@ class Session:
         stack.callback(self._join_pumps)  # once the agent is gone, its pipes close
         stack.callback(self.launches.close)
         p = self.paths
-        if self.config.scored_split == "sealed":  # answers the agent's evaluations (runner/scoring/sealed_split.py)
+        if self.config.scored_split == "sealed":  # answers the agent's evaluations (runner/integrity/sealed_split.py)
             assert self.judge is not None
             answers = sealed_split.SealedAnswers(self.judge, self.spec.scored_split, p.workspace,
                                                  sealed_split.answers_dir(p.root), self.events, self.config.sealed_answers)
@@ -451,6 +452,7 @@ class Session:
                          wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=result.score,
                          best_checkpoint=result.checkpoint, val=result.val,
                          val_gap_flag=result.val_gap.flag if result.val_gap else None,
+                         not_checked=checks.not_checked(coverage(self.config, self.spec)),
                          result_sha256=seal.digest(self.paths.result))
         self.events.close()
         self.guard.release()

@@ -5,8 +5,8 @@ data is prepared (:func:`prepared_dir`, on :func:`runner.wire.paths.is_prepared`
 Workspace: ``program.md``, read-only ``prepare.py`` and ``onegc_kit.py``, ``train.py``, ``data/``
 (the files the agent may see: a task's private files, the held-out labels, never enter),
 ``weights/`` (tasks with permitted pretrained weights), an empty ``checkpoints/`` and ``.deadline``.
-A sealed scored split (runner/scoring/sealed_split.py) leaves its targets out as well.
-With a canary key (runner/scoring/canaries.py), the split that holds canaries is the canaried copy;
+A sealed scored split (runner/integrity/sealed_split.py) leaves its targets out as well.
+With a canary key (runner/integrity/canaries.py), the split that holds canaries is the canaried copy;
 the key itself stays in the session folder and never enters the workspace.
 """
 
@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 
 from runner.errors import OnegcError
-from runner.scoring import canaries
+from runner.integrity import canaries
 from runner.wire.paths import MANIFEST, is_prepared
 from tasks import KIT_FILE, TaskSpec
 

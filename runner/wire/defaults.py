@@ -14,7 +14,7 @@ GRACE_S = 30.0  # paper §3.3: 30 s between the stop request and SIGKILL
 # stall (a 40-minute training run prints nothing and is work); a CLI retrying a failing endpoint in
 # silence is, and 5 min is an eighth of the paper's shortest budget (40 min): time to act on it.
 STALL_S = 300.0
-SEALED_ANSWERS = 200  # a sealed scored split's answers per session (runner/scoring/sealed_split.py)
+SEALED_ANSWERS = 200  # a sealed scored split's answers per session (runner/integrity/sealed_split.py)
 
 
 SEALED_SPLIT_MARK = "[sealed split]"  # after the agent, wherever a sealed scored split's sessions are named

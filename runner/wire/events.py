@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, TypeAlias, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from runner.wire.end_reasons import EndReason
+from runner.wire.verdicts import Verdict
 
 SCHEMA_VERSION = 1
 TEXT_LIMIT = 4000  # characters of transcript text kept in an event; the raw line stays on disk
@@ -129,7 +130,8 @@ class CheckpointScored(_Event):
     eval_s: float | None = None
     budget_elapsed_s: float
     official: bool = False  # re-evaluated for result.json after the session
-    flags: list[str] = Field(default_factory=list)  # integrity flags: what the script did beyond predicting
+    verdicts: list[Verdict] = Field(default_factory=list)  # what the integrity checks found (runner/wire/verdicts.py)
+    flags: list[str] | None = None  # a record made before typed verdicts: free text, read by runner.wire.verdicts.read
     val: float | None = None  # an official re-evaluation on a split other than val: its trusted val score too
 
 
@@ -158,7 +160,10 @@ class SessionEnded(_Event):
     score: float | None = None
     best_checkpoint: str | None = None
     val: float | None = None  # the official checkpoint's validation score (the selection's)
-    val_gap_flag: str | None = None  # runner/scoring/selection_gap.py: its val beats its test beyond the baseline's gap
+    val_gap_flag: str | None = None  # runner/integrity/selection_gap.py: its val beats its test beyond the baseline's gap
+    # the threat rows of ../shared/INTEGRITY.md that no check and no construction met in this session
+    # (runner/integrity/checks.py); None: a record made before coverage was recorded
+    not_checked: list[str] | None = None
     result_sha256: str | None = None  # the result.json written just before (None: none could be written)
 
 

@@ -33,11 +33,11 @@ class SessionConfig(BaseModel):
     # the agent runs in the sandbox of runner/sandbox/bwrap.py; False (`--unsealed`) is recorded in the
     # contract and flagged wherever the session's results are shown
     sealed: bool = True
-    # canaries in the agent's copy of the scored split (runner/scoring/canaries.py); False
+    # canaries in the agent's copy of the scored split (runner/integrity/canaries.py); False
     # (`--no-canaries`) is the paper's workspace exactly, recorded in the contract
     canaries: bool = True
     # "sealed" (`--scored-split sealed`): the scored split's targets stay out of the workspace and the
-    # harness answers the agent's evaluations on it, at most `sealed_answers` (runner/scoring/sealed_split.py)
+    # harness answers the agent's evaluations on it, at most `sealed_answers` (runner/integrity/sealed_split.py)
     scored_split: Literal["paper", "sealed"] = "paper"
     sealed_answers: int = Field(default=SEALED_ANSWERS, ge=0)
     command: list[str] = Field(default_factory=list)  # the `command` agent's command line

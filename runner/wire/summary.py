@@ -7,7 +7,8 @@ is applied to what a session already has by the rules below, in memory by :class
 plain display, the monitor's countdown) and in SQL by the store (``onegc_tui/store``), whose
 ``sessions`` columns bear the same names:
 
-- counts (:data:`ADDED`: checkpoints, warnings, flagged scores, training scripts, the agent's
+- counts (:data:`ADDED`: checkpoints, warnings, flagged scores (a verdict of strength look or
+  stronger: runner/wire/verdicts.py), training scripts, the agent's
   output left out of the record past its caps, the times a memory, process or disk cap stopped
   the agent) add;
 - ``first_checkpoint_s`` is kept where there already is one;
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runner.wire.defaults import CAP_WARNINGS
 from runner.wire.end_reasons import FAILED_REASONS
+from runner.wire.verdicts import read as read_verdicts
 
 if TYPE_CHECKING:
     from runner.wire.events import Event
@@ -73,7 +75,7 @@ def fold(delta: dict[str, Any], r: Mapping[str, Any]) -> None:
         delta["n_checkpoints"] = delta.get("n_checkpoints", 0) + 1
         delta.setdefault("first_checkpoint_s", r["budget_elapsed_s"])
     elif t == "checkpoint_scored":
-        if r["flags"]:
+        if any(v.flagged for v in read_verdicts(r.get("verdicts"), r.get("flags"))):  # a look or stronger
             delta["flagged"] = delta.get("flagged", 0) + 1
         if r["value"] is not None and not r["official"]:
             delta.setdefault("live_values", []).append(r["value"])
@@ -91,6 +93,8 @@ def fold(delta: dict[str, Any], r: Mapping[str, Any]) -> None:
         delta.update(state=end_state(r["reason"]), ended_ts=r["ts"], end_reason=r["reason"], end_detail=r["detail"],
                      score=r["score"], best_checkpoint=r["best_checkpoint"], active_s=r["active_s"], remaining_s=None,
                      val=r.get("val"), val_gap_flag=r.get("val_gap_flag"))
+        if r.get("not_checked") is not None:  # runner/integrity/checks.py: the threat rows left unchecked
+            delta["not_checked"] = list(r["not_checked"])
 
 
 @dataclass

@@ -27,7 +27,7 @@ def test_the_page_holds_every_section_escapes_session_text_and_names_nothing_out
                                                                "http://evil.example/y.png"}
     assert 'src="http' not in page and "href=" not in page and f'content="{CSP}"' in page
     for heading in ("Matrix beside the paper", "Anytime curves across repeats", "What a shorter budget",
-                    "Paired comparisons", "Integrity flags", "Time ledger", "Cost", "Per-session score"):
+                    "Paired comparisons", "Integrity and results", "Time ledger", "Cost", "Per-session score"):
         assert heading in page
     assert page.count('class="chart"') >= 2 + 4  # curves (raw, relative) and one score timeline per session
     assert "disqualified: &lt;script&gt;" in page and "1970-01-01 00:00 UTC" in page

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from onegc_tui.cli.plain import row
 from runner.agents import ADAPTERS, get_adapter
 from runner.sandbox.execlog import RECORD_LIMIT, UCRED, _launch
-from runner.scoring import answer_check
+from runner.wire import answer_check
 from runner.wire.control import ControlRequest, read_request
 from runner.wire.end_reasons import harness_failure
 from runner.wire.events import parse_event

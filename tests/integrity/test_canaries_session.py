@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from runner.integrity.canaries import KEY_FILE
 from runner.sandbox.bwrap import status
-from runner.scoring.canaries import KEY_FILE, LOOK_FLAG
-from runner.wire.verdicts import CANARY_FLAG
-from tests.helpers import REPO, start_session, wait_event
+from tests.helpers import REPO, start_session, verdicts_of, wait_event
 from tests.integrity import hostile_canaries
 
 SHAKESPEARE = Path("/work/shared/data/tinyshakespeare")
@@ -64,8 +63,8 @@ def pristine_value(home: Path, paths, result: dict) -> float:
     return json.loads(out.stdout.strip().splitlines()[-1])["value"]
 
 
-def canary_flags(result: dict) -> list[str]:
-    return [f for row in result["evaluated"] for f in row["flags"] if f.startswith((CANARY_FLAG, LOOK_FLAG))]
+def canary_flags(result: dict) -> list:
+    return [v for row in result["evaluated"] for v in verdicts_of(row) if v.check == "canaries"]
 
 
 def test_an_honest_t1_model_is_not_flagged_and_its_official_value_is_the_pristine_one(t1_home: Path) -> None:
@@ -95,13 +94,13 @@ def test_a_model_holding_the_scored_split_is_disqualified_in_every_record(t1_hom
     sid = mode.replace("_", "-")
     paths, result = run_agent(t1_home, sid, mode)
     assert result["checkpoint"] == f"{mode}-1", result
-    assert result["disqualified"] and "trained on the scored split or carries it" in result["disqualified"]
-    assert any(f.startswith(CANARY_FLAG) for f in canary_flags(result))
+    assert result["disqualified"] and "the scored split is inside the model" in result["disqualified"]
+    assert any(v.strength == "disqualifies" for v in canary_flags(result))
     assert result["value"] == pristine_value(t1_home, paths, result)  # the number is its own; the verdict strikes it
     store = Store.open(t1_home)
     try:
         Ingester(t1_home, store).ingest_all()
-        assert store.session(sid)["disqualified"].startswith("the official checkpoint was trained on the scored split")
+        assert store.session(sid)["disqualified"].startswith("the official checkpoint: the scored split is inside the model")
         cell = next(iter(build_matrix([o for o in outcomes(store, include_demo=True) if o.session_id == sid])
                          .rows[0].cells.values()))
     finally:

@@ -1,5 +1,5 @@
 """Hostile models against the causality probes of the sealed scorer (INTEGRITY.md V3, V4;
-runner/scoring/causal.py), on real tiny CPU models and the real T1 and T6 data: each one that reads
+runner/integrity/causal.py), on real tiny CPU models and the real T1 and T6 data: each one that reads
 ahead or across examples is its checkpoint's error with the trusted flag, never a score; honest
 baselines (dropout left on included) score exactly as without the probe and are not flagged."""
 
@@ -43,7 +43,9 @@ def t6_bench(tmp_path_factory):
 
 def assert_flagged(score, prefix: str) -> None:
     assert score.value is None and score.error.startswith(prefix), score
-    assert score.error in score.flags
+    check = {"reads ahead": "reads_ahead", "reads across examples": "reads_across",
+             "causality not checked": "causality_unchecked"}[prefix.split(":")[0]]
+    assert any(v.check == check and score.error.endswith(v.evidence) for v in score.verdicts), score
 
 
 @pytest.mark.parametrize("config", [GPT_TINY, {**GPT_TINY, "dropout": 0.2, "dropout_on": True}],
@@ -53,8 +55,8 @@ def test_an_honest_t1_model_scores_exactly_as_without_the_probe_and_is_not_flagg
     probed, outcome = t1_bench.score(cm.GPT, config, model)
     plain, _ = t1_bench.score(cm.GPT, config, model, probe=False)
     assert probed.value is not None and probed.value == plain.value and probed.error is None
-    assert not any(f.startswith(("reads", "causality")) for f in probed.flags)
-    assert outcome.flag is None and outcome.error is None and outcome.units > 50_000
+    assert not {v.check for v in probed.verdicts} & {"reads_ahead", "reads_across", "causality_unchecked"}
+    assert outcome.verdict is None and outcome.error is None and outcome.units > 50_000
 
 
 def test_a_t1_model_that_reads_the_next_character_is_an_error_with_the_flag(t1_bench):
@@ -86,7 +88,7 @@ def test_an_honest_t6_model_scores_exactly_as_without_the_probe_and_is_not_flagg
     assert probed.error is None and probed.value is not None
     if not config.get("dropout_on"):  # dropout left on draws differently in every run: no two runs agree
         assert probed.value == plain.value
-    assert outcome.flag is None and outcome.error is None and outcome.units >= 40
+    assert outcome.verdict is None and outcome.error is None and outcome.units >= 40
 
 
 @pytest.mark.parametrize(("source", "config"), [
@@ -130,5 +132,5 @@ def test_t0_has_no_probe_and_scores_as_before(tmp_path):
         plain, _ = bench.score(cm.T0_MLP, {"dropout": 0.5}, model, probe=False)
     finally:
         bench.close()
-    assert probed.value == plain.value and probed.error is None and probed.flags == plain.flags
-    assert outcome is not None and outcome.units == 0 and outcome.flag is None
+    assert probed.value == plain.value and probed.error is None and probed.verdicts == plain.verdicts
+    assert outcome is not None and outcome.units == 0 and outcome.verdict is None

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from runner.sandbox.bwrap import status
-from tests.helpers import start_session, wait_event
+from tests.helpers import checks_of, evidence_of, start_session, wait_event
 from tests.integrity import causal_models, hostile_causal
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
@@ -42,8 +42,9 @@ def test_a_t1_model_that_reads_ahead_is_never_official_and_every_view_says_why(h
     assert result["checkpoint"].startswith("honest") and result["value"] > 4, result
     rows = {r["checkpoint"].split("-")[0]: r for r in result["evaluated"]}
     assert rows["next"]["official"] is None and rows["next"]["error"].startswith("reads ahead: ")
-    assert rows["next"]["error"] in rows["next"]["flags"]
-    assert not any(f.startswith("reads ahead") for f in rows["honest"]["flags"])
+    assert ("reads_ahead", "disqualifies") in checks_of(rows["next"])
+    assert rows["next"]["error"] == "reads ahead: " + evidence_of(rows["next"], "reads_ahead")[0]
+    assert not {c for c, _ in checks_of(rows["honest"])} & {"reads_ahead", "causality_unchecked"}
     (row,) = [r for r in sessions_json(home) if r["session_id"] == "ahead"]
     assert row["flagged"] >= 1 and row["score"] == result["value"]
     assert row["best_live"] > 4  # its live score is probed too: the reader's 0.02 bpb is nowhere
@@ -58,6 +59,6 @@ def test_a_checkpoint_saved_in_the_grace_period_is_recorded_labelled_and_left_ou
     assert result["checkpoint"].startswith("in_budget"), result
     late = rows["in_grace"]
     assert late["official"] is None and late["error"].startswith("after the budget: saved")
-    assert late["error"] in late["flags"] and late["budget_elapsed_s"] > 20
+    assert ("after_budget", "disqualifies") in checks_of(late) and late["budget_elapsed_s"] > 20
     (row,) = [r for r in sessions_json(home) if r["session_id"] == "grace"]
     assert row["flagged"] >= 1

@@ -16,12 +16,33 @@ import psutil
 import pytest
 
 from runner.sandbox.bwrap import status
-from tests.helpers import REPO, events, start_session, wait_event, wait_for
+from tests.helpers import REPO, events, start_session, verdicts_of, wait_event, wait_for
 from tests.integrity import hostile_scoring
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
 
 AGENT = Path(hostile_scoring.__file__)
+
+
+# each verdict as the scorer's flags read before they were typed: the child's word labelled, what the
+# worker saw as it is, a replacement read from outside as "code replaces …", strengths asserted
+_AS_TEXT = {"child_report": ("note", "self-reported: "), "scorer_observed": ("note", ""),
+            "evaluator_replaced": ("disqualifies", ""), "code_unscanned": ("look", "unscanned: ")}
+
+
+def said(event: dict) -> list[str]:
+    out = []
+    for v in verdicts_of(event):
+        if v.check == "invalid_answer":
+            out.append("invalid_answer")
+            continue
+        if v.check not in _AS_TEXT:  # another check's finding (the canaries on a NaN answer): by its name
+            out.append(f"{v.check}: {v.evidence}")
+            continue
+        strength, prefix = _AS_TEXT[v.check]
+        assert v.strength == strength, v
+        out.append(prefix + v.evidence.removeprefix("the "))
+    return out
 
 
 def start_attack(home: Path, sid: str, attack: str, *extra: str, budget_s: float = 120):
@@ -66,18 +87,18 @@ def test_s1_replacing_the_evaluator_at_import_changes_nothing_and_is_flagged(hom
     paths, ended, live, official = run_attack(home, "s1", "monkeypatch")
     value = assert_scored_as_its_weights(paths, live, official, "monkeypatch-1", tmp_path)
     assert value < 0.9  # an untrained net on three spirals, not the forged 1.0
-    assert any(f.startswith("self-reported: changed prepare: ") and "judge" in f for f in live["monkeypatch-1"]["flags"])
-    assert any(f.startswith("self-reported: changed onegc_kit: ") for f in live["monkeypatch-1"]["flags"])
-    assert "code replaces prepare: evaluate, judge" in live["monkeypatch-1"]["flags"]  # read from outside
+    assert any(f.startswith("self-reported: changed prepare: ") and "judge" in f for f in said(live["monkeypatch-1"]))
+    assert any(f.startswith("self-reported: changed onegc_kit: ") for f in said(live["monkeypatch-1"]))
+    assert "code replaces prepare: evaluate, judge" in said(live["monkeypatch-1"])  # read from outside
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
-    assert live["honest-1"]["flags"] == []
+    assert said(live["honest-1"]) == []
     assert json.loads(paths.result.read_text())["value"] == ended["score"] != 1.0
 
 
 def test_s2_fake_result_lines_on_stdout_and_from_atexit_are_ignored_and_flagged(home, tmp_path):
     paths, ended, live, official = run_attack(home, "s2", "fake_lines")
     assert_scored_as_its_weights(paths, live, official, "fake_lines-1", tmp_path)
-    flags = live["fake_lines-1"]["flags"]
+    flags = said(live["fake_lines-1"])
     assert "self-reported: registered atexit handlers" in flags and "wrote to stdout" in flags, flags
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
 
@@ -85,10 +106,10 @@ def test_s2_fake_result_lines_on_stdout_and_from_atexit_are_ignored_and_flagged(
 def test_s3_a_poisoned_checkpoint_cannot_reach_the_next_one(home, tmp_path):
     paths, ended, live, official = run_attack(home, "s3", "poison")
     assert live["poison-1"]["value"] is not None  # its own predict() was replaced: its own score spoilt
-    assert any(f.startswith("self-reported: changed prepare: predict") for f in live["poison-1"]["flags"])
-    assert "code replaces prepare: predict" in live["poison-1"]["flags"]
+    assert any(f.startswith("self-reported: changed prepare: predict") for f in said(live["poison-1"]))
+    assert "code replaces prepare: predict" in said(live["poison-1"])
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)  # scored after it, clean
-    assert live["honest-1"]["flags"] == []
+    assert said(live["honest-1"]) == []
 
 
 def test_s4_a_process_forked_by_the_scorer_dies_with_it_and_never_touches_the_record(home, tmp_path):
@@ -100,8 +121,8 @@ def test_s4_a_process_forked_by_the_scorer_dies_with_it_and_never_touches_the_re
     wait_for(daemons, 120, "the agent's run to fork its daemon")  # the agent's own run forks one too
     paths, ended, live, official = attack_outcome(paths)
     assert_scored_as_its_weights(paths, live, official, "daemon-1", tmp_path)
-    assert any(f.startswith("self-reported: started a process") for f in live["daemon-1"]["flags"])
-    assert any(f.startswith("self-reported: left ") and "processes running" in f for f in live["daemon-1"]["flags"])
+    assert any(f.startswith("self-reported: started a process") for f in said(live["daemon-1"]))
+    assert any(f.startswith("self-reported: left ") and "processes running" in f for f in said(live["daemon-1"]))
     time.sleep(2)  # the daemon would write every 0.1 s
     # SIGKILLed with the agent's tree before the official phase began; on a loaded machine a killed
     # process can take a moment to be gone
@@ -117,14 +138,14 @@ def test_s5_killing_the_scorer_fails_only_that_checkpoint(home, tmp_path):
     assert ended["reason"] == "completed"  # not a harness error a study would retry
     # as PID 1 of its own namespace it cannot even kill itself; nothing outside is in reach
     assert_scored_as_its_weights(paths, live, official, "kill_scorer-1", tmp_path)
-    assert any(f.startswith("self-reported: sent a signal") for f in live["kill_scorer-1"]["flags"])
+    assert any(f.startswith("self-reported: sent a signal") for f in said(live["kill_scorer-1"]))
     assert_scored_as_its_weights(paths, live, official, "honest-1", tmp_path)
 
 
 def test_an_honest_print_at_the_top_of_a_script_still_scores(home, tmp_path):
     paths, ended, live, official = run_attack(home, "p1", "print")
     assert_scored_as_its_weights(paths, live, official, "print-1", tmp_path)
-    assert live["print-1"]["flags"] == ["wrote to stdout"]  # noted, not held against it
+    assert said(live["print-1"]) == ["wrote to stdout"]  # noted, not held against it
 
 
 def test_an_official_checkpoint_whose_code_replaced_the_evaluator_is_disqualified(home, tmp_path):
@@ -135,10 +156,11 @@ def test_an_official_checkpoint_whose_code_replaced_the_evaluator_is_disqualifie
     assert_scored_as_its_weights(paths, live, official, "monkeypatch-1", tmp_path)  # the score is still its own
     result = json.loads(paths.result.read_text())
     assert result["checkpoint"] == "monkeypatch-1"
-    assert "replaced the evaluation (prepare.evaluate, judge)" in result["disqualified"]
+    assert "the code replaces prepare: evaluate, judge" in result["disqualified"]
+    assert any(v["check"] == "evaluator_replaced" and v["strength"] == "disqualifies" for v in result["verdicts"])
     store = Store.open(home)
     Ingester(home, store).ingest_all()
-    assert store.session("dq")["disqualified"].startswith("the official checkpoint's code replaced the evaluation")
+    assert store.session("dq")["disqualified"].startswith("the official checkpoint: the code replaces prepare")
     store.close()
 
 
@@ -148,12 +170,12 @@ def test_a_silenced_flag_recorder_is_harmless_and_the_code_read_from_outside_sti
     judges), and the runner's own reading of the frozen code disqualifies it."""
     paths, ended, live, official = run_attack(home, "silenced", "silenced", "--alone")
     assert_scored_as_its_weights(paths, live, official, "silenced-1", tmp_path)
-    flags = live["silenced-1"]["flags"]
+    flags = said(live["silenced-1"])
     assert not [f for f in flags if f.startswith("self-reported: changed")], flags  # the recorder was off
     assert "code replaces prepare: evaluate, judge" in flags
     result = json.loads(paths.result.read_text())
     assert result["checkpoint"] == "silenced-1" and ended["reason"] == "completed"
-    assert "replaced the evaluation (prepare.evaluate, judge)" in result["disqualified"]
+    assert "the code replaces prepare: evaluate, judge" in result["disqualified"]
 
 
 FORGED_INVALID = {  # attack: a part of the error it must give
@@ -191,17 +213,17 @@ def test_forged_answers_fail_only_their_own_checkpoint_and_the_session_goes_on(h
             e = phase[f"{attack}-1"]
             if phase is live and f"{attack}-1" in thinned:
                 continue
-            said = (says,) if isinstance(says, str) else says
-            assert e.get("value") is None and any(s in e.get("error", "") for s in said), (attack, e)
-            assert "invalid_answer" in e.get("flags", []), (attack, e)
+            parts = (says,) if isinstance(says, str) else says
+            assert e.get("value") is None and any(s in e.get("error", "") for s in parts), (attack, e)
+            assert "invalid_answer" in said(e), (attack, e)
     for phase in (live, official):
         if phase is live and {"nan-1", "forged_zeros-1"} & thinned:
             continue
-        assert "must be" in phase["nan-1"]["error"] and "invalid_answer" not in phase["nan-1"].get("flags", [])
+        assert "must be" in phase["nan-1"]["error"] and "invalid_answer" not in said(phase["nan-1"])
         assert phase["forged_zeros-1"].get("value") is not None
-        assert "invalid_answer" not in phase["forged_zeros-1"].get("flags", [])
+        assert "invalid_answer" not in said(phase["forged_zeros-1"])
     hang = official["hang-1"]
     assert hang.get("value") is None and "timed out" in hang["error"]
-    assert "timed out" in hang["flags"] and "invalid_answer" in hang["flags"]
+    assert "timed out" in said(hang) and "invalid_answer" in said(hang)
     runner_log = (paths.root / "runner.log").read_text() if (paths.root / "runner.log").exists() else ""
     assert "Traceback" not in runner_log, runner_log[-2000:]

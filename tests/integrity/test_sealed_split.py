@@ -1,4 +1,4 @@
-"""A sealed scored split (issue 35, part 6; runner/scoring/sealed_split.py): a real t0 session whose
+"""A sealed scored split (issue 35, part 6; runner/integrity/sealed_split.py): a real t0 session whose
 val targets never enter the workspace. A hostile command agent looks for them, tries to forge the
 harness's answers and sends hostile requests; every request is answered with a reason or not at
 all, the runner carries on, the honest model's evaluation through ``prepare.evaluate`` is its
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from runner.integrity import sealed_split
 from runner.sandbox.bwrap import status
-from runner.scoring import sealed_split
 from tests.helpers import ROOMY_BUDGET_S, start_session, wait_event
 from tests.integrity import hostile_sealed
 

@@ -145,8 +145,10 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
                    "caps_reached",  # 9's
-                   "record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # and 10's
+                   "not_checked",  # 10's
+                   "record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # and 11's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+    conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
     conn.execute("PRAGMA user_version = 5")
     conn.close()
     reference = sqlite3.connect(tmp_path / "v5.db")
@@ -343,7 +345,9 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
-    for column in ("record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # 10's
+    conn.execute("ALTER TABLE sessions DROP COLUMN not_checked")  # 10's
+    conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
+    for column in ("record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # 11's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 8")
     conn.close()

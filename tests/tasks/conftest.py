@@ -324,7 +324,7 @@ def hostile():
 @pytest.fixture
 def sealed_score(tmp_path, monkeypatch):
     def score(task_id: str, data_dir: Path, ckpt: Path, code: Path, canary_key: str | None = None):
-        from runner.scoring.canaries import CanaryJudge, kind_for
+        from runner.integrity.canaries import CanaryJudge, kind_for
         from runner.scoring.checkpoints import SNAPSHOT_CKPT
         from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
         from runner.scoring.snapshots import snapshot_code
@@ -407,7 +407,7 @@ def lookup_script(feed: str, classes: str) -> str:
 @pytest.fixture
 def canaried():
     def plant(ws: Workspace, data: Path, key: str) -> None:
-        from runner.scoring import canaries
+        from runner.integrity import canaries
 
         kind = canaries.kind_for(ws.task_id)
         assert kind is not None, f"{ws.task_id} has no canaries"
@@ -421,17 +421,18 @@ def canaried():
 @pytest.fixture
 def canary_verdicts(sealed_score):
     def check(ws: Workspace, data: Path, key: str, honest: Path, caught: list[Path]) -> list:
-        from runner.wire.verdicts import CANARY_FLAG, integrity_rule
+        from runner.wire.verdicts import disqualifying
 
         plain = sealed_score(ws.task_id, data, honest, ws.path)
         scored = sealed_score(ws.task_id, data, honest, ws.path, canary_key=key)
         assert scored.error is None and scored.value == plain.value, scored  # canaries never enter the metric
-        assert scored.evidence["level"] == "clean" and integrity_rule(list(scored.flags)) is None, scored
+        assert scored.evidence["level"] == "clean" and disqualifying(scored.verdicts) is None, scored
         out = []
         for ckpt in caught:
             score = sealed_score(ws.task_id, data, ckpt, ws.path, canary_key=key)
             assert score.evidence["level"] == "strong", (ckpt.name, score)
-            assert any(f.startswith(CANARY_FLAG) for f in score.flags) and integrity_rule(list(score.flags)), score
+            struck = disqualifying(score.verdicts)
+            assert struck is not None and struck.check == "canaries" and struck.p == score.evidence["p"], score
             out.append(score)
         return out
 
@@ -440,11 +441,11 @@ def canary_verdicts(sealed_score):
 
 @pytest.fixture
 def run_sealed(tmp_path, monkeypatch):
-    """``--scored-split sealed`` (runner/scoring/sealed_split.py) for a workspace: its
+    """``--scored-split sealed`` (runner/integrity/sealed_split.py) for a workspace: its
     ``scored_targets`` removed, as a sealed session's workspace leaves them out, and ``ws.run()``
     with the runner's answer service at work. Returns (the run's output, the answers given)."""
     def run(task_id: str, data: Path, ws, cap: int = 20, timeout: float | None = None):
-        from runner.scoring import sealed_split
+        from runner.integrity import sealed_split
         from runner.scoring.scorer import TaskJudge
         from tasks import get_task
 

@@ -124,7 +124,7 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == result["n"]
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
     sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
-    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+    assert sealed.error is None and not sealed.verdicts and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
     state = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}

@@ -168,7 +168,7 @@ def test_baseline_trains_saves_and_is_scored_again(prepared, make_workspace, loa
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 6
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
     sealed = sealed_score(TASK, data, ckpts[-1], ws.path)  # a sandboxed worker predicts, the runner judges
-    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+    assert sealed.error is None and not sealed.verdicts and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
 
 @pytest.mark.slow
@@ -242,7 +242,7 @@ CANARY_KEY = "5e" * 32
 
 
 def test_the_agents_copy_of_val_holds_every_real_image_in_order_and_the_canaries(prepared, tmp_path):
-    from runner.scoring import canaries
+    from runner.integrity import canaries
 
     data, expected = prepared
     kind = canaries.kind_for(TASK)
@@ -295,8 +295,7 @@ def test_a_session_whose_agent_carries_val_is_disqualified(prepared, home):
     import shutil
 
     from runner.sandbox.bwrap import status
-    from runner.wire.verdicts import CANARY_FLAG
-    from tests.helpers import start_session, wait_event
+    from tests.helpers import checks_of, start_session, wait_event
 
     if not status().ok:
         pytest.skip(f"no sandbox here: {status().detail}")
@@ -310,7 +309,8 @@ def test_a_session_whose_agent_carries_val_is_disqualified(prepared, home):
     result = json.loads(paths.result.read_text())
     assert len(np.load(paths.workspace / "data" / "val_x.npy")) == 6 + 50  # the agent's copy held the canaries
     assert result["checkpoint"] == "lookup-1" and result["value"] == 1.0, result
-    assert result["disqualified"] and "trained on the scored split or carries it" in result["disqualified"], result
+    assert result["disqualified"] and "the scored split is inside the model" in result["disqualified"], result
     row = result["evaluated"][0]
     assert row["canaries"]["level"] == "strong" and row["canaries"]["canaries"] == 50
-    assert any(f.startswith(CANARY_FLAG) for f in row["flags"])
+    assert ("canaries", "disqualifies") in checks_of(row)
+    assert any(v["check"] == "canaries" and v["strength"] == "disqualifies" for v in result["verdicts"])

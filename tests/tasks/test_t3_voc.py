@@ -273,7 +273,7 @@ def test_sealed_scoring_equals_the_old_evaluate(prepared, make_workspace, save_s
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 4
     assert 0 < new["value"] < 1  # many classes predicted: a real test of the per-pixel classes
     sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
-    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+    assert sealed.error is None and not sealed.verdicts and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
     prep = load_prepare(TASK, data)
     classes = prep.predict(prep.kit.load_model(ckpt, ws.path, prep)[0].eval(), prep.inputs("val"), "cpu")
     assert classes.dtype == np.uint8 and classes.shape == (4, 224, 224) and len(np.unique(classes)) > 3
@@ -715,7 +715,7 @@ if __name__ == "__main__":
 
 
 def test_the_agents_copy_of_val_holds_every_real_image_and_mask_in_order_and_the_squares(prepared, tmp_path):
-    from runner.scoring import canaries
+    from runner.integrity import canaries
 
     data, _ = prepared
     kind = canaries.kind_for(TASK)

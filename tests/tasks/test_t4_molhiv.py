@@ -232,7 +232,7 @@ def test_train_checkpoint_and_score(prepared, make_workspace, save_state, load_p
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 6
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
     sealed = sealed_score(TASK, prepared, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
-    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+    assert sealed.error is None and not sealed.verdicts and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
     old, new = score_both(prep, OLD_EVALUATE, ckpt, ws.path, prepared, split="val")
     assert abs(old["value"] - new["value"]) <= 1e-6
     rc, held_out = eval_here(prep, ckpt, ws.path, ws.path / "data")

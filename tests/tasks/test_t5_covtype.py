@@ -125,7 +125,7 @@ def test_prepare_train_checkpoint_and_score(
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 71
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
     sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
-    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+    assert sealed.error is None and not sealed.verdicts and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
     rc, held_out = eval_here(prep, ckpt, ws.path, ws.path / "data")
     assert rc == 1 and not held_out["ok"] and "test labels are held out" in held_out["error"]
 

@@ -1,6 +1,6 @@
 """Real sessions on T6 (the synthetic ETTh1 fixture): ``onegc baseline`` records the baseline as
 sessions; a session whose agent trains on the validation split is flagged by the val-test gap rule
-(runner/scoring/selection_gap.py) against that measured baseline, and history shows the flag and Agg
+(runner/integrity/selection_gap.py) against that measured baseline, and history shows the flag and Agg
 against both references."""
 
 from __future__ import annotations

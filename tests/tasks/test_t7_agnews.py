@@ -118,7 +118,7 @@ def test_fixture_prepare_train_and_score(raw_dir, prepare_fixture, make_workspac
     assert abs(old["value"] - new["value"]) <= 1e-6 and old["n"] == new["n"] == 12
     assert result["value"] == pytest.approx(new["value"], abs=1e-6)
     sealed = sealed_score(TASK, data, ckpt, ws.path)  # a sandboxed worker predicts, the runner judges
-    assert sealed.error is None and not sealed.flags and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
+    assert sealed.error is None and not sealed.verdicts and sealed.value == pytest.approx(new["value"], abs=1e-6), sealed
 
     state = torch.load(ckpt, weights_only=True)
     compiled = {f"_orig_mod.{k}": v for k, v in state["state_dict"].items()}
@@ -288,7 +288,7 @@ def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean
     val: both disqualified. (The baseline's own 5 epochs on val at this tiny width, dropout on,
     moved its canaries too little to flag: benchmarks/canary_power.py measures how often such
     fits are caught.)"""
-    from runner.scoring import canaries
+    from runner.integrity import canaries
 
     data = prepare_fixture(TASK, raw_dir)
     ws = make_workspace(TASK, data)

@@ -8,7 +8,7 @@ import json
 from onegc_tui.cli.plain import describe, official_words
 from onegc_tui.views.sessions_view import official_cell
 from onegc_tui.views.transcript_view import event_line
-from runner.scoring import sealed_split
+from runner.integrity import sealed_split
 from runner.wire.events import CheckpointScored, SessionEnded
 from runner.wire.score_terms import best_name, measure, score_name
 from tasks import get_task

@@ -105,7 +105,11 @@ def test_unsealed_or_integrity_flagged_sessions_are_marked_in_the_session_column
     assert integrity_note(sealed) is None and session_cells(sealed)["session"] == "s1"
     assert cell_tone("session", sealed) == ""
     assert "unsealed" in integrity_note(unsealed) and session_cells(unsealed)["session"] == "⚠ s2"
-    assert integrity_note(flagged) == "2 scores with integrity flags" and cell_tone("session", flagged) == "flagged"
+    assert integrity_note(flagged) == "2 scores with integrity verdicts" and cell_tone("session", flagged) == "flagged"
+    unchecked = dict(sealed, session_id="s4", not_checked='["V1", "V2"]')  # the store's JSON list
+    assert integrity_note(unchecked) == "not checked: V1, V2 (onegc tasks lists each task's checks)"
+    assert cell_tone("session", unchecked) == "flagged"
+    assert integrity_note(dict(sealed, not_checked="[]")) is None and integrity_note(dict(sealed, not_checked="{")) is None
 
 
 def test_a_sealed_session_listed_widens_the_official_column_and_only_then():

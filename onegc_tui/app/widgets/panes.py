@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import deque
 
 from rich.text import Text
@@ -18,11 +17,13 @@ from onegc_tui.app.widgets.spark import UtilSpark
 from onegc_tui.store import Store
 from onegc_tui.views.checkpoint_names import checkpoint_label, fit_checkpoint_label
 from onegc_tui.views.countdown import Countdown
-from onegc_tui.views.format import arrow, bar, clock, fmt_score
+from onegc_tui.views.format import arrow, bar, clock, fmt_score, verdicts_note
 from onegc_tui.views.metric_range import UNBOUNDED, Bounds, task_bounds
 from onegc_tui.views.plot import best_so_far
 from runner.wire.events import Event
 from runner.wire.score_terms import measure
+from runner.wire.verdicts import Verdict, read_json
+from runner.wire.verdicts import read as read_verdicts
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the utilisation bars
@@ -308,9 +309,9 @@ class CheckpointsPane(Vertical):
             self._shown_title = title
             self.query_one("#ckpt-title", Static).update(title, layout=False)
         for r in checkpoints:
-            flags = json.loads(r["flags"]) if r.get("flags") else []
+            found = read_json(r.get("verdicts"), r.get("flags"))  # flags: a record made before typed verdicts
             self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"],
-                      flags)
+                      found)
         self._mark_best()
 
     def apply(self, events: list[Event]) -> None:
@@ -320,7 +321,8 @@ class CheckpointsPane(Vertical):
                 self._put(e.name, False, e.budget_elapsed_s, None, None, e.self_reported)
                 changed = True
             elif e.type == "checkpoint_scored":
-                self._put(e.name, e.official, e.budget_elapsed_s, e.value, e.error, None, e.flags)
+                self._put(e.name, e.official, e.budget_elapsed_s, e.value, e.error, None,
+                          read_verdicts(e.verdicts, e.flags))
                 changed = True
             elif e.type == "session_ended":
                 self.official = e.best_checkpoint
@@ -335,7 +337,7 @@ class CheckpointsPane(Vertical):
                 self.query_one(DataTable).update_cell(key, col, self._cell(col, text))
 
     def _put(self, name: str, official: bool, at: float | None, value: float | None, error: str | None,
-             reported: float | None, flags: list[str] | None = None) -> None:
+             reported: float | None, found: list[Verdict] | None = None) -> None:
         key = f"{name}#official" if official else name
         label = checkpoint_label(name, official)
         if error:
@@ -344,8 +346,8 @@ class CheckpointsPane(Vertical):
             note = "scoring…" + (f" (self-reported {reported:.4f})" if reported is not None else "")
         else:
             note = ""
-        if flags:  # what the scored code did beyond predicting (sealed scoring): noted, not held against it
-            note = (note + " " if note else "") + "⚠ " + "; ".join(flags)
+        if found:  # what the integrity checks found, strongest first (runner/wire/verdicts.py)
+            note = (note + " " if note else "") + verdicts_note(found)
         if not (key in self.notes and value is None and not error and self.notes[key]):
             self.notes[key] = note  # keep what we knew (e.g. the error) until a score arrives
         note = ("★ " if key == self.best else "") + self.notes[key]
@@ -399,3 +401,4 @@ class CheckpointsPane(Vertical):
         for k, cells in self.cells.items():
             table.add_row(*(self._cell(c, cells[c]) for c in self.widths), key=k)
         table.move_cursor(row=0, scroll=True)
+

@@ -114,8 +114,8 @@ def test_a_baseline_passes_every_check_of_any_start_the_network_policy_included(
 
 
 def test_a_baseline_request_is_the_command_agent_under_the_baseline_study():
+    from runner.integrity.selection_gap import BASELINE_STUDY
     from runner.launch.baseline import baseline_request
-    from runner.scoring.selection_gap import BASELINE_STUDY
 
     req = baseline_request(get_task("t6"), 3, None, None, {"EPOCHS": 2})
     assert (req.agent, req.study, req.repeats, req.network) == ("command", BASELINE_STUDY, 3, "none")

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.scoring import answer_check
-from runner.scoring.answer_check import NPY_HEADER_BYTES, InvalidAnswer, read_header
-from runner.scoring.canaries import CANARY_SPLIT, session_judge
+from runner.integrity.canaries import CANARY_SPLIT, session_judge
 from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
+from runner.wire import answer_check
+from runner.wire.answer_check import NPY_HEADER_BYTES, InvalidAnswer, read_header
 from tasks import get_task
 
 

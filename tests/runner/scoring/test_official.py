@@ -71,16 +71,18 @@ def test_no_scorable_checkpoint_and_the_fallback_is_bounded():
     assert select([], HIGHER, evaluate).best is None
 
 
-def test_the_integrity_rule_strikes_only_a_replaced_evaluation():
-    from runner.wire.verdicts import integrity_rule
+def test_the_integrity_rule_strikes_by_strength_never_by_wording():
+    from runner.integrity.checks import verdict
+    from runner.wire.verdicts import disqualifying
 
-    assert integrity_rule(["code replaces prepare: EVAL_BATCH", "wrote to stdout"]) is None
-    assert integrity_rule(["code replaces onegc_kit: check_predictions"]) == \
-        "the official checkpoint's code replaced the evaluation (onegc_kit.check_predictions)"
-    assert "prepare.judge" in integrity_rule(["registered atexit handlers", "code replaces prepare: judge, EVAL_BATCH"])
-    assert integrity_rule([]) is None
-    # what the scorer's child says about itself never decides (issue 28): its code can silence it
-    assert integrity_rule(["self-reported: changed prepare: judge", "self-reported: code replaces prepare: judge"]) is None
+    notes = [verdict("scorer_observed", "note", "wrote to stdout"),
+             # what the scorer's child says about itself never decides (issue 28): its code can write it
+             verdict("child_report", "note", "the code replaces prepare: judge (disqualifies)")]
+    assert disqualifying(notes) is None
+    assert disqualifying([verdict("code_unscanned", "look", "run.py runs code from a string (exec)")]) is None
+    struck = verdict("evaluator_replaced", "disqualifies", "the code replaces onegc_kit: check_predictions")
+    assert disqualifying([*notes, struck]) is struck
+    assert disqualifying([]) is None
 
 
 def test_where_the_disk_filled_up_the_live_scores_choose_and_give_the_value_only_for_a_val_scored_task():
@@ -98,12 +100,12 @@ def test_where_the_disk_filled_up_the_live_scores_choose_and_give_the_value_only
 
 
 def test_a_checkpoint_saved_after_the_budget_never_competes_and_is_labelled():
-    from runner.scoring.official import AFTER_BUDGET, within_budget
+    from runner.scoring.official import within_budget
 
     cands = [Candidate("early", 10.0, 0.5), Candidate("at-end", 600.0, 0.6), Candidate("grace", 612.4, 0.99)]
     inside, late = within_budget(cands, 600.0)
     assert [c.label for c in inside] == ["early", "at-end"]
-    assert list(late) == ["grace"] and late["grace"].startswith(AFTER_BUDGET)
-    assert "saved 12 s after the budget ran out (600 s)" in late["grace"]
+    assert list(late) == ["grace"] and (late["grace"].check, late["grace"].strength) == ("after_budget", "disqualifies")
+    assert "saved 12 s after the budget ran out (600 s)" in late["grace"].evidence
     vals = {c.label: c.val for c in cands}
     assert select(inside, lambda a, b: a > b, lambda label: Evaluation(vals[label], vals[label])).best == "at-end"

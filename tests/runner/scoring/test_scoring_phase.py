@@ -9,16 +9,16 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from runner.scoring.answer_check import INVALID_ANSWER
 from runner.scoring.checkpoints import FoundCheckpoint, ScoreQueue
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase
 from runner.scoring.result_file import result_record, write_result
-from runner.scoring.scorer import Score, SealedScorer
+from runner.scoring.scorer import INVALID, Score, SealedScorer
 from runner.wire.jsonl import EventWriter
 from runner.wire.paths import SessionPaths
 from runner.wire.session_config import SessionConfig
 from tasks import get_task
+from tests.helpers import checks_of, evidence_of
 
 
 def found(tmp_path: Path, label: str, reported: float | None = None) -> FoundCheckpoint:
@@ -36,7 +36,7 @@ def broken_scorer(raise_for: set[str]) -> SealedScorer:
     def predict(ckpt, code, splits):
         if ckpt.stem in raise_for:
             raise RuntimeError("the socket went away\x1b[2J")
-        return None, b"", Score(None, "evaluation timed out after 1 s", flags=(INVALID_ANSWER, "timed out"))
+        return None, b"", Score(None, "evaluation timed out after 1 s", verdicts=(INVALID,))
 
     scorer._predict = predict  # type: ignore[method-assign]
     scorer.launch = lambda: None  # type: ignore[method-assign]
@@ -47,7 +47,7 @@ def test_a_scorer_that_breaks_gives_that_checkpoint_one_judging_failed_per_split
     out = broken_scorer({"bad"}).score(tmp_path / "bad.pt", tmp_path, ["val", "test"])
     assert set(out) == {"val", "test"}
     for score in out.values():
-        assert score.value is None and score.flags == (INVALID_ANSWER,)
+        assert score.value is None and score.verdicts == (INVALID,)
         assert score.error == "judging failed: RuntimeError: the socket went away [2J"  # its bytes sanitised
 
 
@@ -73,7 +73,7 @@ class TableScorer:
         self.closed = False
 
     def score(self, ckpt: Path, code: Path, splits: list[str], probe: bool = False) -> dict[str, Score]:
-        assert probe  # every official re-evaluation is probed for reading ahead (runner/scoring/causal.py)
+        assert probe  # every official re-evaluation is probed for reading ahead (runner/integrity/causal.py)
         self.calls.append(ckpt.stem)
         row = self.table[ckpt.stem]
         return {s: Score(row[s], None, 0.1) if isinstance(row[s], float) else Score(None, str(row[s])) for s in splits}
@@ -114,7 +114,7 @@ def test_the_official_phase_ranks_by_validation_reuses_the_warm_scorer_and_recor
     assert result.scored_by == "official re-evaluation" and result.failure is None and result.found == 2
     assert made == [] and not warm.closed  # the warm live scorer, left for the caller to close
     assert [r["checkpoint"] for r in result.evaluated] == ["early", "late"]
-    assert "self-reported 0.99 is far better than the harness's 0.7" in result.evaluated[0]["flags"]
+    assert "self-reported 0.99 is far better than the harness's 0.7" in evidence_of(result.evaluated[0], "self_report_gap")
     write_result(paths, result_record(config, live.spec, "completed", "the agent finished", result, None))
     record = json.loads(paths.result.read_text())
     assert record["value"] == 0.75 and record["checkpoint"] == "late" and record["checkpoints_found"] == 2
@@ -151,8 +151,9 @@ def test_a_checkpoint_saved_after_the_budget_is_recorded_labelled_and_never_eval
     assert result.best == ("in_budget", 0.6) and scorer.calls == ["in_budget"]
     (late,) = [r for r in result.evaluated if r["checkpoint"] == "in_grace"]
     assert late["official"] is None and late["error"].startswith("after the budget: saved 12 s after")
-    assert late["flags"] == [late["error"]]
+    assert checks_of(late) == {("after_budget", "disqualifies")}
+    assert late["error"] == "after the budget: " + evidence_of(late)[0]
     events.close()
     scored = [json.loads(line) for line in paths.events.read_text().splitlines()]
     assert any(e["type"] == "checkpoint_scored" and e["name"] == "in_grace" and e["official"]
-               and e["flags"] == [late["error"]] for e in scored)
+               and checks_of(e) == {("after_budget", "disqualifies")} for e in scored)

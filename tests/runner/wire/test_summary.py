@@ -28,9 +28,9 @@ def started(e: Events, task: str = "t0_demo", budget_s: float = 600.0):
              contract={"gpu": [{"name": "H200", "driver": "1"}]})
 
 
-def scored(e: Events, name: str, value: float | None, official: bool = False, flags=(), error=None):
+def scored(e: Events, name: str, value: float | None, official: bool = False, flags=None, error=None, verdicts=()):
     return e("checkpoint_scored", name=name, value=value, error=error, metric="m", split="val", budget_elapsed_s=5,
-             official=official, flags=list(flags))
+             official=official, flags=None if flags is None else list(flags), verdicts=list(verdicts))
 
 
 def summary_of(events) -> Summary:
@@ -127,18 +127,22 @@ def test_the_live_best_of_a_lower_is_better_task_is_the_lowest_and_ignores_offic
 def test_counts_first_checkpoint_flags_and_training_scripts():
     e = Events()
     found = [e("checkpoint_found", name=f"c-{k}", path="p", snapshot="s", budget_elapsed_s=10.0 * k) for k in (1, 2)]
-    events = [started(e), *found, scored(e, "c-1", 0.5, flags=["read_labels"]), scored(e, "c-2", 0.6),
+    note = {"check": "scorer_observed", "strength": "note", "evidence": "wrote to stdout"}
+    look = {"check": "code_unscanned", "strength": "look", "evidence": "run.py runs code from a string (exec)"}
+    events = [started(e), *found, scored(e, "c-1", 0.5, flags=["read_labels"]),  # a record before typed verdicts
+              scored(e, "c-2", 0.6, verdicts=[note]),  # a note flags nothing
+              scored(e, "c-2", 0.6, official=True, verdicts=[note, look]),
               e("process", action="started", pid=7, script="run_1.py", cmdline="python run_1.py"),
               e("process", action="ended", pid=7, script="run_1.py", cmdline="python run_1.py", returncode=0),
               e("process", action="started", pid=8, script="nvidia-smi", cmdline="nvidia-smi", training=False)]
     s = summary_of(events)
-    assert (s.n_checkpoints, s.first_checkpoint_s, s.flagged, s.scripts_launched) == (2, 10.0, 1, 1)
+    assert (s.n_checkpoints, s.first_checkpoint_s, s.flagged, s.scripts_launched) == (2, 10.0, 2, 1)
     s.apply({"n_checkpoints": 1, "first_checkpoint_s": 99.0})  # a later first checkpoint is not the first
     assert (s.n_checkpoints, s.first_checkpoint_s) == (3, 10.0)
     delta: dict = {}
     for event in events:
         fold(delta, event.__dict__)
-    want = {"n_checkpoints": 2, "flagged": 1, "scripts_launched": 1, "warnings": 0, "truncated": 0, "truncated_bytes": 0,
+    want = {"n_checkpoints": 2, "flagged": 2, "scripts_launched": 1, "warnings": 0, "truncated": 0, "truncated_bytes": 0,
             "caps_reached": 0}
     assert {k: delta.get(k, 0) for k in ADDED} == want
 

@@ -1,17 +1,22 @@
-"""What the code scan cannot read is "unscanned", never clean (runner/scoring/code_scan.py, INTEGRITY.md V6)."""
+"""What the code scan cannot read is "unscanned", never clean (runner/integrity/code_scan.py, INTEGRITY.md V6)."""
 
 from __future__ import annotations
 
-from runner.scoring import code_scan
+from runner.integrity import code_scan
 from tests.helpers import REPO
 
 
 def scan(tmp_path, source: str, **others: str) -> tuple[str, ...]:
+    """The scan's verdicts as ``"unscanned: …"`` (code_unscanned, a look) and ``"code replaces …"``
+    (evaluator_replaced, disqualifying)."""
     (tmp_path / "run.py").write_text(source)
     for name, text in others.items():
         (tmp_path / f"{name}.py").write_text(text)
-    code_scan.flags.cache_clear()
-    return code_scan.flags(tmp_path, "run.py")
+    code_scan.verdicts.cache_clear()
+    found = code_scan.verdicts(tmp_path, "run.py")
+    as_text = {"code_unscanned": ("look", "unscanned: "), "evaluator_replaced": ("disqualifies", "")}
+    assert all(v.strength == as_text[v.check][0] for v in found), found
+    return tuple(as_text[v.check][1] + v.evidence.removeprefix("the ") for v in found)
 
 
 def test_an_honest_script_is_clean(tmp_path):

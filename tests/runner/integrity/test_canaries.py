@@ -1,4 +1,4 @@
-"""Canaries (runner/scoring/canaries.py): the draw, the planted copy, the statistic and its flags."""
+"""Canaries (runner/integrity/canaries.py): the draw, the planted copy, the statistic and its flags."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.scoring import canaries
-from runner.scoring.canary_kinds import KINDS, HeldChunks, SecretSharer
+from runner.integrity import canaries
+from runner.integrity.canary_kinds import KINDS, HeldChunks, SecretSharer
 from runner.session.workspace import build_workspace
-from runner.wire.verdicts import integrity_rule
+from runner.wire.verdicts import disqualifying
 from tasks import get_task
 
 KEY = "ab" * 32
@@ -99,15 +99,16 @@ def test_a_p_value_is_valid_under_the_null() -> None:
 
 def test_strong_evidence_on_the_scored_split_disqualifies_and_elsewhere_asks_for_a_look() -> None:
     strong = canaries.Evidence(p=1e-9, canary_loss=0.0, twin_loss=0.7, canaries=9, twins=400)
-    scored = canaries.flag(strong, "val", scored=True)
-    assert scored is not None and integrity_rule([scored]) is not None
-    selection_only = canaries.flag(strong, "val", scored=False)  # T6: training on val is within the rules
-    assert selection_only is not None and selection_only.startswith(canaries.LOOK_FLAG)
-    assert integrity_rule([selection_only]) is None
+    scored = canaries.judged(strong, "val", scored=True)
+    assert scored is not None and disqualifying([scored]) is scored and scored.check == "canaries"
+    assert scored.p == strong.p and scored.false_alarm == 0.0  # the check's measured rate rides with it
+    selection_only = canaries.judged(strong, "val", scored=False)  # T6: training on val is within the rules
+    assert selection_only is not None and selection_only.strength == "look"
+    assert disqualifying([selection_only]) is None
     look = canaries.Evidence(p=5e-4, canary_loss=0.2, twin_loss=0.7, canaries=9, twins=400)
-    assert integrity_rule([canaries.flag(look, "val", scored=True) or ""]) is None
-    assert canaries.flag(canaries.Evidence(0.4, 0.7, 0.7, 9, 400), "val", scored=True) is None
-    assert integrity_rule(["self-reported: " + (scored or "")]) is None  # the child's word never decides
+    weak = canaries.judged(look, "val", scored=True)
+    assert weak is not None and weak.strength == "look" and disqualifying([weak]) is None
+    assert canaries.judged(canaries.Evidence(0.4, 0.7, 0.7, 9, 400), "val", scored=True) is None
 
 
 @pytest.mark.parametrize("task", sorted(k for k, kind in KINDS.items() if kind.in_sessions))
@@ -178,7 +179,8 @@ def test_t1_holds_back_a_secret_tenth_of_vals_chunks_and_the_copy_is_the_rest_in
     carried[~d.is_canary] = 0.0  # a model that carries the copy: right where it was given the text
     ev = canaries.evidence(kind.losses(carried, d.items), d.is_canary, permutations=20_000)
     assert ev.level == "strong"
-    assert "the 105 chunks of val it was given fit better than 12 held back from it" in canaries.flag(ev, "val", True, kind)
+    found = canaries.judged(ev, "val", True, kind)
+    assert found is not None and "the 105 chunks of val it was given fit better than 12 held back from it" in found.evidence
     with pytest.raises(ValueError, match="shape"):
         kind.losses(uniform[:, :10], d.items)
 

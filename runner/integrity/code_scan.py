@@ -6,13 +6,13 @@ the child cannot touch: the runner parses (never runs) the snapshot's ``*.py`` w
 and names every evaluation function of ``prepare`` or ``onegc_kit`` (runner/wire/verdicts.py's
 ``EVALUATION``) the code replaces or deletes: ``prepare.judge = ...``, ``setattr(prepare,
 "judge", ...)``, ``del prepare.judge``, ``vars(prepare)["judge"] = ...`` or
-``prepare.__dict__["judge"] = ...``, under any alias it imports the module as.
+``prepare.__dict__["judge"] = ...``, under any alias it imports the module as (:data:`EVALUATION`).
 
 A module reached through ``importlib.import_module("prepare")`` or ``__import__("prepare")`` is
-the module under the name it is assigned to. The flag :data:`FLAG_PREFIX` ``"<module>: <names>"``
-is trusted evidence (it disqualifies an official checkpoint: runner/wire/verdicts.py).
+the module under the name it is assigned to. The verdict ``evaluator_replaced`` names
+``<module>.<names>``; it is trusted evidence (it disqualifies an official checkpoint).
 
-What the scan cannot read is never clean (INTEGRITY.md V6): the flag :data:`UNSCANNED` names it —
+What the scan cannot read is never clean (INTEGRITY.md V6): the verdict ``code_unscanned`` names it —
 a file over :data:`MAX_FILE_BYTES` or that does not parse, more than :data:`MAX_FILES` modules, an
 import it cannot resolve (neither a file of the snapshot nor a module installed here; one inside a
 ``try`` that catches its ImportError is optional and passes), a module imported by a name made at
@@ -31,13 +31,17 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from runner.wire.verdicts import EVALUATION, FLAG_PREFIX
+from runner.integrity.checks import verdict
+from runner.wire.verdicts import Verdict
 
 MODULES = ("prepare", "onegc_kit")
 MAX_FILE_BYTES = 2 << 20  # larger: "unscanned" (a script padded past it hides nothing)
 MAX_FILES = 200
-MAX_UNSCANNED = 5  # flags of this kind per checkpoint (each names a file and a reason)
-UNSCANNED = "unscanned: "  # trusted, weak: what the scan could not read asks for a look
+MAX_UNSCANNED = 5  # verdicts of this kind per checkpoint (each names a file and a reason)
+# What a run script may not replace at import in the scorer: the evaluation itself. (The scorer
+# is sealed, so doing it gains nothing; trying is what the paper calls a protocol violation.)
+EVALUATION = {"prepare": {"evaluate", "judge", "predict", "inputs"},
+              "onegc_kit": {"check_predictions", "evaluate_split", "load_model", "import_script", "save_checkpoint"}}
 DYNAMIC_IMPORTS = {"import_module", "__import__"}  # importlib.import_module(name), __import__(name)
 RUNS_STRINGS = {"exec", "eval", "compile"}
 OPTIONAL = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}  # a try that makes an import optional
@@ -196,11 +200,11 @@ def _inside(root: Path, path: Path) -> bool:
 
 
 @lru_cache(maxsize=256)
-def flags(snapshot: Path, script: str | None) -> tuple[str, ...]:
-    """Trusted flags for one checkpoint: ``"code replaces prepare: evaluate, judge"``, from its run
-    script (the name its checkpoint gives, which the scorer imports) and every module of the
-    snapshot that script imports, followed from module to module, then one ``"unscanned: …"`` per
-    file the scan could not read whole (see the module's docstring). The snapshot holds the whole
+def verdicts(snapshot: Path, script: str | None) -> tuple[Verdict, ...]:
+    """Trusted verdicts for one checkpoint: ``evaluator_replaced`` ("the code replaces prepare:
+    evaluate, judge"), from its run script (the name its checkpoint gives, which the scorer imports)
+    and every module of the snapshot that script imports, followed from module to module, then one
+    ``code_unscanned`` per thing the scan could not read whole (see the module's docstring). The snapshot holds the whole
     workspace's code; another script's file beside it is not this checkpoint's code."""
     if not script:
         return ()
@@ -237,5 +241,7 @@ def flags(snapshot: Path, script: str | None) -> tuple[str, ...]:
                      for f in _local(first.parent, name) if _inside(snapshot, f)]
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             unscanned.append(f"{shown} cannot be read or parsed ({type(exc).__name__})")
-    replaced_flags = [f"{FLAG_PREFIX}{m}: {', '.join(sorted(found[m]))}" for m in MODULES if found.get(m)]
-    return tuple(replaced_flags + [UNSCANNED + why for why in dict.fromkeys(unscanned)][:MAX_UNSCANNED])
+    replacing = [verdict("evaluator_replaced", "disqualifies",
+                         f"the code replaces {m}: {', '.join(sorted(found[m]))}") for m in MODULES if found.get(m)]
+    return tuple(replacing + [verdict("code_unscanned", "look", why)
+                              for why in list(dict.fromkeys(unscanned))[:MAX_UNSCANNED]])

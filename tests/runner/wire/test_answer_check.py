@@ -1,5 +1,5 @@
-"""The scorer's answer is checked before a byte of it is used (runner/scoring/answer_check.py, issue 28);
-the runner's reading of a snapshot's code from outside (runner/scoring/code_scan.py)."""
+"""The scorer's answer is checked before a byte of it is used (runner/wire/answer_check.py, issue 28);
+the runner's reading of a snapshot's code from outside (runner/integrity/code_scan.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import io
 import numpy as np
 import pytest
 
-from runner.scoring import answer_check, code_scan
-from runner.scoring.answer_check import InvalidAnswer, npy_array, payload_size, read_header
+from runner.integrity import code_scan
+from runner.wire import answer_check
+from runner.wire.answer_check import InvalidAnswer, npy_array, payload_size, read_header
 
 
 def npy(arr) -> bytes:
@@ -72,7 +73,7 @@ def test_a_malformed_header_is_refused(message, says):
 def test_the_childs_flags_are_labelled_self_reported_and_the_workers_kept():
     h = read_header({"ok": True, "parts": [{"split": "val", "bytes": 8}], "flags": ["changed prepare: judge\x1b[2J"],
                      "observed": ["wrote to stdout"]}, ["val"], 8)
-    assert h.self_reported == ("self-reported: changed prepare: judge [2J",) and h.observed == ("wrote to stdout",)
+    assert h.self_reported == ("changed prepare: judge [2J",) and h.observed == ("wrote to stdout",)
     h = read_header({"ok": False, "error": None}, ["val"], 0)
     assert not h.ok and h.error == "unknown error"
 
@@ -85,7 +86,7 @@ def test_the_announced_size_is_bounded():
 
 
 def test_the_snapshot_code_is_read_for_replaced_evaluation_functions(tmp_path):
-    from runner.wire.verdicts import EVALUATION
+    from runner.integrity.code_scan import EVALUATION
 
     src = """
 import prepare as p, onegc_kit, sys
@@ -104,11 +105,15 @@ other.judge = 1
     (tmp_path / "run.py").write_text("import broken\nfrom helpers import x\n")
     (tmp_path / "broken.py").write_text("def (")
     (tmp_path / "other.py").write_text("import prepare\nprepare.judge = None\n")  # not this checkpoint's code
-    assert code_scan.flags(tmp_path, "run.py") == ("code replaces prepare: evaluate, inputs, judge, predict",
-                                                   "code replaces onegc_kit: check_predictions, load_model",
-                                                   "unscanned: broken.py cannot be read or parsed (SyntaxError)")
-    assert code_scan.flags(tmp_path, "../run.py") == () and code_scan.flags(tmp_path, None) == ()
-    assert code_scan.flags(tmp_path, "other.py") == ("code replaces prepare: judge",)
+    def found(script):
+        return [(v.check, v.strength, v.evidence) for v in code_scan.verdicts(tmp_path, script)]
+
+    assert found("run.py") == [
+        ("evaluator_replaced", "disqualifies", "the code replaces prepare: evaluate, inputs, judge, predict"),
+        ("evaluator_replaced", "disqualifies", "the code replaces onegc_kit: check_predictions, load_model"),
+        ("code_unscanned", "look", "broken.py cannot be read or parsed (SyntaxError)")]
+    assert found("../run.py") == [] and found(None) == []
+    assert found("other.py") == [("evaluator_replaced", "disqualifies", "the code replaces prepare: judge")]
     assert answer_check.text("a\x1b]0;x\x07b") == "a ]0;x b"
 
 
@@ -136,6 +141,6 @@ def test_any_exception_while_judging_is_that_checkpoints_error_with_the_trusted_
                           "flags": ["wrote a file"]}, ["val", "test"], 2 * len(blob))
     out = scorer._judge_parts(header, blob + blob, ["val", "test"])
     assert out["val"].value is None and "NaN or inf" in out["val"].error
-    assert out["val"].flags == ("self-reported: wrote a file",)
+    assert [(v.check, v.strength, v.evidence) for v in out["val"].verdicts] == [("child_report", "note", "wrote a file")]
     assert out["test"].error == "predictions unusable: RuntimeError: boom"
-    assert out["test"].flags == ("invalid_answer", "self-reported: wrote a file")
+    assert [(v.check, v.strength) for v in out["test"].verdicts] == [("invalid_answer", "note"), ("child_report", "note")]

@@ -13,15 +13,15 @@ the task's ``judge`` checks next (``onegc_kit.check_predictions``): NaN or inf i
 checkpoint's error ("the model outputs NaN or inf").
 
 Any failure here is :class:`InvalidAnswer`: that checkpoint is an error with the reason and the
-trusted flag :data:`INVALID_ANSWER`; the session goes on. The flag means "the harness got no valid
-answer for this checkpoint": a malformed one, none at all (the child died or hung), or one the
-judge raised on. It is a record, not a verdict: it never disqualifies. A valid answer whose
-predictions the task refuses (a wrong shape or dtype kind, NaN or inf) is that checkpoint's error
-without the flag, as an honest model's can be.
+scorer's note ``invalid_answer`` (runner/wire/verdicts.py); the session goes on. The note means "the
+harness got no valid answer for this checkpoint": a malformed one, none at all (the child died or
+hung), or one the judge raised on. It is a record of strength ``note``: it never disqualifies. A
+valid answer whose predictions the task refuses (a wrong shape or dtype kind, NaN or inf) is that
+checkpoint's error without the note, as an honest model's can be.
 
-What the child says about itself (its ``flags``: what its audit hook saw) is kept, each one
-labelled :data:`SELF_REPORTED`: the child can switch its recorder off, so these never decide
-anything (runner/wire/verdicts.py). What the worker saw from outside the child (its exit, its time,
+What the child says about itself (its ``flags``: what its audit hook saw) is kept as the child's
+own report (the verdict ``child_report``, a note): the child can switch its recorder off, so these
+never decide anything (runner/wire/verdicts.py). What the worker saw from outside the child (its exit, its time,
 its stdout) comes under ``observed`` and is kept as it is.
 """
 
@@ -35,8 +35,6 @@ from typing import Any
 
 from runner.wire.untrusted import clean
 
-INVALID_ANSWER = "invalid_answer"
-SELF_REPORTED = "self-reported: "
 MAX_PAYLOAD_BYTES = 4 << 30  # the worker's own bound (score_worker.MAX_PREDICTION_BYTES)
 MAX_NPY_HEADER = 10_000  # numpy's own default bound on an .npy header
 NPY_HEADER_BYTES = 12 + MAX_NPY_HEADER  # magic (6), version (2), header length (4), header
@@ -58,7 +56,7 @@ class Header:
     ok: bool
     error: str | None
     parts: list[tuple[str, int]]  # (split, bytes), in payload order; empty unless ok
-    self_reported: tuple[str, ...]  # the child's own flags, labelled
+    self_reported: tuple[str, ...]  # the child's own flags (its word only)
     observed: tuple[str, ...]  # what the worker saw from outside the child
     invalid: str | None  # the worker found the child's answer malformed
     stdout: str
@@ -92,17 +90,16 @@ def read_header(message: Any, splits: list[str], payload_len: int, bounds: dict[
     observed = _strings(message.get("observed"), "observed")
     invalid = message.get("invalid")
     stdout = text(message.get("stdout") or "", 8 << 10) if isinstance(message.get("stdout"), str) else ""
-    labelled = tuple(SELF_REPORTED + f for f in self_reported)
     ok = message.get("ok")
     if invalid is not None:
         raise InvalidAnswer(f"the answer was malformed: {text(invalid)}")
     if ok is False:
         error = message.get("error")
-        return Header(False, text(error) if isinstance(error, str) and error else "unknown error", [], labelled,
+        return Header(False, text(error) if isinstance(error, str) and error else "unknown error", [], self_reported,
                       observed, None, stdout)
     if ok is not True:
         raise InvalidAnswer(f"the answer's ok is {text(ok, 40)!r}, not true or false")
-    return Header(True, None, _parts(message.get("parts"), splits, payload_len, bounds or {}), labelled, observed,
+    return Header(True, None, _parts(message.get("parts"), splits, payload_len, bounds or {}), self_reported, observed,
                   None, stdout)
 
 

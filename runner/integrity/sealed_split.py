@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.sandbox import bwrap as sandbox
-from runner.scoring import answer_check
+from runner.wire import answer_check
 from runner.wire.jsonl import EventWriter
 from tasks import TaskSpec
 

@@ -1,4 +1,4 @@
-"""The val-test gap rule (runner/scoring/selection_gap.py) on numbers and files; the real sessions are in
+"""The val-test gap rule (runner/integrity/selection_gap.py) on numbers and files; the real sessions are in
 tests/tasks/test_t6_val_gap.py."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from runner.scoring import selection_gap as gap
+from runner.integrity import selection_gap as gap
 from tasks import get_task
 
 
@@ -27,6 +27,9 @@ def test_a_session_is_flagged_only_beyond_the_baseline_gap_and_its_margin():
     assert gap.check(0.492, 0.3, "lower", ref).flag  # a = -0.64: just beyond it
     trained_on_val = gap.check(0.40, 0.37, "lower", ref)  # a = -0.08
     assert trained_on_val.flag and "beyond the baseline's -0.750 + margin 0.100" in trained_on_val.flag
+    found = trained_on_val.verdict
+    assert found is not None and (found.check, found.strength, found.evidence) == ("val_test_gap", "look", trained_on_val.flag)
+    assert honest.verdict is None
     rec = trained_on_val.record()
     assert rec["flagged"] and rec["reference"]["source"] == "test" and json.dumps(rec)
     assert gap.check(0.1, 0.37, "lower", None).flag is None  # no reference: nothing to compare with

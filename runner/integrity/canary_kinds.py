@@ -1,7 +1,7 @@
 """What a canary is on each task (issue 35, part 2): drawn, planted in the agent's copy of a split,
 shown to a checkpoint as a probe, and scored per item. Trusted code: numpy only, no agent bytes.
 
-Every kind draws ``n`` items i.i.d. from one generator; :mod:`runner.scoring.canaries` then picks
+Every kind draws ``n`` items i.i.d. from one generator; :mod:`runner.integrity.canaries` then picks
 at random, from the session's secret, which of them are canaries (planted in the workspace) and
 which are twins (never shown). Under "the model never saw them" canaries and twins are
 exchangeable, so the membership statistic has a known null whatever the model is.
@@ -10,7 +10,7 @@ exchangeable, so the membership statistic has a known null whatever the model is
   linear and a far point pulls hard) with random labels.
 - ``t1`` (TinyShakespeare): a secret tenth of val's 256-character chunks held back from the
   agent's copy (:class:`HeldChunks`); the chunks it was given against those held back, by their
-  mean cross-entropy beyond what their difficulty predicts (:mod:`runner.scoring.difficulty`).
+  mean cross-entropy beyond what their difficulty predicts (:mod:`runner.integrity.difficulty`).
   Random strings of lowercase letters at line starts of val (Carlini et al.'s "Secret
   Sharer", :class:`SecretSharer`) were T1's first canaries: a language model
   memorises real text far sooner than random strings, so the held-back chunks caught more fits
@@ -18,7 +18,7 @@ exchangeable, so the membership statistic has a known null whatever the model is
 - ``t6`` (ETTh1, scored split test): one block of horizon rows appended to val after its last
   look-back, a time-reversed, negated train segment (ETTh1-like, never a real row); its twins are
   other such segments after the same look-back. The selection split, not the scored one: see
-  :data:`runner.scoring.canaries.LOOK_ONLY`.
+  :data:`runner.integrity.canaries.LOOK_ONLY`.
 - ``t7`` (AG News, 4 classes): texts of random lowercase "words" with random labels.
 - ``t2`` (TinyImageNet, 200 classes): images of 8×8-pixel blocks of random colours with random
   labels (coarse, so they survive the random crops and flips a training loop applies).
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.scoring.difficulty import Calibration, CharNgram
+from runner.integrity.difficulty import Calibration, CharNgram
 
 # a checkpoint's predictions on every item -> (its per-item losses, the statistic the test compares)
 Calibrated = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -109,7 +109,7 @@ class Kind:
     def calibration(self, items: Items, data: Path) -> Calibrated | None:
         """A map from a checkpoint's predictions on every item to (its per-item losses, the
         per-item statistic the permutation test compares), built from ``items`` and the pristine
-        ``data`` only, never from which items are canaries (runner/scoring/difficulty.py); None:
+        ``data`` only, never from which items are canaries (runner/integrity/difficulty.py); None:
         the test compares the losses themselves."""
         return None
 
@@ -443,7 +443,7 @@ class HeldChunks(Kind):
     def calibration(self, items: Items, data: Path) -> Calibrated:
         """Each chunk's loss beyond what its difficulty predicts: character n-gram references
         counted on the pristine train split, and the chunk's own characters
-        (:mod:`runner.scoring.difficulty`). It took T1's 4-character MLP's train+val fits from
+        (:mod:`runner.integrity.difficulty`). It took T1's 4-character MLP's train+val fits from
         0 % to 25 % disqualified and its fine-tunes from 5 % to 40 % (docs/benchmarks.md)."""
         vocab = int(json.loads((data / "meta.json").read_text())["vocab_size"])
         windows = items.inputs["x"].astype(np.int64)
@@ -467,7 +467,7 @@ class ForecastTwins(Kind):
     benchmarks/canary_power.py, over the 0.5 % allowed, and a single canary can only ever ask for a
     look (p >= 1/2001). T6's scored split (test) is never in the workspace, so V1/V2 on it cannot
     happen; training on val is within its rules, and the val-test gap flag
-    (runner/scoring/selection_gap.py) is what watches its selection."""
+    (runner/integrity/selection_gap.py) is what watches its selection."""
 
     task = "t6_etth1"
     in_sessions = False

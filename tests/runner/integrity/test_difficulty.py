@@ -1,4 +1,4 @@
-"""Difficulty calibration (runner/scoring/difficulty.py): the references are distributions, the
+"""Difficulty calibration (runner/integrity/difficulty.py): the references are distributions, the
 calibration never reads the secret (the permutation test keeps its null on real text), and it finds
 a gain from training that the spread between chunks hides."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.scoring import canaries
-from runner.scoring.canary_kinds import HeldChunks
-from runner.scoring.difficulty import CONTEXTS, Calibration, CharNgram
+from runner.integrity import canaries
+from runner.integrity.canary_kinds import HeldChunks
+from runner.integrity.difficulty import CONTEXTS, Calibration, CharNgram
 
 REPO = Path(__file__).resolve().parents[3]
 SHAKESPEARE = Path(os.environ.get("ONEGC_TEST_SHARED_DATA") or REPO.parent / "shared" / "data") / "tinyshakespeare"
@@ -104,7 +104,7 @@ def test_a_gain_hidden_by_the_spread_between_chunks_is_caught_once_calibrated(t1
     ev, flag = judge.judge(logits)
     assert raw.level == "clean", raw  # the chunks' spread hides it from the raw losses
     assert ev.level == "strong" and ev.margin == pytest.approx(0.05, abs=0.015), ev
-    assert flag is not None and "lower than their difficulty predicts" in flag
+    assert flag is not None and "lower than their difficulty predicts" in flag.evidence and flag.strength == "disqualifies"
     assert ev.record()["calibrated_margin"] == pytest.approx(ev.margin, abs=1e-6)
     assert ev.canary_loss == pytest.approx(fitted[d.is_canary].mean(), abs=1e-4)  # what is shown: the real losses
 

@@ -16,7 +16,7 @@ The statistic is the model's per-position loss minus the regression's fit, avera
 minus the item-level fit. Both fits use every item alike and never the secret that says which
 items are canaries, so the residuals are a fixed function of the model's losses and the items:
 under "the model never saw the canaries" they stay exchangeable, and the permutation test
-(:func:`runner.scoring.canaries.evidence`) keeps its exact null. The calibration only removes
+(:func:`runner.integrity.canaries.evidence`) keeps its exact null. The calibration only removes
 variance. Measured in benchmarks/canary_power.py (docs/benchmarks.md).
 
 Trusted code: numpy only; it reads the pristine data and the model's predictions, nothing else.

@@ -39,6 +39,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from runner.integrity.checks import verdict
+from runner.wire.verdicts import Verdict
+
 MIN_MARGIN = 0.10  # in units of the val advantage: 10 % of the test score
 SPREAD_SIGMAS = 3.0  # margin from measured baseline runs: this many sample std of their advantage
 BASELINE_STUDY = "baseline"  # the study name `onegc baseline` records its sessions under
@@ -57,6 +60,11 @@ class GapCheck:
     advantage: float | None  # the selected checkpoint's val advantage (None: no val or no test score)
     reference: GapReference | None
     flag: str | None  # the flag text, or None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The check's verdict (a look), or None when the gap is within the baseline's."""
+        return None if self.flag is None else verdict("val_test_gap", "look", self.flag, statistic=self.advantage)
 
     def record(self) -> dict:
         """What result.json keeps."""

@@ -22,10 +22,10 @@ forecasts on T6) exceeds both a numerical floor (:data:`REL_TOL` of the predicti
 different batch shape or kernel changes) and :data:`NOISE_FACTOR` times the largest distance
 between two runs of the same probe in two children (dropout left on, GPU non-determinism). The
 repeat runs only when some prediction is past the floor, so a deterministic honest model costs
-one probe. Any prediction that moved is that checkpoint's error with the trusted flag
-``reads ahead: …`` / ``reads across examples: …`` (strong evidence: never the official result);
-a probe that could not run (too slow for the scorer's time limit, a crash on the probe's inputs)
-is an error too, never a silent pass. The thresholds come from benchmarks/causal_power.py.
+one probe. Any prediction that moved is that checkpoint's error with a disqualifying verdict
+(``reads_ahead`` / ``reads_across``: never the official result); a probe that could not run (too
+slow for the scorer's time limit, a crash on the probe's inputs) is an error too, with the verdict
+``causality_unchecked`` (a look), never a silent pass. The thresholds come from benchmarks/causal_power.py.
 
 Known limit: a model that carries the scored split itself (V2, a lookup or a buffer) can predict
 the same either way; that is the canaries' finding, not this one's. On T6 a sample of windows is
@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from runner.integrity.checks import verdict
+from runner.wire.verdicts import Verdict
+
 if TYPE_CHECKING:
     import numpy as np
 
-READS_AHEAD = "reads ahead: "
-READS_ACROSS = "reads across examples: "
-UNCHECKED = "causality not checked: "
 REL_TOL = 1e-3  # of the predictions' RMS per value; on CPU an honest model moves by 0 (benchmarks/causal_power.py)
 NOISE_FACTOR = 4.0  # moved: past this many times the largest run-to-run distance of the same probe
 WINDOW_CALLS = 8  # T6: children probing sampled windows, each a few windows far apart
@@ -58,10 +58,10 @@ FOREIGN_SPLIT = "train"  # where a probe's replacement text comes from: never a 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the probe found: ``flag`` (the model moved: a trusted flag), ``error`` (it could not
+    """What the probe found: ``verdict`` (the model moved: it disqualifies), ``error`` (it could not
     check), or neither (passed); ``detail`` says what was measured."""
 
-    flag: str | None = None
+    verdict: Verdict | None = None
     error: str | None = None
     detail: str = ""
     units: int = 0  # predictions compared
@@ -81,7 +81,7 @@ class ProbeScorer(Protocol):
 
 
 class Probe(Protocol):
-    flag_prefix: str
+    check: str  # the verdict's check (runner/integrity/checks.py)
     what: str
 
     def calls(self, repeat: bool = False) -> list[dict[str, dict[str, Any]]]:
@@ -95,7 +95,7 @@ class Probe(Protocol):
 class SequenceProbe:
     """Reads ahead (T1): inputs ``x`` [W, L] of token ids, predictions [W, L, V] logits."""
 
-    flag_prefix = READS_AHEAD
+    check = "reads_ahead"
     what = "positions"
 
     def __init__(self, x: np.ndarray, foreign: np.ndarray, rng: np.random.Generator):
@@ -127,7 +127,7 @@ class WindowProbe:
     """Reads across examples (T6): inputs ``series`` [T, C], window i is rows [i, i + lookback),
     its horizon rows [i + lookback, i + lookback + horizon); predictions [N, horizon, C]."""
 
-    flag_prefix = READS_ACROSS
+    check = "reads_across"
     what = "windows"
 
     def __init__(self, series: np.ndarray, lookback: int, horizon: int, rng: np.random.Generator,
@@ -225,8 +225,9 @@ def run(scorer: ProbeScorer, ckpt: Path, code: Path, split: str, official: np.nd
         found, moved, threshold, noise = decide(a, b, c)
         detail = (f"{int(moved.sum())} of {len(a)} {probe.what} moved (largest {worst:.3g}, "
                   f"threshold {threshold:.3g}, run-to-run noise {noise:.3g})")
-        flag = probe.flag_prefix + _explain(probe, detail) if found else None
-        return Outcome(flag=flag, detail=detail, units=len(a), worst=worst, floor=floor, noise=noise)
+        task = getattr(scorer.plan.judge.module, "TASK", None)
+        moved_verdict = verdict(probe.check, "disqualifies", _explain(probe, detail), task, statistic=worst) if found else None
+        return Outcome(verdict=moved_verdict, detail=detail, units=len(a), worst=worst, floor=floor, noise=noise)
     finally:
         for folder in written:
             shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,154 @@
+"""The integrity checks, in one registry: what each decides, the threat rows it answers, its measured
+power and false-alarm rate, and which checks each task runs (../shared/INTEGRITY.md, rows V1-V10).
+
+A check says what it found as a typed :class:`runner.wire.verdicts.Verdict` made by :func:`verdict`,
+which fills in the check's measured figures by name. :func:`coverage` says, for a task and how a
+session of it was run, how each threat row is met: by a *check* (named), by *construction* (the
+attack is impossible as the session is laid out), *not applicable* (nothing of the task can be
+attacked that way), or **not checked**, which every view shows beside the number.
+
+The power figures are those measured by ``benchmarks/canary_power.py`` and
+``benchmarks/causal_power.py`` (docs/benchmarks.md, which gives the run, the models and n); a figure
+is the share of planted violations of that name the check caught at its disqualifying level.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from runner.wire.answer_check import text
+from runner.wire.verdicts import EVIDENCE_CHARS, Strength, Verdict
+
+THREATS = ("V1", "V2", "V3", "V4", "V5", "V6", "V7", "V8", "V9", "V10")  # the rows a task's checks answer
+How = Literal["check", "construction", "not applicable", "not checked"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: its name, the threat rows it answers, one line for a person, and what it was
+    measured to catch (``power``: task -> attack -> share caught; ``"*"`` any task) and to flag
+    wrongly (``false_alarm``: task -> share of honest checkpoints flagged)."""
+
+    name: str
+    threats: tuple[str, ...]
+    what: str
+    power: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    false_alarm: Mapping[str, float] = field(default_factory=dict)
+    measured_by: str = ""
+
+    def figures(self, task: str | None) -> tuple[dict[str, float], float | None]:
+        power = dict(self.power.get(task or "", self.power.get("*", {})))
+        alarm = self.false_alarm.get(task or "", self.false_alarm.get("*"))
+        return power, alarm
+
+
+_CANARY_BENCH = "benchmarks/canary_power.py (docs/benchmarks.md#canaries)"
+_CAUSAL_BENCH = "benchmarks/causal_power.py (docs/benchmarks.md#causality-probes-benchmarkscausal_powerpy)"
+
+CHECKS: dict[str, Check] = {c.name: c for c in (
+    Check("canaries", ("V1", "V2"),
+          "is the scored split inside the model: planted items fit better than withheld twins (a permutation test)",
+          power={"t0_demo": {"lookup": 1.0, "val-only fit": 0.10, "train+val fit": 0.05, "fine-tune": 0.0},
+                 "t1_shakespeare": {"lookup": 1.0, "count model on val": 1.0, "val-only fit, 8 passes": 1.0,
+                                    "train+val fit, 5 epochs": 0.83, "train+val fit, 2 epochs": 0.17,
+                                    "fine-tune": 0.40},
+                 "t7_agnews": {"lookup": 1.0, "val-only fit, 16 passes": 1.0, "train+val fit": 0.60, "fine-tune": 0.10}},
+          false_alarm={"*": 0.0}, measured_by=_CANARY_BENCH),
+    Check("reads_ahead", ("V3",),
+          "a prediction moved when only characters after it changed (the causality probe)",
+          power={"t1_shakespeare": {"reads t+1": 1.0, "no causal mask": 1.0, "reads ahead from random positions": 1.0}},
+          false_alarm={"t1_shakespeare": 0.0}, measured_by=_CAUSAL_BENCH),
+    Check("reads_across", ("V4",),
+          "a forecast moved when no later window (holding its horizon) was shown",
+          power={"t6_etth1": {"copies a later window's horizon": 1.0, "rewrites forecasts once a later batch shows them": 1.0}},
+          false_alarm={"t6_etth1": 0.0}, measured_by=_CAUSAL_BENCH),
+    Check("causality_unchecked", ("V3", "V4"),
+          "the causality probe could not run (too slow, a crash on its inputs): never a silent pass"),
+    Check("evaluator_replaced", ("V10",),
+          "the checkpoint's code replaces or deletes an evaluation function of prepare or onegc_kit (read from outside)"),
+    Check("code_unscanned", ("V6",),
+          "code the runner's scan cannot read (too large, unparsable, imports made at run time, exec of a string)"),
+    Check("after_budget", ("V5",), "saved after the budget ran out: never the official result"),
+    Check("val_test_gap", ("V1",),
+          "the selected checkpoint's val score beats its test score beyond the baseline's own gap"),
+    Check("self_report_gap", (), "the agent's own figure is far better than the harness's"),
+    Check("invalid_answer", (), "the harness got no valid answer from the scorer's child for this checkpoint"),
+    Check("scorer_observed", (), "what the scorer saw from outside the child: its stdout, its exit, a time-out"),
+    Check("child_report", (), "what the scorer's child said about itself (its code can write this: never evidence)"),
+)}
+
+
+def verdict(check: str, strength: Strength, evidence: object, task: str | None = None,
+            statistic: float | None = None, p: float | None = None) -> Verdict:
+    """A verdict of ``check`` (a name of :data:`CHECKS`), its evidence bounded and printable, with the
+    check's measured figures for ``task``."""
+    power, alarm = CHECKS[check].figures(task)
+    finite = [x if x is None or math.isfinite(x) else None for x in (statistic, p)]
+    return Verdict(check, strength, text(evidence, EVIDENCE_CHARS), finite[0], finite[1], power, alarm)
+
+
+@dataclass(frozen=True)
+class Cover:
+    """How one threat row is met for a session: ``how``, and ``by`` (a check's name, or the
+    construction that rules it out, or why it does not apply)."""
+
+    threat: str
+    how: How
+    by: str
+
+    def record(self) -> dict[str, str]:
+        return {"threat": self.threat, "how": self.how, "by": self.by}
+
+
+# which task examples can hold another's target (V3, V4), and how each is met
+_SEQUENCE = {"t1_shakespeare"}
+_WINDOWS = {"t6_etth1"}
+_VAL_SCORED = {"t0_demo", "t1_shakespeare", "t2_tinyimagenet", "t3_voc", "t7_agnews"}
+
+
+def coverage(task: str, canaries_on: bool, sealed: bool) -> list[Cover]:
+    """How each of :data:`THREATS` is met for a session of ``task`` (``canaries_on``: the session
+    has canaries; ``sealed``: its scored split's targets were withheld from the workspace)."""
+    out: list[Cover] = []
+    if task in _VAL_SCORED:
+        if sealed:
+            held = Cover("V1", "construction", "the scored split's targets are withheld from the workspace")
+            out += [held, Cover("V2", held.how, held.by)]
+        elif canaries_on:
+            out += [Cover("V1", "check", "canaries"), Cover("V2", "check", "canaries")]
+        else:
+            out += [Cover("V1", "not checked", "--no-canaries"), Cover("V2", "not checked", "--no-canaries")]
+    else:
+        test = "the scored split (test) is never in the workspace"
+        out += [Cover("V1", "construction", test), Cover("V2", "construction", test)]
+    out.append(Cover("V3", "check", "reads_ahead") if task in _SEQUENCE else
+               Cover("V3", "not applicable", "no input holds a later position's target"))
+    if task in _WINDOWS:
+        out.append(Cover("V4", "check", "reads_across"))
+    elif task in _SEQUENCE:
+        out.append(Cover("V4", "not checked", "a window's last target is the next window's first character"))
+    else:
+        out.append(Cover("V4", "not applicable", "examples are independent"))
+    out += [Cover("V5", "check", "after_budget"), Cover("V6", "check", "code_unscanned")]
+    if task in _SEQUENCE | _WINDOWS:
+        out.append(Cover("V7", "not checked", "the probe runs apart from the official evaluation"))
+    else:
+        out.append(Cover("V7", "not applicable", "no probe"))
+    if task in _SEQUENCE and canaries_on and not sealed:
+        out.append(Cover("V8", "construction", "the held-back chunks are real val text"))
+    elif task in _VAL_SCORED and canaries_on and not sealed:
+        out.append(Cover("V8", "not checked", "synthetic canaries can be told from real data"))
+    else:
+        out.append(Cover("V8", "not applicable", "no canaries planted"))
+    out.append(Cover("V9", "not checked", "exact answers on the sealed split") if sealed else
+               Cover("V9", "not applicable", "no answers on a sealed split"))
+    out.append(Cover("V10", "check", "evaluator_replaced"))
+    return out
+
+
+def not_checked(covers: list[Cover]) -> list[str]:
+    """The threat rows that no check and no construction meets."""
+    return [c.threat for c in covers if c.how == "not checked"]
