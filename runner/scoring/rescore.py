@@ -38,7 +38,6 @@ from typing import Any
 from runner.integrity import canaries, selection_gap
 from runner.scoring.checkpoints import FoundCheckpoint, live_score
 from runner.scoring.live import LiveScoring
-from runner.scoring.official import AFTER_BUDGET
 from runner.scoring.official_phase import OfficialPhase, official_device
 from runner.scoring.result_file import result_record
 from runner.scoring.scorer import SELECTION_SPLIT, Score, SealedScorer, TaskJudge, WorkerPlan
@@ -50,6 +49,7 @@ from tasks import TaskSpec, get_task
 REL_TOL = 1e-3  # another device's floating point: a number matches within this, relative
 ABS_TOL = 1e-9
 NOT_LIVE = "not scored live: "  # the live queue passed it over (runner/scoring/checkpoints.py)
+LEGACY_AFTER_BUDGET = "after the budget: "  # the error of such a record before typed verdicts
 OVER_BOUND = "verify: not evaluated, the session's own number of evaluations ({n}) was reached"
 RECORD_TYPES = (b'"type":"checkpoint_found"', b'"type":"checkpoint_scored"', b'"type":"session_started"',
                 b'"type":"session_ended"')
@@ -114,8 +114,14 @@ class Record:
     def evaluations(self) -> int:
         """How many evaluations the session made: its live scores and its official re-evaluations."""
         live = sum(1 for e in self.live.values() if not (e.error or "").startswith(NOT_LIVE))
-        official = sum(1 for e in self.official.values() if not (e.error or "").startswith(AFTER_BUDGET))
+        official = sum(1 for e in self.official.values() if not _after_budget(e))
         return live + official
+
+
+def _after_budget(event: Any) -> bool:
+    """An official ``checkpoint_scored`` that records a checkpoint saved after the budget: no
+    evaluation was made (its verdict ``after_budget``; a record from before typed verdicts: its error)."""
+    return any(v.check == "after_budget" for v in event.verdicts) or (event.error or "").startswith(LEGACY_AFTER_BUDGET)
 
 
 def read_record(paths: SessionPaths) -> Record:
@@ -321,7 +327,7 @@ def _scored_events(path: Path) -> dict[tuple[str, bool], Any]:
     out = {}
     for _, line in _lines(path):
         if b'"type":"checkpoint_scored"' in line:
-            event = parse_event(line)
+            event: Any = parse_event(line)
             out[(event.name, event.official)] = event
     return out
 
