@@ -89,11 +89,15 @@ def scan(path: Path, session_id: str) -> ChainScan:
                     rest = data
                     continue
                 rest = data[end + 1:]
+                if chained is None:
+                    chained = prev_of(data[:data.find(b"\n")]) is not None
+                if not chained:  # a record from before the chain: its lines counted, none hashed
+                    n += data.count(b"\n", 0, end + 1)
+                    last = data[data.rfind(b"\n", 0, end) + 1:end]
+                    continue
                 lines = data[:end].split(b"\n")
                 links = [link(line) for line in lines]
-                if chained is None:
-                    chained = prev_of(lines[0]) is not None
-                if chained and brk is None:
+                if brk is None:
                     wanted = [expected, *links[:-1]]
                     keys = [PREV_KEY + w.encode() + b'"' for w in wanted]
                     if not all(map(bytes.__contains__, lines, keys)):
@@ -104,7 +108,8 @@ def scan(path: Path, session_id: str) -> ChainScan:
                 last = lines[-1]
     except FileNotFoundError:
         return ChainScan(0, None, False)
-    return ChainScan(n, expected if n else None, bool(chained), brk, why, len(rest), bytes(last))
+    head = expected if n and chained else (link(last) if n else None)
+    return ChainScan(n, head, bool(chained), brk, why, len(rest), bytes(last))
 
 
 def _first_break(lines: list[bytes], wanted: list[str], before: int, session_id: str) -> tuple[int, str]:

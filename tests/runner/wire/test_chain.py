@@ -61,4 +61,4 @@ def test_a_record_from_before_the_chain_reads_as_unchained(tmp_path):
     path = tmp_path / "events.jsonl"
     path.write_text('{"v":1,"session_id":"s","seq":1,"ts":1.0,"type":"heartbeat","remaining_s":1,"active_s":0}\n')
     scan = chain.scan(path, "s")
-    assert not scan.chained and scan.first_break is None
+    assert not scan.chained and scan.first_break is None and scan.lines == 1
