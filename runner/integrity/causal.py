@@ -1,36 +1,29 @@
-"""Causal, isolated evaluation (INTEGRITY.md V3, V4): a prediction may not depend on what it predicts.
+"""Causal evaluation of sequences (INTEGRITY.md V3): a prediction may not depend on what it predicts.
 
-On T1 a window's inputs hold its own later characters (the targets of its earlier positions); on
-T6 one window's look-back holds the horizon of every window of the 432 before it. The official
-evaluation feeds them as the task's ``predict`` does (unchanged: an honest model's metric is bit
-for bit what it was), and this module checks the model beside it, in fresh children of the sealed
-worker that never hold the real inputs (runner/scoring/worker.py, ``probe_inputs``):
-
-- **reads ahead** (sequences, T1): every window is fed again with its characters from a random
-  cut on replaced by real text from elsewhere (the train split, so no probed window's future is
-  anywhere in the probe). Every position before the cut must predict as it did officially.
-- **reads across examples** (T6's windows): sampled windows are fed again as the last window of
-  a short series that ends with their look-back, so no input holds their horizon; the windows of
-  one child are far enough apart that none holds another's, and no later window is shown before an
-  earlier one was predicted. Their forecasts must be as they were officially.
+On T1 a window's inputs hold its own later characters (the targets of its earlier positions). The
+official evaluation feeds them as the task's ``predict`` does (unchanged: an honest model's metric
+is bit for bit what it was), and this module checks the model beside it, in fresh children of the
+sealed worker that never hold the real inputs (runner/scoring/worker.py, ``probe_inputs``): every
+window is fed again with its characters from a random cut on replaced by real text from elsewhere
+(the train split, so no probed window's future is anywhere in the probe). Every position before the
+cut must predict as it did officially. (T6's windows hold each other's horizons; there the scorer
+rules reading across out by construction, streaming the rows in time order: onegc_kit.RowStream.)
 
 The official re-evaluation probes the scored split; live scoring probes where validation is the
 scored split (T1), so that no view shows a reader's score even before the session ends.
 
-A prediction "moved" when its squared distance to the official one (log-probabilities on T1,
-forecasts on T6) exceeds both a numerical floor (:data:`REL_TOL` of the predictions' scale: what a
-different batch shape or kernel changes) and :data:`NOISE_FACTOR` times the largest distance
-between two runs of the same probe in two children (dropout left on, GPU non-determinism). The
-repeat runs only when some prediction is past the floor, so a deterministic honest model costs
-one probe. Any prediction that moved is that checkpoint's error with a disqualifying verdict
-(``reads_ahead`` / ``reads_across``: never the official result); a probe that could not run (too
-slow for the scorer's time limit, a crash on the probe's inputs) is an error too, with the verdict
-``causality_unchecked`` (a look), never a silent pass. The thresholds come from benchmarks/causal_power.py.
+A prediction "moved" when its squared distance to the official one (log-probabilities) exceeds both
+a numerical floor (:data:`REL_TOL` of the predictions' scale: what a different batch shape or kernel
+changes) and :data:`NOISE_FACTOR` times the largest distance between two runs of the same probe in
+two children (dropout left on, GPU non-determinism). The repeat runs only when some prediction is
+past the floor, so a deterministic honest model costs one probe. Any prediction that moved is that
+checkpoint's error with the disqualifying verdict ``reads_ahead`` (never the official result); a
+probe that could not run (too slow for the scorer's time limit, a crash on the probe's inputs) is an
+error too, with the verdict ``causality_unchecked`` (a look), never a silent pass. The thresholds
+come from benchmarks/causal_power.py.
 
 Known limit: a model that carries the scored split itself (V2, a lookup or a buffer) can predict
-the same either way; that is the canaries' finding, not this one's. On T6 a sample of windows is
-probed (:data:`WINDOW_CALLS` children): a model that reads across on a fraction p of the windows
-escapes with probability about (1 - p) ** (number probed).
+the same either way; that is the canaries' finding, not this one's.
 """
 
 from __future__ import annotations
@@ -50,9 +43,6 @@ if TYPE_CHECKING:
 
 REL_TOL = 1e-3  # of the predictions' RMS per value; on CPU an honest model moves by 0 (benchmarks/causal_power.py)
 NOISE_FACTOR = 4.0  # moved: past this many times the largest run-to-run distance of the same probe
-WINDOW_CALLS = 8  # T6: children probing sampled windows, each a few windows far apart
-WINDOW_MATES = 7  # T6: real earlier windows fed with each probed one (its batch is never just itself)
-REPEAT_MATES = 3  # T6: the repeat feeds fewer, so the noise it measures includes a batch shape's
 FOREIGN_SPLIT = "train"  # where a probe's replacement text comes from: never a probed window's future
 
 
@@ -123,51 +113,7 @@ class SequenceProbe:
         return _log_softmax(official[before]), _log_softmax(probed[before])
 
 
-class WindowProbe:
-    """Reads across examples (T6): inputs ``series`` [T, C], window i is rows [i, i + lookback),
-    its horizon rows [i + lookback, i + lookback + horizon); predictions [N, horizon, C]."""
-
-    check = "reads_across"
-    what = "windows"
-
-    def __init__(self, series: np.ndarray, lookback: int, horizon: int, rng: np.random.Generator,
-                 n_calls: int = WINDOW_CALLS, mates: int = WINDOW_MATES):
-        import numpy as np
-
-        self.series = np.asarray(series)
-        self.lookback = lookback
-        n = len(self.series) - lookback + 1
-        spacing = lookback + horizon + mates  # no probe series of a child holds another probed window's horizon
-        self.groups: list[list[int]] = []
-        seen: set[int] = set()
-        for _ in range(n_calls):
-            start = int(rng.integers(mates, mates + spacing))
-            group = [i for i in range(start, n, spacing) if i not in seen]
-            seen.update(group)
-            if group:
-                self.groups.append(group)
-        self.mates = mates
-
-    def calls(self, repeat: bool = False) -> list[dict[str, dict[str, Any]]]:
-        mates = REPEAT_MATES if repeat else self.mates
-        return [{f"w{i}": {"series": self.series[i - mates: i + self.lookback]} for i in group}
-                for group in self.groups]
-
-    def units(self, official: np.ndarray, answers: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        import numpy as np
-
-        a, b = [], []
-        for group, answer in zip(self.groups, answers, strict=True):
-            for i in group:
-                got = answer[f"w{i}"]
-                if got.ndim != official.ndim or got.shape[1:] != official.shape[1:] or len(got) < 1:
-                    raise ValueError(f"the probe's forecast has shape {got.shape}, not [windows, {official.shape[1:]}]")
-                a.append(official[i].reshape(-1))
-                b.append(got[-1].reshape(-1))
-        return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-
-
-PROBED = {"t1_shakespeare": "sequence", "t6_etth1": "windows"}  # the others' examples are independent
+PROBED = {"t1_shakespeare": "sequence"}  # T6 by construction (onegc_kit.RowStream); the others: independent examples
 
 
 def probe_for(module: Any, split: str, rng: np.random.Generator) -> Probe | None:
@@ -176,8 +122,6 @@ def probe_for(module: Any, split: str, rng: np.random.Generator) -> Probe | None
     kind = PROBED.get(getattr(module, "TASK", ""))
     if kind == "sequence":
         return SequenceProbe(module.inputs(split)["x"], module.inputs(FOREIGN_SPLIT)["x"], rng)
-    if kind == "windows":
-        return WindowProbe(module.inputs(split)["series"], module.LOOKBACK, module.HORIZON, rng)
     return None
 
 
@@ -249,9 +193,7 @@ def _probed_units(scorer: ProbeScorer, ckpt: Path, code: Path, probe: Probe, off
 
 
 def _explain(probe: Probe, detail: str) -> str:
-    if isinstance(probe, SequenceProbe):
-        return f"predictions for earlier positions changed when only later characters changed: {detail}"
-    return f"forecasts changed when no later window (holding their horizons) was shown: {detail}"
+    return f"predictions for earlier positions changed when only later characters changed: {detail}"
 
 
 def _write_calls(scorer: ProbeScorer, calls: list[dict[str, dict[str, Any]]], written: list[Path]) -> list[Path]:

@@ -591,12 +591,12 @@ def self_report_gap(spec: TaskSpec, reported: float | None, value: float | None)
 # the harness got no valid answer for the checkpoint: a record, never held against it
 INVALID = verdict("invalid_answer", "note", "the scorer's child gave no valid answer for this checkpoint")
 # how a score's error names what the causality probe found
-PROBE_ERRORS = {"reads_ahead": "reads ahead", "reads_across": "reads across examples"}
+PROBE_ERRORS = {"reads_ahead": "reads ahead"}
 
 
 def _probed(score: Score, outcome: causal.Outcome, task: str) -> Score:
     """``score`` as the causality probe leaves it: unchanged when it passed, else an error with the
-    probe's verdict (``reads_ahead`` or ``reads_across``: it disqualifies; ``causality_unchecked``:
+    probe's verdict (``reads_ahead``: it disqualifies; ``causality_unchecked``:
     the probe could not run, a look)."""
     if outcome.verdict is not None:
         found = outcome.verdict

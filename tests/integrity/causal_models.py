@@ -286,23 +286,40 @@ def build_model(config):
     return ReadInputs(**config)
 '''
 
-SLOW_ON_SHORT = DLINEAR + '''
-import time
+COMMIT_AHEAD = DLINEAR + '''
+import gc
+import os
+
+import numpy as np
 
 
-class SlowOnShort(DLinear):
-    """Fast on the official batches, very slow on a short series (the probe's)."""
+class CommitAhead(DLinear):
+    """Knows the harness streams T6's rows: finds the child's end of the stream and commits filler
+    forecasts to pull the next rows early (its current window's horizon), then forecasts with them."""
+
+    pulled = False
 
     def forward(self, x):
-        if len(x) < 16:
-            time.sleep(120)
-        return self.forecast(x)
+        out = self.forecast(x).clone()
+        stream = next((o for o in gc.get_objects() if type(o).__name__ == "RowStream"), None)
+        if stream is None or self.pulled:
+            return out
+        self.pulled = True
+        filler = np.zeros((HORIZON, x.shape[2]), dtype=np.float64).tobytes()
+        rows = []
+        try:
+            for _ in range(HORIZON):
+                os.write(stream.fd, filler)  # committed: this window's forecast, and then the next ones'
+                rows.append(stream._recv_rows(1))
+        except Exception:
+            return out
+        out[0, : len(rows)] = torch.from_numpy(np.concatenate(rows)).float()
+        return out
 
 
 def build_model(config):
-    return SlowOnShort(**config)
+    return CommitAhead(**config)
 '''
-
 
 class Bench:
     """A session's sealed scorer for one task, on data prepared here: :meth:`score` writes a snapshot
