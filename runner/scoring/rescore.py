@@ -12,7 +12,8 @@ live scoring knew, then:
    the selection, its re-evaluations, the unofficial test-best, the val-test gap check, the
    integrity verdict), and ``result.json`` is made again (:func:`runner.scoring.result_file.result_record`);
 3. the two are compared field by field, whatever the fields are (:func:`differences`): the
-   re-derived ``result.json`` against the stored one, each live and official score against its
+   task's files (the contract's ``task_hash`` against the task here), the re-derived
+   ``result.json`` against the stored one, each live and official score against its
    event, and ``session_ended``'s figures against the result.
 
 What is not re-derived is taken from the record: how the session ended, its conditions, the
@@ -342,7 +343,10 @@ def _score_fields(event: Any) -> dict:
 
 
 def _compare(record: Record, result: dict, rederived: dict[tuple[str, bool], Any]) -> list[Difference]:
-    out = differences(record.result, result, "result.json")
+    out = []
+    if "task_hash" in record.contract:  # the task's files as the session had them, or others: said first
+        out += differences(record.contract.get("task_hash"), record.spec.version_hash(), "contract.task_hash")
+    out += differences(record.result, result, "result.json")
     for official, recorded in ((False, record.live), (True, record.official)):
         kind = "official" if official else "live"
         for label, event in recorded.items():
