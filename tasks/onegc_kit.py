@@ -248,6 +248,8 @@ def prepare(task: ModuleType, out: Path, from_dir: Path | None = None, force: bo
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
+        what = f"converting {', '.join(sorted(raw))} into arrays" if raw else "making the arrays"
+        print(f"step: {what}", file=sys.stderr, flush=True)  # onegc prepare counts its seconds while it runs
         files = task.build(raw, staging)
         entries = {}
         for fname, info in files.items():
@@ -267,7 +269,35 @@ def prepare(task: ModuleType, out: Path, from_dir: Path | None = None, force: bo
         shutil.rmtree(out)
     os.replace(staging, out)
     print(f"{task.TASK}: prepared {len(entries)} files in {out}", file=sys.stderr)
+    sizes = split_sizes(out, entries)
+    if sizes:
+        print(f"{task.TASK}: split sizes " + ", ".join(f"{split} {n:,} ({name})" for split, (n, name) in sizes.items()),
+              file=sys.stderr)
     return out
+
+
+SPLIT_ORDER = ("train", "val", "test")
+
+
+def split_sizes(out: Path, entries: dict[str, dict]) -> dict[str, tuple[int, str]]:
+    """How many rows each split holds, and the file counted: its targets (``<split>_y.npy``), else
+    its one array (``<split>.npy``: T1's characters, T6's hourly steps), else its first array
+    (mapped: no array is read)."""
+    import numpy as np
+
+    by_split: dict[str, list[str]] = {}
+    for name, info in entries.items():
+        if info.get("split") in SPLIT_ORDER and name.endswith(".npy"):
+            by_split.setdefault(info["split"], []).append(name)
+    sizes = {}
+    for split in SPLIT_ORDER:
+        names = sorted(by_split.get(split, []))
+        if not names:
+            continue
+        name = next((n for n in (f"{split}_y.npy", f"{split}.npy") if n in names), names[0])
+        shape = np.load(out / name, mmap_mode="r").shape  # mapped, not read
+        sizes[split] = (int(shape[0]) if shape else 1, name)
+    return sizes
 
 
 # --------------------------------------------------------------------------- evaluation

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -26,6 +24,7 @@ from onegc_tui.cli.base import (
     need_terminal,
     session_paths,
 )
+from onegc_tui.cli.prepare_output import run_prepare
 from runner.errors import OnegcError
 from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
@@ -72,8 +71,8 @@ def tasks_cmd(show_checks: bool) -> None:
         ready = is_prepared(spec.id, data_root(home))
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
         metric = f"{spec.metric_label} {arrow('higher' if spec.higher_is_better else 'lower')}"
-        rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base,
-                     "prepared" if ready else "not prepared"])
+        state = "prepared" if ready else "made at first run" if spec.cpu_ok else "not prepared"
+        rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base, state])
     header = ["id", "task", "metric", "budget", "baseline", "data"]
     for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
         click.echo(line)
@@ -82,46 +81,17 @@ def tasks_cmd(show_checks: bool) -> None:
         click.echo(line)
 
 
-PROGRESS_RE = re.compile(r"^progress: (?P<name>\S+) (?P<done>\d+)/(?P<total>\d+)$")
-
-
 def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple[str, ...] = (),
                  weights_from: Path | None = None) -> None:
     """Run the task's locked ``prepare.py`` into ``$ONEGC_HOME/data/<task>``, showing progress;
     then, for a task with permitted pretrained weights, fetch those once too."""
     base = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
-    _run_prepare(spec, base + (["--from", str(from_dir)] if from_dir else []) + list(extra))
+    run_prepare(spec.short, base + (["--from", str(from_dir)] if from_dir else []) + list(extra))
     if spec.pretrained_weights:
         from runner.session.workspace import weights_dir
 
         if not (weights_dir(spec, data_root(home)) / "weights.json").is_file():
-            _run_prepare(spec, base + ["--weights"] + (["--weights-from", str(weights_from)] if weights_from else []))
-
-
-def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, bufsize=1)
-    last_line = ""
-    bar_shown = False
-    assert proc.stderr is not None  # stderr=PIPE gives a stream
-    for line in proc.stderr:
-        line = line.rstrip()
-        m = PROGRESS_RE.match(line)
-        if m:
-            done, total = int(m["done"]), int(m["total"])
-            width = 30
-            filled = width * done // max(total, 1)
-            click.echo(f"\r  {m['name']} [{'#' * filled}{'.' * (width - filled)}] {done / 2**20:.1f}/{total / 2**20:.1f} MiB",
-                       nl=False, err=True)
-            bar_shown = True
-            continue
-        if bar_shown:
-            click.echo("", err=True)
-            bar_shown = False
-        if line:
-            last_line = line
-            click.echo(f"  {line}", err=True)
-    if proc.wait() != 0:
-        raise OnegcError(f"preparing {spec.short} failed: {last_line.removeprefix('error: ') or 'see the output above'}")
+            run_prepare(spec.short, base + ["--weights"] + (["--weights-from", str(weights_from)] if weights_from else []))
 
 
 @main.command("prepare")
@@ -209,7 +179,7 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool, task: str) -> 
               help="run the agent without its sandbox (it can then read held-out data and rewrite records): "
                    "recorded in the contract, flagged wherever the result is shown")
 @click.option("--memory", "memory_bytes", type=SIZE, default=None,
-              help="memory cap of the agent's processes, e.g. 512M, 16G (default: 80%% of this machine's)")
+              help="memory cap of the agent's processes, e.g. 512M, 16G (default: 80% of this machine's)")
 @click.option("--max-processes", type=click.IntRange(min=16), default=None,
               help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
 @click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
@@ -319,7 +289,7 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
-    from runner.wire.defaults import SEALED_SPLIT_MARK, scored_split_sealed
+    from runner.wire.defaults import scored_split_sealed
 
     home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
@@ -343,34 +313,11 @@ def sessions_cmd(as_json: bool) -> None:
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
-    from onegc_tui.views.format import clock
-    from onegc_tui.views.sessions_view import TRUNCATED_MARK, official_cell, record_note, record_word
-    from onegc_tui.views.task_facts import find, task_facts
-    from onegc_tui.views.text_table import terminal_width, text_table
-    from runner.wire.textsafe import safe_text
+    from onegc_tui.cli.sessions_table import plain_sessions
+    from onegc_tui.views.text_table import terminal_width
 
-    facts = task_facts()
-    table = []
-    for r in rows:
-        task = find(facts, r["task"]) if r["task"] else None
-        short = task.short if task else (r["task"] or "?")[:4]  # a task of another onegc version
-        left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
-        best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
-        score = official_cell(r)
-        contract = json.loads(r["contract"]) if r.get("contract") else {}
-        agent = (r["agent"] or "") + (f" {SEALED_SPLIT_MARK}" if scored_split_sealed(contract) else "")
-        table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
-            r["session_id"], short, agent, r["state"], left, str(r["n_checkpoints"] or 0), best, score,
-            (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""), record_word(r))])
-    header = ["session", "task", "agent", "state", "left", "ckpts", "best val", "official", "end", "record"]
-    for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
+    for line in plain_sessions(rows, terminal_width()):
         click.echo(line)
-    if any(r.get("truncated") for r in rows):
-        click.echo(f"{TRUNCATED_MARK}: the record was cut past the session's caps (onegc sessions --json: truncated, "
-                   "truncated_bytes)")
-    for r in rows:
-        if record_word(r) in ("TAMPERED", "DIFFERS"):  # never silently trusted: where, on a line of its own
-            click.echo(safe_text(f"{r['session_id']}: {record_note(r)}", one_line=True))
 
 
 def _control(session_id: str, action: Literal["pause", "resume"]) -> None:

@@ -34,6 +34,7 @@ from typing import Any, Literal, get_args
 from onegc_tui.results.matrix import Aggregate, Cell, Matrix, TaskColumn, paper_matrix, task_sort_key
 from onegc_tui.views.format import arrow
 from onegc_tui.views.outcomes import SessionOutcome, resolve_task
+from onegc_tui.views.sessions_view import CONTENDED_MARK
 from onegc_tui.views.statistics import relative_improvement
 from runner.wire.textsafe import safe_text
 from tasks import TaskSpec, best_of
@@ -120,7 +121,7 @@ def _agg_is_best(agg: Aggregate, best: float | None) -> bool:
 
 
 INTEGRITY_MARK = "⚠"
-CONTENDED_MARK = "§"  # runner/session/contention.py: sessions of the cell ran contended (with their count)
+# CONTENDED_MARK (§, onegc_tui/views/sessions_view.py): sessions of the cell ran contended (with their count)
 CAPPED_MARK = "¢"  # runner/sandbox/caps.py: a memory, process or disk cap stopped the agent of some of its sessions
 CUT_MARK = "✂"  # runner/wire/record_caps.py: some of its sessions' records were cut past their caps
 VAL_GAP_MARK = "‡"  # runner/integrity/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap

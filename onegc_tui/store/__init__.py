@@ -84,7 +84,8 @@ class Ingested:
 _EVENT_KEY = itemgetter("session_id", "seq", "ts", "type")
 _SEQ, _TS, _SESSION = itemgetter("seq"), itemgetter("ts"), itemgetter("session_id")
 _TRANSCRIPT_ROW = itemgetter("session_id", "seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text")
-_GPU_ROW = itemgetter("session_id", "seq", "ts", "index", "util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c")
+_GPU_ROW = itemgetter("session_id", "seq", "ts", "index", "util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c",
+                      "sm_active_pct", "tensor_active_pct", "dram_bw_pct")
 _CONTROL_ROW = itemgetter("session_id", "seq", "ts", "action", "request_id", "accepted", "detail")
 _TYPE, _KIND = itemgetter("type"), itemgetter("kind")
 _BULK_TYPES = frozenset({"transcript", "gpu"})
@@ -497,7 +498,7 @@ class Store:
             if alone:
                 self._index_pending()
         if gpu:
-            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", map(_GPU_ROW, gpu))
+            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", map(_GPU_ROW, gpu))
             g = gpu[-1]  # the latest sample is the session's current one
             s.update(gpu_util=g["util_pct"], gpu_mem_mb=g["mem_used_mb"], gpu_mem_total_mb=g["mem_total_mb"])
         if controls:

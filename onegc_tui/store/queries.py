@@ -108,6 +108,12 @@ def gpu_busy_counts(store: Store, sid: str, busy_pct: float) -> tuple[int, int]:
     return busy, total
 
 
+def gpm_series(store: Store, sid: str) -> list[tuple[float, int | None, float | None, float | None, float | None]]:
+    """``(ts, gpu, sm_pct, tensor_pct, dram_pct)`` of a session's GPU samples that carry GPM figures, in order."""
+    return store.conn.execute("SELECT ts, gpu, sm_pct, tensor_pct, dram_pct FROM gpu_samples WHERE session_id=?"
+                              " AND tensor_pct IS NOT NULL ORDER BY seq", (sid,)).fetchall()
+
+
 def gpu_series(store: Store, sid: str) -> list[tuple[float, float, int | None]]:
     """``(ts, util_pct, gpu)`` of every GPU sample of a session, in order."""
     return store.conn.execute("SELECT ts, util_pct, gpu FROM gpu_samples WHERE session_id=? ORDER BY seq", (sid,)).fetchall()
@@ -142,7 +148,7 @@ def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int
 
 
 # the events whose fields the alerts read (onegc_tui/views/alerts.py); of the rest only seq, time and type
-ALERT_EVENT_TYPES = ("checkpoint_scored", "warning", "session_ended")
+ALERT_EVENT_TYPES = ("checkpoint_scored", "warning", "session_ended", "control")  # control: a refused pause
 
 
 _ALERTS_SQL = (f"SELECT seq, ts, type, CASE WHEN type IN ({','.join(repr(t) for t in ALERT_EVENT_TYPES)}) THEN data END"

@@ -140,7 +140,15 @@ MIGRATIONS: list[str] = [
     ALTER TABLE checkpoints ADD COLUMN verdicts TEXT;
     ALTER TABLE sessions ADD COLUMN not_checked TEXT;
     """,
-    # 11: how the record stands against its chain and seal (runner/scoring/seal.py: sealed, chained,
+    # 11: what the GPU's units did beside its utilisation, where it has GPM (runner/session/gpm.py):
+    # the share of SMs busy, of time any tensor core worked, of the DRAM bandwidth used, per sample;
+    # NULL where the GPU has no GPM (and in samples stored before; `onegc reindex` reads them again)
+    """
+    ALTER TABLE gpu_samples ADD COLUMN sm_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN tensor_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN dram_pct REAL;
+    """,
+    # 12: how the record stands against its chain and seal (runner/scoring/seal.py: sealed, chained,
     # unchained, tampered, and where), what `onegc verify` found (reproduced, differs: its first
     # differences) and its re-score with a newer harness (`verify --rescore`: the official score and
     # which harness made it), from the session folder (onegc_tui/store/record_status.py)

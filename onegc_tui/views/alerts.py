@@ -1,8 +1,8 @@
 """Which live events and states deserve a notification, and how a burst of them becomes a few.
 
 :class:`Alerts` turns ingested events and summary rows into :class:`Alert` records (a new best,
-a failed score, a blocked connection, an end, 10 % of the budget left, a stall and its end, a
-dead runner);
+a failed score, a blocked connection, a refused pause or resume, an end, 10 % of the budget
+left, a stall and its end, a dead runner);
 :class:`Coalescer` merges them into at most one :class:`Note` per kind every few seconds. Pure:
 the Textual app shows the notes, the tests drive both with a fixed clock.
 """
@@ -15,8 +15,10 @@ from typing import Literal
 
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import clock
+from onegc_tui.views.task_facts import metric_label, scored_split
 from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
 from runner.wire.events import Event
+from runner.wire.score_terms import best_name, score_name
 from runner.wire.summary import end_state
 from tasks import Direction, better
 
@@ -112,8 +114,10 @@ class Alerts:
     runner.wire.defaults.STALL_S without a model response while no tool runs, and says when that
     ends (runner/session/stall.py); the monitor shows both."""
 
-    def __init__(self, direction: Callable[[str], Direction] = lambda sid: "higher"):
+    def __init__(self, direction: Callable[[str], Direction] = lambda sid: "higher",
+                 task: Callable[[str], str | None] = lambda sid: None):
         self.direction = direction  # sid -> the direction of the session's task
+        self.task = task  # sid -> its task: each score says its role, split and measure (docs/numbers.md)
         self.best: dict[str, float] = {}  # best live score per session: only a new best is news
         self.low_sent: set[str] = set()
         self.states: dict[str, str | None] = {}
@@ -126,7 +130,8 @@ class Alerts:
                 old = self.best.get(sid)
                 if old is None or better(e.value, old, self.direction(sid)):
                     self.best[sid] = e.value
-                    return [Alert(sid, f"{sid}: new best, {e.name} scored {e.value:.4f} {e.metric} at "
+                    label = metric_label(self.task(sid))
+                    return [Alert(sid, f"{sid}: new {best_name(label)} {e.value:.4f} · {e.name} at "
                                        f"{clock(e.budget_elapsed_s)}", kind="new_best")]
         elif e.type == "warning" and e.code == "network_blocked":
             return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning", "network_blocked")]
@@ -136,9 +141,14 @@ class Alerts:
             return [Alert(sid, f"{sid} stalled: {e.message}", "warning", "stalled")]
         elif e.type == "warning" and e.code == STALL_CLEARED:
             return [Alert(sid, f"{sid}: {e.message}", "information", "stall_cleared")]
+        elif e.type == "control" and not e.accepted:  # a refusal the person who asked must see (not only a transcript line)
+            return [Alert(sid, f"{sid}: {e.action} refused: {e.detail or 'the runner said no'}", "warning",
+                          "control_refused")]
         elif e.type == "session_ended":
             self.states[sid] = end_state(e.reason)
-            score = f"score {e.score:.4f}" if e.score is not None else "no score"
+            task = self.task(sid)
+            official = score_name(metric_label(task), scored_split(task), "official")
+            score = f"{official} {e.score:.4f}" if e.score is not None else f"no {official}"
             if self.states[sid] == "failed":
                 return [Alert(sid, f"{sid} FAILED ({e.reason.replace('_', ' ')}): {e.detail}", "error", "failed")]
             return [Alert(sid, f"{sid}: {e.reason.replace('_', ' ')}, {score}",

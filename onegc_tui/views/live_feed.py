@@ -45,7 +45,8 @@ class LiveFeed:
     def __init__(self) -> None:
         self.rows: dict[str, dict] = {}  # every session's latest summary row
         self.running: set[str] = set()  # their countdowns move, the alerts watch them
-        self.alerts = Alerts(direction=lambda sid: direction_of(self.rows.get(sid, {}).get("task")))
+        self.alerts = Alerts(direction=lambda sid: direction_of(self.rows.get(sid, {}).get("task")),
+                             task=lambda sid: self.rows.get(sid, {}).get("task"))
         self._unchecked: set[str] = set()  # rows changed since the alerts' clock last looked
         self._alerted: dict[str, int] = {}  # per session, the seq up to which the alerts have read the store
         self._opened = False  # the first look is done: a session seen later is new

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from onegc_tui.store import Store
 from onegc_tui.store import queries as sql
 from onegc_tui.views.anytime import ScorePoint, anytime_curve
+from onegc_tui.views.gpu_activity import tensor_active_s
 from onegc_tui.views.outcomes import MeasuredBaseline, SessionOutcome
 from onegc_tui.views.outcomes import measured_baselines as analysis_measured
+from onegc_tui.views.task_facts import scored_split as task_scored_split
 from onegc_tui.views.time_ledger import (
     BUSY_UTIL_PCT,
     Activity,
@@ -24,7 +26,7 @@ from onegc_tui.views.time_ledger import (
     activities_in_order,
     gpu_time_split,
 )
-from onegc_tui.views.timeline import BudgetAxis, Timeline
+from onegc_tui.views.timeline import Timeline, budget_axis
 from onegc_tui.views.transcript_view import (
     FILTER_KINDS,
     PANE_EVENT_TYPES,
@@ -137,9 +139,12 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     Transcript steps come from the transcript table (search through its full-text index); the
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
     words = search_words(search)
+    row = store.session(sid) or {}
+    split = task_scored_split(row.get("task"))  # the end's official score names it
+    official = row.get("best_checkpoint")  # once ended: each re-evaluation is official or unofficial
     if mode == "all" and not words:
         events = (parse_event(data) for data in sql.event_data(store, sid, PANE_EVENT_TYPES, limit))
-        return [(e.seq, line) for e in events if (line := event_line(e))]
+        return [(e.seq, line) for e in events if (line := event_line(e, split, official))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
     lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
@@ -147,18 +152,13 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
         for data in sql.event_data(store, sid, harness, limit):
             e = parse_event(data)
-            if event_matches(e, mode, words) and (line := event_line(e)):
+            if event_matches(e, mode, words) and (line := event_line(e, split, official)):
                 lines.append((e.seq, line))
     lines.sort()
     return lines[-limit:]
 
 
 # ----------------------------------------------------------------------------- one session's timeline
-
-
-def budget_axis(store: Store, sid: str, row: dict) -> BudgetAxis:
-    start = [(row["started_ts"], 0.0)] if row.get("started_ts") else []
-    return BudgetAxis(start + sql.budget_anchors(store, sid))
 
 
 def timeline(store: Store, sid: str, analytics: bool = True, now: float | None = None) -> Timeline | None:
@@ -181,7 +181,7 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     lines = []
     for data in sql.event_data(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
         e = parse_event(data)
-        if line := event_line(e):
+        if line := event_line(e, task_scored_split(row.get("task")), row.get("best_checkpoint")):
             lines.append((clock_.at(e.ts), line))
     if row.get("state") in ("ended", "failed"):
         end_s = row.get("active_s") or (clock_.anchors[-1][1] if clock_.anchors else 0.0)
@@ -190,6 +190,8 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     end_s = min(end_s, budget_s + (row.get("grace_s") or 0.0))
     points = [ScorePoint(sid, t, v) for t, v, _, official in ckpts if not official]
     curve = anytime_curve(points, budget_s, direction, sid) if budget_s > 0 else None
+    gpm = [(ts, g, tensor) for ts, g, _, tensor, _ in sql.gpm_series(store, sid) if tensor is not None]
+    tensor = tensor_active_s(gpm, clock_, budget_s) / budget_s if gpm and budget_s > 0 else None
     split: GpuSplit | None = None
     acts: tuple[Activity, ...] = ()
     if analytics:
@@ -201,4 +203,5 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
         split = gpu_time_split([UtilSample(ts, util, g or 0) for ts, util, g in gpu_rows], acts, window=window)
     return Timeline(row=row, budget_s=budget_s, direction=direction, metric=metric, checkpoints=ckpts, gpu=gpu,
                     lines=tuple(lines), end_s=end_s, curve=curve, split=split,
-                    first_checkpoint_s=min((t for t, *_ in ckpts), default=None), activities=acts)
+                    first_checkpoint_s=min((t for t, *_ in ckpts), default=None), activities=acts,
+                    tensor_share=tensor)

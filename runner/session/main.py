@@ -324,7 +324,7 @@ class Session:
         """The session's conditions (runner/session/contention.py), emitted once at its end."""
         if self.contention is None:
             return None
-        self.contention.poll_sessions()
+        self.contention.poll_sessions(final=True)  # those that ended meanwhile and saw this one too
         record = self.contention.summary(self.pauses, self.clock.paused_s())
         self.events.emit("conditions", **record)
         return record

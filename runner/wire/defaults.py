@@ -32,6 +32,7 @@ STALL_CLEARED = "stall_cleared"  # the warning's code when it ends: a model resp
 # the warnings that say a cap of the session stopped the agent (runner/sandbox/caps.py: its memory
 # and process caps; runner/session/diskguard.py: the disk; runner/scoring/checkpoints.py: the checkpoints
 # taken): its measurement ran with less than it asked for
+NO_GPM = "no_gpm"  # the warning's code where the GPU reports no SM or tensor-core activity (runner/session/gpm.py)
 CAP_WARNINGS = frozenset({"oom", "process_cap", "disk_full", "checkpoint_cap"})
 NetworkPolicy = Literal["open", "api-only", "none"]
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

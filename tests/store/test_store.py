@@ -146,9 +146,11 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
                    "truncated", "truncated_bytes",  # 8's
                    "caps_reached",  # 9's
                    "not_checked",  # 10's
-                   "record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # and 11's
+                   "record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # and 12's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
+    for column in GPM_COLUMNS:  # 11's
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 5")
     conn.close()
     reference = sqlite3.connect(tmp_path / "v5.db")
@@ -347,7 +349,9 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
     conn.execute("ALTER TABLE sessions DROP COLUMN not_checked")  # 10's
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
-    for column in ("record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # 11's
+    for column in GPM_COLUMNS:  # 11's
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
+    for column in ("record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # 12's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 8")
     conn.close()
@@ -356,4 +360,35 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     w.emit("warning", code="disk_full", message="the disk is full")
     Ingester(home, store).ingest_all()
     assert store.session("s1")["caps_reached"] == 5
+    store.close()
+
+
+GPM_COLUMNS = ("sm_pct", "tensor_pct", "dram_pct")  # migration 11: what the GPU's units did (runner/session/gpm.py)
+
+
+def test_migration_11_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(home):
+    """Issue 50: a GPU sample carries GPM's SM, tensor-core and DRAM activity where the GPU has it; a
+    store at schema 10 keeps its samples (their GPM figures unknown) and stores them from then on."""
+    from onegc_tui.store import queries
+
+    w = fake_session(home)
+    w.emit("gpu", index=0, util_pct=97, mem_used_mb=1, mem_total_mb=2)
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    conn = sqlite3.connect(home / "onegc.db")
+    for column in GPM_COLUMNS:
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
+    conn.execute("PRAGMA user_version = 10")
+    conn.close()
+    store = Store.open(home)
+    assert store.schema_version == SCHEMA_VERSION
+    w.emit("gpu", index=0, util_pct=98, mem_used_mb=1, mem_total_mb=2, sm_active_pct=61.5, tensor_active_pct=33.0,
+           dram_bw_pct=20.5)
+    w.close()
+    Ingester(home, store).ingest_all()
+    samples = store.gpu_samples("s1")
+    assert [(r["util_pct"], r["sm_pct"], r["tensor_pct"], r["dram_pct"]) for r in samples] == [
+        (87, None, None, None), (97, None, None, None), (98, 61.5, 33.0, 20.5)]
+    assert [row[2:] for row in queries.gpm_series(store, "s1")] == [(61.5, 33.0, 20.5)]
     store.close()
