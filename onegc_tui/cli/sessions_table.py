@@ -1,5 +1,7 @@
-"""``onegc sessions`` as a plain table (its record: verified, sealed, … TAMPERED: docs/verify.md): whole session ids (an id cut in the middle is no id a
-command takes), one line per session, never a wrapped column. Where the terminal is narrower
+"""``onegc sessions`` as a plain table: whole session ids (an id cut in the middle is no id a
+command takes), one line per session, never a wrapped column; each record's state (verified, sealed,
+chained, unchained, TAMPERED, DIFFERS: docs/verify.md), and a line naming where for each one that is
+tampered or not reproduced. Where the terminal is narrower
 than the table, the columns go from the end of :data:`COLUMNS` (their priority), and a line
 under the table names them; a pipe gets every column."""
 
@@ -48,8 +50,9 @@ def session_row(r: dict) -> dict[str, str]:
     contract = json.loads(r["contract"]) if r.get("contract") else {}
     agent = (r.get("agent") or "") + (f" {SEALED_SPLIT_MARK}" if scored_split_sealed(contract) else "")
     cells = {"session": r["session_id"], "state": r.get("state") or "", "left / end": f"{left} {marks}".strip(),
-             "official": official_cell(r), "record": record_word(r), "best val": fmt_score(r.get("best_live")) if r.get("best_live") is not None
-             else "", "task": short, "agent": agent, "ckpts": str(r.get("n_checkpoints") or 0)}
+             "official": official_cell(r), "record": record_word(r),
+             "best val": fmt_score(r.get("best_live")) if r.get("best_live") is not None else "", "task": short,
+             "agent": agent, "ckpts": str(r.get("n_checkpoints") or 0)}
     return {k: safe_text(v, one_line=True) for k, v in cells.items()}  # one line, no terminal controls
 
 
