@@ -379,6 +379,8 @@ def test_migration_11_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(
     conn = sqlite3.connect(home / "onegc.db")
     for column in GPM_COLUMNS:
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
+    for column in ("record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by"):  # 12's
+        conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 10")
     conn.close()
     store = Store.open(home)
