@@ -37,8 +37,7 @@ from runner.wire.paths import SessionPaths, data_root
 
 FORMAT = "onegc bundle 1"
 INDEX = "bundle.json"
-RECORD_FILES = ("session.json", "events.jsonl", "result.json", seal.SEAL, "canaries.key", "agent_env.txt",
-                "verdicts.jsonl")
+RECORD_FILES = ("events.jsonl", seal.SEAL, *seal.SEALED_FILES, "verdicts.jsonl")  # verdicts: a person's too
 MAX_INDEX_BYTES = 64 << 20
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")

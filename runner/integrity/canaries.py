@@ -4,10 +4,12 @@ A session's secret (:data:`KEY_FILE`, in the session folder: never in the worksp
 transcript, the agent's environment or argv) draws ``canaries + twins`` items i.i.d. from the
 task's generator (:mod:`runner.integrity.canary_kinds`) and picks at random which are canaries.
 The canaries are planted in the agent's copy of the split; the twins are never shown anywhere.
-The sealed scorer shows every item to a checkpoint (the probe, beside the real inputs) and
-compares the model's losses: a model trained on the split (alone, in a final train+val fit, in
-a fine-tune) or carrying its targets (a lookup, a buffer) fits its canaries better than their
-twins. The official metric never sees a canary: it is computed on the pristine split.
+The sealed scorer shows every item to a checkpoint inside the official evaluation's own pass,
+mixed among the split's rows in a secret order (runner/integrity/passes.py; T1's items are rows
+of val itself), and compares the model's losses on the items from those very predictions: a
+model trained on the split (alone, in a final train+val fit, in a fine-tune) or carrying its
+targets (a lookup, a buffer) fits its canaries better than their twins. The official metric
+never sees a canary: it is computed on the split's own rows.
 
 The statistic is a permutation test of "the canaries are a random subset of all items": exact
 (hypergeometric) where losses are 0/1 (classification), exact by rank for a single canary, and
@@ -21,10 +23,10 @@ Thresholds (set from benchmarks/canary_power.py, see docs/threat-model.md):
   training on val is within the rules there) it asks for a look;
 - ``p <= P_LOOK``: weaker evidence, it asks for a look (a verdict of strength ``look``, counted and shown).
 
-Known limit: canaries are drawn from a generator that onegc's source names, so an agent that
-reads the source can filter them out of its copy, or a model can tell the probe from the real
-inputs. They catch training on the split as given, and lookups of it, not an adversary that
-studies the harness first.
+Known limit: where canaries are drawn from a generator that onegc's source names (synthetic items),
+an agent that reads the source can filter them out of its copy by how they look (INTEGRITY.md V8);
+T1's held-back chunks are real val text. A model cannot answer them apart from the split: they
+ride in its official pass.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from runner.wire.verdicts import Verdict
 from tasks import TaskSpec
 
 KEY_FILE = "canaries.key"  # runs/<id>/: outside the sandbox, mode 0600
-CANARY_SPLIT = "canaries"  # the probe's folder among the scorer's inputs
+PASSES_KEY_FILE = "passes.key"  # the order of the scorer's passes and T1's twins (runner/integrity/passes.py)
 P_STRONG = 1e-4  # disqualifies: an honest checkpoint reaches it with probability <= 1e-4
 P_LOOK = 1e-3  # asks for a look
 PERMUTATIONS = 50_000  # random subsets for continuous losses: p resolves down to 2e-5, below P_STRONG
@@ -59,10 +61,10 @@ def kind_for(task: str) -> Kind | None:
 
 
 # --------------------------------------------------------------------------- the secret
-def new_key(folder: Path) -> str:
-    """A fresh secret in ``folder/canaries.key`` (0600, never overwritten)."""
+def new_key(folder: Path, name: str = KEY_FILE) -> str:
+    """A fresh secret in ``folder/<name>`` (0600, never overwritten)."""
     key = secrets.token_hex(32)
-    fd = os.open(folder / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, key.encode() + b"\n")
     finally:
@@ -70,9 +72,9 @@ def new_key(folder: Path) -> str:
     return key
 
 
-def read_key(folder: Path) -> str | None:
+def read_key(folder: Path, name: str = KEY_FILE) -> str | None:
     try:
-        key = (folder / KEY_FILE).read_text().strip()
+        key = (folder / name).read_text().strip()
     except (OSError, UnicodeDecodeError):
         return None
     return key if len(key) == 64 and all(c in "0123456789abcdef" for c in key) else None
@@ -109,13 +111,6 @@ def plant(kind: Kind, key: str, data: Path, dest: Path) -> None:
     """Write the canaried copy of ``kind.files()`` from the pristine ``data`` into ``dest``."""
     d = draw(kind, key, data)
     kind.plant(_rng(key, kind.task, "plant"), d.canaries(), data, dest)
-
-
-def write_probe(kind: Kind, key: str, data: Path, dest: Path) -> None:
-    """The probe's inputs (every item, canary or twin alike) as ``dest/<name>.npy``."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name, arr in kind.probe(draw(kind, key, data).items).items():
-        np.save(dest / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
 
 
 # --------------------------------------------------------------------------- the evidence
@@ -246,12 +241,16 @@ def session_judge(task: str, scored_split: str, folder: Path, data: Path, on: bo
     kind = kind_for(task)
     if kind is None or not on:
         return None
-    key = read_key(folder) or new_key(folder)
-    return CanaryJudge(kind, key, data, scored_split)
+    return CanaryJudge(kind, session_secret(folder, KEY_FILE), data, scored_split)
+
+
+def session_secret(folder: Path, name: str) -> str:
+    """The session's secret ``name`` in ``folder`` (the session's, outside the sandbox), made the first time."""
+    return read_key(folder, name) or new_key(folder, name)
 
 
 class CanaryJudge:
-    """The session's canaries on the trusted side of the scorer: the probe's inputs, and the
+    """The session's canaries on the trusted side of the scorer: their items, and the
     evidence from a checkpoint's predictions on them."""
 
     def __init__(self, kind: Kind, key: str, data: Path, scored_split: str):
@@ -259,16 +258,20 @@ class CanaryJudge:
         self.key = key
         self.data = data
         self.scored = kind.split == scored_split
-        self._draw: Draw | None = None
+        self._draw: Draw | None = None  # set with its calibration, both or neither
+        self._drawn: Draw | None = None
         self._calibrate: Calibrated | None = None
 
-    def write_probe(self, dest: Path) -> None:
-        write_probe(self.kind, self.key, self.data, dest)
+    def draw(self) -> Draw:
+        """The session's items (drawn once, from the key)."""
+        if self._drawn is None:
+            self._drawn = draw(self.kind, self.key, self.data)
+        return self._drawn
 
     def judge(self, predictions: np.ndarray) -> tuple[Evidence, Verdict | None]:
         """The evidence and its verdict (None: clean). A prediction array of the wrong size raises."""
         if self._draw is None:  # both or neither: a calibration that failed is built again, never skipped
-            d = draw(self.kind, self.key, self.data)
+            d = self.draw()
             self._calibrate = self.kind.calibration(d.items, self.data)
             self._draw = d
         ev = judge_draw(self._draw, predictions, self._calibrate)

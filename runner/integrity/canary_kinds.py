@@ -67,6 +67,9 @@ class Kind:
     canaries = 0  # planted per session
     twins = 0  # held back, never shown
     in_sessions = True  # False: measured by benchmarks/canary_power.py, never planted (see the kind)
+    # True: the items are the split's own first rows, in order (T1's held-back chunks): judged on the
+    # split's predictions; False: their rows are mixed among the split's in its pass (runner/integrity/passes.py)
+    in_split = False
     scores = False  # True: the probe asks for the model's scores behind its predictions (worker.predict_scores)
 
     def counts(self, data: Path) -> tuple[int, int]:
@@ -388,6 +391,7 @@ class HeldChunks(Kind):
     nine tenths of val: unbiased, its spread measured (``spread``)."""
 
     task = "t1_shakespeare"
+    in_split = True  # chunk k is val's evaluation window k
     chunk = 256  # the task's evaluation window
     held_share = 0.1
     canaries, twins = 391, 44  # T1's val: 111 540 characters, 435 chunks (counts() reads the data)

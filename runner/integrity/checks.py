@@ -61,6 +61,9 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
           "a prediction moved when only characters after it changed (the causality probe)",
           power={"t1_shakespeare": {"reads t+1": 1.0, "no causal mask": 1.0, "reads ahead from random positions": 1.0}},
           false_alarm={"t1_shakespeare": 0.0}, measured_by=_CAUSAL_BENCH),
+    Check("nondeterministic", ("V7",),
+          "the model's predictions differ between two identical inputs: the causality probe compares it by ranks, "
+          "never with a threshold its noise could widen"),
     Check("causality_unchecked", ("V3", "V4"),
           "the causality probe could not run (too slow, a crash on its inputs): never a silent pass"),
     Check("evaluator_replaced", ("V10",),
@@ -126,12 +129,15 @@ def coverage(task: str, canaries_on: bool, sealed: bool) -> list[Cover]:
         out.append(Cover("V4", "construction", "the rows are streamed in time order: a forecast is final before "
                                                "the next row is shown"))
     elif task in _SEQUENCE:
-        out.append(Cover("V4", "not checked", "a window's last target is the next window's first character"))
+        out.append(Cover("V4", "construction", "no window shares a pass with another whose inputs hold its targets"))
     else:
         out.append(Cover("V4", "not applicable", "examples are independent"))
     out += [Cover("V5", "check", "after_budget"), Cover("V6", "check", "code_unscanned")]
     if task in _SEQUENCE:
-        out.append(Cover("V7", "not checked", "the probe runs apart from the official evaluation"))
+        out.append(Cover("V7", "construction", "the probe's twins ride in the official passes, never beside "
+                                               "their window; identical inputs show noise"))
+    elif task in _VAL_SCORED and canaries_on and not sealed:
+        out.append(Cover("V7", "construction", "the canary items ride in the official pass, mixed among the rows"))
     else:
         out.append(Cover("V7", "not applicable", "no probe"))
     if task in _SEQUENCE and canaries_on and not sealed:

@@ -246,7 +246,8 @@ def rescore(paths: SessionPaths, data_root: Path, scratch: Path, progress: Progr
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     live_device, official_device, exact = devices(record)
-    judge = TaskJudge(spec, data)
+    # the session's own secrets, read, never made: the passes' order and T1's twins, and the canaries
+    judge = TaskJudge(spec, data, secret=canaries.read_key(paths.root, canaries.PASSES_KEY_FILE))
     key = canaries.read_key(paths.root)
     kind = canaries.kind_for(spec.id)
     if kind is not None and config.plants_canaries and key is not None:

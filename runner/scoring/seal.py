@@ -4,7 +4,7 @@ check of a record against it.
 At the session's end, once ``session_ended`` is written and the event log closed, the runner
 writes ``seal.json`` (:func:`write`): the session's identity (its id, study and the home it ran
 in: :func:`home_id`), the head of its event chain and its number of lines (runner/wire/chain.py),
-the SHA-256 of each file it produced (``result.json``, ``session.json``, the canaries' key, the
+the SHA-256 of each file it produced (``result.json``, ``session.json``, the session's secrets, the
 agent's environment), the SHA-256 of each checkpoint snapshot's manifest, and the size and time
 of each snapshot object (content-addressed: its name is its SHA-256, runner/scoring/snapshots.py).
 The contract is the chain's first line.
@@ -45,7 +45,10 @@ from runner.wire.paths import SessionPaths
 SEAL = "seal.json"
 SEAL_VERSION = 1
 HOME_ID = "home_id"  # $ONEGC_HOME/home_id: this home's random id, made by the first sealed session
-SEALED_FILES = ("session.json", "result.json", "canaries.key", "agent_env.txt")
+# the files the runner makes that every number rests on: the config, the result, the session's secrets
+# (runner/integrity/canaries.py's KEY_FILE and PASSES_KEY_FILE: tests/runner/scoring/test_seal.py holds
+# the names; not imported, so that the store's start-up stays without numpy) and the agent's Python
+SEALED_FILES = ("session.json", "result.json", "canaries.key", "passes.key", "agent_env.txt")
 MAX_SEAL_BYTES = 64 << 20  # a seal of 5 000 checkpoints is a few MiB
 HASH_CHUNK = 8 << 20
 

@@ -205,18 +205,19 @@ def _public(module) -> dict[str, int]:
 
 
 def predict_scores(predict, model, inputs: dict, device: str):
-    """The model's scores (float32 [N, C]: what its ``forward`` returned) behind the task's pristine
-    ``predict`` on ``inputs``, for the canary probe of a classification task: a model fitted to its
-    canaries gives their random labels more weight than its twins' long before the argmax flips,
-    so the probe's losses are cross-entropies, not 0/1 (runner/integrity/canary_kinds.py).
+    """The model's scores ([N, C]: what its ``forward`` returned, in its dtype) behind the task's
+    pristine ``predict`` on ``inputs``, for the canaries of a classification task: a model fitted
+    to its canaries gives their labels more weight than its twins' long before the argmax flips, so
+    their losses are cross-entropies, not 0/1 (runner/integrity/canary_kinds.py). The predictions
+    are their argmax: the same forward pass gives both.
 
-    Every call of the model's top module is captured in order, and must be one [B, C] tensor per
-    call whose argmax is what ``predict`` returned: anything else is a KitError (the probe could
-    not be judged, which asks for a look), never scores the predictions did not come from."""
+    Every call of the model's top module is captured in order; where that is not one [B, C] tensor
+    per call whose argmax is what ``predict`` returned (a forward that returns a tuple, a predict
+    that post-processes), the predictions themselves are returned ([N]): the canaries are then
+    judged on 0/1 losses, the metric as ever."""
     import numpy as np
     import torch
 
-    kit = sys.modules["onegc_kit"]
     seen: list = []
     hook = model.register_forward_hook(lambda _m, _i, out: seen.append(out.detach().cpu()
                                                                      if isinstance(out, torch.Tensor) else None))
@@ -226,15 +227,15 @@ def predict_scores(predict, model, inputs: dict, device: str):
         hook.remove()
     if isinstance(pred, torch.Tensor):
         pred = pred.detach().cpu().numpy()
-    pred = np.asarray(pred).reshape(-1)
+    flat = np.asarray(pred).reshape(-1)
     if not seen or any(s is None or s.dim() != 2 for s in seen) or len({s.shape[1] for s in seen}) != 1:
-        raise kit.KitError("the model's scores behind its predictions are not one [batch, classes] tensor per call")
+        return pred
     scores = torch.cat(seen)
-    if len(scores) != len(pred) or not np.array_equal(scores.argmax(dim=1).numpy(), pred):
-        raise kit.KitError("the model's scores do not match its predictions")
+    if len(scores) != len(flat) or not np.array_equal(scores.argmax(dim=1).numpy(), flat):
+        return pred
     if not bool(torch.isfinite(scores).all()):
-        raise kit.KitError("the model's scores hold NaN or inf")
-    return scores.float().numpy()
+        return pred
+    return (scores if scores.dtype == torch.float64 else scores.float()).numpy()
 
 
 def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> int:

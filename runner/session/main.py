@@ -152,7 +152,7 @@ class Session:
                                            self.config.plants_canaries)
             build_workspace(self.spec, self.paths.workspace, data.parent, canary_key=marks.key if marks else None,
                             withheld=tuple(self.spec.scored_targets) if sealed else ())
-            self.judge = TaskJudge(self.spec, data)
+            self.judge = TaskJudge(self.spec, data, secret=canaries.session_secret(self.paths.root, canaries.PASSES_KEY_FILE))
             self.judge.canaries = marks
             # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,

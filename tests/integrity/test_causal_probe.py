@@ -43,12 +43,21 @@ def assert_flagged(score, prefix: str) -> None:
 @pytest.mark.parametrize("config", [GPT_TINY, {**GPT_TINY, "dropout": 0.2, "dropout_on": True}],
                          ids=["baseline", "dropout-left-on"])
 def test_an_honest_t1_model_scores_exactly_as_without_the_probe_and_is_not_flagged(t1_bench, config):
+    """Deterministic, its official value is the whole split's in one pass, bit for bit; with dropout
+    left on, its predictions differ between identical inputs: that is a look of its own
+    (``nondeterministic``), and its value moves by its own noise only."""
     model = cm.train(cm.build(cm.GPT, config), cm.t1_batches(t1_bench.data), steps=20)
     probed, outcome = t1_bench.score(cm.GPT, config, model)
     plain, _ = t1_bench.score(cm.GPT, config, model, probe=False)
-    assert probed.value is not None and probed.value == plain.value and probed.error is None
+    assert probed.value is not None and probed.error is None
     assert not {v.check for v in probed.verdicts} & {"reads_ahead", "causality_unchecked"}
     assert outcome.verdict is None and outcome.error is None and outcome.units > 50_000
+    shaky = {v.check for v in probed.verdicts} & {"nondeterministic"}
+    if config.get("dropout_on"):
+        assert shaky and outcome.p is not None and outcome.p > 1e-3
+        assert probed.value == pytest.approx(plain.value, rel=0.01)
+    else:
+        assert not shaky and probed.value == plain.value
 
 
 def test_a_t1_model_that_reads_the_next_character_is_an_error_with_the_flag(t1_bench):
@@ -82,4 +91,26 @@ def test_t0_has_no_probe_and_scores_as_before(tmp_path):
     finally:
         bench.close()
     assert probed.value == plain.value and probed.error is None and probed.verdicts == plain.verdicts
-    assert outcome is not None and outcome.units == 0 and outcome.verdict is None
+    assert outcome is None  # nothing holds another point's label: no twins, no probe
+
+
+@pytest.mark.parametrize("tell", ["noise", "stack", "batch", "twins", "part"])
+def test_a_reader_that_knows_the_probe_and_hides_by_a_tell_is_caught_or_gains_nothing(t1_bench, tell):
+    """Issue 46: the probe rides inside the official passes, so no tell separates it from the evaluation.
+    A model that widens the threshold with its own noise (0.05 % of positions), or reads ahead only
+    in batches of the evaluator's 64 windows, or only in windows whose tail is not train text (a twin's,
+    spotted by the 8-grams of train it carries) is its checkpoint's error. One that reads ahead only
+    where its call stack names no probe, or only where its inputs did not come from a pass's folder,
+    finds every official pass alike: it never reads ahead, and scores as a model that knows nothing."""
+    import numpy as np
+
+    config = {"tell": tell}
+    if tell == "twins":
+        config["train_grams"] = cm.train_grams(np.load(t1_bench.data / "train.npy", mmap_mode="r"))
+    score, outcome = t1_bench.score(cm.PROBE_AWARE, config)
+    if tell in ("stack", "part"):
+        assert score.error is None and score.value > 5.9 and outcome.verdict is None  # log2(65) = 6.02
+        return
+    assert_flagged(score, "reads ahead: ")
+    if tell == "noise":  # its noise shows as its own verdict, and widens nothing
+        assert "nondeterministic" in {v.check for v in score.verdicts} and outcome.p < 1e-4

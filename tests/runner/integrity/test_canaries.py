@@ -244,21 +244,20 @@ def test_the_worker_returns_the_scores_behind_the_pristine_predictions(demo_data
         assert scores.shape == (50, 3) and scores.dtype == np.float32
         assert np.array_equal(scores.argmax(axis=1), prepare.predict(model, inputs, "cpu"))
 
-        class Liar(torch.nn.Module):  # returns a tuple: no scores to judge, an error (asks for a look)
+        class Liar(torch.nn.Module):  # returns a tuple: no scores, its predictions stand (0/1 canary losses)
             def forward(self, x):
                 return (model(x),)
 
-        with pytest.raises(onegc_kit.KitError):
-            predict_scores(lambda m, i, d: m(torch.from_numpy(i["x"]))[0].argmax(1).numpy(), Liar(), inputs, "cpu")
+        said = predict_scores(lambda m, i, d: m(torch.from_numpy(i["x"]))[0].argmax(1).numpy(), Liar(), inputs, "cpu")
+        assert said.shape == (50,) and np.array_equal(said, scores.argmax(axis=1))
 
         class TwoFaced(torch.nn.Module):  # scores that are not what the predictions came from
             def forward(self, x):
                 return model(x)
 
-        two = TwoFaced()
-        with pytest.raises(onegc_kit.KitError, match="do not match"):
-            predict_scores(lambda m, i, d: np.zeros(50, dtype=np.int64) + (m(torch.from_numpy(i["x"])) is None),
-                           two, inputs, "cpu")
+        zeros = predict_scores(lambda m, i, d: np.zeros(50, dtype=np.int64) + (m(torch.from_numpy(i["x"])) is None),
+                               TwoFaced(), inputs, "cpu")
+        assert zeros.shape == (50,) and not zeros.any()  # its predictions, never scores they did not come from
 
 
 def test_t3_squares_move_the_agents_miou_by_at_most_the_bound(tmp_path: Path, monkeypatch) -> None:

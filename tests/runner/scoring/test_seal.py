@@ -44,6 +44,12 @@ def check(paths, deep=False):
     return seal.check(paths, seal.home_id(paths.root.parent.parent), deep=deep)
 
 
+def test_the_sessions_secrets_are_sealed():
+    from runner.integrity import canaries
+
+    assert {canaries.KEY_FILE, canaries.PASSES_KEY_FILE} <= set(seal.SEALED_FILES)
+
+
 def test_a_record_as_its_runner_left_it_is_sealed(tmp_path):
     paths = _session(tmp_path)
     assert check(paths).state == "sealed" and check(paths, deep=True).state == "sealed"
