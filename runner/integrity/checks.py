@@ -46,7 +46,7 @@ class Check:
 
 
 _CANARY_BENCH = "benchmarks/canary_power.py (docs/benchmarks.md#canaries)"
-_CAUSAL_BENCH = "benchmarks/causal_power.py (docs/benchmarks.md#causality-probes-benchmarkscausal_powerpy)"
+_CAUSAL_BENCH = "benchmarks/causal_power.py (docs/benchmarks.md#reading-ahead-and-across-examples-benchmarkscausal_powerpy)"
 
 CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("canaries", ("V1", "V2"),
@@ -58,8 +58,10 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
                  "t7_agnews": {"lookup": 1.0, "val-only fit, 16 passes": 1.0, "train+val fit": 0.60, "fine-tune": 0.10}},
           false_alarm={"*": 0.0}, measured_by=_CANARY_BENCH),
     Check("reads_ahead", ("V3",),
-          "a prediction moved when only characters after it changed (the causality probe)",
-          power={"t1_shakespeare": {"reads t+1": 1.0, "no causal mask": 1.0, "reads ahead from random positions": 1.0}},
+          "a prediction moved when only characters after it changed (twins in the official passes)",
+          power={"t1_shakespeare": {"reads t+1": 1.0, "no causal mask": 1.0, "reads ahead from random positions": 1.0,
+                                    "reads t+1, hides by noise (0.05-12.5 % of positions)": 1.0,
+                                    "reads t+1, hides by the batch size": 1.0, "reads t+1, spots twins": 1.0}},
           false_alarm={"t1_shakespeare": 0.0}, measured_by=_CAUSAL_BENCH),
     Check("nondeterministic", ("V7",),
           "the model's predictions differ between two identical inputs: the causality probe compares it by ranks, "
