@@ -324,16 +324,19 @@ def _sessions_json(store) -> None:
     from pydantic_core import to_json
 
     from onegc_tui.store.queries import stream_sessions
+    from onegc_tui.views.sessions_view import not_checked
     from onegc_tui.views.task_facts import scored_split
     from runner.wire.defaults import scored_split_sealed
 
-    # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+    # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with an integrity
+    # verdict of strength look or stronger; "not_checked": the threat rows no check met (None: not recorded)
     # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
     chunk, n = ["["], 0
     for n, r in enumerate(stream_sessions(store), 1):
         contract = json.loads(r.pop("contract") or "{}")
         r.update(sealed=contract.get("sealed"), network=contract.get("network"), best_live_split="val",
-                 score_split=scored_split(r["task"]), scored_split_sealed=scored_split_sealed(contract))
+                 score_split=scored_split(r["task"]), scored_split_sealed=scored_split_sealed(contract),
+                 not_checked=not_checked(r) if r.get("not_checked") is not None else None)
         text = to_json(r).decode()
         chunk.append(("\n " if n == 1 else ",\n ") + (text if text.isascii() else json.dumps(r)))
         if len(chunk) >= 1000:
