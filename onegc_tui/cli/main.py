@@ -447,6 +447,12 @@ def reindex_cmd() -> None:
         why = f"its event log ends in a torn line ({s.torn} bytes)" if s.torn else "its event log has no end"
         click.echo(f"{s.session_id}: {why}: its end is taken from result.json: {s.end.reason}, "
                    f"{official_words(s.end.score, s.task, s.end.checkpoint, s.end.val)}")
+    store = Store(db)
+    try:
+        for row in store.sessions("record = 'tampered'"):  # runner/scoring/seal.py: named in every view too
+            click.echo(f"{row['session_id']}: TAMPERED record: {row['record_detail']}")
+    finally:
+        store.close()
 
 
 def _register_commands() -> None:
@@ -457,8 +463,9 @@ def _register_commands() -> None:
     from onegc_tui.cli.history import history
     from onegc_tui.cli.remove import rm
     from onegc_tui.cli.study import study
+    from onegc_tui.cli.verify import bundle, verify
 
-    for command in (study, history, doctor, baseline, export, report, rm):
+    for command in (study, history, doctor, baseline, export, report, rm, verify, bundle):
         main.add_command(command)
 
 

@@ -152,7 +152,7 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
         official = i["Score"](value=o.score, answer=row.get("best_checkpoint"),
                               explanation=f"official: the val-best checkpoint's score on the "
                                           f"{spec.scored_split if spec else 'scored'} split",
-                              metadata={"disqualified": o.disqualified})
+                              metadata={"disqualified": o.disqualified, "record": o.record, "verified": o.verified})
         scores[SCORER] = official
         events.append(ev.ScoreEvent(score=official, intermediate=False, scorer=SCORER, timestamp=_when(end),
                                     working_start=max(0.0, end - start)))
@@ -169,6 +169,9 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
                   "official_score": o.score, "official_split": scored_split(o.task), "disqualified": o.disqualified,
                   "flagged": o.flagged, "conditions": conditions_note(row), "contended": o.contended,
                   "not_checked": not_checked(row) if row.get("not_checked") is not None else None,
+                  # its record against its chain and seal, and what onegc verify found (docs/verify.md)
+                  "record": o.record, "record_detail": row.get("record_detail"), "verified": o.verified,
+                  "rescore": o.rescore, "rescore_by": o.rescore_by,
                   "caps_reached": o.caps_reached,
                   "unofficial_test_best": o.unofficial_test_best, "unofficial_label": UNOFFICIAL_LABEL,
                   "budget_s": o.budget_s, "active_s": o.active_s, "contract_hash": o.contract_hash,

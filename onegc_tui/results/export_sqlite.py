@@ -81,7 +81,8 @@ def _cells(matrices: list[Matrix]) -> list[dict]:
                             "task": task, "n_success": c.n_success, "n_total": c.n_total, "mean": c.mean,
                             "std": c.std, "sem": c.sem, "best": c.best, "best_session": c.best_session,
                             "n_disqualified": c.n_disqualified, "n_flagged": c.n_flagged,
-                            "mixed_contracts": c.mixed_contracts})
+                            "mixed_contracts": c.mixed_contracts, "n_tampered": c.n_tampered,
+                            "n_reproduced": c.n_reproduced, "n_differs": c.n_differs})
     return out
 
 

@@ -148,8 +148,7 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
                    "caps_reached",  # 9's
-                   "not_checked",  # 10's
-                   "not_reevaluated"):  # and 14's
+                   "not_checked"):  # and 10's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
     for column in GPM_COLUMNS:  # 11's
@@ -337,12 +336,17 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
     store.close()
 
 
+RECORD_COLUMNS = ("record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by")  # migration 14's
+
+
 def undo_migrations_12_and_13(conn: sqlite3.Connection, events: Path) -> None:
     """What a store of schema 11 holds: an events row with its line for every event (since migration
-    12 a kind with a table of its own is that row only), and none of 12's and 13's tables, columns
+    12 a kind with a table of its own is that row only), and none of 12's to 15's tables, columns
     and triggers."""
     for name in ("insert", "delete", "update"):
         conn.execute(f"DROP TRIGGER history_dirty_{name}")
+    for column in (*RECORD_COLUMNS, "not_reevaluated"):  # 14's once the trigger that reads them is gone; 15's
+        conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     for table in ("history_cells", "history_members", "history_dirty"):
         conn.execute(f"DROP TABLE {table}")
     for line in events.read_text().splitlines():
@@ -370,7 +374,6 @@ def test_migration_12_keeps_every_event_of_a_schema_11_store_and_its_new_rows_ar
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
     undo_migrations_12_and_13(conn, w.path)
-    conn.execute("ALTER TABLE sessions DROP COLUMN not_reevaluated")  # 14's
     conn.execute("PRAGMA user_version = 11")
     conn.close()
     w.emit("transcript", role="assistant", kind="text", text="after the upgrade")
@@ -380,8 +383,9 @@ def test_migration_12_keeps_every_event_of_a_schema_11_store_and_its_new_rows_ar
     assert store.conn.execute("SELECT name, scored_seq FROM checkpoints").fetchall() == [("a-1", 14)]
     Ingester(home, store).ingest_all()
     lines = w.path.read_text().splitlines()
-    assert [parse_record(json.dumps(r)) for r in stored.records(store.conn, "s1", stored.envelopes(store.conn, "s1"))] == [
-        parse_record(line) for line in lines]
+    unlinked = [{**parse_record(json.dumps(r)), "prev": None}  # the chain's link is the file line's (seal.py)
+                for r in stored.records(store.conn, "s1", stored.envelopes(store.conn, "s1"))]
+    assert unlinked == [{**parse_record(line), "prev": None} for line in lines]
     kept = store.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
     assert kept == len(lines) - 1  # the old rows keep their line; the new transcript step is its transcript row alone
     store.close()
@@ -402,7 +406,6 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     undo_migrations_12_and_13(conn, w.path)
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
     conn.execute("ALTER TABLE sessions DROP COLUMN not_checked")  # 10's
-    conn.execute("ALTER TABLE sessions DROP COLUMN not_reevaluated")  # 14's
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
     for column in GPM_COLUMNS:  # 11's
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
@@ -433,7 +436,6 @@ def test_migration_11_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(
     undo_migrations_12_and_13(conn, w.path)
     for column in GPM_COLUMNS:
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
-    conn.execute("ALTER TABLE sessions DROP COLUMN not_reevaluated")  # 14's
     conn.execute("PRAGMA user_version = 10")
     conn.close()
     store = Store.open(home)
