@@ -156,10 +156,10 @@ def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int
     return stored.lines(store.conn, sid, stored.envelopes(store.conn, sid, after=seq, limit=limit))
 
 
-def events(store: Store, sid: str, types: Sequence[str], limit: int | None = None) -> list[Event]:
-    """A session's events of these types as their models, oldest first (``limit``: the newest),
-    not validated again (onegc_tui/store/stored.py)."""
-    rows = stored.envelopes(store.conn, sid, types, limit=limit, newest=limit is not None)
+def events(store: Store, sid: str, types: Sequence[str], limit: int | None = None, after: int = 0) -> list[Event]:
+    """A session's events of these types (after the seq ``after``) as their models, oldest first
+    (``limit``: the newest), not validated again (onegc_tui/store/stored.py)."""
+    rows = stored.envelopes(store.conn, sid, types, after=after, limit=limit, newest=limit is not None)
     return [stored.as_event(r) for r in stored.records(store.conn, sid, rows)]
 
 
@@ -180,6 +180,13 @@ def new_refusals(store: Store, sid: str, after: int) -> list[tuple[int, str, str
     """``(seq, action, detail)`` of a session's controls the runner refused after ``after``, in order."""
     return store.conn.execute("SELECT seq, action, detail FROM controls WHERE session_id=? AND seq>? AND NOT accepted"
                               " ORDER BY seq", (sid, after)).fetchall()
+
+
+def latest_warning(store: Store, sid: str, code: str, after: int = 0) -> str | None:
+    """The message of a session's latest warning of ``code`` after the seq ``after`` (None: none)."""
+    row = store.conn.execute("SELECT message FROM warnings WHERE session_id=? AND seq>? AND code=? ORDER BY seq DESC"
+                             " LIMIT 1", (sid, after, code)).fetchone()
+    return row[0] if row else None
 
 
 def new_warnings(store: Store, sid: str, after: int) -> list[tuple[int, str, str]]:
@@ -206,13 +213,13 @@ def budget_anchors(store: Store, sid: str) -> list[tuple[float, float]]:
 
 
 def transcript_rows(store: Store, sid: str, words: Sequence[str], kinds: Sequence[str] | None, errors: bool,
-                    limit: int) -> list[tuple[Any, ...]]:
+                    limit: int, after: int = 0) -> list[tuple[Any, ...]]:
     """``(seq, ts, role, kind, tool, text, exit_code)`` of a session's transcript steps (no usage
-    rows), the newest ``limit`` first: those holding every word as typed (``text_search``), of
-    ``kinds``, and with ``errors`` also failed tool results."""
+    rows) after the seq ``after``, the newest ``limit`` first: those holding every word as typed
+    (``text_search``), of ``kinds``, and with ``errors`` also failed tool results."""
     join, found, found_args = text_search(words)
     sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t" + join
-    where, args = ["t.session_id = ?", "t.kind != 'usage'", *found], [sid, *found_args]
+    where, args = ["t.session_id = ?", "t.seq > ?", "t.kind != 'usage'", *found], [sid, after, *found_args]
     if kinds:
         cond = f"t.kind IN ({_marks(len(kinds))})"
         if errors:
