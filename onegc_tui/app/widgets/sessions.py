@@ -60,6 +60,7 @@ class SessionsTable(ScrollView, can_focus=True):
     # DataTable's look (textual/widgets/_data_table.py), for its row cursor and stripes
     DEFAULT_CSS = """
     SessionsTable {
+        width: 1fr;
         background: $surface;
         color: $foreground;
         overflow-x: hidden;
@@ -170,9 +171,9 @@ class SessionsTable(ScrollView, can_focus=True):
             return
         keep = self.current()
         self.total = self.pages.count()
-        self.virtual_size = Size(self.size.width, self.total + HEADER)
+        self.virtual_size = Size(0, self.total + HEADER)  # never wider than itself: nothing scrolls sideways
         self._read(self._start)
-        place = self._place(keep) if keep is not None else None
+        place = self.place(keep) if keep is not None else None
         self.cursor_row = min(self.cursor_row if place is None else place, max(0, self.total - 1))
         self._show_cursor()
         self._strips.clear()
@@ -190,7 +191,8 @@ class SessionsTable(ScrollView, can_focus=True):
             return
         self._read(first - self._view_rows)
 
-    def _place(self, sid: str) -> int | None:
+    def place(self, sid: str) -> int | None:
+        """Where ``sid`` is in the list (None: not listed)."""
         for i, row in enumerate(self._rows):
             if row["session_id"] == sid:
                 return self._start + i
@@ -210,6 +212,13 @@ class SessionsTable(ScrollView, can_focus=True):
         if held is not None or self.pages is None:
             return held
         return self.pages.rows([sid]).get(sid)
+
+    def cell(self, sid: str, key: str) -> tuple[str, str]:
+        """The text and the tone (``cell_tone``) of one cell of a session's row, as a line shows it."""
+        row = self.row(sid)
+        if row is None:
+            raise KeyError(sid)
+        return session_cells(row, self.now())[key], cell_tone(key, row)
 
     def listed(self, limit: int = 1_000) -> list[str]:
         """The first ``limit`` sessions in the table's order."""
@@ -275,8 +284,9 @@ class SessionsTable(ScrollView, can_focus=True):
         for col, w in self.fitted:
             label = col.label
             bold = bool(col.sort and col.sort == self.sort_by)
-            if bold:
-                label = f"{label} {sort_arrow(self.sort_by, self.sort_reverse)}"
+            if bold:  # the arrow stays in sight: the label gives way ("Best va▼")
+                arrow = sort_arrow(self.sort_by, self.sort_reverse)
+                label = f"{label} {arrow}" if len(label) + 2 <= w else label[:max(0, w - 1)] + arrow
             text = " " * CELL_PADDING + set_cell_size(end_cut(label, w), w) + " " * CELL_PADDING
             segments.append(Segment(text, style + Style(bold=True) if bold else style))
         return Strip(segments).adjust_cell_length(width, style)
@@ -339,7 +349,7 @@ class SessionsTable(ScrollView, can_focus=True):
 
     def go_to(self, sid: str) -> bool:
         """The cursor on ``sid``, if the table lists it."""
-        place = self._place(sid)
+        place = self.place(sid)
         if place is None:
             return False
         self.move_cursor(place)
