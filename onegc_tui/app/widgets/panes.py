@@ -31,6 +31,7 @@ from runner.wire.verdicts import Verdict, read_json
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the utilisation bars
+STAGE = {"queued": 0, "running": 1, "paused": 1, "ended": 2, "failed": 2}  # a session's states, in the order they come
 BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
 
 
@@ -80,6 +81,8 @@ class BudgetPane(Vertical):
         a heartbeat only corrects the countdown, which the next tick draws (each redraw between
         ticks costs the idle monitor a frame of its own)."""
         before = self.view.state
+        if STAGE.get(row.get("state") or "queued", 0) < STAGE.get(before, 0):
+            return  # an older row (read before the last one) never takes a state back
         self.row = row
         self.view.update_from_row(row)
         if self.view.state != before:

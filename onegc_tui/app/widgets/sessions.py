@@ -162,7 +162,7 @@ class SessionsTable(ScrollView, can_focus=True):
 
     @property
     def _view_rows(self) -> int:
-        return max(1, self.scrollable_content_region.height - HEADER) if self.size.height else WINDOW_MIN // 2
+        return max(1, self.scrollable_content_region.height - HEADER) if self.size.height else WINDOW_MIN // 3
 
     def reload(self) -> None:
         """Read again what the table holds (the rows changed in the store), and keep the cursor on
