@@ -168,10 +168,9 @@ class MonitorApp(App):
             self.refresh_sessions()  # now rather than at the next second: the table and the alerts
 
     def refresh_sessions(self) -> None:
-        """Bring the sessions up to date: the feed's look at the store goes to the dashboard's
-        table (the rows changed, the countdowns of the running sessions) and its alerts to
-        notifications; a session that appeared, started or ended drops the history's matrix
-        (computed again when asked)."""
+        """The feed's look at the store: the rows changed and the countdowns that moved to the
+        dashboard, its alerts to notifications; a session that appeared, started or ended drops
+        the history's matrix (computed again when asked)."""
         if self.store is None:
             return
         caught_up = self._ingest is None or self._ingest.ready.is_set()  # before reading: its rows are in
