@@ -108,9 +108,9 @@ class MonitorApp(App):
         return self.dashboard
 
     def on_load(self) -> None:
-        """The store, the live ingest and the history prefetch, before any screen: the dashboard
-        composes in a task of its own (``on_mount`` waits for it) and reads them as it mounts: its
-        first table, in its first frame."""
+        """The store and the live ingest, before any screen: the dashboard composes in a task of its
+        own (``on_mount`` waits for it) and reads the store as it mounts: its first page, in its
+        first frame."""
         self.store = Store.open(self.home)
         # the ingest thread parses while we draw: hand the GIL over sooner so a key press is not
         # kept waiting behind a batch (Python's default switch interval is 5 ms)
@@ -119,16 +119,16 @@ class MonitorApp(App):
             self._ingest = LiveIngest(self.home, on_events=self._queue_events, on_error=self.inbox.error,
                                       read_only=self.read_only)
             self._ingest.start()
-        # on a thread beside the first table (over 10 000 sessions, seconds of drawing): the history
-        # matrix is ready before anyone can press h (after the first frame, h pressed the moment
-        # the dashboard showed waited for it)
-        self.history.prefetch(self._settle_soon)
 
     async def on_mount(self) -> None:
         # the dashboard composes and mounts in a task of its own: its first frame (the table, the
         # keyboard on it, the footer) comes before anything in the app's queue, as when the app
         # composed it (a web page's first blur, handled before, left it no focus and no footer)
         await AwaitMount(self.dashboard, [self.dashboard])
+        # the history's default view, on a thread of its own once the first frame is drawn (it reads
+        # the matrix's stored cells: a fraction of a second over 100 000 sessions), ready before
+        # anyone can press h
+        self.call_after_refresh(self.history.prefetch, self._settle_soon)
         self._gc = FullCollections(time.monotonic())
         self._minute = MinuteTurn()
         self._gc.start()

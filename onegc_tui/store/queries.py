@@ -61,6 +61,19 @@ def stream_sessions(store: Store) -> Iterator[dict]:
 def outcome_rows(store: Store, study: str | None = None, include_demo: bool = False) -> list[tuple]:
     """The :data:`OUTCOME_COLUMNS` of every session (of ``study``; without the demo task unless
     ``include_demo``), from the summary table only."""
+    where, args = _scope(study, include_demo)
+    return store.conn.execute(f"SELECT {', '.join(OUTCOME_COLUMNS)} FROM sessions WHERE {where}", args).fetchall()
+
+
+def session_count(store: Store, study: str | None = None, include_demo: bool = False) -> int:
+    """How many sessions (of ``study``; without the demo task unless ``include_demo``) the store holds."""
+    where, args = _scope(study, include_demo)
+    return store.conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {where}", args).fetchone()[0]
+
+
+def _scope(study: str | None, include_demo: bool) -> tuple[str, list]:
+    """The WHERE clause (and its arguments) of ``study``'s sessions (all: None), without the demo
+    task unless ``include_demo``."""
     where, args = ["1=1"], []
     if study is not None:
         where.append("study = ?")
@@ -68,8 +81,7 @@ def outcome_rows(store: Store, study: str | None = None, include_demo: bool = Fa
     if not include_demo:
         where.append(f"COALESCE(task, '') NOT IN ({_marks(len(DEMO_TASKS))})")
         args += DEMO_TASKS
-    sql = f"SELECT {', '.join(OUTCOME_COLUMNS)} FROM sessions WHERE {' AND '.join(where)}"
-    return store.conn.execute(sql, args).fetchall()
+    return " AND ".join(where), args
 
 
 def demo_session_count(store: Store, study: str | None = None) -> int:

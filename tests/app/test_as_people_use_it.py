@@ -15,8 +15,8 @@ from onegc_tui.app import make_app
 from onegc_tui.app.screens.help import HelpScreen
 from onegc_tui.app.widgets.sessions import SessionsTable
 from onegc_tui.app.widgets.transcript import TranscriptLog
-from onegc_tui.views.sessions_view import CELL_PADDING
 from onegc_tui.views.checkpoint_names import fit_checkpoint_label
+from onegc_tui.views.sessions_view import CELL_PADDING
 from onegc_tui.views.transcript_view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
 from tests.homes import CROWD_NOW, CROWD_RUNNING, T0, _session, add_events, build_crowd, build_home, settled
 
