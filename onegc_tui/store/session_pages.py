@@ -1,5 +1,5 @@
 """The sessions as the monitor's table lists them, read by page: each sort order as SQL over the
-summary rows, served by an index of its own (migration 14), so that a page, a count and the place
+summary rows, served by an index of its own (its migration in schema.py), so that a page, a count and the place
 of one session cost the rows they read, not the size of the home.
 
 A sort is a tuple of terms, SQL expressions that are never NULL, in ascending order, the last
@@ -44,7 +44,7 @@ def _by_name(column: str) -> tuple[str, ...]:
 
 
 # Each sort of the sessions table (onegc_tui/views/sessions_view.py ``SORTS``), as its terms. The
-# index of each (but ``left``) is built on these very expressions in migration 14: change one, and
+# index of each (but ``left``) is built on these very expressions in its migration in schema.py: change one, and
 # add a migration that builds its index again.
 SORTS: dict[str, tuple[str, ...]] = {
     "state": (_RANK, _NEWEST, "session_id"),  # running, paused, queued, then the rest; the newest first in each
@@ -63,7 +63,7 @@ SORTS: dict[str, tuple[str, ...]] = {
     "scripts": _largest_first("scripts_launched"),
 }
 # ``left`` in two parts: the sessions whose countdown runs (by the budget left at :now, read whole:
-# a few), then the rest (a finished session's unused budget, in the index of migration 14)
+# a few), then the rest (a finished session's unused budget, in the index of its migration in schema.py)
 _COUNTING = f"({_RANK} < {LIVE_RANK} AND remaining_s IS NOT NULL)"
 _LEFT_PARTS = (
     (_COUNTING, (_LEFT, "session_id")),

@@ -109,7 +109,7 @@ def test_each_order_by_its_terms(store):
 
 
 def test_each_order_reads_its_index(store):
-    """A page walks the sort's index (migration 14), a place is ranges of it: no sort of the whole
+    """A page walks the sort's index (its migration in schema.py), a place is ranges of it: no sort of the whole
     table, whatever the home's size (``left``'s countdowns, a few, are the one part read whole)."""
     put(store, many(50))
     pages = SessionPages(store)
