@@ -264,12 +264,14 @@ def state_counts(store: Store) -> dict[str, int]:
             "running": found.get(0, 0), "paused": found.get(1, 0)}
 
 
-def widest(store: Store) -> tuple[int, bool]:
-    """The longest session id, and whether any session's scored split was sealed (its partial index)."""
+def widest(store: Store) -> tuple[int, bool, int]:
+    """The longest session id, whether any session's scored split was sealed (its partial index), and
+    the highest repeat number (one look at the end of the ``rep`` sort's index)."""
     conn = store.conn
     longest = conn.execute("SELECT COALESCE(MAX(LENGTH(session_id)), 0) FROM sessions").fetchone()[0]
     sealed = conn.execute(f"SELECT EXISTS (SELECT 1 FROM sessions WHERE {SEALED})").fetchone()[0]
-    return longest, bool(sealed)
+    repeats = conn.execute(f"SELECT COALESCE(MAX({SORTS['rep'][0]}), 1) FROM sessions").fetchone()[0]
+    return longest, bool(sealed), repeats
 
 
 def high_marks(store: Store) -> tuple[int, int]:

@@ -68,13 +68,17 @@ DEFAULT_SORT = "state"  # on attach: running sessions first, the most recent on 
 SEALED_OFFICIAL_WIDTH = 17  # "0.9933 val sealed": the Official column's width while a sealed session is listed
 
 
-def fit_columns(width: int, longest_id: int = SESSION.width, sealed: bool = False) -> list[tuple[ColumnSpec, int]]:
+def fit_columns(width: int, longest_id: int = SESSION.width, sealed: bool = False,
+                repeats: int = 1) -> list[tuple[ColumnSpec, int]]:
     """The columns shown in ``width`` cells and the width of each: the first :data:`ALWAYS`,
     then each further column in priority order while it fits beside a session column of
     :data:`SESSION.width`; the session column then takes what is left (up to the longest id).
     ``sealed``: a listed session's scored split was sealed, and the Official column widens to
-    say so (every other list keeps the room for the session ids)."""
+    say so (every other list keeps the room for the session ids). ``repeats``: the highest repeat
+    number listed, which the ``#`` column holds whole."""
     def shown(c: ColumnSpec) -> int:
+        if c.key == "rep":
+            return max(c.width, len(str(repeats)))
         return SEALED_OFFICIAL_WIDTH if sealed and c.key == "official" else c.width
 
     def cost(c: ColumnSpec) -> int:

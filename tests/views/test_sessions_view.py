@@ -85,6 +85,12 @@ def test_unsealed_or_integrity_flagged_sessions_are_marked_in_the_session_column
     assert integrity_note(dict(sealed, not_checked="[]")) is None and integrity_note(dict(sealed, not_checked="{")) is None
 
 
+def test_the_repeat_column_holds_the_highest_repeat_whole():
+    assert {c.key: w for c, w in fit_columns(198, len(ID_A))}["rep"] == 2
+    widths = {c.key: w for c, w in fit_columns(198, len(ID_A), repeats=2041)}
+    assert widths["rep"] == len("2041") and sum(w + 2 for w in widths.values()) <= 198
+
+
 def test_a_sealed_session_listed_widens_the_official_column_and_only_then():
     from onegc_tui.views.sessions_view import SEALED_OFFICIAL_WIDTH
 
