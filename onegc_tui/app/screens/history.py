@@ -12,8 +12,8 @@ event scan), so it opens fast over thousands of sessions.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text

@@ -7,8 +7,8 @@ index), and the rows of one page in memory.
 
 The cursor stays on its session while the rows change underneath (its new place is looked up: a
 count over the sort's index), and a session's cells are made text only when a line shows them.
-The columns are fitted again only when the width, the longest id or a sealed session changes
-what fits.
+The columns are fitted again only when the width, the longest id, the highest repeat or a sealed
+session changes what fits.
 """
 
 from __future__ import annotations
