@@ -17,8 +17,8 @@ written straight into SQLite; cached under the temp folder). For each size, meas
   monitor's, after the key presses);
 - ``first_frame_s``: ``onegc monitor`` in a pseudo-terminal (160×45), start to the dashboard's
   header drawn; ``key_p99_ms``: a Down or Up press to the new selection's header, 99th percentile
-  of ``--presses`` (the monitor's virtual sessions table is issue 49's phase 2: both are measured
-  on the monitor as it is).
+  of ``--presses`` (the sessions table is virtual: it reads the rows it shows, by page, from the
+  default sort's index, onegc_tui/store/session_pages.py).
 
 It prints each figure for each size and the ratio of the largest size to the smallest (target: every
 ratio ≤ 2, the first frame over 100 000 sessions under 1 s), and with ``--json`` writes
@@ -104,12 +104,15 @@ def monitor(home: Path, presses: int) -> tuple[float, float, float]:
 
 
 def _session_order(home: Path) -> list[tuple[str]]:
-    """The sessions as the monitor's table first lists them (newest first)."""
+    """The sessions as the monitor's table first lists them (its default sort: live first, then the
+    newest), the first 200."""
     import sqlite3
+
+    from onegc_tui.store.session_pages import SORTS
 
     conn = sqlite3.connect(f"file:{home / 'onegc.db'}?mode=ro", uri=True)
     try:
-        return conn.execute("SELECT session_id FROM sessions ORDER BY started_ts DESC, session_id DESC LIMIT 200").fetchall()
+        return conn.execute(f"SELECT session_id FROM sessions ORDER BY {', '.join(SORTS['state'])} LIMIT 200").fetchall()
     finally:
         conn.close()
 

@@ -5,16 +5,18 @@ a score plot for the selected one), as Textualize's toolong does.
 Threads only fetch: the ingest thread (watchdog + SQLite writes) queues new events, and the
 app drains the queue on a clock (``FLUSH_HZ``), with an immediate wake for checkpoint and
 control events. Everything shown is read from the store, whoever ingested it (this monitor,
-another one, a browser tab's, ``onegc sessions``; issue 29): each beat the dashboard's panes read
-what the selected session gained; once a second the app reads the live feed
-(onegc_tui/views/live_feed.py, UI-free, which ``onegc run --plain`` reads too): the sessions rows
-changed since its last look go to the dashboard's table, the alerts to notifications. This
-process's own queue only says when to look sooner.
+another one, a browser tab's, ``onegc sessions``; issue 29): each beat the app posts the dashboard
+a ``Beat`` and its panes read what the selected session gained; once a second the app reads the
+live feed (onegc_tui/views/live_feed.py, UI-free, which ``onegc run --plain`` reads too): the
+sessions rows changed since its last look go to the dashboard in a ``Sessions`` message, the
+alerts to notifications. This process's own queue only says when to look sooner.
 
 The app owns what every screen shares (the store, the ingest, the feed, the clock, the
 notifications) and the keys that work everywhere (``?`` help, ``h`` history, ``n`` new session,
 ``q``); each screen owns its own keys and actions (the dashboard's: screens/dashboard.py), as
-Textualize's toolong does. Nothing is forwarded from the app to a screen.
+Textualize's toolong does. Nothing is forwarded from the app to a screen, and the app calls no
+method of the dashboard: it posts it messages, and hears which session is selected from its
+``Selected``.
 
 ``read_only``: a home this user cannot write (the CLI has redirected its store to a private copy,
 onegc_tui/store/readonly_home.py ``private_store``). The monitor is then a view: the sessions stream as
@@ -38,7 +40,7 @@ from textual.screen import Screen
 from textual.widget import AwaitMount
 
 from onegc_tui.app.gcpace import FullCollections, settle
-from onegc_tui.app.host import refused, store_of
+from onegc_tui.app.host import refused
 from onegc_tui.app.inbox import Inbox
 from onegc_tui.app.screens.dashboard import DashboardScreen
 from onegc_tui.app.screens.help import HelpScreen, help_for
@@ -96,6 +98,7 @@ class MonitorApp(App):
         self._ingest: LiveIngest | None = None
         self.store: Store | None = None
         self.dashboard = DashboardScreen(focus, id="_default")
+        self.selected: str | None = None  # the dashboard's selection (its Selected message): notes name it first
 
     # ------------------------------------------------------------------ start and stop
     def get_default_screen(self) -> Screen:
@@ -105,9 +108,9 @@ class MonitorApp(App):
         return self.dashboard
 
     def on_load(self) -> None:
-        """The store, the live ingest and the history prefetch, before any screen: the dashboard
-        composes in a task of its own (``on_mount`` waits for it) and reads them as it mounts: its
-        first table, in its first frame."""
+        """The store and the live ingest, before any screen: the dashboard composes in a task of its
+        own (``on_mount`` waits for it) and reads the store as it mounts: its first page, in its
+        first frame."""
         self.store = Store.open(self.home)
         # the ingest thread parses while we draw: hand the GIL over sooner so a key press is not
         # kept waiting behind a batch (Python's default switch interval is 5 ms)
@@ -116,16 +119,16 @@ class MonitorApp(App):
             self._ingest = LiveIngest(self.home, on_events=self._queue_events, on_error=self.inbox.error,
                                       read_only=self.read_only)
             self._ingest.start()
-        # on a thread beside the first table (over 10 000 sessions, seconds of drawing): the history
-        # matrix is ready before anyone can press h (after the first frame, h pressed the moment
-        # the dashboard showed waited for it)
-        self.history.prefetch(self._settle_soon)
 
     async def on_mount(self) -> None:
         # the dashboard composes and mounts in a task of its own: its first frame (the table, the
         # keyboard on it, the footer) comes before anything in the app's queue, as when the app
         # composed it (a web page's first blur, handled before, left it no focus and no footer)
         await AwaitMount(self.dashboard, [self.dashboard])
+        # the history's default view, on a thread of its own once the first frame is drawn (it reads
+        # the matrix's stored cells: a fraction of a second over 100 000 sessions), ready before
+        # anyone can press h
+        self.call_after_refresh(self.history.prefetch, self._settle_soon)
         self._gc = FullCollections(time.monotonic())
         self._minute = MinuteTurn()
         self._gc.start()
@@ -147,13 +150,16 @@ class MonitorApp(App):
     def on_monitor_app_wake(self, _: Wake) -> None:
         self.flush()
 
+    def on_dashboard_screen_selected(self, msg: DashboardScreen.Selected) -> None:
+        self.selected = msg.sid
+
     # ------------------------------------------------------------------ drawing
     def flush(self) -> None:
         """What came since the last beat: the dashboard's panes draw what the store gained, ingest
         errors become notifications, and the sessions rows are read again if one moved."""
-        if not self.dashboard.widgets_up:
-            return  # not mounted yet, or the app is closing: the queue waits
-        self.dashboard.follow(store_of(self))  # the panes: what the store gained, whoever ingested it
+        if not self.is_running:
+            return  # the app is closing: the queue waits
+        self.dashboard.post_message(DashboardScreen.Beat())  # the panes: what the store gained, whoever ingested it
         count, rows_moved, errors = self.inbox.take()
         self._notify([Alert("", message, "warning", "ingest_error") for message in errors])
         if count:
@@ -162,10 +168,9 @@ class MonitorApp(App):
             self.refresh_sessions()  # now rather than at the next second: the table and the alerts
 
     def refresh_sessions(self) -> None:
-        """Bring the sessions up to date: the feed's look at the store goes to the dashboard's
-        table (the rows changed, the countdowns of the running sessions) and its alerts to
-        notifications; a session that appeared, started or ended drops the history's matrix
-        (computed again when asked)."""
+        """The feed's look at the store: the rows changed and the countdowns that moved to the
+        dashboard, its alerts to notifications; a session that appeared, started or ended drops
+        the history's matrix (computed again when asked)."""
         if self.store is None:
             return
         caught_up = self._ingest is None or self._ingest.ready.is_set()  # before reading: its rows are in
@@ -173,7 +178,7 @@ class MonitorApp(App):
         if look.sessions_moved:
             self.history.invalidate()
         self._notify(look.alerts)
-        self.dashboard.show_sessions(look.changed, look.moving, caught_up)
+        self.dashboard.post_message(DashboardScreen.Sessions(look.changed, look.moving, caught_up))
 
     _beats = 0
 
@@ -182,7 +187,7 @@ class MonitorApp(App):
         frame, what changes once a second (the sessions table's changed rows, the countdowns,
         the GPU pane, the clock). Separate 1 Hz timers would each
         cost a frame, and an idle monitor's CPU is mostly frames."""
-        if not self.dashboard.widgets_up:
+        if not self.is_running:
             return  # the app is closing: its widgets are being taken down
         self.flush()
         self._beats += 1
@@ -192,10 +197,10 @@ class MonitorApp(App):
     def tick(self) -> None:
         """The once-a-second work, drawn in one frame."""
         self.refresh_sessions()
-        self.dashboard.tick()
+        self.dashboard.post_message(DashboardScreen.Second())
         self._minute.tick(self.screen)  # each screen's header clock, as the minute turns
         self._notify(self.feed.due(self.now()))
-        for note in self.coalescer.due(time.monotonic(), self.dashboard.selected):
+        for note in self.coalescer.due(time.monotonic(), self.selected):
             self._show_note(note)
         self._gc.tick(time.monotonic())  # a full collection, if one is due and no one is pressing keys
 
@@ -207,7 +212,7 @@ class MonitorApp(App):
     def _notify(self, alerts: list[Alert]) -> None:
         """Alerts become at most one notification per kind every few seconds (view.Coalescer)."""
         if alerts:
-            for note in self.coalescer.add(alerts, time.monotonic(), self.dashboard.selected):
+            for note in self.coalescer.add(alerts, time.monotonic(), self.selected):
                 self._show_note(note)
 
     def _show_note(self, note: Note) -> None:
@@ -246,7 +251,7 @@ class MonitorApp(App):
 
         def started(ids: list[str] | None) -> None:
             if ids:
-                self.dashboard.ask_for(ids[0])
+                self.dashboard.post_message(DashboardScreen.Focus(ids[0]))
                 self.notify(f"started {', '.join(ids)}")
 
         if refused(self, "start a session"):

@@ -517,12 +517,17 @@ class Store:
         for row in cur:
             yield dict(zip(names, row, strict=True))
 
-    def checkpoints(self, session_id: str) -> list[dict]:
-        return list(self._query(
-            "SELECT * FROM checkpoints WHERE session_id=? ORDER BY official, COALESCE(budget_elapsed_s, 0), seq", [session_id]))
+    def checkpoints(self, session_id: str, after: int = 0) -> list[dict]:
+        """A session's checkpoints rows (``after``: those found or scored by an event after that seq)."""
+        changed = " AND (seq > ? OR COALESCE(scored_seq, 0) > ?)" if after else ""
+        return list(self._query(f"SELECT * FROM checkpoints WHERE session_id=?{changed}"
+                                " ORDER BY official, COALESCE(budget_elapsed_s, 0), seq",
+                                [session_id, *((after, after) if after else ())]))
 
-    def gpu_samples(self, session_id: str, limit: int = 600) -> list[dict]:
-        rows = self._query("SELECT * FROM gpu_samples WHERE session_id=? ORDER BY seq DESC LIMIT ?", [session_id, limit])
+    def gpu_samples(self, session_id: str, limit: int = 600, after: int = 0) -> list[dict]:
+        """A session's newest ``limit`` GPU samples (after the seq ``after``), oldest first."""
+        rows = self._query("SELECT * FROM gpu_samples WHERE session_id=? AND seq>? ORDER BY seq DESC LIMIT ?",
+                           [session_id, after, limit])
         return rows[::-1]
 
     def ingest_errors(self, session_id: str) -> list[dict]:

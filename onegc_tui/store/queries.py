@@ -62,6 +62,19 @@ def stream_sessions(store: Store) -> Iterator[dict]:
 def outcome_rows(store: Store, study: str | None = None, include_demo: bool = False) -> list[tuple]:
     """The :data:`OUTCOME_COLUMNS` of every session (of ``study``; without the demo task unless
     ``include_demo``), from the summary table only."""
+    where, args = _scope(study, include_demo)
+    return store.conn.execute(f"SELECT {', '.join(OUTCOME_COLUMNS)} FROM sessions WHERE {where}", args).fetchall()
+
+
+def session_count(store: Store, study: str | None = None, include_demo: bool = False) -> int:
+    """How many sessions (of ``study``; without the demo task unless ``include_demo``) the store holds."""
+    where, args = _scope(study, include_demo)
+    return store.conn.execute(f"SELECT COUNT(*) FROM sessions WHERE {where}", args).fetchone()[0]
+
+
+def _scope(study: str | None, include_demo: bool) -> tuple[str, list]:
+    """The WHERE clause (and its arguments) of ``study``'s sessions (all: None), without the demo
+    task unless ``include_demo``."""
     where, args = ["1=1"], []
     if study is not None:
         where.append("study = ?")
@@ -69,8 +82,7 @@ def outcome_rows(store: Store, study: str | None = None, include_demo: bool = Fa
     if not include_demo:
         where.append(f"COALESCE(task, '') NOT IN ({_marks(len(DEMO_TASKS))})")
         args += DEMO_TASKS
-    sql = f"SELECT {', '.join(OUTCOME_COLUMNS)} FROM sessions WHERE {' AND '.join(where)}"
-    return store.conn.execute(sql, args).fetchall()
+    return " AND ".join(where), args
 
 
 def demo_session_count(store: Store, study: str | None = None) -> int:
@@ -157,10 +169,10 @@ def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int
     return stored.lines(store.conn, sid, stored.envelopes(store.conn, sid, after=seq, limit=limit))
 
 
-def events(store: Store, sid: str, types: Sequence[str], limit: int | None = None) -> list[Event]:
-    """A session's events of these types as their models, oldest first (``limit``: the newest),
-    not validated again (onegc_tui/store/stored.py)."""
-    rows = stored.envelopes(store.conn, sid, types, limit=limit, newest=limit is not None)
+def events(store: Store, sid: str, types: Sequence[str], limit: int | None = None, after: int = 0) -> list[Event]:
+    """A session's events of these types (after the seq ``after``) as their models, oldest first
+    (``limit``: the newest), not validated again (onegc_tui/store/stored.py)."""
+    rows = stored.envelopes(store.conn, sid, types, after=after, limit=limit, newest=limit is not None)
     return [stored.as_event(r) for r in stored.records(store.conn, sid, rows)]
 
 
@@ -181,6 +193,13 @@ def new_refusals(store: Store, sid: str, after: int) -> list[tuple[int, str, str
     """``(seq, action, detail)`` of a session's controls the runner refused after ``after``, in order."""
     return store.conn.execute("SELECT seq, action, detail FROM controls WHERE session_id=? AND seq>? AND NOT accepted"
                               " ORDER BY seq", (sid, after)).fetchall()
+
+
+def latest_warning(store: Store, sid: str, code: str, after: int = 0) -> str | None:
+    """The message of a session's latest warning of ``code`` after the seq ``after`` (None: none)."""
+    row = store.conn.execute("SELECT message FROM warnings WHERE session_id=? AND seq>? AND code=? ORDER BY seq DESC"
+                             " LIMIT 1", (sid, after, code)).fetchone()
+    return row[0] if row else None
 
 
 def new_warnings(store: Store, sid: str, after: int) -> list[tuple[int, str, str]]:
@@ -207,13 +226,13 @@ def budget_anchors(store: Store, sid: str) -> list[tuple[float, float]]:
 
 
 def transcript_rows(store: Store, sid: str, words: Sequence[str], kinds: Sequence[str] | None, errors: bool,
-                    limit: int) -> list[tuple[Any, ...]]:
+                    limit: int, after: int = 0) -> list[tuple[Any, ...]]:
     """``(seq, ts, role, kind, tool, text, exit_code)`` of a session's transcript steps (no usage
-    rows), the newest ``limit`` first: those holding every word as typed (``text_search``), of
-    ``kinds``, and with ``errors`` also failed tool results."""
+    rows) after the seq ``after``, the newest ``limit`` first: those holding every word as typed
+    (``text_search``), of ``kinds``, and with ``errors`` also failed tool results."""
     join, found, found_args = text_search(words)
     sql = "SELECT t.seq, t.ts, t.role, t.kind, t.tool, t.text, t.exit_code FROM transcript t" + join
-    where, args = ["t.session_id = ?", "t.kind != 'usage'", *found], [sid, *found_args]
+    where, args = ["t.session_id = ?", "t.seq > ?", "t.kind != 'usage'", *found], [sid, after, *found_args]
     if kinds:
         cond = f"t.kind IN ({_marks(len(kinds))})"
         if errors:

@@ -250,6 +250,34 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sessions ADD COLUMN not_reevaluated INTEGER;
     """,
+    # 16: the monitor's sessions table reads the rows it shows, by page (issue 49): an index for each
+    # of its sorts (the budget left: of the sessions whose countdown does not run), on the very
+    # terms of onegc_tui/store/session_pages.py ``SORTS`` (a page, a count and a session's place are
+    # then ranges of one index: the state's also finds the live sessions), and one of the sessions
+    # whose scored split was sealed (the Official column widens for them), nearly always empty
+    """
+    CREATE INDEX sessions_by_state ON sessions(CASE state WHEN 'running' THEN 0 WHEN 'paused' THEN 1 WHEN 'queued' THEN 2
+        WHEN 'failed' THEN 3 WHEN 'ended' THEN 3 ELSE 9 END, -COALESCE(started_ts, 0), session_id);
+    CREATE INDEX sessions_by_best ON sessions(best_live IS NULL, -COALESCE(best_live, 0), session_id);
+    CREATE INDEX sessions_by_official ON sessions(score IS NULL, -COALESCE(score, 0), session_id);
+    CREATE INDEX sessions_by_task ON sessions(task IS NULL, COALESCE(task, ''), COALESCE(repeat, 0),
+        -COALESCE(started_ts, 0), session_id);
+    CREATE INDEX sessions_by_agent ON sessions(agent IS NULL, COALESCE(agent, ''), COALESCE(repeat, 0),
+        -COALESCE(started_ts, 0), session_id);
+    CREATE INDEX sessions_by_gpu ON sessions(gpu_util IS NULL, -COALESCE(gpu_util, 0), session_id);
+    CREATE INDEX sessions_by_model ON sessions(model IS NULL, COALESCE(model, ''), COALESCE(repeat, 0),
+        -COALESCE(started_ts, 0), session_id);
+    CREATE INDEX sessions_by_started ON sessions(started_ts IS NULL, -COALESCE(started_ts, 0), session_id);
+    CREATE INDEX sessions_by_rep ON sessions(COALESCE(NULLIF(repeat, 0), 1), -COALESCE(started_ts, 0), session_id);
+    CREATE INDEX sessions_by_tokens ON sessions(-(COALESCE(tokens_in, 0) + COALESCE(tokens_out, 0)), session_id);
+    CREATE INDEX sessions_by_cost ON sessions(cost_usd IS NULL, -COALESCE(cost_usd, 0), session_id);
+    CREATE INDEX sessions_by_scripts ON sessions(scripts_launched IS NULL, -COALESCE(scripts_launched, 0), session_id);
+    CREATE INDEX sessions_by_left ON sessions((CASE state WHEN 'running' THEN 0 WHEN 'paused' THEN 1 WHEN 'queued' THEN 2
+        WHEN 'failed' THEN 3 WHEN 'ended' THEN 3 ELSE 9 END < 3 AND remaining_s IS NOT NULL),
+        COALESCE(CASE WHEN state IN ('ended', 'failed') AND budget_s IS NOT NULL
+        THEN MAX(0.0, budget_s - COALESCE(active_s, 0.0)) ELSE remaining_s END, 0.0), session_id);
+    CREATE INDEX sessions_sealed ON sessions(session_id) WHERE json_extract(contract, '$.scored_split.mode') = 'sealed';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -163,6 +163,12 @@ class Alerts:
         return [Alert(sid, f"{sid}: {reason.replace('_', ' ')}, {result}",
                       "information" if score is not None else "warning", "ended")]
 
+    def forget(self, sid: str) -> None:
+        """A finished session: nothing more to say of it (its state, best and budget let go)."""
+        self.states.pop(sid, None)
+        self.best.pop(sid, None)
+        self.low_sent.discard(sid)
+
     def check(self, rows: dict[str, dict], now: float) -> list[Alert]:
         out = []
         for sid, row in rows.items():

@@ -136,9 +136,10 @@ def gpu_busy_fraction(store: Store, session_ids: Sequence[str]) -> float | None:
 # ----------------------------------------------------------------------------- transcript pane
 
 
-def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", limit: int = 2000) -> list[tuple[int, str]]:
-    """The transcript pane's lines for a filter mode and search words, oldest first, each with
-    the sequence number of its event.
+def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", limit: int = 2000,
+                 after: int = 0) -> list[tuple[int, str]]:
+    """The transcript pane's lines for a filter mode and search words, of the events after the seq
+    ``after`` (the newest ``limit``), oldest first, each with the sequence number of its event.
 
     Transcript steps come from the transcript table (search through its full-text index); the
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
@@ -147,14 +148,14 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     split = task_scored_split(row.get("task"))  # the end's official score names it
     official = row.get("best_checkpoint")  # once ended: each re-evaluation is official or unofficial
     if mode == "all" and not words:
-        return [(e.seq, line) for e in sql.events(store, sid, PANE_EVENT_TYPES, limit)
+        return [(e.seq, line) for e in sql.events(store, sid, PANE_EVENT_TYPES, limit, after)
                 if (line := event_line(e, split, official))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
-    rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
+    rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit, after)
     lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
-        for e in sql.events(store, sid, harness, limit):
+        for e in sql.events(store, sid, harness, limit, after):
             if event_matches(e, mode, words) and (line := event_line(e, split, official)):
                 lines.append((e.seq, line))
     lines.sort()

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 
+from onegc_tui.store.session_pages import Filter
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import bar, clock, fmt_bytes, fmt_cost, fmt_score, fmt_tokens, short_task
 from runner.wire.defaults import scored_split_sealed
@@ -68,13 +68,17 @@ DEFAULT_SORT = "state"  # on attach: running sessions first, the most recent on 
 SEALED_OFFICIAL_WIDTH = 17  # "0.9933 val sealed": the Official column's width while a sealed session is listed
 
 
-def fit_columns(width: int, longest_id: int = SESSION.width, sealed: bool = False) -> list[tuple[ColumnSpec, int]]:
+def fit_columns(width: int, longest_id: int = SESSION.width, sealed: bool = False,
+                repeats: int = 1) -> list[tuple[ColumnSpec, int]]:
     """The columns shown in ``width`` cells and the width of each: the first :data:`ALWAYS`,
     then each further column in priority order while it fits beside a session column of
     :data:`SESSION.width`; the session column then takes what is left (up to the longest id).
     ``sealed``: a listed session's scored split was sealed, and the Official column widens to
-    say so (every other list keeps the room for the session ids)."""
+    say so (every other list keeps the room for the session ids). ``repeats``: the highest repeat
+    number listed, which the ``#`` column holds whole."""
     def shown(c: ColumnSpec) -> int:
+        if c.key == "rep":
+            return max(c.width, len(str(repeats)))
         return SEALED_OFFICIAL_WIDTH if sealed and c.key == "official" else c.width
 
     def cost(c: ColumnSpec) -> int:
@@ -313,45 +317,16 @@ def cell_tone(key: str, row: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- sorting
-
-STATE_ORDER = {"running": 0, "paused": 1, "queued": 2, "failed": 3, "ended": 3}  # finished: by recency alone
-
-
-def sort_key(row: dict, by: str, now: float | None = None):
-    """A sortable key of a summary row for one of :data:`SORTS`, in the sort's natural direction
-    (None values last). ``state``: running, paused, queued, then finished sessions, the most
-    recent first within each; the value columns marked ``descending`` put the largest first."""
-    started = row.get("started_ts") or 0.0
-    if by == "left":
-        left = Countdown.of_row(row).remaining_now(now)
-        return (left is None or row.get("state") in ("ended", "failed"), left or 0.0)
-    if by in ("best", "official"):
-        value = row.get("best_live" if by == "best" else "score")
-        return (value is None, -(value or 0.0))
-    if by in ("gpu", "cost", "scripts", "tokens"):
-        value = {"gpu": row.get("gpu_util"), "cost": row.get("cost_usd"), "scripts": row.get("scripts_launched"),
-                 "tokens": (row.get("tokens_in") or 0) + (row.get("tokens_out") or 0)}[by]
-        return (value is None, -(value or 0.0))
-    if by == "state":
-        return (False, STATE_ORDER.get(row.get("state") or "", 9), -started, row["session_id"])
-    if by in ("agent", "task", "model"):
-        return (row.get(by) is None, str(row.get(by) or ""), row.get("repeat") or 0, -started)
-    if by == "rep":
-        return (False, row.get("repeat") or 1, -started)
-    if by == "session":
-        return (False, row["session_id"])
-    return (row.get("started_ts") is None, -started, row["session_id"])  # started: newest first
+# Each sort's order is SQL over the summary rows, served by an index (onegc_tui/store/session_pages.py
+# ``SORTS``): the table reads the rows it shows by page. What each puts first: ``state``, running,
+# paused, queued, then finished sessions, the most recent first within each; the value columns
+# marked ``descending``, the largest; ``left``, the least budget left.
 
 
 def sort_arrow(by: str, reverse: bool) -> str:
     """▼ when the shown order puts the largest value first, ▲ otherwise (``state``: ▲ = active first)."""
     column = next((c for c in COLUMNS if c.sort == by), None)
     return "▼" if (column is not None and column.descending) != reverse else "▲"
-
-
-def ordered(rows: Iterable[dict], by: str, reverse: bool, now: float | None = None) -> list[str]:
-    """Session ids in display order."""
-    return [r["session_id"] for r in sorted(rows, key=lambda r: sort_key(r, by, now), reverse=reverse)]
 
 
 # ----------------------------------------------------------------------------- filtering
@@ -361,38 +336,21 @@ FILTER_HELP = ("words must all match (any case): state:running agent:codex task:
                "a bare word matches anywhere")
 
 
-@dataclass(frozen=True)
-class SessionFilter:
-    """A parsed filter: ``field:value`` terms and bare words, all of which must match."""
+def parse_filter(query: str) -> Filter:
+    """A filter as typed: ``field:value`` terms and bare words, all of which must match (any case),
+    as the store applies it (onegc_tui/store/session_pages.py)."""
+    terms, words = [], []
+    for token in query.lower().split():
+        name, sep, value = token.partition(":")
+        if sep and name in FILTER_FIELDS and value:
+            terms.append((name, value))
+        else:
+            words.append(token)
+    return Filter(tuple(terms), tuple(words), task_shorts() if terms or words else ())
 
-    terms: tuple[tuple[str, str], ...] = ()
-    words: tuple[str, ...] = ()
 
-    @classmethod
-    def parse(cls, query: str) -> SessionFilter:
-        terms, words = [], []
-        for token in query.lower().split():
-            name, sep, value = token.partition(":")
-            if sep and name in FILTER_FIELDS and value:
-                terms.append((name, value))
-            else:
-                words.append(token)
-        return cls(tuple(terms), tuple(words))
+def task_shorts() -> tuple[tuple[str, str], ...]:
+    """Each known task and its short name as the table shows it ("T1"): what ``task:t1`` finds."""
+    from onegc_tui.views.task_facts import task_facts
 
-    def __bool__(self) -> bool:
-        return bool(self.terms or self.words)
-
-    def matches(self, row: dict) -> bool:
-        fields = {
-            "state": f"{row.get('state') or ''} {(row.get('end_reason') or '').replace('_', ' ')}",
-            "agent": row.get("agent") or "",
-            "task": f"{row.get('task') or ''} {short_task(row.get('task'))}",
-            "model": row.get("model") or "",
-            "study": row.get("study") or "",
-            "id": row["session_id"],
-        }
-        fields = {k: v.lower() for k, v in fields.items()}
-        if not all(value in fields[name] for name, value in self.terms):
-            return False
-        anywhere = " ".join(fields.values())
-        return all(w in anywhere for w in self.words)
+    return tuple((name, facts.short.upper()) for facts in task_facts().values() for name in (facts.id, facts.short))

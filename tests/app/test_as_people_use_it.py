@@ -8,14 +8,17 @@ from __future__ import annotations
 import os
 
 import pytest
+from textual.strip import Strip
 from textual.widgets import DataTable, Static
 
 from onegc_tui.app import make_app
 from onegc_tui.app.screens.help import HelpScreen
+from onegc_tui.app.widgets.sessions import SessionsTable
 from onegc_tui.app.widgets.transcript import TranscriptLog
 from onegc_tui.views.checkpoint_names import fit_checkpoint_label
+from onegc_tui.views.sessions_view import CELL_PADDING
 from onegc_tui.views.transcript_view import EVENT_MARKS, KIND_MARKS, MARK_LEGEND
-from tests.homes import CROWD_NOW, CROWD_RUNNING, T0, add_events, build_crowd, build_home, settled
+from tests.homes import CROWD_NOW, CROWD_RUNNING, T0, _session, add_events, build_crowd, build_home, settled
 
 SIZES = [(80, 24), (100, 30), (120, 40), (200, 50)]
 
@@ -46,14 +49,33 @@ def help_text(screen: HelpScreen) -> str:
         return console.export_text()
 
 
-def visible_columns(table: DataTable) -> list[str]:
+def visible_columns(table: SessionsTable | DataTable) -> list[str]:
     """Column keys whose whole width is inside the table (not scrolled off to the right)."""
+    widths = ([(col.key, width + 2 * CELL_PADDING) for col, width in table.fitted] if isinstance(table, SessionsTable)
+              else [(col.key.value, col.get_render_width(table)) for col in table.ordered_columns])
     out, x = [], 0
-    for col in table.ordered_columns:
-        x += col.get_render_width(table)
+    for key, width in widths:
+        x += width
         if x <= table.scrollable_content_region.width:
-            out.append(col.key.value)
+            out.append(key)
     return out
+
+
+def drawn_row(table: SessionsTable, sid: str) -> Strip:
+    """The line the table draws for ``sid`` (in sight)."""
+    place = table.place(sid)
+    assert place is not None
+    return table.render_line(place - int(table.scroll_y) + 1)
+
+
+async def click_header(pilot, table: SessionsTable, key: str) -> None:
+    x = 0
+    for col, width in table.fitted:
+        if col.key == key:
+            break
+        x += width + 2 * CELL_PADDING
+    await pilot.click(SessionsTable, offset=(x + 1, 0))
+    await pilot.pause()
 
 
 # ---------------------------------------------------------------------------- the live session in front
@@ -65,8 +87,8 @@ async def test_on_attach_the_running_session_is_first_and_selected(crowd, size):
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         assert app.dashboard.selected == CROWD_RUNNING
-        assert app.dashboard.table.order[0] == CROWD_RUNNING and app.dashboard.table.cursor_row == 0
-        assert len(app.dashboard.table.order) == 21
+        assert app.dashboard.table.listed()[0] == CROWD_RUNNING and app.dashboard.table.cursor_row == 0
+        assert app.dashboard.table.total == len(app.dashboard.table.listed()) == 21
 
 
 async def test_end_goes_to_the_last_session_and_home_back(crowd):
@@ -75,7 +97,7 @@ async def test_end_goes_to_the_last_session_and_home_back(crowd):
         await pilot.pause()
         await pilot.press("end")
         await pilot.pause()
-        assert app.dashboard.table.cursor_row == 20 and app.dashboard.selected == app.dashboard.table.order[-1]
+        assert app.dashboard.table.cursor_row == 20 and app.dashboard.selected == app.dashboard.table.listed()[-1]
         await pilot.press("home")
         await pilot.pause()
         assert app.dashboard.selected == CROWD_RUNNING
@@ -86,17 +108,15 @@ async def test_clicking_a_header_sorts_by_it_and_again_reverses(crowd):
     async with app.run_test(size=(200, 50)) as pilot:
         await pilot.pause()
         table = app.dashboard.table
-        assert str(table.columns["state"].label) == "State ▲"
-        table.post_message(DataTable.HeaderSelected(table, table.columns["best"].key, 3, table.columns["best"].label))
-        await pilot.pause()
-        assert table.sort_by == "best" and str(table.columns["best"].label) == "Best val ▼"
-        assert str(table.columns["state"].label) == "State"
-        scores = [table.summaries[sid].get("score") for sid in table.order if table.summaries[sid].get("score")]
+        assert "State ▲" in table.render_line(0).text
+        await click_header(pilot, table, "best")
+        assert table.sort_by == "best" and "Best va▼" in table.render_line(0).text  # its arrow stays in sight
+        assert "State ▲" not in table.render_line(0).text
+        scores = [s for sid in table.listed() if (s := table.row(sid).get("best_live")) is not None]
         assert scores == sorted(scores, reverse=True)
         assert "sorted by best ▼" in str(app.query_one("#summary").render())
-        table.post_message(DataTable.HeaderSelected(table, table.columns["best"].key, 3, table.columns["best"].label))
-        await pilot.pause()
-        assert str(table.columns["best"].label) == "Best val ▲" and table.sort_reverse
+        await click_header(pilot, table, "best")
+        assert "Best va▲" in table.render_line(0).text and table.sort_reverse
         assert app.dashboard.selected == CROWD_RUNNING  # the selection stays on its session
 
 
@@ -107,14 +127,14 @@ async def test_the_sessions_filter_narrows_the_table_and_esc_clears_it(crowd):
         await pilot.press("backslash", *"state:failed")
         await pilot.pause()
         table = app.dashboard.table
-        assert table.order and all(table.summaries[sid]["state"] == "failed" for sid in table.order)
-        assert app.dashboard.selected in table.order  # the running session was filtered out: the first that matches
+        assert table.listed() and all(table.row(sid)["state"] == "failed" for sid in table.listed())
+        assert app.dashboard.selected in table.listed()  # the running session was filtered out: the first that matches
         assert "filter “state:failed”: 3 shown" in str(app.query_one("#summary").render())
         await pilot.press("enter")
         assert app.focused is table  # Enter keeps the filter and gives the table the keyboard
         await pilot.press("backslash", "escape")
         await pilot.pause()
-        assert len(table.order) == 21 and not table.row_filter
+        assert table.total == 21 and not table.row_filter
 
 
 # ---------------------------------------------------------------------------- any terminal size
@@ -203,7 +223,7 @@ async def test_the_focused_pane_is_marked(crowd):
     app = crowd_app(crowd)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        pane = app.query_one("#transcript")
+        pane = app.query_one("TranscriptPane")
         before = pane.styles.border_top
         await pilot.press("tab")
         await pilot.pause()
@@ -218,10 +238,13 @@ async def test_a_burst_of_new_bests_is_one_notification_with_the_selected_sessio
     from runner.wire.events import CheckpointScored
 
     home = build_crowd(tmp_path / "home")  # its own: the events below would change the module's crowd
+    others = [f"live-{i}" for i in range(7)]  # running, as the crowd's own (a session over when the monitor opened is no news)
+    for i, sid in enumerate(others):
+        _session(home, sid, "scripted", None, False, [0.5], start=CROWD_NOW - 600.0 - i)
+    add_events(home, others[0], [])  # ingested
     app = crowd_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        others = [sid for sid in app.dashboard.table.order[1:8]]
         for i, sid in enumerate([*others, CROWD_RUNNING]):  # ingested by another process: read from the store
             add_events(home, sid, [CheckpointScored(session_id=sid, seq=900 + i, ts=T0, name="run_9-1", value=0.99,
                                                     metric="val_acc", split="val", budget_elapsed_s=30.0)])
@@ -329,12 +352,19 @@ async def test_failed_rows_are_coloured(crowd):
     app = crowd_app(crowd)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        failed = next(sid for sid in app.dashboard.table.order if app.dashboard.table.summaries[sid]["state"] == "failed")
-        ended = next(sid for sid in app.dashboard.table.order if app.dashboard.table.summaries[sid]["state"] == "ended")
-        error = app.get_css_variables()["error"]
-        assert error in str(app.dashboard.table.get_cell(failed, "state").style)
-        assert error in str(app.dashboard.table.get_cell(failed, "left").style)
-        assert error not in str(app.dashboard.table.get_cell(ended, "state").style)
+        table = app.dashboard.table
+        failed = next(sid for sid in table.listed() if table.row(sid)["state"] == "failed")
+        ended = next(sid for sid in table.listed() if table.row(sid)["state"] == "ended")
+        table.go_to(failed)  # in sight
+        await pilot.press("down")  # and not under the cursor, whose colours are its own
+        error = app.get_css_variables()["error"].lower()
+
+        def style_of(sid: str, key: str) -> str:
+            text = table.cell(sid, key)[0]
+            return next(str(seg.style).lower() for seg in drawn_row(table, sid) if text and text[:6] in seg.text)
+
+        assert error in style_of(failed, "state") and error in style_of(failed, "left")
+        assert error not in style_of(ended, "state")
 
 
 async def test_the_gpu_pane_says_no_gpu_once(tmp_path):
@@ -441,6 +471,6 @@ async def test_enter_then_box_key_and_esc_typed_fast_clear_the_box(crowd, box_ke
         assert box.value == "" and not box.display
         assert app.focused is app.dashboard.table
         if box_key == "backslash":
-            assert not app.dashboard.table.row_filter and len(app.dashboard.table.order) == 21
+            assert not app.dashboard.table.row_filter and app.dashboard.table.total == 21
         else:
             assert not app.query_one("TranscriptPane").words

@@ -41,7 +41,7 @@ async def test_two_monitors_show_every_line_ingested_by_either_or_elsewhere_in_o
                 await pilot.pause(0.25)
                 await pilot2.pause(0.25)
                 if b'"session_ended"' in paths.events.read_bytes() and all(
-                        app.feed.rows.get("both", {}).get("state") in ("ended", "failed")
+                        (app.dashboard.table.row("both") or {}).get("state") in ("ended", "failed")
                         and app.dashboard.loaded_seq == _stored_max(home) for app in apps):
                     break
             else:

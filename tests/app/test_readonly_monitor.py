@@ -59,9 +59,10 @@ async def browse(home: Path, writer_path: Path) -> None:
             log = app.query_one("#transcript-log", Log)
             for _ in range(100):  # the store, and what only the folders held (e-late)
                 await pilot.pause(0.1)
-                if {"a-ended", LIVE, "e-late"} <= set(app.feed.rows) and app.dashboard.loaded_seq:
+                if {"a-ended", LIVE, "e-late"} <= set(app.dashboard.table.listed()) and app.dashboard.loaded_seq:
                     break
-            assert app.feed.rows[LIVE]["state"] == "running" and app.feed.rows["e-late"]["state"] == "ended"
+            table = app.dashboard.table
+            assert table.row(LIVE)["state"] == "running" and table.row("e-late")["state"] == "ended"
             assert app.dashboard.selected == LIVE and any(f"{LIVE}: I'll start" in line for line in log.lines)
             assert "read-only view of" in app.title and str(home) in app.title
 
@@ -230,7 +231,7 @@ async def test_the_monitor_reads_a_finished_read_only_home_in_place(tmp_path, mo
         async with app.run_test(size=SIZE) as pilot:
             for _ in range(100):
                 await pilot.pause(0.1)
-                if {"a-ended", "c-ended"} <= set(app.feed.rows):
+                if {"a-ended", "c-ended"} <= set(app.dashboard.table.listed()):
                     break
-            assert app.feed.rows["c-ended"]["state"] == "failed"
+            assert app.dashboard.table.row("c-ended")["state"] == "failed"
     assert not (home / "onegc.db-wal").exists() and not (home / "onegc.db-shm").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -15,7 +16,7 @@ from onegc_tui.cli.main import main
 from onegc_tui.store import SCHEMA_VERSION, Store
 from onegc_tui.store.ingest import Ingester
 from onegc_tui.store.live import LiveIngest
-from onegc_tui.store.schema import SchemaTooNew
+from onegc_tui.store.schema import MIGRATIONS, SchemaTooNew
 from runner.launch.spawn import create_session
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig
@@ -102,7 +103,6 @@ def test_schema_version_and_a_newer_database_is_refused(tmp_path):
 
 
 def test_a_first_schema_database_is_migrated_and_its_rows_get_revisions(tmp_path):
-    from onegc_tui.store.schema import MIGRATIONS
 
     conn = sqlite3.connect(tmp_path / "old.db")
     conn.executescript(MIGRATIONS[0] + "; PRAGMA user_version = 1;")
@@ -133,7 +133,6 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     """Migration 5 is main's (sessions.disqualified); 6 records which file an offset belongs to.
     A store main left at 5, mid-session, goes on from where it was: nothing read twice, nothing
     lost, the disqualification kept."""
-    from onegc_tui.store.schema import MIGRATIONS
 
     assert SCHEMA_VERSION >= 6 and "disqualified" in MIGRATIONS[4] and "file_id" in MIGRATIONS[5]
     w = fake_session(home)
@@ -337,12 +336,16 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
 
 
 RECORD_COLUMNS = ("record", "record_detail", "verified", "verified_detail", "rescore", "rescore_by")  # migration 14's
+# the session pages' indexes (onegc_tui/store/session_pages.py), from the migration that builds them
+PAGE_INDEXES = re.findall(r"CREATE INDEX (\w+)", next(m for m in MIGRATIONS if "sessions_by_state" in m))
 
 
 def undo_migrations_12_and_13(conn: sqlite3.Connection, events: Path) -> None:
     """What a store of schema 11 holds: an events row with its line for every event (since migration
-    12 a kind with a table of its own is that row only), and none of 12's to 15's tables, columns
-    and triggers."""
+    12 a kind with a table of its own is that row only), and none of 12's to 16's tables, columns,
+    triggers and indexes (the session pages')."""
+    for index in PAGE_INDEXES:
+        conn.execute(f"DROP INDEX {index}")
     for name in ("insert", "delete", "update"):
         conn.execute(f"DROP TRIGGER history_dirty_{name}")
     for column in (*RECORD_COLUMNS, "not_reevaluated"):  # 14's once the trigger that reads them is gone; 15's

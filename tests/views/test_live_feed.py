@@ -12,16 +12,46 @@ from runner.wire.events import CheckpointScored, SessionEnded
 from tests.homes import T0, _session, add_events, build_home
 
 
-def test_the_first_look_reads_every_row_and_raises_no_alert_on_the_past(tmp_path):
+def test_the_first_look_reads_the_live_rows_only_and_raises_no_alert_on_the_past(tmp_path):
     home = build_home(tmp_path / "home")
     store = Store.open(home)
     try:
         feed = LiveFeed()
         look = feed.read(store)
-        assert set(look.changed) == {"a-ended", "b-paused"} == set(feed.rows)
+        assert set(look.changed) == {"b-paused"} == set(feed.rows)  # a-ended is over: never held
         assert look.alerts == [] and not look.sessions_moved  # their past is no news
         again = feed.read(store)
         assert again.changed == {} and again.alerts == []  # nothing committed: nothing read
+    finally:
+        store.close()
+
+
+def test_the_feed_holds_what_moves_while_it_watches_not_the_home(tmp_path):
+    """Over a home of finished sessions the feed holds nothing; a session that starts while it
+    watches is held while it runs and let go once the clock has seen its end; one over at the first
+    look that changes later (a disqualification) is no news, and not held."""
+    home = build_home(tmp_path / "home")
+    store = Store.open(home)
+    try:
+        feed = LiveFeed()
+        feed.read(store)
+        _session(home, "new", "scripted", None, False, [0.4])  # starts while the feed watches
+        add_events(home, "new", [])
+        look = feed.read(store)
+        assert set(look.changed) == {"new"} and look.sessions_moved and "new" in feed.rows
+        assert "new_best" in {a.kind for a in look.alerts}  # a session new to the feed: its scores are news
+        add_events(home, "new", [SessionEnded(session_id="new", seq=900, ts=T0 + 900, reason="completed", detail="done",
+                                              active_s=100, wall_s=101, paused_s=0, score=0.4)])
+        assert {a.kind for a in feed.read(store).alerts} == {"ended"}
+        feed.due(T0 + 1_000)
+        assert "new" not in feed.rows and "b-paused" in feed.rows  # the ended one let go, the paused one held
+        other = Store.open(home)  # another connection (its own commits do not move a connection's data_version)
+        other.set_disqualified("a-ended", "a person struck it out")
+        other.close()
+        look = feed.read(store)
+        assert list(look.changed) == ["a-ended"] and look.alerts == [] and look.sessions_moved
+        feed.due(T0 + 1_001)
+        assert set(feed.rows) == {"b-paused"}
     finally:
         store.close()
 
@@ -42,6 +72,8 @@ def test_new_events_of_a_known_session_become_alerts_and_a_session_ending_moves_
         assert list(look.changed) == ["b-paused"] and look.sessions_moved
         assert {a.kind for a in look.alerts} == {"new_best", "ended"}
         assert feed.rows["b-paused"]["state"] == "ended" and "b-paused" not in feed.running
+        feed.due(T0 + 600)
+        assert feed.rows == {}  # over, and seen by the clock: let go
     finally:
         store.close()
 

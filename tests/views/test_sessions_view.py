@@ -1,14 +1,12 @@
-"""Unit tests of the sessions table without a screen: columns per width, cuts, sort, filter."""
+"""Unit tests of the sessions table without a screen: columns per width, cuts, cells, sort arrows."""
 
 from __future__ import annotations
 
 from onegc_tui.views.sessions_view import (
     ELLIPSIS,
-    SessionFilter,
     end_cut,
     fit_columns,
     middle_cut,
-    ordered,
     session_cells,
     sort_arrow,
 )
@@ -65,38 +63,10 @@ def test_budget_left_of_an_ended_session_fits_its_column():
         assert len(session_cells({"session_id": "s", "state": "ended", "end_reason": reason})["left"]) <= 14
 
 
-def rows() -> list[dict]:
-    return [
-        {"session_id": "old-ended", "state": "ended", "started_ts": 1.0, "score": 0.9},
-        {"session_id": "new-ended", "state": "ended", "started_ts": 5.0, "score": 0.5},
-        {"session_id": "old-running", "state": "running", "started_ts": 2.0},
-        {"session_id": "new-running", "state": "running", "started_ts": 4.0},
-        {"session_id": "failed", "state": "failed", "started_ts": 3.0},
-        {"session_id": "paused", "state": "paused", "started_ts": 0.5},
-    ]
-
-
-def test_the_default_order_puts_the_most_recent_running_session_first():
-    assert ordered(rows(), "state", False) == ["new-running", "old-running", "paused", "new-ended", "failed",
-                                               "old-ended"]
-
-
 def test_sort_arrows_follow_the_direction_shown():
+    # (each sort's order: SQL over the store's rows, tests/store/test_session_pages.py, as is the filter)
     assert sort_arrow("best", False) == "▼" and sort_arrow("best", True) == "▲"
     assert sort_arrow("state", False) == "▲" and sort_arrow("agent", False) == "▲"
-    assert ordered(rows(), "best", False)[:2] == ["old-ended", "new-ended"]
-
-
-def test_the_filter_matches_fields_and_words():
-    r = {"session_id": "demo--quick--t0--r1", "state": "ended", "end_reason": "budget_exhausted", "agent": "scripted",
-         "task": "t0_demo", "model": None, "study": "demo"}
-    assert SessionFilter.parse("state:ended agent:script").matches(r)
-    assert SessionFilter.parse("task:t0 quick").matches(r)
-    assert SessionFilter.parse("exhausted").matches(r)  # the end reason counts as the state
-    assert not SessionFilter.parse("state:running").matches(r)
-    assert not SessionFilter.parse("agent:codex").matches(r)
-    assert not SessionFilter.parse("")  # empty: keeps everything
-    assert SessionFilter.parse("nofield:x").words == ("nofield:x",)  # unknown fields are words
 
 
 def test_unsealed_or_integrity_flagged_sessions_are_marked_in_the_session_column():
@@ -113,6 +83,12 @@ def test_unsealed_or_integrity_flagged_sessions_are_marked_in_the_session_column
     assert integrity_note(unchecked) == "not checked: V1, V2 (onegc tasks lists each task's checks)"
     assert cell_tone("session", unchecked) == "flagged"
     assert integrity_note(dict(sealed, not_checked="[]")) is None and integrity_note(dict(sealed, not_checked="{")) is None
+
+
+def test_the_repeat_column_holds_the_highest_repeat_whole():
+    assert {c.key: w for c, w in fit_columns(198, len(ID_A))}["rep"] == 2
+    widths = {c.key: w for c, w in fit_columns(198, len(ID_A), repeats=2041)}
+    assert widths["rep"] == len("2041") and sum(w + 2 for w in widths.values()) <= 198
 
 
 def test_a_sealed_session_listed_widens_the_official_column_and_only_then():

@@ -1,10 +1,16 @@
-"""The dashboard: every session at a glance, and four panes plus a score plot for the selected one.
+"""The dashboard: every session at a glance, and the panes of the selected one.
 
-The app (app.py) reads the store and the live events and hands them here: ``show_sessions`` the
-rows changed since its last look, ``take`` each batch of new events. The sessions table is
-updated by key, never cleared, and re-sorted only when the order changes, keeping the cursor on
-the selected session. A selected session's header and budget show at once, its panes when a
-worker has read them; its live events are held meanwhile.
+The sessions table is virtual (widgets/sessions.py: it reads the rows it shows, by page). The
+panes are composed from a list, ``PANES``: each is a ``Pane`` (widgets/pane.py) that declares what
+it reads of the selected session and how it draws it, and the dashboard drives them alike: on a
+selection each reader runs on a worker and the pane shows what it read; each beat that the store
+changed, what came after; once a second, a tick. A pane is one file and one line in the list.
+
+The app (app.py) posts this screen messages, and calls none of its methods: ``Beat`` (its clock,
+5 Hz: draw what the store gained), ``Second`` (the once-a-second work), ``Sessions`` (the sessions
+rows changed since its last look), ``Focus`` (go to a session once it appears). The dashboard
+says which session is selected with ``Selected``, which bubbles up to the app (its
+notifications put that session first).
 
 The dashboard owns its keys and their actions (``BINDINGS``, in the footer's order), as a
 toolong screen does: the app binds only the keys of every screen (help, history, new session,
@@ -21,7 +27,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from onegc_tui.app.gcpace import settle
 from onegc_tui.app.host import host, refused, store_of
@@ -29,21 +35,30 @@ from onegc_tui.app.layout import SteadyScreen
 from onegc_tui.app.screens.confirm import ConfirmScreen
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
+from onegc_tui.app.widgets.pane import Pane, Reader
 from onegc_tui.app.widgets.panes import BudgetPane, CheckpointsPane, GpuPane
 from onegc_tui.app.widgets.sessions import SessionsTable
 from onegc_tui.app.widgets.textbox import TextBox
 from onegc_tui.app.widgets.transcript import TranscriptLog, TranscriptPane
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
+from onegc_tui.store.session_pages import state_counts
 from onegc_tui.views.format import count
-from onegc_tui.views.sessions_view import FILTER_HELP, sort_arrow, sort_key
+from onegc_tui.views.sessions_view import FILTER_HELP, sort_arrow
 from runner.wire.control import Action, request
-from runner.wire.events import Event, parse_event
 from runner.wire.paths import SessionPaths
+
+# the panes of the selected session, each in its slot ("main": the wide column; "side": stacked in
+# the middle one; "right"): a new pane is one file and one line here (docs/architecture.md)
+PANES: list[type[Pane]] = [
+    TranscriptPane,
+    BudgetPane,
+    GpuPane,
+    CheckpointsPane,
+]
 
 FOCUS_WAIT_S = 10.0  # a session started with the monitor appears within this; select nothing else before
 MAX_REPLAY = 4  # sessions side by side in the replay screen
-FOLLOW_MAX = 2_000  # events of the selected session drawn per beat at most (the rest at the next)
 BOX_ACTIONS = {"filter_sessions", "search"}  # priority keys that open a text box
 
 
@@ -75,6 +90,58 @@ class DashboardScreen(SteadyScreen):
         Binding("q", "app.quit", "Quit"),
     ]
 
+    # ------------------------------------------------------------------ what the app posts, and what this says
+    class Beat(Message):
+        """The app's clock (5 Hz): draw what the store gained for the selected session."""
+
+        bubble = False
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, DashboardScreen.Beat)  # one waiting beat is as good as two
+
+    class Second(Message):
+        """The once-a-second work: the panes' tick (a countdown, the GPU figures)."""
+
+        bubble = False
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, DashboardScreen.Second)
+
+    class Sessions(Message):
+        """The sessions rows changed since the app's last look (by id), the running sessions whose
+        countdown moved, and whether the ingester had caught up with the session folders."""
+
+        bubble = False
+
+        def __init__(self, changed: dict[str, dict], moving: list[str], caught_up: bool) -> None:
+            super().__init__()
+            self.changed, self.moving, self.caught_up = changed, moving, caught_up
+
+    class Focus(Message):
+        """Go to this session once it appears (one started from the form)."""
+
+        bubble = False
+
+        def __init__(self, sid: str) -> None:
+            super().__init__()
+            self.sid = sid
+
+    class Selected(Message):
+        """The session whose panes show (it bubbles up to the app)."""
+
+        def __init__(self, sid: str) -> None:
+            super().__init__()
+            self.sid = sid
+
+    class Loaded(Message):
+        """A selected session's panes, read from SQLite on a worker."""
+
+        bubble = False
+
+        def __init__(self, sid: str, row: dict, seq: int, read: list[tuple[Pane, object]]):
+            super().__init__()
+            self.sid, self.row, self.seq, self.read = sid, row, seq, read
+
     def __init__(self, focus: str | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
         self.focus_id = focus
@@ -82,9 +149,11 @@ class DashboardScreen(SteadyScreen):
         self._focus_pending = focus is not None
         self.selected: str | None = None
         self.loaded_seq: int | None = 0  # None while the selected session's panes are being read
-        self._followed: int | None = None  # the store's data_version when follow() last read all
+        self._followed: int | None = None  # the store's data_version when the panes last read on
         self._summary = ""
+        self._counts: dict[str, int] = {}
         self._table: SessionsTable | None = None
+        self.panes: list[Pane] = []
         self._mounted_at = 0.0
 
     _auto_pick = True  # the selection was made for the user, not by them
@@ -97,28 +166,29 @@ class DashboardScreen(SteadyScreen):
             yield TextBox(placeholder=f"filter sessions: {FILTER_HELP} · Enter keeps it, Esc clears it",
                           id="session-filter", give_back="#sessions")
             yield SessionsTable(id="sessions", now=host(self).now)
+        self.panes = [pane() for pane in PANES]
         with Grid(id="panes"):
-            yield TranscriptPane(id="transcript")
+            yield from (p for p in self.panes if p.slot == "main")  # type: ignore[misc]  # each a widget
             with Vertical(id="side"):
-                yield BudgetPane(id="budget")
-                yield GpuPane(id="gpu")
-            yield CheckpointsPane(id="checkpoints")
+                yield from (p for p in self.panes if p.slot == "side")  # type: ignore[misc]
+            yield from (p for p in self.panes if p.slot == "right")  # type: ignore[misc]
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self._table = self.query_one(SessionsTable)  # held: a query fails once the app starts taking its widgets down
         self.query_one("#session-filter").display = False  # opened by \\
         self._mounted_at = time.monotonic()
-        # the first table, in the first frame: the app opened its store and started its ingest on load
+        # the first page of the table, in the first frame: the app opened its store on load
+        self._table.open()
         host(self).refresh_sessions()
         self.call_after_refresh(settle)
 
     @property
     def widgets_up(self) -> bool:
         """Mounted, and not being taken down (as the app closes). Textual's shutdown clears the
-        app's ``is_running`` first, before it removes any widget: a beat that fired meanwhile
-        found the table still attached and the transcript's log gone (a NoMatches out of the
-        app's timer, seen once in a loaded test run)."""
+        app's ``is_running`` first, before it removes any widget: a beat that came meanwhile
+        found the table still attached and the transcript's log gone (a NoMatches, seen once in a
+        loaded test run)."""
         return self._table is not None and self._table.is_attached and self.app.is_running
 
     @property
@@ -128,97 +198,80 @@ class DashboardScreen(SteadyScreen):
         return self._table
 
     @property
-    def rows(self) -> dict[str, dict]:
-        """Every session's summary row (the table's, filtered or not)."""
-        return self.table.summaries
-
-    @property
     def marked(self) -> list[str]:
         return self.table.marked
 
-    def tick(self) -> None:
-        """The panes' once-a-second work (in the app's tick, in its frame)."""
-        self.query_one(BudgetPane).tick()
-        self.query_one(GpuPane).tick()
+    def on_dashboard_screen_second(self, _: Second) -> None:
+        if self.widgets_up:
+            for pane in self.panes:
+                pane.tick()
+
+    def on_dashboard_screen_beat(self, _: Beat) -> None:
+        if self.widgets_up:
+            self.follow(store_of(self))
+
+    def on_dashboard_screen_focus(self, msg: Focus) -> None:
+        """Go to ``msg.sid`` once it appears in the table (a session started from the form)."""
+        self.focus_id, self._focus_pending = msg.sid, True
 
     # ------------------------------------------------------------------ the sessions table
-    def show_sessions(self, changed: dict[str, dict], moving: list[str], caught_up: bool) -> None:
-        """Bring the sessions table up to date: the rows ``changed`` since the app last looked, and
-        the countdowns of the running sessions (``moving``); then the summary line and the
-        selection. ``caught_up``: the ingester had caught up with the session folders when the
-        app read the rows. Only what moved is redrawn (over 10 000 sessions, every row each
-        second was ~170 ms of the drawing thread)."""
-        if not changed and not moving and self._summary:
+    def on_dashboard_screen_sessions(self, msg: Sessions) -> None:
+        """Bring the sessions table up to date: the rows ``changed`` since the app last looked, the
+        countdowns of the running sessions (``moving``); then the summary line and the selection.
+        ``caught_up``: the ingester had caught up with the session folders when the app read the
+        rows. The table reads again only the rows it holds, and only when some changed."""
+        if not self.widgets_up or (not msg.changed and not msg.moving and self._summary):
             return
         table = self.table
-        now = host(self).now()
         with self.app.batch_update():
-            new = {sid for sid in changed if sid not in table.summaries}  # a set: 10 000 at start
-            # a longer id may widen the session column, a sealed session the Official column
-            relaid = bool(new) and table.relayout(self.app.size.width, {sid: changed[sid] for sid in new})
-            # most changes are a GPU sample or a heartbeat: the order and the summary line stay, and
-            # re-sorting (and counting) every row each second was ~1 ms here at 8 sessions, more at 10 000
-            reorder, recount = bool(new) or relaid, bool(new)
-            by = table.sort_by
-            for sid, row in changed.items():
-                old = table.summaries.get(sid)
-                if old is not None:
-                    reorder = reorder or sort_key(old, by, now) != sort_key(row, by, now)
-                    recount = recount or old.get("state") != row.get("state")
-                reorder = table.put(sid, row, now) or reorder  # a row the filter now keeps or drops
-            for sid in moving:
-                table.tick_left(sid, now)
-            if reorder or (moving and by == "left"):
-                table.resort()
-        if recount or not self._summary:
-            self._show_summary()
-        rows = self.rows
-        if self.selected is None and table.order:
-            waiting = self.focus_id and self.focus_id not in rows and time.monotonic() - self._mounted_at < FOCUS_WAIT_S
+            table.take(msg.changed, msg.moving)
+        if msg.changed or not self._summary:
+            self._show_summary(recount=True)
+        if self.selected is None and table.total:
+            focus = self.focus_id
+            waiting = focus and table.row(focus) is None and time.monotonic() - self._mounted_at < FOCUS_WAIT_S
             if not waiting:
                 # on attach: the session asked for, else the top row (the most recent running one)
-                target = self.focus_id if self.focus_id in table.order else table.order[0]
-                self.select(target)
-                table.go_to(target)
-        elif self.focus_id in table.order and self.focus_id != self.selected and self._focus_pending:
-            self._focus_pending = False  # the session asked for (or started from the form): go to it
-            table.go_to(self.focus_id)
-        elif self.selected in changed:
-            self.query_one(BudgetPane).update_row(rows[self.selected])
-        if self._auto_pick and caught_up and table.order:
+                first = table.row_at(0)
+                target = focus if focus and table.go_to(focus) else first["session_id"] if first else None
+                if target is not None:
+                    self.select(target)
+                    table.go_to(target)
+        elif self.focus_id and self.focus_id != self.selected and self._focus_pending and table.go_to(self.focus_id):
+            self._focus_pending = False  # the session asked for (or started from the form): the cursor is on it
+        if self._auto_pick and msg.caught_up and table.total:
             # the store may lag the session folders when no monitor ran: once the ingester has
             # caught up, the top row (the most recent running session) is the one to show, unless
             # the user has moved since
             self._auto_pick = False
-            top = table.order[0]
-            if top != self.selected and not self.focus_id:
-                self.select(top)
-                table.go_to(top)
+            top = table.row_at(0)
+            if top is not None and top["session_id"] != self.selected and not self.focus_id:
+                self.select(top["session_id"])
+                table.go_to(top["session_id"])
 
-    def ask_for(self, sid: str) -> None:
-        """Go to ``sid`` once it appears in the table (a session started from the form)."""
-        self.focus_id, self._focus_pending = sid, True
-
-    def _show_summary(self) -> None:
-        rows, table = self.rows, self.table
-        n_paused = sum(1 for r in rows.values() if r["state"] == "paused")
+    def _show_summary(self, recount: bool = False) -> None:
+        table = self.table
+        if recount or not self._counts:
+            self._counts = state_counts(store_of(self))
+        counts = self._counts
         order = f"sorted by {table.sort_by} {sort_arrow(table.sort_by, table.sort_reverse)}"
         marks = f" · {len(self.marked)} marked for replay" if self.marked else ""
-        shown = f" · filter “{table.filter_text}”: {len(table.order)} shown" if table.row_filter else ""
+        shown = f" · filter “{table.filter_text}”: {table.total} shown" if table.row_filter else ""
         runs = host(self).home / "runs"
         none = (f"No sessions under {runs} yet: they show here as they start (a read-only view)." if host(self).read_only
                 else f"No sessions under {runs} yet: press n, or run 'onegc demo' or 'onegc run'.")
-        summary = (f"{count(len(rows), 'session')} · {len(host(self).feed.running)} running · {n_paused} paused{shown} · "
-                   f"{order}{marks}" if rows else none)
+        summary = (f"{count(counts[''], 'session')} · {counts['running']} running · {counts['paused']} paused{shown} · "
+                   f"{order}{marks}" if counts[""] else none)
         if summary != self._summary:  # an update relayouts the screen: only when the text changes
             self._summary = summary
             self.query_one("#summary", Static).update(summary, layout=False)
 
     # ------------------------------------------------------------------ the selected session
     def follow(self, store: Store) -> None:
-        """Draw what the store gained for the selected session since its panes were read, whoever
+        """Draw what the store gained for the selected session since its panes read it, whoever
         ingested it: this monitor, another one, a browser tab's or ``onegc sessions`` (issue 29:
-        panes fed by this process's own ingest showed complementary halves of the stream). Asked
+        panes fed by this process's own ingest showed complementary halves of the stream). Each
+        pane reads its own typed rows after the seq drawn (its reader bounds what it reads). Asked
         every beat; a look costs a ``data_version`` read unless something was committed."""
         sid, after = self.selected, self.loaded_seq
         if sid is None or after is None:
@@ -226,73 +279,59 @@ class DashboardScreen(SteadyScreen):
         version = store_queries.data_version(store)
         if version == self._followed:
             return
-        rows = store_queries.events_after(store, sid, after, FOLLOW_MAX)
-        if len(rows) < FOLLOW_MAX:
-            self._followed = version  # all read; more, and the next beat reads on
-        events = []
-        for _seq, data in rows:
-            try:
-                events.append(parse_event(data))
-            except ValueError:  # stored by an older onegc: the raw-file viewer still shows it
-                continue
-        if rows:
-            self.loaded_seq = rows[-1][0]
-            self._draw_selected(events)
-
-    @on(DataTable.RowHighlighted, "#sessions")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        table = event.data_table
-        if not event.row_key or not table.is_valid_row_index(table.cursor_row):
+        readers = [(pane, pane.reader()) for pane in self.panes]
+        with store_queries.snapshot(store):  # the rows and the seq agree
+            top = store.max_seq(sid)
+            row = store.session(sid)
+            read = [(pane, reader(store, sid, after) if reader is not None and top > after else None)
+                    for pane, reader in readers]
+        self._followed = version
+        if row is None:
             return
-        if table.coordinate_to_cell_key(table.cursor_coordinate).row_key != event.row_key:
-            return  # posted before a re-sort moved the rows: the cursor is on another session now
-        if event.row_key.value is not None and event.row_key.value != self.selected:
-            self._auto_pick = False  # the user moved: their choice stands
-            self.select(event.row_key.value)
+        self.loaded_seq = max(after, top)
+        with self.app.batch_update():
+            for (pane, reader), (_, data) in zip(readers, read, strict=True):
+                if reader is None or data is not None:
+                    pane.extend(row, data)
 
-    @on(DataTable.RowSelected, "#sessions")
-    def _chosen(self, event: DataTable.RowSelected) -> None:
+    @on(SessionsTable.Highlighted, "#sessions")
+    def _highlighted(self, event: SessionsTable.Highlighted) -> None:
+        if event.sid is not None and event.sid != self.selected:
+            self._auto_pick = False  # the user moved: their choice stands
+            self.select(event.sid)
+
+    @on(SessionsTable.Chosen, "#sessions")
+    def _chosen(self, event: SessionsTable.Chosen) -> None:
         self.action_detail()
 
-    def _draw_selected(self, events: list[Event]) -> None:
-        if events:
-            self.query_one(TranscriptPane).add_events(events)
-            self.query_one(BudgetPane).apply(events)
-            self.query_one(GpuPane).apply(events)
-            self.query_one(CheckpointsPane).apply(events)
-
-    class Loaded(Message):
-        """A selected session's panes, read from SQLite on a worker."""
-
-        def __init__(self, sid: str, row: dict, seq: int, transcript, gpu, checkpoints):
-            super().__init__()
-            self.sid, self.row, self.seq = sid, row, seq
-            self.transcript, self.gpu, self.checkpoints = transcript, gpu, checkpoints
-
     def select(self, sid: str) -> None:
-        """Show one session: the header and budget at once, the panes when the worker has read them."""
-        row = self.rows.get(sid)
+        """Show one session: the panes drawn from its row at once, the others when the worker has read them."""
+        row = self.table.row(sid)
         if row is None:
             return
         self.selected = sid
         host(self).sub_title = sid
-        self.query_one(BudgetPane).load(row)
+        self.post_message(self.Selected(sid))
         self.loaded_seq = None  # its panes are read first; then follow() draws what comes after
-        pane = self.query_one(TranscriptPane)
-        self._fetch_selected(sid, row, pane.mode, pane.query_text)
+        readers: list[tuple[Pane, Reader]] = []
+        for pane in self.panes:
+            reader = pane.reader()
+            if reader is None:
+                pane.show(row, None)
+            else:
+                readers.append((pane, reader))
+        self._fetch_selected(sid, row, readers)
 
     @work(thread=True, exit_on_error=False, exclusive=True, group="select")
-    def _fetch_selected(self, sid: str, row: dict, mode: str, query_text: str) -> None:
+    def _fetch_selected(self, sid: str, row: dict, readers: list[tuple[Pane, Reader]]) -> None:
         store = Store.open(host(self).home)
         try:
             with store_queries.snapshot(store):  # the panes and the sequence number agree
                 seq = store.max_seq(sid)
-                transcript = TranscriptPane.fetch(store, sid, mode, query_text)
-                gpu = GpuPane.fetch(store, sid)
-                checkpoints = CheckpointsPane.fetch(store, sid)
+                read = [(pane, reader(store, sid, 0)) for pane, reader in readers]
         finally:
             store.close()
-        self.post_message(self.Loaded(sid, row, seq, transcript, gpu, checkpoints))
+        self.post_message(self.Loaded(sid, row, seq, read))
 
     def on_dashboard_screen_loaded(self, msg: Loaded) -> None:
         # after the next frame: the header and budget of the new selection show first, the
@@ -300,12 +339,11 @@ class DashboardScreen(SteadyScreen):
         self.call_after_refresh(self._show_loaded, msg)
 
     def _show_loaded(self, msg: Loaded) -> None:
-        if msg.sid != self.selected:
+        if msg.sid != self.selected or not self.widgets_up:
             return  # the user moved on: a newer fetch is on its way
         with self.app.batch_update():
-            self.query_one(TranscriptPane).show(msg.sid, msg.transcript)
-            self.query_one(GpuPane).show(msg.gpu)
-            self.query_one(CheckpointsPane).show(msg.row, msg.checkpoints)
+            for pane, data in msg.read:
+                pane.show(msg.row, data)
         self.loaded_seq = msg.seq
         self._followed = None  # read on from msg.seq at the next beat, whatever was committed
         self.follow(store_of(self))
@@ -320,17 +358,18 @@ class DashboardScreen(SteadyScreen):
         """Esc: close the notifications (in a text box, TextBox's Esc does it too)."""
         self.app.clear_notifications()
 
-    def _selected_paths(self) -> SessionPaths | None:
-        if not self.selected or self.selected not in self.rows:
+    def _selected_row(self) -> dict | None:
+        """The selected session's summary row, as the store has it now."""
+        row = self.table.row(self.selected) if self.selected else None
+        if row is None:
             self.notify("select a session first", severity="warning")
-            return None
-        return SessionPaths(Path(self.rows[self.selected]["folder"]))
+        return row
 
     def action_toggle_pause(self) -> None:
-        paths, sid = self._selected_paths(), self.selected
-        if paths is None or sid is None:
+        row, sid = self._selected_row(), self.selected
+        if row is None or sid is None:
             return
-        state = self.rows[sid]["state"]
+        paths, state = SessionPaths(Path(row["folder"])), row["state"]
         if state not in ("running", "paused"):
             self.notify(f"{sid} is {state}: nothing to pause", severity="warning")
             return
@@ -341,10 +380,11 @@ class DashboardScreen(SteadyScreen):
         self.notify(f"{action} requested for {sid}")
 
     def action_abort(self) -> None:
-        paths, sid = self._selected_paths(), self.selected
-        if paths is None or sid is None:
+        row, sid = self._selected_row(), self.selected
+        if row is None or sid is None:
             return
-        if self.rows[sid]["state"] in ("ended", "failed", "queued"):
+        paths = SessionPaths(Path(row["folder"]))
+        if row["state"] in ("ended", "failed", "queued"):
             self.notify(f"{sid} is not running", severity="warning")
             return
         if refused(self, f"abort {sid}"):
@@ -385,7 +425,7 @@ class DashboardScreen(SteadyScreen):
 
     @on(Input.Changed, "#session-filter")
     def _filter_typed(self, event: Input.Changed) -> None:
-        if len(self.rows) <= self.LIVE_FILTER_MAX:
+        if (self._counts.get("") or 0) <= self.LIVE_FILTER_MAX:
             self._apply_filter(event.value)
 
     @on(Input.Submitted, "#session-filter")
@@ -398,11 +438,12 @@ class DashboardScreen(SteadyScreen):
         table = self.table
         table.set_filter(query)
         self._show_summary()
-        if self.selected not in table.order and table.order:
-            self.select(table.order[0])  # the selection was filtered out: the first that matches
-            table.go_to(table.order[0])
-        elif self.selected in table.order:
-            table.go_to(self.selected)
+        if self.selected is not None and table.go_to(self.selected):
+            return
+        first = table.row_at(0)
+        if first is not None:  # the selection was filtered out: the first that matches
+            self.select(first["session_id"])
+            table.go_to(first["session_id"])
 
     @on(TextBox.Cleared)
     def _box_cleared(self, msg: TextBox.Cleared) -> None:
@@ -432,7 +473,7 @@ class DashboardScreen(SteadyScreen):
 
     def action_mark(self) -> None:
         sid = self.selected
-        if not sid or sid not in self.rows:
+        if not sid:
             return
         if sid in self.marked:
             self.marked.remove(sid)

@@ -1,9 +1,11 @@
-"""Three panes of the selected session: budget, GPU and checkpoint scores (the transcript: ``transcript.py``)."""
+"""Three panes of the selected session: budget, GPU and checkpoint scores (the transcript:
+``transcript.py``), each a ``Pane`` (``pane.py``): the budget drawn from the summary row, the GPU
+from its samples and warnings, the scores from the checkpoints' rows."""
 
 from __future__ import annotations
 
 from collections import deque
-from typing import cast
+from typing import ClassVar, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,24 +15,24 @@ from textual.widgets import DataTable, Static
 from onegc_tui.app.host import host
 from onegc_tui.app.layout import GrowsInPlace
 from onegc_tui.app.safe import content_escape, plain
+from onegc_tui.app.widgets.pane import Reader, Slot
 from onegc_tui.app.widgets.plot import Plot, Series
 from onegc_tui.app.widgets.spark import EIGHTHS, UtilSpark, bar_heights
 from onegc_tui.store import Store
+from onegc_tui.store import queries as store_queries
 from onegc_tui.views.checkpoint_names import fit_checkpoint_label
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import arrow, bar, clock, fmt_score, verdicts_note
 from onegc_tui.views.metric_range import UNBOUNDED, Bounds, task_bounds
 from onegc_tui.views.plot import best_so_far
 from runner.wire.defaults import NO_GPM
-from runner.wire.events import Event
 from runner.wire.score_terms import ROLE_WIDTHS, Role, measure, role_legend, role_mark
 from runner.wire.verdicts import Verdict, read_json
-from runner.wire.verdicts import read as read_verdicts
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
 
 GPU_HISTORY = 120  # samples (seconds) in the utilisation bars
+STAGE = {"queued": 0, "running": 1, "paused": 1, "ended": 2, "failed": 2}  # a session's states, in the order they come
 BUDGET_BAR_WIDTH = 28  # before the pane has a size; then as wide as the pane allows
-BUDGET_EVENTS = frozenset({"session_started", "heartbeat", "budget", "session_ended"})  # the events that move the countdown
 
 
 def budget_bar_text(view: Countdown, now: float, width: int) -> str:
@@ -48,9 +50,14 @@ class CheckpointTable(GrowsInPlace, DataTable):
 
 
 class BudgetPane(Vertical):
+    """The countdown: drawn from the session's summary row, which every event that moves it
+    (start, heartbeat, pause, resume, end) brings up to date in the store."""
+
+    slot: ClassVar[Slot] = "side"
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        # set here, not on mount: the dashboard may load the focused session's row before this pane
+        # set here, not on mount: the dashboard may show the focused session's row before this pane
         # is mounted, and a mount that reset the view would lose it
         self.view = Countdown()
         self.row: dict = {}
@@ -61,32 +68,24 @@ class BudgetPane(Vertical):
         yield Static("", id="budget-bar")
         yield Static("", id="budget-detail")
 
-    def load(self, row: dict) -> None:
+    def reader(self) -> Reader | None:
+        return None  # the summary row is all
+
+    def show(self, row: dict, data: None = None) -> None:
         self.view = Countdown.of_row(row)
         self.row = row
         self._draw()
 
-    def update_row(self, row: dict) -> None:
-        """The store's newer row: an end, or a start the pane's events did not bring (a row loaded
-        while still queued, its session_started ingested before the pane followed it)."""
+    def extend(self, row: dict, data: None = None) -> None:
+        """The store's newer row. A change of state (started, paused, resumed, ended) is drawn now;
+        a heartbeat only corrects the countdown, which the next tick draws (each redraw between
+        ticks costs the idle monitor a frame of its own)."""
+        before = self.view.state
+        if STAGE.get(row.get("state") or "queued", 0) < STAGE.get(before, 0):
+            return  # an older row (read before the last one) never takes a state back
         self.row = row
-        state = row.get("state")
-        ended = state in ("ended", "failed") and self.view.state not in ("ended", "failed")
-        started = self.view.state == "queued" and state not in (None, "queued")
-        if ended or started:
-            self.view.update_from_row(row)
-            self._draw()
-
-    def apply(self, events: list[Event]) -> None:
-        """A change of state (started, paused, resumed, ended) is drawn now; a heartbeat only
-        corrects the countdown, which the next tick draws (each redraw between ticks costs the
-        idle monitor a frame of its own: a heartbeat every 5 s, a GPU sample every second)."""
-        changed = False
-        for e in events:
-            if e.type in BUDGET_EVENTS:
-                self.view.see(e)
-                changed = changed or e.type != "heartbeat"
-        if changed:
+        self.view.update_from_row(row)
+        if self.view.state != before:
             self._draw()
 
     def tick(self) -> None:
@@ -144,7 +143,6 @@ def no_gpu_text(message: str) -> str:
 
 
 GPM_ROWS = (("sm_pct", "SM"), ("tensor_pct", "tensor"), ("dram_pct", "DRAM"))  # store column, label
-GPM_EVENT = {"sm_pct": "sm_active_pct", "tensor_pct": "tensor_active_pct", "dram_pct": "dram_bw_pct"}
 
 
 def gpm_text(history: dict[str, deque[float]], width: int) -> Text:
@@ -162,7 +160,15 @@ def gpm_text(history: dict[str, deque[float]], width: int) -> Text:
     return out
 
 
+GPU_FIGURES = ("util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c")  # a sample's figures the lines show
+
+
 class GpuPane(Vertical):
+    """The GPU: its utilisation bars, GPM's sparklines and the latest figures, from its samples;
+    a warning says where there is no GPU or no GPM."""
+
+    slot: ClassVar[Slot] = "side"
+
     def compose(self) -> ComposeResult:
         yield Static("GPU", classes="pane-title")
         yield UtilSpark(id="gpu-spark")
@@ -175,41 +181,44 @@ class GpuPane(Vertical):
         self.no_gpu: str | None = None
         self.no_gpm: str | None = None
 
+    def reader(self) -> Reader | None:
+        return self.fetch
+
     @staticmethod
-    def fetch(store: Store, sid: str) -> tuple[list[float], str | None, dict | None, dict[str, list[float]], str | None]:
-        samples = store.gpu_samples(sid, GPU_HISTORY)
-        no_gpu = no_gpm = None
-        for w in store.events_of(sid, ["warning"]):
-            if w.get("code") == "no_gpu":
-                no_gpu = w.get("message")
-            elif w.get("code") == NO_GPM:
-                no_gpm = w.get("message")
-        gpm = {key: [r[key] for r in samples if r.get(key) is not None] for key, _ in GPM_ROWS}
-        return [r["util_pct"] for r in samples], no_gpu, (samples[-1] if samples else None), gpm, no_gpm
+    def fetch(store: Store, sid: str, after: int = 0) -> tuple[list[dict], str | None, str | None]:
+        """The newest samples after ``after`` (as many as the bars show), and the session's latest
+        no-GPU and no-GPM warnings after it."""
+        return (store.gpu_samples(sid, GPU_HISTORY, after=after),
+                store_queries.latest_warning(store, sid, "no_gpu", after),
+                store_queries.latest_warning(store, sid, NO_GPM, after))
 
-    def show(self, fetched: tuple[list[float], str | None, dict | None, dict[str, list[float]], str | None]) -> None:
-        utils, self.no_gpu, last, gpm, self.no_gpm = fetched
-        self.history = deque(utils, maxlen=GPU_HISTORY)
-        self.gpm = {key: deque(gpm.get(key, ()), maxlen=GPU_HISTORY) for key, _ in GPM_ROWS}
+    def show(self, row: dict, fetched: tuple[list[dict], str | None, str | None]) -> None:
+        self.history.clear()
+        for series in self.gpm.values():
+            series.clear()
+        self.no_gpu = self.no_gpm = None
+        self._take(fetched)
+        if not self.history:  # not the figures of the session shown before
+            self.query_one("#gpu-figures", Static).update("waiting for samples…")
+        self._draw(self._pending or None)
         self._pending = None
-        self._draw(last)
 
-    def apply(self, events: list[Event]) -> None:
+    def extend(self, row: dict, fetched: tuple[list[dict], str | None, str | None]) -> None:
         """Take new samples; they are drawn at the next :meth:`tick` (samples come at 1 Hz)."""
-        for e in events:
-            if e.type == "gpu":
-                self.history.append(e.util_pct)
-                for key, field in GPM_EVENT.items():
-                    if (value := getattr(e, field)) is not None:
-                        self.gpm[key].append(value)
-                self._pending = {"util_pct": e.util_pct, "mem_used_mb": e.mem_used_mb,
-                                 "mem_total_mb": e.mem_total_mb, "power_w": e.power_w, "temp_c": e.temp_c}
-            elif e.type == "warning" and e.code == "no_gpu":
-                self.no_gpu = e.message
-                self._pending = self._pending or {}
-            elif e.type == "warning" and e.code == NO_GPM:
-                self.no_gpm = e.message
-                self._pending = self._pending or {}
+        self._take(fetched)
+
+    def _take(self, fetched: tuple[list[dict], str | None, str | None]) -> None:
+        samples, no_gpu, no_gpm = fetched
+        for sample in samples:
+            self.history.append(sample["util_pct"])
+            for key, _ in GPM_ROWS:
+                if (value := sample.get(key)) is not None:
+                    self.gpm[key].append(value)
+        if samples:
+            self._pending = {key: samples[-1].get(key) for key in GPU_FIGURES}
+        if no_gpu is not None or no_gpm is not None:
+            self.no_gpu, self.no_gpm = no_gpu or self.no_gpu, no_gpm or self.no_gpm
+            self._pending = self._pending or {}
 
     _pending: dict | None = None
 
@@ -266,6 +275,7 @@ def cut(text: str) -> Text:
 
 class CheckpointsPane(Vertical):
     help_name = "Checkpoint scores"
+    slot: ClassVar[Slot] = "right"
     # name, score, its role and split, when it appeared, and a note (an error, "scoring…", "★ best");
     # in a narrow pane the role and split shorten to marks ("v", "t★", "(t)": runner/wire/score_terms.py)
     # and the time goes, so that every score keeps what it is (docs/numbers.md) beside its name
@@ -370,9 +380,13 @@ class CheckpointsPane(Vertical):
         name = key.removesuffix("#official")
         return f"{self.scored_split} {'official' if name == self.official else 'unofficial'}"
 
+    def reader(self) -> Reader | None:
+        return self.fetch
+
     @staticmethod
-    def fetch(store: Store, sid: str) -> list[dict]:
-        return store.checkpoints(sid)
+    def fetch(store: Store, sid: str, after: int = 0) -> list[dict]:
+        """The session's checkpoints rows found or scored after ``after``."""
+        return store.checkpoints(sid, after=after)
 
     def show(self, row: dict, checkpoints: list[dict]) -> None:
         table = self.query_one(DataTable)
@@ -390,29 +404,29 @@ class CheckpointsPane(Vertical):
         except UnknownTask:
             self.metric, self.scored_split = "score", "val"
         self._title()
+        self._take(checkpoints)
+        self._mark_best()
+
+    def extend(self, row: dict, checkpoints: list[dict]) -> None:
+        """Rows found or scored since, and the official checkpoint once the session's end names it."""
+        official = row.get("best_checkpoint")
+        if not checkpoints and official == self.official:
+            return
+        self._take(checkpoints)
+        if official != self.official:
+            self.official = official
+            for key in self.cells:  # the chosen re-evaluation is official now, the others unofficial
+                self._set(key, "role", self._role(key))
+        self._mark_best()
+
+    def tick(self) -> None:
+        """Nothing moves with the clock here."""
+
+    def _take(self, checkpoints: list[dict]) -> None:
         for r in checkpoints:
             found = read_json(r.get("verdicts"), r.get("flags"))  # flags: a record made before typed verdicts
             self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"],
                       found)
-        self._mark_best()
-
-    def apply(self, events: list[Event]) -> None:
-        changed = False
-        for e in events:
-            if e.type == "checkpoint_found":
-                self._put(e.name, False, e.budget_elapsed_s, None, None, e.self_reported)
-                changed = True
-            elif e.type == "checkpoint_scored":
-                self._put(e.name, e.official, e.budget_elapsed_s, e.value, e.error, None,
-                          read_verdicts(e.verdicts, e.flags))
-                changed = True
-            elif e.type == "session_ended":
-                self.official = e.best_checkpoint
-                for key in self.cells:  # the chosen re-evaluation is official now, the others unofficial
-                    self._set(key, "role", self._role(key))
-                changed = True
-        if changed:
-            self._mark_best()
 
     def _set(self, key: str, col: str, text: str) -> None:
         if self.cells[key][col] != text:

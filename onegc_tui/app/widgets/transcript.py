@@ -9,6 +9,7 @@ can read the whole step from SQLite and the raw CLI output from ``agent.stdout.j
 from __future__ import annotations
 
 from collections import deque
+from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -22,14 +23,14 @@ from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
 from onegc_tui.app.layout import GrowsInPlace
+from onegc_tui.app.widgets.pane import Reader, Slot
 from onegc_tui.app.widgets.textbox import TextBox
 from onegc_tui.store import Store
 from onegc_tui.views.monitor_data import pane_entries
 from onegc_tui.views.sessions_view import ELLIPSIS
 from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.text_table import figure_safe_cut
-from onegc_tui.views.transcript_view import FILTERS, event_line, event_matches, search_words
-from runner.wire.events import Event
+from onegc_tui.views.transcript_view import FILTERS, search_words
 from runner.wire.textsafe import safe_text
 
 TRANSCRIPT_LINES = 2_000  # in the widget; the full transcript lives in SQLite
@@ -205,6 +206,8 @@ class TranscriptLog(GrowsInPlace, Log):
 class TranscriptPane(Vertical):
     """The selected session's transcript: a filter (all, text, tool calls, errors), full-text search, follow."""
 
+    slot: ClassVar[Slot] = "main"
+
     def compose(self) -> ComposeResult:
         yield Static("Transcript", classes="pane-title", id="transcript-title")
         yield TextBox(placeholder="search the transcript: words, Enter; Esc clears", id="search", give_back="#sessions")
@@ -235,22 +238,31 @@ class TranscriptPane(Vertical):
             self.query_one("#transcript-title", Static).update(title, layout=False)
 
     def load(self, sid: str, store: Store) -> None:
-        self.show(sid, self.fetch(store, sid, self.mode, self.query_text))
+        """Read the pane again (a new filter or search), here on the main thread."""
+        self.show({"session_id": sid}, self.fetch(store, sid, self.mode, self.query_text))
+
+    def reader(self) -> Reader | None:
+        mode, query_text = self.mode, self.query_text  # as they are now: the worker reads no widget
+        fetch = type(self).fetch
+        return lambda store, sid, after: fetch(store, sid, mode, query_text, after)
 
     @staticmethod
-    def fetch(store: Store, sid: str, mode: str, query_text: str) -> tuple[list[tuple[Ref, str]], list[str], str]:
-        """The pane's lines (each with its event), corrupt-line notes and the session's scored split
-        (its end's official score names it) (SQLite only: safe on a worker)."""
+    def fetch(store: Store, sid: str, mode: str, query_text: str,
+              after: int = 0) -> tuple[list[tuple[Ref, str]], list[str], str]:
+        """The pane's lines after the seq ``after`` (each with its event; the newest the log holds),
+        with ``after=0`` the corrupt-line notes too, and the session's scored split (its end's
+        official score names it) (SQLite only: safe on a worker)."""
+        limit = TRANSCRIPT_LINES if after else LOAD_LINES
         entries: list[tuple[Ref, str]] = [((sid, seq), line)
-                                          for seq, line in pane_entries(store, sid, mode, query_text, LOAD_LINES)]
-        errors = [] if mode not in ("all", "errors") or search_words(query_text) else [
+                                          for seq, line in pane_entries(store, sid, mode, query_text, limit, after)]
+        errors = [] if after or mode not in ("all", "errors") or search_words(query_text) else [
             f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
         return entries, errors, scored_split((store.session(sid) or {}).get("task"))
 
     split: str | None = None  # the shown session's scored split
 
-    def show(self, sid: str, fetched: tuple[list[tuple[Ref, str]], list[str], str]) -> None:
-        self.sid = sid
+    def show(self, row: dict, fetched: tuple[list[tuple[Ref, str]], list[str], str]) -> None:
+        self.sid = row["session_id"]
         entries, errors, self.split = fetched
         log = self.log_widget
         log.clear_entries()
@@ -265,15 +277,17 @@ class TranscriptPane(Vertical):
         log.follow()
         self._title()
 
-    def add_events(self, events: list[Event]) -> None:
-        entries: list[tuple[Ref, str]] = [((e.session_id, e.seq), line) for e in events
-                   if event_matches(e, self.mode, self.words) and (line := event_line(e, self.split))]
+    def extend(self, row: dict, fetched: tuple[list[tuple[Ref, str]], list[str], str]) -> None:
+        entries = fetched[0]
         if entries:
             log = self.log_widget
             if self.placeholder:  # the first real lines replace the "(no transcript yet)" note
                 log.clear_entries()
                 self.placeholder = False
             log.write_entries(entries)
+
+    def tick(self) -> None:
+        """Nothing moves with the clock here."""
 
     def cycle_filter(self, store: Store) -> None:
         self.mode = FILTERS[(FILTERS.index(self.mode) + 1) % len(FILTERS)]

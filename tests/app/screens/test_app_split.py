@@ -30,3 +30,18 @@ def test_the_footer_order_is_the_dashboards_own_list():
 def test_the_app_stays_small():
     assert len(inspect.getsourcelines(MonitorApp)[0]) <= 200
     assert not [name for name, value in vars(MonitorApp).items() if isinstance(value, property)]  # no read-through
+
+
+def test_the_app_posts_the_dashboard_messages_and_calls_none_of_its_methods():
+    """Issue 49: the app called the dashboard's methods (follow, show_sessions, tick, ask_for)."""
+    import ast
+
+    tree = ast.parse(inspect.getsource(MonitorApp))
+    called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Attribute)
+              and node.func.value.attr == "dashboard"}
+    assert called == {"post_message"}
+    posted = {node.args[0].func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Attribute) and node.func.attr == "post_message" and node.args
+              and isinstance(node.args[0], ast.Call) and isinstance(node.args[0].func, ast.Attribute)}
+    assert {"Beat", "Second", "Sessions", "Focus"} <= posted

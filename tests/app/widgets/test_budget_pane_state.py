@@ -23,10 +23,10 @@ async def test_a_row_loaded_while_queued_takes_the_stores_start(tmp_path):
         pane = app.query_one(BudgetPane)
         running = dict(pane.row)
         assert running["state"] == "running"
-        pane.load({**running, "state": "queued", "remaining_s": running["budget_s"]})  # the row as first ingested
+        pane.show({**running, "state": "queued", "remaining_s": running["budget_s"]})  # the row as first ingested
         assert "QUEUED" in str(pane.query_one("#countdown", Static).render())
-        pane.update_row(running)  # the store's next row: started
+        pane.extend(running)  # the store's next row: started
         text = str(pane.query_one("#countdown", Static).render())
         assert pane.view.state == "running" and text.endswith(" left") and "QUEUED" not in text, text
-        pane.update_row({**running, "state": "queued"})  # an older row never takes a state back
+        pane.extend({**running, "state": "queued"})  # an older row never takes a state back
         assert pane.view.state == "running"

@@ -1,67 +1,130 @@
-"""The sessions table updates a row's changed cells in place (SessionsTable._update_row): what it
-draws must be what the same table draws rebuilt from the same rows, the cursor's row and the
-stripes included (a cell, row or line left in Textual's caches would show the old figure)."""
+"""The sessions table is virtual (onegc_tui/app/widgets/sessions.py): over a real SQLite store it
+holds a page of rows around what it shows, never the list, draws each place as the store orders it,
+and keeps its cursor on its session while rows change underneath."""
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
-from textual.geometry import Region
+import re
+from pathlib import Path
 
-from onegc_tui.app.widgets.sessions import RELAYOUT_S, SessionsTable
+from textual.app import App, ComposeResult
+
+from onegc_tui.app.widgets.sessions import WINDOW_MIN, SessionsTable
+from onegc_tui.store import Store
 
 NOW = 1_800_000_000.0
-WIDTH = 170  # wide enough for the tokens column
+N = 5_000  # sessions: many pages of a 12-line table
 
 
-def summary(sid: str, k: int, **changes) -> dict:
-    row = {"session_id": sid, "task": "t0_demo", "agent": "scripted", "model": None, "repeat": 1,
-           "state": "running", "budget_s": 3600.0, "remaining_s": 3600.0 - 60 * k, "active_s": 60.0 * k,
-           "last_ts": NOW - 1, "started_ts": NOW - 600 - k, "gpu_util": 10.0 * k, "scripts_launched": k,
-           "tokens_in": 1000 * k, "tokens_out": 10 * k, "cost_usd": None, "best_live": None, "score": None}
-    row.update(changes)
-    return row
+def fill(store: Store, n: int) -> None:
+    """``n`` finished sessions, the newest the last, one running (``s0``), written straight into SQLite."""
+    rows = [(f"s{k}", f"/x/s{k}", "t0_demo", "scripted", "running" if k == 0 else "ended", 3600.0, 1000.0 + k, 0.5 + k / n)
+            for k in range(n)]
+    with store.conn:
+        store.conn.executemany("INSERT INTO sessions (session_id, folder, task, agent, state, budget_s, started_ts, score)"
+                               " VALUES (?,?,?,?,?,?,?,?)", rows)
 
 
 class One(App):
+    """A sessions table on its own, over the app's store (what ``host.store_of`` reads)."""
+
+    def __init__(self, home: Path) -> None:
+        super().__init__()
+        self.store = Store.open(home)
+
     def compose(self) -> ComposeResult:
         yield SessionsTable(now=lambda: NOW)
 
+    def on_mount(self) -> None:
+        self.query_one(SessionsTable).open()
 
-def drawn(table: SessionsTable) -> list[list[tuple[str, str]]]:
-    """Every line of the table as (text, style) segments."""
-    strips = table.render_lines(Region(0, 0, table.size.width, table.size.height))
-    return [[(seg.text, str(seg.style)) for seg in strip] for strip in strips]
+    def on_unmount(self) -> None:
+        self.store.close()
 
 
-async def test_a_row_updated_in_place_draws_as_the_table_rebuilt():
-    app = One()
-    async with app.run_test(size=(WIDTH, 12)) as pilot:
+def shown_ids(table: SessionsTable) -> list[str]:
+    """The session ids on the table's lines, as drawn."""
+    lines = [table.render_line(y).text for y in range(1, table.scrollable_content_region.height)]
+    return [m.group(0) for line in lines if (m := re.search(r"\b(s|new)\d+\b", line))]
+
+
+def ordered(home: Path, sql: str) -> list[str]:
+    store = Store.open(home)
+    try:
+        return [r[0] for r in store.conn.execute(f"SELECT session_id FROM sessions ORDER BY {sql}")]
+    finally:
+        store.close()
+
+
+async def test_the_table_holds_a_page_and_draws_each_place_as_the_store_orders_it(tmp_path):
+    store = Store.open(tmp_path)
+    fill(store, N)
+    store.close()
+    newest_first = ordered(tmp_path, "state != 'running', started_ts DESC")  # running first, then the newest
+    app = One(tmp_path)
+    async with app.run_test(size=(120, 14)) as pilot:
+        await pilot.pause()
         table = app.query_one(SessionsTable)
-        rows = {f"s{k}": summary(f"s{k}", k) for k in range(6)}
-        await pilot.pause(RELAYOUT_S * 2)  # the mount's own relayout (a timer) has run
-        table.relayout(WIDTH, rows)
-        for sid, row in rows.items():
-            table.put(sid, row, NOW)
+        table.focus()
+        assert table.total == N and len(table._rows) <= WINDOW_MIN  # a page, not the list
+        shown = shown_ids(table)
+        assert shown == newest_first[:len(shown)] and len(shown) >= 10
+        await pilot.press("end")
         await pilot.pause()
-        drawn(table)  # every cache of the table filled
-        table.move_cursor(row=2)
+        assert table.current() == newest_first[-1] and table.cursor_row == N - 1
+        assert shown_ids(table)[-1] == newest_first[-1] and len(table._rows) <= WINDOW_MIN
+        await pilot.press("pageup", "up")
         await pilot.pause()
-        drawn(table)  # ... the cursor's row too
-        # a minute on: the GPU figure and countdown of every row, the tokens of the cursor's row
-        # and of another (the order stays: a re-sort repaints everything anyway)
-        for k, sid in enumerate(rows):
-            rows[sid] = summary(sid, k, gpu_util=90.0 - k, remaining_s=3000.0 - k)
-        rows["s2"] = summary("s2", 2, tokens_in=7_000, gpu_util=5.0)
-        rows["s4"] = summary("s4", 4, tokens_in=99_000)
-        for sid, row in rows.items():
-            table.put(sid, row, NOW)
+        place = table.cursor_row
+        assert table.current() == newest_first[place] and shown_ids(table) == newest_first[
+            int(table.scroll_y):int(table.scroll_y) + len(shown_ids(table))]
+        await pilot.press("home")
         await pilot.pause()
-        got = drawn(table)
-        text = ["".join(t for t, _ in line) for line in got]
-        assert "7k" in text[3] and " 5%" in text[3] and "99k" in text[5], "\n".join(text)
-        table.rebuild()
+        assert table.current() == "s0"
+
+
+async def test_the_cursor_stays_on_its_session_as_rows_change_underneath(tmp_path):
+    store = Store.open(tmp_path)
+    fill(store, 200)
+    store.close()
+    app = One(tmp_path)
+    async with app.run_test(size=(120, 14)) as pilot:
         await pilot.pause()
-        assert table.current() == "s2"
-        again = drawn(table)
-        for y, (line, want) in enumerate(zip(got, again, strict=True)):
-            assert line == want, f"line {y}:\n{line}\n{want}"
+        table = app.query_one(SessionsTable)
+        assert table.go_to("s150")
+        before = table.cursor_row
+        other = Store.open(tmp_path)  # another process starts three sessions: running, they come first
+        with other.conn:
+            other.conn.executemany("INSERT INTO sessions (session_id, folder, state, started_ts) VALUES (?,?,?,?)",
+                                   [(f"new{k}", "/x", "running", 5000.0 + k) for k in range(3)])
+        changed = {r["session_id"]: r for r in other.sessions("session_id LIKE 'new%'")}
+        other.close()
+        table.take(changed, [])
+        await pilot.pause()
+        assert table.current() == "s150" and table.cursor_row == before + 3
+        assert table.total == 203 and "new2" in shown_ids(table)[:1] + table.listed(3)
+
+
+async def test_a_changed_row_draws_as_a_table_opened_afresh(tmp_path):
+    store = Store.open(tmp_path)
+    fill(store, 30)
+    store.close()
+    app = One(tmp_path)
+    async with app.run_test(size=(160, 14)) as pilot:
+        await pilot.pause()
+        table = app.query_one(SessionsTable)
+        before = [table.render_line(y).text for y in range(12)]
+        other = Store.open(tmp_path)
+        with other.conn:
+            other.conn.execute("UPDATE sessions SET tokens_in = 7000, gpu_util = 55 WHERE session_id = 's25'")
+        changed = {"s25": other.session("s25")}
+        other.close()
+        table.take(changed, [])
+        await pilot.pause()
+        after = [table.render_line(y).text for y in range(12)]
+        assert after != before and any("7k" in line and "55%" in line for line in after)
+    fresh = One(tmp_path)
+    async with fresh.run_test(size=(160, 14)) as pilot:
+        await pilot.pause()
+        table = fresh.query_one(SessionsTable)
+        assert [table.render_line(y).text for y in range(12)] == after
