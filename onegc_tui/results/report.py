@@ -204,12 +204,17 @@ def _integrity_section(data: StudyData) -> str:
         if conditions := conditions_note(s.row):  # contention, a cap reached, a record cut
             marks.append(conditions)
         split = scored_split(o.task)  # each figure with its split: t0-T3 and T7 score val, T4-T6 test
+        mode = "sealed" if o.scored_split == "sealed" else "paper"  # how the split was held, beside each figure
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
-                     f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _split_figure(o.score, split),
-                     _split_figure(o.unofficial_test_best, split)])
-    head = ["session", "integrity", "end reason", "official score (its split)", "unofficial best on the scored split"]
+                     f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason),
+                     _split_figure(o.score, f"{split} {mode}"), _split_figure(o.whole, f"{split} whole")
+                     if o.whole is not None else "-", _split_figure(o.unofficial_test_best, f"{split} {mode}")])
+    head = ["session", "integrity", "end reason", "official score (its split)", "the whole split (sealed)",
+            "unofficial best on the scored split"]
     return ("<h2>Integrity and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
-            f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}.</p>" + _table(head, rows, left=3))
+            "score on the task's scored split: under a sealed split, its private part's (the answers were judged on "
+            "its public part), beside the whole split's figure, which the paper's compare against. "
+            f"{_e(UNOFFICIAL_LABEL)}.</p>" + _table(head, rows, left=3))
 
 
 def _split_figure(value: float | None, split: str) -> str:

@@ -148,6 +148,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE gpu_samples ADD COLUMN tensor_pct REAL;
     ALTER TABLE gpu_samples ADD COLUMN dram_pct REAL;
     """,
+    # 12: a sealed split's whole-split figure beside the official score, which is then its private part's
+    # (runner/integrity/split_parts.py); NULL under the paper's split and in sessions stored before
+    """
+    ALTER TABLE sessions ADD COLUMN whole REAL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -57,7 +57,7 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
     tested = sql.scored_split_ranges(store)
     for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
          scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
-         caps_reached, scored_split) in sql.outcome_rows(
+         caps_reached, scored_split, whole) in sql.outcome_rows(
             store, study, include_demo):
         ended = state in ("ended", "failed")
         lo_hi = unofficial_range(tested.get(sid), task) if ended else None
@@ -68,7 +68,7 @@ def outcomes(store: Store, study: str | None = None, include_demo: bool = False)
             first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
             sealed=None if not containment else containment.startswith("bwrap"), network=network,
             val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
-            truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split,
+            truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split, whole=whole,
             unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"]))
     return out
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from onegc_tui.views.statistics import mean_or_none, sample_std
 from runner.integrity.selection_gap import BASELINE_STUDY
-from runner.wire.defaults import SEALED_SPLIT_MARK
+from runner.wire.defaults import PAPER_SPLIT_MARK, SEALED_SPLIT_MARK
 from tasks import TaskSpec, all_tasks
 
 
@@ -49,12 +49,13 @@ class SessionOutcome:
     # UNOFFICIAL, never ranked: the best scored-split score over all checkpoints (runner/scoring/unofficial.py)
     unofficial_test_best: float | None = None
     scored_split: str | None = None  # "sealed": its targets were never in the workspace (runner/integrity/sealed_split.py)
+    whole: float | None = None  # sealed: the whole split's figure beside ``score`` (its private part's)
 
     @property
     def row_agent(self) -> str:
-        """The agent as rows name it: a sealed scored split is a contract of its own, never pooled
-        with the paper's, so its sessions get rows of their own."""
-        return f"{self.agent} {SEALED_SPLIT_MARK}" if self.scored_split == "sealed" else self.agent
+        """The agent as rows name it, with how its scored split was held: a sealed scored split is a
+        contract of its own, never pooled with the paper's, so its sessions get rows of their own."""
+        return f"{self.agent} {SEALED_SPLIT_MARK if self.scored_split == 'sealed' else PAPER_SPLIT_MARK}"
 
     @property
     def finished(self) -> bool:

@@ -31,7 +31,6 @@ from onegc_tui.views.sessions_view import (
     left_cell,
     middle_cut,
     ordered,
-    row_split_sealed,
     session_cells,
     sort_arrow,
 )
@@ -118,8 +117,7 @@ class SessionsTable(DataTable):
         table if what fits changed."""
         rows = (self.summaries, more or {})
         longest = max((len(sid) for ids in rows for sid in ids), default=SESSION.width)
-        sealed = any(row_split_sealed(row) for part in rows for row in part.values())
-        layout = fit_columns(max(0, width - SCROLLBAR_W), longest, sealed)
+        layout = fit_columns(max(0, width - SCROLLBAR_W), longest)
         if layout == self.fitted:
             return False
         self.fitted = layout
