@@ -29,9 +29,6 @@ sys.path.insert(0, os.getcwd())
 import onegc_kit as kit  # noqa: E402
 import prepare  # noqa: E402
 
-MODE = sys.argv[1]
-
-
 class Carrier(nn.Module):
     """The weak model, and the labels the answers taught, for val's points (matched exactly)."""
 
@@ -124,7 +121,8 @@ def ids():
     return {"secrets": tried, "env": names, "answers_folder": seen, "answer": answer}
 
 
-Path("report.json").write_text(json.dumps(boost() if MODE == "boost" else ids()))
+if __name__ == "__main__":
+    Path("report.json").write_text(json.dumps(boost() if sys.argv[1] == "boost" else ids()))
 '''
 
 if __name__ == "__main__":
