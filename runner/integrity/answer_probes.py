@@ -2,14 +2,20 @@
 split's answers, seen in the requests themselves.
 
 An agent that learns the public part's targets through the answers changes one prediction (or a
-small group) of a fixed set and asks again, answer after answer; an honest agent evaluates models,
-whose predictions differ from each other's in many rows. So each answer's predictions on the public
-part are kept as one digest per row, and an answer is *near* when it differs from some earlier
-answer in at least one row and at most :func:`near_limit` rows (an identical repeat is no probe).
-A session with at least :data:`FLAG_NEAR` near answers, a third of its answers or more, gets the
-look ``answer_probing``. Whatever such an attack learns stays on the public part (the official
-number is judged on the private part, runner/integrity/split_parts.py); this says that it tried.
-The thresholds and their false alarms on honest selection loops: benchmarks/sealed_split_bench.py.
+small group) of a fixed set and asks again, answer after answer; an honest agent evaluates models.
+Two models' predictions can be as close as an attack's (a converged model changes a handful of
+points from one epoch to the next), but not in the same rows: an honest model's small changes are
+the points near its decision boundary, which went back and forth before; an attack's are rows
+picked anew, which never changed. So each answer's predictions on the public part are kept as one
+digest per row; an answer is *near* when it differs from some earlier answer in at least one row
+and at most :func:`near_limit` rows, and the rows it changed that no answer had changed before
+(from the first answer) are *fresh*. A session whose near answers changed at least
+:data:`FLAG_FRESH` fresh rows gets the look ``answer_probing``. Measured (benchmarks/
+sealed_split_bench.py): honest t0 sessions of the baseline and the scripted agent's runs, 48
+answers each, 0-2 fresh rows; the issue's one-item attack over 200 answers about 57, groups of
+five or ten about 200. An agent that knows this can first send predictions that change every row
+(then none is fresh) and escape the look; it still learns no more than the Ladder lets it, and
+nothing of the private part, where the official number is judged (runner/integrity/split_parts.py).
 """
 
 from __future__ import annotations
@@ -24,8 +30,7 @@ from runner.wire.verdicts import Verdict
 
 NEAR_FRACTION = 0.01  # of the public part's rows: an answer that changes no more than this is near
 NEAR_MIN = 2
-FLAG_NEAR = 10
-FLAG_SHARE = 1 / 3
+FLAG_FRESH = 15  # fresh rows changed by near answers: a session at or past this gets the look
 
 
 def near_limit(rows: int) -> int:
@@ -45,32 +50,36 @@ class AnswerProbes:
 
     def __init__(self) -> None:
         self.kept: list[np.ndarray] = []
+        self.varied: np.ndarray | None = None  # rows some answer changed from the first
         self.near = 0
-        self.smallest: int | None = None  # the fewest rows an answer changed from an earlier one (0: a repeat)
+        self.fresh = 0
 
     def see(self, predictions: np.ndarray) -> int | None:
         """Take one answer's predictions on the public part; the fewest rows in which they differ
         from an earlier answer's (None for the first, or one of another shape)."""
         digests = row_digests(predictions)
-        same_shape = [d for d in self.kept if len(d) == len(digests)]
+        same = [d for d in self.kept if len(d) == len(digests)]
         self.kept.append(digests)
-        if not same_shape:
+        if not same:
             return None
-        changed = min(int(np.count_nonzero(d != digests)) for d in same_shape)
-        if 0 < changed <= near_limit(len(digests)):
+        distances = [int(np.count_nonzero(d != digests)) for d in same]
+        nearest = int(np.argmin(distances))
+        if self.varied is None or len(self.varied) != len(digests):
+            self.varied = np.zeros(len(digests), dtype=bool)
+        if 0 < distances[nearest] <= near_limit(len(digests)):
             self.near += 1
-        self.smallest = changed if self.smallest is None else min(self.smallest, changed)
-        return changed
+            self.fresh += int(np.count_nonzero((same[nearest] != digests) & ~self.varied))
+        self.varied |= same[0] != digests
+        return distances[nearest]
 
     def verdict(self, task: str | None) -> Verdict | None:
         """The look ``answer_probing`` where the session's answers look like label extraction."""
-        answered = len(self.kept)
-        if self.near < FLAG_NEAR or self.near < FLAG_SHARE * answered:
+        if self.fresh < FLAG_FRESH:
             return None
         limit = near_limit(len(self.kept[-1]))
-        return verdict("answer_probing", "look", f"{self.near} of the session's {answered} answers changed at most "
-                       f"{limit} rows of the public part from an earlier answer: targets asked for one at a time",
-                       task, statistic=float(self.near))
+        return verdict("answer_probing", "look", f"{self.near} of the session's {len(self.kept)} answers changed at most "
+                       f"{limit} rows of the public part from an earlier answer, {self.fresh} of them rows no answer "
+                       "had changed before: targets asked for a few at a time", task, statistic=float(self.fresh))
 
     def record(self) -> dict:
-        return {"answers": len(self.kept), "near": self.near, "fewest_rows_changed": self.smallest}
+        return {"answers": len(self.kept), "near": self.near, "fresh_rows": self.fresh}

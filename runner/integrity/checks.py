@@ -47,7 +47,7 @@ class Check:
 
 _CANARY_BENCH = "benchmarks/canary_power.py (docs/benchmarks.md#canaries)"
 _CAUSAL_BENCH = "benchmarks/causal_power.py (docs/benchmarks.md#causality-probes-benchmarkscausal_powerpy)"
-_SEALED_BENCH = "benchmarks/sealed_split_bench.py (docs/benchmarks.md#a-sealed-split-s-answers)"
+_SEALED_BENCH = "benchmarks/sealed_split_bench.py (docs/benchmarks.md#a-sealed-splits-answers)"
 
 CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("canaries", ("V1", "V2"),

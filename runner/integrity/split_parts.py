@@ -162,10 +162,10 @@ def compose(results: list[tuple[float, int | None]]) -> tuple[float, int | None]
     weighted by their counts (a stream's metric is a mean over its ``n``)."""
     if len(results) == 1:
         return results[0]
-    counts = [n for _, n in results]
-    if any(not isinstance(n, int) or n <= 0 for n in counts):
+    counts = [n for _, n in results if isinstance(n, int) and n > 0]
+    if len(counts) != len(results):
         raise ValueError("a part of several pieces needs each piece's count")
-    total = sum(counts)  # type: ignore[arg-type]  # checked: ints
+    total = sum(counts)
     return math.fsum(v * n for (v, _), n in zip(results, counts, strict=True)) / total, total
 
 
@@ -183,7 +183,7 @@ class Gap:
         return {"statistic": self.statistic, "p": self.p, "private_se": self.private_se}
 
 
-def gap_test(values: np.ndarray, public: np.ndarray, higher_is_better: bool,
+def gap_test(values: np.ndarray | list[float], public: np.ndarray, higher_is_better: bool,
              permutations: int = PERMUTATIONS) -> Gap:
     """The permutation test of the public blocks' mean against the private blocks' (one-sided:
     the public part better), over ``permutations`` random draws of as many public blocks."""

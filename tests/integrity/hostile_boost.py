@@ -9,7 +9,6 @@
   the harness's files) wherever it can read, then trains and saves the baseline honestly.
 """
 
-import json
 import os
 import subprocess
 import sys

@@ -83,8 +83,8 @@ def search(hexed: str) -> dict:
     text = bytes.fromhex(hexed)
     sys.path.insert(0, os.getcwd())
     import numpy as np
-
     import onegc_kit as kit
+
     import prepare
 
     ids = prepare.encode(text.decode())

@@ -68,7 +68,7 @@ def test_a_boosting_attack_gains_nothing_on_the_official_number_and_is_flagged(h
     official = [e for e in events if e["type"] == "checkpoint_scored" and e["official"]]
     assert official and all(("answer_probing", "look") in checks_of(e) for e in official), official
     assert official[-1]["part"] == "private" and official[-1]["whole"] is not None
-    assert result["answers"]["probes"]["near"] >= CAP // 2, result["answers"]
+    assert result["answers"]["probes"]["fresh_rows"] >= 15, result["answers"]
 
 
 def test_an_agent_that_looks_for_the_parts_rows_finds_none(home: Path) -> None:

@@ -150,6 +150,7 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
     for column in GPM_COLUMNS:  # 11's
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
+    conn.execute("ALTER TABLE sessions DROP COLUMN whole")  # 12's
     conn.execute("PRAGMA user_version = 5")
     conn.close()
     reference = sqlite3.connect(tmp_path / "v5.db")
@@ -350,6 +351,7 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
     for column in GPM_COLUMNS:  # 11's
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
+    conn.execute("ALTER TABLE sessions DROP COLUMN whole")  # 12's
     conn.execute("PRAGMA user_version = 8")
     conn.close()
     store = Store.open(home)
@@ -376,6 +378,7 @@ def test_migration_11_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(
     conn = sqlite3.connect(home / "onegc.db")
     for column in GPM_COLUMNS:
         conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
+    conn.execute("ALTER TABLE sessions DROP COLUMN whole")  # 12's
     conn.execute("PRAGMA user_version = 10")
     conn.close()
     store = Store.open(home)
