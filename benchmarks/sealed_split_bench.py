@@ -11,8 +11,8 @@ poll set to nothing: what is measured is what an answer says, not how soon). Pri
 
 1. **Hostile agents on t0**, each spending a session's answers (``--answers``) from a weak model
    (ten SGD steps, ~0.36 on val): ``one-item`` (the issue's attack: change one prediction, keep it
-   when the answer rose), ``group g`` (g predictions at a time), ``boosting`` (Blum and Hardt's:
-   random predictions, the per-point majority of those whose answer rose). For each, over
+   when the answer rose), ``group g`` (g predictions at a time), ``boosting`` (Blum and Hardt's, from
+   the model: a tenth of its predictions redrawn at random, the per-point majority of those whose answer rose). For each, over
    ``--sessions`` sessions: what it gained on the official number (the private part's), on the
    public part and on the whole split, against the private figure's standard error; how often it
    was flagged (``answer_probing``, ``public_private_gap``); the bits its transcript carried. The
@@ -163,17 +163,19 @@ def attack(name: str, ask, base: np.ndarray, answers: int, rng: np.random.Genera
     """Spend ``answers`` answers (``ask(pred) -> (value, new)``) from ``base``; the predictions carried."""
     current = base.copy()
     best, _ = ask(current)
-    if name == "boosting":
-        kept = [current]
+    if name == "boosting":  # Blum and Hardt's, from the model: random redraws of a tenth of its predictions,
+        # the per-point majority of those whose answer rose (the model's own vote breaks ties). Without
+        # information it gives the model back; drawn from scratch, a weak model below chance would "gain".
+        votes = np.zeros((len(base), 3))
+        votes[np.arange(len(base)), base] += 1.5
         for _ in range(answers - 1):
-            trial = rng.integers(0, 3, len(base))
+            trial = current.copy()
+            rows = rng.random(len(base)) < 0.1
+            trial[rows] = rng.integers(0, 3, int(rows.sum()))
             value, new = ask(trial)
             if new or value > best:
-                kept.append(trial)
+                votes[np.arange(len(base)), trial] += 1
                 best = max(best, value)
-        votes = np.zeros((len(base), 3), dtype=np.int64)
-        for k in kept[1:] or kept:
-            votes[np.arange(len(base)), k] += 1
         return votes.argmax(1)
     g = 1 if name == "one-item" else int(name.split()[1])
     for _ in range(answers - 1):

@@ -77,10 +77,14 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("public_private_gap", ("V9",),
           "a sealed split's public part (the answers') beats its private part beyond the blocks' own noise: the model "
           "carries what the answers taught it (a permutation test on the blocks)",
+          power={"t0_demo": {"one-item changes, 200 answers": 0.0, "groups of 5": 0.0, "groups of 20": 0.0}},
           false_alarm={"*": 0.01}, measured_by=_SEALED_BENCH),
     Check("answer_probing", ("V9",),
           "the sealed split's answers were asked for with predictions that change a few rows of an earlier answer's, "
-          "again and again: targets asked for one at a time", measured_by=_SEALED_BENCH),
+          "again and again: targets asked for one at a time",
+          power={"t0_demo": {"one-item changes, 200 answers": 1.0, "groups of 5": 1.0, "groups of 20": 1.0,
+                             "boosting (a tenth redrawn)": 0.0}},
+          false_alarm={"t0_demo": 0.0, "t1_shakespeare": 0.0}, measured_by=_SEALED_BENCH),
     Check("self_report_gap", (), "the agent's own figure is far better than the harness's"),
     Check("invalid_answer", (), "the harness got no valid answer from the scorer's child for this checkpoint"),
     Check("scorer_observed", (), "what the scorer saw from outside the child: its stdout, its exit, a time-out"),
