@@ -1,9 +1,9 @@
 """A command agent on T1 with val sealed (issue 47, part 2): ``python hostile_t1_sealed.py MODE [HEX]``,
 in the workspace. What it saw goes to ``report.json``.
 
-- ``baseline``: runs the task's own ``train.py`` unchanged but for its size constants (a tiny GPT,
-  a few steps: seconds on a CPU), whose per-epoch ``prepare.evaluate(model, "val")`` hands the model
-  to the harness;
+- ``baseline``: runs the task's own ``train.py`` unchanged but for its constants (a tiny GPT, a few
+  steps: seconds on a CPU), twice (two seeds and learning rates, as an agent's edits), whose
+  per-epoch ``prepare.evaluate(model, "val")`` hands the model to the harness;
 - ``search HEX``: looks for val's text (HEX: a stretch of it, as the test read it from the prepared
   data) everywhere it can read, as characters and as the uint16 ids ``val.npy`` holds; tries the
   loader; hands over a model whose forward tries to write what it is shown where the agent could read
@@ -18,7 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-TINY = {"N_LAYER": 1, "N_HEAD": 2, "N_EMBD": 32, "EPOCHS": 2, "WARMUP_STEPS": 10}  # 61 steps an epoch
+# a tiny GPT, a few steps (its first epoch cut short: the check after it, then the end); two runs, as an
+# agent's edits are, so that two models are handed over and two checkpoints saved
+TINY = {"N_LAYER": 1, "N_HEAD": 2, "N_EMBD": 32, "BATCH_SIZE": 8, "MAX_STEPS": 3, "WARMUP_STEPS": 1}
+RUNS = {"run_1.py": {}, "run_2.py": {"SEED": 1, "LR": 3e-3}}
 
 LEAKY = r'''
 import json, os, sys
@@ -129,12 +132,17 @@ def search(hexed: str) -> dict:
 
 
 def baseline() -> dict:
-    text = Path("train.py").read_text()
-    for name, value in TINY.items():
-        text = re.sub(rf"^{name}\s*=.*$", f"{name} = {value!r}", text, count=1, flags=re.MULTILINE)
-    Path("run_1.py").write_text(text)
-    proc = subprocess.run([sys.executable, "run_1.py"], capture_output=True, text=True, timeout=900)
-    return {"exit": proc.returncode, "stdout": proc.stdout[-2000:], "stderr": proc.stderr[-2000:]}
+    out = {"exit": 0, "stdout": "", "stderr": ""}
+    for script, changes in RUNS.items():
+        text = Path("train.py").read_text()
+        for name, value in {**TINY, **changes}.items():
+            text = re.sub(rf"^{name}\s*=.*$", f"{name} = {value!r}", text, count=1, flags=re.MULTILINE)
+        Path(script).write_text(text)
+        proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=900)
+        out["exit"] = out["exit"] or proc.returncode
+        out["stdout"] += proc.stdout[-2000:]
+        out["stderr"] += proc.stderr[-2000:]
+    return out
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def test_the_baseline_runs_through_a_sealed_val_and_scores_as_under_the_papers_w
     # each epoch's check was answered by the harness: the first is a new value, on the Ladder's grid
     vals = [float(line.split("val_bpb ")[1].split()[0]) for line in report["stdout"].splitlines()
             if line.startswith("epoch ")]
-    assert len(vals) == 2 and all(v == round(v, 2) for v in vals), report["stdout"]
+    assert len(vals) == 2 and all(v == round(v, 2) for v in vals), report["stdout"]  # one check in each of two runs
     assert result["answers"]["asked"] == 2 and result["answers"]["judged"] == 2, result["answers"]
     assert result["scored_split"] == "sealed" and result["value"] == result["parts"]["private"], result
     assert abs(result["parts"]["public"] - vals[-1]) <= 0.005 + 1e-9 or result["answers"]["ladder"]["new_values"] < 2
