@@ -7,7 +7,7 @@
 
 AGENTS_PREFIX       ?= .agents
 # Pinned to the newest versions the end-to-end tests passed with (docs/agents.md lists them; the
-# fixtures of shared/fixtures/transcripts/ and tests/agents/fixtures/ are their output).
+# fixtures of shared/fixtures/transcripts/ and tests/runner/agents/fixtures/ are their output).
 CLAUDE_CODE_VERSION ?= 2.1.332
 CODEX_VERSION       ?= 0.171.0
 OPENCODE_VERSION    ?= 1.18.33

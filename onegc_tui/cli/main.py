@@ -256,9 +256,10 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
                    "the printed URL carries the token every page and websocket needs")
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser). A home
-    this user can read but not write is watched as a read-only view, live, through a private copy
-    of its store (onegc_tui/store/readonly_home.py)."""
-    from onegc_tui.store.readonly_home import browsable_home, private_store
+    this user can read but not write is watched as a read-only view: its store read in place where
+    it holds the session folders whole and nothing runs, else live through a private copy of it
+    (onegc_tui/store/readonly_home.py)."""
+    from onegc_tui.store.readonly_home import IN_PLACE, browsable_home, private_store
 
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
@@ -266,9 +267,10 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
         from onegc_tui.app.guard import check_store, run_monitor
 
         home = browsable_home()
-        with private_store(home) as read_only:
+        with private_store(home) as view:
             check_store(home)
-            run_monitor(make_app(home, focus=focus, read_only=read_only), describe=describe)
+            # in place, nothing is ingested: the store holds every session whole, and none runs
+            run_monitor(make_app(home, focus=focus, read_only=bool(view), live=view != IN_PLACE), describe=describe)
         return
     try:
         from onegc_tui.app.web import serve
@@ -277,8 +279,9 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     from onegc_tui.app.guard import check_store
 
     home = browsable_home()
-    with private_store(home) as read_only:  # each tab's monitor makes its own (it is an 'onegc monitor')
+    with private_store(home) as view:  # each tab's monitor makes its own (it is an 'onegc monitor')
         check_store(home)  # a damaged store: one line now, not a failure in every tab
+    read_only = bool(view)
     try:
         serve(home, host=host, port=port, focus=focus, read_only=read_only)
     except OSError as exc:
@@ -290,29 +293,19 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
-    from runner.wire.defaults import scored_split_sealed
 
-    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
+    home = browsable_home()  # only reads: a read-only home is read in place, or into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
+    if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
+        try:
+            _sessions_json(store)
+        finally:
+            store.close()
+        return
     try:
         rows = store.sessions()
     finally:
         store.close()
-    if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
-        docs = []
-        # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
-        # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
-        from onegc_tui.views.task_facts import scored_split
-
-        for r in rows:
-            contract = json.loads(r["contract"]) if r.get("contract") else {}
-            docs.append({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
-                         "network": contract.get("network"), "best_live_split": "val",
-                         "score_split": scored_split(r["task"]), "scored_split_sealed": scored_split_sealed(contract),
-                         # how the split was held; sealed: "score" is its private part's, "whole" the whole split's
-                         "score_mode": "sealed" if scored_split_sealed(contract) else "paper"})
-        click.echo(json.dumps(docs, indent=1))
-        return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
@@ -321,6 +314,39 @@ def sessions_cmd(as_json: bool) -> None:
 
     for line in plain_sessions(rows, terminal_width()):
         click.echo(line)
+
+
+def _sessions_json(store) -> None:
+    """``onegc sessions --json``: one object per session, a line each, written as the rows are read
+    (over 100 000 sessions the list is never whole in memory) and encoded by pydantic-core's Rust
+    encoder (a third of the json module's time; its floats are the same shortest round trip). An
+    object with any character past ASCII is the json module's, which escapes it (``\\u009b``): the
+    agent's text never reaches a terminal as a control."""
+    from pydantic_core import to_json
+
+    from onegc_tui.store.queries import stream_sessions
+    from onegc_tui.views.sessions_view import not_checked
+    from onegc_tui.views.task_facts import scored_split
+    from runner.wire.defaults import scored_split_sealed
+
+    # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with an integrity
+    # verdict of strength look or stronger; "not_checked": the threat rows no check met (None: not recorded)
+    # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
+    chunk, n = ["["], 0
+    for n, r in enumerate(stream_sessions(store), 1):
+        contract = json.loads(r.pop("contract") or "{}")
+        r.update(sealed=contract.get("sealed"), network=contract.get("network"), best_live_split="val",
+                 score_split=scored_split(r["task"]), scored_split_sealed=scored_split_sealed(contract),
+                 not_checked=not_checked(r) if r.get("not_checked") is not None else None,
+                 # how the split was held; sealed: "score" is its private part's, "whole" the whole split's
+                 score_mode="sealed" if scored_split_sealed(contract) else "paper")
+        text = to_json(r).decode()
+        chunk.append(("\n " if n == 1 else ",\n ") + (text if text.isascii() else json.dumps(r)))
+        if len(chunk) >= 1000:
+            click.echo("".join(chunk), nl=False)
+            chunk = []
+    chunk.append("\n]" if n else "]")
+    click.echo("".join(chunk))
 
 
 def _control(session_id: str, action: Literal["pause", "resume"]) -> None:
@@ -424,6 +450,12 @@ def reindex_cmd() -> None:
         why = f"its event log ends in a torn line ({s.torn} bytes)" if s.torn else "its event log has no end"
         click.echo(f"{s.session_id}: {why}: its end is taken from result.json: {s.end.reason}, "
                    f"{official_words(s.end.score, s.task, s.end.checkpoint, s.end.val)}")
+    store = Store(db)
+    try:
+        for row in store.sessions("record = 'tampered'"):  # runner/scoring/seal.py: named in every view too
+            click.echo(f"{row['session_id']}: TAMPERED record: {row['record_detail']}")
+    finally:
+        store.close()
 
 
 def _register_commands() -> None:
@@ -434,8 +466,9 @@ def _register_commands() -> None:
     from onegc_tui.cli.history import history
     from onegc_tui.cli.remove import rm
     from onegc_tui.cli.study import study
+    from onegc_tui.cli.verify import bundle, verify
 
-    for command in (study, history, doctor, baseline, export, report, rm):
+    for command in (study, history, doctor, baseline, export, report, rm, verify, bundle):
         main.add_command(command)
 
 

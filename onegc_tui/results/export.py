@@ -125,6 +125,9 @@ INTEGRITY_MARK = "⚠"
 CAPPED_MARK = "¢"  # runner/sandbox/caps.py: a memory, process or disk cap stopped the agent of some of its sessions
 CUT_MARK = "✂"  # runner/wire/record_caps.py: some of its sessions' records were cut past their caps
 VAL_GAP_MARK = "‡"  # runner/integrity/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
+TAMPERED_MARK = "✗"  # runner/scoring/seal.py: some of its sessions' records were edited after them (not in the mean)
+DIFFERS_MARK = "≠"  # onegc verify: a number of some of its sessions does not reproduce
+VERIFIED_MARK = "✓"  # onegc verify reproduced every one of its sessions
 
 
 # each mark a cell can carry: when a cell needs it, its note under a text table, and under a LaTeX one
@@ -151,6 +154,16 @@ MARK_NOTES: tuple[tuple[Callable[[Cell], Any], str, str], ...] = (
      f"{CAPPED_MARK}n: the memory, process or disk cap stopped the agent of n of its sessions (its processes "
      "killed or refused; onegc sessions --json: caps_reached)",
      "$^{c n}$: a memory, process or disk cap stopped the agent of n sessions."),
+    (lambda c: c.n_tampered,
+     f"{TAMPERED_MARK}n: n of its sessions' records were edited after the session, or their folder copied from "
+     "elsewhere (counted in n/N, not in the mean; onegc verify names the place)",
+     "$^{\\times n}$: n sessions' records were tampered with (in n/N, not in the mean)."),
+    (lambda c: c.n_differs,
+     f"{DIFFERS_MARK}n: onegc verify scored n of its sessions again and a number differs from the record",
+     "$^{\\neq n}$: n sessions did not reproduce under onegc verify."),
+    (lambda c: c.n_total and c.n_reproduced == c.n_total,
+     f"{VERIFIED_MARK}: onegc verify re-derived every session of the cell from its stored checkpoints",
+     "$^{\\checkmark}$: every session re-derived by onegc verify."),
     (lambda c: c.n_truncated,
      f"{CUT_MARK}n: n of its sessions' records were cut past the session's caps on the agent's output "
      "(onegc sessions --json: truncated; the score is whole)",
@@ -163,8 +176,9 @@ def integrity_marks(cell: Cell | None) -> str:
     cell holding such a session says so, and how many): ``⚠n`` sessions run ``--unsealed``, with
     ``--network open`` or with integrity-flagged scores, ``‡n`` with the val-test gap flag, ``§n``
     run contended (a foreign GPU process, throttling, …: runner/session/contention.py), ``¢n`` whose
-    agent a memory, process or disk cap stopped, ``✂n`` whose record was cut past its caps, `` DQ<n>``
-    disqualified (in n/N, not in the mean)."""
+    agent a memory, process or disk cap stopped, ``✂n`` whose record was cut past its caps, ``✗n``
+    whose record was tampered with (not in the mean), ``≠n`` that ``onegc verify`` did not reproduce,
+    ``✓`` every session reproduced, `` DQ<n>`` disqualified (in n/N, not in the mean)."""
     if cell is None:
         return ""
     flagged = max(cell.n_flagged, cell.n_unsealed, cell.n_open_network)  # each counts sessions; one may be all three
@@ -172,6 +186,9 @@ def integrity_marks(cell: Cell | None) -> str:
         f"{CONTENDED_MARK}{cell.n_contended}" if cell.n_contended else "") + (
         f"{CAPPED_MARK}{cell.n_capped}" if cell.n_capped else "") + (
         f"{CUT_MARK}{cell.n_truncated}" if cell.n_truncated else "") + (
+        f"{TAMPERED_MARK}{cell.n_tampered}" if cell.n_tampered else "") + (
+        f"{DIFFERS_MARK}{cell.n_differs}" if cell.n_differs else "") + (
+        VERIFIED_MARK if cell.n_total and cell.n_reproduced == cell.n_total else "") + (
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
@@ -339,6 +356,9 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
     mark += f"^{{\\S{cell.n_contended}}}" if cell.n_contended else ""
     mark += f"^{{c{cell.n_capped}}}" if cell.n_capped else ""
     mark += f"^{{t{cell.n_truncated}}}" if cell.n_truncated else ""
+    mark += f"^{{\\times{cell.n_tampered}}}" if cell.n_tampered else ""
+    mark += f"^{{\\neq{cell.n_differs}}}" if cell.n_differs else ""
+    mark += "^{\\checkmark}" if cell.n_total and cell.n_reproduced == cell.n_total else ""
     mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
@@ -420,6 +440,9 @@ MATRIX_CSV_FIELDS = (
     "n_clean",
     "n_capped",
     "n_truncated",
+    "n_tampered",
+    "n_reproduced",
+    "n_differs",
 )
 
 
@@ -485,6 +508,9 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     c.n_clean,
                     c.n_capped,
                     c.n_truncated,
+                    c.n_tampered,
+                    c.n_reproduced,
+                    c.n_differs,
                 ]
                 w.writerow([_csv_value(v) for v in row])
             w.writerow(
@@ -520,6 +546,9 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         None,
                         None,
                         None,
+                        None,
+                        None,
+                        None,
                     ]
                 ]
             )
@@ -542,7 +571,7 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
     for r in matrix.rows:
         cells = {}
         for task, c in r.cells.items():
-            d = dataclasses.asdict(c)
+            d = {f.name: getattr(c, f.name) for f in _CELL_FIELDS}  # (asdict copied each of 100 000 session ids)
             d.update(mixed_contracts=c.mixed_contracts, success_rate=c.success_rate, mixed_conditions=c.mixed_conditions)
             cells[task] = d
         rows.append(
@@ -565,15 +594,32 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
     }
 
 
+_CELL_FIELDS = dataclasses.fields(Cell)
+
+
+def json_text(doc: Any, level: int = 0) -> str:
+    """``doc`` as ``json.dumps(doc, indent=2, allow_nan=False)`` lays it out, but a list of plain
+    values on one line: a cell's session ids (100 000 over a big home) are written by the C
+    encoder in one call, not by the indenting one in Python, an element at a time."""
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(doc, dict):
+        if not doc:
+            return "{}"
+        items = (f"{inner}{json.dumps(str(k))}: {json_text(v, level + 1)}" for k, v in doc.items())
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(doc, list | tuple) and any(isinstance(v, dict | list | tuple) for v in doc):
+        return "[\n" + ",\n".join(f"{inner}{json_text(v, level + 1)}" for v in doc) + f"\n{pad}]"
+    return json.dumps(doc, allow_nan=False)
+
+
+def json_doc(matrix: Matrix | Sequence[Matrix], include_paper: bool = True, paper: Matrix | None = None) -> dict[str, Any]:
+    """The JSON export of one matrix or several studies (with the paper's rows, as
+    :func:`render_matrix`), as a document to add to (``onegc history --paired``)."""
+    return {"schema": JSON_SCHEMA, "studies": [matrix_to_dict(m) for m in _studies(matrix, include_paper, paper)]}
+
+
 def _json(studies: Sequence[Matrix]) -> str:
-    return (
-        json.dumps(
-            {"schema": JSON_SCHEMA, "studies": [matrix_to_dict(m) for m in studies]},
-            indent=2,
-            allow_nan=False,
-        )
-        + "\n"
-    )
+    return json_text(json_doc(studies, include_paper=False)) + "\n"
 
 
 _RENDERERS = {"table": _table, "md": _md, "latex": _latex, "csv": _csv, "json": _json}
@@ -608,13 +654,18 @@ def render_history(
     beside the paper's rows, and the demo tasks (``demo``, when it has rows) on their own — a
     second table in the text formats, a study of its own in CSV and JSON."""
     key = fmt.strip().lower()
+    if key in ("csv", "json"):
+        return render_matrix(history_studies(benchmark, demo), key, include_paper, paper)
     if demo is None or not demo.rows:
         return render_matrix(benchmark, key, include_paper, paper)
-    if key in ("csv", "json"):
-        return render_matrix([m for m in (benchmark, demo) if m.rows or m is demo], key, include_paper, paper)
     first = render_matrix(benchmark, key, include_paper, paper) if benchmark.rows or include_paper else ""
     title = {"md": f"**{DEMO_TITLE}**\n\n", "latex": f"% {DEMO_TITLE}\n"}.get(key, f"{DEMO_TITLE}\n")
     return first + ("\n" if first else "") + title + render_matrix(demo, key, include_paper=False)
+
+
+def history_studies(benchmark: Matrix, demo: Matrix | None) -> list[Matrix]:
+    """The studies of the history's CSV and JSON: the demo tasks a study of their own when they have rows."""
+    return [benchmark] if demo is None or not demo.rows else [m for m in (benchmark, demo) if m.rows or m is demo]
 
 
 SESSION_FIELDS = tuple(f.name for f in dataclasses.fields(SessionOutcome))
@@ -644,6 +695,9 @@ __all__ = [
     "MATRIX_CSV_FIELDS",
     "SESSIONS_CSV_FIELDS",
     "Format",
+    "history_studies",
+    "json_doc",
+    "json_text",
     "matrix_to_dict",
     "render_history",
     "render_matrix",

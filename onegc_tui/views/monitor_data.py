@@ -7,6 +7,7 @@ is in onegc_tui/store/queries.py, and nothing here imports textual.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -35,7 +36,6 @@ from onegc_tui.views.transcript_view import (
     transcript_line,
 )
 from runner.integrity.selection_gap import BASELINE_STUDY
-from runner.wire.events import parse_event
 from tasks import UnknownTask, direction_of, get_task
 
 TIMELINE_LINES = 20_000  # transcript lines a detail/replay view keeps (the newest); SQLite has them all
@@ -51,26 +51,37 @@ def studies(store: Store) -> list[str]:
     return sql.study_names(store)
 
 
-def outcomes(store: Store, study: str | None = None, include_demo: bool = False) -> list[SessionOutcome]:
-    """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
-    out = []
+def outcomes(store: Store, study: str | None = None, include_demo: bool = False,
+             rescored: bool = False) -> list[SessionOutcome]:
+    """Every session as the matrix sees it, from the per-session summary table only (no event scan).
+    ``rescored``: each session's score is its re-score with a newer harness where it has one
+    (``onegc verify --rescore``), else its original."""
     tested = sql.scored_split_ranges(store)
-    for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
-         caps_reached, scored_split, whole) in sql.outcome_rows(
-            store, study, include_demo):
-        ended = state in ("ended", "failed")
-        lo_hi = unofficial_range(tested.get(sid), task) if ended else None
-        out.append(SessionOutcome(
-            session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
-            score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
-            budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
-            first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
-            sealed=None if not containment else containment.startswith("bwrap"), network=network,
-            val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
-            truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split, whole=whole,
-            unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"]))
+    out = [outcome_of(row, tested.get(row[0])) for row in sql.outcome_rows(store, study, include_demo)]
+    if rescored:
+        out = [dataclasses.replace(o, score=o.rescore) if o.rescore_by is not None else o for o in out]
     return out
+
+
+def outcome_of(row: tuple, tested: tuple[tuple[float, float] | None, tuple[float, float] | None] | None = None
+               ) -> SessionOutcome:
+    """One session of :data:`onegc_tui.store.queries.OUTCOME_COLUMNS`; ``tested``: its checkpoints'
+    scored-split ranges (:func:`onegc_tui.store.queries.scored_split_ranges`), for its unofficial test-best."""
+    (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
+     scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
+     caps_reached, scored_split, whole, record, verified, rescore, rescore_by) = row
+    ended = state in ("ended", "failed")
+    lo_hi = unofficial_range(tested, task) if ended else None
+    return SessionOutcome(
+        session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
+        score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
+        budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
+        first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
+        sealed=None if not containment else containment.startswith("bwrap"), network=network,
+        val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
+        truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split, whole=whole,
+        unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"],
+        record=record, verified=verified, rescore=rescore, rescore_by=rescore_by)
 
 
 def demo_sessions(store: Store, study: str | None = None) -> int:
@@ -136,15 +147,14 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     split = task_scored_split(row.get("task"))  # the end's official score names it
     official = row.get("best_checkpoint")  # once ended: each re-evaluation is official or unofficial
     if mode == "all" and not words:
-        events = (parse_event(data) for data in sql.event_data(store, sid, PANE_EVENT_TYPES, limit))
-        return [(e.seq, line) for e in events if (line := event_line(e, split, official))]
+        return [(e.seq, line) for e in sql.events(store, sid, PANE_EVENT_TYPES, limit)
+                if (line := event_line(e, split, official))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
     lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
-        for data in sql.event_data(store, sid, harness, limit):
-            e = parse_event(data)
+        for e in sql.events(store, sid, harness, limit):
             if event_matches(e, mode, words) and (line := event_line(e, split, official)):
                 lines.append((e.seq, line))
     lines.sort()
@@ -172,8 +182,7 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     gpu_rows = sql.gpu_series(store, sid)
     gpu = tuple((clock_.at(ts), util) for ts, util, _ in gpu_rows)
     lines = []
-    for data in sql.event_data(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
-        e = parse_event(data)
+    for e in sql.events(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
         if line := event_line(e, task_scored_split(row.get("task")), row.get("best_checkpoint")):
             lines.append((clock_.at(e.ts), line))
     if row.get("state") in ("ended", "failed"):
@@ -189,7 +198,7 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     acts: tuple[Activity, ...] = ()
     if analytics:
         # streamed in the order of seq (the runner's clock, by one writer): a flooded record is read once
-        events = (parse_event(d) for d in sql.stream_event_data(store, sid, ACTIVITY_TYPES))
+        events = sql.stream_events(store, sid, ACTIVITY_TYPES)
         end_ts = None if row.get("ended_ts") else now
         acts = tuple(activities_in_order(events, end_ts=end_ts))
         window = (row["started_ts"], row.get("ended_ts") or now) if row.get("started_ts") else None

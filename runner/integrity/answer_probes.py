@@ -74,12 +74,21 @@ class AnswerProbes:
 
     def verdict(self, task: str | None) -> Verdict | None:
         """The look ``answer_probing`` where the session's answers look like label extraction."""
-        if self.fresh < FLAG_FRESH:
-            return None
-        limit = near_limit(len(self.kept[-1]))
-        return verdict("answer_probing", "look", f"{self.near} of the session's {len(self.kept)} answers changed at most "
-                       f"{limit} rows of the public part from an earlier answer, {self.fresh} of them rows no answer "
-                       "had changed before: targets asked for a few at a time", task, statistic=float(self.fresh))
+        return probing_verdict(self.record(), task)
 
     def record(self) -> dict:
-        return {"answers": len(self.kept), "near": self.near, "fresh_rows": self.fresh}
+        """What result.json keeps (``answers.probes``), from which :func:`probing_verdict` gives the verdict again."""
+        return {"answers": len(self.kept), "near": self.near, "fresh_rows": self.fresh,
+                "public_rows": len(self.kept[-1]) if self.kept else 0}
+
+
+def probing_verdict(record: dict, task: str | None) -> Verdict | None:
+    """The look ``answer_probing`` from an :meth:`AnswerProbes.record` (a session's, or one read back
+    from its result.json by ``onegc verify``), or None."""
+    fresh = record.get("fresh_rows")
+    if not isinstance(fresh, int) or fresh < FLAG_FRESH:
+        return None
+    limit = near_limit(int(record.get("public_rows") or 0))
+    return verdict("answer_probing", "look", f"{record.get('near')} of the session's {record.get('answers')} answers "
+                   f"changed at most {limit} rows of the public part from an earlier answer, {fresh} of them rows no "
+                   "answer had changed before: targets asked for a few at a time", task, statistic=float(fresh))

@@ -46,7 +46,7 @@ class Check:
 
 
 _CANARY_BENCH = "benchmarks/canary_power.py (docs/benchmarks.md#canaries)"
-_CAUSAL_BENCH = "benchmarks/causal_power.py (docs/benchmarks.md#causality-probes-benchmarkscausal_powerpy)"
+_CAUSAL_BENCH = "benchmarks/causal_power.py (docs/benchmarks.md#reading-ahead-and-across-examples-benchmarkscausal_powerpy)"
 _SEALED_BENCH = "benchmarks/sealed_split_bench.py (docs/benchmarks.md#a-sealed-splits-answers)"
 
 CHECKS: dict[str, Check] = {c.name: c for c in (
@@ -59,8 +59,10 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
                  "t7_agnews": {"lookup": 1.0, "val-only fit, 16 passes": 1.0, "train+val fit": 0.60, "fine-tune": 0.10}},
           false_alarm={"*": 0.0}, measured_by=_CANARY_BENCH),
     Check("reads_ahead", ("V3",),
-          "a prediction moved when only characters after it changed (the causality probe)",
-          power={"t1_shakespeare": {"reads t+1": 1.0, "no causal mask": 1.0, "reads ahead from random positions": 1.0}},
+          "a prediction moved when only characters after it changed (twins in the official passes)",
+          power={"t1_shakespeare": {"reads t+1": 1.0, "no causal mask": 1.0, "reads ahead from random positions": 1.0,
+                                    "reads t+1, hides by noise (0.05-12.5 % of positions)": 1.0,
+                                    "reads t+1, hides by the batch size": 1.0, "reads t+1, spots twins": 1.0}},
           false_alarm={"t1_shakespeare": 0.0}, measured_by=_CAUSAL_BENCH),
     Check("nondeterministic", ("V7",),
           "the model's predictions differ between two identical inputs: the causality probe compares it by ranks, "
@@ -149,6 +151,8 @@ def coverage(task: str, canaries_on: bool, sealed: bool) -> list[Cover]:
     if task in _SEQUENCE:
         out.append(Cover("V7", "construction", "the probe's twins ride in the official passes, never beside "
                                                "their window; identical inputs show noise"))
+    elif task in _VAL_SCORED and canaries_on and not sealed:
+        out.append(Cover("V7", "construction", "the canary items ride in the official pass, mixed among the rows"))
     else:
         out.append(Cover("V7", "not applicable", "no probe"))
     if task in _SEQUENCE and canaries_on and not sealed:

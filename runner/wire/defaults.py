@@ -42,17 +42,6 @@ NetworkPolicy = Literal["open", "api-only", "none"]
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-REAL_AGENTS = ("claude-code", "codex", "opencode")
-
-
-def default_network(agent: str) -> NetworkPolicy:
-    """Real agent CLIs reach their model API and nothing else; the offline agents (``command``,
-    ``scripted``) get ``none``: a network namespace of their own with loopback only, so no agent
-    shares the host's (its loopback services, its abstract unix sockets, the web monitor).
-    ``open`` is only ever what someone asked for; it is recorded in the contract and flagged."""
-    return "api-only" if agent in REAL_AGENTS else "none"
-
-
 def new_session_id(task_short: str, agent: str, repeat: int = 1) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{task_short}-{agent}-r{repeat}-{secrets.token_hex(2)}"

@@ -94,28 +94,23 @@ def test_t0_has_no_probe_and_scores_as_before(tmp_path):
     assert outcome is None  # nothing holds another point's label: no twins, no probe
 
 
-@pytest.mark.parametrize("tell", ["noise", "stack", "batch", "twins"])
-def test_a_reader_that_knows_the_probe_and_hides_by_a_tell_is_caught(t1_bench, tell):
-    """Issue 46: the probe rides inside the official passes, so no tell separates it from the evaluation:
-    a model that widens the threshold with its own noise (0.05 % of positions), or reads ahead only
-    where its call stack names no probe, only in batches of the evaluator's 64 windows, or only
-    in windows whose tail is not train text (a twin's, spotted by the 8-grams of train it carries)
-    is still its checkpoint's error."""
+@pytest.mark.parametrize("tell", ["noise", "stack", "batch", "twins", "part"])
+def test_a_reader_that_knows_the_probe_and_hides_by_a_tell_is_caught_or_gains_nothing(t1_bench, tell):
+    """Issue 46: the probe rides inside the official passes, so no tell separates it from the evaluation.
+    A model that widens the threshold with its own noise (0.05 % of positions), or reads ahead only
+    in batches of the evaluator's 64 windows, or only in windows whose tail is not train text (a twin's,
+    spotted by the 8-grams of train it carries) is its checkpoint's error. One that reads ahead only
+    where its call stack names no probe, or only where its inputs did not come from a pass's folder,
+    finds every official pass alike: it never reads ahead, and scores as a model that knows nothing."""
     import numpy as np
 
     config = {"tell": tell}
     if tell == "twins":
         config["train_grams"] = cm.train_grams(np.load(t1_bench.data / "train.npy", mmap_mode="r"))
     score, outcome = t1_bench.score(cm.PROBE_AWARE, config)
+    if tell in ("stack", "part"):
+        assert score.error is None and score.value > 5.9 and outcome.verdict is None  # log2(65) = 6.02
+        return
     assert_flagged(score, "reads ahead: ")
     if tell == "noise":  # its noise shows as its own verdict, and widens nothing
         assert "nondeterministic" in {v.check for v in score.verdicts} and outcome.p < 1e-4
-
-
-def test_a_reader_that_waits_for_a_pass_that_is_not_a_probe_never_reads_ahead(t1_bench):
-    """Every official pass is shown from its own folder (no pass is only the evaluation): a model that
-    reads ahead only where its inputs did not come from one never does, and scores as a model that
-    knows nothing."""
-    score, outcome = t1_bench.score(cm.PROBE_AWARE, {"tell": "part"})
-    assert score.error is None and score.value > 5.9  # log2(65) = 6.02: it learnt nothing, it read nothing
-    assert outcome.verdict is None
