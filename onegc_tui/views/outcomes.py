@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from onegc_tui.views.statistics import mean_or_none, sample_std
 from runner.integrity.selection_gap import BASELINE_STUDY
-from runner.wire.defaults import PAPER_SPLIT_MARK, SEALED_SPLIT_MARK
+from runner.wire.defaults import SEALED_SPLIT_MARK
 from tasks import TaskSpec, all_tasks
 
 
@@ -65,8 +65,9 @@ class SessionOutcome:
     @property
     def row_agent(self) -> str:
         """The agent as rows name it, with how its scored split was held: a sealed scored split is a
-        contract of its own, never pooled with the paper's, so its sessions get rows of their own."""
-        return f"{self.agent} {SEALED_SPLIT_MARK if self.scored_split == 'sealed' else PAPER_SPLIT_MARK}"
+        contract of its own, never pooled with the paper's, so its sessions get rows of their own,
+        marked; a row without the mark holds the paper's split, as the paper's own rows do."""
+        return f"{self.agent} {SEALED_SPLIT_MARK}" if self.scored_split == "sealed" else self.agent
 
     @property
     def finished(self) -> bool:

@@ -21,7 +21,6 @@ SEALED_ANSWERS = 200  # a sealed scored split's answers per session (runner/inte
 
 # after the agent, wherever sessions are named: how their scored split was held (never pooled: rows of their own)
 SEALED_SPLIT_MARK = "[sealed split]"
-PAPER_SPLIT_MARK = "[paper split]"
 
 
 def scored_split_sealed(contract: object) -> bool:

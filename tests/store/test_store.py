@@ -343,9 +343,9 @@ def undo_migrations_12_and_13(conn: sqlite3.Connection, events: Path) -> None:
     """What a store of schema 11 holds: an events row with its line for every event (since migration
     12 a kind with a table of its own is that row only), and none of 12's, 13's, 14's and 15's tables,
     columns and triggers."""
-    conn.execute("ALTER TABLE sessions DROP COLUMN whole")  # 15's (issue 47)
     for name in ("insert", "delete", "update"):
         conn.execute(f"DROP TRIGGER history_dirty_{name}")
+    conn.execute("ALTER TABLE sessions DROP COLUMN whole")  # 15's (issue 47), once the trigger that reads it is gone
     for column in RECORD_COLUMNS:  # once the trigger that reads them is gone
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     for table in ("history_cells", "history_members", "history_dirty"):
