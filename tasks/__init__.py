@@ -76,6 +76,13 @@ class TaskSpec(BaseModel):
     # the scored split's files that hold its targets: withheld from a sealed session's workspace
     # (runner/integrity/sealed_split.py); empty: the split cannot be sealed (T1) or need not be (T4-T6)
     scored_targets: list[str] = Field(default_factory=list)
+    # the scored split's inputs are its targets (T1: the text a language model predicts): sealed, its
+    # text stays out of the workspace too, and the agent's evaluation hands the harness the model itself
+    inputs_are_targets: bool = False
+    # a sealed split's answers (runner/integrity/ladder.py): the Ladder's margin and grid on the metric,
+    # and the range of the values it gives (the bound on what the answers can tell depends on both)
+    ladder_step: float | None = Field(default=None, gt=0)
+    metric_range: tuple[float, float] | None = None
     eval_timeout_s: float = 600.0
     cpu_ok: bool = False  # the demo task: data made offline on first use, baseline trains on a CPU in seconds
     pretrained_weights: list[str] = Field(default_factory=list)

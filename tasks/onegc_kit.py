@@ -32,12 +32,22 @@ its evaluation in three parts, so that the harness can run the model apart from 
   targets (the harness runs it in its own, trusted process).
 
 ``evaluate(model, split, device)`` is ``judge(predict(model, inputs(split), device), split)``
-(:func:`evaluate_split`): the same numbers in one call, for the agent's own validation.
+(:func:`evaluate_split`): the same numbers in one call, for the agent's own validation. Where
+the session's scored split is sealed (the default on t0, T1-T3 and T7), the harness answers it:
+the kit sends the predictions (:func:`ask_harness`) or, where the split's inputs are its targets
+(T1), the model itself (:func:`ask_harness_model`), and the harness judges them on the split's
+public part (runner/integrity/sealed_split.py).
+
+The harness judges a part of a split (its public rows, its private rows, one block of them) with
+the task's own ``judge``, run on a folder that holds that part as a prepared split of its own:
+:func:`data_at` (runner/integrity/split_parts.py makes the folders).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import hashlib
 import importlib.util
 import itertools
@@ -105,8 +115,26 @@ def save_checkpoint(model, config: dict, name: str, score: float | None = None) 
 
 
 # --------------------------------------------------------------------------- data
+_DATA_AT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("onegc_data_at", default=None)
+
+
+@contextlib.contextmanager
+def data_at(folder: Path):
+    """Within the block, in this thread only, :func:`data_dir` is ``folder``: the harness judges a
+    part of a split with the task's own ``judge`` on a folder holding that part."""
+    token = _DATA_AT.set(Path(folder))
+    try:
+        yield
+    finally:
+        _DATA_AT.reset(token)
+
+
 def data_dir() -> Path:
-    """The prepared data: ``$ONEGC_DATA_DIR`` if set, else ``data/`` beside ``prepare.py``."""
+    """The prepared data: the folder of :func:`data_at` inside one, else ``$ONEGC_DATA_DIR`` if
+    set, else ``data/`` beside ``prepare.py``."""
+    at = _DATA_AT.get()
+    if at is not None:
+        return at
     env = os.environ.get("ONEGC_DATA_DIR")
     if env:
         return Path(env)
@@ -119,7 +147,7 @@ def require(path: Path) -> Path:
     """``path`` if it exists, else a one-line error naming the fix."""
     if not path.exists():
         sealed = os.environ.get(SEALED_SPLIT_VAR)
-        if sealed and path.name.startswith(f"{sealed}_"):
+        if sealed and (path.name.startswith(f"{sealed}_") or path.name == f"{sealed}.npy"):
             raise KitError(f"{path.name} is not in this workspace: the {sealed} split's targets are sealed in this "
                            f"session; prepare.evaluate(model, {sealed!r}) is answered by the harness")
         raise KitError(f"{path} is missing: the data is not prepared (run 'onegc prepare' or 'python prepare.py')")
@@ -466,8 +494,11 @@ def _one_forecast(got, horizon: int, cols: int):
 
 def evaluate_split(task: ModuleType, model, split: str, dev: str) -> dict:
     """``judge(predict(model, inputs(split)))``: what a task's ``evaluate`` is. In a session whose
-    scored split is sealed (``onegc run --scored-split sealed``: its targets are not in the
-    workspace), the harness judges the predictions on that split: :func:`ask_harness`."""
+    scored split is sealed (its targets are not in the workspace), the harness judges that split:
+    the predictions go to it (:func:`ask_harness`), or, where the split's inputs are its targets
+    (T1: its text is not in the workspace either), the model itself (:func:`ask_harness_model`)."""
+    if os.environ.get(SEALED_SPLIT_VAR) == split and os.environ.get(SEALED_HANDS_VAR) == "model":
+        return ask_harness_model(model, split)
     predictions = task.predict(model, task.inputs(split), dev)
     if os.environ.get(SEALED_SPLIT_VAR) == split:
         return ask_harness(predictions, split)
@@ -477,34 +508,81 @@ def evaluate_split(task: ModuleType, model, split: str, dev: str) -> dict:
 # --------------------------------------------------------------------------- a sealed scored split
 SEALED_SPLIT_VAR, SEALED_REQUESTS_VAR, SEALED_ANSWERS_VAR = (
     "ONEGC_SEALED_SPLIT", "ONEGC_SEALED_REQUESTS", "ONEGC_SEALED_ANSWERS")  # set by runner/integrity/sealed_split.py
+SEALED_HANDS_VAR = "ONEGC_SEALED_HANDS"  # "model": the kit hands the model over, not its predictions
 SEALED_SPENT = "_spent.json"
 SEALED_WAIT_S = 600.0
+HANDED_FORMAT = 1  # an evaluation request's format: {"format", "evaluation", "script", "model": torch.save bytes}
 _request_numbers = itertools.count(1)  # this process's requests, for their names
+
+
+def _sealed_folders(split: str) -> tuple[Path, Path]:
+    requests, answers = os.environ.get(SEALED_REQUESTS_VAR), os.environ.get(SEALED_ANSWERS_VAR)
+    if not requests or not answers:
+        raise KitError(f"the {split} split is sealed in this session but the harness's folders are not set "
+                       f"(${SEALED_REQUESTS_VAR}, ${SEALED_ANSWERS_VAR})")
+    folder = Path(requests)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder, Path(answers)
+
+
+def _request_name() -> str:
+    import secrets
+
+    return f"{os.getpid()}-{next(_request_numbers)}-{secrets.token_hex(4)}"
 
 
 def ask_harness(predictions, split: str, wait_s: float = SEALED_WAIT_S) -> dict:
     """The metric of ``predictions`` on the sealed ``split``, judged by the harness: written to
     ``$ONEGC_SEALED_REQUESTS/<name>.npy``, answered in ``$ONEGC_SEALED_ANSWERS/<name>.json``.
     The session's answers are capped (its contract says how many); a refused request is a
-    :class:`KitError` with the harness's reason."""
-    import secrets
-
+    :class:`KitError` with the harness's reason. What comes back is the split's public part's
+    figure through the Ladder (:func:`await_answer`)."""
     import numpy as np
 
-    requests, answers = os.environ.get(SEALED_REQUESTS_VAR), os.environ.get(SEALED_ANSWERS_VAR)
-    if not requests or not answers:
-        raise KitError(f"the {split} split is sealed in this session but the harness's folders are not set "
-                       f"(${SEALED_REQUESTS_VAR}, ${SEALED_ANSWERS_VAR})")
     if not isinstance(predictions, np.ndarray):
         raise KitError(f"predict() must return a numpy array; got {type(predictions).__name__}")
-    name = f"{os.getpid()}-{next(_request_numbers)}-{secrets.token_hex(4)}"
-    folder = Path(requests)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder, answers = _sealed_folders(split)
+    name = _request_name()
     tmp = folder / f".{name}.tmp"
     with open(tmp, "wb") as f:
         np.save(f, np.ascontiguousarray(predictions), allow_pickle=False)
     os.replace(tmp, folder / f"{name}.npy")
-    answer, spent = Path(answers) / f"{name}.json", Path(answers) / SEALED_SPENT
+    return await_answer(answers, name, split, wait_s)
+
+
+def ask_harness_model(model, split: str, wait_s: float = SEALED_WAIT_S) -> dict:
+    """The metric of ``model`` on the sealed ``split`` whose inputs are its targets (T1): the model
+    (pickled whole, with the name of the script that runs it) is written to
+    ``$ONEGC_SEALED_REQUESTS/<name>.pt``; the harness snapshots that script's folder as it does a
+    checkpoint's, rebuilds the model in a fresh sandboxed child that holds the split's public part,
+    judges its predictions there, and answers as :func:`ask_harness` does."""
+    import io
+
+    import torch
+
+    script = _script_name()
+    if script.startswith("<"):
+        raise KitError(f"prepare.evaluate on the sealed {split} split hands your model to the harness, which "
+                       "imports it from your script: run it from a script file in the workspace")
+    buf = io.BytesIO()
+    try:
+        torch.save(model, buf)
+    except Exception as exc:  # a lambda, a local class, a compiled module: nothing the harness can rebuild
+        raise KitError(f"the model cannot be handed to the harness ({type(exc).__name__}: {str(exc)[:200]}): "
+                       "define its classes at the top level of your script and pass the uncompiled module") from None
+    folder, answers = _sealed_folders(split)
+    name = _request_name()
+    tmp = folder / f".{name}.tmp"
+    torch.save({"format": HANDED_FORMAT, "evaluation": True, "script": script, "model": buf.getvalue()}, tmp)
+    os.replace(tmp, folder / f"{name}.pt")
+    return await_answer(answers, name, split, wait_s)
+
+
+def await_answer(answers: Path, name: str, split: str, wait_s: float = SEALED_WAIT_S) -> dict:
+    """The harness's answer to request ``name``: ``value`` (the Ladder's: the public part's figure
+    when it beats the best so far by the session's step, rounded to that step, else the best so
+    far), ``new`` (whether it did), ``n`` (the public part's count), ``answers_left``."""
+    answer, spent = answers / f"{name}.json", answers / SEALED_SPENT
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         for path in (answer, spent):
@@ -514,10 +592,54 @@ def ask_harness(predictions, split: str, wait_s: float = SEALED_WAIT_S) -> dict:
                 continue
             if record.get("error"):
                 raise KitError(f"the harness refused the evaluation on the sealed {split} split: {record['error']}")
-            return {"value": float(record["value"]), "n": record.get("n"), "sealed": True,
-                    "answers_left": record.get("answers_left")}
+            return {"value": float(record["value"]), "n": record.get("n"), "sealed": True, "part": record.get("part"),
+                    "new": record.get("new"), "answers_left": record.get("answers_left")}
         time.sleep(0.02)
     raise KitError(f"no answer from the harness on the sealed {split} split within {wait_s:.0f} s")
+
+
+def load_handed_model(request: Path, code: Path, task: ModuleType):
+    """Rebuild a model handed over by :func:`ask_harness_model` from its script in ``code`` (run in
+    the harness's sandboxed child: unpickling runs the script's code, as importing it does). The
+    classes the pickle names in ``__main__`` are taken from the script, imported as a checkpoint's is."""
+    import io
+    import pickle
+    import types
+
+    import torch
+
+    try:
+        outer = torch.load(request, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise KitError(f"cannot read the evaluation request: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if not isinstance(outer, dict) or outer.get("format") != HANDED_FORMAT or not isinstance(outer.get("model"), bytes) \
+            or not isinstance(outer.get("script"), str):
+        raise KitError("the evaluation request was not written by prepare.evaluate (no model, no script)")
+    script = code / outer["script"] if code.is_dir() else code
+    if not script.is_file():
+        raise KitError(f"script {outer['script']!r} that handed the model over is not in the workspace's snapshot")
+    module = import_script(script, task)
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, mod: str, name: str):
+            if mod == "__main__":
+                try:
+                    return getattr(module, name)
+                except AttributeError:
+                    raise KitError(f"{script.name} defines no {name}: the model's classes must be defined at the "
+                                   "top level of the script that evaluates it") from None
+            return super().find_class(mod, name)
+
+    pickler = types.SimpleNamespace(Unpickler=Unpickler, load=pickle.load, __name__="onegc_handed")
+    try:
+        model = torch.load(io.BytesIO(outer["model"]), map_location="cpu", weights_only=False, pickle_module=pickler)
+    except KitError:
+        raise
+    except Exception as exc:
+        raise KitError(f"the handed model cannot be rebuilt: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if not isinstance(model, torch.nn.Module):
+        raise KitError(f"prepare.evaluate was handed a {type(model).__name__}, not a torch module")
+    return model, {"script": outer["script"], "score": None}
 
 
 def evaluate_checkpoint(task: ModuleType, ckpt_path: Path, code: Path, split: str, dev: str) -> dict:

@@ -187,10 +187,11 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool, task: str) -> 
 @click.option("--no-canaries", "no_canaries", is_flag=True,
               help="the paper's workspace exactly: no canaries in the agent's copy of the scored split (training on it "
                    "then goes unseen); recorded in the contract, and history never pools it with the default")
-@click.option("--scored-split", "scored_split", type=click.Choice(["paper", "sealed"]), default="paper",
-              help="sealed: the scored split's targets stay out of the workspace and the harness answers the agent's "
-                   "evaluations on it (at most 200), so training on it is impossible (t0, T2, T3, T7); recorded in "
-                   "the contract, and history never pools it with the paper's split")
+@click.option("--scored-split", "scored_split", type=click.Choice(["paper", "sealed"]), default=None,
+              help="sealed (the default on t0, T1-T3 and T7): the scored split's targets (T1: its text) stay out of the "
+                   "workspace, the harness answers the agent's evaluations on its public part (at most 200, through "
+                   "the Ladder) and the official score is its private part's; paper: the paper's workspace, targets "
+                   "included. Recorded in the contract; history never pools the two")
 @click.pass_context
 def run_cmd(ctx, task, agent, model, repeats, budget_s, gpus, network, pace_s, plain, detach, unsealed, memory_bytes,
             max_processes, cost_limit, no_canaries, scored_split) -> None:
@@ -336,7 +337,9 @@ def _sessions_json(store) -> None:
         contract = json.loads(r.pop("contract") or "{}")
         r.update(sealed=contract.get("sealed"), network=contract.get("network"), best_live_split="val",
                  score_split=scored_split(r["task"]), scored_split_sealed=scored_split_sealed(contract),
-                 not_checked=not_checked(r) if r.get("not_checked") is not None else None)
+                 not_checked=not_checked(r) if r.get("not_checked") is not None else None,
+                 # how the split was held; sealed: "score" is its private part's, "whole" the whole split's
+                 score_mode="sealed" if scored_split_sealed(contract) else "paper")
         text = to_json(r).decode()
         chunk.append(("\n " if n == 1 else ",\n ") + (text if text.isascii() else json.dumps(r)))
         if len(chunk) >= 1000:

@@ -166,7 +166,9 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
         total_time=max(0.0, end - start), working_time=o.active_s, time_limit=int(o.budget_s) or None, limit=limit,
         metadata={"configuration": outcome_row_label(o), "agent": o.agent, "task": o.task,
                   "repeat": o.repeat, "end_reason": o.end_reason, "end_detail": row.get("end_detail"),
-                  "official_score": o.score, "official_split": scored_split(o.task), "disqualified": o.disqualified,
+                  "official_score": o.score, "official_split": scored_split(o.task),
+                  "official_split_mode": "sealed" if o.scored_split == "sealed" else "paper", "whole_score": o.whole,
+                  "disqualified": o.disqualified,
                   "flagged": o.flagged, "conditions": conditions_note(row), "contended": o.contended,
                   "not_checked": not_checked(row) if row.get("not_checked") is not None else None,
                   # its record against its chain and seal, and what onegc verify found (docs/verify.md)

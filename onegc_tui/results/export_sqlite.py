@@ -102,6 +102,7 @@ def write_sqlite(store: Store, data: StudyData, out: Path) -> dict[str, int]:
                              "best_checkpoint": s.row.get("best_checkpoint"), "gpu_name": s.row.get("gpu_name"),
                              "contract": s.row.get("contract"), "truncated": s.row.get("truncated") or 0,
                              "truncated_bytes": s.row.get("truncated_bytes") or 0, "score_split": scored_split(o.task),
+                             "score_mode": "sealed" if o.scored_split == "sealed" else "paper",
                              "conditions": conditions_note(s.row),
                              "not_checked": ", ".join(not_checked(s.row)) if s.row.get("not_checked") is not None else None})
         db["sessions"].insert_all(sessions, pk="session_id", alter=True)

@@ -207,15 +207,19 @@ def _integrity_section(data: StudyData) -> str:
         word, note = record_word(s.row), record_note(s.row)
         bad = word in ("TAMPERED", "DIFFERS")
         record = f'<span class="{"flag" if bad else "ok"}" title="{_e(s.row.get("record_detail") or "")}">{_e(word)}</span>'
+        mode = "sealed" if o.scored_split == "sealed" else "paper"  # how the split was held, beside each figure
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
                      f'{_e("; ".join(marks) or "none")}</span>', record, _e(note or "not verified"), _e(o.end_reason),
-                     _split_figure(o.score, split),
-                     _split_figure(o.rescore, split) + (f" ({_e(o.rescore_by)})" if o.rescore_by else ""),
-                     _split_figure(o.unofficial_test_best, split)])
+                     _split_figure(o.score, f"{split} {mode}"),
+                     _split_figure(o.whole, f"{split} whole") if o.whole is not None else "-",
+                     _split_figure(o.rescore, f"{split} {mode}") + (f" ({_e(o.rescore_by)})" if o.rescore_by else ""),
+                     _split_figure(o.unofficial_test_best, f"{split} {mode}")])
     head = ["session", "integrity", "record (chain, seal)", "onegc verify", "end reason", "official score (its split)",
-            "re-scored (its split)", "unofficial best on the scored split"]
+            "the whole split (sealed)", "re-scored (its split)", "unofficial best on the scored split"]
     return ("<h2>Integrity and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
-            f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}. The record column is its events' hash chain "
+            "score on the task's scored split: under a sealed split, its private part's (the answers were judged on "
+            "its public part), beside the whole split's figure, which the paper's compare against. "
+            f"{_e(UNOFFICIAL_LABEL)}. The record column is its events' hash chain "
             "and the runner's seal (sealed; chained: not sealed; unchained: made before the chain; TAMPERED: edited "
             "after the session); onegc verify scores its stored checkpoints again (docs/verify.md). Re-scored: the "
             "official score a newer harness gave it, beside the original, never over it.</p>" + _table(head, rows, left=4))

@@ -253,8 +253,7 @@ MIGRATIONS: list[str] = [
     # 16: the monitor's sessions table reads the rows it shows, by page (issue 49): an index for each
     # of its sorts (the budget left: of the sessions whose countdown does not run), on the very
     # terms of onegc_tui/store/session_pages.py ``SORTS`` (a page, a count and a session's place are
-    # then ranges of one index: the state's also finds the live sessions), and one of the sessions
-    # whose scored split was sealed (the Official column widens for them), nearly always empty
+    # then ranges of one index: the state's also finds the live sessions)
     """
     CREATE INDEX sessions_by_state ON sessions(CASE state WHEN 'running' THEN 0 WHEN 'paused' THEN 1 WHEN 'queued' THEN 2
         WHEN 'failed' THEN 3 WHEN 'ended' THEN 3 ELSE 9 END, -COALESCE(started_ts, 0), session_id);
@@ -276,7 +275,30 @@ MIGRATIONS: list[str] = [
         WHEN 'failed' THEN 3 WHEN 'ended' THEN 3 ELSE 9 END < 3 AND remaining_s IS NOT NULL),
         COALESCE(CASE WHEN state IN ('ended', 'failed') AND budget_s IS NOT NULL
         THEN MAX(0.0, budget_s - COALESCE(active_s, 0.0)) ELSE remaining_s END, 0.0), session_id);
-    CREATE INDEX sessions_sealed ON sessions(session_id) WHERE json_extract(contract, '$.scored_split.mode') = 'sealed';
+    """,
+    # 17: a sealed split's whole-split figure beside the official score, which is then its private part's
+    # (runner/integrity/split_parts.py); NULL under the paper's split and in sessions stored before
+    """
+    ALTER TABLE sessions ADD COLUMN whole REAL;
+    -- a cell reads it (onegc_tui/store/queries.py OUTCOME_COLUMNS): 14's trigger, watching it too (13's columns and 14's)
+    DROP TRIGGER history_dirty_update;
+    CREATE TRIGGER history_dirty_update AFTER UPDATE ON sessions WHEN
+        OLD.state IS NOT NEW.state OR OLD.task IS NOT NEW.task OR OLD.agent IS NOT NEW.agent
+        OR OLD.model IS NOT NEW.model OR OLD.study IS NOT NEW.study OR OLD.repeat IS NOT NEW.repeat
+        OR OLD.contract_hash IS NOT NEW.contract_hash OR OLD.contract IS NOT NEW.contract
+        OR OLD.disqualified IS NOT NEW.disqualified OR OLD.started_ts IS NOT NEW.started_ts
+        OR OLD.record IS NOT NEW.record OR OLD.verified IS NOT NEW.verified
+        OR OLD.rescore IS NOT NEW.rescore OR OLD.rescore_by IS NOT NEW.rescore_by OR OLD.whole IS NOT NEW.whole
+        OR (NEW.state IN ('ended', 'failed') AND (
+            OLD.score IS NOT NEW.score OR OLD.end_reason IS NOT NEW.end_reason OR OLD.budget_s IS NOT NEW.budget_s
+            OR OLD.active_s IS NOT NEW.active_s OR OLD.scripts_launched IS NOT NEW.scripts_launched
+            OR OLD.first_checkpoint_s IS NOT NEW.first_checkpoint_s OR OLD.flagged IS NOT NEW.flagged
+            OR OLD.containment IS NOT NEW.containment OR OLD.val_gap_flag IS NOT NEW.val_gap_flag
+            OR OLD.contended IS NOT NEW.contended OR OLD.truncated IS NOT NEW.truncated
+            OR OLD.caps_reached IS NOT NEW.caps_reached))
+    BEGIN
+        INSERT OR IGNORE INTO history_dirty VALUES (NEW.session_id);
+    END;
     """,
 ]
 

@@ -72,7 +72,6 @@ _LEFT_PARTS = (
                           "session_id")),
 )
 UNINDEXED = frozenset({"left"})  # its first part is read whole: its order moves with the clock
-SEALED = "json_extract(contract, '$.scored_split.mode') = 'sealed'"  # the partial index sessions_sealed's condition
 
 # what a filter's field matches, by name (onegc_tui/views/sessions_view.py ``FILTER_FIELDS``): the
 # end reason counts as the state ("exhausted"), a task's short name as the task ("t1")
@@ -264,14 +263,13 @@ def state_counts(store: Store) -> dict[str, int]:
             "running": found.get(0, 0), "paused": found.get(1, 0)}
 
 
-def widest(store: Store) -> tuple[int, bool, int]:
-    """The longest session id, whether any session's scored split was sealed (its partial index), and
-    the highest repeat number (one look at the end of the ``rep`` sort's index)."""
+def widest(store: Store) -> tuple[int, int]:
+    """The longest session id and the highest repeat number (one look at the end of the ``rep``
+    sort's index)."""
     conn = store.conn
     longest = conn.execute("SELECT COALESCE(MAX(LENGTH(session_id)), 0) FROM sessions").fetchone()[0]
-    sealed = conn.execute(f"SELECT EXISTS (SELECT 1 FROM sessions WHERE {SEALED})").fetchone()[0]
     repeats = conn.execute(f"SELECT COALESCE(MAX({SORTS['rep'][0]}), 1) FROM sessions").fetchone()[0]
-    return longest, bool(sealed), repeats
+    return longest, repeats
 
 
 def high_marks(store: Store) -> tuple[int, int]:

@@ -69,7 +69,7 @@ def outcome_of(row: tuple, tested: tuple[tuple[float, float] | None, tuple[float
     scored-split ranges (:func:`onegc_tui.store.queries.scored_split_ranges`), for its unofficial test-best."""
     (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
      scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
-     caps_reached, scored_split, record, verified, rescore, rescore_by) = row
+     caps_reached, scored_split, whole, record, verified, rescore, rescore_by) = row
     ended = state in ("ended", "failed")
     lo_hi = unofficial_range(tested, task) if ended else None
     return SessionOutcome(
@@ -79,7 +79,7 @@ def outcome_of(row: tuple, tested: tuple[tuple[float, float] | None, tuple[float
         first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
         sealed=None if not containment else containment.startswith("bwrap"), network=network,
         val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
-        truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split,
+        truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split, whole=whole,
         unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"],
         record=record, verified=verified, rescore=rescore, rescore_by=rescore_by)
 

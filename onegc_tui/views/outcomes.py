@@ -49,6 +49,7 @@ class SessionOutcome:
     # UNOFFICIAL, never ranked: the best scored-split score over all checkpoints (runner/scoring/unofficial.py)
     unofficial_test_best: float | None = None
     scored_split: str | None = None  # "sealed": its targets were never in the workspace (runner/integrity/sealed_split.py)
+    whole: float | None = None  # sealed: the whole split's figure beside ``score`` (its private part's)
     # its record against its chain and seal: sealed, chained, unchained, tampered (runner/scoring/seal.py; None: not checked)
     record: str | None = None
     verified: str | None = None  # what `onegc verify` found: reproduced, differs, tampered (None: not verified)
@@ -63,8 +64,9 @@ class SessionOutcome:
 
     @property
     def row_agent(self) -> str:
-        """The agent as rows name it: a sealed scored split is a contract of its own, never pooled
-        with the paper's, so its sessions get rows of their own."""
+        """The agent as rows name it, with how its scored split was held: a sealed scored split is a
+        contract of its own, never pooled with the paper's, so its sessions get rows of their own,
+        marked; a row without the mark holds the paper's split, as the paper's own rows do."""
         return f"{self.agent} {SEALED_SPLIT_MARK}" if self.scored_split == "sealed" else self.agent
 
     @property

@@ -46,8 +46,8 @@ COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("state", "State", 7, "state"),
     ColumnSpec("left", "Budget left", 14, "left"),  # "▉▉▉▉▉▉▉· 42m"; an end: "exhausted", "harness error"
     ColumnSpec("best", "Best val", 8, "best", descending=True),  # the best live val score (docs/numbers.md)
-    # the result, with its split: "0.3792 test" (or "0.9933 val sealed": SEALED_OFFICIAL_WIDTH)
-    ColumnSpec("official", "Official", 11, "official", descending=True),
+    # the result, with its split and how that split was held: "0.9933 val sealed", "0.3792 test paper"
+    ColumnSpec("official", "Official", 17, "official", descending=True),
     SESSION,
     ColumnSpec("task", "Task", 4, "task"),
     ColumnSpec("agent", "Agent", 11, "agent"),  # "claude-code": at 100 columns beside the task and GPU
@@ -65,21 +65,17 @@ SORTS = tuple(c.sort for c in COLUMNS if c.sort)  # 's' cycles through the visib
 DEFAULT_SORT = "state"  # on attach: running sessions first, the most recent on top
 
 
-SEALED_OFFICIAL_WIDTH = 17  # "0.9933 val sealed": the Official column's width while a sealed session is listed
 
 
-def fit_columns(width: int, longest_id: int = SESSION.width, sealed: bool = False,
-                repeats: int = 1) -> list[tuple[ColumnSpec, int]]:
+def fit_columns(width: int, longest_id: int = SESSION.width, repeats: int = 1) -> list[tuple[ColumnSpec, int]]:
     """The columns shown in ``width`` cells and the width of each: the first :data:`ALWAYS`,
     then each further column in priority order while it fits beside a session column of
     :data:`SESSION.width`; the session column then takes what is left (up to the longest id).
-    ``sealed``: a listed session's scored split was sealed, and the Official column widens to
-    say so (every other list keeps the room for the session ids). ``repeats``: the highest repeat
-    number listed, which the ``#`` column holds whole."""
+    ``repeats``: the highest repeat number listed, which the ``#`` column holds whole."""
     def shown(c: ColumnSpec) -> int:
         if c.key == "rep":
             return max(c.width, len(str(repeats)))
-        return SEALED_OFFICIAL_WIDTH if sealed and c.key == "official" else c.width
+        return c.width
 
     def cost(c: ColumnSpec) -> int:
         return shown(c) + 2 * CELL_PADDING
@@ -116,8 +112,8 @@ def end_cut(text: str, width: int) -> str:
 
 
 def row_split_sealed(row: dict) -> bool:
-    """Whether a summary row's session ran with its scored split sealed (``--scored-split sealed``:
-    the agent never held its targets; a contract other than the paper's, never pooled with it)."""
+    """Whether a summary row's session ran with its scored split sealed (the default on t0, T1-T3
+    and T7: the agent never held its targets; a contract other than the paper's, never pooled with it)."""
     contract = row.get("contract") or ""
     if '"scored_split"' not in contract:  # the store's json.dumps of the contract: the key is absent otherwise
         return False
@@ -127,15 +123,34 @@ def row_split_sealed(row: dict) -> bool:
         return False
 
 
+def split_mode(row: dict) -> str:
+    """How a summary row's scored split was held: ``sealed`` or ``paper`` (the word beside each number)."""
+    return "sealed" if row_split_sealed(row) else "paper"
+
+
 def official_cell(row: dict) -> str:
-    """The official score with the split it was measured on ("0.3792 test"; "0.9933 val sealed" for
-    a sealed scored split); "N/A" for a session that ended without one (the paper's failed run), "-"
-    while none is known."""
+    """The official score with the split it was measured on and how that split was held ("0.9933 val
+    sealed": its private part's, the targets never in the workspace; "0.3792 test paper": the paper's
+    workspace); "N/A" for a session that ended without one (the paper's failed run), "-" while none
+    is known."""
     if row.get("score") is not None:
         from onegc_tui.views.task_facts import scored_split
 
-        return f"{fmt_score(row['score'])} {scored_split(row.get('task'))}" + (" sealed" if row_split_sealed(row) else "")
+        return f"{fmt_score(row['score'])} {scored_split(row.get('task'))} {split_mode(row)}"
     return "N/A" if row.get("state") in ("ended", "failed") else "-"
+
+
+def whole_note(row: dict) -> str | None:
+    """A sealed session's official score said in full: its private part's, beside the whole split's
+    figure (what the paper compares against); None under the paper's split or without a score."""
+    if not row_split_sealed(row) or row.get("score") is None:
+        return None
+    from onegc_tui.views.task_facts import scored_split
+
+    split = scored_split(row.get("task"))
+    whole = f"; whole {split} {fmt_score(row['whole'])} (what the paper compares against)" \
+        if row.get("whole") is not None else ""
+    return f"official {split} sealed {fmt_score(row['score'])}: its private part, which no answer touched{whole}"
 
 
 INTEGRITY_MARK = "⚠"

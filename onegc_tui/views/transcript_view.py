@@ -80,7 +80,9 @@ def event_words(event: Event, task: str | None = None) -> Wording | None:
         unsealed += ", NETWORK OPEN (the host's)" if event.contract.get("network") == "open" else ""
         if scored_split_sealed(event.contract):  # runner/integrity/sealed_split.py
             unsealed += f", {event.contract['scored_split'].get('split', 'val')} SEALED (its targets withheld; " \
-                        "the harness answers evaluate)"
+                        "the harness answers evaluate on a public part, the official score is the private part's)"
+        else:
+            unsealed += f", {scored_split(event.task)} PAPER (the paper's workspace)"
         return Wording("started:", f"{event.task} with {event.agent}{' (' + event.model + ')' if event.model else ''}, "
                                    f"budget {clock(event.budget_s)}{unsealed}")
     if event.type == "agent_started":

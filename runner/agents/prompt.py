@@ -20,15 +20,20 @@ def _minutes(budget_minutes: float) -> str:
     return f"{budget_minutes:g} minute" + ("" if budget_minutes == 1 else "s")
 
 
-def standard_prompt(task_title: str, budget_minutes: float, scored_split: str, sealed_answers: int | None = None) -> str:
+def standard_prompt(task_title: str, budget_minutes: float, scored_split: str, sealed_answers: int | None = None,
+                    text_sealed: bool = False) -> str:
     """The prompt for one session of ``task_title`` with a budget of ``budget_minutes``; with
-    ``sealed_answers``, rule 9 says that the scored split's targets are sealed (the paper's prompt
-    otherwise, word for word)."""
+    ``sealed_answers``, rule 9 says that the scored split's targets are sealed (``text_sealed``: its
+    inputs too, T1's text) and how its evaluations are answered (the paper's prompt otherwise,
+    word for word)."""
     budget = _minutes(budget_minutes)
+    what = "Its text is" if text_sealed else "Its targets are"
     sealed = "" if sealed_answers is None else (
-        f" Its targets are sealed in this session: they are not in data/, and\n"
+        f" {what} sealed in this session: not in data/, and\n"
         f"   prepare.evaluate(model, \"{scored_split}\", device) is answered by the harness, at most "
-        f"{sealed_answers} times.")
+        f"{sealed_answers} times, on a\n"
+        f"   public part of {scored_split}: a new value only when it beats the best so far by a step, else the best so "
+        f"far.\n   The official score is judged on the rest of {scored_split}.")
     return f"""{OWNERSHIP_NOTE}
 
 Your task: {task_title}.

@@ -63,7 +63,8 @@ class StartRequest(BaseModel):
     network: NetworkPolicy  # not given: the agent's default (api-only for agent CLIs, else none)
     sealed: bool = True
     canaries: bool = True  # runner/integrity/canaries.py; False: the paper's workspace exactly
-    scored_split: Literal["paper", "sealed"] = "paper"  # runner/integrity/sealed_split.py
+    # runner/integrity/sealed_split.py; not given: sealed wherever the split would be in the workspace (t0, T1-T3, T7)
+    scored_split: Literal["paper", "sealed"]
     command: tuple[str, ...] = ()  # the command agent's command line
     agent_args: tuple[str, ...] = ()
     pace_s: float = Field(default=DEFAULT_PACE_S, ge=0)
@@ -89,6 +90,10 @@ class StartRequest(BaseModel):
             out["budget_s"] = default_budget_s(spec)
         if out.get("network") is None and isinstance(out.get("agent"), str):
             out["network"] = default_network(out["agent"])
+        if out.get("scored_split") is None:
+            from runner.integrity.sealed_split import default_mode
+
+            out["scored_split"] = default_mode(spec)
         return out
 
     @field_validator("budget_s")

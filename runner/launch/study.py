@@ -160,7 +160,8 @@ class StudySpec(BaseModel):
     network: NetworkPolicy | None = None  # None: api-only for real agent CLIs, none for scripted/command
     unsealed: bool = False  # agents without their sandbox: recorded in every contract, flagged in results
     canaries: bool = True  # runner/integrity/canaries.py; false: the paper's workspace exactly (in the contract)
-    scored_split: Literal["paper", "sealed"] = "paper"  # runner/integrity/sealed_split.py (in the contract)
+    # runner/integrity/sealed_split.py (in the contract); None: sealed wherever the split would be in the workspace
+    scored_split: Literal["paper", "sealed"] | None = None
     memory: str | None = None  # each session's memory cap ("512M", "8G"); None: the machine's default (runner/sandbox/caps.py)
     max_processes: int | None = Field(default=None, ge=16)  # each session's process cap; None: the machine's default
     max_attempts: int = Field(default=MAX_ATTEMPTS, ge=1)

@@ -59,6 +59,9 @@ class OfficialResult:
     not_reevaluated: dict | None = None  # the checkpoints the phase's bounds left out, by reason (official.py)
     phase: dict | None = None  # the phase's time bound and the time it took (official.py's phase_seconds)
     val_gap: selection_gap.GapCheck | None = None
+    # a sealed split (runner/integrity/split_parts.py): the official checkpoint's whole-split, public and private
+    # figures and the gap test between the parts; ``best``'s score is then the private part's
+    figures: dict | None = None
 
     @property
     def score(self) -> float | None:
@@ -74,13 +77,15 @@ class OfficialPhase:
     the official re-evaluations run."""
 
     def __init__(self, spec: TaskSpec, paths: SessionPaths, config: SessionConfig, events: EventWriter,
-                 make_scorer: Callable[[str], SealedScorer], device: str):
+                 make_scorer: Callable[[str], SealedScorer], device: str, session_verdicts: tuple[Verdict, ...] = ()):
         self.spec = spec
         self.paths = paths
         self.config = config
         self.events = events
         self.make_scorer = make_scorer
         self.device = device
+        self.sealed = config.scored_split == "sealed"  # the official value is the private part's
+        self.session_verdicts = session_verdicts  # about the whole session (its answers): beside every official figure
 
     def run(self, live: LiveScoring, disk_full: bool) -> OfficialResult:
         """The official result from ``live``'s checkpoints. ``disk_full``: no unofficial
@@ -114,22 +119,26 @@ class OfficialPhase:
             scorer.deadline = deadline  # a child is cut at the phase's end: nothing stretches it
             found = live.found[label]
             # never raises: a failure, or a model that reads ahead or across examples, is the score's error
-            scores = scorer.score(found.path, found.snapshot, splits, probe=True)
+            scores = scorer.score(found.path, found.snapshot, splits, probe=True, parts=self.sealed)
             sel, off = scores[SELECTION_SPLIT], scores[scored]
             if (off.error or sel.error) and time_left() <= 0:  # the phase's time, not the checkpoint's failure
                 return Evaluation(None, None, off.error or sel.error, interrupted=True)
             if found.content is not None:
                 evaluated_content.add(found.content)
-            found_verdicts[label] = checkpoint_verdicts(spec, found, sel, off.verdicts)
-            self.events.emit("checkpoint_scored", name=label, value=off.value, error=off.error, metric=spec.metric,
+            found_verdicts[label] = checkpoint_verdicts(spec, found, sel, (*off.verdicts, *self.session_verdicts))
+            parts = off.figures or {}
+            official = parts.get("private") if self.sealed else off.value  # sealed: the part no answer touched
+            self.events.emit("checkpoint_scored", name=label, value=official, error=off.error, metric=spec.metric,
                              split=scored, eval_s=off.eval_s, budget_elapsed_s=elapsed[label], official=True,
-                             verdicts=found_verdicts[label], val=sel.value if scored != SELECTION_SPLIT else None)
+                             verdicts=found_verdicts[label], val=sel.value if scored != SELECTION_SPLIT else None,
+                             **({"part": "private", "whole": off.value, "public": parts.get("public")} if parts else {}))
             rows[label] = {"checkpoint": label, "window": int(elapsed[label] // WINDOW_S),
                            "budget_elapsed_s": round(elapsed[label], 1), "live_val": live_val[label], "val": sel.value,
-                           "self_reported": found.self_reported, "official": off.value,
+                           "self_reported": found.self_reported, "official": official,
                            "error": off.error or sel.error, "verdicts": records(found_verdicts[label]),
-                           "canaries": sel.evidence}  # runner/integrity/canaries.py: p, losses, counts
-            return Evaluation(sel.value, off.value, off.error or sel.error)
+                           "canaries": sel.evidence,  # runner/integrity/canaries.py: p, losses, counts
+                           **({"whole": off.value, "parts": parts} if parts else {})}
+            return Evaluation(sel.value, official, off.error or sel.error)
 
         try:
             chosen = select(cands, spec.better, evaluate, MAX_FALLBACK,
@@ -173,7 +182,10 @@ class OfficialPhase:
         gap = selection_gap.check_selected(spec, self.paths.root.parent, val, best[1] if best else None,
                                            self.config.study)
         session_verdicts = [*official_verdicts, *([gap.verdict] if gap is not None and gap.verdict else [])]
+        chosen_row = rows.get(best[0], {}) if best else {}
+        figures = {"whole": chosen_row["whole"], **chosen_row["parts"]} if "parts" in chosen_row else None
         return OfficialResult(
+            figures=figures,
             best=best, val=val, scored_by=scored_by, failure=failure, found=len(live.found), evaluated=evaluated,
             trajectory=trajectory, disqualified=self._disqualify(official_verdicts) if best else None,
             verdicts=session_verdicts,
@@ -184,7 +196,8 @@ class OfficialPhase:
     def _from_live(self, live: LiveScoring, cands: list[Candidate], rows: dict[str, dict]):
         """``(best, val, verdicts, scored_by)`` from the live scores, for a session whose disk filled up
         and whose re-evaluation gave no score; None without a live score."""
-        pick = from_live_scores(cands, self.spec.better, self.spec.scored_split == SELECTION_SPLIT)
+        # sealed: a live score is the whole split's, never the private part's official figure
+        pick = from_live_scores(cands, self.spec.better, self.spec.scored_split == SELECTION_SPLIT and not self.sealed)
         if pick is None:
             return None
         why = (rows.get(pick.label) or {}).get("error") or "it could not run"

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.integrity import canaries, selection_gap
+from runner.integrity.answer_probes import probing_verdict
 from runner.scoring import snapshots
 from runner.scoring.checkpoint_watcher import FoundCheckpoint
 from runner.scoring.live import LiveScoring
@@ -201,14 +202,15 @@ class BoundedScorer(SealedScorer):
         super().__init__(plan)
         self.budget = budget
 
-    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = False) -> dict[str, Score]:
+    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = False,
+              parts: bool = False) -> dict[str, Score]:
         b = self.budget
         if b.used >= b.allowed:
             return {s: Score(None, OVER_BOUND.format(n=b.allowed)) for s in splits or [SELECTION_SPLIT]}
         b.used += 1
         if b.progress is not None:
             b.progress(f"evaluation {b.used}/{b.allowed}: {code.name} on {'+'.join(splits or [SELECTION_SPLIT])}")
-        return super().score(ckpt, code, splits, probe)
+        return super().score(ckpt, code, splits, probe, parts)
 
 
 def devices(record: Record) -> tuple[str, str, bool]:
@@ -250,6 +252,8 @@ def rescore(paths: SessionPaths, data_root: Path, scratch: Path, progress: Progr
     live_device, official_device, exact = devices(record)
     # the session's own secrets, read, never made: the passes' order and T1's twins, and the canaries
     judge = TaskJudge(spec, data, secret=canaries.read_key(paths.root, canaries.PASSES_KEY_FILE))
+    if config.scored_split == "sealed":  # its official number is its private part's (runner/integrity/split_parts.py)
+        judge.cut(scratch / "scoring" / "parts")
     key = canaries.read_key(paths.root)
     kind = canaries.kind_for(spec.id)
     if kind is not None and config.plants_canaries and key is not None:
@@ -288,13 +292,18 @@ def rescore(paths: SessionPaths, data_root: Path, scratch: Path, progress: Progr
             live._on_scored(found, live_score(scorer, found))  # as the live queue hands a score on
         live.scorer = scorer
         disk_full = str(record.result.get("scored_by") or "").startswith("live scoring")
-        official = OfficialPhase(spec, here, config, events, make_scorer, official_device).run(live, disk_full)
+        answers = record.result.get("answers")  # a sealed split's: what its answers were, and their verdict again
+        probes = answers.get("probes") if isinstance(answers, dict) else None
+        probing = probing_verdict(probes, spec.id) if isinstance(probes, dict) else None
+        official = OfficialPhase(spec, here, config, events, make_scorer, official_device,
+                                 session_verdicts=(probing,) if probing else ()).run(live, disk_full)
     finally:
         live.close()
         events.close()
     official = replace(official, val_gap=_gap_again(spec, record.result, official))
     end = record.ended
-    result = result_record(config, spec, end.reason, end.detail, official, record.result.get("conditions"))
+    result = result_record(config, spec, end.reason, end.detail, official, record.result.get("conditions"),
+                           answers if isinstance(answers, dict) else None)
     result = json.loads(json.dumps(result))  # as the file holds it: lists, not tuples
     out = Rescore(config.session_id, official_device, exact, result, evaluations=budget.used,
                   recorded_evaluations=budget.allowed)

@@ -25,8 +25,9 @@ def coverage(config: SessionConfig, spec: TaskSpec) -> list[checks.Cover]:
 
 
 def result_record(config: SessionConfig, spec: TaskSpec, reason: str, detail: str, result: OfficialResult,
-                  conditions: dict | None) -> dict:
-    """What result.json holds: the session, how it ended, and ``result``."""
+                  conditions: dict | None, answers: dict | None = None) -> dict:
+    """What result.json holds: the session, how it ended, and ``result``; ``answers``: a sealed
+    split's answers (runner/integrity/sealed_split.py: how many, the Ladder's transcript and bound)."""
     return {
         "session_id": config.session_id,
         "task": spec.id,
@@ -37,7 +38,13 @@ def result_record(config: SessionConfig, spec: TaskSpec, reason: str, detail: st
         "metric": spec.metric,
         "direction": spec.direction,
         "split": spec.scored_split,
+        "scored_split": config.scored_split,  # "sealed": value is the private part's, beside the whole split's
         "value": result.score,
+        # a sealed split (runner/integrity/split_parts.py): the official checkpoint's whole-split figure (what the
+        # paper compares against), its public (the answers') and private parts' and the gap test between them
+        "whole": result.figures.get("whole") if result.figures else None,
+        "parts": {k: v for k, v in result.figures.items() if k != "whole"} if result.figures else None,
+        "answers": answers,
         "checkpoint": result.checkpoint,
         "selection": SELECTION,  # the checkpoint is the best by the harness's validation score
         "selection_split": SELECTION_SPLIT,

@@ -40,7 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from runner.integrity import causal, evaluator_check, evaluator_memory, passes
+from runner.integrity import causal, evaluator_check, evaluator_memory, passes, split_parts
 from runner.integrity.canaries import CanaryJudge, unjudged
 from runner.integrity.checks import verdict
 from runner.sandbox import bwrap as sandbox
@@ -75,6 +75,9 @@ class Score:
     eval_s: float | None = None
     verdicts: tuple[Verdict, ...] = ()  # what the integrity checks and the scorer found (runner/wire/verdicts.py)
     evidence: dict | None = None  # the canaries' (runner/integrity/canaries.py), where the split holds them
+    # a sealed split's parts, from the same predictions (runner/integrity/split_parts.py): "public" and
+    # "private" (the official number) beside ``value`` (the whole split's), and "gap" (the test between them)
+    figures: dict | None = None
 
 
 class TaskJudge:
@@ -90,7 +93,11 @@ class TaskJudge:
         self.secret = secret or os.urandom(32).hex()
         self._lock = threading.Lock()  # live and official scoring may judge at once
         self._answer_bytes: dict[str, int] = {}
+        self._expected: dict[str, tuple[tuple[int, ...], str]] = {}  # what the judge accepts for a split
         self._rows: dict[str, int] = {}
+        # a sealed session's public and private parts of the scored split (cut: runner/integrity/split_parts.py)
+        self.partition: split_parts.Partition | None = None
+        self.parts: dict[str, split_parts.Part] | None = None
         self._layouts: dict[str, passes.Layout | None] = {}
 
     def layout(self, split: str) -> passes.Layout | None:
@@ -172,15 +179,77 @@ class TaskJudge:
         accepts, in the widest dtype of the kinds it accepts, as an ``.npy`` with the largest
         header read (learnt once per split from ``onegc_kit.check_predictions``)."""
         if split not in self._answer_bytes:
+            shape, kinds = self.expected(split)
+            widest = max(WIDEST_ITEM_BYTES.get(k, 16) for k in kinds)
+            self._answer_bytes[split] = math.prod(shape) * widest + answer_check.NPY_HEADER_BYTES
+        return self._answer_bytes[split]
+
+    def expected(self, split: str) -> tuple[tuple[int, ...], str]:
+        """The shape and dtype kinds the task's judge accepts for ``split`` (its shape probe, once)."""
+        if split not in self._expected:
             kit = sys.modules["onegc_kit"]
             try:
                 with self._lock:
                     self.module.judge(kit.SHAPE_PROBE, split)
                 raise RuntimeError(f"the judge of {self.spec.id} took no shape probe for {split}")
             except kit.ExpectedPredictions as expected:
-                widest = max(WIDEST_ITEM_BYTES.get(k, 16) for k in expected.kinds)
-                self._answer_bytes[split] = math.prod(expected.shape) * widest + answer_check.NPY_HEADER_BYTES
-        return self._answer_bytes[split]
+                self._expected[split] = (expected.shape, expected.kinds)
+        return self._expected[split]
+
+    def cut(self, root: Path) -> None:
+        """Cut the scored split into the session's public and private parts, their folders under
+        ``root`` (a sealed session; runner/integrity/split_parts.py): items drawn into blocks, T1's
+        windows in contiguous runs."""
+        split = self.spec.scored_split
+        spans, window = None, 0
+        if self.spec.id in causal.SEQUENCE_TASKS:
+            spans = list(self.module.eval_windows(len(self.module.load_split(split))))
+            window, n = int(self.module.EVAL_WINDOW), len(spans)
+        else:
+            n = self._input_rows(split)
+        self.partition = split_parts.partition(self.secret, self.spec.id, split, n, stream=spans is not None)
+        self.parts = split_parts.write_parts(self.partition, self.data_dir, list(self.spec.scored_targets), root,
+                                             spans, window)
+
+    def write_part_inputs(self, split: str, name: str, root: Path) -> Path:
+        """The inputs of part ``name``'s rows as ``root/<split>/<input>.npy`` (once): what a child
+        predicting that part alone is shown; returns ``root``."""
+        import numpy as np
+
+        if (root / ".done").is_file():
+            return root
+        rows = self.part(name).rows
+        staging = root.parent / f".{root.name}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / split).mkdir(parents=True)
+        for key, arr in self.module.inputs(split).items():
+            np.save(staging / split / f"{key}.npy", np.ascontiguousarray(np.asarray(arr)[rows]), allow_pickle=False)
+        (staging / ".done").write_text("")
+        shutil.rmtree(root, ignore_errors=True)
+        os.replace(staging, root)
+        return root
+
+    def part(self, name: str) -> split_parts.Part:
+        assert self.parts is not None, "the scored split was not cut (TaskJudge.cut)"
+        return self.parts[name]
+
+    def figures(self, predictions, split: str) -> tuple[dict | None, tuple[Verdict, ...]]:
+        """The public and private parts' figures and the gap between them, from ``predictions`` of
+        the whole ``split``, and the gap's verdict where it is one (None, () where the split was not
+        cut). Judged by the task's own judge on each part's folder; the gap on the blocks' values
+        (runner/integrity/split_parts.py)."""
+        if self.partition is None or self.parts is None or split != self.partition.split:
+            return None, ()
+        out: dict = {}
+        for name in (split_parts.PUBLIC, split_parts.PRIVATE):
+            part = self.parts[name]
+            out[name] = self.judge(predictions[part.rows], split, part)[0]
+        blocks = [self.judge(predictions[p.rows], split, p)[0]
+                  for p in (self.parts[f"block-{i}"] for i in range(len(self.partition.blocks)))]
+        gap = split_parts.gap_test(blocks, self.partition.is_public(), self.spec.higher_is_better)
+        out["gap"] = gap.record()
+        found = split_parts.gap_verdict(gap, self.spec.id)
+        return out, (found,) if found else ()
 
     def probe_rows(self, folder: Path) -> int:
         """The rows of a pass's inputs (``folder/<name>.npy``, written by trusted code)."""
@@ -203,10 +272,25 @@ class TaskJudge:
             self._rows[split] = max((_rows(a) for a in self.module.inputs(split).values()), default=1)
         return self._rows[split]
 
-    def judge(self, predictions, split: str) -> tuple[float, int | None]:
+    def judge(self, predictions, split: str, part: split_parts.Part | None = None) -> tuple[float, int | None]:
+        """The metric of ``predictions`` on ``split``, or on ``part`` of it (``predictions`` then
+        hold the part's rows, in its order): the task's own judge on each of the part's folders
+        (``onegc_kit.data_at``, in this thread only), their values composed (split_parts.compose)."""
+        if part is None:
+            with self._lock:
+                return self._value(self.module.judge(predictions, split))
         kit = sys.modules["onegc_kit"]
-        with self._lock:
-            result = self.module.judge(predictions, split)
+        if len(predictions) != len(part):
+            raise kit.KitError(f"predictions for {len(predictions)} rows of the {part.name} part, which has {len(part)}")
+        results = []
+        for piece in part.pieces:
+            with self._lock, kit.data_at(piece.folder):
+                results.append(self._value(self.module.judge(predictions[piece.start:piece.stop], split)))
+        return split_parts.compose(results)
+
+    @staticmethod
+    def _value(result) -> tuple[float, int | None]:
+        kit = sys.modules["onegc_kit"]
         if not isinstance(result, dict):
             result = {"value": result}
         value = float(result["value"])
@@ -382,7 +466,8 @@ class SealedScorer:
             self._owner.is_alive()
 
     # ------------------------------------------------------------------ one checkpoint
-    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = True) -> dict[str, Score]:
+    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = True,
+              parts: bool = False) -> dict[str, Score]:
         """Predictions on each of ``splits`` (default: the selection split), each judged here. A split
         whose checks ride inside its evaluation (``TaskJudge.layout``: canary items mixed among its
         rows, T1's twins) is predicted pass by pass, a fresh child each, and judged on the passes
@@ -390,7 +475,9 @@ class SealedScorer:
         same predictions; the others come from one fresh child together. Never raises: whatever the
         child's answer is, or whatever goes wrong judging it, is that checkpoint's error
         (runner/wire/answer_check.py). A model that reads ahead is its error with the disqualifying
-        verdict. ``probe=False`` shows every split whole and alone (benchmarks compare the two)."""
+        verdict. ``probe=False`` shows every split whole and alone (benchmarks compare the two).
+        ``parts``: a sealed split's public and private figures too, from the same predictions
+        (``Score.figures``; TaskJudge.figures)."""
         splits = splits or [SELECTION_SPLIT]
         judge = self.plan.judge
         self.last_probe = None
@@ -404,15 +491,15 @@ class SealedScorer:
                     failed = failed or Score(None, "the scorer gave no answer", verdicts=(INVALID,))
                     out.update({split: failed for split in whole})
                 else:
-                    out.update(self._judge_parts(header, payload, whole))
+                    out.update(self._judge_parts(header, payload, whole, parts))
             for split, layout in laid.items():
-                out[split] = self._score_passes(ckpt, code, split, layout)
+                out[split] = self._score_passes(ckpt, code, split, layout, parts)
             return {split: out[split] for split in splits}
         except Exception as exc:  # noqa: BLE001 - agent bytes never end the session
             error = f"judging failed: {type(exc).__name__}: {answer_check.text(exc, 200)}"
             return {split: Score(None, error, verdicts=(INVALID,)) for split in splits}
 
-    def _score_passes(self, ckpt: Path, code: Path, split: str, layout: passes.Layout) -> Score:
+    def _score_passes(self, ckpt: Path, code: Path, split: str, layout: passes.Layout, parts: bool = False) -> Score:
         """``split`` predicted pass by pass and judged whole (see :meth:`score`)."""
 
         judge = self.plan.judge
@@ -446,6 +533,7 @@ class SealedScorer:
         started = time.perf_counter()
         try:
             value, _ = judge.judge(real, split)
+            figures, split_found = judge.figures(real, split) if parts else (None, ())
         except kit.KitError as exc:  # the task's own refusal: a wrong shape, NaN or inf
             return Score(None, str(exc), round(waited, 3), notes)
         except Exception as exc:  # noqa: BLE001 - predictions the judge could not take
@@ -454,7 +542,7 @@ class SealedScorer:
         found, evidence = self._canary_verdicts(split, got.items if layout.items is not None else got.real)
         outcome = causal.judge(layout, got, task)
         self.last_probe = outcome
-        verdicts = merged(notes, found, outcome.verdicts)
+        verdicts = merged(notes, found, outcome.verdicts, split_found)
         eval_s = round(waited + time.perf_counter() - started, 3)
         if outcome.error:
             unchecked = verdict("causality_unchecked", "look", outcome.error, task)
@@ -462,7 +550,20 @@ class SealedScorer:
         moved = outcome.verdict
         if moved is not None and moved.strength == "disqualifies":
             return Score(None, f"{PROBE_ERRORS[moved.check]}: {moved.evidence}", eval_s, verdicts, evidence)
-        return Score(value, None, eval_s, verdicts, evidence)
+        return Score(value, None, eval_s, verdicts, evidence, figures)
+
+    def predict_part(self, request: Path, code: Path, split: str, part: str):
+        """A handed-over model's predictions on the rows of one part of ``split`` (T1 sealed: the
+        agent's evaluation, answered on the public part), from a fresh child shown that part's
+        inputs only; raises ``ValueError`` with the reason where there are none."""
+        folder = self.plan.judge.write_part_inputs(split, part, self.plan.probes / f"part-{part}")
+        header, payload, failed = self._predict(request, code, [split], probe=folder, handed=True)
+        if failed is not None or header is None:
+            raise ValueError((failed.error if failed else None) or "the scorer gave no answer")
+        try:
+            return answer_check.npy_array(answer_check.split_payload(header.parts, payload)[split])
+        except answer_check.InvalidAnswer as exc:
+            raise ValueError(str(exc)) from None
 
     def _canary_verdicts(self, split: str, predictions) -> tuple[tuple[Verdict, ...], dict | None]:
         """The canaries' verdict and evidence from ``predictions`` on their items (those mixed in a
@@ -478,11 +579,12 @@ class SealedScorer:
         return ((found,) if found else ()), ev.record()
 
     def _predict(self, ckpt: Path, code: Path, splits: list[str], probe: Path | None = None,
-                 timeout_s: float | None = None, seed: int = 0,
-                 scores: bool = False) -> tuple[answer_check.Header | None, memoryview, Score | None]:
+                 timeout_s: float | None = None, seed: int = 0, scores: bool = False,
+                 handed: bool = False) -> tuple[answer_check.Header | None, memoryview, Score | None]:
         """One fresh child's answer on ``splits`` (from ``probe``, a pass's folder, in place of the
         split's inputs where given; ``scores``: the model's scores behind its predictions, where it
-        can give them: worker.predict_scores)."""
+        can give them: worker.predict_scores; ``handed``: ``ckpt`` is a model an evaluation handed
+        over, onegc_kit.load_handed_model)."""
         timeout_s = self.plan.timeout_s if timeout_s is None else timeout_s
         margin = ANSWER_MARGIN_S
         if self.deadline is not None:
@@ -508,6 +610,8 @@ class SealedScorer:
             req.update(probe_inputs=str(self._probe_seen_as(probe)), seed=seed)
         if scores:
             req["scores"] = list(splits)  # the model's scores behind its predictions (worker.predict_scores)
+        if handed:
+            req["handed"] = True
         started = time.monotonic()
         try:
             self._buf = bytearray()  # nothing the worker sent before this request counts
@@ -544,7 +648,8 @@ class SealedScorer:
                                       (INVALID,) * silent + _notes(header))
         return header, payload, None
 
-    def _judge_parts(self, header: answer_check.Header, payload: memoryview, splits: list[str]) -> dict[str, Score]:
+    def _judge_parts(self, header: answer_check.Header, payload: memoryview, splits: list[str],
+                     parts: bool = False) -> dict[str, Score]:
         kit = sys.modules["onegc_kit"]
         notes = _notes(header)
         waited = self._waited
@@ -560,9 +665,10 @@ class SealedScorer:
             started = time.perf_counter()
             try:
                 value, _ = self.plan.judge.judge(arrays[split], split)
+                figures, split_found = self.plan.judge.figures(arrays[split], split) if parts else (None, ())
                 canary = self._canary_verdicts(split, arrays[split]) if self._in_split(split) else ((), None)
                 out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3),
-                                   merged(notes, canary[0]), canary[1])
+                                   merged(notes, canary[0], split_found), canary[1], figures)
             except kit.KitError as exc:  # the task's own refusal: a wrong shape, NaN or inf
                 out[split] = Score(None, str(exc), waited, notes)
             except Exception as exc:  # noqa: BLE001 - predictions the judge could not take

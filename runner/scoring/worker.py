@@ -297,7 +297,9 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool, hol
         callbacks = atexit._ncallbacks()
         sys.addaudithook(watch.hook)
         watch.armed = True
-        model, ckpt = kit.load_model(Path(req["ckpt"]), Path(req["code"]), task)
+        # a checkpoint, or a model the agent's evaluation handed over (T1 sealed: onegc_kit.ask_harness_model)
+        load = kit.load_handed_model if req.get("handed") else kit.load_model
+        model, ckpt = load(Path(req["ckpt"]), Path(req["code"]), task)
         for name, module in (("prepare", task), ("onegc_kit", kit)):
             changed = sorted(k for k, v in _public(module).items() if before[name].get(k) != v)
             changed += sorted(k for k in before[name] if k not in vars(module))

@@ -27,7 +27,7 @@ KEPT_ONEGC_VARS = ("ONEGC_NVML_MODULE", "ONEGC_FAKE_GPUS")  # the only ONEGC_* t
 
 
 def agent_env(config: SessionConfig, paths: SessionPaths, launches: ExecLog, deadline: float,
-              scored_split: str = "val") -> dict[str, str]:
+              spec: TaskSpec | None = None) -> dict[str, str]:
     """The runner's environment as the agent gets it: no ONEGC_* settings of the harness, the exec
     shims first on PATH (runner/sandbox/execlog.py), its GPU, its deadline."""
     env = dict(os.environ)
@@ -42,7 +42,8 @@ def agent_env(config: SessionConfig, paths: SessionPaths, launches: ExecLog, dea
     env["ONEGC_SESSION"] = config.session_id
     if config.scored_split == "sealed":  # the kit asks the harness (runner/integrity/sealed_split.py)
         seen_at = sealed_split.ANSWERS_INSIDE if config.sealed else sealed_split.answers_dir(paths.root)
-        env.update(sealed_split.agent_vars(scored_split, paths.workspace, seen_at))
+        assert spec is not None
+        env.update(sealed_split.agent_vars(spec, paths.workspace, seen_at))
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -60,9 +61,10 @@ def start_agent(adapter: AgentAdapter, config: SessionConfig, spec: TaskSpec, pa
         session_dir=paths.root,
         agent_home=paths.agent_home,
         prompt=standard_prompt(spec.title, config.budget_s / 60, spec.scored_split,
-                               config.sealed_answers if config.scored_split == "sealed" else None),
+                               config.sealed_answers if config.scored_split == "sealed" else None,
+                               text_sealed=spec.inputs_are_targets),
         model=config.model,
-        base_env=agent_env(config, paths, launches, deadline, spec.scored_split),
+        base_env=agent_env(config, paths, launches, deadline, spec),
         extra_args=tuple(config.agent_args),
     )
     if hasattr(adapter, "configure"):

@@ -8,6 +8,7 @@ import socket
 
 from runner import HARNESS_VERSION
 from runner.integrity import canaries, sealed_split
+from runner.integrity.split_parts import Partition
 from runner.sandbox.caps import CapGroup
 from runner.sandbox.network import NetworkSandbox
 from runner.scoring import rescore
@@ -20,7 +21,8 @@ from tasks import TaskSpec
 
 
 def emit_started(events: EventWriter, spec: TaskSpec, config: SessionConfig, *, agent_version: str | None,
-                 gpu_info: list[dict], caps: CapGroup | None, net: NetworkSandbox | None) -> None:
+                 gpu_info: list[dict], caps: CapGroup | None, net: NetworkSandbox | None,
+                 parts: Partition | None = None) -> None:
     contract = {
         "task_version": spec.version,
         "task_hash": spec.version_hash(),
@@ -38,7 +40,8 @@ def emit_started(events: EventWriter, spec: TaskSpec, config: SessionConfig, *, 
         "selection": SELECTION,
         "canaries": canaries.contract(spec, config.plants_canaries),  # runner/integrity/canaries.py
         # present only when sealed (runner/integrity/sealed_split.py): the paper's sessions keep their contract
-        **({"scored_split": sealed_split.contract(spec, config.sealed_answers)} if config.scored_split == "sealed" else {}),
+        **({"scored_split": sealed_split.contract(spec, config.sealed_answers, parts)}
+           if config.scored_split == "sealed" else {}),
         "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
         **(net.contract() if net else {"network": config.network}),
         "harness_version": HARNESS_VERSION,

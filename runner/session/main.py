@@ -33,6 +33,7 @@ from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree
 from runner.scoring import seal
+from runner.scoring.handed import HandedModels
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
 from runner.scoring.result_file import coverage, result_record, write_result
@@ -100,6 +101,8 @@ class Session:
         self.cost = CostMeter(self.config.cost_limit_usd)  # --cost-limit (runner/session/cost_limit.py)
         self.output = AgentOutput(self.adapter, paths, self.events, self.stall, self.cost, self.guard.trip)
         self.agent_version = self.adapter.version()  # once: `--version` of a Node CLI takes seconds
+        self.judge: TaskJudge | None = None
+        self.answers: sealed_split.SealedAnswers | None = None  # a sealed split's answers to the agent
 
     # ------------------------------------------------------------------ lifecycle
     def run(self) -> int:
@@ -128,12 +131,14 @@ class Session:
         reason, detail = self.stop_reason or ("harness_error", "the runner stopped without a reason")
         detail = self._explain(reason, detail)
         conditions = self._conditions()
+        answered = tuple(self.answers.verdicts()) if self.answers is not None else ()  # runner/integrity/answer_probes.py
         try:
             result = OfficialPhase(self.spec, self.paths, self.config, self.events, self._scorer,
-                                   official_device(self.config.gpu)).run(self.scoring, self.guard.full)
+                                   official_device(self.config.gpu), answered).run(self.scoring, self.guard.full)
         finally:
             self.scoring.close()
-        write_result(self.paths, result_record(self.config, self.spec, reason, detail, result, conditions))
+        write_result(self.paths, result_record(self.config, self.spec, reason, detail, result, conditions,
+                                               self.answers.summary() if self.answers is not None else None))
         self._end(reason, detail, result)
         return 0
 
@@ -154,6 +159,8 @@ class Session:
                             withheld=tuple(self.spec.scored_targets) if sealed else ())
             self.judge = TaskJudge(self.spec, data, secret=canaries.session_secret(self.paths.root, canaries.PASSES_KEY_FILE))
             self.judge.canaries = marks
+            if sealed:  # its public part answers the agent, its private part is the official one (split_parts.py)
+                self.judge.cut(self.paths.root / "scoring" / "parts")
             # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,
                                       self._on_endpoint)
@@ -212,9 +219,15 @@ class Session:
         p = self.paths
         if self.config.scored_split == "sealed":  # answers the agent's evaluations (runner/integrity/sealed_split.py)
             assert self.judge is not None
-            answers = sealed_split.SealedAnswers(self.judge, self.spec.scored_split, p.workspace,
-                                                 sealed_split.answers_dir(p.root), self.events, self.config.sealed_answers)
-            stack.callback(answers.start().stop)
+            # T1: the evaluations hand the model over; a sealed scorer of the answers' own runs it (scoring/handed.py)
+            handed = HandedModels(lambda: self._scorer(official_device(self.config.gpu), "answers"),
+                                  self.spec.scored_split, p.workspace, p.snapshots) if self.spec.inputs_are_targets else None
+            self.answers = sealed_split.SealedAnswers(self.judge, self.spec.scored_split, p.workspace,
+                                                      sealed_split.answers_dir(p.root), self.events,
+                                                      self.config.sealed_answers, sealed_split.ladder_for(self.spec), handed)
+            if handed is not None:
+                stack.callback(handed.close)
+            stack.callback(self.answers.start().stop)
         self.guard.mark_start((p.workspace, p.agent_home, p.agent_stdout, p.agent_stderr))  # what the agent writes
         self.tree = start_agent(self.adapter, self.config, self.spec, self.paths, launches=self.launches, net=self.net,
                                 caps=self.caps, gpus=self._gpus(), deadline=self.clock.deadline(), events=self.events,
@@ -290,7 +303,7 @@ class Session:
 
     def _emit_start(self, gpu_info: list[dict]) -> None:
         emit_started(self.events, self.spec, self.config, agent_version=self.agent_version, gpu_info=gpu_info,
-                     caps=self.caps, net=self.net)
+                     caps=self.caps, net=self.net, parts=self.judge.partition if self.judge is not None else None)
 
     def _gpus(self) -> tuple[tuple[int, ...], tuple[str | None, ...]]:
         """The assigned GPUs' device-node minors and UUIDs (NVML's, where it answered)."""
@@ -299,13 +312,16 @@ class Session:
         minors = tuple(known[i]["minor"] if known.get(i, {}).get("minor") is not None else i for i in indices)
         return minors, tuple(known.get(i, {}).get("uuid") for i in indices)
 
-    def _scorer(self, device: str) -> SealedScorer:
-        """A sealed scorer (runner/scoring/scorer.py) for this session on ``device``."""
+    def _scorer(self, device: str, role: str = "") -> SealedScorer:
+        """A sealed scorer (runner/scoring/scorer.py) for this session on ``device``; ``role``: one that
+        runs beside the live and official ones (the answers'), with a private folder of its own."""
         minors, uuids = self._gpus()
         self.paths.snapshots.mkdir(exist_ok=True)
+        assert self.judge is not None
         return SealedScorer(WorkerPlan(
             judge=self.judge, inputs=self.paths.root / "scoring" / "inputs", snapshots=self.paths.snapshots,
-            private=self.paths.root / "scoring" / device.split(":")[0], home=self.paths.root.parent.parent,
+            private=self.paths.root / "scoring" / "-".join(filter(None, (role, device.split(":")[0]))),
+            home=self.paths.root.parent.parent,
             session_id=self.config.session_id, device=device, gpu_minors=minors, gpu_uuids=uuids,
             timeout_s=self.spec.eval_timeout_s))
 
@@ -452,6 +468,7 @@ class Session:
                          wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=result.score,
                          best_checkpoint=result.checkpoint, val=result.val,
                          val_gap_flag=result.val_gap.flag if result.val_gap else None,
+                         whole=result.figures.get("whole") if result.figures else None,
                          not_checked=checks.not_checked(coverage(self.config, self.spec)),
                          not_reevaluated=(result.not_reevaluated or {}).get("by_bounds"),
                          result_sha256=seal.digest(self.paths.result))

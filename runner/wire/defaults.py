@@ -15,9 +15,12 @@ GRACE_S = 30.0  # paper §3.3: 30 s between the stop request and SIGKILL
 # silence is, and 5 min is an eighth of the paper's shortest budget (40 min): time to act on it.
 STALL_S = 300.0
 SEALED_ANSWERS = 200  # a sealed scored split's answers per session (runner/integrity/sealed_split.py)
+# (sealed is the default on t0, T1-T3 and T7: runner/launch/request.py resolves it; a session.json without the
+# field is the paper's split, as every session before it was)
 
 
-SEALED_SPLIT_MARK = "[sealed split]"  # after the agent, wherever a sealed scored split's sessions are named
+# after the agent, wherever sessions are named: how their scored split was held (never pooled: rows of their own)
+SEALED_SPLIT_MARK = "[sealed split]"
 
 
 def scored_split_sealed(contract: object) -> bool:

@@ -140,6 +140,11 @@ class CheckpointScored(_Event):
     val: float | None = None  # an official re-evaluation on a split other than val: its trusted val score too
     # the byte-identical checkpoint whose score this is (scored once: runner/scoring/score_queue.py)
     same_as: str | None = None
+    # a sealed split's official re-evaluation (runner/integrity/split_parts.py): ``value`` is its private part's
+    # figure, ``whole`` the whole split's beside it, ``public`` the answers' part's
+    part: Literal["private"] | None = None
+    whole: float | None = None
+    public: float | None = None
 
 
 class ControlEvent(_Event):
@@ -168,6 +173,8 @@ class SessionEnded(_Event):
     best_checkpoint: str | None = None
     val: float | None = None  # the official checkpoint's validation score (the selection's)
     val_gap_flag: str | None = None  # runner/integrity/selection_gap.py: its val beats its test beyond the baseline's gap
+    # a sealed split (runner/integrity/split_parts.py): ``score`` is its private part's, ``whole`` the whole split's
+    whole: float | None = None
     # the threat rows of ../shared/INTEGRITY.md that no check and no construction met in this session
     # (runner/integrity/checks.py); None: a record made before coverage was recorded
     not_checked: list[str] | None = None

@@ -92,7 +92,7 @@ def fold(delta: dict[str, Any], r: Mapping[str, Any]) -> None:
     elif t == "session_ended":
         delta.update(state=end_state(r["reason"]), ended_ts=r["ts"], end_reason=r["reason"], end_detail=r["detail"],
                      score=r["score"], best_checkpoint=r["best_checkpoint"], active_s=r["active_s"], remaining_s=None,
-                     val=r.get("val"), val_gap_flag=r.get("val_gap_flag"))
+                     val=r.get("val"), val_gap_flag=r.get("val_gap_flag"), whole=r.get("whole"))
         if r.get("not_checked") is not None:  # runner/integrity/checks.py: the threat rows left unchecked
             delta["not_checked"] = list(r["not_checked"])
         if r.get("not_reevaluated") is not None:  # runner/scoring/official.py: what the phase's bounds left

@@ -49,10 +49,17 @@ def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home
     assert "shape" in why["shape"], why
     assert why["garbage"], why
     assert all("value" not in a for a in report["hostile"].values())
-    # the honest model: the harness's answer to the kit is its official value, bit for bit
+    # the honest model: the answer is its public part's figure through the Ladder (the first answer: a new
+    # value, on the step's grid); the official value is its private part's, beside the whole split's
     assert result["checkpoint"] == "honest-1" and result["disqualified"] is None, result
-    assert report["evaluated"]["sealed"] is True
-    assert report["evaluated"]["value"] == result["value"] and report["evaluated"]["n"] == 1500
+    evaluated, parts = report["evaluated"], result["parts"]
+    assert evaluated["sealed"] is True and evaluated["part"] == "public" and evaluated["new"] is True, evaluated
+    assert evaluated["n"] == 450 and abs(evaluated["value"] - parts["public"]) <= 0.005 + 1e-9, (evaluated, parts)
+    assert round(evaluated["value"] / 0.01) == round(evaluated["value"] * 100) and evaluated["value"] == round(
+        evaluated["value"], 2)
+    assert result["scored_split"] == "sealed" and result["value"] == parts["private"], result
+    assert result["whole"] is not None and abs(0.3 * parts["public"] + 0.7 * parts["private"] - result["whole"]) < 1e-9
+    assert result["answers"]["asked"] == CAP and result["answers"]["ladder"]["new_values"] == 1, result["answers"]
     # the cap: the hostile requests count, the kit is told when it is spent, the folder stays small
     assert report["answered_to_kit"] == CAP - len(report["hostile"])
     assert "spent" in report["spent"]
@@ -62,8 +69,12 @@ def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home
     warnings = [e for e in events if e["type"] == "warning" and e.get("code") == "sealed_split"]
     assert len(warnings) == 1 and "spent" in warnings[0]["message"], warnings
     started = next(e for e in events if e["type"] == "session_started")
-    assert started["contract"]["scored_split"] == {"mode": "sealed", "split": "val", "withheld": ["val_y.npy"],
-                                                   "answers_cap": CAP, "spacing_s": sealed_split.SPACING_S}
+    sealed = started["contract"]["scored_split"]
+    assert {k: sealed[k] for k in ("mode", "split", "withheld", "answers_cap", "spacing_s", "answers")} == {
+        "mode": "sealed", "split": "val", "withheld": ["val_y.npy"], "answers_cap": CAP,
+        "spacing_s": sealed_split.SPACING_S, "answers": "predictions"}, sealed
+    assert sealed["parts"] == {"public_fraction": 0.3, "blocks": 100, "public_rows": 450, "private_rows": 1050}
+    assert sealed["ladder"]["step"] == 0.01 and sealed["ladder"]["bits_bound"] > 0, sealed
     assert started["contract"]["canaries"] == {"on": False}  # no targets in the workspace: nothing to plant
     # never pooled with the paper's split: a row of its own
     history = CliRunner().invoke(main, ["history", "--demo", "--no-paper"], catch_exceptions=False)
@@ -88,8 +99,8 @@ def test_a_sealed_val_keeps_its_targets_out_and_answers_only_what_it_should(home
         store.close()
 
 
-@pytest.mark.parametrize(("task", "why"), [("t1", "its inputs are its targets"), ("t6", "sealed already")])
-def test_a_split_that_cannot_or_need_not_be_sealed_is_one_line_and_exit_2(home: Path, task: str, why: str) -> None:
+@pytest.mark.parametrize(("task", "why"), [("t6", "sealed already"), ("t4", "sealed already")])
+def test_a_split_that_need_not_be_sealed_is_one_line_and_exit_2(home: Path, task: str, why: str) -> None:
     from onegc_tui.cli.main import main
 
     out = CliRunner().invoke(main, ["run", task, "--agent", "scripted", "--scored-split", "sealed", "--detach"])

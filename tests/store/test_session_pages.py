@@ -168,7 +168,7 @@ def test_the_whole_home_in_a_few_rows(store):
                        "contract": '{"scored_split": {"mode": "sealed"}}'}])
     assert sorted(r["session_id"] for r in live_rows(store)) == ["a-longer-session-id", "new-running", "old-running", "paused"]
     assert state_counts(store) == {"": 7, "running": 2, "paused": 1}
-    assert widest(store) == (len("a-longer-session-id"), True, 1234)
+    assert widest(store) == (len("a-longer-session-id"), 1234)
     plan = store.conn.execute(f"EXPLAIN QUERY PLAN SELECT MAX({SORTS['rep'][0]}) FROM sessions").fetchall()
     assert any("sessions_by_rep" in step[3] for step in plan), plan
     plan = store.conn.execute("EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM sessions WHERE"

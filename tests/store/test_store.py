@@ -342,13 +342,14 @@ PAGE_INDEXES = re.findall(r"CREATE INDEX (\w+)", next(m for m in MIGRATIONS if "
 
 def undo_migrations_12_and_13(conn: sqlite3.Connection, events: Path) -> None:
     """What a store of schema 11 holds: an events row with its line for every event (since migration
-    12 a kind with a table of its own is that row only), and none of 12's to 16's tables, columns,
+    12 a kind with a table of its own is that row only), and none of 12's to 17's tables, columns,
     triggers and indexes (the session pages')."""
     for index in PAGE_INDEXES:
         conn.execute(f"DROP INDEX {index}")
     for name in ("insert", "delete", "update"):
         conn.execute(f"DROP TRIGGER history_dirty_{name}")
-    for column in (*RECORD_COLUMNS, "not_reevaluated"):  # 14's once the trigger that reads them is gone; 15's
+    # 14's and 17's once the trigger that reads them is gone; 15's
+    for column in (*RECORD_COLUMNS, "whole", "not_reevaluated"):
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     for table in ("history_cells", "history_members", "history_dirty"):
         conn.execute(f"DROP TABLE {table}")

@@ -22,7 +22,10 @@ Fixtures (names are stable; other task tests reuse them):
   checkpoint scored in this process by a frozen copy of a task's ``evaluate`` from before sealed
   scoring (its source, run against ``prep``'s helpers) and by ``judge(predict(model,
   inputs(split)))``, on one and the same model.
-- ``sealed_score(task_id, data_dir, ckpt, code, canary_key=None) -> runner.scoring.scorer.Score``: the
+- ``run_sealed(task_id, data, ws)``: ``ws.run()`` in a sealed split (no targets in the workspace, the
+  runner's answer service on the public part, through the Ladder); ``sealed_answers_hold(...)``:
+  each checkpoint saved with the Ladder's answer on its public part.
+- ``sealed_score(task_id, data_dir, ckpt, code, canary_key=None, parts=False) -> runner.scoring.scorer.Score``: the
   checkpoint scored as a session scores it: a snapshot of ``code``'s scripts and the checkpoint, the
   split's inputs made by the trusted side, a fresh child of the sandboxed worker predicting, the
   runner judging; with ``canary_key``, the session's canary probe too (``evidence``, ``flags``).
@@ -323,7 +326,8 @@ def hostile():
 
 @pytest.fixture
 def sealed_score(tmp_path, monkeypatch):
-    def score(task_id: str, data_dir: Path, ckpt: Path, code: Path, canary_key: str | None = None):
+    def score(task_id: str, data_dir: Path, ckpt: Path, code: Path, canary_key: str | None = None,
+              parts: bool = False):
         from runner.integrity.canaries import CanaryJudge, kind_for
         from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
         from runner.scoring.snapshots import SNAPSHOT_CKPT, snapshot_code
@@ -336,7 +340,9 @@ def sealed_score(tmp_path, monkeypatch):
         snap = root / "snapshots" / f"{ckpt.stem}-1"
         snapshot_code(code, snap)
         shutil.copy(ckpt, snap / SNAPSHOT_CKPT)
-        judge = TaskJudge(spec, data_dir)
+        judge = TaskJudge(spec, data_dir, secret=SEALED_SECRET if parts else None)
+        if parts:  # a sealed session's public and private parts (runner/integrity/split_parts.py), as run_sealed's
+            judge.cut(tmp_path / "sealed-parts")
         if canary_key is not None:  # the session's canaries: the probe beside the split, judged here
             kind = kind_for(spec.id)
             assert kind is not None, f"{task_id} has no canaries"
@@ -346,7 +352,7 @@ def sealed_score(tmp_path, monkeypatch):
             private=root / "scoring" / "cpu", home=tmp_path / "sealed-home", session_id=session,
             timeout_s=spec.eval_timeout_s, threads=1))
         try:
-            return scorer.score(snap / SNAPSHOT_CKPT, snap, [spec.scored_split])[spec.scored_split]
+            return scorer.score(snap / SNAPSHOT_CKPT, snap, [spec.scored_split], parts=parts)[spec.scored_split]
         finally:
             scorer.close()
 
@@ -438,11 +444,15 @@ def canary_verdicts(sealed_score):
     return check
 
 
+SEALED_SECRET = "5e" * 32  # the parts of run_sealed's and sealed_score(parts=True)'s session: the same ones
+
+
 @pytest.fixture
 def run_sealed(tmp_path, monkeypatch):
-    """``--scored-split sealed`` (runner/integrity/sealed_split.py) for a workspace: its
+    """A sealed scored split (runner/integrity/sealed_split.py) for a workspace: its
     ``scored_targets`` removed, as a sealed session's workspace leaves them out, and ``ws.run()``
-    with the runner's answer service at work. Returns (the run's output, the answers given)."""
+    with the runner's answer service at work on the split's public part, through the task's Ladder
+    (the session's parts from :data:`SEALED_SECRET`). Returns (the run's output, the service)."""
     def run(task_id: str, data: Path, ws, cap: int = 20, timeout: float | None = None):
         from runner.integrity import sealed_split
         from runner.scoring.scorer import TaskJudge
@@ -459,9 +469,11 @@ def run_sealed(tmp_path, monkeypatch):
                 emitted.append((type_, fields))
 
         answers = tmp_path / f"answers-{task_id}"
-        service = sealed_split.SealedAnswers(TaskJudge(spec, data), spec.scored_split, ws.path, answers, Events(),
-                                             cap=cap).start()
-        agent_env = sealed_split.agent_vars(spec.scored_split, ws.path, answers)
+        judge = TaskJudge(spec, data, secret=SEALED_SECRET)
+        judge.cut(tmp_path / "sealed-parts")
+        service = sealed_split.SealedAnswers(judge, spec.scored_split, ws.path, answers, Events(), cap=cap,
+                                             ladder=sealed_split.ladder_for(spec)).start()
+        agent_env = sealed_split.agent_vars(spec, ws.path, answers)
         for key, value in agent_env.items():
             monkeypatch.setenv(key, value)
         try:
@@ -471,6 +483,28 @@ def run_sealed(tmp_path, monkeypatch):
             for key in agent_env:
                 monkeypatch.delenv(key)
         assert not [e for e in emitted if e[0] == "warning"], emitted  # the cap was not reached
-        return out, service.given
+        return out, service
 
     return run
+
+
+@pytest.fixture
+def sealed_answers_hold(sealed_score):
+    """Asserts that the figure each of ``ckpts`` (in the order they were saved, each after one
+    answer) was saved with is the answer the Ladder gave: its public part's figure by the harness's
+    own scoring, rounded to the task's step where it beat the best so far, else the best so far."""
+    def check(task_id: str, data: Path, ws, ckpts: list[Path], timeout: float | None = None) -> None:
+        import torch
+
+        from runner.integrity import sealed_split
+        from tasks import get_task
+
+        ladder = sealed_split.ladder_for(get_task(task_id))
+        for ckpt in ckpts:
+            reported = torch.load(ckpt, weights_only=True)["score"]
+            scored = sealed_score(task_id, data, ckpt, ws.path, parts=True)
+            assert scored.error is None and scored.figures is not None, scored
+            expected, _ = ladder.answer(scored.figures["public"])
+            assert reported == expected, (ckpt.name, reported, expected, scored.figures)
+
+    return check

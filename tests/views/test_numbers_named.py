@@ -63,11 +63,11 @@ def test_a_cursor_line_is_cut_before_a_figure_never_inside_it():
 
 
 def test_the_sessions_table_names_the_official_split():
-    assert official_cell({"task": "t6_etth1", "score": 0.3792, "state": "ended"}) == "0.3792 test"
-    assert official_cell({"task": "t0_demo", "score": 0.9, "state": "ended"}) == "0.9000 val"
+    assert official_cell({"task": "t6_etth1", "score": 0.3792, "state": "ended"}) == "0.3792 test paper"
+    assert official_cell({"task": "t0_demo", "score": 0.9, "state": "ended"}) == "0.9000 val paper"
     sealed = json.dumps({"scored_split": sealed_split.contract(get_task("t0"), 200)})  # as the store keeps it
     assert official_cell({"task": "t0_demo", "score": 0.9, "state": "ended", "contract": sealed}) == "0.9000 val sealed"
-    assert official_cell({"task": "t0_demo", "score": 0.9, "state": "ended", "contract": "{}"}) == "0.9000 val"
+    assert official_cell({"task": "t0_demo", "score": 0.9, "state": "ended", "contract": "{}"}) == "0.9000 val paper"
     assert official_cell({"task": "t6_etth1", "score": None, "state": "ended"}) == "N/A"
     assert official_cell({"task": "t6_etth1", "score": None, "state": "running"}) == "-"
 

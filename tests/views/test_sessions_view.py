@@ -28,8 +28,9 @@ def test_the_columns_that_matter_come_first_at_any_width():
         assert keys(width)[:6] == ["mark", "state", "left", "best", "official", "session"]
         assert total(width) <= width  # nothing runs off the edge
     assert keys(78) == ["mark", "state", "left", "best", "official", "session"]
-    # issue 50: at 100 columns the Agent and GPU columns had gone (the Official one took their room)
-    assert keys(98)[6:] == ["task", "agent", "gpu"] and "model" not in keys(98)
+    # issue 50: at 100 columns the Agent column had gone (the Official one took its room); issue 47: every
+    # official score says how its split was held ("0.9933 val sealed"), so the GPU column comes from 104 columns
+    assert keys(98)[6:] == ["task", "agent"] and keys(104)[6:9] == ["task", "agent", "gpu"] and "model" not in keys(98)
     assert {c.key: w for c, w in fit_columns(98, len(ID_A))}["session"] >= 20  # still a readable id, cut in the middle
     assert keys(198)[-1] == "scripts"  # everything at 200 columns
 
@@ -91,12 +92,9 @@ def test_the_repeat_column_holds_the_highest_repeat_whole():
     assert widths["rep"] == len("2041") and sum(w + 2 for w in widths.values()) <= 198
 
 
-def test_a_sealed_session_listed_widens_the_official_column_and_only_then():
-    from onegc_tui.views.sessions_view import SEALED_OFFICIAL_WIDTH
-
+def test_the_official_column_holds_the_score_its_split_and_how_that_split_was_held():
     for width in (78, 98, 198):
-        plain = {c.key: w for c, w in fit_columns(width, len(ID_A))}
-        sealed = {c.key: w for c, w in fit_columns(width, len(ID_A), sealed=True)}
-        assert plain["official"] == 11 and sealed["official"] == SEALED_OFFICIAL_WIDTH == len("0.9933 val sealed")
-        assert list(sealed)[:6] == ["mark", "state", "left", "best", "official", "session"]
-        assert sum(w + 2 for w in sealed.values()) <= width  # nothing runs off the edge
+        shown = {c.key: w for c, w in fit_columns(width, len(ID_A))}
+        assert shown["official"] == len("0.9933 val sealed") == len("0.3792 test paper")
+        assert list(shown)[:6] == ["mark", "state", "left", "best", "official", "session"]
+        assert sum(w + 2 for w in shown.values()) <= width  # nothing runs off the edge

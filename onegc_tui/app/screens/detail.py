@@ -43,7 +43,9 @@ from onegc_tui.views.sessions_view import (
     TRUNCATED_MARK,
     integrity_note,
     row_split_sealed,
+    split_mode,
     truncation_note,
+    whole_note,
 )
 from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.text_table import figure_safe_cut
@@ -129,7 +131,12 @@ def analytics_text(t: Timeline) -> Text:
              + f" · {t.direction} is better"]
     if row_split_sealed(t.row):
         lines.append("scored split sealed: the agent never held its targets, and the harness answered its evaluate "
-                     "(a contract of its own, never pooled with the paper's)")
+                     "on a public part (a contract of its own, never pooled with the paper's)")
+        whole = whole_note(t.row)
+        if whole:
+            lines.append(markup_escape(whole))
+    else:
+        lines.append("scored split paper: the paper's workspace (its targets there unless the split is test)")
     note = integrity_note(t.row)
     if note:
         lines.append(f"[b yellow]{INTEGRITY_MARK} {markup_escape(note)}[/b yellow] (the checkpoints pane lists the flags)")
@@ -327,7 +334,7 @@ class ReplayScreen(CursorScreen):
         for col, t in zip(self.query(ReplayColumn), self.timelines, strict=False):
             col.query_one(".replay-title", Static).update(plain(
                 f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · "
-                f"official {scored_split(t.row.get('task'))} {fmt_score(t.row.get('score'))}"))
+                f"official {scored_split(t.row.get('task'))} {split_mode(t.row)} {fmt_score(t.row.get('score'))}"))
         self.move()
 
     def move(self) -> None:

@@ -39,7 +39,6 @@ from onegc_tui.views.sessions_view import (
     fit_columns,
     middle_cut,
     parse_filter,
-    row_split_sealed,
     session_cells,
     sort_arrow,
 )
@@ -139,7 +138,7 @@ class SessionsTable(ScrollView, can_focus=True):
         self.cursor_row = 0
         self._start = 0  # the place of the first row held
         self._rows: list[dict] = []  # the rows held, from _start on
-        self._longest, self._sealed, self._repeats = SESSION.width, False, 1  # what the columns must hold whole
+        self._longest, self._repeats = SESSION.width, 1  # what the columns must hold whole
         self._tones: dict[str, Style] = {}
         self._strips: dict[tuple, Strip] = {}
         self._relayout_timer: Timer | None = None
@@ -156,7 +155,7 @@ class SessionsTable(ScrollView, can_focus=True):
         """Read the first page (the dashboard calls it once the app's store is open)."""
         if self.pages is None:
             self.pages = SessionPages(store_of(self), self.sort_by, self.sort_reverse)
-            self._longest, self._sealed, self._repeats = widest(self.pages.store)
+            self._longest, self._repeats = widest(self.pages.store)
             self.relayout(self.size.width or self.app.size.width)
             self.reload()
 
@@ -233,10 +232,9 @@ class SessionsTable(ScrollView, can_focus=True):
         if changed:
             self.pages.refilter(changed.values())
             longest = max((len(sid) for sid in changed), default=0)
-            sealed = any(row_split_sealed(row) for row in changed.values())
             repeats = max((row.get("repeat") or 1 for row in changed.values()), default=1)
-            if longest > self._longest or (sealed and not self._sealed) or repeats > self._repeats:
-                self._longest, self._sealed = max(longest, self._longest), self._sealed or sealed
+            if longest > self._longest or repeats > self._repeats:
+                self._longest = max(longest, self._longest)
                 self._repeats = max(repeats, self._repeats)
                 self.relayout(self.size.width)
             self.reload()
@@ -256,7 +254,7 @@ class SessionsTable(ScrollView, can_focus=True):
 
     def relayout(self, width: int) -> bool:
         """Fit the columns to ``width``; redraw if what fits changed."""
-        layout = fit_columns(max(0, width - SCROLLBAR_W), self._longest, self._sealed, self._repeats)
+        layout = fit_columns(max(0, width - SCROLLBAR_W), self._longest, self._repeats)
         if layout == self.fitted:
             return False
         self.fitted = layout

@@ -43,4 +43,8 @@ def test_what_is_not_checked_is_said():
     assert checks.not_checked(checks.coverage("t7_agnews", canaries_on=False, sealed=False))[:2] == ["V1", "V2"]
     assert "V1" not in checks.not_checked(checks.coverage("t7_agnews", canaries_on=True, sealed=False))
     assert "V1" not in checks.not_checked(checks.coverage("t5_covtype", canaries_on=False, sealed=False))
-    assert "V9" in checks.not_checked(checks.coverage("t0_demo", canaries_on=False, sealed=True))
+    # sealed: the official number is the private part's, which no answer touched (issue 47)
+    assert checks.not_checked(checks.coverage("t0_demo", canaries_on=False, sealed=True)) == []
+    assert checks.not_checked(checks.coverage("t1_shakespeare", canaries_on=False, sealed=True)) == []
+    v9 = next(c for c in checks.coverage("t7_agnews", canaries_on=False, sealed=True) if c.threat == "V9")
+    assert v9.how == "construction" and "private part" in v9.by

@@ -25,6 +25,16 @@ def test_the_defaults_are_resolved_once_when_the_request_is_made():
     assert make_request(task="t6", agent="codex", model="gpt-5", network="open", budget_s=90).budget_s == 90
 
 
+def test_a_start_is_sealed_by_default_wherever_the_scored_split_would_be_in_the_workspace():
+    """Issue 47: ``onegc run t1`` with no option seals val (its text withheld); t0, T2, T3, T7 too;
+    T4-T6's scored split (test) is never in the workspace, so theirs is the paper's; paper when asked."""
+    for task in ("t0", "t1", "t2", "t3", "t7"):
+        assert make_request(task=task, agent="scripted").scored_split == "sealed", task
+    for task in ("t4", "t5", "t6"):
+        assert make_request(task=task, agent="scripted").scored_split == "paper", task
+    assert make_request(task="t1", agent="scripted", scored_split="paper").scored_split == "paper"
+
+
 @pytest.mark.parametrize(("fields", "says"), [
     ({"budget_s": 5}, "budget: 5 s: give a duration from 10s to 7 days"),
     ({"budget_s": 1e9}, "budget: 1e+09 s: give a duration from 10s"),

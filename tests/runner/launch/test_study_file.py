@@ -274,5 +274,15 @@ def test_a_sealed_study_seals_every_session_and_refuses_a_task_that_cannot_be(tm
     body = BASIC.replace('name = "s"', 'name = "s"\nscored_split = "sealed"')
     sessions = plan(load_study(write_study(tmp_path / "s.toml", body)))
     assert {p.config.scored_split for p in sessions} == {"sealed"}
-    with pytest.raises(OnegcError, match="its inputs are its targets"):
-        plan(load_study(write_study(tmp_path / "t1.toml", body.replace('tasks = ["t0"]', 'tasks = ["t1"]'))))
+    t1 = plan(load_study(write_study(tmp_path / "t1.toml", body.replace('tasks = ["t0"]', 'tasks = ["t1"]'))))
+    assert {p.config.scored_split for p in t1} == {"sealed"}  # its text withheld, the model handed over (issue 47)
+    with pytest.raises(OnegcError, match="sealed already"):
+        plan(load_study(write_study(tmp_path / "t6.toml", body.replace('tasks = ["t0"]', 'tasks = ["t6"]'))))
+
+
+def test_a_study_is_sealed_by_default_where_the_split_would_be_in_the_workspace_and_paper_when_asked(tmp_path):
+    mixed = BASIC.replace('tasks = ["t0"]', 'tasks = ["t0", "t6"]')
+    sessions = plan(load_study(write_study(tmp_path / "d.toml", mixed)))
+    assert {p.config.task: p.config.scored_split for p in sessions} == {"t0_demo": "sealed", "t6_etth1": "paper"}
+    paper = mixed.replace('name = "s"', 'name = "s"\nscored_split = "paper"')
+    assert {p.config.scored_split for p in plan(load_study(write_study(tmp_path / "p.toml", paper)))} == {"paper"}

@@ -74,7 +74,8 @@ class TableScorer:
         self.calls: list[str] = []
         self.closed = False
 
-    def score(self, ckpt: Path, code: Path, splits: list[str], probe: bool = False) -> dict[str, Score]:
+    def score(self, ckpt: Path, code: Path, splits: list[str], probe: bool = False,
+              parts: bool = False) -> dict[str, Score]:
         assert probe  # every official re-evaluation is probed for reading ahead (runner/integrity/causal.py)
         self.calls.append(ckpt.stem)
         row = self.table[ckpt.stem]
