@@ -65,8 +65,9 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from runner.integrity.canary_kinds import KINDS, HeldChunks, Kind, SecretSharer  # noqa: E402
-from runner.scoring import canaries  # noqa: E402
+from runner.integrity import canaries  # noqa: E402
+from runner.integrity.canary_kinds import KINDS, HeldChunks, Kind  # noqa: E402
+from runner.integrity.synthetic_canaries import SYNTHETIC, SecretSharer  # noqa: E402
 from runner.scoring.worker import predict_scores  # noqa: E402
 from tasks import all_tasks  # noqa: E402
 

@@ -33,6 +33,23 @@ BLOCK = 8_192  # positions per block: the design is never held whole (111 540 x 
 ITEMS_PER_FEATURE = 4  # the item-level fit (vocab + 1 features) only where items outnumber them 4 to 1 (T1: 435 to 66)
 
 
+def log_softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    """Log-probabilities from scores along ``axis`` (shifted by the largest: no overflow)."""
+    z = z - z.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
+def fit_away(values: np.ndarray, design: np.ndarray) -> np.ndarray:
+    """``values`` less their least-squares fit on the columns of ``design`` (one row per item),
+    fitted on every item alike; where items do not outnumber the columns
+    :data:`ITEMS_PER_FEATURE` to 1, on a constant only (a few items would fit their own values)."""
+    values = np.asarray(values, dtype=np.float64)
+    design = np.asarray(design, dtype=np.float64)
+    if len(values) < ITEMS_PER_FEATURE * design.shape[1]:
+        design = np.ones((len(values), 1))
+    return values - design @ (np.linalg.pinv(design) @ values)
+
+
 def _context_keys(seq: np.ndarray, length: int, vocab: int) -> np.ndarray:
     """For each position t of ``seq`` [..., T], the ``length`` characters ending at t as one
     integer in base ``vocab`` (zeros before the start)."""
@@ -118,9 +135,6 @@ class Calibration:
         self._solve = np.linalg.pinv(gram)  # one-hot groups share the intercept: rank-deficient, pinv is exact on its range
         hist = np.stack([(self.windows == v).mean(axis=1) for v in range(vocab)], axis=1)
         self._items = np.concatenate([np.ones((n, 1)), hist], axis=1)
-        if n < ITEMS_PER_FEATURE * self._items.shape[1]:  # a few items: their shares would fit the losses themselves
-            self._items = np.ones((n, 1))
-        self._items_solve = np.linalg.pinv(self._items)
 
     @property
     def width(self) -> int:
@@ -163,4 +177,4 @@ class Calibration:
         for rows in self._blocks():
             left[rows] = flat[rows] - self._design(rows) @ beta
         per_item = left.reshape(y.shape).mean(axis=1)
-        return per_item - self._items @ (self._items_solve @ per_item)
+        return fit_away(per_item, self._items)
