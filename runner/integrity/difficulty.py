@@ -68,12 +68,23 @@ def _lookup(keys: np.ndarray, table: np.ndarray, values: np.ndarray) -> np.ndarr
     return np.where(table[i] == keys, values[i], 0)
 
 
+def gram_keys(ids: np.ndarray, length: int, vocab: int) -> np.ndarray:
+    """Each character of ``ids`` after the first ``length`` with the ``length`` before it, as one
+    integer in base ``vocab`` (the context's key times ``vocab`` plus the character)."""
+    t = np.asarray(ids, dtype=np.int64)
+    if length == 0:
+        return t
+    return _context_keys(t[None, :], length, vocab)[0, length - 1 : -1] * vocab + t[length:]
+
+
 class CharNgram:
     """Interpolated absolute discounting over character contexts of 0..max(``CONTEXTS``), counted
-    on ``ids`` (the pristine train split). Its losses at each length of :data:`CONTEXTS` are
-    the references."""
+    on ``ids`` (the pristine train split) and, where given, ``extra`` grams of each context
+    length (:func:`gram_keys`: benchmarks/canary_power.py's light fit adds some of val's). Its
+    losses at each length of :data:`CONTEXTS` are the references."""
 
-    def __init__(self, ids: np.ndarray, vocab: int, discount: float = DISCOUNT):
+    def __init__(self, ids: np.ndarray, vocab: int, discount: float = DISCOUNT,
+                 extra: dict[int, np.ndarray] | None = None):
         if vocab ** (max(CONTEXTS) + 1) >= 2**62:
             raise ValueError(f"a vocabulary of {vocab} is too large for {max(CONTEXTS) + 1}-gram keys")
         self.vocab, self.discount = vocab, discount
@@ -82,12 +93,10 @@ class CharNgram:
             raise ValueError(f"train ids outside the vocabulary of {vocab}")
         self.tables = []
         for length in range(max(CONTEXTS) + 1):
-            if length == 0:
-                ctx = np.zeros(len(t), dtype=np.int64)
-                full = t
-            else:
-                ctx = _context_keys(t[None, :], length, vocab)[0, length - 1 : -1]
-                full = ctx * vocab + t[length:]
+            full = gram_keys(t, length, vocab)
+            if extra and length in extra:
+                full = np.concatenate([full, np.asarray(extra[length], dtype=np.int64)])
+            ctx = full // vocab if length else np.zeros(len(full), dtype=np.int64)
             grams, gram_counts = np.unique(full, return_counts=True)
             contexts, context_counts = np.unique(ctx, return_counts=True)
             owners, followers = np.unique(grams // vocab if length else np.zeros(len(grams), np.int64),

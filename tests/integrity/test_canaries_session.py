@@ -1,11 +1,14 @@
-"""V1 and V2 (../shared/INTEGRITY.md) on real sessions: a command agent (``hostile_canaries.py``)
+"""V1, V2 and V8 (../shared/INTEGRITY.md) on real sessions: a command agent (``hostile_canaries.py``)
 puts T1's scored split inside its model — counted on val alone, in a final train+val fit, or
 carried as a lookup — and the chunks of val held back from its copy disqualify it (it fits the
 chunks it was given better than those held back), in result.json, the
-store behind ``onegc sessions`` and the history's cell. The honest control is not flagged and
-its official value is exactly what the pristine evaluator gives its checkpoint; the demo's
-scripted baseline likewise. (The fine-tune is measured in benchmarks/canary_power.py: a count
-model's one pass over val is its train+val fit.)"""
+store behind ``onegc sessions`` and the history's cell. On t0 an agent that knows the harness
+(``hostile_filter.py``) strips from its copy of val every point a tell of the old synthetic
+canaries flags, and fits a nearest-neighbour classifier on train and the rest: there is nothing
+to strip (every point is real, and every one a canary), and it is disqualified. The honest
+controls are not flagged and their official values are exactly what the pristine evaluator gives
+their checkpoints; the demo's scripted baseline likewise. (The fine-tune is measured in
+benchmarks/canary_power.py: a count model's one pass over val is its train+val fit.)"""
 
 from __future__ import annotations
 
@@ -21,11 +24,12 @@ from click.testing import CliRunner
 from runner.integrity.canaries import KEY_FILE
 from runner.sandbox.bwrap import status
 from tests.helpers import REPO, start_session, verdicts_of, wait_event
-from tests.integrity import hostile_canaries
+from tests.integrity import hostile_canaries, hostile_filter
 
 SHAKESPEARE = Path("/work/shared/data/tinyshakespeare")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
 AGENT = Path(hostile_canaries.__file__)
+FILTER = Path(hostile_filter.__file__)
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +57,12 @@ def run_agent(home: Path, sid: str, mode: str) -> tuple[object, dict]:
     return paths, json.loads(paths.result.read_text())
 
 
-def pristine_value(home: Path, paths, result: dict) -> float:
+def pristine_value(home: Path, paths, result: dict, task: str = "t1_shakespeare") -> float:
     """The official checkpoint scored by the pristine evaluator on the pristine data, in a fresh process."""
     name = result["checkpoint"]
-    out = subprocess.run([sys.executable, str(REPO / "tasks/t1_shakespeare/prepare.py"), "--eval",
+    out = subprocess.run([sys.executable, str(REPO / "tasks" / task / "prepare.py"), "--eval",
                           str(paths.snapshots / name / "checkpoint.pt"), "--code", str(paths.snapshots / name),
-                          "--data-dir", str(home / "data/t1_shakespeare"), "--device", "cpu"],
+                          "--data-dir", str(home / "data" / task), "--device", "cpu"],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["value"]
 
@@ -113,6 +117,32 @@ def test_a_model_holding_the_scored_split_is_disqualified_in_every_record(t1_hom
     assert history.exit_code == 0 and "DQ1" in history.output, history.output  # the cell's mark, with its count
 
 
+def run_filter(home: Path, sid: str, mode: str) -> tuple[object, dict]:
+    paths = start_session(home, sid, agent="command", budget_s=300, command=[sys.executable, str(FILTER), mode])
+    wait_event(paths, "session_ended", timeout=600)
+    return paths, json.loads(paths.result.read_text())
+
+
+def test_an_agent_that_strips_suspected_canaries_and_fits_the_rest_of_val_is_disqualified(home: Path) -> None:
+    paths, result = run_filter(home, "filtered", "filtered")
+    assert result["checkpoint"] == "filtered-1", result
+    assert result["disqualified"] and "the scored split is inside the model" in result["disqualified"], result
+    assert any(v.strength == "disqualifies" for v in canary_flags(result))
+    assert result["value"] == pristine_value(home, paths, result, "t0_demo")
+    tells: dict = {}
+    exec(hostile_filter.TELLS, tells)  # what the agent ran, on what it held: nothing to strip
+    copy = np.load(paths.workspace / "data" / "val_x.npy")
+    assert len(copy) == 1350
+    assert not tells["flagged"](tells["point_tells"](copy, np.load(paths.workspace / "data" / "train_x.npy"))).any()
+
+
+def test_the_same_classifier_on_train_alone_is_clean(home: Path) -> None:
+    paths, result = run_filter(home, "train-only", "honest")
+    assert result["checkpoint"] == "honest-1" and result["disqualified"] is None, result
+    assert not canary_flags(result) and result["evaluated"][0]["canaries"]["level"] == "clean"
+    assert result["value"] == pristine_value(home, paths, result, "t0_demo")
+
+
 def test_no_canaries_is_the_papers_workspace_and_says_so(home: Path) -> None:
     paths = start_session(home, "plain", canaries=False)
     wait_event(paths, "session_ended", timeout=300)
@@ -134,4 +164,4 @@ def test_the_demo_baseline_is_not_flagged_and_scores_as_the_pristine_evaluator(h
                           "--data-dir", str(home / "data/t0_demo"), "--device", "cpu"],
                          capture_output=True, text=True, check=True)
     assert result["value"] == json.loads(out.stdout.strip().splitlines()[-1])["value"]
-    assert len(np.load(paths.workspace / "data" / "val_x.npy")) > 1500  # it had canaries
+    assert len(np.load(paths.workspace / "data" / "val_x.npy")) == 1350  # a tenth of val was held back
