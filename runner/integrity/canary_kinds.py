@@ -45,6 +45,7 @@ from runner.integrity.references import NearestPoints, TrigramBayes, features
 # a checkpoint's predictions on every item -> (its per-item losses, the statistic the test compares)
 Calibrated = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 AGENT_SHIFT_LIMIT = 0.005  # issue 35: synthetic canaries may bias the agent's own figure by at most 0.5 %
+ROWS_PER_FEATURE = 50  # a reference calibrates rows only where they outnumber its features 50 to 1 (t0: 1 500 to 4)
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,11 @@ class HeldClasses(ClassScores, HeldRows):
     def calibration(self, items: Items, data: Path) -> Calibrated | None:
         """Each row's cross-entropy less its least-squares fit on the reference's features of it
         (:func:`runner.integrity.references.features`), fitted on every row alike: a fixed
-        function of the model's losses and the rows, so the permutation test stays exact."""
+        function of the model's losses and the rows, so the permutation test stays exact. Only
+        where rows outnumber the fit's 4 columns :data:`ROWS_PER_FEATURE` to 1: on a test's
+        fixture of 40 texts the fit took a lookup's p from below 1e-9 to 0.01."""
+        if len(items.targets) < ROWS_PER_FEATURE * 4:  # a few rows: the fit would absorb what sets them apart
+            return None
         log_posterior = self.reference(data, items)
         if log_posterior is None:
             return None
