@@ -79,7 +79,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from runner.integrity import canaries  # noqa: E402
-from runner.integrity.canary_kinds import KINDS, HeldChunks, Kind  # noqa: E402
+from runner.integrity.canary_kinds import KINDS, HeldChunks, HeldClasses, Kind  # noqa: E402
 from runner.integrity.difficulty import CharNgram, gram_keys  # noqa: E402
 from runner.integrity.synthetic_canaries import SYNTHETIC, SecretSharer  # noqa: E402
 
@@ -201,6 +201,7 @@ class Bench:
     _calibrations: dict = field(default_factory=dict)
     extra: ClassVar[tuple[str, ...]] = ()  # this task's violations beyond VIOLATIONS
     gains: list[float] = field(default_factory=list)  # the light fits' gain over train alone (t1-ngram)
+    expected: list[float] = field(default_factory=list)  # the spread's formula at each honest model's accuracy, here
 
     def judge(self, d: canaries.Draw, predictions) -> canaries.Evidence:
         """The draw's evidence as a session's scorer judges it (calibrated, unless told not to)."""
@@ -615,9 +616,15 @@ def _figure(bench: Bench, model: nn.Module, folder: Path, split: str) -> float:
 
 
 def _agent_shift(bench: Bench, model: nn.Module, view_dir: Path) -> float:
-    """The agent's own figure on its canaried copy against the pristine metric, relative."""
+    """The agent's own figure on its canaried copy against the pristine metric, relative; for a
+    kind that holds back classification rows, also records the spread its formula gives at this
+    val's size and this model's accuracy (``expected``)."""
     split = bench.kind.split
     pristine, canaried = (_figure(bench, model, folder, split) for folder in (bench.data, view_dir))
+    if isinstance(bench.kind, HeldClasses):
+        given, held = bench.kind.counts(bench.data)
+        a = min(max(pristine, 1e-9), 1.0)
+        bench.expected.append(float(np.sqrt((1 - a) / a * held / (given * (given + held)))))
     return (canaried - pristine) / abs(pristine)
 
 
@@ -733,7 +740,9 @@ def main(argv: list[str] | None = None) -> int:
             what_bound = "its spread (SD) at the baseline" if kind.held_back else "the bound"
             print(f"{short:<5} agent's own {bench.kind.split} figure on its canaried copy: mean {statistics.mean(s):+.3%}, "
                   f"SD {statistics.pstdev(s):.3%}, largest {max(s, key=abs):+.3%} of the pristine metric; the contract's "
-                  f"{what_bound}: {kind.shift_bound(canaries.shift_reference(spec, kind)):.3%}", flush=True)
+                  f"{what_bound}: {kind.shift_bound(canaries.shift_reference(spec, kind)):.3%}" +
+                  (f"; the formula at this val's size and these models' accuracy: RMS "
+                   f"{np.sqrt(np.mean(np.square(bench.expected))):.3%}" if bench.expected else ""), flush=True)
     return 0
 
 

@@ -137,10 +137,9 @@ def coverage(task: str, canaries_on: bool, sealed: bool) -> list[Cover]:
         out.append(Cover("V7", "not checked", "the probe runs apart from the official evaluation"))
     else:
         out.append(Cover("V7", "not applicable", "no probe"))
-    if task in _SEQUENCE and canaries_on and not sealed:
-        out.append(Cover("V8", "construction", "the held-back chunks are real val text"))
-    elif task in _VAL_SCORED and canaries_on and not sealed:
-        out.append(Cover("V8", "not checked", "synthetic canaries can be told from real data"))
+    if task in _VAL_SCORED and canaries_on and not sealed:
+        out.append(Cover("V8", "construction", "the canaries are val's own rows, a secret share held back: "
+                                               "nothing planted to tell from data"))
     else:
         out.append(Cover("V8", "not applicable", "no canaries planted"))
     out.append(Cover("V9", "not checked", "exact answers on the sealed split") if sealed else
