@@ -66,8 +66,8 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import ClassVar
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -82,11 +82,11 @@ from runner.integrity import canaries  # noqa: E402
 from runner.integrity.canary_kinds import KINDS, HeldChunks, HeldClasses, Kind  # noqa: E402
 from runner.integrity.difficulty import CharNgram, gram_keys  # noqa: E402
 from runner.integrity.synthetic_canaries import SYNTHETIC, SecretSharer  # noqa: E402
+from runner.scoring.worker import predict_scores  # noqa: E402
+from tasks import all_tasks  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from canary_tells import auroc, chunk_tells, flagged, point_tells, text_tells  # noqa: E402
-from runner.scoring.worker import predict_scores  # noqa: E402
-from tasks import all_tasks  # noqa: E402
 
 SHARED = Path("/work/shared/data")
 VIOLATIONS = ("val-only", "train+val", "fine-tune", "lookup")

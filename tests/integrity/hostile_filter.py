@@ -13,7 +13,6 @@ A nearest-neighbour classifier holds every point it was fitted on: the fit on va
 canary test must catch once nothing planted is left to strip. It prints what it dropped.
 """
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -63,14 +62,8 @@ if __name__ == "__main__":
 '''
 
 
-def main() -> int:
-    mode = sys.argv[1]
-    script = Path(f"run_{mode}.py")
-    script.write_text(SCRIPT.replace("MODE", repr(mode), 1))
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
-    print(f"$ python {script} -> exit {out.returncode}", out.stdout[-300:], out.stderr[-600:], flush=True)
-    return out.returncode
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from hostile_canaries import run
+
+    sys.exit(run(SCRIPT, sys.argv[1]))
