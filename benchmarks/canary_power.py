@@ -246,7 +246,7 @@ class Bench:
     def told(self, d: canaries.Draw) -> dict[str, float]:
         """Each tell's AUROC at ranking the canaries above the other rows: for a held-back kind
         the twins (every row of the copy is real and a canary), else the pristine split's rows."""
-        if self.kind.held_back:
+        if self.kind.in_split:
             rows, is_canary = np.asarray(d.items.inputs["x"]), d.is_canary
         else:
             real = np.load(self.data / f"{self.kind.split}_x.npy")
@@ -339,7 +339,7 @@ class Chars(Bench):
         return {"ids": torch.from_numpy(ids[keep])}, float(1 - keep.mean())
 
     def told(self, d: canaries.Draw) -> dict[str, float]:
-        if self.kind.held_back:
+        if self.kind.in_split:
             return super().told(d)
         val = np.load(self.data / "val.npy")  # the random strings (with the text before each) against val's chunks
         real = val[: (len(val) - 1) // self.CHUNK * self.CHUNK].reshape(-1, self.CHUNK)
@@ -737,7 +737,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{min(ps):>8.1e} {statistics.median(edges):>+8.2%}  {tail}  {time.perf_counter() - started:.0f} s",
                       flush=True)
             s = bench.shifts
-            what_bound = "its spread (SD) at the baseline" if kind.held_back else "the bound"
+            what_bound = "its spread (SD) at the baseline" if kind.in_split else "the bound"
             print(f"{short:<5} agent's own {bench.kind.split} figure on its canaried copy: mean {statistics.mean(s):+.3%}, "
                   f"SD {statistics.pstdev(s):.3%}, largest {max(s, key=abs):+.3%} of the pristine metric; the contract's "
                   f"{what_bound}: {kind.shift_bound(canaries.shift_reference(spec, kind)):.3%}" +

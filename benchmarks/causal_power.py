@@ -1,22 +1,28 @@
-"""The causality probes' power (INTEGRITY.md V3, V4; runner/integrity/causal.py): how many planted
-read-ahead / read-across violations they catch, how many honest checkpoints they flag, and the noise.
+"""Reading ahead and across examples (INTEGRITY.md V3, V4, V7): how many planted violations the scorer
+catches or prevents, how many honest checkpoints it flags, and what a model that knows the code gets.
 
     python benchmarks/causal_power.py [--from DIR] [--seed 0] [--json]
 
 ``--from``: the offline raw copies (``tinyshakespeare/input.txt``, ``etth1/ETTh1.csv``; default
-``shared/data`` beside the repository). Every checkpoint is a real tiny CPU model, trained a few
-steps on the task's train split (tests/integrity/causal_models.py), scored by a session's sealed
-scorer as the official re-evaluation scores it (a fresh sandboxed child, the probe's children
-beside it). Honest: T1 GPTs of several sizes, trained or not, dropout left on in evaluation; T6
-DLinear and MLP heads, moving-average kernels, dropout left on; t0 MLPs (no probe applies: its
-points are independent). Violations: T1 reading t+1 (no trained weight, two strengths), GPTs
-without their causal mask (trained), read-ahead from a random position on; T6 copying the horizon
-from the window 96 later in the batch (whole, or from a random horizon step on), from the
-evaluator's frame, rewriting returned forecasts once a later batch shows their horizons, and
-from the scorer's own inputs file. Targets: >= 95 % caught, <= 1 % of honest checkpoints flagged;
-and every honest deterministic checkpoint's official value bit for bit as unprobed.
+``shared/data`` beside the repository). Every checkpoint is a real tiny CPU model, trained a few steps
+on the task's train split (tests/integrity/causal_models.py), scored by a session's sealed scorer as
+the official re-evaluation scores it, and once more shown each split whole and alone (``probe=False``)
+for comparison.
 
-Prints one row per checkpoint, then the rates, the numerical floor and the measured noise.
+- T1 (its probe rides inside the official passes: runner/integrity/passes.py). Honest: GPTs of several
+  sizes, trained or not, dropout left on in evaluation. Violations: reading t+1 (no trained weight),
+  GPTs without their causal mask, read-ahead from a random position on; and readers that know the
+  probe and hide by a tell: noise at a share of positions (0.05 % to 12.5 %: what hiding costs them in
+  bpb), the call stack, the batch size, the inputs' folder, twins spotted by their train-text tails.
+- T6 (by construction: rows streamed in time order). Honest: DLinear and MLP heads. Violations:
+  horizons copied from the batch, the evaluator's frame, the inputs file, rewritten once shown, pulled
+  early through the stream: *prevented* when the official value is its honest base's exactly (or an
+  error).
+- t0: no probe; its value as before.
+
+Targets: >= 95 % of violations caught or prevented, <= 1 % of honest checkpoints flagged, every honest
+deterministic checkpoint's official value bit for bit its whole-split value. Prints one row per
+checkpoint, then the rates.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from tests.integrity import causal_models as cm  # noqa: E402
 GPT = {"n_layer": 1, "n_head": 2, "n_embd": 32}
 
 
-def cases(rng) -> list[tuple[str, str, bool, str, dict, int]]:
+def cases(rng, train_grams: list[int]) -> list[tuple[str, str, bool, str, dict, int]]:
     """(task, name, honest, source, config, training steps)."""
     out: list[tuple[str, str, bool, str, dict, int]] = []
     t1_honest: list[tuple[str, dict, int]] = [
@@ -47,36 +53,28 @@ def cases(rng) -> list[tuple[str, str, bool, str, dict, int]]:
         ("gpt d48 dropout 0.2 on", {**GPT, "n_embd": 48, "dropout": 0.2, "dropout_on": True}, 10),
         ("gpt dropout 0.1 off", {**GPT, "dropout": 0.1}, 20), ("gpt d24", {**GPT, "n_embd": 24}, 30),
     ]
-    for name, cfg, steps in t1_honest:
-        out.append(("t1_shakespeare", name, True, cm.GPT, cfg, steps))
-    t6_honest: list[tuple[str, dict, int]] = [
-        ("dlinear untrained", {}, 0), ("dlinear", {}, 30), ("dlinear kernel 13", {"kernel": 13}, 30),
-        ("mlp 32", {"hidden": 32}, 30), ("mlp 64", {"hidden": 64}, 20),
-        ("dlinear dropout 0.1 on", {"dropout": 0.1, "dropout_on": True}, 30),
-        ("dlinear dropout 0.3 on", {"dropout": 0.3, "dropout_on": True}, 30),
-        ("mlp 32 dropout 0.2 on", {"hidden": 32, "dropout": 0.2, "dropout_on": True}, 20),
-        ("dlinear kernel 49", {"kernel": 49}, 30), ("dlinear dropout 0.2 off", {"dropout": 0.2}, 30),
-    ]
-    for name, cfg, steps in t6_honest:
-        out.append(("t6_etth1", name, True, cm.DLINEAR, cfg, steps))
-    for h in (8, 32, 64):
-        out.append(("t0_demo", f"mlp {h}", True, cm.T0_MLP, {"hidden": h, "dropout": 0.3}, 0))
+    out += [("t1_shakespeare", name, True, cm.GPT, cfg, steps) for name, cfg, steps in t1_honest]
+    t6_honest: list[tuple[str, dict, int]] = [("dlinear untrained", {}, 0), ("dlinear", {}, 30),
+                                              ("dlinear kernel 13", {"kernel": 13}, 30), ("mlp 32", {"hidden": 32}, 30)]
+    out += [("t6_etth1", name, True, cm.DLINEAR, cfg, steps) for name, cfg, steps in t6_honest]
+    out += [("t0_demo", f"mlp {h}", True, cm.T0_MLP, {"hidden": h}, 0) for h in (8, 32)]
     out.append(("t1_shakespeare", "reads t+1", False, cm.NEXT, {}, 0))
-    out.append(("t1_shakespeare", "reads t+1 (trained scale)", False, cm.NEXT, {}, 5))
-    unmasked: list[tuple[str, dict]] = [("no causal mask d32", {**GPT, "causal": False}),
-                                        ("no causal mask d16", {**GPT, "n_embd": 16, "causal": False}),
-                                        ("no causal mask 2 layers", {**GPT, "n_layer": 2, "causal": False})]
-    for name, cfg in unmasked:
-        out.append(("t1_shakespeare", name, False, cm.GPT, cfg, 30))
-    for offset in sorted(int(o) for o in rng.integers(1, 255, size=6)):
+    unmasked = (("no causal mask d32", {**GPT, "causal": False}),
+                ("no causal mask 2 layers", {**GPT, "n_layer": 2, "causal": False}))
+    out += [("t1_shakespeare", name, False, cm.GPT, cfg, 30) for name, cfg in unmasked]
+    for offset in sorted(int(o) for o in rng.integers(1, 255, size=4)):
         out.append(("t1_shakespeare", f"reads ahead from position {offset}", False, cm.GPT, {**GPT, "leak_from": offset}, 10))
-    out.append(("t6_etth1", "copies horizons from its batch", False, cm.COPY_BATCH, {}, 20))
-    out.append(("t6_etth1", "copies horizons from its batch (mlp)", False, cm.COPY_BATCH, {"hidden": 32}, 20))
-    for step in sorted(int(s) for s in rng.integers(1, 95, size=4)):
-        out.append(("t6_etth1", f"copies horizon steps {step}-95 from its batch", False, cm.COPY_BATCH, {"from_step": step}, 20))
-    out.append(("t6_etth1", "peeks the series in the evaluator's frame", False, cm.PEEK_SERIES, {}, 20))
-    out.append(("t6_etth1", "rewrites returned forecasts (across batches)", False, cm.REWRITE_EARLIER, {}, 20))
-    out.append(("t6_etth1", "reads the scorer's inputs file", False, cm.READ_INPUTS, {}, 20))
+    for share in (0.0005, 0.01, 0.05, 0.125):
+        out.append(("t1_shakespeare", f"reads t+1, noise at {share:.2%} of positions", False, cm.PROBE_AWARE,
+                    {"tell": "noise", "share": share}, 0))
+    for tell, what in (("stack", "the call stack"), ("batch", "the batch size"), ("part", "the inputs' folder")):
+        out.append(("t1_shakespeare", f"reads t+1, hides by {what}", False, cm.PROBE_AWARE, {"tell": tell}, 0))
+    out.append(("t1_shakespeare", "reads t+1, spots twins by train 8-grams", False, cm.PROBE_AWARE,
+                {"tell": "twins", "train_grams": train_grams}, 0))
+    for source, name in ((cm.COPY_BATCH, "copies horizons from its batch"), (cm.PEEK_SERIES, "peeks the evaluator's frame"),
+                         (cm.REWRITE_EARLIER, "rewrites returned forecasts"), (cm.READ_INPUTS, "reads the inputs file"),
+                         (cm.COMMIT_AHEAD, "pulls rows ahead through the stream")):
+        out.append(("t6_etth1", name, False, source, {}, 20))
     return out
 
 
@@ -98,36 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="onegc-causal-") as tmp:
         home = Path(tmp)
         data = {task: cm.prepare(task, home / "data" / task, folder) for task, folder in raw.items()}
+        grams = cm.train_grams(np.load(data["t1_shakespeare"] / "train.npy", mmap_mode="r"))
         benches: dict[str, cm.Bench] = {}
         try:
-            for task, name, honest, source, config, steps in cases(rng):
+            for task, name, honest, source, config, steps in cases(rng, grams):
                 if task not in benches:
                     benches[task] = cm.Bench(task, data[task], home / "runs" / task)
-                bench = benches[task]
-                model = cm.build(source, config)
-                batches = {"t1_shakespeare": cm.t1_batches, "t6_etth1": cm.t6_batches}.get(task)
-                if batches is not None and steps:
-                    cm.train(model, batches(data[task], seed=len(rows)), steps)
-                started = time.perf_counter()
-                score, outcome = bench.score(source, config, model)
-                probe_s = time.perf_counter() - started
-                plain, _ = bench.score(source, config, model, probe=False)
-                flagged = bool(outcome and outcome.verdict)
-                rows.append({
-                    "task": task, "checkpoint": name, "honest": honest, "flagged": flagged,
-                    "error": None if flagged else score.error, "value": score.value, "unprobed": plain.value,
-                    "bit_exact": score.value == plain.value if honest else None,
-                    "units": outcome.units if outcome else 0, "worst": outcome.worst if outcome else 0.0,
-                    "floor": outcome.floor if outcome else 0.0, "noise": outcome.noise if outcome else None,
-                    "s": round(probe_s, 1), "dropout_on": bool(config.get("dropout_on")),
-                })
+                rows.append(one(benches[task], data[task], task, name, honest, source, config, steps, len(rows)))
                 if not args.json:
                     r = rows[-1]
-                    verdict = ("FLAGGED" if flagged else "error: " + (r["error"] or "")[:60] if r["error"] else "passed")
-                    print(f"{task:15} {'honest' if honest else 'VIOLATION':9} {name:46} {verdict:8} "
-                          f"official {r['unprobed'] if r['unprobed'] is not None else float('nan'):.4f} "
-                          f"worst {r['worst']:.3g} floor {r['floor']:.3g} "
-                          f"noise {'-' if r['noise'] is None else format(r['noise'], '.3g')} {r['s']} s", flush=True)
+                    shown = "-" if r["value"] is None else f"{r['value']:.4f}"
+                    print(f"{task:15} {'honest' if honest else 'VIOLATION':9} {name:44} {r['outcome']:10} official {shown} "
+                          f"(whole {'-' if r['whole'] is None else format(r['whole'], '.4f')}) {r['s']} s", flush=True)
         finally:
             for bench in benches.values():
                 bench.close()
@@ -140,53 +120,64 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def one(bench, data: Path, task: str, name: str, honest: bool, source: str, config: dict, steps: int, n: int) -> dict:
+    model = cm.build(source, config)
+    batches = {"t1_shakespeare": cm.t1_batches, "t6_etth1": cm.t6_batches}.get(task)
+    if batches is not None and steps:
+        cm.train(model, batches(data, seed=n), steps)
+    started = time.perf_counter()
+    score, outcome = bench.score(source, config, model)
+    took = time.perf_counter() - started
+    whole, _ = bench.score(source, config, model, probe=False)
+    checks = {v.check: v.strength for v in score.verdicts}
+    if task == "t6_etth1" and not honest:  # by construction: prevented when it scores its honest base exactly
+        cfg = {k: v for k, v in config.items() if k == "hidden"}
+        base = cm.build(cm.DLINEAR, cfg)
+        base.load_state_dict(model.state_dict())
+        honest_base, _ = bench.score(cm.DLINEAR, cfg, base)
+        result = "prevented" if score.value is None or score.value == honest_base.value else "GAINED"
+    elif checks.get("reads_ahead") == "disqualifies":
+        result = "caught"
+    elif not honest and score.value is not None and score.value > 5.9:  # log2(65): it read nothing
+        result = "no gain"
+    else:
+        result = "look" if checks.get("reads_ahead") == "look" else "passed"
+    return {"task": task, "checkpoint": name, "honest": honest, "outcome": result, "value": score.value,
+            "whole": whole.value, "error": score.error if result == "passed" else None,
+            "nondeterministic": "nondeterministic" in checks, "bit_exact": score.value == whole.value,
+            "dropout_on": bool(config.get("dropout_on")), "p": outcome.p if outcome else None,
+            "worst": outcome.worst if outcome else 0.0, "floor": outcome.floor if outcome else 0.0,
+            "s": round(took, 1)}
+
+
 def summarise(rows: list[dict]) -> dict:
-    from runner.integrity.causal import NOISE_FACTOR
-
-    probed = [r for r in rows if r["task"] != "t0_demo"]
-    honest = [r for r in probed if r["honest"]]
-    bad = [r for r in probed if not r["honest"]]
+    honest = [r for r in rows if r["honest"]]
+    bad = [r for r in rows if not r["honest"]]
     deterministic = [r for r in honest if not r["dropout_on"]]
-    noisy = [r for r in honest if r["noise"]]
-
-    def threshold(r: dict) -> float:
-        return NOISE_FACTOR * max(r["noise"] or 0.0, r["floor"]) if r["noise"] is not None else r["floor"]
-
     return {
-        "honest": len(honest), "falsely_flagged": sum(r["flagged"] for r in honest),
-        "honest_errors": sum(bool(r["error"]) for r in honest),
-        "violations": len(bad), "caught": sum(r["flagged"] for r in bad),
-        "t0_unchanged": sum(r["value"] == r["unprobed"] for r in rows if r["task"] == "t0_demo"),
-        "t0": sum(r["task"] == "t0_demo" for r in rows),
-        "bit_exact": sum(bool(r["bit_exact"]) for r in deterministic), "deterministic": len(deterministic),
-        "deterministic_worst": max((r["worst"] for r in deterministic), default=0.0),
-        "floor_min": min((r["floor"] for r in probed if r["floor"]), default=None),
-        "dropout_worst_over_noise": max((r["worst"] / r["noise"] for r in noisy), default=None),
-        "dropout_noise_max": max((r["noise"] for r in noisy), default=None),
-        "noise_factor": NOISE_FACTOR,
-        "violation_worst_over_threshold_min": min((r["worst"] / threshold(r) for r in bad if threshold(r)), default=None),
-        "probe_s_median": sorted(r["s"] for r in probed)[len(probed) // 2] if probed else None,
+        "honest": len(honest), "falsely_flagged": sum(r["outcome"] in ("caught", "look") for r in honest),
+        "honest_nondeterministic": sum(r["nondeterministic"] for r in honest),
+        "honest_dropout_on": sum(r["dropout_on"] for r in honest),
+        "violations": len(bad), "caught_or_prevented": sum(r["outcome"] in ("caught", "prevented", "no gain") for r in bad),
+        "gained": [r["checkpoint"] for r in bad if r["outcome"] in ("passed", "look", "GAINED")],
+        "bit_exact": sum(r["bit_exact"] for r in deterministic), "deterministic": len(deterministic),
+        "noise_costs": {r["checkpoint"]: r["whole"] for r in bad if "noise at" in r["checkpoint"]},
+        "score_s_median": sorted(r["s"] for r in rows)[len(rows) // 2] if rows else None,
     }
 
 
 def report(s: dict) -> list[str]:
     honest, bad = max(1, s["honest"]), max(1, s["violations"])
-
-    def g(x) -> str:
-        return "-" if x is None else f"{x:.3g}"
-
     return [
         "",
-        f"caught: {s['caught']}/{s['violations']} violations ({100 * s['caught'] / bad:.1f} %; target >= 95 %)",
+        f"caught or prevented: {s['caught_or_prevented']}/{s['violations']} violations "
+        f"({100 * s['caught_or_prevented'] / bad:.1f} %; target >= 95 %); got through: {s['gained'] or 'none'}",
         f"falsely flagged: {s['falsely_flagged']}/{s['honest']} honest checkpoints ({100 * s['falsely_flagged'] / honest:.1f} %;"
-        f" target <= 1 %); honest checkpoints the probe failed to check: {s['honest_errors']}",
-        f"official value bit for bit as unprobed: {s['bit_exact']}/{s['deterministic']} deterministic honest checkpoints;"
-        f" t0 (no probe): {s['t0_unchanged']}/{s['t0']}",
-        f"noise floor: deterministic honest predictions moved by at most {g(s['deterministic_worst'])} "
-        f"(numerical floor >= {g(s['floor_min'])}); dropout left on: probe distance / run-to-run noise at most "
-        f"{g(s['dropout_worst_over_noise'])} (flagged above {s['noise_factor']:g}), noise up to {g(s['dropout_noise_max'])}",
-        f"violations moved at least {g(s['violation_worst_over_threshold_min'])} x their threshold; median probe time "
-        f"{s['probe_s_median']} s per checkpoint (a loaded 2-core CPU)",
+        f" target <= 1 %); nondeterministic: {s['honest_nondeterministic']} (dropout left on: {s['honest_dropout_on']})",
+        f"official value bit for bit the whole split's: {s['bit_exact']}/{s['deterministic']} deterministic honest checkpoints",
+        "what the noise costs a reader (its bpb were it not caught; honest tiny GPTs ~3-4, uniform 6.02): "
+        + ", ".join(f"{k.split('noise at ')[1]}: {'-' if v is None else format(v, '.3f')}" for k, v in s["noise_costs"].items()),
+        f"median score time {s['score_s_median']} s per checkpoint (a loaded 2-core CPU)",
     ]
 
 

@@ -8,6 +8,9 @@
 #   1b. The contention guard (runner/session/contention.py): a foreign CUDA process holding 2 GB on GPU 0
 #      while a session runs must make its `conditions` event contended (naming that PID); a session
 #      after it is gone must be clean. The throttle and clock figures NVML gave are printed.
+#   1c. GPM (runner/session/gpm.py): does the GPU report SM, tensor-core and DRAM activity, what they read
+#      idle, under bf16 matmuls and under fp32 elementwise work, and a read's cost per GPU per tick; the demo
+#      session of step 1 must carry them in its gpu events (or one no_gpm warning on a GPU without GPM).
 #   0. First, the sandbox on a GPU: a sealed command-agent session given GPU 0 prints what it sees
 #      (nvidia-smi -L, torch.cuda.device_count(), /dev/nvidia*); exactly the assigned GPU must show.
 # Python packages the machine lacks travel as wheels in .whl/ (pydantic, watchdog, sqlite-utils, timm,
@@ -60,6 +63,20 @@ start = next(e for e in ev if e["type"] == "session_started")
 print("gpu samples:", len(gpu), "max util %:", max((e["util_pct"] for e in gpu), default=None),
       "contract gpu:", start["contract"]["gpu"])
 print("result:", json.loads((run / "result.json").read_text())["value"])
+PY
+
+echo "== 1c. GPM: SM, tensor-core and DRAM activity =="
+timeout 120 python3 benchmarks/gpm_check.py --gpu 0 --seconds 4 2>&1 | tail -20
+python3 - <<'PY'
+import json, pathlib
+run = sorted((p for p in pathlib.Path("/tmp/onegc-home/runs").iterdir() if "-scripted-" in p.name),
+             key=lambda p: p.stat().st_mtime)[-1]
+ev = [json.loads(l) for l in (run / "events.jsonl").read_text().splitlines()]
+gpu = [e for e in ev if e["type"] == "gpu"]
+with_gpm = [e for e in gpu if "tensor_active_pct" in e]
+no_gpm = [e["message"] for e in ev if e["type"] == "warning" and e.get("code") == "no_gpm"]
+print("demo session:", len(gpu), "gpu events,", len(with_gpm), "with GPM; max tensor %",
+      max((e["tensor_active_pct"] for e in with_gpm), default=None), "; no_gpm warnings:", no_gpm)
 PY
 
 echo "== 1b. the contention guard: a foreign CUDA process on GPU 0 =="

@@ -43,6 +43,7 @@ import pyc_files  # noqa: E402
 from onegc_tui.store import Store  # noqa: E402
 from onegc_tui.store.ingest import Ingester  # noqa: E402
 from onegc_tui.store.live import LiveIngest  # noqa: E402
+from onegc_tui.store.parallel import from_scratch_in_two  # noqa: E402
 from runner.launch.spawn import create_session  # noqa: E402
 from runner.wire.jsonl import EventWriter  # noqa: E402
 from runner.wire.session_config import SessionConfig  # noqa: E402
@@ -110,10 +111,15 @@ def _fresh(db: Path) -> Path:
 
 
 def throughput(n: int, reps: int = 1) -> dict:
-    """Ingest from scratch and the raw insert of the same rows, alternating, ``reps`` times.
+    """Ingest from scratch and the raw insert of the same rows, alternating, ``reps`` times: the
+    ingest in one process (``ingest``: the live ingest's path, ``Ingester.ingest_all``), and the
+    catch-up into a store that has never seen the sessions (``catch_up``: on two processes where
+    there are two cores and enough to read, onegc_tui/store/parallel.py).
 
-    Returns events/s of each run (``ingest``, ``raw``) and each pair's ratio (``ratios``)."""
-    out: dict[str, list[float]] = {"ingest": [], "raw": [], "ratios": [], "load": []}
+    Returns events/s of each run (``ingest``, ``catch_up``, ``raw``) and each one's ratio to the raw
+    insert beside it (``ratios``, ``catch_up_ratios``)."""
+    out: dict[str, list[float]] = {"ingest": [], "catch_up": [], "raw": [], "ratios": [], "catch_up_ratios": [],
+                                   "load": []}
     with tempfile.TemporaryDirectory(prefix="onegc-ingestbench-") as tmp:
         home = Path(tmp)
         per = n // 4
@@ -121,23 +127,26 @@ def throughput(n: int, reps: int = 1) -> dict:
         for k, path in enumerate(paths):
             write_events(path, f"s{k}", per)
         for rep in range(reps):
-            runs = ("raw", "ingest") if rep % 2 == 0 else ("ingest", "raw")
+            runs = ("raw", "ingest", "catch_up") if rep % 2 == 0 else ("catch_up", "ingest", "raw")
             got: dict[str, float] = {}
             for kind in runs:
                 if kind == "raw":
                     rows, spent = raw_insert(_fresh(home / "raw.db"), paths)
                     got["raw"] = rows / spent
-                else:
-                    store = Store(_fresh(home / "ingest.db"))
-                    t0 = time.perf_counter()
-                    stored = Ingester(home, store).ingest_all()
-                    spent = time.perf_counter() - t0
-                    store.close()
-                    assert stored == per * 4, stored
-                    got["ingest"] = stored / spent
-            out["ingest"].append(got["ingest"])
-            out["raw"].append(got["raw"])
+                    continue
+                store = Store(_fresh(home / "ingest.db"))
+                t0 = time.perf_counter()
+                ingester = Ingester(home, store)
+                two = from_scratch_in_two(ingester) if kind == "catch_up" else None  # None: one process is the way
+                stored = ingester.ingest_all() if two is None else two
+                spent = time.perf_counter() - t0
+                store.close()
+                assert stored == per * 4, stored
+                got[kind] = stored / spent
+            for kind in ("ingest", "catch_up", "raw"):
+                out[kind].append(got[kind])
             out["ratios"].append(got["ingest"] / got["raw"])
+            out["catch_up_ratios"].append(got["catch_up"] / got["raw"])
             out["load"].append(os.getloadavg()[0])
     return out
 
@@ -152,7 +161,7 @@ def latency(rate: float, seconds: float) -> list[float]:
         def on_events(sid, events):
             now = time.time()
             with lock:
-                lat.extend(now - e.ts for e in events)
+                lat.extend(now - e["ts"] for e in events)
 
         live = LiveIngest(home, on_events=on_events)
         live.start()
@@ -269,10 +278,13 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {mp.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average at start {os.getloadavg()[0]:.2f}")
     t = throughput(args.events, args.reps)
-    print(f"ingest throughput: median {statistics.median(t['ingest']):,.0f} events/s ({args.events:,} events, 4 "
-          f"sessions); raw executemany of the same rows: median {statistics.median(t['raw']):,.0f} rows/s; "
-          f"ingest/raw median {statistics.median(t['ratios']):.0%} (pairs: "
+    print(f"ingest throughput, one process: median {statistics.median(t['ingest']):,.0f} events/s ({args.events:,} "
+          f"events, 4 sessions); raw executemany of the same rows: median {statistics.median(t['raw']):,.0f} rows/s; "
+          f"ingest/raw median {statistics.median(t['ratios']):.0%} (runs: "
           + ", ".join(f"{r:.0%}" for r in t["ratios"]) + ")")
+    print(f"catch-up from scratch (two processes where there are two cores): median "
+          f"{statistics.median(t['catch_up']):,.0f} events/s; catch-up/raw median {statistics.median(t['catch_up_ratios']):.0%} "
+          "(runs: " + ", ".join(f"{r:.0%}" for r in t["catch_up_ratios"]) + ")")
     lat = latency(args.rate, args.seconds)
     print(f"append-to-commit latency at {args.rate:.0f} events/s for {args.seconds:.0f} s: "
           f"p50 {statistics.median(lat) * 1000:.1f} ms, p99 {pct(lat, 0.99) * 1000:.1f} ms, max {max(lat) * 1000:.1f} ms "

@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--answer-mib", type=int, default=768)
     ap.add_argument("--line-mib", type=int, default=512)
     args = ap.parse_args()
-    from runner.integrity.canaries import CANARY_SPLIT, session_judge
+    from runner.integrity.canaries import session_judge
     from runner.scoring.scorer import TaskJudge
     from runner.wire.lines import LINE_LIMIT
     from tasks import get_task
@@ -165,11 +165,11 @@ def main() -> None:
         subprocess.run([sys.executable, str(REPO / "tasks/t0_demo/prepare.py"), "--data-dir", str(data)], check=True,
                        capture_output=True)
         os.environ["ONEGC_HOME"] = str(home)
-        # a default session asks for val and the canaries' probe: each part has its own bound
+        # a default session shows val with its canaries mixed in, in one pass: the model's scores, bounded
         judge = TaskJudge(get_task("t0"), data)
         judge.canaries = session_judge("t0_demo", "val", Path(tmp), data, on=True)
-        judge.write_inputs(Path(tmp) / "inputs")
-        answer_bound = judge.answer_bytes("val") + judge.probe_bytes(Path(tmp) / "inputs" / CANARY_SPLIT) + (2 << 20)
+        (folder,) = judge.write_passes("val", Path(tmp) / "passes-val")
+        answer_bound = judge.canaries.kind.answer_bytes(judge.probe_rows(folder / "val")) + (2 << 20)
         line_bound = 5 * LINE_LIMIT
         runs = {name: session(home, name, mib) for name, mib in
                 (("honest", 0), ("answer", args.answer_mib), ("line", args.line_mib))}

@@ -91,9 +91,12 @@ def ingest_rows(quick: bool) -> list[Row]:
     n, reps = (60_000, 2) if quick else (200_000, 3)
     t = ingest_bench.throughput(n, reps)
     eps, raw, ratio = (statistics.median(t[k]) for k in ("ingest", "raw", "ratios"))
-    rows = [Row(f"ingest throughput ({n:,} events, 4 sessions, from scratch; median of {reps})", rate(eps),
-                f"raw executemany {rate(raw)}", f"{ratio:.0%}", "≥ 50 000/s and ≥ 35 % of raw",
-                eps >= 50_000 and ratio >= 0.35, max(t["load"]))]
+    two, two_ratio = statistics.median(t["catch_up"]), statistics.median(t["catch_up_ratios"])
+    rows = [Row(f"ingest throughput, one process ({n:,} events, 4 sessions, from scratch; median of {reps})", rate(eps),
+                f"raw executemany {rate(raw)}", f"{ratio:.0%}", "≥ 50 000/s and ≥ 50 % of raw",
+                eps >= 50_000 and ratio >= 0.5, max(t["load"])),
+            Row(f"catch-up from scratch, two processes (the same {n:,} events)", rate(two), f"raw executemany {rate(raw)}",
+                f"{two_ratio:.0%}", "≥ 50 % of raw", two_ratio >= 0.5, max(t["load"]))]
     seconds = 4 if quick else 10
     lat = ingest_bench.latency(2000, seconds)
     p99 = ingest_bench.pct(lat, 0.99)

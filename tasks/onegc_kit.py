@@ -248,6 +248,8 @@ def prepare(task: ModuleType, out: Path, from_dir: Path | None = None, force: bo
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
+        what = f"converting {', '.join(sorted(raw))} into arrays" if raw else "making the arrays"
+        print(f"step: {what}", file=sys.stderr, flush=True)  # onegc prepare counts its seconds while it runs
         files = task.build(raw, staging)
         entries = {}
         for fname, info in files.items():
@@ -267,7 +269,35 @@ def prepare(task: ModuleType, out: Path, from_dir: Path | None = None, force: bo
         shutil.rmtree(out)
     os.replace(staging, out)
     print(f"{task.TASK}: prepared {len(entries)} files in {out}", file=sys.stderr)
+    sizes = split_sizes(out, entries)
+    if sizes:
+        print(f"{task.TASK}: split sizes " + ", ".join(f"{split} {n:,} ({name})" for split, (n, name) in sizes.items()),
+              file=sys.stderr)
     return out
+
+
+SPLIT_ORDER = ("train", "val", "test")
+
+
+def split_sizes(out: Path, entries: dict[str, dict]) -> dict[str, tuple[int, str]]:
+    """How many rows each split holds, and the file counted: its targets (``<split>_y.npy``), else
+    its one array (``<split>.npy``: T1's characters, T6's hourly steps), else its first array
+    (mapped: no array is read)."""
+    import numpy as np
+
+    by_split: dict[str, list[str]] = {}
+    for name, info in entries.items():
+        if info.get("split") in SPLIT_ORDER and name.endswith(".npy"):
+            by_split.setdefault(info["split"], []).append(name)
+    sizes = {}
+    for split in SPLIT_ORDER:
+        names = sorted(by_split.get(split, []))
+        if not names:
+            continue
+        name = next((n for n in (f"{split}_y.npy", f"{split}.npy") if n in names), names[0])
+        shape = np.load(out / name, mmap_mode="r").shape  # mapped, not read
+        sizes[split] = (int(shape[0]) if shape else 1, name)
+    return sizes
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -356,6 +386,82 @@ def check_predictions(pred, shape: tuple, kinds: str, what: str):
     if pred.dtype.kind == "f" and not bool(np.isfinite(pred).all()):
         raise KitError("the model outputs NaN or inf")
     return pred
+
+
+# --------------------------------------------------------------------------- time order
+FORECAST_ITEM = 8  # a committed forecast travels as float64: exact for float32 and float64 models
+
+
+class RowStream:
+    """A series that the scorer's child receives row by row (the harness's side is
+    runner/scoring/worker.py): the first ``lookback`` rows at once, then one more row each time a
+    window's forecast is sent back. So no forecast can depend on a row it is asked to forecast: a
+    row arrives only once every window whose horizon holds it has been forecast and committed (the
+    harness keeps the forecasts as they are committed, not whatever the process says at its end).
+    ``rows`` and ``cols`` are the series' shape, ``dtype`` its numpy dtype's name."""
+
+    def __init__(self, fd: int, rows: int, cols: int, lookback: int, horizon: int, dtype: str):
+        import numpy as np
+
+        self.fd, self.rows, self.cols, self.lookback, self.horizon = fd, rows, cols, lookback, horizon
+        self.dtype = np.dtype(dtype)
+        self.shape = (rows, cols)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def _recv_rows(self, n: int):
+        import numpy as np
+
+        want = n * self.cols * self.dtype.itemsize
+        buf = bytearray()
+        while len(buf) < want:
+            chunk = os.read(self.fd, want - len(buf))
+            if not chunk:
+                raise KitError("the harness stopped sending the series' rows")
+            buf += chunk
+        return np.frombuffer(bytes(buf), dtype=self.dtype).reshape(n, self.cols)
+
+    def forecasts(self, forecast) -> object:
+        """Every window's forecast in time order, each committed before the next row arrives."""
+        import numpy as np
+
+        window = self._recv_rows(self.lookback)
+        out = []
+        for i in range(self.rows - self.lookback + 1):
+            got = _one_forecast(forecast(window.copy()), self.horizon, self.cols)
+            blob = np.ascontiguousarray(got, dtype=np.float64).tobytes()
+            view = memoryview(blob)
+            while view:
+                view = view[os.write(self.fd, view):]
+            out.append(got)
+            if i + self.lookback < self.rows:
+                window = np.concatenate([window[1:], self._recv_rows(1)])
+        return np.stack(out)
+
+
+def forecast_in_time_order(series, lookback: int, horizon: int, forecast):
+    """The forecasts of every window of ``series`` ([rows, cols]; window i is rows
+    ``[i, i + lookback)``), in time order, one window at a time: ``forecast(window) -> [horizon, cols]``.
+    In the harness ``series`` is a :class:`RowStream` and each row arrives only once the forecasts
+    that it holds a target of are committed; in your workspace it is the array itself."""
+    import numpy as np
+
+    if isinstance(series, RowStream):
+        return series.forecasts(forecast)
+    arr = np.asarray(series)
+    cols = arr.shape[1]
+    return np.stack([_one_forecast(forecast(np.ascontiguousarray(arr[i:i + lookback])), horizon, cols)
+                     for i in range(len(arr) - lookback + 1)])
+
+
+def _one_forecast(got, horizon: int, cols: int):
+    import numpy as np
+
+    got = np.asarray(got)
+    if got.shape != (horizon, cols) or got.dtype.kind != "f":
+        raise KitError(f"a window's forecast must be floats of shape ({horizon}, {cols}); got {got.dtype} {got.shape}")
+    return got
 
 
 def evaluate_split(task: ModuleType, model, split: str, dev: str) -> dict:

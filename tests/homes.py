@@ -139,3 +139,60 @@ def add_events(home: Path, sid: str, events: list, on_events=None) -> None:
         Ingester(home, store, on_events=on_events).ingest_all()
     finally:
         store.close()
+
+
+T6_SESSION = "20260901-101500-t6-claude-code-r1-5c2e"  # a T6 session that ended: live val rows and official test ones
+T0_SESSION = "20260901-100000-t0-scripted-r1-9a41"  # a t0 session that ended: its scored split is val
+
+
+def _scored_session(home: Path, sid: str, task: str, agent: str, model: str | None, metric: str, scored: str,
+                    live: list[tuple[str, float, float]], reevaluated: list[tuple[str, float, float]], best: str,
+                    budget_s: float, start: float, gpu: list[float] = (), gpm: bool = False) -> None:
+    """An ended session with live val scores (``live``: name, budget seconds, value) and the official
+    phase's re-evaluations on ``scored`` (``reevaluated``: name, value, its val), ``best`` the chosen one."""
+    create_session(SessionConfig(session_id=sid, task=task, agent=agent, model=model, budget_s=budget_s,
+                                 created=start), home)
+    w = EventWriter(home / "runs" / sid / "events.jsonl", sid, clock=Clock(start))
+    w.emit("session_started", task=task, agent=agent, model=model, budget_s=budget_s, grace_s=30,
+           contract={"task_hash": "h"})
+    w.emit("budget", state="running", remaining_s=budget_s, deadline=start + budget_s)
+    if not gpu:
+        w.emit("warning", code="no_gpu", message="no GPU visible: NVML unavailable")
+    for k, util in enumerate(gpu):  # with gpm: a GPU that reports its SMs', tensor cores' and DRAM's activity
+        activity = {"sm_active_pct": util * 0.6, "tensor_active_pct": 20.0 + 5 * (k % 4),
+                    "dram_bw_pct": util * 0.3} if gpm else {}
+        w.emit("gpu", index=0, util_pct=util, mem_used_mb=20480, mem_total_mb=81920, power_w=310, temp_c=61, **activity)
+    w.emit("transcript", role="assistant", kind="tool_call", tool="bash", text="python run_1.py", call_id="c1")
+    for name, at, value in live:
+        w.emit("checkpoint_found", name=name, path="p", snapshot="s", script=name.split("_epoch")[0] + ".py",
+               budget_elapsed_s=at)
+        w.emit("checkpoint_scored", name=name, value=value, metric=metric, split="val", budget_elapsed_s=at)
+    at_of = {name: at for name, at, _ in live}
+    for name, value, val in reevaluated:
+        w.emit("checkpoint_scored", name=name, value=value, metric=metric, split=scored, budget_elapsed_s=at_of[name],
+               official=True, val=val if scored != "val" else None)
+    chosen = next(value for name, value, _ in reevaluated if name == best)
+    w.emit("session_ended", reason="budget_exhausted", detail="the budget ran out", active_s=budget_s,
+           wall_s=budget_s + 5, paused_s=0, score=chosen, best_checkpoint=best,
+           val=next(val for name, _, val in reevaluated if name == best))
+    w.close()
+
+
+def build_numbers_home(home: Path) -> Path:
+    """A T6 session (scored on test: live val rows, official and unofficial test rows) and a t0 one
+    (scored on val: its re-evaluations are val too), both ended, for the screens that name each
+    figure's split and role (docs/numbers.md)."""
+    t6_live = [("run_1_epoch1-1", 300.0, 0.7071), ("run_1_epoch2-1", 600.0, 0.6782), ("run_1_epoch3-1", 900.0, 0.6738),
+               ("run_2_epoch1-1", 1500.0, 0.6669), ("run_2_epoch2-1", 2100.0, 0.6533)]
+    _scored_session(home, T6_SESSION, "t6_etth1", "claude-code", "claude-sonnet-4-6", "test_mse", "test", t6_live,
+                    [("run_2_epoch2-1", 0.3818, 0.6533), ("run_1_epoch1-1", 0.4019, 0.7071),
+                     ("run_2_epoch1-1", 0.3867, 0.6669)], best="run_2_epoch2-1", budget_s=2400.0, start=T0 + 5_000.0,
+                    gpu=[92, 95, 97, 40, 96, 98, 99, 97], gpm=True)
+    t0_live = [("run_1_epoch1-1", 20.0, 0.6130), ("run_1_epoch2-1", 40.0, 0.8870), ("run_2_epoch1-1", 70.0, 0.9320)]
+    _scored_session(home, T0_SESSION, "t0_demo", "scripted", None, "val_acc", "val", t0_live,
+                    [("run_2_epoch1-1", 0.9320, 0.9320), ("run_1_epoch2-1", 0.8870, 0.8870)], best="run_2_epoch1-1",
+                    budget_s=120.0, start=T0 + 4_000.0)
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    return home

@@ -27,6 +27,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from textual import events as tx_events
 from textual.app import App, SystemCommand
@@ -47,7 +48,6 @@ from onegc_tui.store import Store
 from onegc_tui.store.live import LiveIngest
 from onegc_tui.views.alerts import Alert, Coalescer, Note
 from onegc_tui.views.live_feed import LiveFeed
-from runner.wire.events import Event
 from runner.wire.textsafe import safe_text
 
 GIL_SWITCH_S = 0.001
@@ -140,7 +140,7 @@ class MonitorApp(App):
             self.store.close()
 
     # ------------------------------------------------------------------ threads -> app
-    def _queue_events(self, sid: str, events: list[Event]) -> None:  # ingest thread
+    def _queue_events(self, sid: str, events: list[dict[str, Any]]) -> None:  # ingest thread: the events' records
         if self.inbox.put(events):
             self.post_message(self.Wake())
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from operator import itemgetter
+from typing import Any
 
-from runner.wire.events import Event
+_TYPE = itemgetter("type")
 
 URGENT = {"checkpoint_scored", "control", "session_ended", "budget", "warning"}  # worth a look now, not at the beat
 ROW_MOVERS = {"session_started", "session_ended", "budget", "checkpoint_scored", "warning"}  # change a sessions row
@@ -23,9 +25,10 @@ class Inbox:
         self._rows_moved = False
         self._errors: deque[str] = deque(maxlen=max_errors)
 
-    def put(self, events: list[Event]) -> bool:  # ingest thread
-        """Count ``events``; True when one of them is urgent (the app wakes for it)."""
-        types = {e.type for e in events}
+    def put(self, events: list[dict[str, Any]]) -> bool:  # ingest thread
+        """Count ``events`` (the ingest's records of them); True when one of them is urgent (the app
+        wakes for it)."""
+        types = set(map(_TYPE, events))
         with self._lock:
             self._count += len(events)
             self._rows_moved = self._rows_moved or bool(types & ROW_MOVERS)

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from runner.wire.defaults import REAL_AGENTS
+from runner.wire.agents import AGENTS, REAL_AGENTS
 from runner.wire.paths import data_root, is_prepared, onegc_home
 
 
@@ -50,13 +50,16 @@ def _report(clis, credential_report, sandbox, pidns, network, agent_env, gpus) -
 
     home = onegc_home()
     click.echo(f"onegc home: {home}")
-    click.echo("agents:")
-    _line(True, "scripted: built in (offline, deterministic)")
-    for agent, status in clis.items():
-        status = status.result()
+    click.echo("agents:")  # one entry each (runner/wire/agents.py)
+    for entry in AGENTS:
+        if entry.name not in clis:
+            _line(True, f"{entry.name}: {entry.summary}")
+            continue
+        status = clis[entry.name].result()
         _line(status.ok, status.message)
-        cred = credential_report(agent)
+        cred = credential_report(entry.name)
         _line(cred.ok, cred.message)
+        _line(None, f"{entry.name}: cost {entry.cost}")
     click.echo("containment:")
     _line(sandbox.ok, "sandbox: " + (sandbox.detail if sandbox.ok else f"NOT AVAILABLE: {sandbox.detail}"))
     _line(pidns or None, "--unsealed sessions: PID namespace (unshare --pid) " + (

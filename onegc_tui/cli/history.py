@@ -32,8 +32,9 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
             noise_from: tuple[str, ...], at_minutes: float | None) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
-    from onegc_tui.results.export import render_history, sessions_csv
-    from onegc_tui.results.matrix import build_matrix, split_demo
+    from onegc_tui.results.export import history_studies, json_doc, json_text, render_history, sessions_csv
+    from onegc_tui.results.history_cells import history as stored_history
+    from onegc_tui.results.matrix import split_demo
     from onegc_tui.results.usage_table import session_usage
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
     from onegc_tui.views import monitor_data
@@ -42,17 +43,20 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
     try:
-        outcomes = monitor_data.outcomes(store, study, include_demo=demo)
         measured = monitor_data.measured_baselines(store)
+        # the matrices from the cells the store keeps (only those whose sessions changed are computed)
+        found = stored_history(store, study, include_demo=demo, measured={t: m.mean for t, m in measured.items()})
         studies = monitor_data.studies(store) if study is None else []
         # history holds every session of the home, or says how to see the rest (issue 37)
-        left_out = 0 if demo else len(monitor_data.outcomes(store, study, include_demo=True)) - len(outcomes)
+        left_out = 0 if demo else monitor_data.demo_sessions(store, study)
+        # each session, where something beside the matrix reads them
+        wanted = fmt == "table" or paired or sessions_path is not None
+        outcomes = monitor_data.outcomes(store, study, include_demo=demo) if wanted else []
         usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}
     finally:
         store.close()
     bench, demo_outcomes = split_demo(outcomes)
-    matrix = build_matrix(bench, study=study or "ours", measured={t: m.mean for t, m in measured.items()})
-    demo_matrix = build_matrix(demo_outcomes, study=f"{study or 'ours'} (demo tasks)") if demo_outcomes else None
+    matrix, demo_matrix = found.bench, found.other
     where = f" in study {study}" if study else ""
     if not matrix.rows and demo_matrix is None:
         why = (f"{count(left_out, 'demo-task session')}{where} left out (--demo includes them)"
@@ -71,15 +75,15 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
         click.echo(f"note: studies here: {', '.join(studies)} (--study NAME shows one)", err=True)
     if left_out and (matrix.rows or demo_matrix is not None):
         click.echo(f"note: {count(left_out, 'demo-task session')}{where} left out: --demo shows them", err=True)
-    rendered = render_history(matrix, demo_matrix, fmt, include_paper=not no_paper)
     if fmt == "json":  # one JSON document, whatever else is asked for: its parts are keys of it
-        doc = json.loads(rendered)
+        doc = json_doc(history_studies(matrix, demo_matrix), include_paper=not no_paper)
         if paired:
             doc["paired"] = json.loads(_paired(outcomes, noise_from, "json"))
         if at_minutes is not None:
             doc["at_budget"] = _at_budget_doc(home, study, demo, at_minutes / 60)
-        click.echo(json.dumps(doc, indent=2, allow_nan=False))
+        click.echo(json_text(doc))
     else:
+        rendered = render_history(matrix, demo_matrix, fmt, include_paper=not no_paper)
         _text_history(rendered, fmt, measured, outcomes, noise_from if paired else None, bench, demo_outcomes, usage,
                       study)
         if at_minutes is not None:

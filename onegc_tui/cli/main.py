@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -26,6 +24,7 @@ from onegc_tui.cli.base import (
     need_terminal,
     session_paths,
 )
+from onegc_tui.cli.prepare_output import run_prepare
 from runner.errors import OnegcError
 from runner.wire.paths import SessionPaths, data_root, is_prepared, runs_dir, usable_home
 
@@ -72,8 +71,8 @@ def tasks_cmd(show_checks: bool) -> None:
         ready = is_prepared(spec.id, data_root(home))
         base = f"{spec.baseline_score:.3f}" if spec.baseline_score is not None else "-"
         metric = f"{spec.metric_label} {arrow('higher' if spec.higher_is_better else 'lower')}"
-        rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base,
-                     "prepared" if ready else "not prepared"])
+        state = "prepared" if ready else "made at first run" if spec.cpu_ok else "not prepared"
+        rows.append([spec.short, spec.title, metric, f"{spec.budget_minutes:.0f} m", base, state])
     header = ["id", "task", "metric", "budget", "baseline", "data"]
     for line in text_table(header, rows, right=frozenset({3, 4}), width=terminal_width(), shrink=1):
         click.echo(line)
@@ -82,46 +81,17 @@ def tasks_cmd(show_checks: bool) -> None:
         click.echo(line)
 
 
-PROGRESS_RE = re.compile(r"^progress: (?P<name>\S+) (?P<done>\d+)/(?P<total>\d+)$")
-
-
 def prepare_task(spec: TaskSpec, home: Path, from_dir: Path | None, extra: tuple[str, ...] = (),
                  weights_from: Path | None = None) -> None:
     """Run the task's locked ``prepare.py`` into ``$ONEGC_HOME/data/<task>``, showing progress;
     then, for a task with permitted pretrained weights, fetch those once too."""
     base = [sys.executable, str(spec.folder / "prepare.py"), "--data-dir", str(data_root(home) / spec.id)]
-    _run_prepare(spec, base + (["--from", str(from_dir)] if from_dir else []) + list(extra))
+    run_prepare(spec.short, base + (["--from", str(from_dir)] if from_dir else []) + list(extra))
     if spec.pretrained_weights:
         from runner.session.workspace import weights_dir
 
         if not (weights_dir(spec, data_root(home)) / "weights.json").is_file():
-            _run_prepare(spec, base + ["--weights"] + (["--weights-from", str(weights_from)] if weights_from else []))
-
-
-def _run_prepare(spec: TaskSpec, argv: list[str]) -> None:
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, bufsize=1)
-    last_line = ""
-    bar_shown = False
-    assert proc.stderr is not None  # stderr=PIPE gives a stream
-    for line in proc.stderr:
-        line = line.rstrip()
-        m = PROGRESS_RE.match(line)
-        if m:
-            done, total = int(m["done"]), int(m["total"])
-            width = 30
-            filled = width * done // max(total, 1)
-            click.echo(f"\r  {m['name']} [{'#' * filled}{'.' * (width - filled)}] {done / 2**20:.1f}/{total / 2**20:.1f} MiB",
-                       nl=False, err=True)
-            bar_shown = True
-            continue
-        if bar_shown:
-            click.echo("", err=True)
-            bar_shown = False
-        if line:
-            last_line = line
-            click.echo(f"  {line}", err=True)
-    if proc.wait() != 0:
-        raise OnegcError(f"preparing {spec.short} failed: {last_line.removeprefix('error: ') or 'see the output above'}")
+            run_prepare(spec.short, base + ["--weights"] + (["--weights-from", str(weights_from)] if weights_from else []))
 
 
 @main.command("prepare")
@@ -209,7 +179,7 @@ def _watch(home: Path, sessions: list[SessionPaths], plain: bool, task: str) -> 
               help="run the agent without its sandbox (it can then read held-out data and rewrite records): "
                    "recorded in the contract, flagged wherever the result is shown")
 @click.option("--memory", "memory_bytes", type=SIZE, default=None,
-              help="memory cap of the agent's processes, e.g. 512M, 16G (default: 80%% of this machine's)")
+              help="memory cap of the agent's processes, e.g. 512M, 16G (default: 80% of this machine's)")
 @click.option("--max-processes", type=click.IntRange(min=16), default=None,
               help="cap on the agent's processes and threads (default: 256 per CPU, at least 4096)")
 @click.option("--cost-limit", "cost_limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
@@ -285,9 +255,10 @@ def demo_cmd(plain: bool, budget_s: float) -> None:
                    "the printed URL carries the token every page and websocket needs")
 def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     """Open the live monitor over every session under $ONEGC_HOME (--web: in a browser). A home
-    this user can read but not write is watched as a read-only view, live, through a private copy
-    of its store (onegc_tui/store/readonly_home.py)."""
-    from onegc_tui.store.readonly_home import browsable_home, private_store
+    this user can read but not write is watched as a read-only view: its store read in place where
+    it holds the session folders whole and nothing runs, else live through a private copy of it
+    (onegc_tui/store/readonly_home.py)."""
+    from onegc_tui.store.readonly_home import IN_PLACE, browsable_home, private_store
 
     if not web:
         need_terminal("onegc monitor")  # else it writes escape codes into a pipe and waits for keys forever
@@ -295,9 +266,10 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
         from onegc_tui.app.guard import check_store, run_monitor
 
         home = browsable_home()
-        with private_store(home) as read_only:
+        with private_store(home) as view:
             check_store(home)
-            run_monitor(make_app(home, focus=focus, read_only=read_only), describe=describe)
+            # in place, nothing is ingested: the store holds every session whole, and none runs
+            run_monitor(make_app(home, focus=focus, read_only=bool(view), live=view != IN_PLACE), describe=describe)
         return
     try:
         from onegc_tui.app.web import serve
@@ -306,8 +278,9 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
     from onegc_tui.app.guard import check_store
 
     home = browsable_home()
-    with private_store(home) as read_only:  # each tab's monitor makes its own (it is an 'onegc monitor')
+    with private_store(home) as view:  # each tab's monitor makes its own (it is an 'onegc monitor')
         check_store(home)  # a damaged store: one line now, not a failure in every tab
+    read_only = bool(view)
     try:
         serve(home, host=host, port=port, focus=focus, read_only=read_only)
     except OSError as exc:
@@ -319,55 +292,55 @@ def monitor_cmd(focus: str | None, web: bool, port: int, host: str) -> None:
 def sessions_cmd(as_json: bool) -> None:
     """List sessions with their state, budget left and scores."""
     from onegc_tui.store.readonly_home import browsable_home, caught_up_store
-    from runner.wire.defaults import SEALED_SPLIT_MARK, scored_split_sealed
 
-    home = browsable_home()  # only reads: a read-only home is read into memory (onegc_tui/store/readonly_home.py)
+    home = browsable_home()  # only reads: a read-only home is read in place, or into memory (onegc_tui/store/readonly_home.py)
     store = caught_up_store(home)
+    if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
+        try:
+            _sessions_json(store)
+        finally:
+            store.close()
+        return
     try:
         rows = store.sessions()
     finally:
         store.close()
-    if as_json:  # one JSON document, a list ([] for none), whatever reads it (jq, json.load)
-        docs = []
-        # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
-        # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
-        from onegc_tui.views.task_facts import scored_split
-
-        for r in rows:
-            contract = json.loads(r["contract"]) if r.get("contract") else {}
-            docs.append({**{k: v for k, v in r.items() if k != "contract"}, "sealed": contract.get("sealed"),
-                         "network": contract.get("network"), "best_live_split": "val",
-                         "score_split": scored_split(r["task"]), "scored_split_sealed": scored_split_sealed(contract)})
-        click.echo(json.dumps(docs, indent=1))
-        return
     if not rows:
         click.echo(f"no sessions under {runs_dir(home)}: start one with 'onegc demo' or 'onegc run'")
         return
-    from onegc_tui.views.format import clock
-    from onegc_tui.views.sessions_view import TRUNCATED_MARK, official_cell
-    from onegc_tui.views.task_facts import find, task_facts
-    from onegc_tui.views.text_table import terminal_width, text_table
-    from runner.wire.textsafe import safe_text
+    from onegc_tui.cli.sessions_table import plain_sessions
+    from onegc_tui.views.text_table import terminal_width
 
-    facts = task_facts()
-    table = []
-    for r in rows:
-        task = find(facts, r["task"]) if r["task"] else None
-        short = task.short if task else (r["task"] or "?")[:4]  # a task of another onegc version
-        left = "" if r["remaining_s"] is None else clock(r["remaining_s"])
-        best = "" if r["best_live"] is None else f"{r['best_live']:.4f}"
-        score = official_cell(r)
-        contract = json.loads(r["contract"]) if r.get("contract") else {}
-        agent = (r["agent"] or "") + (f" {SEALED_SPLIT_MARK}" if scored_split_sealed(contract) else "")
-        table.append([safe_text(cell, one_line=True) for cell in (  # one line, no terminal controls
-            r["session_id"], short, agent, r["state"], left, str(r["n_checkpoints"] or 0), best, score,
-            (r["end_reason"] or "") + (f" {TRUNCATED_MARK}" if r.get("truncated") else ""))])
-    header = ["session", "task", "agent", "state", "left", "ckpts", "best val", "official", "end"]
-    for line in text_table(header, table, right=frozenset({4, 5, 6, 7}), width=terminal_width(), shrink=0, middle=True):
+    for line in plain_sessions(rows, terminal_width()):
         click.echo(line)
-    if any(r.get("truncated") for r in rows):
-        click.echo(f"{TRUNCATED_MARK}: the record was cut past the session's caps (onegc sessions --json: truncated, "
-                   "truncated_bytes)")
+
+
+def _sessions_json(store) -> None:
+    """``onegc sessions --json``: one object per session, a line each, written as the rows are read
+    (over 100 000 sessions the list is never whole in memory) and encoded by pydantic-core's Rust
+    encoder (a third of the json module's time; its floats are the same shortest round trip). An
+    object with any character past ASCII is the json module's, which escapes it (``\\u009b``): the
+    agent's text never reaches a terminal as a control."""
+    from pydantic_core import to_json
+
+    from onegc_tui.store.queries import stream_sessions
+    from onegc_tui.views.task_facts import scored_split
+    from runner.wire.defaults import scored_split_sealed
+
+    # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+    # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
+    chunk, n = ["["], 0
+    for n, r in enumerate(stream_sessions(store), 1):
+        contract = json.loads(r.pop("contract") or "{}")
+        r.update(sealed=contract.get("sealed"), network=contract.get("network"), best_live_split="val",
+                 score_split=scored_split(r["task"]), scored_split_sealed=scored_split_sealed(contract))
+        text = to_json(r).decode()
+        chunk.append(("\n " if n == 1 else ",\n ") + (text if text.isascii() else json.dumps(r)))
+        if len(chunk) >= 1000:
+            click.echo("".join(chunk), nl=False)
+            chunk = []
+    chunk.append("\n]" if n else "]")
+    click.echo("".join(chunk))
 
 
 def _control(session_id: str, action: Literal["pause", "resume"]) -> None:

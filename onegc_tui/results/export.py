@@ -34,6 +34,7 @@ from typing import Any, Literal, get_args
 from onegc_tui.results.matrix import Aggregate, Cell, Matrix, TaskColumn, paper_matrix, task_sort_key
 from onegc_tui.views.format import arrow
 from onegc_tui.views.outcomes import SessionOutcome, resolve_task
+from onegc_tui.views.sessions_view import CONTENDED_MARK
 from onegc_tui.views.statistics import relative_improvement
 from runner.wire.textsafe import safe_text
 from tasks import TaskSpec, best_of
@@ -120,7 +121,7 @@ def _agg_is_best(agg: Aggregate, best: float | None) -> bool:
 
 
 INTEGRITY_MARK = "⚠"
-CONTENDED_MARK = "§"  # runner/session/contention.py: sessions of the cell ran contended (with their count)
+# CONTENDED_MARK (§, onegc_tui/views/sessions_view.py): sessions of the cell ran contended (with their count)
 CAPPED_MARK = "¢"  # runner/sandbox/caps.py: a memory, process or disk cap stopped the agent of some of its sessions
 CUT_MARK = "✂"  # runner/wire/record_caps.py: some of its sessions' records were cut past their caps
 VAL_GAP_MARK = "‡"  # runner/integrity/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
@@ -541,7 +542,7 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
     for r in matrix.rows:
         cells = {}
         for task, c in r.cells.items():
-            d = dataclasses.asdict(c)
+            d = {f.name: getattr(c, f.name) for f in _CELL_FIELDS}  # (asdict copied each of 100 000 session ids)
             d.update(mixed_contracts=c.mixed_contracts, success_rate=c.success_rate, mixed_conditions=c.mixed_conditions)
             cells[task] = d
         rows.append(
@@ -564,15 +565,32 @@ def matrix_to_dict(matrix: Matrix) -> dict[str, Any]:
     }
 
 
+_CELL_FIELDS = dataclasses.fields(Cell)
+
+
+def json_text(doc: Any, level: int = 0) -> str:
+    """``doc`` as ``json.dumps(doc, indent=2, allow_nan=False)`` lays it out, but a list of plain
+    values on one line: a cell's session ids (100 000 over a big home) are written by the C
+    encoder in one call, not by the indenting one in Python, an element at a time."""
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(doc, dict):
+        if not doc:
+            return "{}"
+        items = (f"{inner}{json.dumps(str(k))}: {json_text(v, level + 1)}" for k, v in doc.items())
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(doc, list | tuple) and any(isinstance(v, dict | list | tuple) for v in doc):
+        return "[\n" + ",\n".join(f"{inner}{json_text(v, level + 1)}" for v in doc) + f"\n{pad}]"
+    return json.dumps(doc, allow_nan=False)
+
+
+def json_doc(matrix: Matrix | Sequence[Matrix], include_paper: bool = True, paper: Matrix | None = None) -> dict[str, Any]:
+    """The JSON export of one matrix or several studies (with the paper's rows, as
+    :func:`render_matrix`), as a document to add to (``onegc history --paired``)."""
+    return {"schema": JSON_SCHEMA, "studies": [matrix_to_dict(m) for m in _studies(matrix, include_paper, paper)]}
+
+
 def _json(studies: Sequence[Matrix]) -> str:
-    return (
-        json.dumps(
-            {"schema": JSON_SCHEMA, "studies": [matrix_to_dict(m) for m in studies]},
-            indent=2,
-            allow_nan=False,
-        )
-        + "\n"
-    )
+    return json_text(json_doc(studies, include_paper=False)) + "\n"
 
 
 _RENDERERS = {"table": _table, "md": _md, "latex": _latex, "csv": _csv, "json": _json}
@@ -607,13 +625,18 @@ def render_history(
     beside the paper's rows, and the demo tasks (``demo``, when it has rows) on their own — a
     second table in the text formats, a study of its own in CSV and JSON."""
     key = fmt.strip().lower()
+    if key in ("csv", "json"):
+        return render_matrix(history_studies(benchmark, demo), key, include_paper, paper)
     if demo is None or not demo.rows:
         return render_matrix(benchmark, key, include_paper, paper)
-    if key in ("csv", "json"):
-        return render_matrix([m for m in (benchmark, demo) if m.rows or m is demo], key, include_paper, paper)
     first = render_matrix(benchmark, key, include_paper, paper) if benchmark.rows or include_paper else ""
     title = {"md": f"**{DEMO_TITLE}**\n\n", "latex": f"% {DEMO_TITLE}\n"}.get(key, f"{DEMO_TITLE}\n")
     return first + ("\n" if first else "") + title + render_matrix(demo, key, include_paper=False)
+
+
+def history_studies(benchmark: Matrix, demo: Matrix | None) -> list[Matrix]:
+    """The studies of the history's CSV and JSON: the demo tasks a study of their own when they have rows."""
+    return [benchmark] if demo is None or not demo.rows else [m for m in (benchmark, demo) if m.rows or m is demo]
 
 
 SESSION_FIELDS = tuple(f.name for f in dataclasses.fields(SessionOutcome))
@@ -643,6 +666,9 @@ __all__ = [
     "MATRIX_CSV_FIELDS",
     "SESSIONS_CSV_FIELDS",
     "Format",
+    "history_studies",
+    "json_doc",
+    "json_text",
     "matrix_to_dict",
     "render_history",
     "render_matrix",

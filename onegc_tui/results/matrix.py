@@ -246,10 +246,9 @@ def split_demo(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskSpec] | N
 
 
 def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cell:
-    done = sorted(
-        (s for s in sessions if s.finished), key=lambda s: (s.repeat, s.started_at or 0.0, s.session_id)
-    )
-    running = tuple(s.session_id for s in sessions if not s.finished)
+    ordered = sorted(sessions, key=lambda s: (s.repeat, s.started_at or 0.0, s.session_id))  # whatever order they came in
+    done = [s for s in ordered if s.finished]
+    running = tuple(s.session_id for s in ordered if not s.finished)
     ok = [s for s in done if s.succeeded]
     scores = [s.score for s in ok if s.score is not None]
     best = col.best(scores)
@@ -327,7 +326,6 @@ def build_matrix(
     table = task_table(specs)
     groups: dict[tuple, dict[str, list[SessionOutcome]]] = {}
     unknown: set[str] = set()
-    columns: dict[str, TaskColumn] = {}
     n_aborted = 0
     for o in outcomes:
         if o.end_reason == "aborted":
@@ -337,20 +335,38 @@ def build_matrix(
         if spec is None:
             unknown.add(o.task)
             continue
-        if spec.short not in columns:
-            columns[spec.short] = TaskColumn.from_spec(spec)
         groups.setdefault(row_key(o), {}).setdefault(spec.short, []).append(o)
+    columns = {t: TaskColumn.from_spec(table[t]) for by_task in groups.values() for t in by_task}
+    cells = {key: {t: _cell(t, sessions, columns[t]) for t, sessions in by_task.items()} for key, by_task in groups.items()}
+    return assemble(cells, study, table, agg_tasks, measured, unknown, n_aborted)
+
+
+def cell_of(task: str, sessions: Sequence[SessionOutcome], table: Mapping[str, TaskSpec] | None = None) -> Cell:
+    """One cell: ``sessions`` of one row on ``task`` (a short id), as :func:`build_matrix` makes it
+    (``table``: :func:`~onegc_tui.views.outcomes.task_table`'s, default the registry's)."""
+    return _cell(task, sessions, TaskColumn.from_spec((task_table(None) if table is None else table)[task]))
+
+
+def assemble(
+    cells: Mapping[tuple, Mapping[str, Cell]],
+    study: str,
+    table: Mapping[str, TaskSpec],
+    agg_tasks: Sequence[str] | None = None,
+    measured: Mapping[str, float] | None = None,
+    unknown: Iterable[str] = (),
+    n_aborted: int = 0,
+) -> Matrix:
+    """The matrix of its cells, by :func:`row_key` and task short id (built here, or read from the
+    store's summary of them: onegc_tui/results/history_cells.py): columns, rows and aggregates."""
+    columns = {t: TaskColumn.from_spec(table[t]) for by_task in cells.values() for t in by_task}
     cols = tuple(sorted(columns.values(), key=lambda c: task_sort_key(c.task)))
     expected = _expected_tasks(cols, table, agg_tasks)
     rows = []
-    several_studies = len({k[0] for k in groups if k[1] is not None}) > 1
-    for (row_study, label, agent, model), by_task in groups.items():
-        cells = {
-            t: _cell(t, sessions, columns[t])
-            for t, sessions in sorted(by_task.items(), key=lambda kv: task_sort_key(kv[0]))
-        }
+    several_studies = len({k[0] for k in cells if k[1] is not None}) > 1
+    for (row_study, label, agent, model), by_task in cells.items():
+        ordered = dict(sorted(by_task.items(), key=lambda kv: task_sort_key(kv[0])))
         name = row_label(agent, model, label, row_study if several_studies else None)
-        rows.append(_row(name, agent, model, cells, cols, expected, measured))
+        rows.append(_row(name, agent, model, ordered, cols, expected, measured))
     rows.sort(key=lambda r: r.label.lower())
     return Matrix(study, cols, tuple(rows), tuple(sorted(unknown)), n_aborted)
 
@@ -387,6 +403,6 @@ def scripts_per_cell(matrix: Matrix) -> dict[tuple[str, str], float | None]:
 
 __all__ = [
     "PAPER_STUDY", "Aggregate", "Cell", "Matrix", "Row", "TaskColumn",
-    "aggregate", "build_matrix", "paper_matrix", "row_key", "row_label", "scripts_per_cell", "split_demo",
+    "aggregate", "assemble", "build_matrix", "cell_of", "paper_matrix", "row_key", "row_label", "scripts_per_cell", "split_demo",
     "task_sort_key",
 ]

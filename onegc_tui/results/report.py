@@ -20,11 +20,12 @@ from collections.abc import Iterable, Sequence
 
 from onegc_tui.results.cost_views import PER_DOLLAR_LABEL
 from onegc_tui.results.export import DECIMALS, cell_text, footnotes
-from onegc_tui.results.matrix import Matrix, build_matrix, paper_matrix, split_demo
+from onegc_tui.results.matrix import Matrix, build_matrix, outcome_row_label, paper_matrix, split_demo
 from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
-from onegc_tui.results.study_data import StudyData, at_budget_cells
+from onegc_tui.results.study_data import SessionData, StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
+from onegc_tui.views.gpu_activity import mean_share
 from onegc_tui.views.outcomes import resolve_task
 from onegc_tui.views.sessions_view import conditions_note, unchecked_note
 from onegc_tui.views.task_facts import scored_split
@@ -202,12 +203,18 @@ def _integrity_section(data: StudyData) -> str:
             marks.append("run --unsealed")
         if conditions := conditions_note(s.row):  # contention, a cap reached, a record cut
             marks.append(conditions)
+        split = scored_split(o.task)  # each figure with its split: t0-T3 and T7 score val, T4-T6 test
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
-                     f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _n(o.score),
-                     _n(o.unofficial_test_best)])
-    head = ["session", "integrity", "end reason", "official score", "unofficial test-best"]
+                     f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _split_figure(o.score, split),
+                     _split_figure(o.unofficial_test_best, split)])
+    head = ["session", "integrity", "end reason", "official score (its split)", "unofficial best on the scored split"]
     return ("<h2>Integrity and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
             f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}.</p>" + _table(head, rows, left=3))
+
+
+def _split_figure(value: float | None, split: str) -> str:
+    """A score and the split it was measured on ("0.3818 test"), or a dash."""
+    return f"{_n(value)} {split}" if value is not None else _n(value)
 
 
 def _ledger_section(data: StudyData) -> str:
@@ -220,13 +227,42 @@ def _ledger_section(data: StudyData) -> str:
         gpu = (f"{_s(led.gpu_busy_s)} / {_s(led.gpu_idle_s)}" if led.n_gpus else "no GPU sampled")
         idle = ", ".join(f"{_e(k)} {v:.0f}" for k, v in led.idle_by.items() if v > 0.5) or "–"
         rows.append([_e(s.outcome.session_id), _s(led.wall_s), _s(led.model_s), _s(led.own_s), _s(led.tool_s),
-                     _s(led.paused_s), _s(led.other_s), stacked_bar(parts, total=led.wall_s), gpu, idle])
+                     _s(led.paused_s), _s(led.other_s), stacked_bar(parts, total=led.wall_s), gpu, idle,
+                     _share(_tensor(s))])
     legend = " ".join(f'<span style="color:{c}">■</span> {_e(PART_LABELS[k])}' for k, c in LEDGER_COLOURS.items())
     head = ["session", "wall s", "model s", "own s (no model)", "tool s", "paused s", "other s", "split", "GPU busy / idle s",
-            "GPU idle by cause (s)"]
+            "GPU idle by cause (s)", "tensor cores active, share of the budget (GPM)"]
     return ("<h2>Time ledger</h2><p class=\"note\">Model generation and tool time from the transcript's "
-            "timestamps; GPU busy (utilisation above 10 %) and idle time by cause from the GPU samples. "
+            "timestamps; GPU busy (utilisation above 10 %) and idle time by cause from the GPU samples; the "
+            "tensor cores' active share of the budget from NVML's GPM (Hopper and later GPUs; \"no GPM\" elsewhere). "
             f"{legend}</p>" + (_table(head, rows) if rows else "<p>No finished session.</p>"))
+
+
+def _tensor(s: SessionData) -> float | None:
+    return s.timeline.tensor_share if s.timeline is not None else None
+
+
+def _share(share: float | None) -> str:
+    return "no GPM" if share is None else f"{share:.1%}"
+
+
+def _gpu_activity_section(data: StudyData) -> str:
+    """Per configuration × task: the mean share of the budget the tensor cores were active (GPM)."""
+    cells: dict[tuple[str, str], list[float | None]] = {}
+    for s in data.sessions:
+        if s.outcome.end_reason is not None:  # finished sessions, as every cell of the report
+            spec = resolve_task(s.outcome.task)
+            key = (outcome_row_label(s.outcome), spec.short if spec else s.outcome.task)  # as the cost table
+            cells.setdefault(key, []).append(_tensor(s))
+    rows = []
+    for (label, task), shares in sorted(cells.items()):
+        mean, n = mean_share(shares)
+        rows.append([_e(label), _e(task), f"{n}/{len(shares)}", _share(mean)])
+    head = ["configuration", "task", "sessions with GPM", "tensor cores active, mean share of the budget"]
+    return ("<h2>What the GPU did</h2><p class=\"note\">NVML's utilisation says a kernel ran; GPM says what share "
+            "of the time any tensor core worked (Hopper and later GPUs). Each session's share of its budget, averaged "
+            "over the cell's sessions that have GPM figures (the others, on an older GPU or none, are left out and "
+            "counted).</p>" + (_table(head, rows, left=2) if rows else "<p>No finished session.</p>"))
 
 
 def _cost_section(data: StudyData) -> str:
@@ -274,7 +310,7 @@ def render_report(data: StudyData, now: float | None = None) -> str:
     finished = sum(1 for s in data.sessions if s.outcome.finished)
     title = f"onegc report: {data.study or 'all studies'}"
     sections = [_matrix_section(data), _curves_section(data), _paired_section(data), _integrity_section(data),
-                _ledger_section(data), _cost_section(data), _timelines_section(data)]
+                _ledger_section(data), _gpu_activity_section(data), _cost_section(data), _timelines_section(data)]
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_e(title)}</title>'

@@ -1,8 +1,10 @@
-"""The SQLite store: a materialised, queryable copy of every session folder.
+"""The SQLite store: a materialised, queryable copy of every session folder. Only SQL: the queries
+and the writes; what a batch of events writes is worked out by the ingest (onegc_tui/store/rows.py),
+its one-line errors are onegc_tui/store/unusable.py's, its search SQL onegc_tui/store/search.py's.
 
 WAL, ``synchronous=NORMAL``, migrations at open, one connection per thread (open a
 :class:`Store` per thread). Events are keyed by ``(session_id, seq)``: inserting one twice is a
-no-op, and the derived tables (transcript, GPU samples, checkpoints, controls) and the
+no-op, and the derived tables (transcript, GPU samples, warnings, checkpoints, controls) and the
 per-session summary row only change for events that were new. Writes go in batches, one
 transaction each, with the ingest offset of the file they came from.
 
@@ -13,35 +15,30 @@ are ``executemany`` over rows taken in C either way.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import add, eq, itemgetter, not_
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
 
+from onegc_tui.store import stored
+from onegc_tui.store.rows import USAGE_COLUMNS
 from onegc_tui.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
-from runner.errors import OnegcError
-from runner.wire import verdicts
-from runner.wire.summary import ADDED, LIVE_STATES, fold
-
-Record = dict[str, Any]  # an event's fields (onegc_tui/store/records.py)
+from onegc_tui.store.search import holds, text_search
+from onegc_tui.store.unusable import StoreUnusable, unusable
+from runner.wire.summary import ADDED, LIVE_STATES
 
 if TYPE_CHECKING:
-    from tasks import Direction
+    from onegc_tui.store.rows import BatchRows
 
 DB_NAME = "onegc.db"
 BUSY_TIMEOUT_MS = 10_000  # a reader never fails because the ingester is mid-commit
 BULK_CACHE_KIB = 64 << 10  # bulk(): SQLite's page cache, 64 MiB (its default is 2 MiB)
 BULK_COMMIT_ROWS = 500_000  # bulk(): a commit per this many events keeps the WAL to a few hundred MB
-# per-session usage: transcript ``usage`` items add to these, a ``result`` item replaces them
-USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd")
+# the summary's additive keys (runner/wire/summary.py ADDED, and the usage a batch's steps add)
+_ADDITIVE = frozenset({*USAGE_COLUMNS, *ADDED})
 
 # CPython's sqlite3 (3.11) sends every None parameter through its adapter protocol: a miss in the
 # adapter registry, then two failed attribute lookups (``__adapt__``, ``__conform__``) that each
@@ -51,144 +48,86 @@ USAGE_COLUMNS = ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_u
 # before. The registry is the module's, for every connection: NULL either way.
 sqlite3.register_adapter(type(None), {}.get)  # type: ignore[arg-type]  # {}.get(None) is None: see above
 
-
-@dataclass(frozen=True)
-class IngestBatch:
-    """New whole lines of one ``events.jsonl``: each event's fields, and its raw text beside it.
-
-    The fields are a dict: :func:`onegc_tui.store.records.parse_record` of the line, or the
-    ``__dict__`` of its :data:`~runner.wire.events.Event` model (the same keys and values)."""
-
-    path: str
-    session_id: str
-    records: Sequence[Record]
-    raws: Sequence[str]  # the line of each record
-    offset: int
-    line_no: int
-    bad: Sequence[tuple[int, str]] = ()
-    lines: Sequence[int] = ()  # the line number of each record, for the ones rejected here
-    file_id: str | None = None  # the file read ("device:inode"): a new file under the same path starts over
+_CHECKPOINT_FOUND = ("INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, script, self_reported)"
+                     " VALUES (?,?,0,?,?,?,?,?) ON CONFLICT DO NOTHING")
+_CHECKPOINT_SCORED = (
+    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s, verdicts,"
+    " scored_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
+    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts, verdicts=excluded.verdicts,"
+    " scored_seq=excluded.scored_seq")
+_TRANSCRIPT_INSERT = ("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text,"
+                      " tokens_in, tokens_out, cache_read, cache_write, cost_usd, raw_line)"
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
-@dataclass(frozen=True)
-class Ingested:
-    """What a batch changed: which of its records were new (indices into ``records``), and every
-    line skipped (corrupt or in conflict)."""
-
-    new: list[int]
-    rejected: list[tuple[int, str]]
+_instead: dict[Path, tuple[Path, bool]] = {}  # home -> the store this process opens for it, and whether only to read
 
 
-# Rows for executemany are taken from the records by itemgetter, in C: a tuple built in Python
-# per row cost more than the insert of an index entry.
-_EVENT_KEY = itemgetter("session_id", "seq", "ts", "type")
-_SEQ, _TS, _SESSION = itemgetter("seq"), itemgetter("ts"), itemgetter("session_id")
-_TRANSCRIPT_ROW = itemgetter("session_id", "seq", "ts", "role", "kind", "tool", "call_id", "exit_code", "text")
-_GPU_ROW = itemgetter("session_id", "seq", "ts", "index", "util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c")
-_CONTROL_ROW = itemgetter("session_id", "seq", "ts", "action", "request_id", "accepted", "detail")
-_TYPE, _KIND = itemgetter("type"), itemgetter("kind")
-_BULK_TYPES = frozenset({"transcript", "gpu"})
-_SPECIAL_KINDS = frozenset({"progress", "usage", "result"})  # transcript items that change more than their row
-
-
-_TOKEN = re.compile(r"[^\W_]+")  # what FTS5's unicode61 tokenizer keeps: letters and digits
-
-
-def unusable(path: Path, exc: sqlite3.Error) -> str:
-    """One line for a store SQLite refuses: what it said, and the way out."""
-    said = str(exc) or type(exc).__name__
-    if "locked" in said or "busy" in said:
-        return f"{path}: {said}: another onegc holds it too long; try again"
-    return (f"{path}: {said}: move it aside and run 'onegc reindex' (the session folders are the source of truth, "
-            "nothing is lost)")
-
-
-def fts_query(words: Sequence[str]) -> str:
-    """An FTS5 query for rows holding every word: each word's tokens, as prefixes ("run_1.py" ->
-    "run"* "1"* "py"*). The index keeps no positions (detail=column), so a word of several tokens
-    cannot be a phrase; :func:`text_search` checks the words themselves. Empty when no word has a
-    token (then there is nothing to ask the index)."""
-    return " ".join(f'"{token}"*' for w in words for token in _TOKEN.findall(w))
-
-
-def _holds(text: str | None, word: str) -> bool:
-    """SQL ``holds(text, word)``: the lower-cased ``word`` is in ``text``, whatever it holds."""
-    return text is not None and word in text.lower()
-
-
-def text_search(words: Sequence[str], text: str = "t.text") -> tuple[str, list[str], list[str]]:
-    """``(join, conditions, args)`` for transcript rows ``t`` holding every (lower-cased) word as
-    typed: ``run_1.py``, ``val_acc``, ``12:30``, ``"``, ``*``. The full-text index narrows the rows
-    by the words' tokens; ``holds`` checks each word itself in SQL, so a ``LIMIT`` counts matches,
-    not rows that merely share the tokens (every ``12`` and ``30`` of a log for ``12:30``)."""
-    if not words:
-        return "", [], []
-    join, where, args = "", [], []
-    if match := fts_query(words):
-        join = " JOIN transcript_fts f ON f.rowid = t.rowid"
-        where.append("transcript_fts MATCH ?")
-        args.append(match)
-    for word in words:
-        where.append(f"holds({text}, ?)")
-        args.append(word)
-    return join, where, args
-
-
-def contract_hash(contract: dict) -> str:
-    """What makes two sessions comparable, hashed (host and Python excluded)."""
-    keep = {k: v for k, v in contract.items() if k not in ("host", "python")}
-    if isinstance(keep.get("gpu"), list):
-        keep["gpu"] = [{"name": g.get("name"), "driver": g.get("driver")} for g in keep["gpu"]]
-    return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]
-
-
-class StoreUnusable(OnegcError):
-    """``onegc.db`` cannot be opened or brought to this schema (the message names the fix)."""
-
-
-_instead: dict[Path, Path] = {}  # home -> the store this process opens for it (redirect)
-
-
-def redirect(home: Path, db: Path | None) -> None:
+def redirect(home: Path, db: Path | None, read_only: bool = False) -> None:
     """From now on in this process, :meth:`Store.open` of ``home`` opens ``db`` instead of its
-    ``onegc.db`` (None: its own again). The monitor over a home it cannot write works so on a
-    private copy of the store (onegc_tui/store/readonly_home.py ``private_store``): every connection
-    it opens by home (the app's, the ingest thread's, each screen's worker) opens the copy."""
+    ``onegc.db`` (None: its own again); ``read_only``: in place, only to read (a home this user
+    cannot write, whose store the monitor reads as it is: onegc_tui/store/readonly_home.py
+    ``private_store``). Every connection the monitor opens by home (the app's, the ingest thread's,
+    each screen's worker) opens that one."""
     if db is None:
         _instead.pop(home.resolve(), None)
     else:
-        _instead[home.resolve()] = db
+        _instead[home.resolve()] = (db, read_only)
 
 
 def db_path(home: Path) -> Path:
     """The store :meth:`Store.open` opens for ``home``: its ``onegc.db``, unless :func:`redirect`
     sent it elsewhere."""
-    return _instead.get(home.resolve(), home / DB_NAME) if _instead else home / DB_NAME
+    return _instead.get(home.resolve(), (home / DB_NAME, False))[0] if _instead else home / DB_NAME
+
+
+def in_place_uri(db: Path) -> str:
+    """SQLite's URI for reading ``db`` in place, writing nothing beside it: read-only, and
+    ``immutable`` where no ``-wal`` is there (nobody has it open to write, and a folder this user
+    cannot write could not hold the ``-shm`` SQLite would make); with a ``-wal`` (its owner's
+    monitor ingesting), read-only as it changes."""
+    wal = Path(f"{db}-wal").exists()
+    return f"file:{quote(str(db))}?mode=ro" + ("" if wal else "&immutable=1")
 
 
 class Store:
-    def __init__(self, path: Path):
+    read_only = False  # opened in place only to read (Store(path, read_only=True))
+
+    def __init__(self, path: Path, read_only: bool = False):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)  # a new ONEGC_HOME: an empty store, not a traceback
         conn = None
         try:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            if read_only:
+                conn = sqlite3.connect(in_place_uri(path), uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                                       check_same_thread=True)
+                self.read_only = True
+                found = conn.execute("PRAGMA user_version").fetchone()[0]
+                if found != SCHEMA_VERSION:  # no migration here: the caller reads a copy instead
+                    raise SchemaTooNew(f"{path} has schema {found}, not this onegc's {SCHEMA_VERSION}") \
+                        if found > SCHEMA_VERSION else StoreUnusable(f"{path}: schema {found}: older than this onegc's")
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)  # a new ONEGC_HOME: an empty store, not a traceback
+                conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=True)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.create_function("holds", 2, _holds, deterministic=True)  # text_search's check of a word
-            migrate(conn)
-        except (sqlite3.Error, SchemaTooNew) as exc:
+            conn.create_function("holds", 2, holds, deterministic=True)  # text_search's check of a word
+            if not read_only:
+                migrate(conn)
+        except (sqlite3.Error, SchemaTooNew, StoreUnusable) as exc:
             if conn is not None:
                 conn.close()
-            if isinstance(exc, SchemaTooNew):
+            if isinstance(exc, (SchemaTooNew, StoreUnusable)):
                 raise
             raise StoreUnusable(unusable(path, exc)) from None
         self.conn = conn
 
     @classmethod
     def open(cls, home: Path) -> Store:
-        return cls(db_path(home))
+        if not _instead:
+            return cls(home / DB_NAME)
+        db, read_only = _instead.get(home.resolve(), (home / DB_NAME, False))
+        return cls(db, read_only=read_only)
 
     def close(self) -> None:
         self.conn.close()
@@ -199,15 +138,16 @@ class Store:
 
     # ------------------------------------------------------------------ writing
     @contextmanager
-    def transaction(self, commit_rows: int | None = None):
+    def transaction(self, commit_rows: int | None = None, immediate: bool = False):
         """Every write inside in one transaction, each batch in a savepoint of its own (a batch
         that fails leaves nothing behind, the others stay): the live ingest commits once per
         wake for all the sessions that wrote, not once per session and batch. ``commit_rows``:
         committed (and indexed for search) each time that many events have come, so that a long
         write does not hold the store from other writers for longer (their wait is
-        ``BUSY_TIMEOUT_MS`` at most)."""
+        ``BUSY_TIMEOUT_MS`` at most). ``immediate``: the write lock from the start, so that what
+        it reads first is what it writes over (no other writer commits in between)."""
         conn = self.conn
-        conn.execute("BEGIN")
+        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
         self._outer = "transaction"
         self._fts_from = None
         self._commit_rows, self._uncommitted_rows = commit_rows, 0
@@ -288,7 +228,8 @@ class Store:
                 self._pending_from()  # the part's transcript rows come above it
             tables = [r[0] for r in conn.execute(
                 "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-                " AND name NOT LIKE 'transcript_fts%' ORDER BY name")]
+                " AND name NOT LIKE 'transcript_fts%' AND name NOT LIKE 'history_%' ORDER BY name")]
+            # (the history's summary is this store's: its sessions copied in are marked by its trigger)
             for table in tables:
                 cols = ", ".join(f'"{r[1]}"' for r in conn.execute(f'PRAGMA main.table_info("{table}")'))
                 verb = "INSERT OR IGNORE" if table == "studies" else "INSERT"  # a study spans both parts
@@ -385,149 +326,67 @@ class Store:
                 conn.execute("INSERT INTO transcript_fts(transcript_fts, rowid, text) "
                              "SELECT 'delete', rowid, text FROM transcript WHERE session_id=? AND rowid <= ?",
                              (session_id, self._fts_from if self._fts_from is not None else 1 << 62))
-            for table in ("events", "transcript", "gpu_samples", "checkpoints", "controls", "ingest_errors",
+            for table in ("events", "transcript", "gpu_samples", "checkpoints", "controls", "warnings", "ingest_errors",
                           "ingest_offsets", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
 
-    def ingest(self, batch: IngestBatch) -> Ingested:
-        """Insert a batch in one transaction; returns the events that were new and the lines skipped.
+    @contextmanager
+    def batch(self, rows: int = 0):
+        """One batch's writes: its own transaction, or inside :meth:`transaction` a savepoint of it
+        (a batch that fails leaves nothing behind); ``rows``: how many events it writes (for
+        ``commit_rows``)."""
+        with self._transaction(rows):
+            yield self
 
-        The runner numbers its lines 1, 2, 3…; a second, different line claiming a number already
-        stored was not written by it (a forged or corrupted record): it is skipped and reported,
-        and the first one kept. The same line read twice (two ingesters) is no conflict."""
-        conn = self.conn
-        with self._transaction(len(batch.records)):
-            new, conflicts = self._only_new(batch.session_id, batch.records, batch.raws)
-            records, raws = batch.records, batch.raws
-            if len(new) != len(records):
-                records, raws = [records[i] for i in new], [raws[i] for i in new]
-            conn.executemany("INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)",
-                             map(add, map(_EVENT_KEY, records), zip(raws)))
-            if records:
-                self._derive(batch.session_id, records)
-            rejected = list(batch.bad) + [
-                (batch.lines[i] if i < len(batch.lines) else 0,
-                 f"a second line with seq {batch.records[i]['seq']}, other than the first: not the runner's (the first is kept)")
-                for i in conflicts]
-            if rejected:
-                # two ingesters (a monitor and `onegc sessions`) both meet a bad line: it counts once,
-                # for the one whose insert took (the other's is ignored)
-                recorded = conn.executemany(
-                    "INSERT OR IGNORE INTO ingest_errors (path, line_no, session_id, error, ts) VALUES (?,?,?,?,?)",
-                    [(batch.path, n, batch.session_id, err, time.time()) for n, err in rejected],
-                ).rowcount
-                if recorded > 0:
-                    conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (recorded, batch.session_id))
-            conn.execute(
-                "INSERT INTO ingest_offsets (path, session_id, offset, line_no, file_id) VALUES (?,?,?,?,?)"
-                " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no,"
-                " file_id=COALESCE(excluded.file_id, file_id)"
-                " WHERE excluded.offset > ingest_offsets.offset",  # another ingester may have gone further
-                (batch.path, batch.session_id, batch.offset, batch.line_no, batch.file_id),
-            )
-        return Ingested(new, rejected)
+    def top_seq(self, session_id: str) -> int:
+        """The highest event number stored for the session (0: none)."""
+        return stored.top_seq(self.conn, session_id)
 
-    def _only_new(self, session_id: str, records: Sequence[Record], raws: Sequence[str]) -> tuple[list[int], list[int]]:
-        """The indices of the records not stored yet, and of the lines whose seq is taken by another line."""
-        if not records:
-            return [], []
-        seqs = list(map(_SEQ, records))
-        top = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
-        if seqs[0] > top and all(map(int.__lt__, seqs, seqs[1:])) and set(map(_SESSION, records)) == {session_id}:
-            return list(range(len(records))), []  # the common case: a tail of new, increasing lines
-        lo, hi = min(seqs), max(seqs)
-        have = dict(self.conn.execute(
-            "SELECT seq, data FROM events WHERE session_id=? AND seq BETWEEN ? AND ?", (session_id, lo, hi)).fetchall())
-        out, conflicts = [], []
-        for i, (r, raw) in enumerate(zip(records, raws, strict=True)):
-            if r["session_id"] != session_id:
-                continue
-            if r["seq"] in have:
-                if have[r["seq"]].strip() != raw.strip():
-                    conflicts.append(i)
-                continue
-            have[r["seq"]] = raw
-            out.append(i)
-        return out, conflicts
-
-    def _derive(self, sid: str, records: Sequence[Record]) -> None:
-        """Derived rows and the summary row, for one session's events inserted just now."""
-        conn = self.conn
-        transcript, gpu, controls = [], [], []
-        progress: dict[str, tuple] = {}  # call id -> the latest heartbeat row
-        s: dict = {"last_ts": max(map(_TS, records)), "last_seq": max(map(_SEQ, records))}
-        # transcript lines and GPU samples are nearly every event: sorted out by maps in C, in order;
-        # the other kinds (a few per minute) each change the summary, in their order among themselves
-        types = list(map(_TYPE, records))
-        if "transcript" in types:
-            transcript = list(compress(records, map(eq, types, repeat("transcript"))))
-            if not _SPECIAL_KINDS.isdisjoint(map(_KIND, transcript)):
-                transcript = self._special_transcript(transcript, progress, s)
-        if "gpu" in types:
-            gpu = list(compress(records, map(eq, types, repeat("gpu"))))
-        for r in compress(records, map(not_, map(_BULK_TYPES.__contains__, types))):
-            fold(s, r)  # the summary's rules (runner/wire/summary.py); the rows they leave are kept here
-            t = r["type"]
-            if t == "checkpoint_found":
-                conn.execute(
-                    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, script, self_reported)"
-                    " VALUES (?,?,0,?,?,?,?,?) ON CONFLICT DO NOTHING",
-                    (sid, r["name"], r["seq"], r["ts"], r["budget_elapsed_s"], r["script"], r["self_reported"]))
-            elif t == "checkpoint_scored":
-                found = verdicts.read(r.get("verdicts"), r.get("flags"))
-                conn.execute(
-                    "INSERT INTO checkpoints (session_id, name, official, seq, ts, budget_elapsed_s, value, error, eval_s,"
-                    " verdicts) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id, name, official) DO UPDATE SET"
-                    " value=excluded.value, error=excluded.error, eval_s=excluded.eval_s, ts=excluded.ts,"
-                    " verdicts=excluded.verdicts",
-                    (sid, r["name"], int(r["official"]), r["seq"], r["ts"], r["budget_elapsed_s"], r["value"], r["error"],
-                     r["eval_s"], json.dumps(verdicts.records(found)) if found else None))
-            elif t == "control":
-                controls.append(r)
-        rows = list(map(_TRANSCRIPT_ROW, transcript))
-        if progress:
-            rows += self._update_progress(sid, progress)
-        if rows:
+    def write(self, rows: BatchRows, best_live: tuple[float, Literal["MAX", "MIN"]] | None = None) -> None:
+        """Insert one session's new events (onegc_tui/store/rows.py) and apply its summary delta;
+        ``best_live``: the best of its live scores, and whether the better of two is the ``MAX`` or
+        the ``MIN`` (its task's direction)."""
+        conn, sid = self.conn, rows.session_id
+        if rows.events:  # the kinds that keep their line (the others: their own table's row is the event)
+            conn.executemany("INSERT OR IGNORE INTO events (session_id, seq, ts, type, data) VALUES (?,?,?,?,?)", rows.events)
+        for scored, row in rows.checkpoints:
+            conn.execute(_CHECKPOINT_SCORED if scored else _CHECKPOINT_FOUND, row)
+        transcript = rows.transcript
+        if rows.progress:
+            transcript = transcript + self._update_progress(sid, rows.progress)
+        if transcript:
             alone = not self._fts_deferred and self._outer is None  # else indexed at the transaction's end
             if alone or self._outer == "transaction":
                 self._pending_from()
-            conn.executemany("INSERT OR IGNORE INTO transcript (session_id, seq, ts, role, kind, tool, call_id, exit_code, text)"
-                             " VALUES (?,?,?,?,?,?,?,?,?)", rows)
+            conn.executemany(_TRANSCRIPT_INSERT, transcript)
             if alone:
                 self._index_pending()
-        if gpu:
-            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?)", map(_GPU_ROW, gpu))
-            g = gpu[-1]  # the latest sample is the session's current one
-            s.update(gpu_util=g["util_pct"], gpu_mem_mb=g["mem_used_mb"], gpu_mem_total_mb=g["mem_total_mb"])
-        if controls:
-            conn.executemany("INSERT OR IGNORE INTO controls VALUES (?,?,?,?,?,?,?)", map(_CONTROL_ROW, controls))
-        self._update_summary(sid, s)
+        if rows.gpu:
+            conn.executemany("INSERT OR IGNORE INTO gpu_samples VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows.gpu)
+        if rows.controls:
+            conn.executemany("INSERT OR IGNORE INTO controls VALUES (?,?,?,?,?,?,?)", rows.controls)
+        if rows.warnings:
+            conn.executemany("INSERT OR IGNORE INTO warnings VALUES (?,?,?,?,?,?)", rows.warnings)
+        self._update_summary(sid, rows.delta, rows.usage_totals, best_live)
 
-    @staticmethod
-    def _special_transcript(transcript: list[Record], progress: dict[str, tuple], s: dict) -> list[Record]:
-        """The transcript rows to insert, where some are heartbeats (``progress``, one row per tool
-        call, updated in place) or usage (added to the summary, or its totals)."""
-        rows = []
-        for r in transcript:
-            kind = r["kind"]
-            if kind == "progress" and r["call_id"]:
-                progress[r["call_id"]] = _TRANSCRIPT_ROW(r)
-                continue
-            rows.append(r)
-            if kind == "usage":  # increments (a correction may be negative)
-                for key in USAGE_COLUMNS:
-                    if val := r[key]:
-                        s[key] = s.get(key, 0) + val
-            elif kind == "result" and (r["tokens_in"] or r["tokens_out"] or r["cost_usd"]):
-                # the session's totals replace what the increments added up to, where it has them (a
-                # figure it lacks, such as cache reads, keeps its increments, in this batch or before)
-                s["usage_totals"] = totals = tuple(r[key] for key in USAGE_COLUMNS)
-                for key, total in zip(USAGE_COLUMNS, totals, strict=True):
-                    if total is not None:
-                        s.pop(key, None)
-        return rows
+    def record_rejected(self, path: str, session_id: str, rejected: Sequence[tuple[int, str]]) -> None:
+        """Lines skipped (line number, why), each counted once among the session's warnings: two
+        ingesters (a monitor and `onegc sessions`) both meet a bad line, and it counts for the one
+        whose insert took."""
+        recorded = self.conn.executemany(
+            "INSERT OR IGNORE INTO ingest_errors (path, line_no, session_id, error, ts) VALUES (?,?,?,?,?)",
+            [(path, n, session_id, err, time.time()) for n, err in rejected]).rowcount
+        if recorded > 0:
+            self.conn.execute("UPDATE sessions SET warnings = warnings + ? WHERE session_id=?", (recorded, session_id))
 
-    _ADDITIVE = frozenset({*USAGE_COLUMNS, *ADDED})  # a delta's keys that add to the row's
+    def set_offset(self, path: str, session_id: str, offset: int, line_no: int, file_id: str | None) -> None:
+        """Where the ingest of ``path`` has got to; never back (another ingester may have gone further)."""
+        self.conn.execute(
+            "INSERT INTO ingest_offsets (path, session_id, offset, line_no, file_id) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(path) DO UPDATE SET offset=excluded.offset, line_no=excluded.line_no,"
+            " file_id=COALESCE(excluded.file_id, file_id)"
+            " WHERE excluded.offset > ingest_offsets.offset",
+            (path, session_id, offset, line_no, file_id))
 
     def _update_progress(self, sid: str, progress: dict[str, tuple]) -> list[tuple]:
         """Update each tool call's heartbeat row in place; returns the rows that are new."""
@@ -546,23 +405,17 @@ class Store:
             self.conn.execute("INSERT INTO transcript_fts(rowid, text) VALUES (?, ?)", (old[0], row[8]))
         return new
 
-    def _update_summary(self, sid: str, s: dict) -> None:
-        """Apply a summary delta (:func:`runner.wire.summary.fold`, plus the bulk kinds' usage, GPU
-        figures and ``last_ts``/``last_seq``) to the session's row, by the rules of runner/wire/summary.py."""
-        live = s.pop("live_values", None)
-        totals = s.pop("usage_totals", None)
+    def _update_summary(self, sid: str, delta: dict, totals: tuple | None,
+                        best_live: tuple[float, Literal["MAX", "MIN"]] | None) -> None:
+        """Apply a summary delta (onegc_tui/store/rows.py) to the session's row, by the rules of
+        runner/wire/summary.py, in SQL."""
         if totals is not None:
             usage = ", ".join(f"{key} = COALESCE(?, {key})" for key in USAGE_COLUMNS)
             self.conn.execute(f"UPDATE sessions SET {usage} WHERE session_id = ?", (*totals, sid))
-        if "contract" in s:
-            contract = s["contract"]
-            s.update(contract=json.dumps(contract), contract_hash=contract_hash(contract))
-        if "not_checked" in s:  # a JSON list (runner/integrity/checks.py)
-            s["not_checked"] = json.dumps(s["not_checked"])
         sets: list[str] = []
         args: list[Any] = []
-        for key, val in s.items():
-            if key in self._ADDITIVE:
+        for key, val in delta.items():
+            if key in _ADDITIVE:
                 sets.append(f"{key} = COALESCE({key}, 0) + ?")
             elif key in ("last_ts", "last_seq"):
                 sets.append(f"{key} = MAX(COALESCE({key}, 0), ?)")
@@ -575,25 +428,17 @@ class Store:
             else:
                 sets.append(f"{key} = ?")
             args.append(val)
-        if live:
-            from tasks import best_of
-
-            direction = self._direction(sid, s.get("task"))
-            better = "MAX" if direction == "higher" else "MIN"  # best_of in SQL
-            best = best_of(live, direction)
+        if best_live is not None:
+            best, better = best_live
             sets.append(f"best_live = CASE WHEN best_live IS NULL THEN ? ELSE {better}(best_live, ?) END")
             args += [best, best]
-        self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_id = ?", (*args, sid))
+        if sets:
+            self.conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_id = ?", (*args, sid))
 
-    def _direction(self, sid: str, task: str | None = None) -> Direction:
-        """The direction of the session's task: ``task`` (its session_started, in this very delta),
-        else the one its row names."""
-        if task is None:
-            row = self.conn.execute("SELECT task FROM sessions WHERE session_id=?", (sid,)).fetchone()
-            task = row[0] if row else None
-        from tasks import direction_of
-
-        return direction_of(task)
+    def task_of(self, session_id: str) -> str | None:
+        """The task its summary row names (None: none yet)."""
+        row = self.conn.execute("SELECT task FROM sessions WHERE session_id=?", (session_id,)).fetchone()
+        return row[0] if row else None
 
     def set_disqualified(self, session_id: str, reason: str | None) -> None:
         """A disqualification (runner/wire/disqualifications.py): struck out of the statistics with ``reason``,
@@ -639,7 +484,7 @@ class Store:
         return rows[0] if rows else None
 
     def count_events(self, session_id: str) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
+        return stored.count(self.conn, session_id)
 
     def transcript(self, session_id: str, limit: int = 1000, kinds: Sequence[str] | None = None,
                    search: str | None = None) -> list[dict]:
@@ -677,15 +522,13 @@ class Store:
         return self._query("SELECT * FROM ingest_errors WHERE session_id=? ORDER BY line_no", [session_id])
 
     def max_seq(self, session_id: str) -> int:
-        return self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id=?", (session_id,)).fetchone()[0]
+        return stored.top_seq(self.conn, session_id)
 
     def events_of(self, session_id: str, types: Sequence[str] | None = None) -> list[dict]:
-        sql, args = "SELECT data FROM events WHERE session_id=?", [session_id]
-        if types:
-            sql += f" AND type IN ({','.join('?' * len(types))})"
-            args += list(types)
-        return [json.loads(r["data"]) for r in self._query(sql + " ORDER BY seq", args)]
+        """A session's events (of ``types``) as dicts of their fields, in order (those whose own
+        table holds them, from that row: onegc_tui/store/stored.py)."""
+        return stored.records(self.conn, session_id, stored.envelopes(self.conn, session_id, types))
 
 
-__all__ = ["DB_NAME", "IngestBatch", "Ingested", "SCHEMA_VERSION", "SchemaTooNew", "Store", "StoreUnusable",
-           "contract_hash", "db_path", "fts_query", "redirect", "text_search", "unusable"]
+__all__ = ["DB_NAME", "SCHEMA_VERSION", "SchemaTooNew", "Store", "StoreUnusable", "db_path", "redirect", "text_search",
+           "unusable"]

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import Any, Literal, cast
 
-from onegc_tui.store import IngestBatch, Store
+from onegc_tui.store import Store
+from onegc_tui.store.rows import batch_rows
 from onegc_tui.store.torn_tail import settle_from_result
 from runner.launch.reconcile import clean_up_after, reconcile
 from runner.wire import disqualifications
@@ -27,22 +28,102 @@ from runner.wire.jsonl import JsonlTail, TailState, too_long
 from runner.wire.liveness import lock_held
 from runner.wire.paths import SessionPaths, is_session_folder
 
-if TYPE_CHECKING:
-
-    from runner.wire.events import Event
-# The parsers (pydantic) are imported with the first new line, watchdog with the first LiveIngest:
+# The parser (pydantic) is imported with the first new line, watchdog with the first LiveIngest:
 # `onegc sessions` over a store that is current starts without either (start-up, README)
 
 MAX_BATCH_BYTES = 4 << 20  # one transaction per ~4 MiB of new lines (and no event line is longer)
 MAX_CONFIG_BYTES = 1 << 20  # session.json is a few hundred bytes
-OnEvents = Callable[[str, list["Event"]], None]
-_TYPE, _SESSION = itemgetter("type"), itemgetter("session_id")
-_FIELDS = attrgetter("__dict__")  # an event model's fields, as the store takes them
+Record = dict[str, Any]  # an event's fields, validated once (onegc_tui/store/records.py): the one parse of its line
+OnEvents = Callable[[str, list[Record]], None]
+_SEQ, _TYPE, _SESSION = itemgetter("seq"), itemgetter("type"), itemgetter("session_id")
+
+
+@dataclass(frozen=True)
+class IngestBatch:
+    """New whole lines of one ``events.jsonl``: each event's typed record, and its line beside it."""
+
+    path: str
+    session_id: str
+    records: Sequence[Record]
+    raws: Sequence[str]  # the line of each record
+    offset: int
+    line_no: int
+    bad: Sequence[tuple[int, str]] = ()
+    lines: Sequence[int] = ()  # the line number of each record, for the ones rejected here
+    file_id: str | None = None  # the file read ("device:inode"): a new file under the same path starts over
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What a batch changed: which of its records were new (indices into ``records``), and every
+    line skipped (corrupt or in conflict)."""
+
+    new: list[int]
+    rejected: list[tuple[int, str]]
+
+
+def write_batch(store: Store, batch: IngestBatch) -> Ingested:
+    """Store a batch in one transaction (a savepoint of the store's, inside one); returns the events
+    that were new and the lines skipped.
+
+    The runner numbers its lines 1, 2, 3…; a second, different line claiming a number already
+    stored was not written by it (a forged or corrupted record): it is skipped and reported,
+    and the first one kept. The same line read twice (two ingesters) is no conflict."""
+    sid = batch.session_id
+    with store.batch(len(batch.records)):
+        new, conflicts = _only_new(store, sid, batch.records)
+        records, raws = batch.records, batch.raws
+        if len(new) != len(records):
+            records, raws = [records[i] for i in new], [raws[i] for i in new]
+        if records:
+            rows = batch_rows(sid, records, raws)
+            best: tuple[float, Literal["MAX", "MIN"]] | None = None
+            if rows.live_values:
+                from tasks import best_of, direction_of  # the task registry: only once scores come in
+
+                direction = direction_of(rows.delta.get("task") or store.task_of(sid))
+                best = (best_of(rows.live_values, direction), "MAX" if direction == "higher" else "MIN")
+            store.write(rows, best)
+        rejected = list(batch.bad) + [
+            (batch.lines[i] if i < len(batch.lines) else 0,
+             f"a second line with seq {batch.records[i]['seq']}, other than the first: not the runner's (the first is kept)")
+            for i in conflicts]
+        if rejected:
+            store.record_rejected(batch.path, sid, rejected)
+        store.set_offset(batch.path, sid, batch.offset, batch.line_no, batch.file_id)
+    return Ingested(new, rejected)
+
+
+def _only_new(store: Store, sid: str, records: Sequence[Record]) -> tuple[list[int], list[int]]:
+    """The indices of the records not stored yet, and of those whose seq is taken by another event."""
+    if not records:
+        return [], []
+    seqs = list(map(_SEQ, records))
+    if seqs[0] > store.top_seq(sid) and all(map(int.__lt__, seqs, seqs[1:])) and set(map(_SESSION, records)) == {sid}:
+        return list(range(len(records))), []  # the common case: a tail of new, increasing lines
+    from onegc_tui.store import stored
+    from onegc_tui.store.records import parse_record
+
+    have = {r["seq"]: r for r in stored.records(store.conn, sid, stored.envelopes(
+        store.conn, sid, after=min(seqs) - 1, limit=max(seqs) - min(seqs) + 1))}
+    out, conflicts = [], []
+    for i, r in enumerate(records):
+        if r["session_id"] != sid:
+            continue
+        if r["seq"] in have:
+            # the stored event, with every field its model has (a stored line leaves out its None fields)
+            if parse_record(json.dumps(have[r["seq"]])) != r:
+                conflicts.append(i)
+            continue
+        have[r["seq"]] = r
+        out.append(i)
+    return out, conflicts
 
 
 @dataclass
 class Ingester:
-    """Ingests ``home/runs/*``; ``on_events(session_id, new_events)`` sees every new event once."""
+    """Ingests ``home/runs/*``; ``on_events(session_id, records)`` sees the record of every new
+    event once (the dicts its store was written from: no event is parsed twice)."""
 
     home: Path
     store: Store
@@ -54,7 +135,7 @@ class Ingester:
     _known: dict[str, SessionPaths] = field(default_factory=dict)
     _live: set[str] = field(default_factory=set)  # known and not ended: the ones looked at every poll
     _tails: dict[str, JsonlTail] = field(default_factory=dict)
-    _held: list[tuple[str, list[Event]]] | None = None  # hold(): new events wait for deliver()
+    _held: list[tuple[str, list[Record]]] | None = None  # hold(): new events wait for deliver()
     _files: dict[str, _Watched] = field(default_factory=dict)
 
     def hold(self) -> None:
@@ -170,26 +251,23 @@ class Ingester:
 
     def _read_new(self, sid: str, paths: SessionPaths, key: str, file_id: str | None, tail: JsonlTail) -> int:
         offset = tail.state.offset
-        # the store needs each event's fields; only a caller of on_events needs the models (the
-        # monitor, a few thousand lines a second at most): a catch-up or a reindex parses to dicts
-        typed = self.on_events is not None
         total = 0
         while True:
             first, block = tail.read_block(MAX_BATCH_BYTES)
-            batch = self._fast_batch(sid, first, block, typed)
+            batch = self._fast_batch(sid, first, block)
             if batch is None:
-                batch = self._parse_lines(sid, first, block, typed)
-            records, raws, models, lines, bad = batch
+                batch = self._parse_lines(sid, first, block)
+            records, raws, lines, bad = batch
             if tail.state.offset == offset:
                 break
-            new = self.store.ingest(IngestBatch(key, sid, records, raws, tail.state.offset, tail.state.line_no, bad, lines,
-                                                file_id))
+            new = write_batch(self.store, IngestBatch(key, sid, records, raws, tail.state.offset, tail.state.line_no, bad,
+                                                      lines, file_id))
             for n, err in new.rejected:
                 self._error(f"{paths.events}:{n}: event line skipped ({err})")
             offset = tail.state.offset
             total += len(new.new)
             if new.new and self.on_events is not None:
-                events = models if len(new.new) == len(models) else [models[i] for i in new.new]
+                events = list(records) if len(new.new) == len(records) else [records[i] for i in new.new]
                 if self._held is None:
                     self.on_events(sid, events)
                 else:
@@ -209,41 +287,35 @@ class Ingester:
         self._live.add(sid)
 
     @staticmethod
-    def _fast_batch(sid: str, first: int, lines: list[bytes | None], typed: bool) -> tuple | None:
-        """A batch of good lines of this session, validated by maps in C (a catch-up or reindex
-        reads millions, the monitor thousands a second): the fields of each, and where ``typed``
-        the models; ``None`` when any line is not good, to be read line by line."""
+    def _fast_batch(sid: str, first: int, lines: list[bytes | None]) -> tuple | None:
+        """A batch of good lines of this session, each validated into its record by a map in C (a
+        catch-up or reindex reads millions, the monitor thousands a second); ``None`` when any line
+        is not good, to be read line by line."""
         if not lines:
-            return [], [], [], [], []
+            return [], [], [], []
         if None in lines:
             return None
         good = cast("list[bytes]", lines)
-        from onegc_tui.store.records import validate_event, validate_record
+        from onegc_tui.store.records import validate_record
 
         try:
-            if typed:
-                models = list(map(validate_event, good))
-                records = list(map(_FIELDS, models))
-            else:
-                models, records = [], list(map(validate_record, good))
+            records = list(map(validate_record, good))
             raws = list(map(bytes.decode, good))
         except ValueError:  # a corrupt or blank line (ValidationError), or one not UTF-8
             return None
         if set(map(_SESSION, records)) != {sid}:
             return None
-        return records, raws, models, range(first, first + len(lines)), []
+        return records, raws, range(first, first + len(lines)), []
 
     @staticmethod
-    def _parse_lines(sid: str, first: int, block: list[bytes | None], typed: bool) -> tuple:
-        """Each line on its own: the models where ``typed``; every bad line with its reason."""
+    def _parse_lines(sid: str, first: int, block: list[bytes | None]) -> tuple:
+        """Each line on its own: its record, or the reason it is bad."""
         from pydantic import ValidationError
 
         from onegc_tui.store.records import parse_record
-        from runner.wire.events import parse_event
 
-        records: list[dict] = []
+        records: list[Record] = []
         raws: list[str] = []
-        models: list[Event] = []
         lines: list[int] = []
         bad: list[tuple[int, str]] = []
         for n, line in enumerate(block, first):
@@ -251,8 +323,7 @@ class Ingester:
                 bad.append((n, too_long(MAX_BATCH_BYTES)))
                 continue
             try:
-                event = parse_event(line) if typed else None
-                record = event.__dict__ if event is not None else parse_record(line)
+                record = parse_record(line)
             except ValidationError as exc:
                 if not line.strip():
                     continue
@@ -265,17 +336,11 @@ class Ingester:
             records.append(record)
             raws.append(line.decode("utf-8", errors="replace"))
             lines.append(n)
-            if event is not None:
-                models.append(event)
-        return records, raws, models, lines, bad
+        return records, raws, lines, bad
 
     def ingest_all(self, only: Collection[str] | None = None) -> int:
-        if only is None and not self._known and not self.store.conn.in_transaction:  # from scratch: two cores
-            from onegc_tui.store.parallel import catch_up_in_two
-
-            events = catch_up_in_two(self)
-            if events is not None:
-                return events
+        """Every session folder (of ``only``) read to its end, here, in this process (a catch-up
+        from scratch on two: onegc_tui/store/parallel.py ``catch_up``)."""
         self.discover(only)
         return sum(self.ingest_session(sid) for sid in list(self._known))
 

@@ -1,7 +1,8 @@
 """Reading session folders on two processes: the ids cut in two by bytes, the second half read by
 ``python -m onegc_tui.store.reindex`` into a part store, copied in at the end (the why and the
 figures: onegc_tui/store/reindex.py). Used by a reindex and by a catch-up from scratch
-(``Ingester.ingest_all`` on a store that has no session yet)."""
+(:func:`catch_up` on a store that has no session yet). It drives an ``Ingester``
+(onegc_tui/store/ingest.py), which knows nothing of it: the calls go one way."""
 
 from __future__ import annotations
 
@@ -9,34 +10,13 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Collection
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Protocol
 
 from onegc_tui.store import Store
+from onegc_tui.store.ingest import Ingester
 from runner.errors import OnegcError
 from runner.wire.paths import is_session_folder
-
-
-class Reader(Protocol):
-    """What of an ingester the two-process read uses (onegc_tui/store/ingest.py's ``Ingester``)."""
-
-    home: Path
-    store: Store
-
-    @property
-    def on_events(self) -> object: ...
-
-    @property
-    def runs(self) -> Path: ...
-
-    def ingest_all(self, only: Collection[str] | None = None) -> int: ...
-
-    def ingest_session(self, sid: str) -> int: ...
-
-    def discover(self, only: Collection[str] | None = None) -> list[str]: ...
-
 
 PARALLEL_MIN_BYTES = 16 << 20  # less than this in all: one process
 # a catch-up's own part commits this often: ~4 s of holding the store here, under the 10 s another
@@ -80,11 +60,23 @@ def split(sizes: dict[str, int]) -> tuple[list[str], list[str]]:
     return ids[:cut], ids[cut:]
 
 
-def catch_up_in_two(ingester: Reader) -> int | None:
+def catch_up(ingester: Ingester) -> int:
+    """Everything new in every session folder, then the liveness check (``Ingester.catch_up``): the
+    one-shot view of the commands that read. A store that has no session yet is filled on two
+    processes where there are two cores and enough to read. Returns the events stored."""
+    events = from_scratch_in_two(ingester)
+    if events is None:
+        return ingester.catch_up()
+    ingester.check_liveness()
+    return events
+
+
+def from_scratch_in_two(ingester: Ingester) -> int | None:
     """``Ingester.ingest_all`` for a store that has no session yet, on two processes where there
-    are two cores and enough to read; None where one process is the way (it then reads them)."""
+    are two cores and enough to read; None where one process is the way (nothing read)."""
     store = ingester.store
-    if ingester.on_events is not None or store.conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
+    if ingester.on_events is not None or store.conn.in_transaction or \
+            store.conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
         return None
     mine, theirs = split(store_sizes(ingester.runs))
     if not theirs:
@@ -96,7 +88,7 @@ def catch_up_in_two(ingester: Reader) -> int | None:
 
 
 def _in_two(home: Path, db: Path, store: Store, mine: list[str], theirs: list[str],
-            ingester: Reader, keep_going: bool = False) -> tuple[int, int]:
+            ingester: Ingester, keep_going: bool = False) -> tuple[int, int]:
     """``mine`` read here, ``theirs`` by a second process into a part store, copied in at the end:
     (events stored here, events copied in). ``keep_going``: a part that failed or could not be
     copied in is 0 events copied in, not an error."""

@@ -7,12 +7,15 @@ returns rows as tuples, dicts or JSON text; what they mean is composed in onegc_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from onegc_tui.store import Store, text_search
+from onegc_tui.store import Store, stored
+from onegc_tui.store.search import text_search
+
+if TYPE_CHECKING:
+    from runner.wire.events import Event
 
 OUTCOME_COLUMNS = ("session_id", "study", "agent", "model", "task", "repeat", "score", "state", "end_reason",
                    "contract_hash", "budget_s", "active_s", "started_ts", "scripts_launched", "first_checkpoint_s",
@@ -44,6 +47,15 @@ def data_version(store: Store) -> int:
 def study_names(store: Store) -> list[str]:
     """Study names that have sessions, sorted."""
     return [r[0] for r in store.conn.execute("SELECT DISTINCT study FROM sessions WHERE study IS NOT NULL ORDER BY study")]
+
+
+def stream_sessions(store: Store) -> Iterator[dict]:
+    """Every summary row as a dict, in the order of :meth:`Store.sessions`, read as they are used
+    (100 000 sessions in bounded memory)."""
+    cur = store.conn.execute("SELECT * FROM sessions ORDER BY started_ts IS NULL, started_ts, session_id")
+    names = [d[0] for d in cur.description]
+    for row in cur:
+        yield dict(zip(names, row, strict=True))
 
 
 def outcome_rows(store: Store, study: str | None = None, include_demo: bool = False) -> list[tuple]:
@@ -107,6 +119,12 @@ def gpu_busy_counts(store: Store, sid: str, busy_pct: float) -> tuple[int, int]:
     return busy, total
 
 
+def gpm_series(store: Store, sid: str) -> list[tuple[float, int | None, float | None, float | None, float | None]]:
+    """``(ts, gpu, sm_pct, tensor_pct, dram_pct)`` of a session's GPU samples that carry GPM figures, in order."""
+    return store.conn.execute("SELECT ts, gpu, sm_pct, tensor_pct, dram_pct FROM gpu_samples WHERE session_id=?"
+                              " AND tensor_pct IS NOT NULL ORDER BY seq", (sid,)).fetchall()
+
+
 def gpu_series(store: Store, sid: str) -> list[tuple[float, float, int | None]]:
     """``(ts, util_pct, gpu)`` of every GPU sample of a session, in order."""
     return store.conn.execute("SELECT ts, util_pct, gpu FROM gpu_samples WHERE session_id=? ORDER BY seq", (sid,)).fetchall()
@@ -117,48 +135,63 @@ def gpu_series(store: Store, sid: str) -> list[tuple[float, float, int | None]]:
 
 def stream_event_data(store: Store, sid: str, types: Sequence[str]) -> Iterator[str]:
     """The JSON of a session's events of these types, in order, read as they are used (a session's
-    record of any size, in bounded memory)."""
-    sql = f"SELECT data FROM events WHERE session_id=? AND type IN ({_marks(len(types))}) ORDER BY seq"
-    for (data,) in store.conn.execute(sql, (sid, *types)):
-        yield data
+    record of any size, in bounded memory): the stored line, or one written from the event's row
+    (onegc_tui/store/stored.py)."""
+    after = 0
+    while rows := stored.envelopes(store.conn, sid, types, after=after, limit=stored.STREAM_CHUNK):
+        for _seq, data in stored.lines(store.conn, sid, rows):
+            yield data
+        after = rows[-1][0]
 
 
 def event_data(store: Store, sid: str, types: Sequence[str], limit: int | None = None) -> list[str]:
     """The JSON of a session's events of these types, oldest first; ``limit``: only the newest."""
-    sql = f"SELECT data FROM events WHERE session_id=? AND type IN ({_marks(len(types))})"
-    if limit is None:
-        rows = store.conn.execute(sql + " ORDER BY seq", (sid, *types)).fetchall()
-        return [d for (d,) in rows]
-    rows = store.conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (sid, *types, limit)).fetchall()
-    return [d for (d,) in reversed(rows)]
+    rows = stored.envelopes(store.conn, sid, types, limit=limit, newest=limit is not None)
+    return [data for _seq, data in stored.lines(store.conn, sid, rows)]
 
 
 def events_after(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int, str]]:
     """``(seq, JSON)`` of a session's events after ``seq``, oldest first, at most ``limit``: what a
     viewer has not drawn yet, whoever ingested it (the primary key's range)."""
-    return store.conn.execute("SELECT seq, data FROM events WHERE session_id=? AND seq>? ORDER BY seq LIMIT ?",
-                              (sid, seq, limit)).fetchall()
+    return stored.lines(store.conn, sid, stored.envelopes(store.conn, sid, after=seq, limit=limit))
 
 
-# the events whose fields the alerts read (onegc_tui/views/alerts.py); of the rest only seq, time and type
-ALERT_EVENT_TYPES = ("checkpoint_scored", "warning", "session_ended")
+def events(store: Store, sid: str, types: Sequence[str], limit: int | None = None) -> list[Event]:
+    """A session's events of these types as their models, oldest first (``limit``: the newest),
+    not validated again (onegc_tui/store/stored.py)."""
+    rows = stored.envelopes(store.conn, sid, types, limit=limit, newest=limit is not None)
+    return [stored.as_event(r) for r in stored.records(store.conn, sid, rows)]
 
 
-_ALERTS_SQL = (f"SELECT seq, ts, type, CASE WHEN type IN ({','.join(repr(t) for t in ALERT_EVENT_TYPES)}) THEN data END"
-               " FROM events WHERE session_id=? AND seq>? ORDER BY seq LIMIT ?")
+def stream_events(store: Store, sid: str, types: Sequence[str]) -> Iterator[Event]:
+    """:func:`events` of a whole session, in order, read as they are used (bounded memory)."""
+    return map(stored.as_event, stored.stream(store.conn, sid, types))
 
 
-def events_for_alerts(store: Store, sid: str, seq: int, limit: int) -> list[tuple[int, float, str, str | None]]:
-    """``(seq, ts, type, JSON)`` of a session's events after ``seq``, oldest first, at most
-    ``limit``; the JSON only for :data:`ALERT_EVENT_TYPES` (a transcript line's time is all its
-    alert needs, and it is most of a stream)."""
-    return store.conn.execute(_ALERTS_SQL, (sid, seq, limit)).fetchall()
+def new_scores(store: Store, sid: str, after: int) -> list[tuple[int, str, float | None, str | None, float | None]]:
+    """``(seq, name, value, error, budget_elapsed_s)`` of a session's live scores stored by an event
+    after ``after``, in order (the alerts: a new best, a failed score)."""
+    return store.conn.execute(
+        "SELECT scored_seq, name, value, error, budget_elapsed_s FROM checkpoints"
+        " WHERE session_id=? AND scored_seq>? AND official=0 ORDER BY scored_seq", (sid, after)).fetchall()
+
+
+def new_refusals(store: Store, sid: str, after: int) -> list[tuple[int, str, str]]:
+    """``(seq, action, detail)`` of a session's controls the runner refused after ``after``, in order."""
+    return store.conn.execute("SELECT seq, action, detail FROM controls WHERE session_id=? AND seq>? AND NOT accepted"
+                              " ORDER BY seq", (sid, after)).fetchall()
+
+
+def new_warnings(store: Store, sid: str, after: int) -> list[tuple[int, str, str]]:
+    """``(seq, code, message)`` of a session's warnings after ``after``, in order."""
+    return store.conn.execute("SELECT seq, code, message FROM warnings WHERE session_id=? AND seq>? ORDER BY seq",
+                              (sid, after)).fetchall()
 
 
 def event_json(store: Store, sid: str, seq: int) -> dict | None:
-    """One event as stored, or None."""
-    row = store.conn.execute("SELECT data FROM events WHERE session_id=? AND seq=?", (sid, seq)).fetchone()
-    return None if row is None else json.loads(row[0])
+    """One event as stored (its fields), or None."""
+    found = stored.records(store.conn, sid, stored.envelopes(store.conn, sid, after=seq - 1, limit=1))
+    return found[0] if found and found[0]["seq"] == seq else None
 
 
 def budget_anchors(store: Store, sid: str) -> list[tuple[float, float]]:

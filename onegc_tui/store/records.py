@@ -1,4 +1,6 @@
-"""Event lines validated into plain dicts, by the very schema of :data:`runner.wire.events.Event`.
+"""Event lines validated into plain dicts, by the very schema of :data:`runner.wire.events.Event`:
+the one parse of each line, at ingest. Its record is what the store writes (onegc_tui/store/rows.py)
+and what a live ingest hands on (``Ingester.on_events``); nothing parses the line again.
 
 The store needs each event's fields, not a model instance: building the frozen pydantic object
 (its ``__dict__``, its set of fields given) was half the cost of parsing a line, and those
@@ -43,10 +45,9 @@ def _record_schema() -> dict:
 # strings cached by key only: keys repeat on every line, values (text, ids) mostly do not, and
 # caching those cost more than it saved (15 % of a line's parse)
 _VALIDATOR = SchemaValidator(_record_schema(), {"cache_strings": "keys"})
-# the validators alone, for a whole batch at C speed (``map``): each raises on a bad line, which
-# the caller then reads line by line with parse_record or parse_event (the model's message)
+# the validator alone, for a whole batch at C speed (``map``): it raises on a bad line, which the
+# caller then reads line by line with parse_record (the model's message)
 validate_record = _VALIDATOR.validate_json
-validate_event = EVENT_ADAPTER.validator.validate_json  # = parse_event, without its Python frame
 
 
 def parse_record(line: bytes | str) -> Record:

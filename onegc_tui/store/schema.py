@@ -140,6 +140,80 @@ MIGRATIONS: list[str] = [
     ALTER TABLE checkpoints ADD COLUMN verdicts TEXT;
     ALTER TABLE sessions ADD COLUMN not_checked TEXT;
     """,
+    # 11: what the GPU's units did beside its utilisation, where it has GPM (runner/session/gpm.py):
+    # the share of SMs busy, of time any tensor core worked, of the DRAM bandwidth used, per sample;
+    # NULL where the GPU has no GPM (and in samples stored before; `onegc reindex` reads them again)
+    """
+    ALTER TABLE gpu_samples ADD COLUMN sm_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN tensor_pct REAL;
+    ALTER TABLE gpu_samples ADD COLUMN dram_pct REAL;
+    """,
+    # 12: one owner for each fact (issue 49). A transcript step's every field is in its transcript
+    # row (its tokens and the CLI's raw line too), a warning's in the new warnings table, and with
+    # gpu_samples and controls, which held theirs already, such a row is the event: from now on no
+    # events row is written for these kinds (onegc_tui/store/rows.py OWN_TABLE; onegc_tui/store/stored.py
+    # merges the tables by seq). Rows stored before keep their events row and line, which is then
+    # the one read. A checkpoint's score row says which event scored it (the live feed's alerts
+    # read new scores there).
+    """
+    ALTER TABLE transcript ADD COLUMN tokens_in INTEGER;
+    ALTER TABLE transcript ADD COLUMN tokens_out INTEGER;
+    ALTER TABLE transcript ADD COLUMN cache_read INTEGER;
+    ALTER TABLE transcript ADD COLUMN cache_write INTEGER;
+    ALTER TABLE transcript ADD COLUMN cost_usd REAL;
+    ALTER TABLE transcript ADD COLUMN raw_line INTEGER;
+    CREATE TABLE warnings (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL, code TEXT, message TEXT,
+        count INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    INSERT INTO warnings SELECT session_id, seq, ts, json_extract(data, '$.code'), json_extract(data, '$.message'),
+        COALESCE(json_extract(data, '$.count'), 1) FROM events WHERE type = 'warning';
+    ALTER TABLE checkpoints ADD COLUMN scored_seq INTEGER;
+    UPDATE checkpoints SET scored_seq = (
+        SELECT e.seq FROM events e
+        WHERE e.session_id = checkpoints.session_id AND e.type = 'checkpoint_scored'
+          AND json_extract(e.data, '$.name') = checkpoints.name
+          AND COALESCE(json_extract(e.data, '$.official'), 0) = checkpoints.official
+        ORDER BY e.seq DESC LIMIT 1);
+    CREATE INDEX checkpoints_by_score ON checkpoints(session_id, scored_seq) WHERE scored_seq IS NOT NULL;
+    """,
+    # 13: the history matrix kept as a summary (onegc_tui/results/history_cells.py): its cells, each
+    # stored whole; which cell each session is in (over the whole home, and within its study); and
+    # the sessions whose outcome changed since (marked here, in SQL, as the ingest writes them: only
+    # their cells are computed again, by the next reader). Every stored session starts out marked.
+    """
+    CREATE TABLE history_cells (scope TEXT NOT NULL, key TEXT NOT NULL, task TEXT NOT NULL, cell TEXT NOT NULL,
+                                PRIMARY KEY (scope, key)) WITHOUT ROWID;
+    CREATE TABLE history_members (session_id TEXT PRIMARY KEY, home_key TEXT, study_key TEXT) WITHOUT ROWID;
+    CREATE INDEX history_members_home ON history_members(home_key);
+    CREATE INDEX history_members_study ON history_members(study_key);
+    CREATE TABLE history_dirty (session_id TEXT PRIMARY KEY) WITHOUT ROWID;
+    INSERT INTO history_dirty SELECT session_id FROM sessions;
+    CREATE TRIGGER history_dirty_insert AFTER INSERT ON sessions BEGIN
+        INSERT OR IGNORE INTO history_dirty VALUES (NEW.session_id);
+    END;
+    CREATE TRIGGER history_dirty_delete AFTER DELETE ON sessions BEGIN
+        INSERT OR IGNORE INTO history_dirty VALUES (OLD.session_id);
+    END;
+    -- what a session's cell reads (onegc_tui/store/queries.py OUTCOME_COLUMNS): while it runs only
+    -- who and what it is; once it has ended, its figures too (a heartbeat moves active_s, not a cell)
+    CREATE TRIGGER history_dirty_update AFTER UPDATE ON sessions WHEN
+        OLD.state IS NOT NEW.state OR OLD.task IS NOT NEW.task OR OLD.agent IS NOT NEW.agent
+        OR OLD.model IS NOT NEW.model OR OLD.study IS NOT NEW.study OR OLD.repeat IS NOT NEW.repeat
+        OR OLD.contract_hash IS NOT NEW.contract_hash OR OLD.contract IS NOT NEW.contract
+        OR OLD.disqualified IS NOT NEW.disqualified OR OLD.started_ts IS NOT NEW.started_ts
+        OR (NEW.state IN ('ended', 'failed') AND (
+            OLD.score IS NOT NEW.score OR OLD.end_reason IS NOT NEW.end_reason OR OLD.budget_s IS NOT NEW.budget_s
+            OR OLD.active_s IS NOT NEW.active_s OR OLD.scripts_launched IS NOT NEW.scripts_launched
+            OR OLD.first_checkpoint_s IS NOT NEW.first_checkpoint_s OR OLD.flagged IS NOT NEW.flagged
+            OR OLD.containment IS NOT NEW.containment OR OLD.val_gap_flag IS NOT NEW.val_gap_flag
+            OR OLD.contended IS NOT NEW.contended OR OLD.truncated IS NOT NEW.truncated
+            OR OLD.caps_reached IS NOT NEW.caps_reached))
+    BEGIN
+        INSERT OR IGNORE INTO history_dirty VALUES (NEW.session_id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

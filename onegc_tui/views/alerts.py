@@ -1,8 +1,8 @@
 """Which live events and states deserve a notification, and how a burst of them becomes a few.
 
 :class:`Alerts` turns ingested events and summary rows into :class:`Alert` records (a new best,
-a failed score, a blocked connection, an end, 10 % of the budget left, a stall and its end, a
-dead runner);
+a failed score, a blocked connection, a refused pause or resume, an end, 10 % of the budget
+left, a stall and its end, a dead runner);
 :class:`Coalescer` merges them into at most one :class:`Note` per kind every few seconds. Pure:
 the Textual app shows the notes, the tests drive both with a fixed clock.
 """
@@ -15,8 +15,9 @@ from typing import Literal
 
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import clock
+from onegc_tui.views.task_facts import metric_label, scored_split
 from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
-from runner.wire.events import Event
+from runner.wire.score_terms import best_name, score_name
 from runner.wire.summary import end_state
 from tasks import Direction, better
 
@@ -104,46 +105,63 @@ def merge(alerts: list[Alert], selected: str | None = None) -> Note:
 class Alerts:
     """Which live events and states deserve a notification, each at most once.
 
-    ``feed`` sees every new event once, as the store has it (whoever ingested it: the live feed
-    reads them from SQLite, onegc_tui/views/live_feed.py); ``check`` runs on a clock over the summary rows for
-    what no single event says: 10 % of the budget left, a runner that died.
+    :meth:`scored`, :meth:`warned`, :meth:`refused` and :meth:`ended` see each new score, warning,
+    refused control and end once, as
+    the store has them (whoever ingested them: the live feed reads the store's rows,
+    onegc_tui/views/live_feed.py); :meth:`check` runs on a clock over the summary rows for what no
+    single event says: 10 % of the budget left, a runner that died.
 
     "Stalled" is the runner's word, never the monitor's guess: the runner warns after
     runner.wire.defaults.STALL_S without a model response while no tool runs, and says when that
     ends (runner/session/stall.py); the monitor shows both."""
 
-    def __init__(self, direction: Callable[[str], Direction] = lambda sid: "higher"):
+    def __init__(self, direction: Callable[[str], Direction] = lambda sid: "higher",
+                 task: Callable[[str], str | None] = lambda sid: None):
         self.direction = direction  # sid -> the direction of the session's task
+        self.task = task  # sid -> its task: each score says its role, split and measure (docs/numbers.md)
         self.best: dict[str, float] = {}  # best live score per session: only a new best is news
         self.low_sent: set[str] = set()
         self.states: dict[str, str | None] = {}
 
-    def feed(self, sid: str, e: Event) -> list[Alert]:
-        if e.type == "checkpoint_scored" and not e.official:
-            if e.error:
-                return [Alert(sid, f"{sid}: {e.name} failed scoring: {e.error}", "error", "score_failed")]
-            if e.value is not None:
-                old = self.best.get(sid)
-                if old is None or better(e.value, old, self.direction(sid)):
-                    self.best[sid] = e.value
-                    return [Alert(sid, f"{sid}: new best, {e.name} scored {e.value:.4f} {e.metric} at "
-                                       f"{clock(e.budget_elapsed_s)}", kind="new_best")]
-        elif e.type == "warning" and e.code == "network_blocked":
-            return [Alert(sid, f"{sid}: blocked network attempt: {e.message}", "warning", "network_blocked")]
-        elif e.type == "warning" and e.code in ("oom", "process_cap"):  # a cap of the session (runner/sandbox/caps.py)
-            return [Alert(sid, f"{sid}: {e.message}", "warning", e.code)]
-        elif e.type == "warning" and e.code == STALL_WARNING:
-            return [Alert(sid, f"{sid} stalled: {e.message}", "warning", "stalled")]
-        elif e.type == "warning" and e.code == STALL_CLEARED:
-            return [Alert(sid, f"{sid}: {e.message}", "information", "stall_cleared")]
-        elif e.type == "session_ended":
-            self.states[sid] = end_state(e.reason)
-            score = f"score {e.score:.4f}" if e.score is not None else "no score"
-            if self.states[sid] == "failed":
-                return [Alert(sid, f"{sid} FAILED ({e.reason.replace('_', ' ')}): {e.detail}", "error", "failed")]
-            return [Alert(sid, f"{sid}: {e.reason.replace('_', ' ')}, {score}",
-                          "information" if e.score is not None else "warning", "ended")]
+    def scored(self, sid: str, name: str, value: float | None, error: str | None, at_s: float | None) -> list[Alert]:
+        """A live score: a failed one, or a new best (named by its role, split and measure)."""
+        if error:
+            return [Alert(sid, f"{sid}: {name} failed scoring: {error}", "error", "score_failed")]
+        if value is not None:
+            old = self.best.get(sid)
+            if old is None or better(value, old, self.direction(sid)):
+                self.best[sid] = value
+                label = metric_label(self.task(sid))
+                return [Alert(sid, f"{sid}: new {best_name(label)} {value:.4f} · {name} at {clock(at_s or 0.0)}",
+                              kind="new_best")]
         return []
+
+    def warned(self, sid: str, code: str, message: str) -> list[Alert]:
+        """A warning of the runner's: the ones that deserve a notification."""
+        if code == "network_blocked":
+            return [Alert(sid, f"{sid}: blocked network attempt: {message}", "warning", "network_blocked")]
+        if code in ("oom", "process_cap"):  # a cap of the session (runner/sandbox/caps.py)
+            return [Alert(sid, f"{sid}: {message}", "warning", code)]
+        if code == STALL_WARNING:
+            return [Alert(sid, f"{sid} stalled: {message}", "warning", "stalled")]
+        if code == STALL_CLEARED:
+            return [Alert(sid, f"{sid}: {message}", "information", "stall_cleared")]
+        return []
+
+    def refused(self, sid: str, action: str, detail: str) -> list[Alert]:
+        """A control the runner refused: the person who asked must see it (not only a transcript line)."""
+        return [Alert(sid, f"{sid}: {action} refused: {detail or 'the runner said no'}", "warning", "control_refused")]
+
+    def ended(self, sid: str, reason: str, score: float | None, detail: str) -> list[Alert]:
+        """A session's own end (``session_ended``): its official score, named by its role, split and measure."""
+        self.states[sid] = end_state(reason)
+        task = self.task(sid)
+        official = score_name(metric_label(task), scored_split(task), "official")
+        result = f"{official} {score:.4f}" if score is not None else f"no {official}"
+        if self.states[sid] == "failed":
+            return [Alert(sid, f"{sid} FAILED ({reason.replace('_', ' ')}): {detail}", "error", "failed")]
+        return [Alert(sid, f"{sid}: {reason.replace('_', ' ')}, {result}",
+                      "information" if score is not None else "warning", "ended")]
 
     def check(self, rows: dict[str, dict], now: float) -> list[Alert]:
         out = []

@@ -9,8 +9,9 @@ feed collects, each display draws.
 A look (:meth:`LiveFeed.read`) costs a ``data_version`` read unless something was committed, and
 then reads only the sessions rows changed since the last look (over 10 000 finished sessions,
 reading every row each second was ~170 ms of the monitor's drawing thread). The alerts see each
-session's new events as the store holds them, whoever ingested them: every display on a home
-says the same, not only the one whose ingest happened to read the line. A session already there
+session's new scores, warnings and end in the store's typed rows, whoever ingested them: every
+display on a home says the same, not only the one whose ingest happened to read the line, and no
+event line is parsed again. A session already there
 at the first look is no news (its best is the one to beat).
 """
 
@@ -21,10 +22,7 @@ from dataclasses import dataclass, field
 from onegc_tui.store import Store
 from onegc_tui.store import queries as store_queries
 from onegc_tui.views.alerts import Alert, Alerts
-from runner.wire.events import parse_event
 from tasks import direction_of
-
-ALERT_READ_MAX = 5_000  # events of one session the alerts read per look (a backlog is read over a few)
 
 
 @dataclass
@@ -45,9 +43,11 @@ class LiveFeed:
     def __init__(self) -> None:
         self.rows: dict[str, dict] = {}  # every session's latest summary row
         self.running: set[str] = set()  # their countdowns move, the alerts watch them
-        self.alerts = Alerts(direction=lambda sid: direction_of(self.rows.get(sid, {}).get("task")))
+        self.alerts = Alerts(direction=lambda sid: direction_of(self.rows.get(sid, {}).get("task")),
+                             task=lambda sid: self.rows.get(sid, {}).get("task"))
         self._unchecked: set[str] = set()  # rows changed since the alerts' clock last looked
         self._alerted: dict[str, int] = {}  # per session, the seq up to which the alerts have read the store
+        self._end_seen: dict[str, float] = {}  # per session, the end (its ended_ts) the alerts have told
         self._opened = False  # the first look is done: a session seen later is new
         self._rev = 0  # the newest sessions-row revision read
         self._data_version = -1
@@ -89,29 +89,34 @@ class LiveFeed:
     def _first_sight(self, store: Store, sid: str, row: dict) -> None:
         if not self._opened:  # there at the first look: its past is no news
             self._alerted[sid] = row.get("last_seq") or 0
+            if row.get("ended_ts") is not None:
+                self._end_seen[sid] = row["ended_ts"]
             if row.get("best_live") is not None:
                 self.alerts.best[sid] = row["best_live"]
         self.alerts.states[sid] = row["state"]
 
     def _alerts_from_store(self, store: Store, sid: str, row: dict) -> list[Alert]:
-        """What the session's new events in the store say (a new best, a failed score, a blocked
-        connection, the end)."""
+        """What the session's new rows in the store say: a new best or a failed live score (its
+        checkpoints row), a blocked connection, a cap or a stall (its warnings), a refused pause
+        (its controls), its end (its summary row). Typed rows: no event line is read again."""
         after = self._alerted.get(sid, 0)
-        if (row.get("last_seq") or 0) <= after:
+        last = row.get("last_seq") or 0
+        if last <= after:
             return []
-        out: list[Alert] = []
-        rows = store_queries.events_for_alerts(store, sid, after, ALERT_READ_MAX)
-        for _seq, _ts, _type, data in rows:
-            if data is None:  # not an event the alerts read
-                continue
-            try:
-                event = parse_event(data)
-            except ValueError:  # the store holds what the ingest validated; a row it did not is no alert
-                continue
-            out += self.alerts.feed(sid, event)
-        if rows:
-            self._alerted[sid] = rows[-1][0]
+        events: list[tuple[int, list[Alert]]] = [
+            (seq, self.alerts.scored(sid, name, value, error, at_s))
+            for seq, name, value, error, at_s in store_queries.new_scores(store, sid, after)]
+        events += [(seq, self.alerts.warned(sid, code, message)) for seq, code, message in
+                   store_queries.new_warnings(store, sid, after)]
+        events += [(seq, self.alerts.refused(sid, action, detail)) for seq, action, detail in
+                   store_queries.new_refusals(store, sid, after)]
+        events.sort(key=lambda e: e[0])
+        out = [alert for _seq, alerts in events for alert in alerts]
+        if row.get("ended_ts") is not None and self._end_seen.get(sid) != row["ended_ts"]:
+            self._end_seen[sid] = row["ended_ts"]
+            out += self.alerts.ended(sid, row.get("end_reason") or "", row.get("score"), row.get("end_detail") or "")
+        self._alerted[sid] = last
         return out
 
 
-__all__ = ["ALERT_READ_MAX", "LiveFeed", "Look"]
+__all__ = ["LiveFeed", "Look"]

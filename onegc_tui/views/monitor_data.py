@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from onegc_tui.store import Store
 from onegc_tui.store import queries as sql
 from onegc_tui.views.anytime import ScorePoint, anytime_curve
+from onegc_tui.views.gpu_activity import tensor_active_s
 from onegc_tui.views.outcomes import MeasuredBaseline, SessionOutcome
 from onegc_tui.views.outcomes import measured_baselines as analysis_measured
+from onegc_tui.views.task_facts import scored_split as task_scored_split
 from onegc_tui.views.time_ledger import (
     BUSY_UTIL_PCT,
     Activity,
@@ -23,7 +25,7 @@ from onegc_tui.views.time_ledger import (
     activities_in_order,
     gpu_time_split,
 )
-from onegc_tui.views.timeline import BudgetAxis, Timeline
+from onegc_tui.views.timeline import Timeline, budget_axis
 from onegc_tui.views.transcript_view import (
     FILTER_KINDS,
     PANE_EVENT_TYPES,
@@ -33,7 +35,6 @@ from onegc_tui.views.transcript_view import (
     transcript_line,
 )
 from runner.integrity.selection_gap import BASELINE_STUDY
-from runner.wire.events import parse_event
 from tasks import UnknownTask, direction_of, get_task
 
 TIMELINE_LINES = 20_000  # transcript lines a detail/replay view keeps (the newest); SQLite has them all
@@ -51,24 +52,28 @@ def studies(store: Store) -> list[str]:
 
 def outcomes(store: Store, study: str | None = None, include_demo: bool = False) -> list[SessionOutcome]:
     """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
-    out = []
     tested = sql.scored_split_ranges(store)
-    for (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
-         scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
-         caps_reached, scored_split) in sql.outcome_rows(
-            store, study, include_demo):
-        ended = state in ("ended", "failed")
-        lo_hi = unofficial_range(tested.get(sid), task) if ended else None
-        out.append(SessionOutcome(
-            session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
-            score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
-            budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
-            first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
-            sealed=None if not containment else containment.startswith("bwrap"), network=network,
-            val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
-            truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split,
-            unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"]))
-    return out
+    return [outcome_of(row, tested.get(row[0])) for row in sql.outcome_rows(store, study, include_demo)]
+
+
+def outcome_of(row: tuple, tested: tuple[tuple[float, float] | None, tuple[float, float] | None] | None = None
+               ) -> SessionOutcome:
+    """One session of :data:`onegc_tui.store.queries.OUTCOME_COLUMNS`; ``tested``: its checkpoints'
+    scored-split ranges (:func:`onegc_tui.store.queries.scored_split_ranges`), for its unofficial test-best."""
+    (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
+     scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
+     caps_reached, scored_split) = row
+    ended = state in ("ended", "failed")
+    lo_hi = unofficial_range(tested, task) if ended else None
+    return SessionOutcome(
+        session_id=sid, study=st, agent=agent or "?", model=model, task=task or "?", repeat=repeat or 1,
+        score=score, end_reason=(end_reason or "harness_error") if ended else None, contract_hash=chash,
+        budget_s=budget_s or 0.0, active_s=active_s, started_at=started, scripts_launched=scripts,
+        first_checkpoint_s=first, label=study_label(sid, st), disqualified=disqualified, flagged=flagged or 0,
+        sealed=None if not containment else containment.startswith("bwrap"), network=network,
+        val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
+        truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split,
+        unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"])
 
 
 def demo_sessions(store: Store, study: str | None = None) -> int:
@@ -130,28 +135,25 @@ def pane_entries(store: Store, sid: str, mode: str = "all", search: str = "", li
     Transcript steps come from the transcript table (search through its full-text index); the
     harness's own notable events (warnings, scores, controls) from the events table, filtered alike."""
     words = search_words(search)
+    row = store.session(sid) or {}
+    split = task_scored_split(row.get("task"))  # the end's official score names it
+    official = row.get("best_checkpoint")  # once ended: each re-evaluation is official or unofficial
     if mode == "all" and not words:
-        events = (parse_event(data) for data in sql.event_data(store, sid, PANE_EVENT_TYPES, limit))
-        return [(e.seq, line) for e in events if (line := event_line(e))]
+        return [(e.seq, line) for e in sql.events(store, sid, PANE_EVENT_TYPES, limit)
+                if (line := event_line(e, split, official))]
     kinds = list(FILTER_KINDS.get(mode, ())) if mode != "all" else None
     rows = sql.transcript_rows(store, sid, words, kinds, mode == "errors", limit)
     lines = [(seq, transcript_line(ts, role, kind, tool, text or "", code)) for seq, ts, role, kind, tool, text, code in rows]
     if mode in ("all", "errors"):  # the harness's events pass the same filter
         harness = [t for t in PANE_EVENT_TYPES if t != "transcript"]
-        for data in sql.event_data(store, sid, harness, limit):
-            e = parse_event(data)
-            if event_matches(e, mode, words) and (line := event_line(e)):
+        for e in sql.events(store, sid, harness, limit):
+            if event_matches(e, mode, words) and (line := event_line(e, split, official)):
                 lines.append((e.seq, line))
     lines.sort()
     return lines[-limit:]
 
 
 # ----------------------------------------------------------------------------- one session's timeline
-
-
-def budget_axis(store: Store, sid: str, row: dict) -> BudgetAxis:
-    start = [(row["started_ts"], 0.0)] if row.get("started_ts") else []
-    return BudgetAxis(start + sql.budget_anchors(store, sid))
 
 
 def timeline(store: Store, sid: str, analytics: bool = True, now: float | None = None) -> Timeline | None:
@@ -172,9 +174,8 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     gpu_rows = sql.gpu_series(store, sid)
     gpu = tuple((clock_.at(ts), util) for ts, util, _ in gpu_rows)
     lines = []
-    for data in sql.event_data(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
-        e = parse_event(data)
-        if line := event_line(e):
+    for e in sql.events(store, sid, PANE_EVENT_TYPES, TIMELINE_LINES):
+        if line := event_line(e, task_scored_split(row.get("task")), row.get("best_checkpoint")):
             lines.append((clock_.at(e.ts), line))
     if row.get("state") in ("ended", "failed"):
         end_s = row.get("active_s") or (clock_.anchors[-1][1] if clock_.anchors else 0.0)
@@ -183,15 +184,18 @@ def timeline(store: Store, sid: str, analytics: bool = True, now: float | None =
     end_s = min(end_s, budget_s + (row.get("grace_s") or 0.0))
     points = [ScorePoint(sid, t, v) for t, v, _, official in ckpts if not official]
     curve = anytime_curve(points, budget_s, direction, sid) if budget_s > 0 else None
+    gpm = [(ts, g, tensor) for ts, g, _, tensor, _ in sql.gpm_series(store, sid) if tensor is not None]
+    tensor = tensor_active_s(gpm, clock_, budget_s) / budget_s if gpm and budget_s > 0 else None
     split: GpuSplit | None = None
     acts: tuple[Activity, ...] = ()
     if analytics:
         # streamed in the order of seq (the runner's clock, by one writer): a flooded record is read once
-        events = (parse_event(d) for d in sql.stream_event_data(store, sid, ACTIVITY_TYPES))
+        events = sql.stream_events(store, sid, ACTIVITY_TYPES)
         end_ts = None if row.get("ended_ts") else now
         acts = tuple(activities_in_order(events, end_ts=end_ts))
         window = (row["started_ts"], row.get("ended_ts") or now) if row.get("started_ts") else None
         split = gpu_time_split([UtilSample(ts, util, g or 0) for ts, util, g in gpu_rows], acts, window=window)
     return Timeline(row=row, budget_s=budget_s, direction=direction, metric=metric, checkpoints=ckpts, gpu=gpu,
                     lines=tuple(lines), end_s=end_s, curve=curve, split=split,
-                    first_checkpoint_s=min((t for t, *_ in ckpts), default=None), activities=acts)
+                    first_checkpoint_s=min((t for t, *_ in ckpts), default=None), activities=acts,
+                    tensor_share=tensor)

@@ -37,20 +37,20 @@ class ColumnSpec:
 
 
 MARK = ColumnSpec("mark", "", 1, None)
-SESSION = ColumnSpec("session", "Session", 30, "session")
+SESSION = ColumnSpec("session", "Session", 20, "session")  # the width the further columns leave it at least
 SESSION_MIN = 14  # below this an id is unreadable even cut in the middle
 SESSION_MAX = 64
 # in priority order: the first ones are always shown, the rest while they fit (see the docstring)
 COLUMNS: tuple[ColumnSpec, ...] = (
     MARK,
     ColumnSpec("state", "State", 7, "state"),
-    ColumnSpec("left", "Budget left", 16, "left"),
+    ColumnSpec("left", "Budget left", 14, "left"),  # "▉▉▉▉▉▉▉· 42m"; an end: "exhausted", "harness error"
     ColumnSpec("best", "Best val", 8, "best", descending=True),  # the best live val score (docs/numbers.md)
     # the result, with its split: "0.3792 test" (or "0.9933 val sealed": SEALED_OFFICIAL_WIDTH)
     ColumnSpec("official", "Official", 11, "official", descending=True),
     SESSION,
     ColumnSpec("task", "Task", 4, "task"),
-    ColumnSpec("agent", "Agent", 12, "agent"),
+    ColumnSpec("agent", "Agent", 11, "agent"),  # "claude-code": at 100 columns beside the task and GPU
     ColumnSpec("gpu", "GPU", 4, "gpu", descending=True),
     ColumnSpec("model", "Model", 18, "model"),
     ColumnSpec("started", "Started", 11, "started", descending=True),
@@ -194,6 +194,7 @@ def conditions_note(row: dict, record: bool = True) -> str | None:
 
 
 TRUNCATED_MARK = "✂"
+CONTENDED_MARK = "§"  # runner/session/contention.py: it ran contended (history's cells count these: §n)
 
 
 def truncation_note(row: dict) -> str | None:
@@ -206,10 +207,13 @@ def truncation_note(row: dict) -> str | None:
             "left out past the session's caps")
 
 
+LEFT_ENDS = {"budget_exhausted": "exhausted"}  # an end reason as the Budget left column words it
+
+
 def left_cell(row: dict, now: float | None = None) -> str:
     """The "left" column of a summary row: the budget left (a bar and the time), or why it ended."""
-    if row.get("state") in ("ended", "failed"):
-        return (row.get("end_reason") or "").replace("_", " ")
+    if row.get("state") in ("ended", "failed"):  # under "Budget left", budget_exhausted is "exhausted"
+        return LEFT_ENDS.get(row.get("end_reason") or "", (row.get("end_reason") or "").replace("_", " "))
     countdown = Countdown.of_row(row)
     return f"{bar(countdown.fraction_left(now), 8)} {clock(countdown.remaining_now(now), coarse=True)}"
 

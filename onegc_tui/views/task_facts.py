@@ -31,6 +31,7 @@ class TaskFacts:
     higher_is_better: bool
     budget_minutes: float
     baseline_score: float | None
+    cpu_ok: bool = False  # the demo task: its data is made offline at its first run (no 'onegc prepare')
 
 
 def cache_dir() -> Path:
@@ -46,9 +47,11 @@ def _tasks_dir() -> Path:
 
 
 def registry_key(root: Path | None = None) -> str:
-    """A hash of what the registry's answer depends on: its code and each task folder's ``task.toml``."""
+    """A hash of what the registry's answer depends on: its code, each task folder's ``task.toml``
+    and the facts kept (a field added here is read anew, not missing from an older file)."""
     root = root or _tasks_dir()
     h = hashlib.sha256((root / "__init__.py").read_bytes())
+    h.update(",".join(TaskFacts.__dataclass_fields__).encode())
     for folder in sorted(root.iterdir()):  # as tasks.all_tasks() walks them
         toml = folder / "task.toml"
         if toml.is_file():
@@ -67,7 +70,7 @@ def task_facts() -> dict[str, TaskFacts]:
     from tasks import all_tasks
 
     facts = {spec.id: TaskFacts(spec.id, spec.short, spec.title, spec.metric_label, spec.scored_split, spec.higher_is_better,
-                                spec.budget_minutes, spec.baseline_score) for spec in all_tasks().values()}
+                                spec.budget_minutes, spec.baseline_score, spec.cpu_ok) for spec in all_tasks().values()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")

@@ -367,7 +367,7 @@ def time_ledger(session_id: str, window: tuple[float, float], activities: Iterab
 
 def calls_a_model(agent: str | None) -> bool:
     """The agent calls a model API (the real agent CLIs); ``command`` and ``scripted`` do not."""
-    from runner.wire.defaults import REAL_AGENTS
+    from runner.wire.agents import REAL_AGENTS
 
     return agent is None or agent in REAL_AGENTS  # an unknown (older) agent: as before
 

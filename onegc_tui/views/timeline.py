@@ -12,6 +12,8 @@ import bisect
 import time
 from dataclasses import dataclass, field
 
+from onegc_tui.store import Store
+from onegc_tui.store import queries as sql
 from onegc_tui.views.anytime import AnytimeCurve
 from onegc_tui.views.time_ledger import Activity, GpuSplit, TimeLedger, calls_a_model, time_ledger
 from tasks import Direction
@@ -39,6 +41,12 @@ class BudgetAxis:
 
 
 
+def budget_axis(store: Store, sid: str, row: dict) -> BudgetAxis:
+    """A session's budget axis, from its start and the store's heartbeats and end."""
+    start = [(row["started_ts"], 0.0)] if row.get("started_ts") else []
+    return BudgetAxis(start + sql.budget_anchors(store, sid))
+
+
 @dataclass(frozen=True)
 class Timeline:
     """One session on its budget-time axis (seconds of active budget) for the detail and replay views."""
@@ -55,6 +63,7 @@ class Timeline:
     split: GpuSplit | None = None
     first_checkpoint_s: float | None = None
     activities: tuple[Activity, ...] = field(default=())
+    tensor_share: float | None = None  # the share of the budget its tensor cores were active (GPM; None: no figures)
 
     @property
     def session_id(self) -> str:

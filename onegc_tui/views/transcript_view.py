@@ -150,9 +150,12 @@ def ended_words(reason: str, score: float | None, detail: str, task: str | None 
 PANE_EVENT_TYPES = ("transcript", "warning", "checkpoint_scored", "control", "process", "session_ended", "truncated")
 
 
-def event_line(event: Event) -> str | None:
+def event_line(event: Event, split: str | None = None, official: str | None = None) -> str | None:
     """A transcript-pane line for an event: transcript steps, and the harness's notable events in
-    the words ``--plain`` prints (:func:`event_words`) behind their mark."""
+    the words ``--plain`` prints (:func:`event_words`) behind their mark. ``split``: the session's
+    scored split, which its end's official score names (``official test 0.3818``); ``official``:
+    its official checkpoint once it has ended, which makes each re-evaluation official or
+    unofficial (before the end they are "re-evaluated": candidates, docs/numbers.md)."""
     if event.type == "transcript":
         if event.kind in ("usage", "progress"):  # a heartbeat updates its one stored row; it adds no line
             return None
@@ -160,10 +163,12 @@ def event_line(event: Event) -> str | None:
     stamp, mark = time.strftime("%H:%M:%S", time.localtime(event.ts)), EVENT_MARKS.get(event.type)
     if event.type == "checkpoint_scored" and event.value is not None:
         # the figure first, with its split and role: a narrow pane cuts the name (docs/numbers.md)
-        role = "re-evaluated" if event.official else "live"
+        role = ("live" if not event.official else "re-evaluated" if official is None
+                else "official" if event.name == official else "unofficial")
         return f"{stamp} {mark} {role} {event.split} {fmt_score(event.value)} · {event.name}"
     if event.type == "session_ended":
-        result = f"official {fmt_score(event.score)}" if event.score is not None else "no valid score"
+        official = f"official {split}" if split else "official"
+        result = f"{official} {fmt_score(event.score)}" if event.score is not None else "no valid score"
         return f"{stamp} {mark} session ended: {event.reason}, {result} ({event.detail})"
     said = event_words(event) if mark else None
     return None if said is None else f"{stamp} {mark} {said.words}"

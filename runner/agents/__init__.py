@@ -1,4 +1,5 @@
-"""The agent dispatch table: a new agent CLI is one entry here plus its adapter module."""
+"""The agent dispatch table, derived from the agents' entries (runner/wire/agents.py): a new agent
+CLI is one entry there plus its adapter module (docs/architecture.md, "How to add an agent adapter")."""
 
 from __future__ import annotations
 
@@ -7,17 +8,12 @@ import importlib
 from runner.agents.base import AgentAdapter, LaunchContext
 from runner.agents.item import TranscriptItem, raw_item
 from runner.errors import OnegcError
+from runner.wire.agents import AGENTS
 
 __all__ = ["ADAPTERS", "AgentAdapter", "LaunchContext", "TranscriptItem", "UnknownAgent", "get_adapter", "raw_item"]
 
 # name -> "module:Class"; imported on use so a broken optional adapter cannot break the others.
-ADAPTERS: dict[str, str] = {
-    "scripted": "runner.agents.scripted:ScriptedAdapter",
-    "command": "runner.agents.command:CommandAdapter",
-    "claude-code": "runner.agents.claude_code:ClaudeCodeAdapter",
-    "codex": "runner.agents.codex:CodexAdapter",
-    "opencode": "runner.agents.opencode:OpenCodeAdapter",
-}
+ADAPTERS: dict[str, str] = {a.name: a.adapter for a in AGENTS}
 
 
 class UnknownAgent(OnegcError, LookupError):

@@ -2,7 +2,7 @@
 --include-partial-messages``.
 
 What :meth:`ClaudeCodeAdapter.parse` makes of each stdout line (fixtures: the 2.1.332 ones in
-``tests/agents/fixtures/``, and the 2.1.197 ones, ``claude-*.jsonl`` of ``shared/fixtures/transcripts``,
+``tests/runner/agents/fixtures/``, and the 2.1.197 ones, ``claude-*.jsonl`` of ``shared/fixtures/transcripts``,
 where that folder is beside the repo):
 
 - ``system/init`` -> a system text (model, CLI version); ``system/api_retry`` -> an error item

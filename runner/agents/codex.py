@@ -1,6 +1,6 @@
 """Codex CLI in headless mode: ``codex exec --json ... PROMPT``.
 
-What :meth:`CodexAdapter.parse` makes of each stdout line (fixtures in ``tests/agents/fixtures/``,
+What :meth:`CodexAdapter.parse` makes of each stdout line (fixtures in ``tests/runner/agents/fixtures/``,
 and ``codex-*.jsonl`` of ``shared/fixtures/transcripts`` where that folder is beside the repo):
 
 - ``thread.started`` -> a system text with the thread id; ``turn.started`` -> nothing.

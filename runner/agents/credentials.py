@@ -15,38 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.wire.agents import AGENTS, BY_NAME, Credentials, provider_of
 
-@dataclass(frozen=True)
-class AgentCredentials:
-    keys: tuple[str, ...]  # any one of these authenticates the CLI
-    base_urls: tuple[str, ...] = ()  # a custom model endpoint (optional)
-    note: str = ""
-
-
-CREDENTIALS: dict[str, AgentCredentials] = {
-    "claude-code": AgentCredentials(
-        keys=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
-        base_urls=("ANTHROPIC_BASE_URL",),
-        note="a subscription login does not carry over (fresh HOME): use 'claude setup-token' -> CLAUDE_CODE_OAUTH_TOKEN",
-    ),
-    "codex": AgentCredentials(
-        keys=("OPENAI_API_KEY", "CODEX_API_KEY"),
-        base_urls=("OPENAI_BASE_URL",),
-        note="OPENAI_BASE_URL must serve the Responses API (/v1/responses)",
-    ),
-    "opencode": AgentCredentials(
-        keys=("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"),
-        base_urls=("OPENAI_BASE_URL",),
-        note="OPENAI_BASE_URL must serve Chat Completions (/v1/chat/completions)",
-    ),
-}
-
-# OpenCode's key depends on the provider part of --model PROVIDER/MODEL.
-OPENCODE_PROVIDER_KEYS = {
-    "openrouter": "OPENROUTER_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-}
+# from the agents' entries (runner/wire/agents.py)
+CREDENTIALS: dict[str, Credentials] = {a.name: a.credentials for a in AGENTS if a.credentials is not None}
 
 ALL_CREDENTIAL_VARS: frozenset[str] = frozenset(
     name for creds in CREDENTIALS.values() for name in creds.keys + creds.base_urls
@@ -102,12 +74,12 @@ def credential_report(
     creds = CREDENTIALS[agent]
     needed = creds.keys
     url_var = next((n for n in creds.base_urls if _set(environ, n)), None)
-    if agent == "opencode":
-        provider = model.split("/", 1)[0] if model and "/" in model else None
+    if BY_NAME[agent].providers:  # the key of the provider --model PROVIDER/MODEL names, or the base URL's
+        provider = provider_of(agent, model)
         if url_var:
             needed = ("OPENAI_API_KEY",)
-        elif provider in OPENCODE_PROVIDER_KEYS:
-            needed = (OPENCODE_PROVIDER_KEYS[provider],)
+        elif provider is not None:
+            needed = (provider.key,)
     present = tuple(n for n in creds.keys + creds.base_urls if _set(environ, n))
     return CredentialReport(agent=agent, present=present, needed=needed, base_url=url_var)
 

@@ -1,7 +1,7 @@
 """Find the agent CLIs: the project-local install first (``make agents`` -> ``.agents/``), then PATH.
 
 The project prefix wins over PATH because ``make agents`` pins the CLI versions the transcript
-parsers were checked against (``tests/agents/fixtures/``); a global install may be newer.
+parsers were checked against (``tests/runner/agents/fixtures/``); a global install may be newer.
 Prefixes searched, in order: ``$ONEGC_AGENTS_PREFIX``, ``$ONEGC_HOME/.agents`` (default: the
 current directory) and the ``.agents`` folder of this checkout. :func:`cli_status` is what
 ``onegc doctor`` prints for each agent.
@@ -15,17 +15,16 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.wire.agents import AGENTS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PREFIX_NAME = ".agents"
 BIN_SUBDIR = Path("node_modules") / ".bin"
 VERSION_TIMEOUT_S = 20  # a first run of a Node CLI can be slow on a cold disk
 
-# agent name -> (executable, npm package); `make agents` installs these into .agents/
-CLIS: dict[str, tuple[str, str]] = {
-    "claude-code": ("claude", "@anthropic-ai/claude-code"),
-    "codex": ("codex", "@openai/codex"),
-    "opencode": ("opencode", "opencode-ai"),
-}
+# agent name -> (executable, npm package), from the agents' entries (runner/wire/agents.py);
+# `make agents` installs these into .agents/
+CLIS: dict[str, tuple[str, str]] = {a.name: (a.cli.executable, a.cli.package) for a in AGENTS if a.cli is not None}
 INSTALL_HINT = "run 'make agents' (project-local, pinned versions) or 'npm install -g {package}'"
 
 

@@ -10,7 +10,7 @@ asks the session's model for a title, a request whose usage it reports nowhere.
 
 What :meth:`OpenCodeAdapter.parse` makes of each stdout line (fixtures: ``opencode-*.jsonl`` of
 ``shared/fixtures/transcripts`` where that folder is beside the repo; the pinned CLI's log in
-``tests/agents/fixtures/``):
+``tests/runner/agents/fixtures/``):
 
 - ``step_start`` -> nothing; ``text`` -> text; ``reasoning`` -> thinking.
 - ``tool_use`` -> tool_call (``$ cmd`` for bash) and tool_result with the exit code from

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 
 from runner.errors import OnegcError
-from runner.wire.defaults import REAL_AGENTS
+from runner.wire.agents import REAL_AGENTS
 
 
 class AgentNotReady(OnegcError):

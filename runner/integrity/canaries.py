@@ -6,8 +6,9 @@ transcript, the agent's environment or argv) splits the task's items
 sessions holds back real items: the items are the scored split's own rows (T1: its 256-character
 chunks), the agent's copy of the split is the canaries (the rows it was given, unchanged, in
 order) and the twins are the rows held back from it, never shown anywhere. The sealed scorer
-shows every item to a checkpoint (the probe; the items are the official pass's own rows,
-``Items.where``) and compares the model's losses: a model trained on the split (alone, in a final
+judges every item on the official pass's own predictions (the items are the split's rows, in
+order: ``Kind.in_split``; synthetic items, where a bench still draws them, are mixed among the
+split's rows in a secret order: runner/integrity/passes.py) and compares the model's losses: a model trained on the split (alone, in a final
 train+val fit, in a fine-tune) or carrying its targets (a lookup, a buffer) fits the rows it was
 given better than those held back. The official metric is computed on the pristine split, all
 of it, as without canaries. Nothing in the copy tells a canary from data (V8): every row in it is
@@ -50,7 +51,7 @@ from runner.wire.verdicts import Verdict
 from tasks import TaskSpec
 
 KEY_FILE = "canaries.key"  # runs/<id>/: outside the sandbox, mode 0600
-CANARY_SPLIT = "canaries"  # the probe's folder among the scorer's inputs
+PASSES_KEY_FILE = "passes.key"  # the order of the scorer's passes and T1's twins (runner/integrity/passes.py)
 P_STRONG = 1e-4  # disqualifies: an honest checkpoint reaches it with probability <= 1e-4
 P_LOOK = 1e-3  # asks for a look
 PERMUTATIONS = 50_000  # random subsets for continuous losses: p resolves down to 2e-5, below P_STRONG
@@ -65,10 +66,10 @@ def kind_for(task: str) -> Kind | None:
 
 
 # --------------------------------------------------------------------------- the secret
-def new_key(folder: Path) -> str:
-    """A fresh secret in ``folder/canaries.key`` (0600, never overwritten)."""
+def new_key(folder: Path, name: str = KEY_FILE) -> str:
+    """A fresh secret in ``folder/<name>`` (0600, never overwritten)."""
     key = secrets.token_hex(32)
-    fd = os.open(folder / KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, key.encode() + b"\n")
     finally:
@@ -76,9 +77,9 @@ def new_key(folder: Path) -> str:
     return key
 
 
-def read_key(folder: Path) -> str | None:
+def read_key(folder: Path, name: str = KEY_FILE) -> str | None:
     try:
-        key = (folder / KEY_FILE).read_text().strip()
+        key = (folder / name).read_text().strip()
     except (OSError, UnicodeDecodeError):
         return None
     return key if len(key) == 64 and all(c in "0123456789abcdef" for c in key) else None
@@ -115,13 +116,6 @@ def plant(kind: Kind, key: str, data: Path, dest: Path) -> None:
     """Write the canaried copy of ``kind.files()`` from the pristine ``data`` into ``dest``."""
     d = draw(kind, key, data)
     kind.plant(_rng(key, kind.task, "plant"), d.canaries(), data, dest)
-
-
-def write_probe(kind: Kind, key: str, data: Path, dest: Path) -> None:
-    """The probe's inputs (every item, canary or twin alike) as ``dest/<name>.npy``."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name, arr in kind.probe(draw(kind, key, data).items).items():
-        np.save(dest / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
 
 
 # --------------------------------------------------------------------------- the evidence
@@ -225,7 +219,7 @@ def shift_reference(spec: TaskSpec, kind: Kind | None = None) -> float:
     """The metric at which the canaries move the agent's figure most that a session can expect:
     for a kind that holds back real items (whose spread grows as the metric falls), the task's
     baseline score; else a perfect accuracy, or the paper's best score where lower is better."""
-    if kind is not None and kind.held_back and spec.baseline_score:
+    if kind is not None and kind.in_split and spec.baseline_score:
         return spec.baseline_score
     if spec.direction == "higher":
         return 1.0
@@ -238,16 +232,16 @@ def contract(spec: TaskSpec, on: bool) -> dict | None:
     session of a task (never the key or the draw), so only the choice splits the history.
     ``agent_figure_shift``: how far, relative, the canaries move the agent's own ``evaluate``
     figure on its copy for a model at :func:`shift_reference`: for a kind that holds back real
-    items (``held_back``: every kind in sessions), by nothing in expectation, and this is the
-    spread (one standard deviation) of its figure around the official value; ``held_back`` says
-    which (tests/runner/integrity/test_canaries.py measures both)."""
+    items (``held_back``, the kind's ``in_split``: every kind in sessions), by nothing in
+    expectation, and this is the spread (one standard deviation) of its figure around the
+    official value; ``held_back`` says which (tests/runner/integrity/test_canaries.py measures both)."""
     kind = kind_for(spec.id)
     if kind is None:
         return None
     if not on:
         return {"on": False}
     return {"on": True, "split": kind.split, "canaries": kind.canaries, "twins": kind.twins,
-            "held_back": kind.held_back, "files": list(kind.files()),
+            "held_back": kind.in_split, "files": list(kind.files()),
             "agent_figure_shift": round(kind.shift_bound(shift_reference(spec, kind)), 5),
             "p_strong": P_STRONG, "p_look": P_LOOK}
 
@@ -258,12 +252,16 @@ def session_judge(task: str, scored_split: str, folder: Path, data: Path, on: bo
     kind = kind_for(task)
     if kind is None or not on:
         return None
-    key = read_key(folder) or new_key(folder)
-    return CanaryJudge(kind, key, data, scored_split)
+    return CanaryJudge(kind, session_secret(folder, KEY_FILE), data, scored_split)
+
+
+def session_secret(folder: Path, name: str) -> str:
+    """The session's secret ``name`` in ``folder`` (the session's, outside the sandbox), made the first time."""
+    return read_key(folder, name) or new_key(folder, name)
 
 
 class CanaryJudge:
-    """The session's canaries on the trusted side of the scorer: the probe's inputs, and the
+    """The session's canaries on the trusted side of the scorer: their items, and the
     evidence from a checkpoint's predictions on them."""
 
     def __init__(self, kind: Kind, key: str, data: Path, scored_split: str):
@@ -271,16 +269,20 @@ class CanaryJudge:
         self.key = key
         self.data = data
         self.scored = kind.split == scored_split
-        self._draw: Draw | None = None
+        self._draw: Draw | None = None  # set with its calibration, both or neither
+        self._drawn: Draw | None = None
         self._calibrate: Calibrated | None = None
 
-    def write_probe(self, dest: Path) -> None:
-        write_probe(self.kind, self.key, self.data, dest)
+    def draw(self) -> Draw:
+        """The session's items (drawn once, from the key)."""
+        if self._drawn is None:
+            self._drawn = draw(self.kind, self.key, self.data)
+        return self._drawn
 
     def judge(self, predictions: np.ndarray) -> tuple[Evidence, Verdict | None]:
         """The evidence and its verdict (None: clean). A prediction array of the wrong size raises."""
         if self._draw is None:  # both or neither: a calibration that failed is built again, never skipped
-            d = draw(self.kind, self.key, self.data)
+            d = self.draw()
             self._calibrate = self.kind.calibration(d.items, self.data)
             self._draw = d
         ev = judge_draw(self._draw, predictions, self._calibrate)

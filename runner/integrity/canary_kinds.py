@@ -69,7 +69,10 @@ class Kind:
     canaries = 0  # planted per session
     twins = 0  # held back, never shown
     in_sessions = True  # False: measured by benchmarks/canary_power.py, never planted (see the kind)
-    held_back = False  # True: the items are the split's own, a secret share held back (:class:`HeldBack`)
+    # True: the items are the split's own rows, in order, a secret share of them held back from the
+    # agent's copy (:class:`HeldBack`: every kind planted in sessions): judged on the split's own
+    # predictions; False: their rows are mixed among the split's in its pass (runner/integrity/passes.py)
+    in_split = False
     scores = False  # True: the probe asks for the model's scores behind its predictions (worker.predict_scores)
 
     def counts(self, data: Path) -> tuple[int, int]:
@@ -176,7 +179,7 @@ class HeldBack(Kind):
     (:meth:`shift_bound`). The official value is computed on the whole pristine split, as without
     canaries, and its predictions on the items are the probe's (``Items.where``)."""
 
-    held_back = True
+    in_split = True
     held_share = 0.1
     unit = "rows"
 
@@ -354,7 +357,7 @@ class HeldChunks(HeldBack):
     nine tenths of val: unbiased, its spread measured (``spread``)."""
 
     task = "t1_shakespeare"
-    unit = "chunks"
+    unit = "chunks"  # chunk k is val's evaluation window k
     chunk = 256  # the task's evaluation window
     canaries, twins = 391, 44  # T1's val: 111 540 characters, 435 chunks (counts() reads the data)
     spread = 0.004  # the agent's figure on its copy against the pristine bpb: largest measured 0.385 % (two runs of 60 models)

@@ -1,304 +1,170 @@
-"""Causal, isolated evaluation (INTEGRITY.md V3, V4): a prediction may not depend on what it predicts.
+"""Causal evaluation of sequences (INTEGRITY.md V3, V7): a prediction may not depend on what it predicts.
 
-On T1 a window's inputs hold its own later characters (the targets of its earlier positions); on
-T6 one window's look-back holds the horizon of every window of the 432 before it. The official
-evaluation feeds them as the task's ``predict`` does (unchanged: an honest model's metric is bit
-for bit what it was), and this module checks the model beside it, in fresh children of the sealed
-worker that never hold the real inputs (runner/scoring/worker.py, ``probe_inputs``):
+On T1 a window's inputs hold its own later characters (the targets of its earlier positions). The
+probe rides inside the official evaluation (runner/integrity/passes.py): every window has a twin
+that shares its first ``cut`` characters, secret, and goes on with other text; the two are shown in
+different passes, never together, each pass looking like every other. Before the cut a causal model
+predicts the twin exactly as the window; a model that reads ahead cannot, at ``cut - 1`` at least,
+and it cannot know where that is: the twin is in another child. (T6's windows hold each other's
+horizons; there the scorer rules reading across out by construction, streaming the rows in time
+order: onegc_kit.RowStream. T1's windows are spread over the passes so that no window shares one with
+another whose inputs hold its targets: reading across windows is ruled out by construction too.)
 
-- **reads ahead** (sequences, T1): every window is fed again with its characters from a random
-  cut on replaced by real text from elsewhere (the train split, so no probed window's future is
-  anywhere in the probe). Every position before the cut must predict as it did officially.
-- **reads across examples** (T6's windows): sampled windows are fed again as the last window of
-  a short series that ends with their look-back, so no input holds their horizon; the windows of
-  one child are far enough apart that none holds another's, and no later window is shown before an
-  earlier one was predicted. Their forecasts must be as they were officially.
+How it is decided (:func:`judge`), on log-probabilities, position by position:
 
-The official re-evaluation probes the scored split; live scoring probes where validation is the
-scored split (T1), so that no view shows a reader's score even before the session ends.
-
-A prediction "moved" when its squared distance to the official one (log-probabilities on T1,
-forecasts on T6) exceeds both a numerical floor (:data:`REL_TOL` of the predictions' scale: what a
-different batch shape or kernel changes) and :data:`NOISE_FACTOR` times the largest distance
-between two runs of the same probe in two children (dropout left on, GPU non-determinism). The
-repeat runs only when some prediction is past the floor, so a deterministic honest model costs
-one probe. Any prediction that moved is that checkpoint's error with a disqualifying verdict
-(``reads_ahead`` / ``reads_across``: never the official result); a probe that could not run (too
-slow for the scorer's time limit, a crash on the probe's inputs) is an error too, with the verdict
-``causality_unchecked`` (a look), never a silent pass. The thresholds come from benchmarks/causal_power.py.
+- A position *moved* when its squared distance to the same position of the other row exceeds the
+  numerical floor: :data:`REL_TOL` of the predictions' scale, a trusted constant measured on honest
+  models (benchmarks/causal_power.py), never anything the model's own predictions set.
+- **Nondeterministic**: the copies' pass shows rows already shown elsewhere. If any copy moved from
+  its original, the model's predictions differ between two identical inputs: that is a verdict of
+  its own (``nondeterministic``, a look), not a wider threshold.
+- **Reads ahead** (disqualifies): a deterministic model with any position before a cut moved. A
+  nondeterministic one is held to an exact comparison instead: each twin's largest distance over the
+  :data:`LAST` positions before its cut against the copies' over the same span before a cut drawn
+  the same way (a rank test; a causal model's twins and copies are exchangeable): p at most
+  :data:`P_STRONG` disqualifies, at most :data:`P_LOOK` asks for a look. Adding noise so buys nothing:
+  the copies carry the same noise.
+- A probe that could not be judged (the passes' predictions cannot be compared) is
+  ``causality_unchecked`` (a look), never a silent pass.
 
 Known limit: a model that carries the scored split itself (V2, a lookup or a buffer) can predict
-the same either way; that is the canaries' finding, not this one's. On T6 a sample of windows is
-probed (:data:`WINDOW_CALLS` children): a model that reads across on a fraction p of the windows
-escapes with probability about (1 - p) ** (number probed).
+the same either way; that is the canaries' finding, not this one's.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
+import hashlib
+import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from runner.integrity.checks import verdict
-from runner.wire.verdicts import Verdict
+from runner.wire.verdicts import Strength, Verdict
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from runner.integrity.passes import Assembled, Layout
+
 REL_TOL = 1e-3  # of the predictions' RMS per value; on CPU an honest model moves by 0 (benchmarks/causal_power.py)
-NOISE_FACTOR = 4.0  # moved: past this many times the largest run-to-run distance of the same probe
-WINDOW_CALLS = 8  # T6: children probing sampled windows, each a few windows far apart
-WINDOW_MATES = 7  # T6: real earlier windows fed with each probed one (its batch is never just itself)
-REPEAT_MATES = 3  # T6: the repeat feeds fewer, so the noise it measures includes a batch shape's
-FOREIGN_SPLIT = "train"  # where a probe's replacement text comes from: never a probed window's future
+LAST = 8  # positions before a cut the nondeterministic test looks at (a read of up to 8 ahead shows there)
+P_STRONG = 1e-4  # the rank test: disqualifies
+P_LOOK = 1e-3  # asks for a look
+FOREIGN_SPLIT = "train"  # where a twin's other text comes from: never a window's own future
+SEQUENCE_TASKS = frozenset({"t1_shakespeare"})  # whose windows hold their own later positions' targets
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the probe found: ``verdict`` (the model moved: it disqualifies), ``error`` (it could not
-    check), or neither (passed); ``detail`` says what was measured."""
+    """What the probe found: ``verdicts`` (reads ahead, nondeterministic), ``error`` (it could not be
+    judged) or neither (passed); ``detail`` says what was measured."""
 
-    verdict: Verdict | None = None
+    verdicts: tuple[Verdict, ...] = ()
     error: str | None = None
     detail: str = ""
-    units: int = 0  # predictions compared
-    worst: float = 0.0  # the largest squared distance of a probed prediction to its official one
+    units: int = 0  # positions compared before the cuts
+    worst: float = 0.0  # the largest squared distance of a twin's position to the window's
     floor: float = 0.0  # the numerical floor it was held to
-    noise: float | None = None  # the largest distance between two runs of the probe (None: not repeated)
+    noise: float | None = None  # the largest distance between a copy and its original (0: deterministic)
+    p: float | None = None  # the rank test's, for a nondeterministic model
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The disqualifying or asking verdict on reading ahead, if any."""
+        return next((v for v in self.verdicts if v.check == "reads_ahead"), None)
 
 
-class ProbeScorer(Protocol):
-    """What a probe needs of the sealed scorer (runner/scoring/scorer.py's ``SealedScorer``):
-    ``plan.judge.module``, ``plan.timeout_s``, ``plan.probes``, ``plan.device``, and fresh children."""
-
-    plan: Any
-
-    def predict_parts(self, ckpt: Path, code: Path, folder: Path, parts: list[str], timeout_s: float,
-                      seed: int = 0) -> dict[str, np.ndarray] | str: ...
-
-
-class Probe(Protocol):
-    check: str  # the verdict's check (runner/integrity/checks.py)
-    what: str
-
-    def calls(self, repeat: bool = False) -> list[dict[str, dict[str, Any]]]:
-        """Each child's parts, in the order it must predict them: ``[{part: inputs}]``; with
-        ``repeat``, the same predictions asked again (to measure the run-to-run noise)."""
-
-    def units(self, official: np.ndarray, answers: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        """(official, probed) predictions that must agree, one row per unit."""
-
-
-class SequenceProbe:
-    """Reads ahead (T1): inputs ``x`` [W, L] of token ids, predictions [W, L, V] logits."""
-
-    check = "reads_ahead"
-    what = "positions"
-
-    def __init__(self, x: np.ndarray, foreign: np.ndarray, rng: np.random.Generator):
-        import numpy as np
-
-        self.x = np.asarray(x)
-        length = self.x.shape[1]
-        self.cuts = rng.integers(1, length, size=len(self.x))  # positions before the cut must not move
-        rows = rng.integers(0, len(foreign), size=len(self.x))
-        probe = self.x.copy()
-        for w, (k, r) in enumerate(zip(self.cuts, rows, strict=True)):
-            probe[w, k:] = foreign[r, k:]
-        self.probe = probe
-
-    def calls(self, repeat: bool = False) -> list[dict[str, dict[str, Any]]]:
-        return [{"probe": {"x": self.probe}}]
-
-    def units(self, official: np.ndarray, answers: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        import numpy as np
-
-        probed = answers[0]["probe"]
-        if probed.shape != official.shape:
-            raise ValueError(f"the probe's predictions have shape {probed.shape}, the official ones {official.shape}")
-        before = np.arange(self.x.shape[1])[None, :] < self.cuts[:, None]  # [W, L]
-        return _log_softmax(official[before]), _log_softmax(probed[before])
-
-
-class WindowProbe:
-    """Reads across examples (T6): inputs ``series`` [T, C], window i is rows [i, i + lookback),
-    its horizon rows [i + lookback, i + lookback + horizon); predictions [N, horizon, C]."""
-
-    check = "reads_across"
-    what = "windows"
-
-    def __init__(self, series: np.ndarray, lookback: int, horizon: int, rng: np.random.Generator,
-                 n_calls: int = WINDOW_CALLS, mates: int = WINDOW_MATES):
-        import numpy as np
-
-        self.series = np.asarray(series)
-        self.lookback = lookback
-        n = len(self.series) - lookback + 1
-        spacing = lookback + horizon + mates  # no probe series of a child holds another probed window's horizon
-        self.groups: list[list[int]] = []
-        seen: set[int] = set()
-        for _ in range(n_calls):
-            start = int(rng.integers(mates, mates + spacing))
-            group = [i for i in range(start, n, spacing) if i not in seen]
-            seen.update(group)
-            if group:
-                self.groups.append(group)
-        self.mates = mates
-
-    def calls(self, repeat: bool = False) -> list[dict[str, dict[str, Any]]]:
-        mates = REPEAT_MATES if repeat else self.mates
-        return [{f"w{i}": {"series": self.series[i - mates: i + self.lookback]} for i in group}
-                for group in self.groups]
-
-    def units(self, official: np.ndarray, answers: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        import numpy as np
-
-        a, b = [], []
-        for group, answer in zip(self.groups, answers, strict=True):
-            for i in group:
-                got = answer[f"w{i}"]
-                if got.ndim != official.ndim or got.shape[1:] != official.shape[1:] or len(got) < 1:
-                    raise ValueError(f"the probe's forecast has shape {got.shape}, not [windows, {official.shape[1:]}]")
-                a.append(official[i].reshape(-1))
-                b.append(got[-1].reshape(-1))
-        return np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-
-
-PROBED = {"t1_shakespeare": "sequence", "t6_etth1": "windows"}  # the others' examples are independent
-
-
-def probe_for(module: Any, split: str, rng: np.random.Generator) -> Probe | None:
-    """The task's probe on ``split``'s inputs, or None where no input holds another's target (t0,
-    T2-T5, T7: examples are independent images, graphs, rows or texts)."""
-    kind = PROBED.get(getattr(module, "TASK", ""))
-    if kind == "sequence":
-        return SequenceProbe(module.inputs(split)["x"], module.inputs(FOREIGN_SPLIT)["x"], rng)
-    if kind == "windows":
-        return WindowProbe(module.inputs(split)["series"], module.LOOKBACK, module.HORIZON, rng)
-    return None
-
-
-def decide(official: np.ndarray, probed: np.ndarray, repeat: np.ndarray | None) -> tuple[bool, np.ndarray, float, float]:
-    """``(needs a repeat or moved, which units moved, the threshold, the noise)``: with ``repeat``
-    None, only whether any unit is past the numerical floor."""
+def judge(layout: Layout, got: Assembled, task: str) -> Outcome:
+    """The probe's finding from the passes' assembled predictions (logits [W, L, V])."""
     import numpy as np
 
-    scale = float(np.sqrt(np.mean(official ** 2))) if official.size else 0.0
-    floor = official.shape[1] * (REL_TOL * max(scale, 1e-6)) ** 2 if official.ndim == 2 else 0.0
-    moved = ((official - probed) ** 2).sum(axis=1)
-    if repeat is None:
-        return bool((moved > floor).any()), moved > floor, floor, 0.0
-    noise = float(((probed - repeat) ** 2).sum(axis=1).max()) if len(probed) else 0.0
-    threshold = NOISE_FACTOR * max(noise, floor)
-    return bool((moved > threshold).any()), moved > threshold, threshold, noise
-
-
-def run(scorer: ProbeScorer, ckpt: Path, code: Path, split: str, official: np.ndarray,
-        seed: int | None = None) -> Outcome:
-    """The task's probe of one checkpoint whose ``split`` predictions are ``official``."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
-    probe = probe_for(scorer.plan.judge.module, split, rng)
-    if probe is None:
-        return Outcome(detail="no input holds another position's target")
-    deadline = time.monotonic() + scorer.plan.timeout_s  # the checks together get the scorer's own limit
-    written: list[Path] = []
+    if layout.twins is None or got.twins is None:
+        return Outcome(detail="no twins: no input holds a later position's target")
     try:
-        first = _probed_units(scorer, ckpt, code, probe, official, written, deadline)
-        if isinstance(first, Outcome):
-            return first
-        a, b = first
-        past, _, floor, _ = decide(a, b, None)
-        worst = float(((a - b) ** 2).sum(axis=1).max()) if len(a) else 0.0
-        if not past:
-            return Outcome(detail=f"{len(a)} {probe.what} probed, none moved past the numerical floor",
-                           units=len(a), worst=worst, floor=floor)
-        again = _probed_units(scorer, ckpt, code, probe, official, written, deadline, repeat=True,
-                              seed=1 + int(rng.integers(1 << 30)))  # another seed: dropout left on draws again
-        if isinstance(again, Outcome):
-            return again
-        c = again[1]
-        found, moved, threshold, noise = decide(a, b, c)
-        detail = (f"{int(moved.sum())} of {len(a)} {probe.what} moved (largest {worst:.3g}, "
-                  f"threshold {threshold:.3g}, run-to-run noise {noise:.3g})")
-        task = getattr(scorer.plan.judge.module, "TASK", None)
-        moved_verdict = verdict(probe.check, "disqualifies", _explain(probe, detail), task, statistic=worst) if found else None
-        return Outcome(verdict=moved_verdict, detail=detail, units=len(a), worst=worst, floor=floor, noise=noise)
-    finally:
-        for folder in written:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _probed_units(scorer: ProbeScorer, ckpt: Path, code: Path, probe: Probe, official: np.ndarray,
-                  written: list[Path], deadline: float, repeat: bool = False,
-                  seed: int = 0) -> tuple[np.ndarray, np.ndarray] | Outcome:
-    """The probe's (official, probed) units from fresh children, or the Outcome that says why not."""
-    import numpy as np
-
-    answers = _answers(scorer, ckpt, code, _write_calls(scorer, probe.calls(repeat=repeat), written), deadline, seed)
-    if isinstance(answers, str):
-        return Outcome(error=answers)
-    try:
-        return probe.units(np.asarray(official), answers)
+        official = _log_softmax(got.real)
+        twins = _log_softmax(got.twins)
     except ValueError as exc:
-        return Outcome(error=f"the probe's predictions cannot be compared: {exc}")
+        return Outcome(error=f"the passes' predictions cannot be compared: {exc}")
+    cuts = layout.twins.cuts
+    w, length = official.shape[:2]
+    scale = float(np.sqrt(np.mean(official ** 2))) if official.size else 0.0
+    floor = official.shape[2] * (REL_TOL * max(scale, 1e-6)) ** 2
+    before = np.arange(length)[None, :] < cuts[:, None]  # [W, L]: the positions a causal model keeps
+    dist = ((official - twins) ** 2).sum(axis=2)  # [W, L]
+    probed = np.where(before, dist, 0.0)
+    worst = float(probed.max()) if probed.size else 0.0
+    noise = 0.0
+    copy_dist: list[np.ndarray] = []
+    for kind, _, original, copy in got.copies:
+        d = ((_log_softmax(original[None]) - _log_softmax(copy[None])) ** 2).sum(axis=2)[0]
+        noise = max(noise, float(d.max()))
+        if kind == 0:  # a real window's copy: its positions line up with the windows'
+            copy_dist.append(d)
+    units = int(before.sum())
+    if noise <= floor:  # deterministic: any position before a cut past the floor reads ahead
+        moved = probed > floor
+        if not moved.any():
+            return Outcome(detail=f"{units} positions before {w} cuts compared, none moved past the numerical floor",
+                           units=units, worst=worst, floor=floor, noise=noise)
+        windows = int(moved.any(axis=1).sum())
+        detail = (f"{int(moved.sum())} of {units} positions before the cut moved in {windows} of {w} windows "
+                  f"(largest {worst:.3g}, floor {floor:.3g}; the model is deterministic)")
+        found = verdict("reads_ahead", "disqualifies", _explain(detail), task, statistic=worst)
+        return Outcome((found,), detail=detail, units=units, worst=worst, floor=floor, noise=noise)
+    shaky = verdict("nondeterministic", "look", f"its predictions differ between two identical inputs (by up to "
+                    f"{noise:.3g}, floor {floor:.3g}): the causality probe compares it by ranks", task, statistic=noise)
+    stat = np.array([probed[k, max(0, c - LAST):c].max() for k, c in enumerate(cuts)])
+    rng = np.random.default_rng(int.from_bytes(hashlib.sha256(cuts.tobytes()).digest()[:8], "little"))
+    pseudo = rng.integers(1, length, size=len(copy_dist))
+    null = np.array([d[max(0, c - LAST):c].max() for d, c in zip(copy_dist, pseudo, strict=True)])
+    p = _rank_p(stat, null)
+    detail = (f"twins' largest distance over the {LAST} positions before their cut against copies' "
+              f"({len(stat)} against {len(null)}): rank test p {p:.1e}")
+    out = [shaky]
+    if p <= P_LOOK:
+        strength: Strength = "disqualifies" if p <= P_STRONG else "look"
+        out.insert(0, verdict("reads_ahead", strength, _explain(detail), task, statistic=float(np.median(stat)), p=p))
+    return Outcome(tuple(out), detail=detail, units=units, worst=worst, floor=floor, noise=noise, p=p)
 
 
-def _explain(probe: Probe, detail: str) -> str:
-    if isinstance(probe, SequenceProbe):
-        return f"predictions for earlier positions changed when only later characters changed: {detail}"
-    return f"forecasts changed when no later window (holding their horizons) was shown: {detail}"
+def _explain(detail: str) -> str:
+    return f"predictions for earlier positions changed when only later characters changed: {detail}"
 
 
-def _write_calls(scorer: ProbeScorer, calls: list[dict[str, dict[str, Any]]], written: list[Path]) -> list[Path]:
-    """One folder of inputs per call (each child sees its own only), also noted in ``written``."""
+def _rank_p(x: np.ndarray, y: np.ndarray) -> float:
+    """One-sided Mann-Whitney p of "``x`` is stochastically larger than ``y``" (normal approximation
+    with ties corrected; 1.0 where either side is empty)."""
     import numpy as np
 
-    root = scorer.plan.probes
-    folders = []
-    for call in calls:
-        folder = root / f"{scorer.plan.device.replace(':', '-')}-{os.getpid()}-{os.urandom(4).hex()}"
-        for part, arrays in call.items():
-            (folder / part).mkdir(parents=True)
-            for name, array in arrays.items():
-                np.save(folder / part / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
-        folders.append(folder)
-        written.append(folder)
-    return folders
-
-
-def _answers(scorer: ProbeScorer, ckpt: Path, code: Path, folders: list[Path],
-             deadline: float, seed: int = 0) -> list[dict[str, np.ndarray]] | str:
-    """Each probe child's predictions, in order, or why there are none."""
-    out = []
-    for folder in folders:
-        left = deadline - time.monotonic()
-        if left <= 1:
-            return f"the model is too slow for the causality check within the scorer's limit of {scorer.plan.timeout_s:.0f} s"
-        parts = sorted((p.name for p in folder.iterdir()), key=_part_order)
-        answer = scorer.predict_parts(ckpt, code, folder, parts, left, seed)
-        if isinstance(answer, str):
-            if "timed out" in answer:
-                return (f"the model is too slow for the causality check within the scorer's limit of "
-                        f"{scorer.plan.timeout_s:.0f} s ({answer})")
-            return f"the model failed on the probe's inputs: {answer}"
-        out.append(answer)
-    return out
-
-
-def _part_order(name: str) -> tuple[int, str]:
-    """Probe parts in time order (``w12`` before ``w130``)."""
-    digits = name.lstrip("w")
-    return (int(digits), name) if digits.isdigit() else (0, name)
+    n1, n2 = len(x), len(y)
+    if not n1 or not n2:
+        return 1.0
+    both = np.concatenate([x, y])
+    order = both.argsort(kind="mergesort")
+    ranks = np.empty(len(both))
+    sorted_vals = both[order]
+    i = 0
+    while i < len(both):  # average ranks over ties
+        j = i
+        while j + 1 < len(both) and sorted_vals[j + 1] == sorted_vals[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    u = ranks[:n1].sum() - n1 * (n1 + 1) / 2
+    _, counts = np.unique(both, return_counts=True)
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - float((counts ** 3 - counts).sum()) / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
     import numpy as np
 
     x = np.asarray(logits, dtype=np.float64)
+    if x.ndim != 3 or not np.isfinite(x).all():
+        raise ValueError(f"logits of shape {x.shape}, not finite [windows, positions, vocabulary]")
     x = x - x.max(axis=-1, keepdims=True)
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))

@@ -2,7 +2,7 @@
 ``onegc run`` refuses in one line rather than starting a session that can only end in a harness
 error, and the built-in demo falls back as it does for its sandbox.
 
-The defaults themselves are :func:`runner.wire.paths.default_network`: ``api-only`` for the agent
+The defaults themselves are :func:`runner.wire.agents.default_network`: ``api-only`` for the agent
 CLIs, ``none`` for ``command`` and ``scripted``; ``open`` only when asked for.
 """
 

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.duration import HINT, MAX_BUDGET_S, MIN_BUDGET_S
 from runner.errors import OnegcError
-from runner.wire.defaults import GRACE_S, NetworkPolicy, default_network
+from runner.wire.agents import default_network
+from runner.wire.defaults import GRACE_S, NetworkPolicy
 from runner.wire.session_config import SessionConfig
 
 if TYPE_CHECKING:

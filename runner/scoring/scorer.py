@@ -24,6 +24,7 @@ used the network — comes back with each score as verdicts of strength ``note``
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import math
@@ -39,8 +40,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from runner.integrity import causal
-from runner.integrity.canaries import CANARY_SPLIT, CanaryJudge, unjudged
+from runner.integrity import causal, passes
+from runner.integrity.canaries import CanaryJudge, unjudged
 from runner.integrity.checks import verdict
 from runner.sandbox import bwrap as sandbox
 from runner.wire import answer_check
@@ -70,27 +71,51 @@ class Score:
     error: str | None
     eval_s: float | None = None
     verdicts: tuple[Verdict, ...] = ()  # what the integrity checks and the scorer found (runner/wire/verdicts.py)
-    evidence: dict | None = None  # the canaries' (runner/integrity/canaries.py), on the CANARY_SPLIT only
+    evidence: dict | None = None  # the canaries' (runner/integrity/canaries.py), where the split holds them
 
 
 class TaskJudge:
     """The task's ``inputs`` and ``judge``, from its pristine ``prepare.py``, in this process."""
 
-    def __init__(self, spec: TaskSpec, data_dir: Path):
+    def __init__(self, spec: TaskSpec, data_dir: Path, secret: str | None = None):
         self.spec = spec
         self.data_dir = data_dir
         self.module = load_task_module(spec, data_dir)
         self.splits = sorted({SELECTION_SPLIT, spec.scored_split})  # what checkpoints are judged on
         self.canaries: CanaryJudge | None = None  # the session's canaries, when it has them
+        # the session's secret for the passes' order and T1's twins (runner/integrity/passes.py); None: drawn here
+        self.secret = secret or os.urandom(32).hex()
         self._lock = threading.Lock()  # live and official scoring may judge at once
         self._answer_bytes: dict[str, int] = {}
         self._rows: dict[str, int] = {}
+        self._layouts: dict[str, passes.Layout | None] = {}
+
+    def layout(self, split: str) -> passes.Layout | None:
+        """How ``split`` is shown to a checkpoint: its passes with the checks' items inside
+        (runner/integrity/passes.py), or None where it is shown whole and alone."""
+        if split not in self._layouts:
+            import numpy as np
+
+            digest = hashlib.sha256(f"onegc passes {self.spec.id} {split} {self.secret}".encode()).digest()
+            rng = np.random.default_rng(int.from_bytes(digest, "big"))
+            out: passes.Layout | None = None
+            kind = self.canaries.kind if self.canaries is not None and self.canaries.kind.split == split else None
+            if self.spec.id in causal.SEQUENCE_TASKS:
+                ids = self.module.load_split(split)
+                spans = [(start, first, self.module.EVAL_WINDOW) for start, first in self.module.eval_windows(len(ids))]
+                out = passes.sequence(split, np.asarray(self.module.inputs(split)["x"]), spans,
+                                      np.asarray(self.module.inputs(causal.FOREIGN_SPLIT)["x"]), rng)
+            elif kind is not None and not kind.in_split and self.canaries is not None:
+                items = kind.probe(self.canaries.draw().items)
+                out = passes.mixed(split, self._input_rows(split), items, rng)
+            self._layouts[split] = out
+        return self._layouts[split]
 
     def write_inputs(self, dest: Path) -> None:
         """Each judged split's inputs as ``dest/<split>/<name>.npy``, once per session."""
         import numpy as np
 
-        done = self.splits + [CANARY_SPLIT] * (self.canaries is not None)
+        done = self.splits
         try:
             if json.loads((dest / ".done").read_text()) == done:
                 return
@@ -110,11 +135,34 @@ class TaskJudge:
                     except OSError:
                         pass  # another filesystem: a copy
                 np.save(target, np.asarray(arr), allow_pickle=False)
-        if self.canaries is not None:  # the probe: canaries and twins alike, no target
-            self.canaries.write_probe(staging / CANARY_SPLIT)
         (staging / ".done").write_text(json.dumps(done))
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(staging, dest)
+
+    def write_passes(self, split: str, root: Path) -> list[Path]:
+        """Each pass of ``split``'s layout as ``root/<name>/<split>/<input>.npy`` (once per session):
+        the folders a child is given in place of the split's inputs, each named by a token of the
+        session's secret, so that no folder name says which pass it is."""
+        import numpy as np
+
+        layout = self.layout(split)
+        assert layout is not None
+        names = [hashlib.sha256(f"onegc pass {i} {split} {self.secret}".encode()).hexdigest()[:16]
+                 for i in range(len(layout.passes))]
+        folders = [root / name for name in names]
+        if (root / ".done").is_file():
+            return folders
+        staging = root.parent / f".{root.name}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        real = self.module.inputs(split)
+        for folder, p in zip(folders, layout.passes, strict=True):
+            (staging / folder.name / split).mkdir(parents=True)
+            for name, arr in layout.inputs(p, real).items():
+                np.save(staging / folder.name / split / f"{name}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+        (staging / ".done").write_text("")
+        shutil.rmtree(root, ignore_errors=True)
+        os.replace(staging, root)
+        return folders
 
     def answer_bytes(self, split: str) -> int:
         """The most bytes an honest answer for ``split`` can have: the shape the task's judge
@@ -131,14 +179,18 @@ class TaskJudge:
                 self._answer_bytes[split] = math.prod(expected.shape) * widest + answer_check.NPY_HEADER_BYTES
         return self._answer_bytes[split]
 
-    def probe_bytes(self, folder: Path) -> int:
-        """The most bytes an honest answer on a probe's inputs (``folder/<name>.npy``: the canaries'
-        or a causality probe's, written by trusted code) can have: its rows at the widest bytes
-        per input row of the judged splits. A probe's rows are in the format of a split's inputs
-        (one item, window or series row each), and no task's predictions grow faster than its rows."""
+    def probe_rows(self, folder: Path) -> int:
+        """The rows of a pass's inputs (``folder/<name>.npy``, written by trusted code)."""
         import numpy as np
 
-        rows = max((_rows(np.load(f, mmap_mode="r")) for f in folder.glob("*.npy")), default=0)
+        return max((_rows(np.load(f, mmap_mode="r")) for f in folder.glob("*.npy")), default=0)
+
+    def probe_bytes(self, folder: Path) -> int:
+        """The most bytes an honest answer on a pass's inputs (``folder/<name>.npy``, written by
+        trusted code) can have: its rows at the widest bytes per input row of the judged splits. A
+        pass's rows are in the format of a split's inputs (one item, window or series row each), and
+        no task's predictions grow faster than its rows."""
+        rows = self.probe_rows(folder)
         per_row = max((self.answer_bytes(s) - answer_check.NPY_HEADER_BYTES) / max(1, self._input_rows(s))
                       for s in self.splits)
         return math.ceil(rows * per_row) + answer_check.NPY_HEADER_BYTES
@@ -324,51 +376,107 @@ class SealedScorer:
             self._owner.is_alive()
 
     # ------------------------------------------------------------------ one checkpoint
-    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = False) -> dict[str, Score]:
-        """Predictions on each of ``splits`` (default: the selection split) from one fresh child
-        of the worker, each judged here; where the session has canaries, the same child answers
-        their probe too, and its flag and evidence join every split's score. Never raises: whatever
-        the child's answer is, or whatever goes wrong judging it, is that checkpoint's error
-        (runner/wire/answer_check.py).
-
-        With ``probe``, a score on the task's scored split is kept only if the model passes the
-        task's causality probe (runner/integrity/causal.py); one that reads ahead or across examples,
-        or that the probe could not check, is that split's error with a trusted flag."""
+    def score(self, ckpt: Path, code: Path, splits: list[str] | None = None, probe: bool = True) -> dict[str, Score]:
+        """Predictions on each of ``splits`` (default: the selection split), each judged here. A split
+        whose checks ride inside its evaluation (``TaskJudge.layout``: canary items mixed among its
+        rows, T1's twins) is predicted pass by pass, a fresh child each, and judged on the passes
+        together: its metric on its own rows, the canaries' test and the causality probe on the
+        same predictions; the others come from one fresh child together. Never raises: whatever the
+        child's answer is, or whatever goes wrong judging it, is that checkpoint's error
+        (runner/wire/answer_check.py). A model that reads ahead is its error with the disqualifying
+        verdict. ``probe=False`` shows every split whole and alone (benchmarks compare the two)."""
         splits = splits or [SELECTION_SPLIT]
+        judge = self.plan.judge
+        self.last_probe = None
         try:
-            asked = splits + [CANARY_SPLIT] * (self.plan.judge.canaries is not None and CANARY_SPLIT not in splits)
-            header, payload, failed = self._predict(ckpt, code, asked)
-            if failed is not None or header is None:
-                failed = failed or Score(None, "the scorer gave no answer", verdicts=(INVALID,))
-                return {split: failed for split in splits}
-            out = _with_canaries(self._judge_parts(header, payload, asked), splits)
-            scored = self.plan.judge.spec.scored_split
-            self.last_probe = None
-            if probe and scored in out and out[scored].value is not None:  # judged: its part is a valid array
-                official = answer_check.npy_array(answer_check.split_payload(header.parts, payload)[scored])
-                self.last_probe = causal.run(self, ckpt, code, scored, official)
-                out[scored] = _probed(out[scored], self.last_probe, self.plan.judge.spec.id)
-            return out
+            laid = {s: layout for s in splits if probe and (layout := judge.layout(s)) is not None}
+            whole = [s for s in splits if s not in laid]
+            out: dict[str, Score] = {}
+            if whole:
+                header, payload, failed = self._predict(ckpt, code, whole)
+                if failed is not None or header is None:
+                    failed = failed or Score(None, "the scorer gave no answer", verdicts=(INVALID,))
+                    out.update({split: failed for split in whole})
+                else:
+                    out.update(self._judge_parts(header, payload, whole))
+            for split, layout in laid.items():
+                out[split] = self._score_passes(ckpt, code, split, layout)
+            return {split: out[split] for split in splits}
         except Exception as exc:  # noqa: BLE001 - agent bytes never end the session
             error = f"judging failed: {type(exc).__name__}: {answer_check.text(exc, 200)}"
             return {split: Score(None, error, verdicts=(INVALID,)) for split in splits}
 
-    def predict_parts(self, ckpt: Path, code: Path, folder: Path, parts: list[str], timeout_s: float,
-                      seed: int = 0) -> dict[str, Any] | str:
-        """The raw predictions of one fresh child on the inputs in ``folder`` (``<part>/<name>.npy``,
-        under :attr:`WorkerPlan.probes`), the split's real inputs out of its reach, its torch seeded
-        with ``seed``: ``{part: array}``, or the reason there are none (a string)."""
-        header, payload, failed = self._predict(ckpt, code, parts, probe=folder, timeout_s=timeout_s, seed=seed)
-        if failed is not None or header is None:
-            return (failed.error if failed is not None else None) or "the scorer gave no answer"
-        blobs = answer_check.split_payload(header.parts, payload)
+    def _score_passes(self, ckpt: Path, code: Path, split: str, layout: passes.Layout) -> Score:
+        """``split`` predicted pass by pass and judged whole (see :meth:`score`)."""
+
+        judge = self.plan.judge
+        kit = sys.modules["onegc_kit"]
+        task = judge.spec.id
+        scores_wanted = layout.items is not None and judge.canaries is not None and judge.canaries.kind.scores
+        folders = judge.write_passes(split, self.plan.probes / f"passes-{split}")
+        answers: list = [None] * len(folders)
+        notes: tuple[Verdict, ...] = ()
+        waited = 0.0
+        order = sorted(range(len(folders)), key=lambda _: os.urandom(4))  # asked in an order of no use to the model
+        for i in order:
+            folder = folders[i]
+            header, payload, failed = self._predict(ckpt, code, [split], probe=folder, scores=scores_wanted)
+            waited += self._waited if failed is None else (failed.eval_s or 0.0)
+            if failed is not None or header is None:
+                failed = failed or Score(None, "the scorer gave no answer", verdicts=(INVALID,))
+                return replace(failed, eval_s=round(waited, 3), verdicts=merged(notes, failed.verdicts))
+            notes = merged(notes, _notes(header))
+            try:
+                answers[i] = answer_check.npy_array(answer_check.split_payload(header.parts, payload)[split])
+            except answer_check.InvalidAnswer as exc:
+                return Score(None, str(exc), round(waited, 3), (INVALID, *notes))
         try:
-            return {part: answer_check.npy_array(blobs[part]) for part in parts}
-        except answer_check.InvalidAnswer as exc:
-            return str(exc)
+            got = layout.assemble(answers)
+        except ValueError as exc:
+            return Score(None, f"predictions unusable: {answer_check.text(exc, 200)}", round(waited, 3), (INVALID, *notes))
+        real = got.real
+        if scores_wanted and real.ndim == 2 and real.dtype.kind == "f":  # the scores behind the predictions
+            real = real.argmax(axis=1)
+        started = time.perf_counter()
+        try:
+            value, _ = judge.judge(real, split)
+        except kit.KitError as exc:  # the task's own refusal: a wrong shape, NaN or inf
+            return Score(None, str(exc), round(waited, 3), notes)
+        except Exception as exc:  # noqa: BLE001 - predictions the judge could not take
+            return Score(None, f"predictions unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}",
+                         round(waited, 3), (INVALID, *notes))
+        found, evidence = self._canary_verdicts(split, got.items if layout.items is not None else got.real)
+        outcome = causal.judge(layout, got, task)
+        self.last_probe = outcome
+        verdicts = merged(notes, found, outcome.verdicts)
+        eval_s = round(waited + time.perf_counter() - started, 3)
+        if outcome.error:
+            unchecked = verdict("causality_unchecked", "look", outcome.error, task)
+            return Score(None, f"causality not checked: {outcome.error}", eval_s, (*verdicts, unchecked), evidence)
+        moved = outcome.verdict
+        if moved is not None and moved.strength == "disqualifies":
+            return Score(None, f"{PROBE_ERRORS[moved.check]}: {moved.evidence}", eval_s, verdicts, evidence)
+        return Score(value, None, eval_s, verdicts, evidence)
+
+    def _canary_verdicts(self, split: str, predictions) -> tuple[tuple[Verdict, ...], dict | None]:
+        """The canaries' verdict and evidence from ``predictions`` on their items (those mixed in a
+        pass, or, for a kind whose items are the split's own first rows, the split's predictions)."""
+        canaries = self.plan.judge.canaries
+        if canaries is None or canaries.kind.split != split:
+            return (), None
+        try:
+            items = predictions[:len(canaries.draw().is_canary)] if canaries.kind.in_split else predictions
+            ev, found = canaries.judge(items)
+        except Exception as exc:  # noqa: BLE001 - predictions of the wrong shape: the canaries' error, asked about
+            return (unjudged(canaries.kind.task, answer_check.text(exc, 120)),), None
+        return ((found,) if found else ()), ev.record()
 
     def _predict(self, ckpt: Path, code: Path, splits: list[str], probe: Path | None = None,
-                 timeout_s: float | None = None, seed: int = 0) -> tuple[answer_check.Header | None, memoryview, Score | None]:
+                 timeout_s: float | None = None, seed: int = 0,
+                 scores: bool = False) -> tuple[answer_check.Header | None, memoryview, Score | None]:
+        """One fresh child's answer on ``splits`` (from ``probe``, a pass's folder, in place of the
+        split's inputs where given; ``scores``: the model's scores behind its predictions, where it
+        can give them: worker.predict_scores)."""
         timeout_s = self.plan.timeout_s if timeout_s is None else timeout_s
         try:
             if not self.alive():
@@ -378,16 +486,17 @@ class SealedScorer:
         except (OSError, RuntimeError) as exc:
             return None, NOTHING, Score(None, f"could not start the scorer: {exc}")
         self._n += 1
-        bounds = self._part_bounds(splits, probe)
+        bounds = self._part_bounds(splits, probe, scores)
         bound = min(answer_check.MAX_PAYLOAD_BYTES, sum(bounds.values()))
-        req = {"id": str(self._n), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)),
+        # an id the child cannot count on: which request of a checkpoint's passes it answers is not its to know
+        req = {"id": os.urandom(8).hex(), "ckpt": str(self._seen_as(ckpt)), "code": str(self._seen_as(code)),
                "splits": splits, "device": self.plan.device,
                "timeout_s": timeout_s, "threads": self.plan.threads, "max_bytes": bound,
                "cpu_s": timeout_s * self.plan.threads, "mem_bytes": _memory_cap(self.plan.device)}
         if probe is not None:
             req.update(probe_inputs=str(self._probe_seen_as(probe)), seed=seed)
-        elif CANARY_SPLIT in splits and self._canary_scores():
-            req["scores"] = [CANARY_SPLIT]  # the model's scores behind its predictions (worker.predict_scores)
+        if scores:
+            req["scores"] = list(splits)  # the model's scores behind its predictions (worker.predict_scores)
         started = time.monotonic()
         try:
             self._buf = bytearray()  # nothing the worker sent before this request counts
@@ -438,12 +547,11 @@ class SealedScorer:
         out: dict[str, Score] = {}
         for split in splits:
             started = time.perf_counter()
-            if split == CANARY_SPLIT:
-                out[split] = self._judge_canaries(arrays[split], waited, notes)
-                continue
             try:
                 value, _ = self.plan.judge.judge(arrays[split], split)
-                out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3), notes)
+                canary = self._canary_verdicts(split, arrays[split]) if self._in_split(split) else ((), None)
+                out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3),
+                                   merged(notes, canary[0]), canary[1])
             except kit.KitError as exc:  # the task's own refusal: a wrong shape, NaN or inf
                 out[split] = Score(None, str(exc), waited, notes)
             except Exception as exc:  # noqa: BLE001 - predictions the judge could not take
@@ -451,17 +559,10 @@ class SealedScorer:
                                    waited, (INVALID, *notes))
         return out
 
-    def _judge_canaries(self, predictions, waited: float | None, notes: tuple[Verdict, ...]) -> Score:
-        """The canaries' evidence (its p as the value) and verdict, or why the probe could not be judged."""
-        judge = self.plan.judge.canaries
-        if judge is None:
-            return Score(None, "this session has no canaries", waited, notes)
-        try:
-            ev, found = judge.judge(predictions)
-        except Exception as exc:  # noqa: BLE001 - predictions of the wrong shape: the probe's error, flagged
-            return Score(None, f"canary probe unusable: {type(exc).__name__}: {answer_check.text(exc, 200)}", waited,
-                         (*notes, unjudged(judge.kind.task, answer_check.text(exc, 120))))
-        return Score(ev.p, None, waited, (*notes, found) if found else notes, ev.record())
+    def _in_split(self, split: str) -> bool:
+        """Whether the session's canaries are rows of ``split`` itself (T1's held-back chunks)."""
+        canaries = self.plan.judge.canaries
+        return canaries is not None and canaries.kind.in_split and canaries.kind.split == split
 
     def _read_header(self, timeout_s: float) -> dict | None:
         """The next JSON line from the worker; None when none came within ``timeout_s``."""
@@ -478,31 +579,21 @@ class SealedScorer:
             raise answer_check.InvalidAnswer("the scorer's answer is not a JSON object")
         return message
 
-    def _part_bounds(self, splits: list[str], probe: Path | None) -> dict[str, int]:
-        """The most bytes an honest answer can have for each part asked: a judged split's from the
-        task's judge, the canaries' and a causality probe's from their inputs' rows (issue 38: the
-        bound holds whatever probe a session adds)."""
+    def _part_bounds(self, splits: list[str], probe: Path | None, scores: bool = False) -> dict[str, int]:
+        """The most bytes an honest answer can have for each part asked: a split's from the task's
+        judge, a pass's from its inputs' rows (issue 38: the bound holds whatever a pass holds), wider
+        where the model's scores are asked for (a canary kind's ``answer_bytes``)."""
         judge = self.plan.judge
         out = {}
         for split in splits:
             try:
-                if probe is not None:
-                    out[split] = judge.probe_bytes(probe / split)
-                elif split == CANARY_SPLIT:
-                    out[split] = judge.probe_bytes(self.plan.inputs / CANARY_SPLIT)
-                    if judge.canaries is not None:  # a kind that asks for scores answers wider than predictions
-                        kind = judge.canaries.kind
-                        wider = kind.answer_bytes(kind.canaries + kind.twins) + answer_check.NPY_HEADER_BYTES
-                        out[split] = max(out[split], wider)
-                else:
-                    out[split] = judge.answer_bytes(split)
+                out[split] = judge.probe_bytes(probe / split) if probe is not None else judge.answer_bytes(split)
+                if scores and judge.canaries is not None:
+                    rows = judge.probe_rows(probe / split) if probe is not None else judge._input_rows(split)
+                    out[split] = max(out[split], judge.canaries.kind.answer_bytes(rows) + answer_check.NPY_HEADER_BYTES)
             except Exception:  # noqa: BLE001 - a task whose judge cannot say: the worker's own bound
                 out[split] = answer_check.MAX_PAYLOAD_BYTES
         return out
-
-    def _canary_scores(self) -> bool:
-        canaries = self.plan.judge.canaries
-        return canaries is not None and canaries.kind.scores
 
     def _read_exact(self, n: int, timeout_s: float = ANSWER_MARGIN_S) -> memoryview:
         """``n`` bytes of payload, read into one buffer of that size (``n`` was checked against
@@ -591,31 +682,7 @@ def self_report_gap(spec: TaskSpec, reported: float | None, value: float | None)
 # the harness got no valid answer for the checkpoint: a record, never held against it
 INVALID = verdict("invalid_answer", "note", "the scorer's child gave no valid answer for this checkpoint")
 # how a score's error names what the causality probe found
-PROBE_ERRORS = {"reads_ahead": "reads ahead", "reads_across": "reads across examples"}
-
-
-def _probed(score: Score, outcome: causal.Outcome, task: str) -> Score:
-    """``score`` as the causality probe leaves it: unchanged when it passed, else an error with the
-    probe's verdict (``reads_ahead`` or ``reads_across``: it disqualifies; ``causality_unchecked``:
-    the probe could not run, a look)."""
-    if outcome.verdict is not None:
-        found = outcome.verdict
-        error = f"{PROBE_ERRORS.get(found.check, found.check)}: {found.evidence}"
-        return replace(score, value=None, error=error, verdicts=(*score.verdicts, found))
-    if outcome.error:
-        unchecked = verdict("causality_unchecked", "look", outcome.error, task)
-        return replace(score, value=None, error=f"causality not checked: {outcome.error}",
-                       verdicts=(*score.verdicts, unchecked))
-    return score
-
-
-def _with_canaries(scores: dict[str, Score], splits: list[str]) -> dict[str, Score]:
-    """``splits``' scores, each with the canary probe's verdicts and evidence where it was asked."""
-    probe = scores.pop(CANARY_SPLIT, None)
-    if probe is None:
-        return scores
-    return {split: replace(scores[split], verdicts=merged(scores[split].verdicts, probe.verdicts),
-                           evidence=probe.evidence) for split in splits}
+PROBE_ERRORS = {"reads_ahead": "reads ahead"}
 
 
 def _observed(what: str) -> Verdict:

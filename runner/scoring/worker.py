@@ -205,18 +205,19 @@ def _public(module) -> dict[str, int]:
 
 
 def predict_scores(predict, model, inputs: dict, device: str):
-    """The model's scores (float32 [N, C]: what its ``forward`` returned) behind the task's pristine
-    ``predict`` on ``inputs``, for the canary probe of a classification task: a model fitted to its
-    canaries gives their random labels more weight than its twins' long before the argmax flips,
-    so the probe's losses are cross-entropies, not 0/1 (runner/integrity/canary_kinds.py).
+    """The model's scores ([N, C]: what its ``forward`` returned, in its dtype) behind the task's
+    pristine ``predict`` on ``inputs``, for the canaries of a classification task: a model fitted
+    to its canaries gives their labels more weight than its twins' long before the argmax flips, so
+    their losses are cross-entropies, not 0/1 (runner/integrity/canary_kinds.py). The predictions
+    are their argmax: the same forward pass gives both.
 
-    Every call of the model's top module is captured in order, and must be one [B, C] tensor per
-    call whose argmax is what ``predict`` returned: anything else is a KitError (the probe could
-    not be judged, which asks for a look), never scores the predictions did not come from."""
+    Every call of the model's top module is captured in order; where that is not one [B, C] tensor
+    per call whose argmax is what ``predict`` returned (a forward that returns a tuple, a predict
+    that post-processes), the predictions themselves are returned ([N]): the canaries are then
+    judged on 0/1 losses, the metric as ever."""
     import numpy as np
     import torch
 
-    kit = sys.modules["onegc_kit"]
     seen: list = []
     hook = model.register_forward_hook(lambda _m, _i, out: seen.append(out.detach().cpu()
                                                                      if isinstance(out, torch.Tensor) else None))
@@ -226,15 +227,15 @@ def predict_scores(predict, model, inputs: dict, device: str):
         hook.remove()
     if isinstance(pred, torch.Tensor):
         pred = pred.detach().cpu().numpy()
-    pred = np.asarray(pred).reshape(-1)
+    flat = np.asarray(pred).reshape(-1)
     if not seen or any(s is None or s.dim() != 2 for s in seen) or len({s.shape[1] for s in seen}) != 1:
-        raise kit.KitError("the model's scores behind its predictions are not one [batch, classes] tensor per call")
+        return pred
     scores = torch.cat(seen)
-    if len(scores) != len(pred) or not np.array_equal(scores.argmax(dim=1).numpy(), pred):
-        raise kit.KitError("the model's scores do not match its predictions")
+    if len(scores) != len(flat) or not np.array_equal(scores.argmax(dim=1).numpy(), flat):
+        return pred
     if not bool(torch.isfinite(scores).all()):
-        raise kit.KitError("the model's scores hold NaN or inf")
-    return scores.float().numpy()
+        return pred
+    return (scores if scores.dtype == torch.float64 else scores.float()).numpy()
 
 
 def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> int:
@@ -263,6 +264,18 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
             gc.collect()
             inputs = own
             hide = (req["inputs"], str(probe.parent))
+        elif req.get("streams"):  # time-ordered inputs: they arrive row by row, the real ones out of reach
+            streams = {split: dict(spec) for split, spec in req["streams"].items()}
+            names = {split: spec.pop("name") for split, spec in streams.items()}
+            own = {split: {k: (kit.RowStream(**streams[split]) if names.get(split) == k else np.array(v))
+                           for k, v in arrays.items()}
+                   for split, arrays in inputs.items() if split in (req.get("splits") or ())}
+            inputs.clear()
+            import gc
+
+            gc.collect()
+            inputs = own
+            hide = (req["inputs"],)
         if isolated:
             _seal_child(req.get("mem_bytes"), float(req.get("cpu_s", 600)), hide)
         else:
@@ -336,6 +349,139 @@ def run_child(task, inputs: dict, req: dict, result_fd: int, isolated: bool) -> 
     return 0
 
 
+
+# ----------------------------------------------------------------------------- time-ordered inputs
+class Streams:
+    """The zygote's side of the time-ordered inputs of one request (a task's ``TIME_ORDERED``: name
+    -> (look-back, horizon); the child's side is ``onegc_kit.RowStream``). For each such input of a
+    split asked for, the child gets a socket instead of the series: the first look-back of rows at
+    once, then one row per committed forecast, so a row reaches the child only after every window
+    whose horizon holds it was forecast. The forecasts kept are those committed on the socket, in
+    order, never what the child's answer claims at its end; one more row per forecast at most, so a
+    child that reads ahead only commits forecasts early (INTEGRITY.md V4)."""
+
+    def __init__(self, task, inputs: dict, req: dict):
+        import numpy as np
+
+        self.np = np
+        self.parts: dict[str, dict] = {}
+        ordered = getattr(task, "TIME_ORDERED", None) or {}
+        if req.get("probe_inputs"):
+            return
+        for split in req.get("splits") or ():
+            for name, (lookback, horizon) in ordered.items():
+                series = (inputs.get(split) or {}).get(name)
+                if series is None or getattr(series, "ndim", 0) != 2 or len(series) < lookback:
+                    continue
+                ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                ours.setblocking(False)
+                n = len(series) - lookback + 1
+                self.parts[split] = {
+                    "sock": ours, "theirs": theirs, "series": series, "lookback": lookback, "horizon": horizon,
+                    "n": n, "msg": horizon * series.shape[1] * 8, "inbox": bytearray(), "got": [],
+                    "outbox": bytearray(np.ascontiguousarray(series[:lookback]).tobytes()), "sent": lookback,
+                    "child": {"name": name, "fd": theirs.fileno(), "rows": int(len(series)), "cols": int(series.shape[1]),
+                              "lookback": lookback, "horizon": horizon, "dtype": series.dtype.name}}
+
+    def child_fds(self) -> set[int]:
+        return {p["theirs"].fileno() for p in self.parts.values()}
+
+    def for_child(self) -> dict:
+        return {split: dict(p["child"]) for split, p in self.parts.items()}
+
+    def forked(self) -> None:
+        for p in self.parts.values():
+            p["theirs"].close()
+
+    def readable(self) -> list[socket.socket]:
+        return [p["sock"] for p in self.parts.values() if p["sock"].fileno() >= 0]
+
+    def writable(self) -> list[socket.socket]:
+        return [p["sock"] for p in self.parts.values() if p["outbox"] and p["sock"].fileno() >= 0]
+
+    def _part(self, sock: socket.socket) -> dict:
+        return next(p for p in self.parts.values() if p["sock"] is sock)
+
+    def read(self, sock: socket.socket) -> None:
+        p = self._part(sock)
+        try:
+            chunk = sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            sock.close()
+            return
+        p["inbox"] += chunk
+        while len(p["inbox"]) >= p["msg"] and len(p["got"]) < p["n"]:
+            blob = bytes(p["inbox"][:p["msg"]])
+            del p["inbox"][:p["msg"]]
+            p["got"].append(self.np.frombuffer(blob, dtype=self.np.float64).reshape(p["horizon"], -1))
+            if p["sent"] < len(p["series"]):  # the next row, now that the forecast before it is committed
+                p["outbox"] += self.np.ascontiguousarray(p["series"][p["sent"]]).tobytes()
+                p["sent"] += 1
+        if len(p["got"]) >= p["n"] or len(p["inbox"]) > p["msg"]:
+            p["inbox"].clear()  # every window is forecast: anything more is not read
+
+    def write(self, sock: socket.socket) -> None:
+        p = self._part(sock)
+        try:
+            k = sock.send(p["outbox"])
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            p["outbox"].clear()
+            return
+        del p["outbox"][:k]
+        if not p["outbox"] and p["sent"] >= len(p["series"]):
+            try:
+                sock.shutdown(socket.SHUT_WR)  # every row is out: a child that waits for more hears so
+            except OSError:
+                pass
+
+    def drain(self) -> None:
+        """What the child committed before it answered, read without waiting."""
+        for sock in self.readable():
+            while sock.fileno() >= 0 and select.select([sock], [], [], 0)[0]:
+                self.read(sock)
+
+    def close(self) -> None:
+        for p in self.parts.values():
+            for key in ("sock", "theirs"):
+                try:
+                    p[key].close()
+                except OSError:
+                    pass
+
+    def substitute(self, answer: dict, payload) -> tuple[dict, bytes | memoryview]:
+        """The child's answer with each time-ordered split's part replaced by the forecasts it committed
+        (float64 [N, horizon, cols]); an error where it did not commit one for every window."""
+        if not self.parts or not answer.get("ok") or not isinstance(answer.get("parts"), list):
+            return answer, payload
+        blobs, offset, parts = [], 0, []
+        for part in answer["parts"]:
+            size = part.get("bytes") if isinstance(part, dict) else None
+            if type(size) is not int or size < 0:
+                return answer, payload  # malformed: the runner's checks say so
+            blob = payload[offset:offset + size]
+            offset += size
+            split = part.get("split")
+            if split in self.parts:
+                p = self.parts[split]
+                if len(p["got"]) != p["n"]:
+                    return {**answer, "ok": False, "parts": [],
+                            "error": f"the evaluation committed {len(p['got'])} of the {p['n']} forecasts of {split} "
+                                     "in time order"}, b""
+                buf = io.BytesIO()
+                self.np.save(buf, self.np.stack(p["got"]), allow_pickle=False)
+                blob = buf.getvalue()
+            blobs.append(bytes(blob))
+            parts.append({"split": split, "bytes": len(blobs[-1])})
+        joined = b"".join(blobs)
+        return {**answer, "parts": parts, "bytes": len(joined)}, joined
+
+
 # ----------------------------------------------------------------------------- the zygote
 def _read_tail(fd: int, buf: bytearray) -> bool:
     try:
@@ -365,10 +511,13 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
     res_r, res_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    streams = Streams(task, inputs, req)
+    if streams.parts:
+        req = dict(req, streams=streams.for_child())
     pid = os.fork()
     if pid == 0:  # the intermediate: new namespaces, then PID 1 of them
         try:
-            _close_all_but({res_w, out_w, err_w})  # above all the socket to the runner
+            _close_all_but({res_w, out_w, err_w, *streams.child_fds()})  # above all the socket to the runner
             why = _own_namespaces()
             inner = os.fork()
             if inner == 0:
@@ -379,7 +528,7 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
                 sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0), write_through=True)
                 sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0), write_through=True)
                 os._exit(run_child(task, inputs, dict(req, isolation=why), res_w, isolated=not why))
-            for fd in (res_w, out_w, err_w):
+            for fd in (res_w, out_w, err_w, *streams.child_fds()):
                 os.close(fd)
             _, status = os.waitpid(inner, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
@@ -387,6 +536,17 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
             os._exit(70)
     for fd in (res_w, out_w, err_w):
         os.close(fd)
+    streams.forked()
+    try:
+        answer, payload = _await_child(pid, req, res_r, out_r, err_r, streams)
+    finally:
+        streams.close()
+    return answer, payload
+
+
+def _await_child(pid: int, req: dict, res_r: int, out_r: int, err_r: int,
+                 streams: Streams) -> tuple[dict, bytes | memoryview]:
+    """The child's answer within its timeout, its time-ordered inputs served meanwhile."""
     deadline = time.monotonic() + float(req.get("timeout_s", 600))
     # the runner says how large the predictions can honestly be; past that (and its header line) the child is stopped
     limit = min(MAX_PREDICTION_BYTES, int(req.get("max_bytes") or MAX_PREDICTION_BYTES))
@@ -398,9 +558,14 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
         if left <= 0:
             timed_out = True
             break
-        ready, _, _ = select.select(list(open_fds), [], [], min(left, 1.0))
+        serving = {sock.fileno(): sock for sock in streams.readable()}
+        ready, ready_out, _ = select.select([*open_fds, *serving], streams.writable(), [], min(left, 1.0))
+        for sock in ready_out:
+            streams.write(sock)
         for fd in ready:
-            if fd == res_r:
+            if fd in serving:
+                streams.read(serving[fd])
+            elif fd == res_r:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     open_fds.discard(fd)
@@ -451,7 +616,8 @@ def score_one(task, inputs: dict, req: dict) -> tuple[dict, bytes | memoryview]:
     if code != 0:
         observed.append(f"the evaluation ended with {how} after its answer")
     answer.update(tails, observed=observed)
-    return answer, payload
+    streams.drain()
+    return streams.substitute(answer, payload)
 
 
 def serve(task, inputs: dict, sock: socket.socket, task_dir: str, inputs_dir: str) -> int:

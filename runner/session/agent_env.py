@@ -3,8 +3,9 @@
 The sandbox shows the agent the runner's own environment read-only, so what the agent can
 import is what is installed here: torch, numpy, scipy, scikit-learn, pandas, timm and, where a
 build matching torch imports, torchvision (T3's DINOv3 backbones need timm, and timm needs
-torchvision). :func:`fingerprint` hashes the installed distributions; it goes in every session's
-contract, so sessions run with different environments are flagged like any other difference.
+torchvision). :func:`fingerprint` hashes those declared packages and everything they require (not
+the harness's own extras); it goes in every session's contract, so sessions run with different
+environments are flagged like any other difference.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,11 +41,65 @@ def freeze() -> tuple[str, ...]:
     return tuple(found[k] for k in sorted(found))
 
 
+def normalised(name: str) -> str:
+    """A distribution's name as PyPI compares them (PEP 503): ``Scikit_Learn`` is ``scikit-learn``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def needed(requirement: str) -> str | None:
+    """The distribution a ``Requires-Dist`` line needs here, or None: one asked for only by an
+    extra (``pytest; extra == "test"``), or whose marker does not hold on this machine."""
+    name, _, marker = requirement.partition(";")
+    if "extra" in marker:
+        return None
+    if marker.strip():
+        try:
+            from packaging.markers import Marker
+
+            if not Marker(marker).evaluate():
+                return None
+        except Exception:  # no packaging, or a marker it cannot read: counted (a fingerprint too wide, never too narrow)
+            pass
+    found = REQUIREMENT_NAME.match(name)
+    return normalised(found.group(1)) if found else None
+
+
+def closure(installed: Mapping[str, tuple[str, Sequence[str]]], roots: Iterable[str]) -> tuple[str, ...]:
+    """``name==version`` of ``roots`` and of every installed distribution they require, directly or
+    not (``installed``: normalised name -> (version, its ``Requires-Dist`` lines)), sorted."""
+    seen: dict[str, str] = {}
+    todo = [normalised(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in installed:
+            continue
+        version, requires = installed[name]
+        seen[name] = f"{name}=={version}"
+        todo += [dep for r in requires if (dep := needed(r)) is not None]
+    return tuple(seen[k] for k in sorted(seen))
+
+
+@functools.cache
+def agent_packages() -> tuple[str, ...]:
+    """``name==version`` of what the agents' Python is declared to be (:data:`DECLARED`: what
+    requirements-agent.txt and the Makefile install) and all it requires. The harness's own
+    packages and its optional extras (``[export]``, ``[inspect]``, ``[dev]``) are not in it: an
+    agent is not told of them, and installing them leaves the agents' environment as it was."""
+    installed = {}
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").strip()
+        if name:
+            installed[normalised(name)] = (dist.version, tuple(dist.requires or ()))
+    return closure(installed, DECLARED)
+
+
 def fingerprint() -> str:
-    """A short hash of :func:`freeze` (the project's own editable install left out: its version
-    is in the contract already, and a checkout's path is no part of the environment)."""
-    lines = [line for line in freeze() if not line.lower().startswith("onegc==")]
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+    """A short hash of :func:`agent_packages`: sessions whose agents had other packages (another
+    torch, numpy, pandas, …) are under another contract; the harness's own extras change nothing."""
+    return hashlib.sha256("\n".join(agent_packages()).encode()).hexdigest()[:12]
 
 
 def matching_torchvision(torch_version: str | None = None) -> str | None:

@@ -15,7 +15,9 @@ one A100, 16 cores). The runner watches, beside its utilisation samples (runner/
   :data:`CLOCK_DROP_RATIO` of its maximum, for at least :data:`CLOCK_DROP_MIN_S`, not explained by the
   power cap alone;
 - **concurrency**: other live sessions on this host (under the same runs folder: a runner that
-  holds its lock, on this host), at start and every :data:`CONCURRENCY_PERIOD_S`;
+  holds its lock, on this host), at start and every :data:`CONCURRENCY_PERIOD_S`, and at the end
+  those that ended meanwhile and recorded this one (:func:`finished_that_saw`): both of two
+  overlapping sessions record the other, whichever polled while the other ran;
 - **operator pauses**: the budget clock's pauses (count and seconds).
 
 :meth:`ContentionWatch.summary` is the ``conditions`` event at the session's end (and
@@ -33,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +52,7 @@ CLOCK_DROP_RATIO = 0.8
 CLOCK_DROP_MIN_S = 30.0
 THROTTLE_MIN_S = 10.0
 MAX_LISTED = 20  # foreign processes and sessions kept by name in the record
+RESULT_READ_MAX = 16 << 20  # a result.json larger than this is not read for its conditions
 
 # nvmlClocksThrottleReason* bits (nvml.h; "clocks event reasons" in newer drivers, same bits)
 THROTTLE_BITS = {
@@ -86,10 +90,12 @@ class ContentionWatch:
     min_clock_ratio: float | None = None
     sessions: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)  # a session ended since then may have seen this one
 
     # ------------------------------------------------------------------ at start
     def start(self) -> dict:
         """Memory in use and foreign processes before the agent runs, and the other sessions."""
+        self.started_at = time.time()
         for i, h in self.handles:
             mem = self._call(lambda h=h: self.nvml.nvmlDeviceGetMemoryInfo(h), "memory")  # type: ignore[attr-defined]
             if mem is not None:
@@ -139,9 +145,15 @@ class ContentionWatch:
             elif seen is not None and mem_mb is not None:
                 seen["mem_mb"] = max(seen.get("mem_mb") or 0.0, mem_mb)
 
-    def poll_sessions(self) -> None:
+    def poll_sessions(self, final: bool = False) -> None:
+        """The other live sessions on this host; ``final`` (at the session's end) also those that
+        ended meanwhile and recorded this one among theirs: a session that started and ended between
+        two polls (or before this one's end, with no GPU thread polling) saw this one at its start,
+        and the overlap is recorded on both sides."""
         if self.runs_dir is not None:
             self.sessions |= other_live_sessions(self.runs_dir, self.session_id)
+            if final:
+                self.sessions |= finished_that_saw(self.runs_dir, self.session_id, self.started_at)
 
     # ------------------------------------------------------------------ the record
     def summary(self, pauses: int = 0, paused_s: float = 0.0) -> dict:
@@ -233,5 +245,35 @@ def other_live_sessions(runs_dir: Path, session_id: str, limit: int = 2000) -> s
         except (OSError, ValueError):
             continue
         if isinstance(info, dict) and info.get("host") == host and lock_held(SessionPaths(folder)):
+            found.add(folder.name)
+    return found
+
+
+def finished_that_saw(runs_dir: Path, session_id: str, since: float, limit: int = 2000) -> set[str]:
+    """Sessions under ``runs_dir`` whose ``result.json`` was written after ``since`` and whose
+    conditions list ``session_id`` among the other sessions they shared the host with: they
+    overlapped it, whichever of the two happened to poll while the other ran."""
+    found: set[str] = set()
+    try:
+        folders: Iterable[Path] = sorted(runs_dir.iterdir())
+    except OSError:
+        return found
+    for k, folder in enumerate(folders):
+        if k >= limit:
+            break
+        result = folder / "result.json"
+        try:
+            stat = result.stat()
+        except OSError:
+            continue
+        if folder.name == session_id or stat.st_mtime < since or stat.st_size > RESULT_READ_MAX:
+            continue
+        try:
+            record = json.loads(result.read_bytes())
+        except (OSError, ValueError):
+            continue
+        conditions = record.get("conditions") if isinstance(record, dict) else None
+        others = conditions.get("other_sessions") if isinstance(conditions, dict) else None
+        if isinstance(others, list) and session_id in others:
             found.add(folder.name)
     return found

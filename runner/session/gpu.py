@@ -1,4 +1,5 @@
-"""GPU sampling through NVML, once a second (NVML's utilisation window is 1/6 s to 1 s).
+"""GPU sampling through NVML, once a second (NVML's utilisation window is 1/6 s to 1 s), with the
+SM, tensor-core and DRAM-bandwidth activity of GPM where the GPU has it (runner/session/gpm.py).
 
 Without a GPU (or NVML) the sampler says so once and stops. ``ONEGC_NVML_MODULE`` names a module
 with pynvml's API to use instead (tests use :mod:`runner.session.fake_nvml`).
@@ -9,6 +10,8 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass
+
+from runner.session.gpm import GpmReader
 
 SAMPLE_PERIOD_S = 1.0  # faster adds nothing: NVML averages utilisation over up to 1 s
 
@@ -21,6 +24,10 @@ class Sample:
     mem_total_mb: float
     power_w: float | None
     temp_c: float | None
+    # what the GPU's units did since the last sample (runner/session/gpm.py; None where GPM is missing)
+    sm_active_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_bw_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class GpuSampler:
         if bad:
             raise NoGpu(f"GPU index {bad[0]} not present: this machine has {count} GPU(s)")
         self.handles = [(i, self.nvml.nvmlDeviceGetHandleByIndex(i)) for i in indices]
+        self.gpm = GpmReader(self.nvml, self.handles)  # SM, tensor-core and DRAM activity where the GPU has GPM
 
     def info(self) -> list[GpuInfo]:
         driver = _text(self.nvml.nvmlSystemGetDriverVersion())
@@ -95,6 +103,7 @@ class GpuSampler:
 
     def sample(self) -> list[Sample]:
         out = []
+        gpm = self.gpm.read()
         for i, h in self.handles:
             util = self.nvml.nvmlDeviceGetUtilizationRates(h)
             mem = self.nvml.nvmlDeviceGetMemoryInfo(h)
@@ -106,6 +115,7 @@ class GpuSampler:
                     mem_total_mb=mem.total / 2**20,
                     power_w=self._optional(lambda h=h: self.nvml.nvmlDeviceGetPowerUsage(h) / 1000.0),
                     temp_c=self._optional(lambda h=h: float(self.nvml.nvmlDeviceGetTemperature(h, 0))),
+                    **gpm.get(i, {}),
                 )
             )
         return out
@@ -117,6 +127,7 @@ class GpuSampler:
             return None
 
     def close(self) -> None:
+        self.gpm.close()
         try:
             self.nvml.nvmlShutdown()
         except self.nvml.NVMLError:

@@ -151,7 +151,7 @@ class Session:
                                            self.config.plants_canaries)
             build_workspace(self.spec, self.paths.workspace, data.parent, canary_key=marks.key if marks else None,
                             withheld=tuple(self.spec.scored_targets) if sealed else ())
-            self.judge = TaskJudge(self.spec, data)
+            self.judge = TaskJudge(self.spec, data, secret=canaries.session_secret(self.paths.root, canaries.PASSES_KEY_FILE))
             self.judge.canaries = marks
             # set up before the clock starts: the policy's start-up is not the agent's budget
             self.net = NetworkSandbox(self.config.network, self.endpoints, self.paths.root, self._on_blocked,
@@ -323,7 +323,7 @@ class Session:
         """The session's conditions (runner/session/contention.py), emitted once at its end."""
         if self.contention is None:
             return None
-        self.contention.poll_sessions()
+        self.contention.poll_sessions(final=True)  # those that ended meanwhile and saw this one too
         record = self.contention.summary(self.pauses, self.clock.paused_s())
         self.events.emit("conditions", **record)
         return record

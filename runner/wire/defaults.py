@@ -32,20 +32,10 @@ STALL_CLEARED = "stall_cleared"  # the warning's code when it ends: a model resp
 # the warnings that say a cap of the session stopped the agent (runner/sandbox/caps.py: its memory
 # and process caps; runner/session/diskguard.py: the disk; runner/scoring/checkpoints.py: the checkpoints
 # taken): its measurement ran with less than it asked for
+NO_GPM = "no_gpm"  # the warning's code where the GPU reports no SM or tensor-core activity (runner/session/gpm.py)
 CAP_WARNINGS = frozenset({"oom", "process_cap", "disk_full", "checkpoint_cap"})
 NetworkPolicy = Literal["open", "api-only", "none"]
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-REAL_AGENTS = ("claude-code", "codex", "opencode")
-
-
-def default_network(agent: str) -> NetworkPolicy:
-    """Real agent CLIs reach their model API and nothing else; the offline agents (``command``,
-    ``scripted``) get ``none``: a network namespace of their own with loopback only, so no agent
-    shares the host's (its loopback services, its abstract unix sockets, the web monitor).
-    ``open`` is only ever what someone asked for; it is recorded in the contract and flagged."""
-    return "api-only" if agent in REAL_AGENTS else "none"
 
 
 def new_session_id(task_short: str, agent: str, repeat: int = 1) -> str:

@@ -82,6 +82,11 @@ class GpuSample(_Event):
     mem_total_mb: float
     power_w: float | None = None
     temp_c: float | None = None
+    # NVML's GPM (runner/session/gpm.py), since the previous sample, where the GPU has it (Hopper and later):
+    # the share of SMs busy, of time any tensor core worked, of the DRAM bandwidth used
+    sm_active_pct: float | None = Field(default=None, ge=0, le=100)
+    tensor_active_pct: float | None = Field(default=None, ge=0, le=100)
+    dram_bw_pct: float | None = Field(default=None, ge=0, le=100)
 
 
 class Heartbeat(_Event):

@@ -37,3 +37,27 @@ def score_name(metric_label: str, split: str, role: Role) -> str:
 def best_name(metric_label: str) -> str:
     """The one meaning of "best": the best live val score so far."""
     return f"best {score_name(metric_label, 'val', 'live')}"
+
+
+# A score's role and split in a column of each width (the checkpoints pane): the words where there
+# is room, else marks that keep both: the split's name (or letter), ★ on the official one, the
+# unofficial one in parentheses (it never counts); a live one is the bare split.
+ROLE_WIDTHS = (15, 6, 3)  # "unofficial test", "(test)", "(t)"
+
+
+def role_mark(split: str, role: Role, width: int) -> str:
+    """``split`` and ``role`` in at most ``width`` cells (one of :data:`ROLE_WIDTHS`):
+    "live val" / "official test" / "unofficial test"; "val" / "test★" / "(test)"; "v" / "t★" / "(t)"."""
+    if width >= ROLE_WIDTHS[0]:
+        return f"{role} {split}"
+    word = split if width >= ROLE_WIDTHS[1] else split[:1]
+    return {"live": word, "official": f"{word}★", "unofficial": f"({word})"}[role]
+
+
+def role_legend(scored_split: str, width: int) -> str:
+    """What the marks of :func:`role_mark` at ``width`` mean, for a pane's title or the help (the
+    official and unofficial marks first: a narrow title is cut at its end, and a bare split is live)."""
+    if width >= ROLE_WIDTHS[0]:
+        return f"live on val, official on {scored_split}"
+    marks: tuple[tuple[str, Role], ...] = ((scored_split, "official"), (scored_split, "unofficial"), ("val", "live"))
+    return " · ".join(f"{role_mark(split, role, width)} {role}" for split, role in marks)

@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runner.wire.defaults import GRACE_S, SEALED_ANSWERS, SESSION_ID_RE, STALL_S, NetworkPolicy, default_network
+from runner.wire.agents import default_network
+from runner.wire.defaults import GRACE_S, SEALED_ANSWERS, SESSION_ID_RE, STALL_S, NetworkPolicy
 
 
 class SessionConfig(BaseModel):

@@ -27,8 +27,11 @@ yourself on "val"; the test split is scored by the harness after the session. ``
     inputs(split)  -> {"series": float32 [T - 96, 7]}: the split's rows but the last 96, which
                       are only ever targets; they hold the look-backs of all N = T - 431 windows
     predict(model, inputs, device) -> float32 [N, 96, 7] (float64 if the model's output is):
-                      calls ``model(x)`` with x float32 [B, 336, 7] (B ≤ 512, in window order),
-                      which must return a float tensor [B, 96, 7]
+                      calls ``model(x)`` with x float32 [1, 336, 7], one window at a time in time
+                      order, which must return a float tensor [1, 96, 7]. In the harness the rows
+                      arrive one by one: a row is shown only once every forecast it holds a target
+                      of has been made (``onegc_kit.forecast_in_time_order``), so a model can never
+                      see a window's horizon, in its batch or cached from an earlier one
     judge(predictions, split) -> {"value": mse, "n": N}: the exact shape, finite floats, the
                       squared errors summed in float64
 
@@ -49,7 +52,7 @@ import numpy as np  # noqa: E402
 import onegc_kit as kit  # noqa: E402  (beside this file in a workspace, in tasks/ in the repo)
 
 TASK = "t6_etth1"
-VERSION = "1"
+VERSION = "2"  # 2: windows forecast one at a time in time order (issue 46)
 METRIC = "test_mse"
 SCORED_SPLIT = "test"
 RAW = {
@@ -70,7 +73,9 @@ BORDERS = {  # [start, end) rows of each split; later splits start LOOKBACK rows
     "test": (VAL_END - LOOKBACK, TEST_END),
 }
 PRIVATE = {"test"}  # held-out labels: never copied into a workspace
-EVAL_BATCH = 512
+EVAL_BATCH = 512  # windows per batch where the judge sums squared errors (the model sees one at a time)
+# the harness streams these inputs row by row in time order (runner/scoring/worker.py): name -> (look-back, horizon)
+TIME_ORDERED = {"series": (LOOKBACK, HORIZON)}
 save_checkpoint = kit.save_checkpoint
 data_dir = kit.data_dir
 
@@ -137,22 +142,21 @@ def inputs(split: str) -> dict:
 
 
 def predict(model, inputs: dict, device: str):
-    """The forecast of every window, in window order: float32 [N, 96, 7] (float64 if the model's is)."""
+    """The forecast of every window, one at a time in time order: float32 [N, 96, 7] (float64 if
+    the model's is). The windows' inputs are fed in time order and each forecast is final before
+    the next row is shown (in the harness the series is a ``kit.RowStream``)."""
     import torch
 
-    series = torch.from_numpy(np.array(inputs["series"], dtype=np.float32))
-    x = series.unfold(0, LOOKBACK, 1).transpose(1, 2)  # [N, 336, 7], a view
-    out = []
+    def forecast(window):  # float32 [336, 7]: one look-back
+        x = torch.from_numpy(np.array(window, dtype=np.float32))[None].to(device)  # a copy: the window may be read-only
+        pred = model(x)
+        if not isinstance(pred, torch.Tensor) or pred.shape != (1, HORIZON, N_VARS):
+            got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
+            raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; got {got} for x of shape {tuple(x.shape)}")
+        return (pred.cpu() if pred.dtype == torch.float64 else pred.float().cpu()).numpy()[0]
+
     with torch.no_grad():
-        for i in range(0, len(x), EVAL_BATCH):
-            batch = x[i : i + EVAL_BATCH].contiguous()
-            pred = model(batch.to(device))
-            if not isinstance(pred, torch.Tensor) or pred.shape != (len(batch), HORIZON, N_VARS):
-                got = tuple(pred.shape) if isinstance(pred, torch.Tensor) else type(pred).__name__
-                raise kit.KitError(f"model(x) must return [B, {HORIZON}, {N_VARS}]; "
-                                   f"got {got} for x of shape {tuple(batch.shape)}")
-            out.append(pred.cpu() if pred.dtype == torch.float64 else pred.float().cpu())
-    return torch.cat(out).numpy()
+        return kit.forecast_in_time_order(inputs["series"], LOOKBACK, HORIZON, forecast)
 
 
 def judge(predictions, split: str) -> dict:
@@ -163,7 +167,7 @@ def judge(predictions, split: str) -> dict:
     pred = kit.check_predictions(predictions, tuple(y.shape), "f", f"a float forecast [N, {HORIZON}, {N_VARS}] per window")
     total = 0.0
     for i in range(0, len(y), EVAL_BATCH):  # batch by batch, as the model ran: the same sums
-        batch = torch.from_numpy(np.ascontiguousarray(pred[i : i + EVAL_BATCH], dtype=np.float64))
+        batch = torch.from_numpy(np.array(pred[i : i + EVAL_BATCH], dtype=np.float64))  # a copy: exact sums
         total += float(((batch - y[i : i + EVAL_BATCH].double()) ** 2).sum())
     n = len(y)
     return {"value": total / (n * HORIZON * N_VARS), "n": n}

@@ -370,7 +370,7 @@ async def test_a_running_sessions_detail_leaves_later_budget_shares_blank(crowd)
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen)
         analytics = str(app.screen.query_one("#analytics").render())
-        line = next(line for line in analytics.splitlines() if "score at budget" in line)
+        line = next(line for line in analytics.splitlines() if "best live val accuracy at budget" in line)
         assert "25% 0.6100" in line and "100% not yet" in line  # about 75 % of its budget is spent
 
 

@@ -16,8 +16,9 @@ from onegc_tui.app import make_app
 from onegc_tui.app.widgets.panes import CheckpointsPane
 from onegc_tui.app.widgets.transcript import TranscriptLog
 from onegc_tui.store import Store
+from onegc_tui.store.queries import event_data
 from onegc_tui.views.transcript_view import event_line, event_matches
-from runner.wire.events import parse_event
+from runner.wire.events import EVENT_TYPES, parse_event
 from tests.helpers import REPO, start_session
 
 LOOP = """
@@ -54,8 +55,7 @@ async def test_two_monitors_show_every_line_ingested_by_either_or_elsewhere_in_o
         loop.wait()
     store = Store.open(home)
     try:
-        stored = [parse_event(d) for (d,) in store.conn.execute(
-            "SELECT data FROM events WHERE session_id='both' ORDER BY seq").fetchall()]
+        stored = [parse_event(d) for d in event_data(store, "both", list(EVENT_TYPES))]
     finally:
         store.close()
     # every event the panes show a line for, once each and in the order of the record, in both

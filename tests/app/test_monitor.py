@@ -135,7 +135,7 @@ async def test_scrolling_up_stops_following_and_f_resumes(app_home):
 
 
 async def test_live_events_raise_notifications(app_home):
-    from runner.wire.events import CheckpointScored, Warning_
+    from runner.wire.events import CheckpointScored, ControlEvent, Warning_
 
     app = make_app(app_home, focus="b-paused", live=False, show_clock=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -143,17 +143,24 @@ async def test_live_events_raise_notifications(app_home):
         add_events(app_home, "b-paused", [  # ingested elsewhere: the panes read them from the store
             Warning_(session_id="b-paused", seq=100, ts=1.0, code="network_blocked", message="connect to pypi.org:443"),
             CheckpointScored(session_id="b-paused", seq=101, ts=2.0, name="run_2-1", value=0.71, metric="val_acc",
-                             split="val", budget_elapsed_s=65.0)])  # not by this app: it reads the store
+                             split="val", budget_elapsed_s=65.0),
+            # issue 50: a refused pause was a transcript line only, never a notification
+            ControlEvent(session_id="b-paused", seq=102, ts=3.0, action="resume", request_id="r1", accepted=False,
+                         detail="the session is scoring its last checkpoints")])
         app.refresh_sessions()  # its once-a-second look (no wake: its own ingest read nothing)
         app.flush()
         await pilot.pause()
         messages = [n.message for n in app._notifications]
         assert any("blocked network attempt: connect to pypi.org:443" in m for m in messages)
-        assert any("new best, run_2-1 scored 0.7100" in m for m in messages)
+        # the score says its role, split and measure (docs/numbers.md): it was "scored 0.7100 val_acc"
+        assert any("new best live val accuracy 0.7100 · run_2-1 at 01:05" in m for m in messages), messages
+        refused = [n for n in app._notifications if "refused" in n.message]
+        assert [(n.message, n.severity) for n in refused] == [
+            ("b-paused: resume refused: the session is scoring its last checkpoints", "warning")]
         log = app.query_one("#transcript-log", Log)
         assert any("network_blocked" in line for line in log.lines)
         app.refresh_sessions()
-        assert sum("new best, run_2-1" in n.message for n in app._notifications) == 1  # each event once
+        assert sum("run_2-1 at" in n.message for n in app._notifications) == 1  # each event once
 
 
 async def test_the_monitor_shows_stalled_from_the_runners_warning_and_its_end(app_home):

@@ -209,3 +209,28 @@ async def test_onegc_monitor_web_serves_a_read_only_view(mounted, tmp_path):
             break
         time.sleep(0.1)
     assert not any(tmp.iterdir()), list(tmp.iterdir())
+
+
+async def test_the_monitor_reads_a_finished_read_only_home_in_place(tmp_path, monkeypatch):
+    """Where the store holds the folders whole and nothing runs, the monitor reads it in place
+    (issue 49: no copy per viewer), ingests nothing, and shows every session."""
+    home = tmp_path / "home"
+    _session(home, "a-ended", "scripted", "completed", False, [0.41, 0.77])
+    _session(home, "c-ended", "scripted", "agent_failed", False, [])
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    monkeypatch.setattr(readonly_home, "writable", lambda _home: False)
+    with private_store(home) as view:
+        assert view == readonly_home.IN_PLACE and db_path(home) == home / DB_NAME
+        opened = Store.open(home)
+        assert opened.read_only
+        opened.close()
+        app = make_app(home, show_clock=False, read_only=True, live=False)
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.1)
+                if {"a-ended", "c-ended"} <= set(app.feed.rows):
+                    break
+            assert app.feed.rows["c-ended"]["state"] == "failed"
+    assert not (home / "onegc.db-wal").exists() and not (home / "onegc.db-shm").exists()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from onegc_tui.app import make_app
-from tests.homes import CROWD_NOW, CROWD_RUNNING, T0, build_crowd, build_home, settled
+from tests.homes import CROWD_NOW, CROWD_RUNNING, T0, T6_SESSION, build_crowd, build_home, build_numbers_home, settled
 
 SIZE = (160, 44)
 NOW = lambda: T0 + 100.0  # noqa: E731  frozen "now" for countdowns
@@ -103,3 +103,27 @@ def test_snapshot_of_the_session_detail(app_home, snap_compare):
 
     app = make_app(app_home, focus="a-ended", live=False, show_clock=False, now=NOW)
     assert snap_compare(app, terminal_size=SIZE, run_before=detail)
+
+
+@pytest.fixture(scope="module")
+def numbers_home(tmp_path_factory):
+    return build_numbers_home(tmp_path_factory.mktemp("numbers") / "home")
+
+
+@THREE_SIZES
+@pytest.mark.parametrize("screen", ["dashboard", "detail", "history"])
+def test_snapshot_of_every_figure_with_its_split_and_role(numbers_home, size, screen, snap_compare):
+    """Issue 50: a T6 session with live val rows and official and unofficial test rows (and a t0 one,
+    scored on val), on each screen at each size: every figure says its split and role, none is cut
+    into another (the checkpoints pane's role column, the detail's lines, the history's cell)."""
+    async def open_screen(pilot):
+        await settled(pilot)
+        if screen != "dashboard":
+            await pilot.press("d" if screen == "detail" else "h")
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+
+    app = make_app(numbers_home, focus=T6_SESSION, live=False, show_clock=False, now=lambda: T0 + 10_000)
+    assert snap_compare(app, terminal_size=size, run_before=open_screen)

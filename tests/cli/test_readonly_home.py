@@ -83,3 +83,49 @@ def test_commands_that_write_say_why_not(readonly_home, argv):
     (line,) = r.output.strip().splitlines()
     assert f"ONEGC_HOME={readonly_home} is not writable by this user, and this command writes there" in line
     assert "'onegc tasks', 'sessions', 'history', 'study status', 'monitor', 'report' and 'export' only read it" in line
+
+
+@pytest.fixture
+def current_readonly_home(tmp_path, small_tmpfs, demo_data, monkeypatch):
+    """A read-only home whose store holds everything its session folders hold (a finished study
+    shared read-only): no ``-wal`` beside it, nobody writing it."""
+    src = tmp_path / "src"
+    build_home(src, full=True)
+    shutil.copytree(demo_data, src / "data" / "t0_demo")
+    home = small_tmpfs("64m")
+    shutil.copytree(src, home, dirs_exist_ok=True)
+    store = Store.open(home)  # caught up where it is read: its offsets name the home's own paths
+    Ingester(home, store).catch_up()
+    store.close()
+    out = subprocess.run(["mount", "-o", "remount,ro", str(home)], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip(f"cannot remount read-only: {out.stderr.strip()}")
+    monkeypatch.setenv("ONEGC_HOME", str(home))
+    return home
+
+
+def test_a_read_only_home_whose_store_is_current_is_read_in_place(current_readonly_home):
+    """No copy of the store (issue 49: one per command and per viewer was the whole store again):
+    SQLite reads it where it is, immutable, and writes nothing beside it; the history's cells that
+    nobody stored are computed for this view alone."""
+    from onegc_tui.store import DB_NAME
+    from onegc_tui.store.readonly_home import IN_PLACE, caught_up_store, private_store
+
+    home = current_readonly_home
+    before = snapshot(home)
+    store = caught_up_store(home)
+    try:
+        assert store.read_only and store.path == home / DB_NAME
+        assert {r["session_id"] for r in store.sessions()} == {"a-ended", "b-paused", "c-ended", "d-failed"}
+    finally:
+        store.close()
+    rows = json.loads(run("sessions", "--json").output)
+    assert len(rows) == 4
+    r = run("history", "--demo", "--format", "json", "--no-paper")
+    assert r.exit_code == 0, r.output
+    rows = {row["label"]: row for row in json.loads(r.output)["studies"][0]["rows"]}
+    cell = rows["scripted"]["cells"]["t0"]
+    assert (cell["n_total"], cell["n_success"], rows["command"]["cells"]["t0"]["running_ids"]) == (3, 2, ["b-paused"])
+    with private_store(home) as view:
+        assert view != IN_PLACE  # b-paused is not over: the monitor reads a copy and ingests what comes
+    assert snapshot(home) == before  # no copy, no -wal, no -shm

@@ -7,7 +7,9 @@ model whose code can see the future has learnt to use it.
 T1 (``model(idx [B, 256]) -> logits [B, 256, 65]``):
 - ``GPT``: a small causal decoder (``causal=False``: the missing mask; ``dropout_on``: dropout
   left on in evaluation; ``leak_from``: reads position t+1 from that position on);
-- ``NEXT``: no trained weight, the logit of the next character of its own input raised.
+- ``NEXT``: no trained weight, the logit of the next character of its own input raised;
+- ``PROBE_AWARE``: NEXT, hiding from the probe by a tell (noise, the call stack, the batch size, the
+  inputs' folder, twins spotted by their train-text tails).
 T6 (``model(x [B, 336, 7]) -> [B, 96, 7]``):
 - ``DLINEAR``: the baseline's decomposition-linear model (``dropout_on``; ``hidden``: an MLP head);
 - ``COPY_BATCH``: DLinear that copies each window's horizon from the window 96 later in its batch
@@ -101,6 +103,81 @@ class Next(nn.Module):
 def build_model(config):
     return Next(**config)
 '''
+
+PROBE_AWARE = '''
+import sys
+
+import torch, torch.nn as nn, torch.nn.functional as F
+
+
+class ProbeAware(nn.Module):
+    """Reads the next character of its own input, and hides it from the probe by one of the tells
+    issue 46 names: ``noise`` (a large random logit at a share of positions, to widen a threshold
+    set by its own run-to-run noise), ``stack`` (not where its call stack names a probe), ``batch``
+    (only in batches of the evaluator's 64 windows), ``part`` (not where its inputs came from a
+    probe's folder), ``twins`` (not in a window whose tail is text of the train split it carries:
+    a twin's). Each must be caught, or gain nothing."""
+
+    def __init__(self, vocab_size=65, tell="noise", share=0.0005, train_grams=None):
+        super().__init__()
+        self.vocab_size, self.tell, self.share = vocab_size, tell, share
+        self.scale = nn.Parameter(torch.tensor(12.0))
+        self.register_buffer("grams", torch.tensor(sorted(train_grams or []), dtype=torch.int64))
+
+    def _hidden(self, idx) -> torch.Tensor:
+        """Per window: True where it believes it is watched (behaves honestly there)."""
+        B = idx.shape[0]
+        if self.tell == "stack":
+            names = []
+            frame = sys._getframe(1)
+            while frame is not None:
+                names += [frame.f_code.co_name, *map(str, frame.f_locals)]
+                frame = frame.f_back
+            return torch.full((B,), any("probe" in n or "twin" in n for n in names), dtype=torch.bool)
+        if self.tell == "batch":
+            return torch.full((B,), B != 64, dtype=torch.bool)
+        if self.tell == "part":
+            req = None
+            frame = sys._getframe(1)
+            while frame is not None and req is None:
+                cand = frame.f_locals.get("req")
+                req = cand if isinstance(cand, dict) else None
+                frame = frame.f_back
+            return torch.full((B,), bool(req and req.get("probe_inputs")), dtype=torch.bool)
+        if self.tell == "twins" and len(self.grams):
+            k = 8
+            codes = torch.zeros(B, idx.shape[1] - k + 1, dtype=torch.int64)
+            for j in range(k):
+                codes = codes * 67 + idx[:, j: idx.shape[1] - k + 1 + j].long()
+            known = torch.isin(codes, self.grams)
+            return known[:, -64:].all(dim=1)  # a tail of 64 positions all train 8-grams: a twin's
+        return torch.zeros(B, dtype=torch.bool)
+
+    def forward(self, idx):
+        nxt = F.one_hot(idx[:, 1:], self.vocab_size).float() * self.scale
+        logits = F.pad(nxt, (0, 0, 0, 1))
+        logits[self._hidden(idx)] = 0.0
+        if self.tell == "noise":
+            hit = torch.rand(idx.shape) < self.share
+            logits[hit] += 40.0 * F.one_hot(torch.randint(0, self.vocab_size, (int(hit.sum()),)), self.vocab_size).float()
+        return logits
+
+
+def build_model(config):
+    return ProbeAware(**config)
+'''
+
+
+def train_grams(train_ids, k: int = 8, limit: int = 400_000) -> list[int]:
+    """The hashed k-grams of T1's train text a twin spotter carries (the code of ``PROBE_AWARE``)."""
+    import numpy as np
+
+    ids = np.asarray(train_ids[:limit], dtype=np.int64)
+    codes = np.zeros(len(ids) - k + 1, dtype=np.int64)
+    for j in range(k):
+        codes = codes * 67 + ids[j: len(ids) - k + 1 + j]
+    return sorted(set(codes.tolist()))
+
 
 DLINEAR = '''
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -286,23 +363,42 @@ def build_model(config):
     return ReadInputs(**config)
 '''
 
-SLOW_ON_SHORT = DLINEAR + '''
-import time
+COMMIT_AHEAD = DLINEAR + '''
+import gc
+import os
+
+import numpy as np
 
 
-class SlowOnShort(DLinear):
-    """Fast on the official batches, very slow on a short series (the probe's)."""
+class CommitAhead(DLinear):
+    """Knows the harness streams T6's rows: finds the child's end of the stream and commits filler
+    forecasts to pull the next rows early (its current window's horizon), then forecasts with them."""
+
+    pulled = False
 
     def forward(self, x):
-        if len(x) < 16:
-            time.sleep(120)
-        return self.forecast(x)
+        out = self.forecast(x).clone()
+        if self.pulled:
+            return out
+        self.pulled = True
+        stream = next((o for o in gc.get_objects() if type(o).__name__ == "RowStream"), None)
+        if stream is None:
+            return out
+        filler = np.zeros((HORIZON, x.shape[2]), dtype=np.float64).tobytes()
+        rows = []
+        try:
+            for _ in range(HORIZON):
+                os.write(stream.fd, filler)  # committed: this window's forecast, and then the next ones'
+                rows.append(stream._recv_rows(1))
+        except Exception:
+            return out
+        out[0, : len(rows)] = torch.from_numpy(np.concatenate(rows)).float()
+        return out
 
 
 def build_model(config):
-    return SlowOnShort(**config)
+    return CommitAhead(**config)
 '''
-
 
 class Bench:
     """A session's sealed scorer for one task, on data prepared here: :meth:`score` writes a snapshot

@@ -1,6 +1,7 @@
-"""The fast ingest path (lines validated to dicts, a batch at a time) stores exactly what the path
-through the event models stores: the same rows in every table, the same search hits, the same
-summary, the same lines reported."""
+"""The fast ingest path (a batch of lines validated to dicts by one map) stores exactly what the
+path line by line stores: the same rows in every table, the same search hits, the same summary,
+the same lines reported; and every event reads back from the store as its line says, though the
+kinds with a table of their own keep no copy of the line (onegc_tui/store/rows.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from onegc_tui.store import Store
+from onegc_tui.store import Store, stored
 from onegc_tui.store.ingest import MAX_BATCH_BYTES, Ingester
+from onegc_tui.store.parallel import from_scratch_in_two
 from onegc_tui.store.records import parse_record
 from runner.launch.spawn import create_session
 from runner.wire.events import parse_event
@@ -108,12 +110,12 @@ def dump(store: Store) -> dict:
     return out
 
 
-def ingest(home: Path, db: str, typed: bool) -> tuple[dict, list, list]:
+def ingest(home: Path, db: str, watched: bool) -> tuple[dict, list, list]:
     """Every session folder of ``home`` into a new store ``db``: its rows, the lines reported, and
-    (events stored, the events ``on_events`` saw)."""
+    (events stored, the events ``on_events`` saw, where ``watched``)."""
     store = Store(home / db)
     seen, errors = [], []
-    ing = Ingester(home, store, on_events=(lambda sid, evs: seen.extend((sid, e.seq) for e in evs)) if typed else None,
+    ing = Ingester(home, store, on_events=(lambda sid, evs: seen.extend((sid, e["seq"]) for e in evs)) if watched else None,
                    on_error=errors.append)
     n = ing.ingest_all()
     assert ing.ingest_all() == 0
@@ -132,12 +134,13 @@ def homes(home):
     return home
 
 
-def test_the_fast_path_stores_what_the_model_path_stores(homes):
-    fast, fast_errors, (n_fast, _) = ingest(homes, "fast.db", typed=False)
-    typed, typed_errors, (n_typed, seen) = ingest(homes, "typed.db", typed=True)
-    assert n_fast == n_typed == len(seen) > 100
-    assert fast == typed
-    assert fast_errors == typed_errors
+def test_the_fast_path_stores_what_the_path_line_by_line_stores(homes, monkeypatch):
+    fast, fast_errors, (n_fast, seen) = ingest(homes, "fast.db", watched=True)
+    monkeypatch.setattr(Ingester, "_fast_batch", staticmethod(lambda sid, first, lines: None))
+    slow, slow_errors, (n_slow, _) = ingest(homes, "slow.db", watched=False)
+    assert n_fast == n_slow == len(seen) > 100
+    assert fast == slow
+    assert fast_errors == slow_errors
     # what the session above says, to be sure the comparison compares something
     errors = [e for e in fast_errors if "all-kinds/" in e]
     assert len(errors) == 6  # garbage, the forged seq, the intruder, the extra field, the wrong type, not UTF-8
@@ -151,9 +154,9 @@ def test_the_fast_path_stores_what_the_model_path_stores(homes):
 
 
 def test_the_fast_path_in_small_batches_stores_what_one_batch_stores(homes, monkeypatch):
-    whole, whole_errors, _ = ingest(homes, "whole.db", typed=False)
+    whole, whole_errors, _ = ingest(homes, "whole.db", watched=False)
     monkeypatch.setattr("onegc_tui.store.ingest.MAX_BATCH_BYTES", 700)  # a few lines per transaction
-    small, small_errors, _ = ingest(homes, "small.db", typed=False)
+    small, small_errors, _ = ingest(homes, "small.db", watched=False)
     for table in ("ingest_offsets",):
         assert whole[table] == small[table]
     assert whole == small and sorted(whole_errors) == sorted(small_errors)
@@ -177,6 +180,35 @@ def test_a_record_is_the_models_fields(homes):
     assert good > 100 and bad >= 6
 
 
+def test_every_event_reads_back_from_the_store_as_its_line_says(homes):
+    """One owner for each fact: a transcript step, a GPU sample, a warning and a control are stored
+    in their own tables only, and the store gives back every field of every event (the first of two
+    lines with one seq: the second is refused)."""
+    store = Store(homes / "back.db")
+    Ingester(homes, store).ingest_all()
+    for path in sorted((homes / "runs").glob("*/events.jsonl")):
+        sid = path.parent.name
+        want: dict[int, dict] = {}
+        for line in path.read_bytes().splitlines():
+            try:
+                record = parse_record(line)
+            except (ValidationError, ValueError):
+                continue
+            if record["session_id"] == sid:
+                want.setdefault(record["seq"], record)
+        got = stored.records(store.conn, sid, stored.envelopes(store.conn, sid))
+        assert [parse_record(json.dumps(r)) for r in got] == [want[seq] for seq in sorted(want)], sid
+    kinds = dict(store.conn.execute("SELECT type, COUNT(*) FROM events GROUP BY type").fetchall())
+    assert {"gpu", "warning", "control"}.isdisjoint(kinds)  # their own table's row is the event
+    assert kinds["session_started"] > 0 and kinds["checkpoint_scored"] > 0  # the other kinds keep their line
+    assert store.conn.execute("SELECT COUNT(*) FROM warnings").fetchone()[0] > 0
+    heartbeats = store.conn.execute("SELECT COUNT(*) FROM events WHERE type = 'transcript'"
+                                    " AND json_extract(data, '$.kind') = 'progress'").fetchone()[0]
+    assert kinds["transcript"] == heartbeats  # of the transcript, only a tool's heartbeats
+    assert heartbeats >= 6  # a tool's heartbeats keep theirs: its one transcript row holds only the latest
+    store.close()
+
+
 def test_read_block_is_read_lines_at_once(tmp_path):
     path = tmp_path / "e.jsonl"
     path.write_bytes(b"a\nbb\n" + b"x" * 50 + b"\nc\npartial")
@@ -196,7 +228,7 @@ def test_reindex_in_one_bulk_transaction_stores_what_the_live_ingest_stores(home
 
     from onegc_tui.cli.main import main
 
-    live, live_errors, _ = ingest(homes, "live.db", typed=True)
+    live, live_errors, _ = ingest(homes, "live.db", watched=True)
     monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)  # a commit every few batches, as over millions
     result = CliRunner().invoke(main, ["reindex"])
     assert result.exit_code == 0, result.output
@@ -217,7 +249,7 @@ def test_lines_whose_write_did_not_commit_are_read_again_and_shown_once(tmp_path
     w.emit("session_started", task="t0_demo", agent="scripted", budget_s=600, grace_s=30, contract={})
     store = Store.open(home)
     seen: list[int] = []
-    ing = Ingester(home, store, on_events=lambda sid, evs: seen.extend(e.seq for e in evs))
+    ing = Ingester(home, store, on_events=lambda sid, evs: seen.extend(e["seq"] for e in evs))
     ing.discover()
     assert ing.ingest_session("s") == 1
     queries: list[str] = []
@@ -226,11 +258,11 @@ def test_lines_whose_write_did_not_commit_are_read_again_and_shown_once(tmp_path
     store.conn.set_trace_callback(None)
 
     w.emit("transcript", role="assistant", kind="text", text="two")
-    real = store.ingest
-    monkeypatch.setattr(store, "ingest", lambda batch: (_ for _ in ()).throw(OSError("disk")))
+    real = store.write
+    monkeypatch.setattr(store, "write", lambda rows, best=None: (_ for _ in ()).throw(OSError("disk")))
     with pytest.raises(OSError):
         ing.ingest_session("s")
-    monkeypatch.setattr(store, "ingest", real)
+    monkeypatch.setattr(store, "write", real)
     assert ing.ingest_session("s") == 1  # read again from the store's place
 
     w.emit("transcript", role="assistant", kind="text", text="three")
@@ -244,7 +276,7 @@ def test_lines_whose_write_did_not_commit_are_read_again_and_shown_once(tmp_path
         assert ing.ingest_session("s") == 1
     ing.deliver()
     assert seen == [1, 2, 3]
-    assert [r[0] for r in store.conn.execute("SELECT seq FROM events ORDER BY seq")] == [1, 2, 3]
+    assert [r[0] for r in stored.envelopes(store.conn, "s")] == [1, 2, 3]
     store.close()
 
 
@@ -253,7 +285,7 @@ def test_the_live_ingests_one_transaction_per_wake_indexes_what_batch_by_batch_i
     transcript once, at its end; a tool's heartbeat row updated in place within that transaction
     (small batches: several per session) is indexed as it ends up."""
     monkeypatch.setattr("onegc_tui.store.ingest.MAX_BATCH_BYTES", 600)  # many batches per session
-    alone, _, _ = ingest(homes, "alone.db", typed=True)  # a transaction per batch
+    alone, _, _ = ingest(homes, "alone.db", watched=True)  # a transaction per batch
     store = Store(homes / "wake.db")
     ing = Ingester(homes, store, on_events=lambda sid, evs: None)
     with store.transaction():
@@ -288,7 +320,7 @@ def test_a_reindex_in_two_processes_stores_what_one_stores(homes, monkeypatch):
     from onegc_tui.store.parallel import split, store_sizes
     from onegc_tui.store.reindex import rebuild
 
-    live, _, _ = ingest(homes, "live.db", typed=True)
+    live, _, (n_live, _) = ingest(homes, "live.db", watched=True)
     folders = sorted(p.parent for p in (homes / "runs").glob("*/session.json"))
     monkeypatch.setattr("onegc_tui.store.parallel.PARALLEL_MIN_BYTES", 0)  # two processes, however small
     monkeypatch.setattr("onegc_tui.store.parallel.os.cpu_count", lambda: 2)
@@ -297,7 +329,7 @@ def test_a_reindex_in_two_processes_stores_what_one_stores(homes, monkeypatch):
     monkeypatch.setattr("onegc_tui.store.BULK_COMMIT_ROWS", 50)
     sessions, events = rebuild(homes, homes / "two.db")
     store = Store(homes / "two.db")
-    assert dump(store) == live and sessions == len(live["sessions"]) and events == len(live["events"])
+    assert dump(store) == live and sessions == len(live["sessions"]) and events == n_live
     store.conn.execute("INSERT INTO transcript_fts(transcript_fts, rank) VALUES('integrity-check', 1)")
     assert not list(homes.glob("two.db.part*"))  # the part and its files are gone
     store.close()
@@ -309,7 +341,7 @@ def test_a_reindex_whose_second_process_fails_says_so_and_leaves_the_store_as_it
 
     from onegc_tui.cli.main import main
 
-    ingest(homes, "onegc.db", typed=False)
+    ingest(homes, "onegc.db", watched=False)
     before = (homes / "onegc.db").read_bytes()
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\necho 'disk full while writing the part' >&2\nexit 3\n")
@@ -335,7 +367,7 @@ def test_a_catch_up_from_scratch_in_two_processes_stores_what_one_stores(homes, 
 
     import onegc_tui.store.parallel as reindex
 
-    live, _, _ = ingest(homes, "live.db", typed=True)
+    live, _, (n_live, _) = ingest(homes, "live.db", watched=True)
     monkeypatch.setattr("onegc_tui.store.parallel.PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr("onegc_tui.store.parallel.os.cpu_count", lambda: 2)
     parts: list[tuple[list[str], list[str]]] = []
@@ -353,7 +385,7 @@ def test_a_catch_up_from_scratch_in_two_processes_stores_what_one_stores(homes, 
     store.conn.set_trace_callback(lambda sql: sql == "COMMIT" and store._outer == "transaction"
                                   and part_commits.append(sql))
     ing = Ingester(homes, store)
-    assert ing.ingest_all() == len(live["events"])
+    assert from_scratch_in_two(ing) == n_live  # what parallel.catch_up reads before its liveness check
     store.conn.set_trace_callback(None)
     assert len(part_commits) >= 3  # (one, its last, where it does not commit as it goes)
     assert ing.ingest_all() == 0 and ing.live == {r["session_id"] for r in live["sessions"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -142,12 +144,15 @@ def test_a_schema_5_store_of_main_migrates_to_6_keeping_its_rows_and_its_place_i
     db = home / "onegc.db"
     conn = sqlite3.connect(db)  # what main's onegc leaves: schema 5, offsets without their file
     conn.execute("ALTER TABLE ingest_offsets DROP COLUMN file_id")
+    undo_migrations_12_and_13(conn, home / "runs/s1/events.jsonl")
     for column in ("val", "val_gap_flag", "contended", "conditions",  # migration 7's
                    "truncated", "truncated_bytes",  # 8's
                    "caps_reached",  # 9's
                    "not_checked"):  # and 10's
         conn.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")  # 10's
+    for column in GPM_COLUMNS:  # 11's
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 5")
     conn.close()
     reference = sqlite3.connect(tmp_path / "v5.db")
@@ -173,7 +178,7 @@ def test_live_ingest_with_a_real_watchdog_observer(home):
     got = threading.Event()
 
     def on_events(sid, events):
-        seen.extend(e.seq for e in events)
+        seen.extend(e["seq"] for e in events)
         if len(seen) >= 16:
             got.set()
 
@@ -208,7 +213,7 @@ def test_live_ingest_at_rest_still_delivers_a_lone_line_and_a_burst_with_it(home
     batches: list[list[int]] = []
     got = threading.Event()
     w = fake_session(home)
-    live = LiveIngest(home, on_events=lambda sid, events: (batches.append([e.seq for e in events]), got.set()),
+    live = LiveIngest(home, on_events=lambda sid, events: (batches.append([e["seq"] for e in events]), got.set()),
                       rescan_s=3600)  # only the looks can deliver
     live.start()
     try:
@@ -331,6 +336,55 @@ def test_search_takes_any_text_and_finds_it_behind_a_thousand_rows_that_share_it
     store.close()
 
 
+def undo_migrations_12_and_13(conn: sqlite3.Connection, events: Path) -> None:
+    """What a store of schema 11 holds: an events row with its line for every event (since migration
+    12 a kind with a table of its own is that row only), and none of 12's and 13's tables, columns
+    and triggers."""
+    for name in ("insert", "delete", "update"):
+        conn.execute(f"DROP TRIGGER history_dirty_{name}")
+    for table in ("history_cells", "history_members", "history_dirty"):
+        conn.execute(f"DROP TABLE {table}")
+    for line in events.read_text().splitlines():
+        e = json.loads(line)
+        conn.execute("INSERT OR IGNORE INTO events VALUES (?,?,?,?,?)", (e["session_id"], e["seq"], e["ts"], e["type"], line))
+    conn.execute("DROP TABLE warnings")
+    conn.execute("DROP INDEX checkpoints_by_score")
+    for table, columns in (("transcript", ("tokens_in", "tokens_out", "cache_read", "cache_write", "cost_usd", "raw_line")),
+                           ("checkpoints", ("scored_seq",))):
+        for column in columns:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    conn.commit()
+
+
+def test_migration_12_keeps_every_event_of_a_schema_11_store_and_its_new_rows_are_whole(home):
+    """A store of schema 11 keeps every line; after migration 12 its warnings are in their table
+    and its scores say which event scored them, and every event reads back as its line says."""
+    from onegc_tui.store import stored
+    from onegc_tui.store.records import parse_record
+
+    w = fake_session(home)
+    w.emit("warning", code="network_blocked", message="example.com:443")
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    conn = sqlite3.connect(home / "onegc.db")
+    undo_migrations_12_and_13(conn, w.path)
+    conn.execute("PRAGMA user_version = 11")
+    conn.close()
+    w.emit("transcript", role="assistant", kind="text", text="after the upgrade")
+    w.close()
+    store = Store.open(home)
+    assert store.conn.execute("SELECT code FROM warnings").fetchall() == [("network_blocked",)]
+    assert store.conn.execute("SELECT name, scored_seq FROM checkpoints").fetchall() == [("a-1", 14)]
+    Ingester(home, store).ingest_all()
+    lines = w.path.read_text().splitlines()
+    assert [parse_record(json.dumps(r)) for r in stored.records(store.conn, "s1", stored.envelopes(store.conn, "s1"))] == [
+        parse_record(line) for line in lines]
+    kept = store.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+    assert kept == len(lines) - 1  # the old rows keep their line; the new transcript step is its transcript row alone
+    store.close()
+
+
 def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     """A store at schema 8 learns from its stored warnings how often a cap stopped each agent; new
     warnings then add to the count as they are ingested (runner.wire.defaults.CAP_WARNINGS)."""
@@ -343,9 +397,12 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     assert store.session("s1")["caps_reached"] == 4
     store.close()
     conn = sqlite3.connect(home / "onegc.db")
+    undo_migrations_12_and_13(conn, w.path)
     conn.execute("ALTER TABLE sessions DROP COLUMN caps_reached")
     conn.execute("ALTER TABLE sessions DROP COLUMN not_checked")  # 10's
     conn.execute("ALTER TABLE checkpoints DROP COLUMN verdicts")
+    for column in GPM_COLUMNS:  # 11's
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 8")
     conn.close()
     store = Store.open(home)
@@ -353,4 +410,36 @@ def test_migration_9_counts_the_caps_a_stored_session_already_reached(home):
     w.emit("warning", code="disk_full", message="the disk is full")
     Ingester(home, store).ingest_all()
     assert store.session("s1")["caps_reached"] == 5
+    store.close()
+
+
+GPM_COLUMNS = ("sm_pct", "tensor_pct", "dram_pct")  # migration 11: what the GPU's units did (runner/session/gpm.py)
+
+
+def test_migration_11_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(home):
+    """Issue 50: a GPU sample carries GPM's SM, tensor-core and DRAM activity where the GPU has it; a
+    store at schema 10 keeps its samples (their GPM figures unknown) and stores them from then on."""
+    from onegc_tui.store import queries
+
+    w = fake_session(home)
+    w.emit("gpu", index=0, util_pct=97, mem_used_mb=1, mem_total_mb=2)
+    store = Store.open(home)
+    Ingester(home, store).ingest_all()
+    store.close()
+    conn = sqlite3.connect(home / "onegc.db")
+    undo_migrations_12_and_13(conn, w.path)
+    for column in GPM_COLUMNS:
+        conn.execute(f"ALTER TABLE gpu_samples DROP COLUMN {column}")
+    conn.execute("PRAGMA user_version = 10")
+    conn.close()
+    store = Store.open(home)
+    assert store.schema_version == SCHEMA_VERSION
+    w.emit("gpu", index=0, util_pct=98, mem_used_mb=1, mem_total_mb=2, sm_active_pct=61.5, tensor_active_pct=33.0,
+           dram_bw_pct=20.5)
+    w.close()
+    Ingester(home, store).ingest_all()
+    samples = store.gpu_samples("s1")
+    assert [(r["util_pct"], r["sm_pct"], r["tensor_pct"], r["dram_pct"]) for r in samples] == [
+        (87, None, None, None), (97, None, None, None), (98, 61.5, 33.0, 20.5)]
+    assert [row[2:] for row in queries.gpm_series(store, "s1")] == [(61.5, 33.0, 20.5)]
     store.close()

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from onegc_tui.store import IngestBatch, Store
-from onegc_tui.store.ingest import Ingester
+from onegc_tui.store import Store
+from onegc_tui.store.ingest import IngestBatch, Ingester, write_batch
+from onegc_tui.store.records import parse_record
 from runner.launch.records import write_record
 from runner.launch.spawn import create_session
-from runner.wire.events import parse_event
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig
 
@@ -46,13 +46,12 @@ def test_two_ingesters_meeting_the_same_corrupt_line_count_it_once(home):
     w = session(home)
     line = w.path.read_bytes().splitlines()[0]
     w.close()
-    event = parse_event(line)
-    batch = IngestBatch(str(w.path), "s1", [event.__dict__], [line.decode()], offset=1000, line_no=2,
+    batch = IngestBatch(str(w.path), "s1", [parse_record(line)], [line.decode()], offset=1000, line_no=2,
                         bad=[(2, "not a JSON object")], lines=[1])
     monitor, cli = Store.open(home), Store.open(home)  # two connections to one file, as two processes
     monitor.register_session("s1", str(w.path.parent), {})
-    assert len(monitor.ingest(batch).new) == 1
-    assert cli.ingest(batch).new == []  # the same lines again: nothing new
+    assert len(write_batch(monitor, batch).new) == 1
+    assert write_batch(cli, batch).new == []  # the same lines again: nothing new
     assert cli.session("s1")["warnings"] == 1 and len(cli.ingest_errors("s1")) == 1
     monitor.close()
     cli.close()
@@ -63,8 +62,8 @@ def test_an_ingester_that_read_less_does_not_move_the_offset_back(home):
     w.close()
     a, b = Store.open(home), Store.open(home)
     a.register_session("s1", str(w.path.parent), {})
-    a.ingest(IngestBatch(str(w.path), "s1", [], [], offset=500, line_no=5))
-    b.ingest(IngestBatch(str(w.path), "s1", [], [], offset=200, line_no=2))  # it had read less
+    write_batch(a, IngestBatch(str(w.path), "s1", [], [], offset=500, line_no=5))
+    write_batch(b, IngestBatch(str(w.path), "s1", [], [], offset=200, line_no=2))  # it had read less
     assert a.offset(str(w.path)) == (500, 5)
     a.close()
     b.close()

@@ -180,7 +180,7 @@ def test_predict_reports_a_wrong_forecast_shape(load_prepare):
         def forward(self, x):
             return torch.zeros(x.shape[0], 24, 7)
 
-    with pytest.raises(prepare.kit.KitError, match=r"must return \[B, 96, 7\]; got \(512, 24, 7\)"):
+    with pytest.raises(prepare.kit.KitError, match=r"must return \[B, 96, 7\]; got \(1, 24, 7\) for x of shape \(1, 336, 7\)"):
         prepare.predict(Short(), {"series": np.zeros((1000, 7), np.float32)}, "cpu")
 
 

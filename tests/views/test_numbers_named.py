@@ -44,6 +44,22 @@ def test_a_t6_val_score_never_reads_as_a_test_score():
 def test_the_transcript_pane_puts_the_figure_first_with_its_split_and_role():
     assert event_line(scored(value=0.6669)).endswith("★ live val 0.6669 · run_1-ep3")
     assert event_line(scored(value=0.3947, split="test", official=True)).endswith("★ re-evaluated test 0.3947 · run_1-ep3")
+    # once the session has ended (issue 50), each re-evaluation is the official one or an unofficial one
+    chosen = scored(value=0.3947, split="test", official=True)
+    assert event_line(chosen, "test", "run_1-ep3").endswith("★ official test 0.3947 · run_1-ep3")
+    assert event_line(chosen, "test", "run_2-ep1").endswith("★ unofficial test 0.3947 · run_1-ep3")
+    ended = SessionEnded(**COMMON, reason="completed", detail="d", active_s=1, wall_s=1, paused_s=0, score=0.3792)
+    assert "official test 0.3792" in event_line(ended, "test")  # the end names the split (it said "official 0.3792")
+
+
+def test_a_cursor_line_is_cut_before_a_figure_never_inside_it():
+    from onegc_tui.app.screens.detail import figure_whole
+
+    line = "cursor 40:00 (100% of budget) · best live val 0.6533 · GPU 97%"
+    assert figure_whole(line, len(line)) == line
+    for width in range(len("cursor 40:00 (100% of budget) · best live val "), len(line)):
+        cut = figure_whole(line, width)
+        assert len(cut) <= width and cut.endswith("…") and "0.65…" not in cut and "0.653…" not in cut, cut
 
 
 def test_the_sessions_table_names_the_official_split():

@@ -30,8 +30,9 @@ def test_the_columns_that_matter_come_first_at_any_width():
         assert keys(width)[:6] == ["mark", "state", "left", "best", "official", "session"]
         assert total(width) <= width  # nothing runs off the edge
     assert keys(78) == ["mark", "state", "left", "best", "official", "session"]
-    assert "task" in keys(98) and "model" not in keys(98)
-    assert "agent" in keys(118)
+    # issue 50: at 100 columns the Agent and GPU columns had gone (the Official one took their room)
+    assert keys(98)[6:] == ["task", "agent", "gpu"] and "model" not in keys(98)
+    assert {c.key: w for c, w in fit_columns(98, len(ID_A))}["session"] >= 20  # still a readable id, cut in the middle
     assert keys(198)[-1] == "scripts"  # everything at 200 columns
 
 
@@ -59,7 +60,9 @@ def test_budget_left_of_an_ended_session_fits_its_column():
     from onegc_tui.views.sessions_view import BY_KEY
 
     cells = session_cells({"session_id": "s", "state": "ended", "end_reason": "budget_exhausted"})
-    assert cells["left"] == "budget exhausted" and len(cells["left"]) <= BY_KEY["left"].width
+    assert cells["left"] == "exhausted" and len(cells["left"]) <= BY_KEY["left"].width  # under "Budget left"
+    for reason in ("completed", "cost_limit", "aborted", "agent_failed", "harness_error"):
+        assert len(session_cells({"session_id": "s", "state": "ended", "end_reason": reason})["left"]) <= 14
 
 
 def rows() -> list[dict]:

@@ -8,7 +8,7 @@ from onegc_tui.views.sessions_view import sort_key
 from onegc_tui.views.timeline import BudgetAxis
 from onegc_tui.views.transcript_view import event_matches
 from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
-from runner.wire.events import GpuSample, SessionEnded, TranscriptEvent, Warning_
+from runner.wire.events import TranscriptEvent
 
 T = 1_000_000.0
 
@@ -31,29 +31,22 @@ def test_stalled_is_the_runners_word_shown_when_it_warns_and_when_it_ends():
     runner's stall warning and its clearing (runner/session/stall.py), each once, as they come."""
     alerts = Alerts()
     rows = {"s": running(remaining=7200, budget=7200)}
-    alerts.feed("s", TranscriptEvent(session_id="s", seq=1, ts=T, role="assistant", kind="text", text="hi"))
-    alerts.feed("s", GpuSample(session_id="s", seq=2, ts=T + 30, index=0, util_pct=3, mem_used_mb=1, mem_total_mb=2))
     assert alerts.check(rows, T + 3600) == []  # an hour of silence is no stall by itself
-    stall = alerts.feed("s", Warning_(session_id="s", seq=3, ts=T + 301, code=STALL_WARNING,
-                                      message="no model response for 5 min while the agent runs no tool"))
+    stall = alerts.warned("s", STALL_WARNING, "no model response for 5 min while the agent runs no tool")
     assert [(a.kind, a.severity) for a in stall] == [("stalled", "warning")]
     assert stall[0].message == "s stalled: no model response for 5 min while the agent runs no tool"
-    cleared = alerts.feed("s", Warning_(session_id="s", seq=4, ts=T + 400, code=STALL_CLEARED,
-                                        message="the model answered again after 6 min"))
+    cleared = alerts.warned("s", STALL_CLEARED, "the model answered again after 6 min")
     assert [(a.kind, a.severity, a.message) for a in cleared] == \
         [("stall_cleared", "information", "s: the model answered again after 6 min")]
 
 
 def test_blocked_network_and_failures_are_notified():
     alerts = Alerts()
-    w = Warning_(session_id="s", seq=1, ts=T, code="network_blocked", message="connect github.com:443")
-    assert alerts.feed("s", w)[0].severity == "warning"
-    assert alerts.feed("s", Warning_(session_id="s", seq=2, ts=T, code="no_gpu", message="x")) == []
-    oom = alerts.feed("s", Warning_(session_id="s", seq=2, ts=T, code="oom", message="the agent's processes reached"))
+    assert alerts.warned("s", "network_blocked", "connect github.com:443")[0].severity == "warning"
+    assert alerts.warned("s", "no_gpu", "x") == []
+    oom = alerts.warned("s", "oom", "the agent's processes reached")
     assert oom[0].severity == "warning" and oom[0].message == "s: the agent's processes reached"
-    ended = SessionEnded(session_id="s", seq=3, ts=T, reason="agent_failed", detail="exit 1", active_s=1, wall_s=1,
-                         paused_s=0)
-    assert alerts.feed("s", ended)[0].severity == "error"
+    assert alerts.ended("s", "agent_failed", None, "exit 1")[0].severity == "error"
     alerts2 = Alerts()
     alerts2.check({"r": running("r")}, T)
     died = alerts2.check({"r": {**running("r"), "state": "failed", "end_detail": "the runner died"}}, T)
@@ -92,13 +85,9 @@ def test_plot_draws_a_step_line_and_best_so_far():
 
 
 def test_only_a_new_best_score_is_announced_and_direction_counts():
-    from runner.wire.events import CheckpointScored
-
-    def scored(seq, v):
-        return CheckpointScored(session_id="s", seq=seq, ts=T, name=f"c{seq}", value=v, metric="test_mse", split="test",
-                                budget_elapsed_s=1.0)
-
     lower = Alerts(direction=lambda sid: "lower")  # T1/T6: lower is better
-    assert [len(lower.feed("s", scored(i, v))) for i, v in enumerate([0.40, 0.42, 0.38, 0.39], 1)] == [1, 0, 1, 0]
+    assert [len(lower.scored("s", f"c{i}", v, None, 1.0)) for i, v in enumerate([0.40, 0.42, 0.38, 0.39], 1)] \
+        == [1, 0, 1, 0]
     higher = Alerts()
-    assert [len(higher.feed("s", scored(i, v))) for i, v in enumerate([0.40, 0.42, 0.38], 1)] == [1, 1, 0]
+    assert [len(higher.scored("s", f"c{i}", v, None, 1.0)) for i, v in enumerate([0.40, 0.42, 0.38], 1)] == \
+        [1, 1, 0]

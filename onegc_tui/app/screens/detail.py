@@ -4,7 +4,7 @@ Detail: the checkpoint scores (dots) and best so far (step line), the GPU utilis
 the transcript, aligned on budget time (active seconds: pauses excluded); left/right move the
 cursor (shift: ten times further), and the transcript shows what happened up to it. Beside it,
 the analytics: GPU busy vs idle and idle split by what the agent was doing, time to first
-checkpoint, score at 25/50/75/100 % of the budget, scripts launched.
+checkpoint, the best live val score at 25/50/75/100 % of the budget, scripts launched.
 
 Replay: 2–4 sessions in columns on the same axis, one cursor moving them all.
 Timelines are read in a worker (its own SQLite connection) and handed over by message.
@@ -34,7 +34,8 @@ from onegc_tui.app.widgets.plot import GUTTER, Plot, Series
 from onegc_tui.store import Store
 from onegc_tui.views import monitor_data
 from onegc_tui.views.anytime import FRACTIONS, scores_at
-from onegc_tui.views.format import arrow, clock, fmt_score, short_task
+from onegc_tui.views.format import clock, fmt_score, short_task
+from onegc_tui.views.gpu_activity import share_words
 from onegc_tui.views.metric_range import UNBOUNDED, padded_range, task_bounds
 from onegc_tui.views.plot import best_so_far, level_strip
 from onegc_tui.views.sessions_view import (
@@ -44,8 +45,12 @@ from onegc_tui.views.sessions_view import (
     row_split_sealed,
     truncation_note,
 )
+from onegc_tui.views.task_facts import scored_split
+from onegc_tui.views.text_table import figure_safe_cut
 from onegc_tui.views.time_ledger import IDLE_PRIORITY, UNATTRIBUTED, ledger_line
 from onegc_tui.views.timeline import Timeline, timeline_ledger
+from onegc_tui.views.transcript_view import official_words
+from runner.wire.score_terms import best_name, measure
 from runner.wire.textsafe import safe_text
 
 STEP = 0.01  # of the budget per left/right press
@@ -100,8 +105,16 @@ def at_cursor(t: Timeline, cursor: float) -> str:
         if x <= cursor:
             best = v
     util = [u for x, u in t.gpu if x <= cursor]
-    return (f"cursor {clock(cursor)} ({cursor / t.budget_s:.0%} of budget) · best so far {fmt_score(best)} · "
+    return (f"cursor {clock(cursor)} ({cursor / t.budget_s:.0%} of budget) · best live val {fmt_score(best)} · "
             f"GPU {'-' if not util else f'{util[-1]:.0f}%'}")
+
+
+def figure_whole(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, cut before a figure rather than inside it ("best live val …",
+    never "0.65…", which reads as another value)."""
+    if len(text) <= width:
+        return text
+    return text[:figure_safe_cut(text, max(0, width - 1))].rstrip() + "…"
 
 
 def analytics_text(t: Timeline) -> Text:
@@ -109,9 +122,11 @@ def analytics_text(t: Timeline) -> Text:
     lines = [f"[b]{markup_escape(t.session_id)}[/b]", f"{short_task(t.row.get('task'))} · {row.get('agent')}"
              + (f" · {row.get('model')}" if row.get("model") else "") + f" · repeat {row.get('repeat') or 1}",
              f"state {row.get('state')}" + (f" · {row['end_reason'].replace('_', ' ')}" if row.get("end_reason") else ""),
-             f"official score {fmt_score(t.row.get('score'))} · {t.metric} {arrow(t.direction)}"
-             + (f" · checkpoint {row['best_checkpoint']} (best by the harness's val score)"
-                if row.get("best_checkpoint") else "")]
+             # the result with its role, split and measure, and the live val score that chose it (docs/numbers.md)
+             markup_escape(official_words(t.row.get("score"), t.row.get("task"), t.row.get("best_checkpoint"),
+                                          t.row.get("val")) if t.row.get("state") in ("ended", "failed")
+                           else f"official {scored_split(t.row.get('task'))} {measure(t.metric)}: not yet (at the end)")
+             + f" · {t.direction} is better"]
     if row_split_sealed(t.row):
         lines.append("scored split sealed: the agent never held its targets, and the harness answered its evaluate "
                      "(a contract of its own, never pooled with the paper's)")
@@ -125,7 +140,7 @@ def analytics_text(t: Timeline) -> Text:
     if t.curve is not None:
         live = t.row.get("state") not in ("ended", "failed")
         at = scores_at(t.curve, FRACTIONS, reached=t.end_s / t.budget_s if live else 1.0)
-        lines.append("[b]score at budget[/b]  " + "  ".join(
+        lines.append(f"[b]{best_name(t.metric)} at budget[/b]  " + "  ".join(
             f"{f:.0%} {fmt_score(at[f]) if f in at else 'not yet'}" for f in FRACTIONS))
     lines.append(f"first checkpoint at {clock(t.first_checkpoint_s)} · {len(t.scores())} scored · "
                  f"scripts launched {t.row.get('scripts_launched') or 0}")
@@ -141,6 +156,8 @@ def analytics_text(t: Timeline) -> Text:
                 lines.append(f"  idle while {IDLE_LABELS[kind]:<20} {clock(v):>8} ({v / s.idle_s:.0%})")
     elif t.split is not None:
         lines += ["", "[b]GPU time[/b] no GPU samples (no GPU, or none yet)"]
+    if t.split is not None and t.split.total_s > 0:
+        lines.append(escape(share_words(t.tensor_share)))  # GPM: what the GPU's tensor cores did
     return Text.from_markup("\n".join(lines))
 
 
@@ -233,7 +250,8 @@ class DetailScreen(CursorScreen):
         yield MonitorHeader(show_clock=host(self).show_clock)
         with Horizontal(id="detail-top"):
             with Vertical(id="detail-plots"):
-                yield Static("Scores against budget time (dots: each checkpoint, line: best so far)", classes="pane-title")
+                yield Static("Live val scores against budget time (dots: each checkpoint, line: best so far)",
+                             classes="pane-title")
                 yield Plot(id="detail-plot", empty="loading…")
                 yield Static("", id="detail-gpu")
                 yield Static("", id="detail-cursor")
@@ -263,7 +281,7 @@ class DetailScreen(CursorScreen):
         self.query_one("#detail-plot", Plot).move_cursor(self.cursor)
         width = self.query_one("#detail-plot", Plot).size.width or 80
         self.query_one("#detail-gpu", Static).update(gpu_line(t, width, t.budget_s, self.cursor))
-        self.query_one("#detail-cursor", Static).update(at_cursor(t, self.cursor))
+        self.query_one("#detail-cursor", Static).update(figure_whole(at_cursor(t, self.cursor), width))
         log = self.query_one("#detail-log", Log)
         log.clear()
         log.write_lines([safe_text(line, one_line=True) for line in t.lines_until(self.cursor, DETAIL_LINES)]
@@ -308,7 +326,8 @@ class ReplayScreen(CursorScreen):
         self.y_range = padded_range(y, bounds.pop() if len(bounds) == 1 else UNBOUNDED)
         for col, t in zip(self.query(ReplayColumn), self.timelines, strict=False):
             col.query_one(".replay-title", Static).update(plain(
-                f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · {fmt_score(t.row.get('score'))}"))
+                f"{t.session_id} · {short_task(t.row.get('task'))} · {t.row.get('agent')} · "
+                f"official {scored_split(t.row.get('task'))} {fmt_score(t.row.get('score'))}"))
         self.move()
 
     def move(self) -> None:
@@ -316,7 +335,8 @@ class ReplayScreen(CursorScreen):
             plot = col.query_one(Plot)
             plot.show(score_series(t, min(self.cursor, t.end_s)), self.x_max, self.cursor, self.y_range)
             col.query_one(".replay-gpu", Static).update(gpu_line(t, plot.size.width or 40, self.x_max, self.cursor))
-            col.query_one(".replay-cursor", Static).update(at_cursor(t, min(self.cursor, t.budget_s)))
+            col.query_one(".replay-cursor", Static).update(
+                figure_whole(at_cursor(t, min(self.cursor, t.budget_s)), plot.size.width or 40))
             log = col.query_one(Log)
             log.clear()
             log.write_lines([safe_text(line, one_line=True) for line in t.lines_until(self.cursor, REPLAY_LINES)]

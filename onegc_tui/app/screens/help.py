@@ -20,11 +20,18 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from onegc_tui.views.transcript_view import MARK_LEGEND
+from runner.wire.score_terms import ROLE_WIDTHS, Role, role_mark
 
 Section = tuple[str, list[tuple[str, str]]]  # title, (key, what it does)
 STATE_LEGEND = [("running", "running"), ("PAUSED", "paused: the tree is frozen, the budget clock stopped"),
                 ("FAILED", "failed: the agent or the harness failed (its checkpoints are still scored)"),
                 ("ended", "ended: completed, budget exhausted or aborted")]
+
+
+SCORE_ROLES: list[tuple[str, Role, str]] = [
+    ("val", "live", "a live val score: ranks the checkpoints while the session runs, never the result"),
+    ("test", "official", "the result: the val-best checkpoint re-evaluated on the scored split (test on T4-T6)"),
+    ("test", "unofficial", "a re-evaluation that was not chosen: how selection fared, never counted")]
 
 
 def pane_name(widget: DOMNode | None) -> str:
@@ -106,6 +113,13 @@ class HelpScreen(ModalScreen[None]):
             for mark, meaning in MARK_LEGEND.items():
                 marks.add_row(Text(mark), Text(meaning))
             parts += [Text("Transcript marks", style="bold underline"), marks, Text("")]
+            roles = Table.grid(padding=(0, 2))
+            roles.add_column(style="bold", min_width=8)
+            roles.add_column()
+            for split, role, meaning in SCORE_ROLES:
+                roles.add_row(Text(" / ".join(role_mark(split, role, w) for w in reversed(ROLE_WIDTHS))), Text(meaning))
+            parts += [Text("What a checkpoint's score is (narrowest / wider / widest; docs/numbers.md)",
+                           style="bold underline"), roles, Text("")]
             states = Table.grid(padding=(0, 2))
             states.add_column(min_width=8)
             states.add_column()

@@ -2,10 +2,11 @@
 
 Cells show mean ± std (ddof = 1) over successful repeats with n/N when some failed, or best of N
 (``b``); Agg and Agg_max per row. The highlighted cell's statistics (SEM, best session, time to
-first checkpoint, scripts, GPU busy share, score at 25/50/75/100 % of the budget and the anytime
-band) show below. Enter drills into a cell's sessions; from there Enter opens one in the detail
-view and ``r`` replays them side by side. The matrix is built in a worker from the per-session
-summary table only (no event scan), so it opens fast over thousands of sessions.
+first checkpoint, scripts, GPU busy share, the tensor cores' active share of the budget (GPM),
+the official score at 25/50/75/100 % of the budget and the anytime band) show below. Enter
+drills into a cell's sessions; from there Enter opens one in the detail view and ``r`` replays
+them side by side. The matrix is built in a worker from the per-session summary table only (no
+event scan), so it opens fast over thousands of sessions.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from textual.widgets import DataTable, Static
 from onegc_tui.app.host import host, refused, store_of
 from onegc_tui.app.layout import SteadyScreen
 from onegc_tui.app.safe import plain
-from onegc_tui.app.screens.history_layout import BOTTOM_ROWS, bottom_rows
+from onegc_tui.app.screens.history_layout import (
+    BOTTOM_ROWS,
+    MORE_LEFT,
+    MORE_RIGHT,
+    PADDING,
+    bottom_rows,
+    task_window,
+)
 from onegc_tui.app.widgets.footer import KeyFooter
 from onegc_tui.app.widgets.header import MonitorHeader
 from onegc_tui.app.widgets.plot import Plot, Series
@@ -40,8 +48,11 @@ from onegc_tui.store import queries as store_queries
 from onegc_tui.views import monitor_data
 from onegc_tui.views.anytime import FRACTIONS, anytime_band, anytime_curve
 from onegc_tui.views.format import arrow, clock, count, fmt_score
+from onegc_tui.views.gpu_activity import mean_share, share_words, tensor_share
 from onegc_tui.views.metric_range import UNBOUNDED, task_bounds
-from onegc_tui.views.sessions_view import TRUNCATED_MARK
+from onegc_tui.views.sessions_view import TRUNCATED_MARK, middle_cut, official_cell
+from onegc_tui.views.task_facts import metric_label, scored_split
+from runner.wire.score_terms import score_name
 from tasks import Direction
 
 ALL = None  # the study filter value meaning "every session"
@@ -127,6 +138,9 @@ class _View:
 
 
 COMPACT_BELOW = 150  # columns: narrower, the matrix's cells show their figure and marks only
+AGENT_CAP = 20  # the Agent column's width where every task does not fit (a longer label is cut in the middle)
+SCROLLBAR_W = 2
+BAND_TITLE = "Anytime {what} (official rule): mean, band min…max, yellow best of k"
 
 
 def agg_text(agg) -> str:
@@ -136,6 +150,7 @@ def agg_text(agg) -> str:
 
 
 class HistoryScreen(SteadyScreen):
+    AUTO_FOCUS = "#matrix"  # the arrows move the cell cursor at once (the app's "#sessions" is not on this screen)
     BINDINGS = [
         Binding("escape,h", "app.pop_screen", "Back"),
         Binding("b", "toggle_best", "Mean/best"),
@@ -163,6 +178,7 @@ class HistoryScreen(SteadyScreen):
         self.paper: Matrix | None = None
         self.demo_matrix: Matrix | None = None
         self.n_sessions = self.n_hidden = self.n_aborted = 0
+        self.first_task = 0  # the first task column in sight, where the screen is narrower than the matrix
 
     def compose(self) -> ComposeResult:
         yield MonitorHeader(show_clock=host(self).show_clock)
@@ -174,7 +190,7 @@ class HistoryScreen(SteadyScreen):
         with Horizontal(id="hist-bottom"):
             yield Static("", id="cell-detail")
             with Vertical(id="band-box"):
-                yield Static("Anytime (official rule): mean, band min…max, yellow best of k", classes="pane-title")
+                yield Static(BAND_TITLE.format(what="official scores"), classes="pane-title", id="band-title")
                 yield Plot(id="band-plot", empty="highlight one of our cells to see its anytime curves")
         yield KeyFooter()
 
@@ -262,52 +278,100 @@ class HistoryScreen(SteadyScreen):
         n/N in the statistics below): the label columns, every task and Agg fit 100 columns."""
         return self.app.size.width < COMPACT_BELOW
 
-    def _fill(self, table: DataTable, matrices: list[Matrix]) -> None:
+    def _fill(self, table: DataTable, matrices: list[Matrix], cursor_task: str | None = None) -> None:
+        """The matrix in ``table``: under :data:`COMPACT_BELOW` columns a cell is its figure and
+        marks, one Agg (the mode's), and where the screen is narrower than every task, whole task
+        columns with "‹"/"›" beside them (history_layout.py ``task_window``), never a figure cut at
+        an edge. ``cursor_task``: the task column the cursor goes to (the window follows it)."""
         keep = table.cursor_coordinate
+        fresh = keep.column < 2 or keep.row >= table.row_count or keep.column >= len(table.columns)
         table.clear(columns=True)  # a new study or mode: a different table, not a live update
         compact = self._drawn_compact = self._compact()
         cols = sorted({c.task: c for m in matrices for c in m.tasks}.values(), key=lambda c: task_sort_key(c.task))
-        table.add_column("Study", key="study", width=max([len(m.study) for m in matrices] + [5]))
-        table.add_column("Agent", key="agent", width=max([len(r.label) for m in matrices for r in m.rows] + [5]))
+        if fresh and cursor_task is None:  # the cursor starts on our first result: the window shows it
+            keep, cursor_task = self._first_result(matrices[0], cols)
         rows = [(m, r) for m in matrices for r in m.rows]
-        for c in cols:  # as wide as the widest cell: the whole matrix fits where it can
-            width = max([len(cell_text(r.cell(c.task), self.mode, live=True, compact=compact)) for _, r in rows] + [4])
-            table.add_column(f"{c.label} {arrow(c.direction)}", key=c.task, width=width)
-        table.add_column("Agg", key="agg", width=6 if compact else 7)  # "+0.293", "+0.293†"
-        table.add_column("Agg_max", key="agg_max", width=6 if compact else 7)
-        ours = any(r.agg_ours is not None for _, r in rows)  # Agg against the baselines measured here
-        if ours:
-            table.add_column("Agg_ours", key="agg_ours", width=8)
+        aggs = [("agg", "Agg", lambda r: r.agg), ("agg_max", "Agg_max", lambda r: r.agg_max)]
+        if compact:  # the mode's aggregate only: Agg on means, Agg_max on best of N
+            aggs = aggs[:1] if self.mode == "mean" else aggs[1:]
+        if any(r.agg_ours is not None for _, r in rows):  # Agg against the baselines measured here
+            aggs.append(("agg_ours", "Agg_ours", lambda r: r.agg_ours))
+        agg_w = {key: max([len(label)] + [len(agg_text(a)) for _, r in rows if (a := get(r)) is not None])
+                 for key, label, get in aggs}
+        task_w = [max([len(cell_text(r.cell(c.task), self.mode, live=True, compact=compact)) for _, r in rows]
+                      + [len(f"{c.label} {arrow(c.direction)}")]) for c in cols]
+        study_w = max([len(m.study) for m in matrices] + [5])
+        label_w = max([len(r.label) for _, r in rows] + [5])
+        room = (self.app.size.width or 160) - SCROLLBAR_W
+        fixed = study_w + sum(agg_w.values()) + PADDING * (2 + len(aggs))
+        if fixed + label_w + sum(task_w) + PADDING * len(cols) > room:
+            label_w = min(label_w, AGENT_CAP)  # every task does not fit: a long label gives way first
+        if cursor_task is not None:
+            self.first_task = next((i for i, c in enumerate(cols) if c.task == cursor_task), self.first_task)
+        first, last = task_window(task_w, self.first_task, room - fixed - label_w)
+        if cursor_task is not None and cols:  # the window ends at the task moved to, going right
+            want = next(i for i, c in enumerate(cols) if c.task == cursor_task)
+            while want >= last and first < want:
+                first, last = task_window(task_w, first + 1, room - fixed - label_w)
+        self.first_task = first
+        shown = cols[first:last]
+        table.add_column("Study", key="study", width=study_w)
+        table.add_column("Agent", key="agent", width=label_w)
+        if first > 0:
+            table.add_column(MORE_LEFT, key="more_left", width=1)
+        for c, w in zip(shown, task_w[first:last], strict=True):  # as wide as the widest cell: whole figures
+            table.add_column(f"{c.label} {arrow(c.direction)}", key=c.task, width=w)
+        if last < len(cols):
+            table.add_column(MORE_RIGHT, key="more_right", width=1)
+        for key, label, _ in aggs:
+            table.add_column(label, key=key, width=agg_w[key])
         best: dict[str, float] = {}
         for c in cols:
             vals = [v for _, r in rows if (cell := r.cell(c.task)) is not None and cell.mean is not None
                     and (v := cell.mean if self.mode == "mean" else cell.best) is not None]
             if (top := c.best(vals)) is not None:
                 best[c.task] = top
+        more = Text(MORE_LEFT, style="dim"), Text(MORE_RIGHT, style="dim")
         for m, r in rows:
             cells = []
-            for c in cols:
+            for c in shown:
                 cell = r.cell(c.task)
                 text = cell_text(cell, self.mode, live=True, compact=compact)
                 value = None if cell is None or cell.mean is None else (cell.mean if self.mode == "mean" else cell.best)
                 cells.append(Text(text, style="bold" if value is not None and value == best.get(c.task) else "",
                                   justify="right"))
+            cells = ([more[0]] if first > 0 else []) + cells + ([more[1]] if last < len(cols) else [])
             study = plain(m.study, style="dim italic" if m.is_paper else "bold")
-            extra = [Text(agg_text(r.agg_ours) if r.agg_ours is not None else "-", justify="right")] if ours else []
-            table.add_row(study, plain(r.label), *cells, Text(agg_text(r.agg), justify="right"),
-                          Text(agg_text(r.agg_max), justify="right"), *extra, key=f"{m.study}{SEP}{r.label}")
+            totals = [Text(agg_text(get(r)) if get(r) is not None else "-", justify="right") for _, _, get in aggs]
+            table.add_row(study, plain(middle_cut(r.label, label_w)), *cells, *totals, key=f"{m.study}{SEP}{r.label}")
         if table.row_count:
-            fresh = keep.column < 2 or keep.row >= table.row_count or keep.column >= len(table.columns)
-            table.cursor_coordinate = self._first_result(matrices[0], cols) if fresh else keep
+            keys = [str(c.key.value) for c in table.ordered_columns]
+            column = keys.index(cursor_task) if cursor_task in keys else min(keep.column, len(keys) - 1)
+            table.cursor_coordinate = Coordinate(min(keep.row, table.row_count - 1), column)
+
+    def _slide(self, table: DataTable, key: str) -> None:
+        """The cursor reached a "‹" or "›" column: the next task that way comes into the window."""
+        matrices = self._tables[str(table.id)]
+        cols = sorted({c.task: c for m in matrices for c in m.tasks}.values(),
+                      key=lambda c: task_sort_key(c.task))
+        keys = [str(c.key.value) for c in table.ordered_columns]
+        shown = [k for k in keys if k in {c.task for c in cols}]
+        if not shown:
+            return
+        at = [c.task for c in cols].index(shown[0] if key == "more_left" else shown[-1])
+        target = cols[max(0, at - 1) if key == "more_left" else min(len(cols) - 1, at + 1)].task
+        if key == "more_left":
+            self.first_task = max(0, at - 1)
+        self._fill(table, matrices, cursor_task=target)
 
     @staticmethod
-    def _first_result(matrix: Matrix, cols) -> Coordinate:
-        """Where the cursor starts: our first cell with a finished session."""
+    def _first_result(matrix: Matrix, cols) -> tuple[Coordinate, str | None]:
+        """Where the cursor starts: our first cell with a finished session (its row, and its task)."""
         for i, r in enumerate(matrix.rows):
-            for j, c in enumerate(cols):
+            for c in cols:
                 if (cell := r.cell(c.task)) is not None and cell.n_total:
-                    return Coordinate(i, j + 2)
-        return Coordinate(0, 2)
+                    return Coordinate(i, 2), c.task
+        return Coordinate(0, 2), (cols[0].task if cols else None)
 
     # ------------------------------------------------------------------ the highlighted cell
     def _target(self):
@@ -322,7 +386,11 @@ class HistoryScreen(SteadyScreen):
         return m, m.row(label), str(cell_key.column_key.value)
 
     @on(DataTable.CellHighlighted)
-    def _highlighted(self, _: DataTable.CellHighlighted) -> None:
+    def _highlighted(self, event: DataTable.CellHighlighted) -> None:
+        key = str(event.cell_key.column_key.value)
+        if key in ("more_left", "more_right") and event.data_table.id in self._tables:
+            self._slide(event.data_table, key)
+            return
         self._describe()
 
     def on_descendant_focus(self) -> None:
@@ -354,9 +422,10 @@ class HistoryScreen(SteadyScreen):
                           layout=False)
             plot.show([], 1.0)
             return
+        official = score_name(metric_label(col), scored_split(col), "official")  # docs/numbers.md
         lines = [f"{row.label} · {col.upper()} · {m.study}",
-                 f"mean {fmt_score(cell.mean)}  std {fmt_score(cell.std)}  SEM {fmt_score(cell.sem)}  "
-                 f"success {cell.n_success}/{cell.n_total}  best {fmt_score(cell.best)}"]
+                 f"{official}: mean {fmt_score(cell.mean)}  std {fmt_score(cell.std)}  SEM {fmt_score(cell.sem)}  "
+                 f"success {cell.n_success}/{cell.n_total}  best of {cell.n_success} {fmt_score(cell.best)}"]
         if m.is_paper:
             lines.append("reference figures from the paper (Table 4 mean ± std, Table 6 best of 5)")
             detail.update(plain("\n".join(lines), one_line=False), layout=False)
@@ -368,7 +437,8 @@ class HistoryScreen(SteadyScreen):
                      f" · budget used {'-' if cell.budget_used_mean is None else f'{cell.budget_used_mean:.0%}'}")
         detail.update(plain("\n".join(lines + ["loading curves and GPU time…"]), one_line=False), layout=False)
         self._band_bounds = task_bounds(col)  # the anytime plot keeps to the metric's range
-        self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids), col, row.label)
+        self.query_one("#band-title", Static).update(BAND_TITLE.format(what=official), layout=False)
+        self._cell_analytics(ids, m.column(col).direction, lines, len(cell.running_ids), col, row.label, official)
 
     class CellAnalytics(Message):
         def __init__(self, lines: list[str], band, budget: float, best_of_k=None):
@@ -377,12 +447,13 @@ class HistoryScreen(SteadyScreen):
 
     @work(thread=True, exit_on_error=False, exclusive=True, group="cell")
     def _cell_analytics(self, ids: list[str], direction: Direction, lines: list[str], running: int, task: str = "",
-                        label: str = "") -> None:
+                        label: str = "", official: str = "official score") -> None:
         """Anytime curves and GPU time of a cell's sessions: SQLite work, off the drawing thread;
         by the official rule with best-of-k, paired comparisons and the time ledger (cell_insights)."""
         store = Store.open(host(self).home)
         try:
             busy = monitor_data.gpu_busy_fraction(store, ids)
+            tensor, n_tensor = mean_share(tensor_share(store, sid) for sid in ids)  # GPM: what the GPU did
             usage = session_usage(store, ids)
             points = monitor_data.score_points(store, ids)
             rows = store_queries.sessions_by_id(store, ids)
@@ -398,10 +469,11 @@ class HistoryScreen(SteadyScreen):
         lines = list(lines)
         if band:
             at = {f: band.mean[round(f * (len(band.grid) - 1))] for f in FRACTIONS}
-            lines.append("score at " + "  ".join(f"{f:.0%}: {fmt_score(v)}" for f, v in at.items())
-                         + f"  (mean of {band.n_curves})")
+            lines.append(f"{official} at " + "  ".join(f"{f:.0%}: {fmt_score(v)}" for f, v in at.items())
+                         + f"  (mean of {band.n_curves}, by the official rule)")
         lines.append(f"GPU busy {'-' if busy is None else f'{busy:.0%}'} of sampled time · "
-                     f"{len(ids)} finished, {running} running · Enter: list them")
+                     f"{share_words(tensor, n_tensor, len(ids))} · {len(ids)} finished, {running} running · "
+                     "Enter: list them")
         lines += insight_lines(insight) if insight is not None else []
         lines.append(usage_line(usage.values(), len(ids)))
         if cut:  # runner/wire/record_caps.py: the agent's output past the caps was left out of these records
@@ -481,8 +553,8 @@ class SessionsScreen(SteadyScreen):
         Binding("d", "detail", "Detail"),
     ]
     COLUMNS = [("mark", "", 1), ("session", "Session", 34), ("rep", "#", 3), ("state", "State", 8),
-               ("score", "Score", 8), ("end", "End", 16), ("first", "1st ckpt", 8), ("scripts", "Scripts", 7),
-               ("used", "Budget used", 11)]
+               ("score", "Official", 11), ("end", "End", 16), ("first", "1st ckpt", 8), ("scripts", "Scripts", 7),
+               ("used", "Budget used", 11), ("tensor", "Tensor-active", 13)]  # GPM: share of the budget
 
     def __init__(self, title: str, ids: list[str]):
         super().__init__()
@@ -507,9 +579,11 @@ class SessionsScreen(SteadyScreen):
             if r is None:
                 continue
             used = f"{r['active_s'] / r['budget_s']:.0%}" if r.get("active_s") and r.get("budget_s") else "-"
-            table.add_row("", sid, str(r["repeat"] or 1), r["state"], fmt_score(r["score"]),
+            tensor = tensor_share(store_of(self), sid)
+            table.add_row("", sid, str(r["repeat"] or 1), r["state"], official_cell(r),
                           (r["end_reason"] or "").replace("_", " "), clock(r["first_checkpoint_s"]),
-                          str(r["scripts_launched"] or 0), used, key=sid)
+                          str(r["scripts_launched"] or 0), used, "no GPM" if tensor is None else f"{tensor:.0%}",
+                          key=sid)
         table.focus()
 
     def _current(self) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import cast
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,15 +14,16 @@ from onegc_tui.app.host import host
 from onegc_tui.app.layout import GrowsInPlace
 from onegc_tui.app.safe import content_escape, plain
 from onegc_tui.app.widgets.plot import Plot, Series
-from onegc_tui.app.widgets.spark import UtilSpark
+from onegc_tui.app.widgets.spark import EIGHTHS, UtilSpark, bar_heights
 from onegc_tui.store import Store
-from onegc_tui.views.checkpoint_names import checkpoint_label, fit_checkpoint_label
+from onegc_tui.views.checkpoint_names import fit_checkpoint_label
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import arrow, bar, clock, fmt_score, verdicts_note
 from onegc_tui.views.metric_range import UNBOUNDED, Bounds, task_bounds
 from onegc_tui.views.plot import best_so_far
+from runner.wire.defaults import NO_GPM
 from runner.wire.events import Event
-from runner.wire.score_terms import measure
+from runner.wire.score_terms import ROLE_WIDTHS, Role, measure, role_legend, role_mark
 from runner.wire.verdicts import Verdict, read_json
 from runner.wire.verdicts import read as read_verdicts
 from tasks import Direction, UnknownTask, best_of, direction_of, get_task
@@ -141,28 +143,54 @@ def no_gpu_text(message: str) -> str:
     return message if message.lower().startswith("no gpu") else f"no GPU: {message}"
 
 
+GPM_ROWS = (("sm_pct", "SM"), ("tensor_pct", "tensor"), ("dram_pct", "DRAM"))  # store column, label
+GPM_EVENT = {"sm_pct": "sm_active_pct", "tensor_pct": "tensor_active_pct", "dram_pct": "dram_bw_pct"}
+
+
+def gpm_text(history: dict[str, deque[float]], width: int) -> Text:
+    """GPM's three one-line sparklines (0–100 %, the newest at the right, as the utilisation bars),
+    each with its label and its latest figure: what the SMs, the tensor cores and the DRAM did."""
+    out = Text(no_wrap=True, overflow="ellipsis", end="")
+    label_w = max(len(label) for _, label in GPM_ROWS) + 1
+    bars_w = max(1, width - label_w - 5)  # " 100%"
+    for i, (key, label) in enumerate(GPM_ROWS):
+        values = list(history[key])
+        bars = "".join(EIGHTHS[min(8, h)] for h in bar_heights(values, bars_w, 1))
+        out.append(("\n" if i else "") + label.ljust(label_w), style="bold")
+        out.append(bars, style="magenta")
+        out.append(f" {values[-1]:3.0f}%" if values else "    -")
+    return out
+
+
 class GpuPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("GPU", classes="pane-title")
         yield UtilSpark(id="gpu-spark")
+        yield Static("", id="gpm")  # GPM's sparklines, or one line saying the GPU has none
         yield Static("waiting for samples…", id="gpu-figures")
 
     def on_mount(self) -> None:
         self.history: deque[float] = deque(maxlen=GPU_HISTORY)
+        self.gpm: dict[str, deque[float]] = {key: deque(maxlen=GPU_HISTORY) for key, _ in GPM_ROWS}
         self.no_gpu: str | None = None
+        self.no_gpm: str | None = None
 
     @staticmethod
-    def fetch(store: Store, sid: str) -> tuple[list[float], str | None, dict | None]:
+    def fetch(store: Store, sid: str) -> tuple[list[float], str | None, dict | None, dict[str, list[float]], str | None]:
         samples = store.gpu_samples(sid, GPU_HISTORY)
-        no_gpu = None
+        no_gpu = no_gpm = None
         for w in store.events_of(sid, ["warning"]):
             if w.get("code") == "no_gpu":
                 no_gpu = w.get("message")
-        return [r["util_pct"] for r in samples], no_gpu, (samples[-1] if samples else None)
+            elif w.get("code") == NO_GPM:
+                no_gpm = w.get("message")
+        gpm = {key: [r[key] for r in samples if r.get(key) is not None] for key, _ in GPM_ROWS}
+        return [r["util_pct"] for r in samples], no_gpu, (samples[-1] if samples else None), gpm, no_gpm
 
-    def show(self, fetched: tuple[list[float], str | None, dict | None]) -> None:
-        utils, self.no_gpu, last = fetched
+    def show(self, fetched: tuple[list[float], str | None, dict | None, dict[str, list[float]], str | None]) -> None:
+        utils, self.no_gpu, last, gpm, self.no_gpm = fetched
         self.history = deque(utils, maxlen=GPU_HISTORY)
+        self.gpm = {key: deque(gpm.get(key, ()), maxlen=GPU_HISTORY) for key, _ in GPM_ROWS}
         self._pending = None
         self._draw(last)
 
@@ -171,10 +199,16 @@ class GpuPane(Vertical):
         for e in events:
             if e.type == "gpu":
                 self.history.append(e.util_pct)
+                for key, field in GPM_EVENT.items():
+                    if (value := getattr(e, field)) is not None:
+                        self.gpm[key].append(value)
                 self._pending = {"util_pct": e.util_pct, "mem_used_mb": e.mem_used_mb,
                                  "mem_total_mb": e.mem_total_mb, "power_w": e.power_w, "temp_c": e.temp_c}
             elif e.type == "warning" and e.code == "no_gpu":
                 self.no_gpu = e.message
+                self._pending = self._pending or {}
+            elif e.type == "warning" and e.code == NO_GPM:
+                self.no_gpm = e.message
                 self._pending = self._pending or {}
 
     _pending: dict | None = None
@@ -187,17 +221,28 @@ class GpuPane(Vertical):
     def _draw(self, last: dict | None) -> None:
         self.query_one(UtilSpark).show(self.history)
         figures = self.query_one("#gpu-figures", Static)
+        gpm = self.query_one("#gpm", Static)
+        self.set_class(not self.history, "-nosamples")  # (app.tcss: no GPM line before the first sample)
         if self.no_gpu and not self.history:
             figures.update(no_gpu_text(self.no_gpu))
             self.set_class(True, "-nogpu")
             return
         self.set_class(False, "-nogpu")
+        if any(self.gpm.values()):
+            gpm.update(gpm_text(self.gpm, gpm.size.width or GPU_LINE_W))
+        elif self.history:  # where GPM is missing, one line says so, and nothing else changes
+            gpm.update(plain(no_gpm_text(self.no_gpm), overflow="ellipsis", no_wrap=True, end=""))
         if last:
             figures.update("\n".join(gpu_lines(last, list(self.history))), layout=False)
         title = f"GPU · bars 0–100 % util, last {len(self.history)} s" if self.history else "GPU"
         if title != getattr(self, "_title", None):  # the bars' scale and time span (one line: no relayout)
             self._title = title
             self.query_one(".pane-title", Static).update(title, layout=False)
+
+
+def no_gpm_text(message: str | None) -> str:
+    """The one line of a GPU pane without GPM: the runner's reason, or an older record's silence."""
+    return message or "no GPM figures in this record (SM and tensor activity: Hopper GPUs and later)"
 
 
 GPU_LINE_W = 26  # the GPU pane's figure lines fit a 30-column pane (its border and padding): none is cut
@@ -221,12 +266,12 @@ def cut(text: str) -> Text:
 
 class CheckpointsPane(Vertical):
     help_name = "Checkpoint scores"
-    # name, score, when it appeared, and a note (an error, "scoring…", "★ best"); in a narrow
-    # pane the name gives way first, then the time, so the score and the note stay in sight
-    # "On": the split each score was measured on (live rows val, the official re-evaluations the
-    # task's scored split: test on T4-T6), so no val figure reads as a test one (docs/numbers.md)
-    LABELS = {"name": "Checkpoint", "score": "Score", "split": "On", "at": "At", "note": ""}
-    SCORE_W, SPLIT_W, AT_W = 6, 4, 5
+    # name, score, its role and split, when it appeared, and a note (an error, "scoring…", "★ best");
+    # in a narrow pane the role and split shorten to marks ("v", "t★", "(t)": runner/wire/score_terms.py)
+    # and the time goes, so that every score keeps what it is (docs/numbers.md) beside its name
+    LABELS = {"name": "Checkpoint", "score": "Score", "at": "At", "note": ""}
+    ROLE_LABELS = {ROLE_WIDTHS[0]: "Role, split", ROLE_WIDTHS[1]: "On", ROLE_WIDTHS[2]: "v/t"}
+    SCORE_W, AT_W = 6, 5
     NAME_MIN, NAME_MAX, NOTE_MIN = 8, 24, 8
     NAME_KEEP = 14  # "run_1…poch10-1": cut in the middle, a checkpoint keeps its run and its epoch
     NOTE_SHORT = 2  # "★…": the mark at least (the row's detail has the rest)
@@ -239,12 +284,14 @@ class CheckpointsPane(Vertical):
     def on_mount(self) -> None:
         self.direction: Direction = "higher"
         self.scored_split = "val"  # the split the session's task scores officially (set by show)
+        self.metric = "score"
+        self.official: str | None = None  # the session's official checkpoint, once it has ended
         self.values: dict[str, float] = {}
         self.at: dict[str, float] = {}
         self.best: str | None = None
         self.budget_s = 1.0
         self.bounds: Bounds = UNBOUNDED
-        self.cells: dict[str, dict[str, str]] = {}  # row key -> the text of each cell
+        self.cells: dict[str, dict[str, str]] = {}  # row key -> the text of each cell (the role: "split role")
         self.widths: dict[str, int] = {}  # the columns shown, in order, and their widths
         self._fit(self.size.width or 40)
 
@@ -253,20 +300,30 @@ class CheckpointsPane(Vertical):
 
     @classmethod
     def fit(cls, width: int) -> dict[str, int]:
-        """The columns a pane ``width`` cells wide shows, and their widths."""
+        """The columns a pane ``width`` cells wide shows, and their widths: the name (its run and
+        epoch), the score and its role and split always; then, while the note keeps
+        :data:`NOTE_MIN`, the role in words of six, the time, the role in whole words, a longer name."""
         room = width - 4  # border and scrollbar
-        # the split column only beside a name that keeps its run and epoch (the title names both splits)
-        with_split = room - 2 * 4 - cls.SCORE_W - cls.SPLIT_W >= cls.NAME_KEEP + cls.NOTE_MIN
-        with_at = with_split and room - 2 * 5 - cls.SCORE_W - cls.SPLIT_W - cls.AT_W >= cls.NAME_KEEP + cls.NOTE_MIN
-        fixed = {"score": cls.SCORE_W, **({"split": cls.SPLIT_W} if with_split else {}),
-                 **({"at": cls.AT_W} if with_at else {})}
-        room -= 2 * (len(fixed) + 2) + sum(fixed.values())  # one blank each side of every column
-        # the name first (its run and epoch tell the checkpoints apart), the note ("★ best", an error) the rest
-        if room >= cls.NAME_KEEP + cls.NOTE_SHORT:
-            name = min(cls.NAME_MAX, max(cls.NAME_KEEP, room - cls.NOTE_MIN))
-        else:
-            name = max(cls.NAME_MIN, room - cls.NOTE_SHORT)
-        return {"name": name, **fixed, "note": max(1, room - name)}
+        role, with_at = ROLE_WIDTHS[-1], False
+        used = cls.NAME_KEEP + cls.SCORE_W + role + 2 * 4  # one blank each side of every column, the note's too
+        for step, cost in (("role", ROLE_WIDTHS[1] - ROLE_WIDTHS[2]), ("at", cls.AT_W + 2),
+                           ("role", ROLE_WIDTHS[0] - ROLE_WIDTHS[1])):
+            if room - used - cost < cls.NOTE_MIN:
+                break
+            used += cost
+            if step == "at":
+                with_at = True
+            else:
+                role = next(w for w in reversed(ROLE_WIDTHS) if w > role)
+        note = room - used
+        name = cls.NAME_KEEP
+        if note < cls.NOTE_SHORT:  # a very narrow pane: the name gives way, down to NAME_MIN
+            name = max(cls.NAME_MIN, name - (cls.NOTE_SHORT - note))
+            note = max(1, room - used + cls.NAME_KEEP - name)
+        elif note > cls.NOTE_MIN:
+            grow = min(cls.NAME_MAX - name, note - cls.NOTE_MIN)
+            name, note = name + grow, note - grow
+        return {"name": name, "score": cls.SCORE_W, "role": role, **({"at": cls.AT_W} if with_at else {}), "note": note}
 
     def _fit(self, width: int) -> None:
         widths = self.fit(width)
@@ -276,13 +333,42 @@ class CheckpointsPane(Vertical):
         table = self.query_one(DataTable)
         table.clear(columns=True)
         for key, w in widths.items():
-            table.add_column(cut(self.LABELS[key]), key=key, width=w)
+            label = self.ROLE_LABELS[w] if key == "role" else self.LABELS[key]
+            table.add_column(cut(label), key=key, width=w)
         for key, cells in self.cells.items():
             table.add_row(*(self._cell(c, cells[c]) for c in widths), key=key)
+        self._title()
+
+    def _title(self) -> None:
+        """The pane's title: the measure, its direction, and what the role marks at this width mean."""
+        role_w = self.widths.get("role", ROLE_WIDTHS[0])
+        legend = role_legend(self.scored_split, role_w)
+        what = f"{measure(self.metric)} {arrow(self.direction)}"
+        # narrow: the measure and the marks' legend (a bare split, cut off first, is live)
+        title = f"Checkpoint scores · {what} · {legend}" if role_w > ROLE_WIDTHS[-1] else f"{what} · {legend}"
+        if title != getattr(self, "_shown_title", None):  # one line (.pane-title): no relayout of the screen
+            self._shown_title = title
+            self.query_one("#ckpt-title", Static).update(title, layout=False)
 
     def _cell(self, col: str, text: str) -> Text:
-        """A cell as drawn: the name cut in the middle (its distinguishing tail stays), the rest end-first."""
-        return cut(fit_checkpoint_label(text, self.widths[col]) if col == "name" else text)
+        """A cell as drawn: the name cut in the middle (its distinguishing tail stays), the role and
+        split in the words or marks of the column's width, the rest end-first."""
+        if col == "name":
+            return cut(fit_checkpoint_label(text, self.widths[col]))
+        if col == "role":
+            split, _, role = text.partition(" ")
+            return cut(role_mark(split, cast(Role, role), self.widths[col]))
+        if col == "note" and len(text) > self.widths[col] <= self.NOTE_SHORT + 1:
+            return cut(text.split(" ", 1)[0])  # its mark alone ("★", "✖"), not "★ …"
+        return cut(text)
+
+    def _role(self, key: str) -> str:
+        """A row's split and role: live val, or a re-evaluation on the scored split, official once
+        the session's end names it, unofficial otherwise (docs/numbers.md)."""
+        if not key.endswith("#official"):
+            return "val live"
+        name = key.removesuffix("#official")
+        return f"{self.scored_split} {'official' if name == self.official else 'unofficial'}"
 
     @staticmethod
     def fetch(store: Store, sid: str) -> list[dict]:
@@ -300,14 +386,10 @@ class CheckpointsPane(Vertical):
         self.bounds = task_bounds(row.get("task"))  # the plot's axis keeps to the metric's range
         try:
             spec = get_task(row.get("task") or "")
-            metric, self.scored_split = spec.metric_label, spec.scored_split
+            self.metric, self.scored_split = spec.metric_label, spec.scored_split
         except UnknownTask:
-            metric, self.scored_split = "score", "val"
-        title = (f"Checkpoint scores · {measure(metric)} {arrow(self.direction)} · live on val, "
-                 f"official on {self.scored_split}")
-        if title != getattr(self, "_shown_title", None):  # one line (.pane-title): no relayout of the screen
-            self._shown_title = title
-            self.query_one("#ckpt-title", Static).update(title, layout=False)
+            self.metric, self.scored_split = "score", "val"
+        self._title()
         for r in checkpoints:
             found = read_json(r.get("verdicts"), r.get("flags"))  # flags: a record made before typed verdicts
             self._put(r["name"], bool(r["official"]), r["budget_elapsed_s"], r["value"], r["error"], r["self_reported"],
@@ -326,6 +408,8 @@ class CheckpointsPane(Vertical):
                 changed = True
             elif e.type == "session_ended":
                 self.official = e.best_checkpoint
+                for key in self.cells:  # the chosen re-evaluation is official now, the others unofficial
+                    self._set(key, "role", self._role(key))
                 changed = True
         if changed:
             self._mark_best()
@@ -339,7 +423,6 @@ class CheckpointsPane(Vertical):
     def _put(self, name: str, official: bool, at: float | None, value: float | None, error: str | None,
              reported: float | None, found: list[Verdict] | None = None) -> None:
         key = f"{name}#official" if official else name
-        label = checkpoint_label(name, official)
         if error:
             note = f"✖ {error}"
         elif value is None:
@@ -351,8 +434,7 @@ class CheckpointsPane(Vertical):
         if not (key in self.notes and value is None and not error and self.notes[key]):
             self.notes[key] = note  # keep what we knew (e.g. the error) until a score arrives
         note = ("★ " if key == self.best else "") + self.notes[key]
-        split = self.scored_split if official else "val"
-        cells = {"name": label, "score": fmt_score(value), "split": split, "at": clock(at), "note": note}
+        cells = {"name": name, "score": fmt_score(value), "role": self._role(key), "at": clock(at), "note": note}
         if key in self.cells:
             for col, text in cells.items():
                 if col == "note" and value is None and not error and self.cells[key][col]:

@@ -26,6 +26,7 @@ from onegc_tui.app.widgets.textbox import TextBox
 from onegc_tui.store import Store
 from onegc_tui.views.monitor_data import pane_entries
 from onegc_tui.views.sessions_view import ELLIPSIS
+from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.text_table import figure_safe_cut
 from onegc_tui.views.transcript_view import FILTERS, event_line, event_matches, search_words
 from runner.wire.events import Event
@@ -237,17 +238,20 @@ class TranscriptPane(Vertical):
         self.show(sid, self.fetch(store, sid, self.mode, self.query_text))
 
     @staticmethod
-    def fetch(store: Store, sid: str, mode: str, query_text: str) -> tuple[list[tuple[Ref, str]], list[str]]:
-        """The pane's lines (each with its event) and corrupt-line notes (SQLite only: safe on a worker)."""
+    def fetch(store: Store, sid: str, mode: str, query_text: str) -> tuple[list[tuple[Ref, str]], list[str], str]:
+        """The pane's lines (each with its event), corrupt-line notes and the session's scored split
+        (its end's official score names it) (SQLite only: safe on a worker)."""
         entries: list[tuple[Ref, str]] = [((sid, seq), line)
                                           for seq, line in pane_entries(store, sid, mode, query_text, LOAD_LINES)]
         errors = [] if mode not in ("all", "errors") or search_words(query_text) else [
             f"⚠ {e['path']}:{e['line_no']}: corrupt event line skipped ({e['error']})" for e in store.ingest_errors(sid)]
-        return entries, errors
+        return entries, errors, scored_split((store.session(sid) or {}).get("task"))
 
-    def show(self, sid: str, fetched: tuple[list[tuple[Ref, str]], list[str]]) -> None:
+    split: str | None = None  # the shown session's scored split
+
+    def show(self, sid: str, fetched: tuple[list[tuple[Ref, str]], list[str], str]) -> None:
         self.sid = sid
-        entries, errors = fetched
+        entries, errors, self.split = fetched
         log = self.log_widget
         log.clear_entries()
         notes = [(None, e) for e in errors]
@@ -263,7 +267,7 @@ class TranscriptPane(Vertical):
 
     def add_events(self, events: list[Event]) -> None:
         entries: list[tuple[Ref, str]] = [((e.session_id, e.seq), line) for e in events
-                   if event_matches(e, self.mode, self.words) and (line := event_line(e))]
+                   if event_matches(e, self.mode, self.words) and (line := event_line(e, self.split))]
         if entries:
             log = self.log_widget
             if self.placeholder:  # the first real lines replace the "(no transcript yet)" note

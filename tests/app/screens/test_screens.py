@@ -35,9 +35,9 @@ async def test_marking_and_replay_side_by_side(app_home):
         assert screen.cursor == pytest.approx(end - 2 * 0.01 * 120)
         await pilot.press("home")
         cursors = [str(w.render()) for w in screen.query(".replay-cursor")]
-        assert all("best so far -" in c for c in cursors)  # nothing scored at budget time 0
+        assert all("best live val -" in c for c in cursors)  # nothing scored at budget time 0
         await pilot.press("end")
-        assert "best so far 0.9300" in str(screen.query(".replay-cursor").first().render())
+        assert "best live val 0.9300" in str(screen.query(".replay-cursor").first().render())
         await pilot.press("escape")
         assert not isinstance(app.screen, ReplayScreen)
 
@@ -69,7 +69,7 @@ async def test_history_matrix_drill_down_and_detail(app_home):
         table.cursor_coordinate = (table.get_row_index("ours (demo)\x1fscripted"), 2)
         await pilot.pause()
         detail = str(screen.query_one("#cell-detail").render())
-        assert "SEM 0.0250" in detail and "success 2/3" in detail and "score at 25%" in detail
+        assert "SEM 0.0250" in detail and "success 2/3" in detail and "official val accuracy at 25%" in detail
         await pilot.press("b")
         assert str(table.get_cell("ours (demo)\x1fscripted", "t0")) == "0.9300 2/3"
         await pilot.press("enter")
@@ -82,7 +82,7 @@ async def test_history_matrix_drill_down_and_detail(app_home):
         assert isinstance(app.screen, DetailScreen)
         analytics = str(app.screen.query_one("#analytics").render())
         assert "GPU time busy" in analytics and "first checkpoint at 00:10" in analytics
-        assert "score at budget" in analytics
+        assert "best live val accuracy at budget" in analytics
         await pilot.press("escape", "escape", "escape")
         assert app.screen is app.screen_stack[0]
 
@@ -100,10 +100,10 @@ async def test_detail_cursor_walks_the_transcript(app_home):
         assert isinstance(screen, DetailScreen)
         assert screen.cursor == pytest.approx(60.0)  # an ended session: its active time
         await pilot.press("home")
-        assert "best so far -" in str(screen.query_one("#detail-cursor").render())
+        assert "best live val -" in str(screen.query_one("#detail-cursor").render())
         for _ in range(12):  # 12 % of 120 s: past the first checkpoint at 10 s
             await pilot.press("right")
-        assert "best so far 0.4100" in str(screen.query_one("#detail-cursor").render())
+        assert "best live val 0.4100" in str(screen.query_one("#detail-cursor").render())
 
 
 async def test_new_session_form_shows_the_error_in_one_line(app_home):

@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 from onegc_tui.app import make_app
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from onegc_tui.views.checkpoint_names import checkpoint_label, fit_checkpoint_label
+from onegc_tui.views.checkpoint_names import fit_checkpoint_label
 from runner.launch.spawn import create_session
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig
@@ -47,9 +47,6 @@ def long_names_home(home: Path) -> Path:
 def test_a_name_keeps_its_head_and_its_tail():
     assert fit_checkpoint_label("run_1_epoch_12", 14) == "run_1_epoch_12"
     assert fit_checkpoint_label("run_1_resnet_epoch_12", 12) == "run_…poch_12"
-    official = checkpoint_label("run_1_resnet_epoch_12", official=True)
-    assert fit_checkpoint_label(official, 24) == "run_…epoch_12 (official)"
-    assert fit_checkpoint_label(official, 12) == "run_…poch_12"  # no room for the mark: the note says it
     assert len({fit_checkpoint_label(NAME.format(i), 8) for i in range(10, 19)}) == 9  # still tell apart
 
 
@@ -63,7 +60,10 @@ async def test_the_pane_cuts_names_in_the_middle_and_pins_the_official_one(tmp_p
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         notes = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
         assert table.row_count == 19
+        roles = [str(table.get_row_at(i)[2]) for i in range(table.row_count)]
         assert "12" in names[0] and notes[0].startswith("★"), (names[0], notes[0])  # the official one, first
+        # t0 is scored on val: its official row is the official val one, marked as such at every width
+        assert roles[0] in ("official val", "val★", "v★") and set(roles[1:]) <= {"live val", "val", "v"}, roles
         assert table.cursor_row == 0 and table.scroll_y == 0  # and in view
         live = names[1:]
         assert len(set(live)) == len(live), live  # each row still tells its checkpoint from the next

@@ -117,7 +117,7 @@ def test_strong_evidence_on_the_scored_split_disqualifies_and_elsewhere_asks_for
 @pytest.mark.parametrize("task", sorted(k for k, kind in KINDS.items() if kind.in_sessions))
 def test_every_planted_kind_holds_back_real_rows_and_the_contract_says_its_spread(task: str) -> None:
     kind, spec = KINDS[task], get_task(task)
-    assert kind.held_back and canaries.kind_for(task) is kind
+    assert kind.in_split and canaries.kind_for(task) is kind
     record = canaries.contract(spec, True)
     assert record is not None and record["held_back"] is True and KEY not in json.dumps(record)
     assert 0 < record["agent_figure_shift"] == round(kind.shift_bound(canaries.shift_reference(spec, kind)), 5) < 0.011
@@ -285,21 +285,20 @@ def test_the_worker_returns_the_scores_behind_the_pristine_predictions(demo_data
         assert scores.shape == (50, 3) and scores.dtype == np.float32
         assert np.array_equal(scores.argmax(axis=1), prepare.predict(model, inputs, "cpu"))
 
-        class Liar(torch.nn.Module):  # returns a tuple: no scores to judge, an error (asks for a look)
+        class Liar(torch.nn.Module):  # returns a tuple: no scores, its predictions stand (0/1 canary losses)
             def forward(self, x):
                 return (model(x),)
 
-        with pytest.raises(onegc_kit.KitError):
-            predict_scores(lambda m, i, d: m(torch.from_numpy(i["x"]))[0].argmax(1).numpy(), Liar(), inputs, "cpu")
+        said = predict_scores(lambda m, i, d: m(torch.from_numpy(i["x"]))[0].argmax(1).numpy(), Liar(), inputs, "cpu")
+        assert said.shape == (50,) and np.array_equal(said, scores.argmax(axis=1))
 
         class TwoFaced(torch.nn.Module):  # scores that are not what the predictions came from
             def forward(self, x):
                 return model(x)
 
-        two = TwoFaced()
-        with pytest.raises(onegc_kit.KitError, match="do not match"):
-            predict_scores(lambda m, i, d: np.zeros(50, dtype=np.int64) + (m(torch.from_numpy(i["x"])) is None),
-                           two, inputs, "cpu")
+        zeros = predict_scores(lambda m, i, d: np.zeros(50, dtype=np.int64) + (m(torch.from_numpy(i["x"])) is None),
+                               TwoFaced(), inputs, "cpu")
+        assert zeros.shape == (50,) and not zeros.any()  # its predictions, never scores they did not come from
 
 
 def test_t3_holds_back_images_with_their_masks_and_ids_and_judges_each_by_its_wrong_pixels(tmp_path: Path) -> None:

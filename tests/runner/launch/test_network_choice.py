@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from runner.wire.defaults import default_network
+from runner.wire.agents import default_network
 from runner.wire.session_config import SessionConfig
 
 

@@ -1,8 +1,8 @@
 """How large an honest answer can be, per part (runner/scoring/scorer.py, issue 38 part 2): a
-judged split's from the task's judge, the canaries' and a causality probe's from their inputs'
-rows. A session with canaries once asked its judge for the canary split's size, got no answer and
-fell back to the worker's 4 GiB bound for every checkpoint: the bound has to hold whatever probe a
-session adds."""
+judged split's from the task's judge, a pass's (its canary items among the split's rows) from its
+inputs' rows, wider where the model's scores are asked for. A session with canaries once asked its
+judge for the canary split's size, got no answer and fell back to the worker's 4 GiB bound for every
+checkpoint: the bound has to hold whatever a pass holds."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.integrity.canaries import CANARY_SPLIT, session_judge
+from runner.integrity.canaries import session_judge
 from runner.scoring.scorer import SealedScorer, TaskJudge, WorkerPlan
 from runner.wire import answer_check
 from runner.wire.answer_check import NPY_HEADER_BYTES, InvalidAnswer, read_header
@@ -35,13 +35,15 @@ def plan(judge: TaskJudge, tmp_path: Path) -> WorkerPlan:
 
 def test_every_part_a_session_with_canaries_asks_for_has_a_bound_near_its_honest_size(judge, tmp_path):
     scorer = SealedScorer(plan(judge, tmp_path))
-    bounds = scorer._part_bounds(["val", CANARY_SPLIT], None)
     n_val = len(np.load(tmp_path / "scoring/inputs/val/x.npy"))
-    rows = judge.canaries.kind.canaries + judge.canaries.kind.twins
-    # t0 takes integer class indices: 8 bytes each at the widest, and one .npy header; its canary
-    # probe answers with the scores behind them: 3 classes of up to 8 bytes each
-    assert bounds == {"val": n_val * 8 + NPY_HEADER_BYTES, CANARY_SPLIT: rows * 3 * 8 + NPY_HEADER_BYTES}
-    assert sum(bounds.values()) < answer_check.MAX_PAYLOAD_BYTES // 10_000  # never the worker's 4 GiB fallback
+    assert scorer._part_bounds(["val"], None) == {"val": n_val * 8 + NPY_HEADER_BYTES}
+    # the pass shows val's rows and the canary items, mixed; the model's scores behind its predictions
+    # come back: 3 classes of up to 8 bytes each per row
+    (folder,) = judge.write_passes("val", tmp_path / "scoring" / "probes" / "passes-val")
+    rows = n_val + judge.canaries.kind.canaries + judge.canaries.kind.twins
+    bounds = scorer._part_bounds(["val"], folder, scores=True)
+    assert bounds == {"val": rows * 3 * 8 + NPY_HEADER_BYTES}
+    assert sum(bounds.values()) < answer_check.MAX_PAYLOAD_BYTES // 1_000  # never the worker's 4 GiB fallback
 
 
 def test_a_causality_probes_parts_are_bounded_by_their_own_rows(judge, tmp_path):
@@ -55,10 +57,10 @@ def test_a_causality_probes_parts_are_bounded_by_their_own_rows(judge, tmp_path)
 
 
 def test_a_part_over_its_own_bound_is_refused_even_when_the_total_fits():
-    bounds = {"val": 1_000, CANARY_SPLIT: 100_000}
+    bounds = {"val": 1_000, "test": 100_000}
     # the total (60 000) is under the sum of the bounds; the val part alone is not
-    message = {"ok": True, "parts": [{"split": "val", "bytes": 50_000}, {"split": CANARY_SPLIT, "bytes": 10_000}]}
+    message = {"ok": True, "parts": [{"split": "val", "bytes": 50_000}, {"split": "test", "bytes": 10_000}]}
     with pytest.raises(InvalidAnswer, match="part for 'val' has 50000 bytes, more than the task's predictions can be"):
-        read_header(message, ["val", CANARY_SPLIT], 60_000, bounds)
-    honest = {"ok": True, "parts": [{"split": "val", "bytes": 1_000}, {"split": CANARY_SPLIT, "bytes": 10_000}]}
-    assert read_header(honest, ["val", CANARY_SPLIT], 11_000, bounds).parts == [("val", 1_000), (CANARY_SPLIT, 10_000)]
+        read_header(message, ["val", "test"], 60_000, bounds)
+    honest = {"ok": True, "parts": [{"split": "val", "bytes": 1_000}, {"split": "test", "bytes": 10_000}]}
+    assert read_header(honest, ["val", "test"], 11_000, bounds).parts == [("val", 1_000), ("test", 10_000)]

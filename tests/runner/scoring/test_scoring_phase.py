@@ -31,7 +31,7 @@ def found(tmp_path: Path, label: str, reported: float | None = None) -> FoundChe
 def broken_scorer(raise_for: set[str]) -> SealedScorer:
     """A real SealedScorer whose worker side raises for the checkpoints named in ``raise_for`` and
     times out for the others."""
-    scorer = SealedScorer(SimpleNamespace(device="cpu", judge=SimpleNamespace(canaries=None)))  # type: ignore[arg-type]
+    scorer = SealedScorer(SimpleNamespace(device="cpu", judge=SimpleNamespace(canaries=None, layout=lambda split: None)))  # type: ignore[arg-type]
 
     def predict(ckpt, code, splits):
         if ckpt.stem in raise_for:

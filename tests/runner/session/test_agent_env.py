@@ -104,3 +104,46 @@ def test_the_imports_are_probed_in_one_interpreter_once_per_environment(tmp_path
     assert agent_env.check() == first and len(calls) == 1  # from the cache
     tv = next(c for c in first if c.package == "torchvision")
     assert not tv.ok and tv.detail.startswith("does not import (ImportError: x): ")  # then its one fix
+
+
+class _Dist:
+    """An installed distribution as importlib.metadata lists it (name, version, its requirements)."""
+
+    def __init__(self, name: str, version: str, requires: list[str] | None = None):
+        self.metadata = {"Name": name}
+        self.version = version
+        self.requires = requires
+
+
+def _fingerprint_with(monkeypatch, extra: list) -> str:
+    import importlib.metadata
+
+    real = list(importlib.metadata.distributions())
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: [*real, *extra])
+    agent_env.agent_packages.cache_clear()
+    try:
+        return agent_env.fingerprint()
+    finally:
+        agent_env.agent_packages.cache_clear()
+
+
+def test_the_harness_extras_leave_the_agents_fingerprint_as_it_was(monkeypatch):
+    """Issue 50: `pip install -e '.[export,inspect]'` into the harness's venv (docs/usage.md) made
+    every later session another contract. What the extras bring, and nothing the agents' packages
+    need, is outside the fingerprint; another numpy is inside it."""
+    before = _fingerprint_with(monkeypatch, [])
+    extras = [_Dist("sqlite-utils", "3.38", ["click", "tabulate", "pytest; extra == \"test\""]),
+              _Dist("inspect_ai", "0.3.140", ["httpx", "pydantic>=2"]), _Dist("tabulate", "0.9.0")]
+    assert _fingerprint_with(monkeypatch, extras) == before
+    numpy = next(line for line in agent_env.agent_packages() if line.startswith("numpy=="))
+    other = [_Dist("numpy", "0.0.1")]  # listed after the real one: importlib's order, the later wins here
+    assert numpy and _fingerprint_with(monkeypatch, other) != before
+
+
+def test_the_agents_packages_are_the_declared_ones_and_what_they_need():
+    found = {line.split("==")[0] for line in agent_env.agent_packages()}
+    assert {"torch", "numpy", "scipy", "scikit-learn", "pandas"} <= found
+    assert "pytest" not in found and "textual" not in found and "onegc" not in found  # the harness's, not the agents'
+    installed = {"a": ("1", ["b>=2", "c; extra == 'x'", "d; sys_platform == 'nonesuch'"]), "b": ("2", ["a"]),
+                 "c": ("3", []), "d": ("4", [])}
+    assert agent_env.closure(installed, ["A"]) == ("a==1", "b==2")  # a cycle ends; extras and foreign markers do not count

@@ -113,3 +113,42 @@ def test_a_foreign_process_on_the_sessions_gpu_marks_its_contract_contended(home
     assert cell["n_contended"] == 1 and cell["n_clean"] == 1 and cell["mixed_conditions"]
     table = CliRunner().invoke(main, ["history", "--no-paper", "--demo"]).output
     assert "§1" in table and "n of its sessions ran contended" in table
+
+
+WAIT_FOR_GO = """
+import pathlib, time
+for _ in range(1200):  # until the test says go (at most 2 minutes): the other session starts and ends meanwhile
+    if pathlib.Path("go").exists():
+        break
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.slow
+def test_two_overlapping_sessions_both_record_the_other(home, tmp_path):
+    """Issue 50: of two overlapping sessions only the later one listed the other (the first polled
+    at its start, before the second, and the second had ended, result.json written, before the
+    first's end). Now the first reads, at its end, the finished sessions that recorded it."""
+    from onegc_tui.cli.main import main
+
+    first = start_session(home, "first", agent="command", command=write_agent(tmp_path, "wait.py", WAIT_FOR_GO),
+                          budget_s=180)
+    wait_event(first, "agent_started", timeout=120)
+    second = start_session(home, "second", agent="command", command=write_agent(tmp_path, "quick.py", "pass\n"),
+                           budget_s=60)
+    wait_event(second, "session_ended", timeout=120)
+    (first.workspace / "go").write_text("")
+    wait_event(first, "session_ended", timeout=120)
+    cond = {p.session_id: next(e for e in events(p) if e["type"] == "conditions") for p in (first, second)}
+    assert cond["second"]["other_sessions"] == ["first"], cond["second"]
+    assert cond["first"]["other_sessions"] == ["second"], cond["first"]  # it was []
+    assert cond["first"]["contended"] is True and "shared the host with 1 other session(s)" in cond["first"]["reasons"]
+    # every view: the plain table marks both, its JSON says so, history counts both
+    table = CliRunner().invoke(main, ["sessions"], catch_exceptions=False).output
+    marked = [line for line in table.splitlines() if line.startswith(("first ", "second "))]
+    assert len(marked) == 2 and all(contention_mark in line for line in marked for contention_mark in "§"), table
+    assert "§: ran contended" in table
+    rows = json.loads(CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False).output)
+    assert {r["session_id"]: r["contended"] for r in rows} == {"first": 1, "second": 1}
+    history = CliRunner().invoke(main, ["history", "--no-paper", "--demo"]).output
+    assert "§2" in history, history

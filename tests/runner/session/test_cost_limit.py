@@ -34,7 +34,7 @@ def test_usage_adds_a_result_total_replaces_and_an_unpriced_increment_is_noted()
     assert not CostMeter(None).reached
 
 
-# A stand-in for Claude Code's CLI: stream-json lines as 2.1.332 writes them (tests/agents/fixtures),
+# A stand-in for Claude Code's CLI: stream-json lines as 2.1.332 writes them (tests/runner/agents/fixtures),
 # one expensive model response after another (100k prompt tokens of claude-sonnet-4-5: $0.315 each),
 # and never a final result: only the cost limit can end it before the budget does.
 FAKE_CLAUDE = """\

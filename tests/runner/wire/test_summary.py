@@ -185,7 +185,8 @@ def test_records_and_models_fold_alike():
 
 def test_the_store_keeps_the_summary_that_the_reducer_keeps(tmp_path):
     """The same deltas, applied in SQL by the store and in memory by Summary, give the same figures."""
-    from onegc_tui.store import IngestBatch, Store
+    from onegc_tui.store import Store
+    from onegc_tui.store.ingest import IngestBatch, write_batch
 
     e = Events()
     batches = [
@@ -202,7 +203,7 @@ def test_the_store_keeps_the_summary_that_the_reducer_keeps(tmp_path):
     s = Summary()
     for batch in batches:
         raws = [dump_event(ev) for ev in batch]
-        store.ingest(IngestBatch("events.jsonl", "s1", [parse_record(r) for r in raws], raws, 0, 0))
+        write_batch(store, IngestBatch("events.jsonl", "s1", [parse_record(r) for r in raws], raws, 0, 0))
         delta: dict = {}
         for ev in batch:
             fold(delta, ev.__dict__)

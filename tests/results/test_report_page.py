@@ -56,3 +56,19 @@ def test_the_unofficial_test_best_in_the_outcomes_follows_result_jsons_rule(home
     ranges = ((0.30, 0.40), (0.20, 0.45))  # (re-evaluations only, each checkpoint's best known)
     assert unofficial_range(ranges, "t6") == (0.30, 0.40)  # held-out test split: re-evaluations only
     assert unofficial_range(ranges, "t1") == (0.20, 0.45) and unofficial_range(None, "t1") is None
+
+
+def test_the_integrity_table_names_each_figures_split(tmp_path):
+    """Issue 50: it said "unofficial test-best" for t0 too, whose scored split is val."""
+    from tests.homes import T0_SESSION, T6_SESSION, build_numbers_home
+
+    home = build_numbers_home(tmp_path / "home")
+    store = Store.open(home)
+    try:
+        page = render_report(load_study(store), now=0.0)
+    finally:
+        store.close()
+    table = page.split("<h2>Integrity and results</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "unofficial test-best" not in table and "unofficial best on the scored split" in table
+    rows = {sid: row for row in table.split("<tr")[1:] for sid in (T0_SESSION, T6_SESSION) if sid in row}
+    assert rows[T0_SESSION].count("0.9320 val") == 2 and rows[T6_SESSION].count("0.3818 test") == 2, rows

@@ -12,9 +12,10 @@ from runner.agents import credentials, get_adapter
 from runner.agents.base import LaunchContext
 from runner.agents.item import TranscriptItem
 from runner.agents.opencode import ModelRequired, OpenCodeAdapter
-from tests.agents.context import launch_context
+from tests.helpers import REPO
+from tests.runner.agents.context import launch_context
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "transcripts"
+FIXTURES = REPO / ".." / "shared" / "fixtures" / "transcripts"
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared/fixtures/transcripts is not beside the repo")
 
 

@@ -5,7 +5,6 @@ catch-all) must not raise either, so the catch-all stays a safety net, not the m
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,8 +14,9 @@ from runner.agents.claude_code import ClaudeCodeAdapter
 from runner.agents.codex import CodexAdapter
 from runner.agents.item import TranscriptItem
 from runner.agents.opencode import OpenCodeAdapter
+from tests.helpers import REPO
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "transcripts"
+FIXTURES = REPO / ".." / "shared" / "fixtures" / "transcripts"
 ADAPTERS = {"claude": ClaudeCodeAdapter, "codex": CodexAdapter, "opencode": OpenCodeAdapter}
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FUZZ_SHAPES = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # bigger examples

@@ -7,7 +7,6 @@ import dataclasses
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -27,8 +26,7 @@ from runner.wire.events import (
     TranscriptEvent,
 )
 from tasks import benchmark_tasks
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import REPO
 
 # shared/TASKS.md: paper Table 4 (Agg from means) and Table 6 (Agg_max from best-of-5).
 TABLE4_AGG = {

@@ -1,5 +1,5 @@
 """Real agent CLIs end to end: Claude Code, Codex CLI and OpenCode under a real runner, each
-against a scripted model server on loopback (tests/agents/fake_model_server.py).
+against a scripted model server on loopback (tests/runner/agents/fake_model_server.py).
 
 Every installed CLI is tested once per install: the pinned one (``make agents`` -> ``.agents/``)
 and the newest (``make agents ... AGENTS_PREFIX=.agents-latest``) when it is another version;
@@ -50,8 +50,8 @@ from runner.agents.locate import CLIS, REPO_ROOT, cli_version, find_cli
 from runner.agents.pricing import load_prices
 from runner.wire.control import request as control
 from runner.wire.paths import SessionPaths
-from tests.agents.fake_model_server import FakeModelServer, Shell, Text, Usage
 from tests.helpers import cpu_seconds, events, slack, start_session, tree_pids, wait_event, wait_for
+from tests.runner.agents.fake_model_server import FakeModelServer, Shell, Text, Usage
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The pinned CLIs' own output (tests/agents/fixtures/, captured against the loopback server):
+"""The pinned CLIs' own output (tests/runner/agents/fixtures/, captured against the loopback server):
 every line understood, the tokens exactly what the server handed out, the failure named."""
 
 from __future__ import annotations

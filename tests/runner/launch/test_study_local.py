@@ -12,7 +12,7 @@ from runner.launch.local import QUEUE_LOG, daemon_info
 from runner.launch.study import launch, load_study, wait
 from runner.wire.paths import SessionPaths, runs_dir
 from tests.helpers import events, slack, wait_for
-from tests.study.conftest import kill_everything, read_json, write_study
+from tests.runner.launch.conftest import kill_everything, read_json, write_study
 
 pytestmark = pytest.mark.slow
 

@@ -14,6 +14,7 @@ import pytest
 from runner.launch.local import daemon_info
 from runner.wire.liveness import ProcessId
 from runner.wire.paths import runs_dir
+from tests.helpers import REPO
 
 
 @pytest.fixture
@@ -82,6 +83,6 @@ def read_json(path: Path) -> dict:
 
 def env_with_repo() -> dict[str, str]:
     env = dict(os.environ)
-    repo = str(Path(__file__).resolve().parents[2])
+    repo = str(REPO)
     env["PYTHONPATH"] = repo + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env

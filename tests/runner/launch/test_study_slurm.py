@@ -17,11 +17,10 @@ from runner.launch import slurm
 from runner.launch.reconcile import reconcile
 from runner.launch.study import launch, load_study, status_report, survey, wait
 from runner.wire.paths import SessionPaths, runs_dir
-from tests.helpers import events, wait_event, wait_for
-from tests.study.conftest import read_json, write_study
+from tests.helpers import REPO, events, wait_event, wait_for
+from tests.runner.launch.conftest import read_json, write_study
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port_pair() -> int:

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -23,9 +22,9 @@ from runner.launch.study import StudyError, classify, launch, load_study, plan, 
 from runner.settings import observer_kind
 from runner.wire.paths import SessionPaths, runs_dir
 from runner.wire.session_config import SessionConfig
-from tests.study.conftest import write_study
+from tests.helpers import REPO
+from tests.runner.launch.conftest import write_study
 
-REPO = Path(__file__).resolve().parents[2]
 BASIC = """
     name = "s"
     tasks = ["t0"]
