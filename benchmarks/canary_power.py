@@ -195,6 +195,7 @@ class Bench:
     batch: int
     higher: bool = True  # the metric's better direction
     calibrated: bool = True  # the sessions' test: on the kind's calibrated statistic where it has one
+    argmax: bool = False  # judge classification rows on the predicted classes, not the scores behind them
     shifts: list[float] = field(default_factory=list)
     tell_aurocs: list[float] = field(default_factory=list)  # the filtered trials' best tell
     dropped: list[float] = field(default_factory=list)  # the share of its copy each filtered trial dropped
@@ -593,7 +594,7 @@ def trial(bench: Bench, what: str, i: int, work: Path) -> Trial:
             model = bench.lookup(model, val)
     with torch.no_grad():
         probe = bench.kind.probe(d.items)
-        if bench.kind.scores:  # as a session's worker asks: the scores behind the predictions
+        if bench.kind.scores and not bench.argmax:  # as a session's worker asks: the scores behind the predictions
             pred = predict_scores(bench.module.predict, model, probe, "cpu")
         else:
             pred = bench.module.predict(model, probe, "cpu")
@@ -652,7 +653,7 @@ def exposure(bench: Bench, passes: list[int], i: int, work: Path, fit: str = "va
         done = total
         with torch.no_grad():
             probe = bench.kind.probe(d.items)
-            pred = (predict_scores(bench.module.predict, model, probe, "cpu") if bench.kind.scores
+            pred = (predict_scores(bench.module.predict, model, probe, "cpu") if bench.kind.scores and not bench.argmax
                     else bench.module.predict(model, probe, "cpu"))
             out.append(Trial(bench.judge(d, pred), _edge(bench, model)))
     shutil.rmtree(view_dir)
@@ -688,6 +689,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="T1's test: the sessions' (held-back chunks), random strings (SecretSharer) or held chunks")
     parser.add_argument("--synthetic", action="store_true",
                         help="the synthetic canaries sessions had before issue 46 (t0, T7, T1's strings)")
+    parser.add_argument("--argmax", action="store_true",
+                        help="judge t0's and T7's rows on the predicted classes (0/1 losses), not the scores behind them")
     parser.add_argument("--no-calibration", action="store_true",
                         help="test the raw losses, not the difficulty-calibrated ones (T1: runner/integrity/difficulty.py)")
     parser.add_argument("--exposure", default="", help="passes over val, e.g. 4,8,16,32: val-only fits judged after each")
@@ -709,7 +712,7 @@ def main(argv: list[str] | None = None) -> int:
             if spec.id == "t1_shakespeare" and args.t1_kind != "session":
                 kind = SecretSharer() if args.t1_kind == "strings" else HeldChunks()
             bench = cls(short, kind, module, data, unseen, epochs, batch, spec.direction == "higher",
-                        calibrated=not args.no_calibration)
+                        calibrated=not args.no_calibration, argmax=args.argmax)
             if args.exposure:
                 exposure_table(bench, sorted(int(p) for p in args.exposure.split(",")), args.n, root, args.exposure_fit)
                 continue
