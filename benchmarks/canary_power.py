@@ -1,9 +1,16 @@
 """How often the canaries catch a model trained on, or carrying, the split they sit in, and how often
-they flag an honest one (issue 35, part 3; runner/integrity/canaries.py).
+they flag an honest one (issues 35 and 46; runner/integrity/canaries.py).
 
     python benchmarks/canary_power.py [--n 20] [--tasks t0,t1,t6,t7] [--threads 2]
     python benchmarks/canary_power.py --exposure 4,8,16,32 --tasks t1-gpt [--n 6]
     python benchmarks/canary_power.py --synthetic --tasks t0,t7   # the canaries sessions had before issue 46
+    python benchmarks/canary_power.py --argmax --tasks t7           # judged on predicted classes, not scores
+
+The sessions' canaries hold back a secret share of val's own rows (runner/integrity/canary_kinds.py);
+``--synthetic`` measures the planted synthetic ones they replaced. t0 and T7 are judged on the
+scores behind the model's predictions (each row's cross-entropy), as the kinds ask; ``--argmax``
+on the predicted classes (0/1 losses), which is what a session's whole-split pass gives the
+canaries until the scorer asks for the scores there too.
 
 With ``--exposure``, only val-only fits (``--exposure-fit train+val``: final fits on train and
 val), each trained once and judged after every given number of passes over the canaried val
