@@ -19,7 +19,7 @@ _noise = click.option("--noise-from", "noise_from", multiple=True, metavar="CONF
                            "repeatable; default: those of the scripted agent)")
 
 
-def _load(study: str | None, noise_from: tuple[str, ...]):
+def _load(study: str | None, noise_from: tuple[str, ...], rescored: bool = False):
     """The study's data, from the home's store caught up with its folders. Both commands only read
     the home: a read-only one (a results folder shared read-only) is read through a copy in memory
     (onegc_tui/store/readonly_home.py); only the output file is written."""
@@ -28,7 +28,7 @@ def _load(study: str | None, noise_from: tuple[str, ...]):
 
     home = browsable_home()
     store = caught_up_store(home)
-    data = load_study(store, study, include_demo=True, noise_from=noise_from or None)
+    data = load_study(store, study, include_demo=True, noise_from=noise_from or None, rescored=rescored)
     if not data.sessions:
         store.close()
         where = f" in study {study}" if study else ""
@@ -71,13 +71,15 @@ def export(fmt: str, out: Path, study: str | None, noise_from: tuple[str, ...]) 
 @_out
 @_study
 @_noise
-def report(out: Path, study: str | None, noise_from: tuple[str, ...]) -> None:
+@click.option("--rescored", is_flag=True,
+              help="each session's re-score by a newer harness where it has one (onegc verify --rescore); the page says which")
+def report(out: Path, study: str | None, noise_from: tuple[str, ...], rescored: bool) -> None:
     """Write one self-contained HTML page of a study: the matrix beside the paper, anytime curves,
     paired comparisons, integrity flags, time ledgers, costs and each session's timelines."""
     from onegc_tui.results.report import render_report
 
     _writable(out)
-    store, data = _load(study, noise_from)
+    store, data = _load(study, noise_from, rescored)
     try:
         page = render_report(data)
     finally:

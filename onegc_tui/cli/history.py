@@ -29,8 +29,10 @@ FORMATS = ("table", "csv", "md", "latex", "json")
 @click.option("--at-budget", "at_minutes", type=DURATION, default=None, metavar="MINUTES",
               help="also what a budget this long (40, 90s, 20m, 1h) would have scored, from the stored checkpoint "
                    "times (the official rule on the checkpoints by then: a truncation, not a rerun)")
+@click.option("--rescored", is_flag=True,
+              help="cells from each session's re-score by a newer harness where it has one (onegc verify --rescore)")
 def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_path: Path | None, paired: bool,
-            noise_from: tuple[str, ...], at_minutes: float | None) -> None:
+            noise_from: tuple[str, ...], at_minutes: float | None, rescored: bool) -> None:
     """Print the agent × task matrix: mean ± std over successful repeats, n/N, best of N, Agg."""
     from onegc_tui.results.export import history_studies, json_doc, json_text, render_history, sessions_csv
     from onegc_tui.results.history_cells import history as stored_history
@@ -45,13 +47,14 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     try:
         measured = monitor_data.measured_baselines(store)
         # the matrices from the cells the store keeps (only those whose sessions changed are computed)
-        found = stored_history(store, study, include_demo=demo, measured={t: m.mean for t, m in measured.items()})
+        found = stored_history(store, study, include_demo=demo, measured={t: m.mean for t, m in measured.items()},
+                               rescored=rescored)
         studies = monitor_data.studies(store) if study is None else []
         # history holds every session of the home, or says how to see the rest (issue 37)
         left_out = 0 if demo else monitor_data.demo_sessions(store, study)
         # each session, where something beside the matrix reads them
-        wanted = fmt == "table" or paired or sessions_path is not None
-        outcomes = monitor_data.outcomes(store, study, include_demo=demo) if wanted else []
+        wanted = fmt == "table" or paired or sessions_path is not None or rescored
+        outcomes = monitor_data.outcomes(store, study, include_demo=demo, rescored=rescored) if wanted else []
         usage = session_usage(store, [o.session_id for o in outcomes]) if fmt == "table" else {}
     finally:
         store.close()
@@ -71,6 +74,10 @@ def history(fmt: str, study: str | None, no_paper: bool, demo: bool, sessions_pa
     if fmt in ("table", "md"):  # what the cells are (the data formats carry it in their fields)
         click.echo("note: cells are official scores, each on its task's scored split (val on T1-T3 and T7, test on "
                    "T4-T6; docs/numbers.md)", err=True)
+    if rescored or any(o.rescore_by for o in outcomes):  # which scores the cells are, always said
+        from onegc_tui.views.outcomes import scores_note
+
+        click.echo(f"note: {scores_note(outcomes, rescored)}", err=True)
     if studies:  # every session is pooled here; each study has its own history
         click.echo(f"note: studies here: {', '.join(studies)} (--study NAME shows one)", err=True)
     if left_out and (matrix.rows or demo_matrix is not None):

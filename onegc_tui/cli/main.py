@@ -324,16 +324,19 @@ def _sessions_json(store) -> None:
     from pydantic_core import to_json
 
     from onegc_tui.store.queries import stream_sessions
+    from onegc_tui.views.sessions_view import not_checked
     from onegc_tui.views.task_facts import scored_split
     from runner.wire.defaults import scored_split_sealed
 
-    # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with integrity flags
+    # "sealed", "network": the contract's (None before sessions recorded it); "flagged": scores with an integrity
+    # verdict of strength look or stronger; "not_checked": the threat rows no check met (None: not recorded)
     # "best_live": the best live val score; "score": the official one, on "score_split" (docs/numbers.md)
     chunk, n = ["["], 0
     for n, r in enumerate(stream_sessions(store), 1):
         contract = json.loads(r.pop("contract") or "{}")
         r.update(sealed=contract.get("sealed"), network=contract.get("network"), best_live_split="val",
-                 score_split=scored_split(r["task"]), scored_split_sealed=scored_split_sealed(contract))
+                 score_split=scored_split(r["task"]), scored_split_sealed=scored_split_sealed(contract),
+                 not_checked=not_checked(r) if r.get("not_checked") is not None else None)
         text = to_json(r).decode()
         chunk.append(("\n " if n == 1 else ",\n ") + (text if text.isascii() else json.dumps(r)))
         if len(chunk) >= 1000:
@@ -444,6 +447,12 @@ def reindex_cmd() -> None:
         why = f"its event log ends in a torn line ({s.torn} bytes)" if s.torn else "its event log has no end"
         click.echo(f"{s.session_id}: {why}: its end is taken from result.json: {s.end.reason}, "
                    f"{official_words(s.end.score, s.task, s.end.checkpoint, s.end.val)}")
+    store = Store(db)
+    try:
+        for row in store.sessions("record = 'tampered'"):  # runner/scoring/seal.py: named in every view too
+            click.echo(f"{row['session_id']}: TAMPERED record: {row['record_detail']}")
+    finally:
+        store.close()
 
 
 def _register_commands() -> None:
@@ -454,8 +463,9 @@ def _register_commands() -> None:
     from onegc_tui.cli.history import history
     from onegc_tui.cli.remove import rm
     from onegc_tui.cli.study import study
+    from onegc_tui.cli.verify import bundle, verify
 
-    for command in (study, history, doctor, baseline, export, report, rm):
+    for command in (study, history, doctor, baseline, export, report, rm, verify, bundle):
         main.add_command(command)
 
 

@@ -1,5 +1,7 @@
 """``onegc sessions`` as a plain table: whole session ids (an id cut in the middle is no id a
-command takes), one line per session, never a wrapped column. Where the terminal is narrower
+command takes), one line per session, never a wrapped column; each record's state (verified, sealed,
+chained, unchained, TAMPERED, DIFFERS: docs/verify.md), and a line naming where for each one that is
+tampered or not reproduced. Where the terminal is narrower
 than the table, the columns go from the end of :data:`COLUMNS` (their priority), and a line
 under the table names them; a pipe gets every column."""
 
@@ -17,6 +19,8 @@ from onegc_tui.views.sessions_view import (
     integrity_note,
     left_cell,
     official_cell,
+    record_note,
+    record_word,
 )
 from onegc_tui.views.task_facts import find, task_facts
 from onegc_tui.views.text_table import text_table
@@ -24,7 +28,7 @@ from runner.wire.defaults import SEALED_SPLIT_MARK, scored_split_sealed
 from runner.wire.textsafe import safe_text
 
 # in priority order: the first ones stay on any terminal (the id is whole), the rest while they fit
-COLUMNS = ("session", "state", "left / end", "official", "best val", "task", "agent", "ckpts")
+COLUMNS = ("session", "state", "left / end", "official", "record", "best val", "task", "agent", "ckpts")
 RIGHT = frozenset({"official", "best val", "ckpts"})
 MARKS = ((INTEGRITY_MARK, "unsealed, network open or integrity-flagged scores (onegc monitor's detail says which)"),
          (CONTENDED_MARK, "ran contended: another session on the host, a foreign GPU process, throttling or pauses "
@@ -46,8 +50,9 @@ def session_row(r: dict) -> dict[str, str]:
     contract = json.loads(r["contract"]) if r.get("contract") else {}
     agent = (r.get("agent") or "") + (f" {SEALED_SPLIT_MARK}" if scored_split_sealed(contract) else "")
     cells = {"session": r["session_id"], "state": r.get("state") or "", "left / end": f"{left} {marks}".strip(),
-             "official": official_cell(r), "best val": fmt_score(r.get("best_live")) if r.get("best_live") is not None
-             else "", "task": short, "agent": agent, "ckpts": str(r.get("n_checkpoints") or 0)}
+             "official": official_cell(r), "record": record_word(r),
+             "best val": fmt_score(r.get("best_live")) if r.get("best_live") is not None else "", "task": short,
+             "agent": agent, "ckpts": str(r.get("n_checkpoints") or 0)}
     return {k: safe_text(v, one_line=True) for k, v in cells.items()}  # one line, no terminal controls
 
 
@@ -64,6 +69,9 @@ def plain_sessions(rows: Sequence[dict], width: int | None) -> list[str]:
                        right=frozenset(i for i, n in enumerate(names) if n in RIGHT))
     notes = [f"not shown at {width} columns: {', '.join(COLUMNS[shown:])} (--json has them)"] if shown < len(COLUMNS) else []
     notes += [f"{mark}: {meaning}" for mark, meaning in MARKS if any(mark in c["left / end"] for c in cells)]
+    # a record tampered with or not reproduced (docs/verify.md) is never silently trusted: where, in words
+    notes += [safe_text(f"{r['session_id']}: {record_note(r)}", one_line=True) for r in rows
+              if record_word(r) in ("TAMPERED", "DIFFERS")]
     for note in notes:  # prose under the table, wrapped at words with an indent (never a column of it)
         lines += textwrap.wrap(note, width, subsequent_indent="   ") if width else [note]
     return lines

@@ -125,6 +125,9 @@ INTEGRITY_MARK = "⚠"
 CAPPED_MARK = "¢"  # runner/sandbox/caps.py: a memory, process or disk cap stopped the agent of some of its sessions
 CUT_MARK = "✂"  # runner/wire/record_caps.py: some of its sessions' records were cut past their caps
 VAL_GAP_MARK = "‡"  # runner/integrity/selection_gap.py: the selected checkpoint's val beats its test beyond the baseline's gap
+TAMPERED_MARK = "✗"  # runner/scoring/seal.py: some of its sessions' records were edited after them (not in the mean)
+DIFFERS_MARK = "≠"  # onegc verify: a number of some of its sessions does not reproduce
+VERIFIED_MARK = "✓"  # onegc verify reproduced every one of its sessions
 
 
 # each mark a cell can carry: when a cell needs it, its note under a text table, and under a LaTeX one
@@ -151,6 +154,16 @@ MARK_NOTES: tuple[tuple[Callable[[Cell], Any], str, str], ...] = (
      f"{CAPPED_MARK}n: the memory, process or disk cap stopped the agent of n of its sessions (its processes "
      "killed or refused; onegc sessions --json: caps_reached)",
      "$^{c n}$: a memory, process or disk cap stopped the agent of n sessions."),
+    (lambda c: c.n_tampered,
+     f"{TAMPERED_MARK}n: n of its sessions' records were edited after the session, or their folder copied from "
+     "elsewhere (counted in n/N, not in the mean; onegc verify names the place)",
+     "$^{\\times n}$: n sessions' records were tampered with (in n/N, not in the mean)."),
+    (lambda c: c.n_differs,
+     f"{DIFFERS_MARK}n: onegc verify scored n of its sessions again and a number differs from the record",
+     "$^{\\neq n}$: n sessions did not reproduce under onegc verify."),
+    (lambda c: c.n_total and c.n_reproduced == c.n_total,
+     f"{VERIFIED_MARK}: onegc verify re-derived every session of the cell from its stored checkpoints",
+     "$^{\\checkmark}$: every session re-derived by onegc verify."),
     (lambda c: c.n_truncated,
      f"{CUT_MARK}n: n of its sessions' records were cut past the session's caps on the agent's output "
      "(onegc sessions --json: truncated; the score is whole)",
@@ -163,8 +176,9 @@ def integrity_marks(cell: Cell | None) -> str:
     cell holding such a session says so, and how many): ``⚠n`` sessions run ``--unsealed``, with
     ``--network open`` or with integrity-flagged scores, ``‡n`` with the val-test gap flag, ``§n``
     run contended (a foreign GPU process, throttling, …: runner/session/contention.py), ``¢n`` whose
-    agent a memory, process or disk cap stopped, ``✂n`` whose record was cut past its caps, `` DQ<n>``
-    disqualified (in n/N, not in the mean)."""
+    agent a memory, process or disk cap stopped, ``✂n`` whose record was cut past its caps, ``✗n``
+    whose record was tampered with (not in the mean), ``≠n`` that ``onegc verify`` did not reproduce,
+    ``✓`` every session reproduced, `` DQ<n>`` disqualified (in n/N, not in the mean)."""
     if cell is None:
         return ""
     flagged = max(cell.n_flagged, cell.n_unsealed, cell.n_open_network)  # each counts sessions; one may be all three
@@ -172,6 +186,9 @@ def integrity_marks(cell: Cell | None) -> str:
         f"{CONTENDED_MARK}{cell.n_contended}" if cell.n_contended else "") + (
         f"{CAPPED_MARK}{cell.n_capped}" if cell.n_capped else "") + (
         f"{CUT_MARK}{cell.n_truncated}" if cell.n_truncated else "") + (
+        f"{TAMPERED_MARK}{cell.n_tampered}" if cell.n_tampered else "") + (
+        f"{DIFFERS_MARK}{cell.n_differs}" if cell.n_differs else "") + (
+        VERIFIED_MARK if cell.n_total and cell.n_reproduced == cell.n_total else "") + (
         f" DQ{cell.n_disqualified}" if cell.n_disqualified else "")
 
 
@@ -339,6 +356,9 @@ def _tex_cell(cell: Cell | None, bold: bool) -> str:
     mark += f"^{{\\S{cell.n_contended}}}" if cell.n_contended else ""
     mark += f"^{{c{cell.n_capped}}}" if cell.n_capped else ""
     mark += f"^{{t{cell.n_truncated}}}" if cell.n_truncated else ""
+    mark += f"^{{\\times{cell.n_tampered}}}" if cell.n_tampered else ""
+    mark += f"^{{\\neq{cell.n_differs}}}" if cell.n_differs else ""
+    mark += "^{\\checkmark}" if cell.n_total and cell.n_reproduced == cell.n_total else ""
     mark += f"^{{DQ{cell.n_disqualified}}}" if cell.n_disqualified else ""
     return f"$\\mathbf{{{body}}}{mark}$" if bold else f"${body}{mark}$"
 
@@ -420,6 +440,9 @@ MATRIX_CSV_FIELDS = (
     "n_clean",
     "n_capped",
     "n_truncated",
+    "n_tampered",
+    "n_reproduced",
+    "n_differs",
 )
 
 
@@ -485,6 +508,9 @@ def _csv(studies: Sequence[Matrix]) -> str:
                     c.n_clean,
                     c.n_capped,
                     c.n_truncated,
+                    c.n_tampered,
+                    c.n_reproduced,
+                    c.n_differs,
                 ]
                 w.writerow([_csv_value(v) for v in row])
             w.writerow(
@@ -516,6 +542,9 @@ def _csv(studies: Sequence[Matrix]) -> str:
                         "",
                         None,
                         r.agg_ours.value if r.agg_ours is not None else None,
+                        None,
+                        None,
+                        None,
                         None,
                         None,
                         None,

@@ -39,7 +39,7 @@ from onegc_tui.results.matrix import outcome_row_label
 from onegc_tui.results.study_data import SessionData, StudyData
 from onegc_tui.store import Store
 from onegc_tui.views.outcomes import resolve_task
-from onegc_tui.views.sessions_view import conditions_note
+from onegc_tui.views.sessions_view import conditions_note, not_checked
 from onegc_tui.views.task_facts import scored_split
 from runner import HARNESS_VERSION
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
@@ -152,7 +152,7 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
         official = i["Score"](value=o.score, answer=row.get("best_checkpoint"),
                               explanation=f"official: the val-best checkpoint's score on the "
                                           f"{spec.scored_split if spec else 'scored'} split",
-                              metadata={"disqualified": o.disqualified})
+                              metadata={"disqualified": o.disqualified, "record": o.record, "verified": o.verified})
         scores[SCORER] = official
         events.append(ev.ScoreEvent(score=official, intermediate=False, scorer=SCORER, timestamp=_when(end),
                                     working_start=max(0.0, end - start)))
@@ -168,6 +168,10 @@ def _sample(i: dict[str, Any], store: Store, s: SessionData, model: str) -> Any:
                   "repeat": o.repeat, "end_reason": o.end_reason, "end_detail": row.get("end_detail"),
                   "official_score": o.score, "official_split": scored_split(o.task), "disqualified": o.disqualified,
                   "flagged": o.flagged, "conditions": conditions_note(row), "contended": o.contended,
+                  "not_checked": not_checked(row) if row.get("not_checked") is not None else None,
+                  # its record against its chain and seal, and what onegc verify found (docs/verify.md)
+                  "record": o.record, "record_detail": row.get("record_detail"), "verified": o.verified,
+                  "rescore": o.rescore, "rescore_by": o.rescore_by,
                   "caps_reached": o.caps_reached,
                   "unofficial_test_best": o.unofficial_test_best, "unofficial_label": UNOFFICIAL_LABEL,
                   "budget_s": o.budget_s, "active_s": o.active_s, "contract_hash": o.contract_hash,

@@ -30,7 +30,7 @@ from onegc_tui.results.paired import CI_LABEL, NOISE_LABEL, SD_LABEL, SEM_LABEL
 from onegc_tui.results.paired_table import as_record
 from onegc_tui.results.study_data import StudyData
 from onegc_tui.store import Store
-from onegc_tui.views.sessions_view import conditions_note
+from onegc_tui.views.sessions_view import conditions_note, not_checked
 from onegc_tui.views.task_facts import scored_split
 from runner.errors import OnegcError
 from runner.scoring.unofficial import LABEL as UNOFFICIAL_LABEL
@@ -79,7 +79,8 @@ def _cells(matrices: list[Matrix]) -> list[dict]:
                             "task": task, "n_success": c.n_success, "n_total": c.n_total, "mean": c.mean,
                             "std": c.std, "sem": c.sem, "best": c.best, "best_session": c.best_session,
                             "n_disqualified": c.n_disqualified, "n_flagged": c.n_flagged,
-                            "mixed_contracts": c.mixed_contracts})
+                            "mixed_contracts": c.mixed_contracts, "n_tampered": c.n_tampered,
+                            "n_reproduced": c.n_reproduced, "n_differs": c.n_differs})
     return out
 
 
@@ -99,7 +100,8 @@ def write_sqlite(store: Store, data: StudyData, out: Path) -> dict[str, int]:
                              "best_checkpoint": s.row.get("best_checkpoint"), "gpu_name": s.row.get("gpu_name"),
                              "contract": s.row.get("contract"), "truncated": s.row.get("truncated") or 0,
                              "truncated_bytes": s.row.get("truncated_bytes") or 0, "score_split": scored_split(o.task),
-                             "conditions": conditions_note(s.row)})
+                             "conditions": conditions_note(s.row),
+                             "not_checked": ", ".join(not_checked(s.row)) if s.row.get("not_checked") is not None else None})
         db["sessions"].insert_all(sessions, pk="session_id", alter=True)
         ids = {s["session_id"] for s in sessions}
         checkpoints = [{**{k: r[k] for k in ("session_id", "name", "official", "budget_elapsed_s", "value", "error",

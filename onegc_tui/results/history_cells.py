@@ -115,13 +115,15 @@ class History:
 
 
 def history(store: Store, study: str | None = None, include_demo: bool = False,
-            measured: Mapping[str, float] | None = None) -> History:
+            measured: Mapping[str, float] | None = None, rescored: bool = False) -> History:
     """``onegc history``'s matrices (of ``study``: its own cells; without the demo task unless
     ``include_demo``), from the stored cells, after :func:`settle`. A store read in place (a home
     this user cannot write) whose cells are not current cannot store them: its matrices are
-    computed from every session, as :func:`~onegc_tui.results.matrix.build_matrix` does."""
-    if store.read_only and sql.marked(store):
-        paper_tasks, other_tasks = split_demo(outcomes(store, study, include_demo=include_demo))
+    computed from every session, as :func:`~onegc_tui.results.matrix.build_matrix` does; so are
+    the ``rescored`` ones (each session's re-score by a newer harness where it has one: the cells
+    kept are of the recorded scores)."""
+    if rescored or (store.read_only and sql.marked(store)):
+        paper_tasks, other_tasks = split_demo(outcomes(store, study, include_demo=include_demo, rescored=rescored))
         name = study or "ours"
         return History(build_matrix(paper_tasks, study=name, measured=measured),
                        build_matrix(other_tasks, study=f"{name} (demo tasks)") if other_tasks else None)

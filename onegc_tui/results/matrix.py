@@ -88,6 +88,9 @@ class Cell:
     n_clean: int = 0  # finished sessions whose conditions record says clean
     n_truncated: int = 0  # finished sessions whose record was cut past its caps (runner/wire/record_caps.py)
     n_capped: int = 0  # finished sessions whose agent a memory, process or disk cap stopped (runner/sandbox/caps.py)
+    n_tampered: int = 0  # finished sessions whose record was edited after them (runner/scoring/seal.py): not in the mean
+    n_reproduced: int = 0  # finished sessions `onegc verify` reproduced
+    n_differs: int = 0  # finished sessions `onegc verify` found a number of that does not reproduce
 
     @property
     def mixed_conditions(self) -> bool:
@@ -284,6 +287,9 @@ def _cell(task: str, sessions: Sequence[SessionOutcome], col: TaskColumn) -> Cel
         n_clean=sum(1 for s in done if s.contended is False),
         n_truncated=sum(1 for s in done if s.truncated),
         n_capped=sum(1 for s in done if s.caps_reached),
+        n_tampered=sum(1 for s in done if s.tampered),
+        n_reproduced=sum(1 for s in done if s.verified == "reproduced" and not s.tampered),
+        n_differs=sum(1 for s in done if s.verified == "differs" and not s.tampered),
     )
 
 

@@ -26,8 +26,8 @@ from onegc_tui.results.study_data import SessionData, StudyData, at_budget_cells
 from onegc_tui.results.svg_chart import PALETTE, Series, line_chart, stacked_bar
 from onegc_tui.views.anytime import FRACTIONS, SCALE_LABELS, SCALES, RepeatCurves
 from onegc_tui.views.gpu_activity import mean_share
-from onegc_tui.views.outcomes import resolve_task
-from onegc_tui.views.sessions_view import conditions_note, unchecked_note
+from onegc_tui.views.outcomes import resolve_task, scores_note
+from onegc_tui.views.sessions_view import conditions_note, record_note, record_word, unchecked_note
 from onegc_tui.views.task_facts import scored_split
 from onegc_tui.views.time_ledger import PART_LABELS
 from runner import HARNESS_VERSION
@@ -204,12 +204,21 @@ def _integrity_section(data: StudyData) -> str:
         if conditions := conditions_note(s.row):  # contention, a cap reached, a record cut
             marks.append(conditions)
         split = scored_split(o.task)  # each figure with its split: t0-T3 and T7 score val, T4-T6 test
+        word, note = record_word(s.row), record_note(s.row)
+        bad = word in ("TAMPERED", "DIFFERS")
+        record = f'<span class="{"flag" if bad else "ok"}" title="{_e(s.row.get("record_detail") or "")}">{_e(word)}</span>'
         rows.append([_e(o.session_id), f'<span class="{"flag" if marks else "ok"}">'
-                     f'{_e("; ".join(marks) or "none")}</span>', _e(o.end_reason), _split_figure(o.score, split),
+                     f'{_e("; ".join(marks) or "none")}</span>', record, _e(note or "not verified"), _e(o.end_reason),
+                     _split_figure(o.score, split),
+                     _split_figure(o.rescore, split) + (f" ({_e(o.rescore_by)})" if o.rescore_by else ""),
                      _split_figure(o.unofficial_test_best, split)])
-    head = ["session", "integrity", "end reason", "official score (its split)", "unofficial best on the scored split"]
+    head = ["session", "integrity", "record (chain, seal)", "onegc verify", "end reason", "official score (its split)",
+            "re-scored (its split)", "unofficial best on the scored split"]
     return ("<h2>Integrity and results</h2><p class=\"note\">The official score is the val-best checkpoint's "
-            f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}.</p>" + _table(head, rows, left=3))
+            f"score on the task's scored split. {_e(UNOFFICIAL_LABEL)}. The record column is its events' hash chain "
+            "and the runner's seal (sealed; chained: not sealed; unchained: made before the chain; TAMPERED: edited "
+            "after the session); onegc verify scores its stored checkpoints again (docs/verify.md). Re-scored: the "
+            "official score a newer harness gave it, beside the original, never over it.</p>" + _table(head, rows, left=4))
 
 
 def _split_figure(value: float | None, split: str) -> str:
@@ -316,7 +325,9 @@ def render_report(data: StudyData, now: float | None = None) -> str:
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{_e(title)}</title>'
             f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>"
             f'<p class="note">{n} sessions ({finished} finished) · made {when} by onegc {_e(HARNESS_VERSION)} · '
-            "static and offline: no script, nothing fetched.</p>" + "".join(sections) + "</body></html>\n")
+            "static and offline: no script, nothing fetched.</p>"
+            f'<p class="note">{_e(scores_note(data.outcomes, data.rescored))}</p>' + "".join(sections) + "</body></html>\n")
+
 
 
 __all__ = ["CSP", "render_report"]

@@ -52,6 +52,7 @@ class StudyData:
     study: str | None
     sessions: tuple[SessionData, ...]
     noise_from: tuple[str, ...] | None = None
+    rescored: bool = False  # scores are re-scores by a newer harness where a session has one (onegc verify --rescore)
 
     @property
     def outcomes(self) -> list[SessionOutcome]:
@@ -164,12 +165,13 @@ def load_session(store: Store, outcome: SessionOutcome) -> SessionData:
 
 
 def load_study(store: Store, study: str | None = None, include_demo: bool = True,
-               noise_from: Sequence[str] | None = None) -> StudyData:
-    """Every session of ``study`` (all studies: None), with the demo task unless told otherwise."""
-    outcomes = sorted(monitor_data.outcomes(store, study, include_demo=include_demo),
+               noise_from: Sequence[str] | None = None, rescored: bool = False) -> StudyData:
+    """Every session of ``study`` (all studies: None), with the demo task unless told otherwise;
+    ``rescored``: each with its re-score by a newer harness where it has one."""
+    outcomes = sorted(monitor_data.outcomes(store, study, include_demo=include_demo, rescored=rescored),
                       key=lambda o: (task_sort_key(o.task), o.label or o.agent, o.repeat, o.session_id))
     return StudyData(study, tuple(load_session(store, o) for o in outcomes),
-                     tuple(noise_from) if noise_from is not None else None)
+                     tuple(noise_from) if noise_from is not None else None, rescored)
 
 
 __all__ = ["AtBudget", "SessionData", "StudyData", "at_budget_cells", "checkpoint_scores", "load_session", "load_study"]

@@ -446,6 +446,13 @@ class Store:
         with self._transaction():
             self.conn.execute("UPDATE sessions SET disqualified=? WHERE session_id=?", (reason, session_id))
 
+    def set_record(self, session_id: str, columns: Sequence[object]) -> None:
+        """How the session's record stands: ``RecordStatus.columns()`` (onegc_tui/store/record_status.py:
+        its seal, its verify, its re-score)."""
+        with self._transaction():
+            self.conn.execute("UPDATE sessions SET record=?, record_detail=?, verified=?, verified_detail=?, rescore=?,"
+                              " rescore_by=? WHERE session_id=?", (*columns, session_id))
+
     def mark_failed(self, session_id: str, reason: str) -> None:
         """A session whose runner died without ``session_ended`` (kept out of events.jsonl)."""
         with self._transaction():

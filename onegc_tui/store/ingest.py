@@ -19,10 +19,11 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from onegc_tui.store import Store
+from onegc_tui.store import Store, record_status
 from onegc_tui.store.rows import batch_rows
 from onegc_tui.store.torn_tail import settle_from_result
 from runner.launch.reconcile import clean_up_after, reconcile
+from runner.scoring import seal
 from runner.wire import disqualifications
 from runner.wire.jsonl import JsonlTail, TailState, too_long
 from runner.wire.liveness import lock_held
@@ -137,6 +138,7 @@ class Ingester:
     _tails: dict[str, JsonlTail] = field(default_factory=dict)
     _held: list[tuple[str, list[Record]]] | None = None  # hold(): new events wait for deliver()
     _files: dict[str, _Watched] = field(default_factory=dict)
+    _home_id: str | None = None
 
     def hold(self) -> None:
         """Keep the new events from ``on_events`` until :meth:`deliver`: the caller writes in one
@@ -154,6 +156,13 @@ class Ingester:
         """The transaction of what was read did not commit: nothing of it is shown, and it is read again."""
         self._held = None
         self.forget_place()
+
+    @property
+    def home_id(self) -> str | None:
+        """The id of the home the sessions are read in (runner/scoring/seal.py)."""
+        if self._home_id is None:
+            self._home_id = seal.home_id(self.home) or ""
+        return self._home_id or None
 
     @property
     def runs(self) -> Path:
@@ -275,6 +284,7 @@ class Ingester:
             if "session_ended" in map(_TYPE, records) and (  # (every line new: no look at each)
                     len(new.new) == len(records) or any(records[i]["type"] == "session_ended" for i in new.new)):
                 self._apply_verdicts(sid, paths)  # the runner's own (an integrity rule) comes with its end
+                record_status.apply(self.store, sid, paths, self.home_id)  # its chain and seal, checked once
                 self._live.discard(sid)
             if tail.at_end:
                 break  # no second open just to find nothing more
@@ -375,6 +385,7 @@ class Ingester:
             reason = reconcile(self._known[sid])
             if reason:
                 self.store.mark_failed(sid, reason)
+                record_status.apply(self.store, sid, self._known[sid], self.home_id)  # its end cut off?
                 if not self.read_only:
                     clean_up_after(self._known[sid])
                 failed.append(sid)

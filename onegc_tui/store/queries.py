@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 OUTCOME_COLUMNS = ("session_id", "study", "agent", "model", "task", "repeat", "score", "state", "end_reason",
                    "contract_hash", "budget_s", "active_s", "started_ts", "scripts_launched", "first_checkpoint_s",
                    "disqualified", "flagged", "containment", "json_extract(contract, '$.network')",
-                   "val_gap_flag", "contended", "truncated", "caps_reached", "json_extract(contract, '$.scored_split.mode')")
+                   "val_gap_flag", "contended", "truncated", "caps_reached", "json_extract(contract, '$.scored_split.mode')",
+                   "record", "verified", "rescore", "rescore_by")
 DEMO_TASKS = ("t0_demo", "t0")
 
 

@@ -50,8 +50,9 @@ _SPECIAL_KINDS = frozenset({"progress", "usage", "result"})  # transcript items 
 
 
 def contract_hash(contract: dict) -> str:
-    """What makes two sessions comparable, hashed (host and Python excluded)."""
-    keep = {k: v for k, v in contract.items() if k not in ("host", "python")}
+    """What makes two sessions comparable, hashed (host and Python excluded, and how `onegc verify`
+    reproduces it: a statement about the record, not a condition of the run)."""
+    keep = {k: v for k, v in contract.items() if k not in ("host", "python", "verify")}
     if isinstance(keep.get("gpu"), list):
         keep["gpu"] = [{"name": g.get("name"), "driver": g.get("driver")} for g in keep["gpu"]]
     return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]

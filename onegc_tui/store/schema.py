@@ -214,6 +214,37 @@ MIGRATIONS: list[str] = [
         INSERT OR IGNORE INTO history_dirty VALUES (NEW.session_id);
     END;
     """,
+    # 14: how the record stands against its chain and seal (runner/scoring/seal.py: sealed, chained,
+    # unchained, tampered, and where), what `onegc verify` found (reproduced, differs: its first
+    # differences) and its re-score with a newer harness (`verify --rescore`: the official score and
+    # which harness made it), from the session folder (onegc_tui/store/record_status.py)
+    """
+    ALTER TABLE sessions ADD COLUMN record TEXT;
+    ALTER TABLE sessions ADD COLUMN record_detail TEXT;
+    ALTER TABLE sessions ADD COLUMN verified TEXT;
+    ALTER TABLE sessions ADD COLUMN verified_detail TEXT;
+    ALTER TABLE sessions ADD COLUMN rescore REAL;
+    ALTER TABLE sessions ADD COLUMN rescore_by TEXT;
+    -- a cell reads them (onegc_tui/store/queries.py OUTCOME_COLUMNS): a change marks its session as 13's do
+    DROP TRIGGER history_dirty_update;
+    CREATE TRIGGER history_dirty_update AFTER UPDATE ON sessions WHEN
+        OLD.state IS NOT NEW.state OR OLD.task IS NOT NEW.task OR OLD.agent IS NOT NEW.agent
+        OR OLD.model IS NOT NEW.model OR OLD.study IS NOT NEW.study OR OLD.repeat IS NOT NEW.repeat
+        OR OLD.contract_hash IS NOT NEW.contract_hash OR OLD.contract IS NOT NEW.contract
+        OR OLD.disqualified IS NOT NEW.disqualified OR OLD.started_ts IS NOT NEW.started_ts
+        OR OLD.record IS NOT NEW.record OR OLD.verified IS NOT NEW.verified
+        OR OLD.rescore IS NOT NEW.rescore OR OLD.rescore_by IS NOT NEW.rescore_by
+        OR (NEW.state IN ('ended', 'failed') AND (
+            OLD.score IS NOT NEW.score OR OLD.end_reason IS NOT NEW.end_reason OR OLD.budget_s IS NOT NEW.budget_s
+            OR OLD.active_s IS NOT NEW.active_s OR OLD.scripts_launched IS NOT NEW.scripts_launched
+            OR OLD.first_checkpoint_s IS NOT NEW.first_checkpoint_s OR OLD.flagged IS NOT NEW.flagged
+            OR OLD.containment IS NOT NEW.containment OR OLD.val_gap_flag IS NOT NEW.val_gap_flag
+            OR OLD.contended IS NOT NEW.contended OR OLD.truncated IS NOT NEW.truncated
+            OR OLD.caps_reached IS NOT NEW.caps_reached))
+    BEGIN
+        INSERT OR IGNORE INTO history_dirty VALUES (NEW.session_id);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

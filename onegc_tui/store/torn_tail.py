@@ -94,6 +94,10 @@ def settle_from_result(store: Store, paths: SessionPaths) -> ResultEnd | None:
         return None
     store.mark_ended(paths.session_id, end.reason, torn_detail(end.detail, torn_bytes(paths)), end.score,
                      end.checkpoint, end.val)
+    from onegc_tui.store import record_status
+    from runner.scoring.seal import home_id
+
+    record_status.apply(store, paths.session_id, paths, home_id(paths.root.parent.parent))  # its end, dropped?
     return end
 
 

@@ -7,6 +7,7 @@ is in onegc_tui/store/queries.py, and nothing here imports textual.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -50,10 +51,16 @@ def studies(store: Store) -> list[str]:
     return sql.study_names(store)
 
 
-def outcomes(store: Store, study: str | None = None, include_demo: bool = False) -> list[SessionOutcome]:
-    """Every session as the matrix sees it, from the per-session summary table only (no event scan)."""
+def outcomes(store: Store, study: str | None = None, include_demo: bool = False,
+             rescored: bool = False) -> list[SessionOutcome]:
+    """Every session as the matrix sees it, from the per-session summary table only (no event scan).
+    ``rescored``: each session's score is its re-score with a newer harness where it has one
+    (``onegc verify --rescore``), else its original."""
     tested = sql.scored_split_ranges(store)
-    return [outcome_of(row, tested.get(row[0])) for row in sql.outcome_rows(store, study, include_demo)]
+    out = [outcome_of(row, tested.get(row[0])) for row in sql.outcome_rows(store, study, include_demo)]
+    if rescored:
+        out = [dataclasses.replace(o, score=o.rescore) if o.rescore_by is not None else o for o in out]
+    return out
 
 
 def outcome_of(row: tuple, tested: tuple[tuple[float, float] | None, tuple[float, float] | None] | None = None
@@ -62,7 +69,7 @@ def outcome_of(row: tuple, tested: tuple[tuple[float, float] | None, tuple[float
     scored-split ranges (:func:`onegc_tui.store.queries.scored_split_ranges`), for its unofficial test-best."""
     (sid, st, agent, model, task, repeat, score, state, end_reason, chash, budget_s, active_s, started,
      scripts, first, disqualified, flagged, containment, network, val_gap_flag, contended, truncated,
-     caps_reached, scored_split) = row
+     caps_reached, scored_split, record, verified, rescore, rescore_by) = row
     ended = state in ("ended", "failed")
     lo_hi = unofficial_range(tested, task) if ended else None
     return SessionOutcome(
@@ -73,7 +80,8 @@ def outcome_of(row: tuple, tested: tuple[tuple[float, float] | None, tuple[float
         sealed=None if not containment else containment.startswith("bwrap"), network=network,
         val_gap_flag=val_gap_flag, contended=None if contended is None else bool(contended),
         truncated=truncated or 0, caps_reached=caps_reached or 0, scored_split=scored_split,
-        unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"])
+        unofficial_test_best=None if lo_hi is None else lo_hi[direction_of(task) == "higher"],
+        record=record, verified=verified, rescore=rescore, rescore_by=rescore_by)
 
 
 def demo_sessions(store: Store, study: str | None = None) -> int:

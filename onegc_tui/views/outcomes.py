@@ -49,6 +49,17 @@ class SessionOutcome:
     # UNOFFICIAL, never ranked: the best scored-split score over all checkpoints (runner/scoring/unofficial.py)
     unofficial_test_best: float | None = None
     scored_split: str | None = None  # "sealed": its targets were never in the workspace (runner/integrity/sealed_split.py)
+    # its record against its chain and seal: sealed, chained, unchained, tampered (runner/scoring/seal.py; None: not checked)
+    record: str | None = None
+    verified: str | None = None  # what `onegc verify` found: reproduced, differs, tampered (None: not verified)
+    rescore: float | None = None  # the official score a newer harness re-derived (`onegc verify --rescore`)
+    rescore_by: str | None = None  # which harness, when (None: never re-scored)
+
+    @property
+    def tampered(self) -> bool:
+        """Its record was edited after the session (or its folder is not where it was made): its
+        number is never trusted, in n/N but not in the mean."""
+        return self.record == "tampered" or self.verified == "tampered"
 
     @property
     def row_agent(self) -> str:
@@ -63,8 +74,9 @@ class SessionOutcome:
     @property
     def succeeded(self) -> bool:
         """Finished with a score that counts: a disqualified session counts as the paper's protocol
-        violations do, in n/N but not in the mean."""
-        return self.finished and self.score is not None and math.isfinite(self.score) and not self.disqualified
+        violations do, in n/N but not in the mean; so does one whose record was tampered with."""
+        return (self.finished and self.score is not None and math.isfinite(self.score) and not self.disqualified
+                and not self.tampered)
 
 
 def task_table(specs: Iterable[TaskSpec] | None) -> dict[str, TaskSpec]:
@@ -113,4 +125,16 @@ def measured_baselines(outcomes: Iterable[SessionOutcome], specs: Iterable[TaskS
     return out
 
 
-__all__ = ["MeasuredBaseline", "SessionOutcome", "measured_baselines", "resolve_task", "task_table"]
+def scores_note(outcomes: Iterable[SessionOutcome], rescored: bool) -> str:
+    """Which scores the figures are: as recorded, or re-scores by a newer harness (and how many)."""
+    outcomes = list(outcomes)
+    n = sum(1 for o in outcomes if o.rescore_by)
+    if not rescored:
+        return (f"Scores: as each session recorded them ({n} sessions also have a re-score by a newer harness: "
+                "--rescored shows those)" if n else "Scores: as each session recorded them.")
+    harnesses = sorted({o.rescore_by for o in outcomes if o.rescore_by})
+    return (f"Scores: re-scored by a newer harness ({'; '.join(harnesses) or 'none'}) for {n} of {len(outcomes)} "
+            "sessions (onegc verify --rescore); the others as recorded")
+
+
+__all__ = ["MeasuredBaseline", "SessionOutcome", "measured_baselines", "resolve_task", "scores_note", "task_table"]

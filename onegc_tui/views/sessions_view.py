@@ -153,6 +153,9 @@ def integrity_note(row: dict) -> str | None:
     unchecked = unchecked_note(row)
     if unchecked:
         notes.append(unchecked)
+    record = record_note(row)
+    if record and record_mark(row) != VERIFIED_MARK:
+        notes.append(record)
     conditions = conditions_note(row, record=False)  # a cut record has its own mark (✂) and line
     if conditions:
         notes.append(conditions)
@@ -195,6 +198,42 @@ def conditions_note(row: dict, record: bool = True) -> str | None:
 
 TRUNCATED_MARK = "✂"
 CONTENDED_MARK = "§"  # runner/session/contention.py: it ran contended (history's cells count these: §n)
+TAMPERED_MARK, DIFFERS_MARK, VERIFIED_MARK = "✗", "≠", "✓"  # onegc_tui/results/export.py's cell marks too
+
+
+def record_mark(row: dict) -> str:
+    """A session's record at a glance: ``✗`` tampered (runner/scoring/seal.py, or onegc verify
+    found it so), ``≠`` a number onegc verify did not reproduce, ``✓`` reproduced, ``""`` not verified."""
+    if row.get("record") == "tampered" or row.get("verified") == "tampered":
+        return TAMPERED_MARK
+    return {"differs": DIFFERS_MARK, "reproduced": VERIFIED_MARK}.get(row.get("verified") or "", "")
+
+
+def record_word(row: dict) -> str:
+    """The record's state in a word (``onegc sessions``): TAMPERED, DIFFERS, verified, sealed,
+    chained, unchained; ``-`` where the store has not checked it."""
+    mark = record_mark(row)
+    if mark == TAMPERED_MARK:
+        return "TAMPERED"
+    if mark == DIFFERS_MARK:
+        return "DIFFERS"
+    if mark == VERIFIED_MARK:
+        return "verified"
+    return row.get("record") or "-"
+
+
+def record_note(row: dict) -> str | None:
+    """What stands against a session's record, in words, or None: tampered (and where), a number
+    that does not reproduce (the first), reproduced."""
+    mark = record_mark(row)
+    if mark == TAMPERED_MARK:
+        where = row.get("record_detail") if row.get("record") == "tampered" else row.get("verified_detail")
+        return f"record tampered: {where or 'see onegc verify'}"
+    if mark == DIFFERS_MARK:
+        return f"onegc verify did not reproduce it: {row.get('verified_detail') or 'see its verify.json'}"
+    if mark == VERIFIED_MARK:
+        return "onegc verify reproduced it from its stored checkpoints"
+    return None
 
 
 def truncation_note(row: dict) -> str | None:
@@ -226,7 +265,8 @@ def session_cells(row: dict, now: float | None = None) -> dict[str, str]:
     return {
         "mark": "",
         "session": (f"{INTEGRITY_MARK} " if integrity_note(row) else "")
-                   + (f"{TRUNCATED_MARK} " if row.get("truncated") else "") + row["session_id"],
+                   + (f"{TRUNCATED_MARK} " if row.get("truncated") else "")
+                   + (f"{mark} " if (mark := record_mark(row)) else "") + row["session_id"],
         "task": short_task(row.get("task")),
         "agent": row.get("agent") or "",
         "model": row.get("model") or "-",

@@ -422,7 +422,13 @@ class ScoreQueue:
 
     def _run(self) -> None:
         while (found := self._next()) is not None:
-            split = SELECTION_SPLIT  # live: the trusted validation score, which ranks checkpoints
-            # never raises: a failure is that checkpoint's error (SealedScorer.score), and the queue goes
-            # on; probed where validation is the scored split (T1): a live score that reads ahead is an error too
-            self.on_scored(found, self.scorer.score(found.path, found.snapshot, [split], probe=True)[split])
+            self.on_scored(found, live_score(self.scorer, found))
+
+
+def live_score(scorer: SealedScorer, found: FoundCheckpoint) -> Score:
+    """A checkpoint's live score: its trusted validation score (which ranks checkpoints) from one
+    fresh child of ``scorer``; the queue's, and ``onegc verify``'s when it scores a stored session
+    again (runner/scoring/rescore.py). Never raises: a failure is that checkpoint's error
+    (SealedScorer.score); probed where validation is the scored split (T1): a live score that
+    reads ahead is an error too."""
+    return scorer.score(found.path, found.snapshot, [SELECTION_SPLIT], probe=True)[SELECTION_SPLIT]

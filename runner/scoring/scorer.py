@@ -270,7 +270,6 @@ class SealedScorer:
         self.sock: socket.socket | None = None
         self._buf = bytearray()
         self.ready = False
-        self._n = 0
         self.sealed = False
         self._waited = 0.0  # seconds the last answer took, measured here
         self.note: str | None = None  # a degradation worth one warning (no sandbox for the scorer)
@@ -485,7 +484,6 @@ class SealedScorer:
             self.await_ready()
         except (OSError, RuntimeError) as exc:
             return None, NOTHING, Score(None, f"could not start the scorer: {exc}")
-        self._n += 1
         bounds = self._part_bounds(splits, probe, scores)
         bound = min(answer_check.MAX_PAYLOAD_BYTES, sum(bounds.values()))
         # an id the child cannot count on: which request of a checkpoint's passes it answers is not its to know

@@ -10,6 +10,7 @@ from runner import HARNESS_VERSION
 from runner.integrity import canaries, sealed_split
 from runner.sandbox.caps import CapGroup
 from runner.sandbox.network import NetworkSandbox
+from runner.scoring import rescore
 from runner.scoring.official import SELECTION
 from runner.scoring.snapshots import SNAPSHOT_CAP_BYTES
 from runner.session import agent_env
@@ -41,6 +42,7 @@ def emit_started(events: EventWriter, spec: TaskSpec, config: SessionConfig, *, 
         "agent_env": agent_env.fingerprint(),  # the Python the agent imports from (runner/session/agent_env.py)
         **(net.contract() if net else {"network": config.network}),
         "harness_version": HARNESS_VERSION,
+        "verify": rescore.contract(),  # onegc verify: exact on the CPU and this GPU model, else within a tolerance
         "python": platform.python_version(),
         "host": socket.gethostname(),
     }

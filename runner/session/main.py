@@ -32,6 +32,7 @@ from runner.sandbox.caps import CapGroup, default_caps
 from runner.sandbox.execlog import ExecLog
 from runner.sandbox.network import NetworkSandbox, NetworkUnavailable
 from runner.sandbox.proctree import ProcessTree
+from runner.scoring import seal
 from runner.scoring.live import LiveScoring
 from runner.scoring.official_phase import OfficialPhase, OfficialResult, official_device
 from runner.scoring.result_file import coverage, result_record, write_result
@@ -451,9 +452,15 @@ class Session:
                          wall_s=self.clock.wall_s(), paused_s=self.clock.paused_s(), score=result.score,
                          best_checkpoint=result.checkpoint, val=result.val,
                          val_gap_flag=result.val_gap.flag if result.val_gap else None,
-                         not_checked=checks.not_checked(coverage(self.config, self.spec)))
+                         not_checked=checks.not_checked(coverage(self.config, self.spec)),
+                         result_sha256=seal.digest(self.paths.result))
         self.events.close()
         self.guard.release()
+        try:  # the record fixed: the chain's head and a digest of every file the runner made (seal.py)
+            seal.write(self.paths, self.events.written_head, self.events.written_lines,
+                       self.config.study)
+        except OSError as exc:
+            print(f"onegc runner: {seal.SEAL} not written: {exc}", file=sys.stderr, flush=True)
         score = result.score
         outcome = f"score {score:.6g} ({result.checkpoint})" if score is not None else "no score"
         print(f"onegc runner: session {self.config.session_id} ended: {reason}, {outcome}: {detail}", flush=True)

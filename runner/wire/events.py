@@ -1,8 +1,9 @@
 """The event wire format: one JSON object per line of ``events.jsonl``.
 
-Every event has ``v`` (schema version), ``session_id``, ``seq`` (1, 2, 3… per session, no gaps)
-and ``ts`` (epoch seconds). :data:`Event` is a pydantic union discriminated on ``type``;
-:func:`parse_event` validates one line (Rust-side JSON parsing: faster than ``json.loads``).
+Every event has ``v`` (schema version), ``session_id``, ``seq`` (1, 2, 3… per session, no gaps),
+``ts`` (epoch seconds) and ``prev`` (the hash chain's link to the line before, runner/wire/chain.py).
+:data:`Event` is a pydantic union discriminated on ``type``; :func:`parse_event` validates one line
+(Rust-side JSON parsing: faster than ``json.loads``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class _Event(BaseModel):
     session_id: str
     seq: int
     ts: float
+    prev: str | None = None  # the link of the line before it (runner/wire/chain.py); None: an unchained record
 
 
 class SessionStarted(_Event):
@@ -167,6 +169,7 @@ class SessionEnded(_Event):
     # the threat rows of ../shared/INTEGRITY.md that no check and no construction met in this session
     # (runner/integrity/checks.py); None: a record made before coverage was recorded
     not_checked: list[str] | None = None
+    result_sha256: str | None = None  # the result.json written just before (None: none could be written)
 
 
 class Conditions(_Event):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from runner.errors import NO_SPACE_ERRNOS, DiskFull
+from runner.wire import chain
 
 if TYPE_CHECKING:
     from runner.wire.coalesce import WarningFolder
@@ -59,9 +60,11 @@ def append_whole(fd: int, data: bytes, path: Path | str, end: int | None = None)
 
 
 class EventWriter:
-    """Stamps ``session_id``/``seq``/``ts`` and appends one whole line per event; thread-safe.
+    """Stamps ``session_id``/``seq``/``ts``/``prev`` and appends one whole line per event; thread-safe.
 
-    Re-opening an existing file continues the sequence after its last whole line. With ``fold``,
+    Every line carries the link of the line before it (``prev``: runner/wire/chain.py; the first
+    line the session's genesis), so the file is a hash chain that only this writer extends.
+    Re-opening an existing file continues the sequence and the chain after its last whole line. With ``fold``,
     warnings are coalesced per cause (runner/wire/coalesce.py). When a write finds no room,
     ``on_no_space`` is told once and the writer *holds*: essential events wait in memory, in
     order, for :meth:`release_held` (the runner calls it once it has made room); routine ones
@@ -80,7 +83,9 @@ class EventWriter:
         self.on_no_space = on_no_space
         self.dropped: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._seq = _last_seq(path)
+        self._seq, self._head, lines = _tail_state(path, session_id)  # _head: the link the next line carries
+        self.written_head = self._head  # the link of the last line in the file (held lines are not yet in it)
+        self.written_lines = lines  # whole lines in the file
         self._fd = os.open(path, APPEND_FLAGS, 0o644)
         self._end = os.fstat(self._fd).st_size
         self._held: list[bytes] | None = None  # not None while the disk is full
@@ -132,20 +137,22 @@ class EventWriter:
             return None
         from runner.wire.events import EVENT_TYPES, dump_event
 
-        event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **fields)
+        event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, prev=self._head, **fields)
         try:
             line = dump_event(event).encode() + b"\n"
         except ValueError:  # a lone surrogate that a boundary let through (runner/wire/untrusted.py)
             from runner.wire.untrusted import recordable
 
-            event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, **recordable(fields))
+            event = EVENT_TYPES[type_](session_id=self.session_id, seq=self._seq + 1, ts=now, prev=self._head,
+                                       **recordable(fields))
             line = dump_event(event).encode() + b"\n"
         if cap is not None and not cap.admit(len(line), keep):
             return None
         if self._held is None:
             try:
-                self._end = append_whole(self._fd, line, self.path, self._end)
+                self._write(line)
                 self._seq += 1
+                self._head = self.written_head
                 return cast("Event", event)  # an instance of one of the union's classes
             except DiskFull as exc:
                 self._held = []
@@ -160,14 +167,20 @@ class EventWriter:
         self._held.append(line)
         self._held_bytes += len(line)
         self._seq += 1
+        self._head = chain.link(line[:-1])  # held lines are written in order: the next one follows it
         return cast("Event", event)
+
+    def _write(self, line: bytes) -> None:
+        self._end = append_whole(self._fd, line, self.path, self._end)
+        self.written_head = chain.link(line[:-1])
+        self.written_lines += 1
 
     def release_held(self) -> None:
         """Write the events held while the disk was full, in order, and write normally again;
         raises :class:`DiskFull` (and keeps holding the rest) if there is still no room."""
         with self._lock:
             while self._held:
-                self._end = append_whole(self._fd, self._held[0], self.path, self._end)
+                self._write(self._held[0])
                 self._held_bytes -= len(self._held.pop(0))
             self._held = None
 
@@ -176,17 +189,23 @@ class EventWriter:
             os.close(self._fd)
 
 
-def _last_seq(path: Path) -> int:
+def _tail_state(path: Path, session_id: str) -> tuple[int, str, int]:
+    """An existing file's last ``seq``, the link of its last whole line and its number of whole
+    lines (a new file: 0, the session's genesis, 0)."""
+    last, head, lines = 0, chain.genesis(session_id), 0
     if not path.exists():
-        return 0
-    last = 0
+        return last, head, lines
     with open(path, "rb") as f:  # line by line: a record of any size in bounded memory
         for line in f:
+            if not line.endswith(b"\n"):
+                break  # a torn last line: the next write follows the last whole one
+            head = chain.link(line[:-1])
+            lines += 1
             try:
                 last = max(last, int(json.loads(line)["seq"]))
             except (ValueError, KeyError, TypeError):
                 continue
-    return last
+    return last, head, lines
 
 
 @dataclass(frozen=True)

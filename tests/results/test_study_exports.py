@@ -157,7 +157,7 @@ def test_report_renders_in_chromium_with_its_plots_and_fetches_nothing(study_hom
     # no address anywhere but SVG's namespace name, which is an identifier, never fetched
     assert set(re.findall(r"https?://[^\s\"'<>]+", page)) <= {"http://www.w3.org/2000/svg"}
     assert "<script" not in page and "Content-Security-Policy" in page
-    for heading in ("Matrix beside the paper", "Anytime curves", "Paired comparisons", "Integrity flags",
+    for heading in ("Matrix beside the paper", "Anytime curves", "Paired comparisons", "Integrity and results",
                     "Time ledger", "Per-session score and GPU timelines"):
         assert heading in page
 

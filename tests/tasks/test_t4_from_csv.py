@@ -115,7 +115,8 @@ def test_prepare_refuses_a_csv_that_is_not_ogbs_with_exit_2(tmp_path):
     write_csv(tmp_path / "HIV.csv", SMALL)
     proc = run_prepare(tmp_path, tmp_path / "data")
     assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    # progress lines ("step: ...") come first; the refusal is one line, the last
+    lines = [line for line in proc.stderr.strip().splitlines() if not line.startswith("step: ")]
     assert len(lines) == 1 and lines[0].startswith("error: HIV.csv gives a raw/graph-label.csv.gz unlike OGB's"), lines
 
 
