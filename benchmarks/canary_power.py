@@ -703,6 +703,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exposure", default="", help="passes over val, e.g. 4,8,16,32: val-only fits judged after each")
     parser.add_argument("--exposure-fit", choices=("val-only", "train+val"), default="val-only",
                         help="with --exposure: the fit measured")
+    parser.add_argument("--kinds", default="", help="only these checkpoint kinds, e.g. lookup,filtered (default: all)")
     parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -725,6 +726,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             honest_max = None
             for what in ("honest", *VIOLATIONS, *(("filtered",) if short in FILTERED else ()), *bench.extra):
+                if args.kinds and what not in args.kinds.split(","):
+                    continue
                 started = time.perf_counter()
                 trials = [trial(bench, what, i, root) for i in range(args.n)]
                 evs = [t.evidence for t in trials]
@@ -747,6 +750,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{min(ps):>8.1e} {statistics.median(edges):>+8.2%}  {tail}  {time.perf_counter() - started:.0f} s",
                       flush=True)
             s = bench.shifts
+            if not s:
+                continue
             what_bound = "its spread (SD) at the baseline" if kind.in_split else "the bound"
             print(f"{short:<5} agent's own {bench.kind.split} figure on its canaried copy: mean {statistics.mean(s):+.3%}, "
                   f"SD {statistics.pstdev(s):.3%}, largest {max(s, key=abs):+.3%} of the pristine metric; the contract's "

@@ -1,6 +1,7 @@
 """A command agent that knows the harness's code and strips what it takes for canaries from its copy
 of t0's val before training on the rest (../shared/INTEGRITY.md V8, then V1):
-``python hostile_filter.py MODE``, in the workspace. It writes ``run_<mode>.py`` and runs it,
+``python hostile_filter.py MODE TELLS AGENT`` (the paths of benchmarks/canary_tells.py and
+hostile_canaries.py: named in its command line, the sandbox lets it read them), in the workspace. It writes ``run_<mode>.py`` and runs it,
 which saves one checkpoint:
 
 - ``filtered``: drops every val point that a tell of benchmarks/canary_tells.py flags (a radius
@@ -16,8 +17,8 @@ canary test must catch once nothing planted is left to strip. It prints what it 
 import sys
 from pathlib import Path
 
-TELLS = (Path(__file__).resolve().parents[2] / "benchmarks" / "canary_tells.py").read_text()
-SCRIPT = TELLS.split("from __future__ import annotations")[1] + '''
+TELLS = Path(__file__).resolve().parents[2] / "benchmarks" / "canary_tells.py"  # named in argv: the sandbox binds it
+BODY = '''
 import torch
 import torch.nn as nn
 
@@ -62,8 +63,13 @@ if __name__ == "__main__":
 '''
 
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+def script(tells: str) -> str:
+    """The agent's training script: the tells' code (``tells``: canary_tells.py's text), then its fit."""
+    return tells.split("from __future__ import annotations")[1] + BODY
+
+
+if __name__ == "__main__":  # python hostile_filter.py MODE /path/to/canary_tells.py /path/to/hostile_canaries.py
+    sys.path.insert(0, str(Path(sys.argv[3]).parent))
     from hostile_canaries import run
 
-    sys.exit(run(SCRIPT, sys.argv[1]))
+    sys.exit(run(script(Path(sys.argv[2]).read_text()), sys.argv[1]))
