@@ -7,11 +7,12 @@ which saves one checkpoint:
 - ``filtered``: drops every val point that a tell of benchmarks/canary_tells.py flags (a radius
   past 2.5, where issue 35's canaries lay; a point farther from every train point than any train
   point is from its own nearest neighbour; an exact duplicate), then fits a nearest-neighbour
-  classifier on train and the rest of val;
+  classifier on train and the rest of val, sure of the label of every point it holds;
 - ``honest``: the same classifier on train alone (the control).
 
-A nearest-neighbour classifier holds every point it was fitted on: the fit on val that a
-canary test must catch once nothing planted is left to strip. It prints what it dropped.
+A nearest-neighbour classifier holds every point it was fitted on: val by heart, which a canary
+test must catch once nothing planted is left to strip (a t0 MLP fitted on val gains too little
+to be caught: benchmarks/canary_power.py). It prints what it dropped.
 """
 
 import sys
@@ -26,7 +27,8 @@ import prepare
 
 
 class Nearest(nn.Module):
-    """The label of the nearest point it was fitted on, as scores (the nearest of each class)."""
+    """The label of the nearest point it was fitted on, as scores (the nearest of each class), and
+    sure of the label of a point it holds (a lookup: val by heart, where it kept val)."""
 
     def __init__(self, n):
         super().__init__()
@@ -35,7 +37,11 @@ class Nearest(nn.Module):
 
     def forward(self, x):
         d = torch.cdist(x.float(), self.points)
-        return torch.stack([-d[:, self.labels == c].min(1).values for c in range(3)], 1) * 20
+        scores = torch.stack([-d[:, self.labels == c].min(1).values for c in range(3)], 1) * 20
+        gap, near = d.min(1)
+        held = gap < 1e-6
+        scores[held.nonzero()[:, 0], self.labels[near[held]]] += 30
+        return scores
 
 
 def build_model(config):

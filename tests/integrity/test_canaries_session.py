@@ -158,7 +158,7 @@ def test_an_agent_that_strips_suspected_canaries_finds_none_and_its_fit_on_the_r
     real). The nearest-neighbour fit on train and val is then judged in the session on its
     predicted classes (the whole-split pass gives classes today): on t0 it changes one
     prediction in 1 500 over train alone, which no test can see; judged on the scores behind
-    them, as the kind asks, it is disqualified (the rows it holds are at distance 0)."""
+    them, as the kind asks, it is disqualified (it is sure of the rows it holds)."""
     paths, result = run_filter(home, "filtered", "filtered")
     assert result["checkpoint"] == "filtered-1", result
     assert result["value"] == pristine_value(home, paths, result, "t0_demo")
