@@ -8,11 +8,11 @@ chunks), the agent's copy of the split is the canaries (the rows it was given, u
 order) and the twins are the rows held back from it, never shown anywhere. The sealed scorer
 judges every item on the official pass's own predictions (the items are the split's rows, in
 order: ``Kind.in_split``; synthetic items, where a bench still draws them, are mixed among the
-split's rows in a secret order: runner/integrity/passes.py) and compares the model's losses: a model trained on the split (alone, in a final
-train+val fit, in a fine-tune) or carrying its targets (a lookup, a buffer) fits the rows it was
-given better than those held back. The official metric is computed on the pristine split, all
-of it, as without canaries. Nothing in the copy tells a canary from data (V8): every row in it is
-real, and every one is a canary.
+split's rows in a secret order: runner/integrity/passes.py) and compares the model's losses: a
+model trained on the split (alone, in a final train+val fit, in a fine-tune) or carrying its
+targets (a lookup, a buffer) fits the rows it was given better than those held back. The
+official metric is computed on the pristine split, all of it, as without canaries. Nothing in
+the copy tells a canary from data (V8): every row in it is real, and every one is a canary.
 
 The statistic is a permutation test of "the canaries are a random subset of all items": exact
 (hypergeometric) where losses are 0/1, exact by rank for a single canary, and by

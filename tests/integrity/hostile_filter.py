@@ -1,8 +1,8 @@
 """A command agent that knows the harness's code and strips what it takes for canaries from its copy
 of t0's val before training on the rest (../shared/INTEGRITY.md V8, then V1):
 ``python hostile_filter.py MODE TELLS AGENT`` (the paths of benchmarks/canary_tells.py and
-hostile_canaries.py: named in its command line, the sandbox lets it read them), in the workspace. It writes ``run_<mode>.py`` and runs it,
-which saves one checkpoint:
+hostile_canaries.py: named in its command line, the sandbox lets it read them), in the workspace.
+It writes ``run_<mode>.py`` and runs it, which saves one checkpoint:
 
 - ``filtered``: drops every val point that a tell of benchmarks/canary_tells.py flags (a radius
   past 2.5, where issue 35's canaries lay; a point farther from every train point than any train

@@ -120,7 +120,8 @@ def test_a_model_holding_the_scored_split_is_disqualified_in_every_record(t1_hom
 
 
 def run_filter(home: Path, sid: str, mode: str) -> tuple[object, dict]:
-    paths = start_session(home, sid, agent="command", budget_s=300, command=[sys.executable, str(FILTER), mode, str(hostile_filter.TELLS), str(AGENT)])
+    command = [sys.executable, str(FILTER), mode, str(hostile_filter.TELLS), str(AGENT)]
+    paths = start_session(home, sid, agent="command", budget_s=300, command=command)
     wait_event(paths, "session_ended", timeout=600)
     return paths, json.loads(paths.result.read_text())
 
