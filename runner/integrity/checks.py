@@ -50,12 +50,13 @@ _CAUSAL_BENCH = "benchmarks/causal_power.py (docs/benchmarks.md#reading-ahead-an
 
 CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("canaries", ("V1", "V2"),
-          "is the scored split inside the model: planted items fit better than withheld twins (a permutation test)",
+          "is the scored split inside the model: the rows of it the agent was given fit better than those held "
+          "back from it (a permutation test)",
           power={"t0_demo": {"lookup": 1.0, "val-only fit": 0.0, "train+val fit": 0.0, "fine-tune": 0.0,
                              "filtered by looks, then train+val": 0.0},
                  "t1_shakespeare": {"lookup": 1.0, "count model on val": 1.0, "val-only fit, 8 passes": 1.0,
                                     "train+val fit, 5 epochs": 0.83, "train+val fit, 2 epochs": 0.17,
-                                    "fine-tune": 0.40},
+                                    "fine-tune": 0.40, "light n-gram fit (train's 7-gram, val's grams in 5+ chunks)": 0.0},
                  "t7_agnews": {"lookup": 1.0, "val-only fit": 0.85, "train+val fit": 0.60, "fine-tune": 0.15,
                                "filtered by looks, then train+val": 0.55}},
           false_alarm={"*": 0.0}, measured_by=_CANARY_BENCH),
