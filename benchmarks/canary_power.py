@@ -1,8 +1,16 @@
 """How often the canaries catch a model trained on, or carrying, the split they sit in, and how often
-they flag an honest one (issue 35, part 3; runner/integrity/canaries.py).
+they flag an honest one (issues 35 and 46; runner/integrity/canaries.py).
 
     python benchmarks/canary_power.py [--n 20] [--tasks t0,t1,t6,t7] [--threads 2]
     python benchmarks/canary_power.py --exposure 4,8,16,32 --tasks t1-gpt [--n 6]
+    python benchmarks/canary_power.py --synthetic --tasks t0,t7   # the canaries sessions had before issue 46
+    python benchmarks/canary_power.py --argmax --tasks t7           # judged on predicted classes, not scores
+
+The sessions' canaries hold back a secret share of val's own rows (runner/integrity/canary_kinds.py);
+``--synthetic`` measures the planted synthetic ones they replaced. t0 and T7 are judged on the
+scores behind the model's predictions (each row's cross-entropy), as the kinds ask; ``--argmax``
+on the predicted classes (0/1 losses), which is what a session's whole-split pass gives the
+canaries until the scorer asks for the scores there too.
 
 With ``--exposure``, only val-only fits (``--exposure-fit train+val``: final fits on train and
 val), each trained once and judged after every given number of passes over the canaried val
@@ -17,7 +25,18 @@ canaries and twins), trained here on the CPU with tiny models:
 - ``train+val``: a final fit on train and the canaried val together;
 - ``fine-tune``: an honest checkpoint fine-tuned for one epoch on the canaried val;
 - ``lookup``: an honest checkpoint that carries the canaried val (inputs -> targets) in a buffer
-  and answers from it where an input matches.
+  and answers from it where an input matches;
+- ``filtered`` (t0, T1, T7): an agent that knows the harness's code strips from its copy every
+  row a tell of benchmarks/canary_tells.py flags (the radius, character-share and lowercase-run
+  tells that gave the synthetic canaries away, isolation from train, an unusual character mix,
+  repeats), then makes a final fit on train and the rest of val. Printed with it: the best
+  AUROC of any tell (how well it ranks canaries above the other rows: real rows for a synthetic
+  kind; for the held-back kinds, where every row of the copy is real and a canary, the twins
+  it never saw) and the share of its copy it dropped;
+- ``light`` (t1-ngram, issue 46): a 7-gram counted on train plus the 7-grams of val that recur in
+  at least 5 of its 256-character chunks (what an agent takes from val without memorising it);
+- ``rebuilt`` (t0): a final fit on train and the pristine val, rebuilt from the generator and
+  seed in t0's prepare.py instead of the workspace's copy (no held-back row is missing).
 Every checkpoint is shown the probe through the task's own pristine ``predict`` and judged by
 ``canaries.evidence``. Printed: the rate at each level (``look``: p <= P_LOOK, ``strong``:
 p <= P_STRONG), the median p, and for honest checkpoints how far the canaries move the agent's
@@ -55,6 +74,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -65,10 +85,15 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from runner.integrity.canary_kinds import KINDS, HeldChunks, Kind, SecretSharer  # noqa: E402
-from runner.scoring import canaries  # noqa: E402
+from runner.integrity import canaries  # noqa: E402
+from runner.integrity.canary_kinds import KINDS, HeldChunks, HeldClasses, Kind  # noqa: E402
+from runner.integrity.difficulty import CharNgram, gram_keys  # noqa: E402
+from runner.integrity.synthetic_canaries import SYNTHETIC, SecretSharer  # noqa: E402
 from runner.scoring.worker import predict_scores  # noqa: E402
 from tasks import all_tasks  # noqa: E402
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from canary_tells import auroc, chunk_tells, flagged, point_tells, text_tells  # noqa: E402
 
 SHARED = Path("/work/shared/data")
 VIOLATIONS = ("val-only", "train+val", "fine-tune", "lookup")
@@ -177,8 +202,14 @@ class Bench:
     batch: int
     higher: bool = True  # the metric's better direction
     calibrated: bool = True  # the sessions' test: on the kind's calibrated statistic where it has one
+    argmax: bool = False  # judge classification rows on the predicted classes, not the scores behind them
     shifts: list[float] = field(default_factory=list)
+    tell_aurocs: list[float] = field(default_factory=list)  # the filtered trials' best tell
+    dropped: list[float] = field(default_factory=list)  # the share of its copy each filtered trial dropped
     _calibrations: dict = field(default_factory=dict)
+    extra: ClassVar[tuple[str, ...]] = ()  # this task's violations beyond VIOLATIONS
+    gains: list[float] = field(default_factory=list)  # the light fits' gain over train alone (t1-ngram)
+    expected: list[float] = field(default_factory=list)  # the spread's formula at each honest model's accuracy, here
 
     def judge(self, d: canaries.Draw, predictions) -> canaries.Evidence:
         """The draw's evidence as a session's scorer judges it (calibrated, unless told not to)."""
@@ -211,6 +242,27 @@ class Bench:
         rows = len(next(iter(train.values())))
         return epochs * -(-rows // self.batch)
 
+    def tells(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The tells of benchmarks/canary_tells.py on ``rows`` of the split (as its ``x``)."""
+        raise NotImplementedError
+
+    def strip(self, view: dict) -> tuple[dict, float]:
+        """The agent's copy without the rows a tell flags, and the share dropped."""
+        drop = flagged(self.tells(view["x"].numpy()))
+        return {k: v[torch.from_numpy(~drop)] for k, v in view.items()}, float(drop.mean())
+
+    def told(self, d: canaries.Draw) -> dict[str, float]:
+        """Each tell's AUROC at ranking the canaries above the other rows: for a held-back kind
+        the twins (every row of the copy is real and a canary), else the pristine split's rows."""
+        if self.kind.in_split:
+            rows, is_canary = np.asarray(d.items.inputs["x"]), d.is_canary
+        else:
+            real = np.load(self.data / f"{self.kind.split}_x.npy")
+            planted = np.asarray(d.canaries().inputs["x"])
+            rows = np.concatenate([real, planted.astype(real.dtype)])
+            is_canary = np.r_[np.zeros(len(real), bool), np.ones(len(planted), bool)]
+        return {name: auroc(score, is_canary) for name, score in self.tells(rows).items()}
+
 
 def _adam(model, loss_fn, n: int, batch: int, epochs: int, lr: float, seed: int, steps: int | None = None):
     """Adam over shuffled batches: ``epochs`` passes, or exactly ``steps`` steps when given."""
@@ -242,8 +294,13 @@ def _xy(folder: Path, split: str) -> dict:
 
 
 class Spirals(Bench):
+    extra = ("rebuilt",)
+
     def load(self, folder: Path, split: str) -> dict:
         return _xy(folder, split)
+
+    def tells(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        return point_tells(rows, np.load(self.data / "train_x.npy"))
 
     def model(self, i: int) -> nn.Module:
         torch.manual_seed(i)
@@ -272,6 +329,32 @@ class Chars(Bench):
 
     def steps(self, train: dict, epochs: int) -> int:
         return epochs * -(-(len(train["ids"]) // self.CHUNK) // self.batch)
+
+    def tells(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        return chunk_tells(rows, json.loads((self.data / "meta.json").read_text())["vocab"])
+
+    def strip(self, view: dict) -> tuple[dict, float]:
+        """The copy of val without the lines (a newline and what follows it up to the next) whose
+        longest lowercase run passes the tell: where the random strings sat, one to a line."""
+        ids = view["ids"].numpy()
+        newline = json.loads((self.data / "meta.json").read_text())["vocab"].index("\n")
+        starts = np.r_[0, np.flatnonzero(ids == newline) + 1]
+        ends = np.r_[starts[1:], len(ids)]
+        keep = np.ones(len(ids), dtype=bool)
+        for a, b in zip(starts, ends, strict=True):
+            if b > a and flagged(self.tells(np.pad(ids[a:b], (0, max(0, 2 - (b - a))))[None]))[0]:
+                keep[a:b] = False
+        return {"ids": torch.from_numpy(ids[keep])}, float(1 - keep.mean())
+
+    def told(self, d: canaries.Draw) -> dict[str, float]:
+        if self.kind.in_split:
+            return super().told(d)
+        val = np.load(self.data / "val.npy")  # the random strings (with the text before each) against val's chunks
+        real = val[: (len(val) - 1) // self.CHUNK * self.CHUNK].reshape(-1, self.CHUNK)
+        planted = np.asarray(d.canaries().inputs["x"])[:, -self.CHUNK :]
+        rows = np.concatenate([np.pad(real, ((0, 0), (planted.shape[1] - real.shape[1], 0))), planted.astype(real.dtype)])
+        is_canary = np.r_[np.zeros(len(real), bool), np.ones(len(planted), bool)]
+        return {name: auroc(score, is_canary) for name, score in self.tells(rows).items()}
 
     def model(self, i: int) -> nn.Module:
         torch.manual_seed(i)
@@ -340,9 +423,31 @@ class Counts(Chars):
     of the weight (a light touch: at full weight it is the train+val fit)."""
 
     FINE_TUNE_WEIGHT = 0.25
+    LIGHT_ORDER, LIGHT_CHUNKS = 7, 5  # issue 46's light fit: val's 7-grams found in at least 5 chunks
+    extra = ("light",)
 
     def model(self, i: int) -> nn.Module:
         return CharCounts(order=(4, 5, 6)[i % 3])
+
+    def light(self, train: dict, val: dict) -> nn.Module:
+        """A 7-gram (interpolated absolute discounting) counted on all of train, plus the n-grams of each
+        order of val that recur in at least :data:`LIGHT_CHUNKS` of its 256-character chunks, each
+        counted where it occurs. Records its gain over the same 7-gram on train alone (relative
+        bpb on the pristine val) in ``gains``."""
+        ids = val["ids"].numpy()
+        extra = {}
+        for length in range(self.LIGHT_ORDER):
+            grams = gram_keys(ids, length, 65)
+            chunk = np.arange(length, len(ids)) // 256
+            pairs = np.unique(np.stack([grams, chunk]), axis=1)  # one per (gram, chunk it is in)
+            kinds, spread = np.unique(pairs[0], return_counts=True)
+            extra[length] = grams[np.isin(grams, kinds[spread >= self.LIGHT_CHUNKS])]
+        whole = np.load(self.data / "train.npy")  # all of train, not the slice the networks see
+        model = GramModel(CharNgram(whole, 65, extra=extra))
+        alone = GramModel(CharNgram(whole, 65))
+        light, plain = (_figure(self, m, self.data, "val") for m in (model, alone))
+        self.gains.append((plain - light) / plain)
+        return model
 
     def fit(self, model, splits, epochs, lr, seed, steps=None):
         for s in splits:
@@ -352,6 +457,22 @@ class Counts(Chars):
     def fine_tune(self, model: nn.Module, val: dict, lr: float, seed: int) -> nn.Module:
         model.count(val["ids"], weight=self.FINE_TUNE_WEIGHT)
         return model
+
+
+class GramModel(nn.Module):
+    """A character n-gram model of runner/integrity/difficulty.py as a module: the log-probability
+    of every next character at its longest context (7 characters)."""
+
+    def __init__(self, ngram: CharNgram):
+        super().__init__()
+        self.ngram = ngram
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        w = idx.long().numpy()
+        v = self.ngram.vocab
+        every = np.repeat(np.arange(v), w.size).reshape(v, *w.shape)  # every next character, each window
+        losses = self.ngram.position_losses(np.tile(w, (v, 1)), every.reshape(v * len(w), -1))[:, :, -1]
+        return torch.from_numpy(-losses.reshape(v, *w.shape).transpose(1, 2, 0).astype(np.float32))
 
 
 class Forecast(Bench):
@@ -377,6 +498,9 @@ class Forecast(Bench):
 class News(Bench):
     def load(self, folder: Path, split: str) -> dict:
         return _xy(folder, split)
+
+    def tells(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        return text_tells(rows, np.load(self.data / "train_x.npy", mmap_mode="r"))
 
     def model(self, i: int) -> nn.Module:
         torch.manual_seed(i)
@@ -455,20 +579,29 @@ def trial(bench: Bench, what: str, i: int, work: Path) -> Trial:
     lr = (1e-3, 3e-3, 1e-2)[i % 3] if bench.short != "t6" else (1e-4, 3e-4, 1e-3)[i % 3]
     epochs = bench.epochs + i % 2
     model = bench.model(i)
+    d = canaries.draw(bench.kind, key, bench.data)
     if what == "val-only":  # the same training, pointed at val: as many steps as the honest fit
         bench.fit(model, [val], epochs, lr, i, steps=bench.steps(train, epochs))
     elif what == "train+val":
         bench.fit(model, [train, val], epochs, lr, i)
+    elif what == "filtered":  # the copy stripped of what looks planted, then a final fit
+        rest, dropped = bench.strip(val)
+        bench.dropped.append(dropped)
+        bench.tell_aurocs.append(max(bench.told(d).values()))
+        bench.fit(model, [train, rest], epochs, lr, i)
+    elif what == "rebuilt":  # t0's val rebuilt from its generator and seed: every row, none held back
+        bench.fit(model, [train, bench.load(bench.data, bench.kind.split)], epochs, lr, i)
+    elif what == "light":
+        model = bench.light(train, val)
     else:
         bench.fit(model, [train], epochs, lr, i)
         if what == "fine-tune":
             bench.fine_tune(model, val, lr, i + 1000)
         elif what == "lookup":
             model = bench.lookup(model, val)
-    d = canaries.draw(bench.kind, key, bench.data)
     with torch.no_grad():
         probe = bench.kind.probe(d.items)
-        if bench.kind.scores:  # as a session's worker asks: the scores behind the predictions
+        if bench.kind.scores and not bench.argmax:  # as a session's worker asks: the scores behind the predictions
             pred = predict_scores(bench.module.predict, model, probe, "cpu")
         else:
             pred = bench.module.predict(model, probe, "cpu")
@@ -491,9 +624,15 @@ def _figure(bench: Bench, model: nn.Module, folder: Path, split: str) -> float:
 
 
 def _agent_shift(bench: Bench, model: nn.Module, view_dir: Path) -> float:
-    """The agent's own figure on its canaried copy against the pristine metric, relative."""
+    """The agent's own figure on its canaried copy against the pristine metric, relative; for a
+    kind that holds back classification rows, also records the spread its formula gives at this
+    val's size and this model's accuracy (``expected``)."""
     split = bench.kind.split
     pristine, canaried = (_figure(bench, model, folder, split) for folder in (bench.data, view_dir))
+    if isinstance(bench.kind, HeldClasses):
+        given, held = bench.kind.counts(bench.data)
+        a = min(max(pristine, 1e-9), 1.0)
+        bench.expected.append(float(np.sqrt((1 - a) / a * held / (given * (given + held)))))
     return (canaried - pristine) / abs(pristine)
 
 
@@ -521,7 +660,7 @@ def exposure(bench: Bench, passes: list[int], i: int, work: Path, fit: str = "va
         done = total
         with torch.no_grad():
             probe = bench.kind.probe(d.items)
-            pred = (predict_scores(bench.module.predict, model, probe, "cpu") if bench.kind.scores
+            pred = (predict_scores(bench.module.predict, model, probe, "cpu") if bench.kind.scores and not bench.argmax
                     else bench.module.predict(model, probe, "cpu"))
             out.append(Trial(bench.judge(d, pred), _edge(bench, model)))
     shutil.rmtree(view_dir)
@@ -542,6 +681,7 @@ def exposure_table(bench: Bench, passes: list[int], n: int, work: Path, fit: str
 
 
 # --------------------------------------------------------------------------- main
+FILTERED = {"t0", "t1", "t1-gpt", "t7"}  # the tasks whose filtered fit is measured
 BENCHES = {"t0": (Spirals, 6, 128), "t1": (Chars, 2, 16), "t1-gpt": (CharsGPT, 2, 16), "t1-ngram": (Counts, 1, 16),
            "t6": (Forecast, 2, 128),
            "t7": (News, 3, 64)}
@@ -554,11 +694,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--t1-kind", choices=("session", "strings", "held"), default="session",
                         help="T1's test: the sessions' (held-back chunks), random strings (SecretSharer) or held chunks")
+    parser.add_argument("--synthetic", action="store_true",
+                        help="the synthetic canaries sessions had before issue 46 (t0, T7, T1's strings)")
+    parser.add_argument("--argmax", action="store_true",
+                        help="judge t0's and T7's rows on the predicted classes (0/1 losses), not the scores behind them")
     parser.add_argument("--no-calibration", action="store_true",
                         help="test the raw losses, not the difficulty-calibrated ones (T1: runner/integrity/difficulty.py)")
     parser.add_argument("--exposure", default="", help="passes over val, e.g. 4,8,16,32: val-only fits judged after each")
     parser.add_argument("--exposure-fit", choices=("val-only", "train+val"), default="val-only",
                         help="with --exposure: the fit measured")
+    parser.add_argument("--kinds", default="", help="only these checkpoint kinds, e.g. lookup,filtered (default: all)")
     parser.add_argument("--from", dest="from_dir", type=Path, default=SHARED, help="the raw files (shared/data)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -571,16 +716,18 @@ def main(argv: list[str] | None = None) -> int:
             cls, epochs, batch = BENCHES[short]
             module, data, unseen = prepare_data(short, root / "data", args.from_dir)
             spec = next(s for s in all_tasks().values() if s.short == short.split("-")[0])
-            kind = KINDS[spec.id]
+            kind = SYNTHETIC.get(spec.id, KINDS[spec.id]) if args.synthetic else KINDS[spec.id]
             if spec.id == "t1_shakespeare" and args.t1_kind != "session":
                 kind = SecretSharer() if args.t1_kind == "strings" else HeldChunks()
             bench = cls(short, kind, module, data, unseen, epochs, batch, spec.direction == "higher",
-                        calibrated=not args.no_calibration)
+                        calibrated=not args.no_calibration, argmax=args.argmax)
             if args.exposure:
                 exposure_table(bench, sorted(int(p) for p in args.exposure.split(",")), args.n, root, args.exposure_fit)
                 continue
             honest_max = None
-            for what in ("honest", *VIOLATIONS):
+            for what in ("honest", *VIOLATIONS, *(("filtered",) if short in FILTERED else ()), *bench.extra):
+                if args.kinds and what not in args.kinds.split(","):
+                    continue
                 started = time.perf_counter()
                 trials = [trial(bench, what, i, root) for i in range(args.n)]
                 evs = [t.evidence for t in trials]
@@ -594,12 +741,23 @@ def main(argv: list[str] | None = None) -> int:
                     tail = f"honest max {honest_max:+.2%}"
                 else:
                     tail = f"edge↑ {max(missed):+.2%}" if missed else "edge↑ -"
+                if what == "light":
+                    tail += f"  gain over the 7-gram on train alone: median {statistics.median(bench.gains):+.2%} of bpb"
+                if what == "filtered":
+                    tail += (f"  best tell's AUROC median {statistics.median(bench.tell_aurocs):.2f}"
+                             f" (max {max(bench.tell_aurocs):.2f}), dropped {statistics.mean(bench.dropped):.2%}")
                 print(f"{short:<5} {what:<10} {len(evs):>3} {look:>6.0%} {strong:>7.0%} {statistics.median(ps):>9.1e} "
                       f"{min(ps):>8.1e} {statistics.median(edges):>+8.2%}  {tail}  {time.perf_counter() - started:.0f} s",
                       flush=True)
             s = bench.shifts
+            if not s:
+                continue
+            what_bound = "its spread (SD) at the baseline" if kind.in_split else "the bound"
             print(f"{short:<5} agent's own {bench.kind.split} figure on its canaried copy: mean {statistics.mean(s):+.3%}, "
-                  f"largest {max(s, key=abs):+.3%} of the pristine metric (limit 0.5 %)", flush=True)
+                  f"SD {statistics.pstdev(s):.3%}, largest {max(s, key=abs):+.3%} of the pristine metric; the contract's "
+                  f"{what_bound}: {kind.shift_bound(canaries.shift_reference(spec, kind)):.3%}" +
+                  (f"; the formula at this val's size and these models' accuracy: RMS "
+                   f"{np.sqrt(np.mean(np.square(bench.expected))):.3%}" if bench.expected else ""), flush=True)
     return 0
 
 

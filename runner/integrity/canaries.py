@@ -1,21 +1,26 @@
-"""Canaries: is the scored split inside the model? (INTEGRITY.md V1, V2; issue 35, part 2)
+"""Canaries: is the scored split inside the model? (INTEGRITY.md V1, V2, V8; issues 35 and 46)
 
 A session's secret (:data:`KEY_FILE`, in the session folder: never in the workspace, the
-transcript, the agent's environment or argv) draws ``canaries + twins`` items i.i.d. from the
-task's generator (:mod:`runner.integrity.canary_kinds`) and picks at random which are canaries.
-The canaries are planted in the agent's copy of the split; the twins are never shown anywhere.
-The sealed scorer shows every item to a checkpoint inside the official evaluation's own pass,
-mixed among the split's rows in a secret order (runner/integrity/passes.py; T1's items are rows
-of val itself), and compares the model's losses on the items from those very predictions: a
+transcript, the agent's environment or argv) splits the task's items
+(:mod:`runner.integrity.canary_kinds`) at random into canaries and twins. Every kind planted in
+sessions holds back real items: the items are the scored split's own rows (T1: its 256-character
+chunks), the agent's copy of the split is the canaries (the rows it was given, unchanged, in
+order) and the twins are the rows held back from it, never shown anywhere. The sealed scorer
+judges every item on the official pass's own predictions (the items are the split's rows, in
+order: ``Kind.in_split``; synthetic items, where a bench still draws them, are mixed among the
+split's rows in a secret order: runner/integrity/passes.py) and compares the model's losses: a
 model trained on the split (alone, in a final train+val fit, in a fine-tune) or carrying its
-targets (a lookup, a buffer) fits its canaries better than their twins. The official metric
-never sees a canary: it is computed on the split's own rows.
+targets (a lookup, a buffer) fits the rows it was given better than those held back. The
+official metric is computed on the pristine split, all of it, as without canaries. Nothing in
+the copy tells a canary from data (V8): every row in it is real, and every one is a canary.
 
 The statistic is a permutation test of "the canaries are a random subset of all items": exact
-(hypergeometric) where losses are 0/1 (classification), exact by rank for a single canary, and
-by :data:`PERMUTATIONS` random subsets otherwise. Under "the model never saw the canaries" the
-items are exchangeable, so ``p`` is a valid p-value for ANY model: an honest checkpoint is
-flagged with probability at most the threshold, by construction, not by tuning.
+(hypergeometric) where losses are 0/1, exact by rank for a single canary, and by
+:data:`PERMUTATIONS` random subsets otherwise, on each item's loss beyond what a reference fitted
+on train predicts for it where the kind has one (:meth:`Kind.calibration`: fitted on every item
+alike, never on the secret). Under "the model never saw the canaries" the items are
+exchangeable, so ``p`` is a valid p-value for ANY model: an honest checkpoint is flagged with
+probability at most the threshold, by construction, not by tuning.
 
 Thresholds (set from benchmarks/canary_power.py, see docs/threat-model.md):
 - ``p <= P_STRONG``: strong evidence, the checkpoint is disqualified (as a code replacement is)
@@ -23,10 +28,10 @@ Thresholds (set from benchmarks/canary_power.py, see docs/threat-model.md):
   training on val is within the rules there) it asks for a look;
 - ``p <= P_LOOK``: weaker evidence, it asks for a look (a verdict of strength ``look``, counted and shown).
 
-Known limit: where canaries are drawn from a generator that onegc's source names (synthetic items),
-an agent that reads the source can filter them out of its copy by how they look (INTEGRITY.md V8);
-T1's held-back chunks are real val text. A model cannot answer them apart from the split: they
-ride in its official pass.
+Known limits: a per-item test sees what a model memorised of the rows it was given, not what it
+learnt of the split as a whole (its plays, its news, a class's look); and where the pristine
+split can be rebuilt without the workspace (t0's generator and seed are in its prepare.py, T1's
+text is public), an agent that rebuilds it can train on every row, held back or not, unseen.
 """
 
 from __future__ import annotations
@@ -210,9 +215,12 @@ def unjudged(task: str, why: object) -> Verdict:
     return verdict("canaries", "look", f"the canary probe could not be judged: {why}", task)
 
 
-def shift_reference(spec: TaskSpec) -> float:
+def shift_reference(spec: TaskSpec, kind: Kind | None = None) -> float:
     """The metric at which the canaries move the agent's figure most that a session can expect:
-    a perfect accuracy, or the paper's best score where lower is better."""
+    for a kind that holds back real items (whose spread grows as the metric falls), the task's
+    baseline score; else a perfect accuracy, or the paper's best score where lower is better."""
+    if kind is not None and kind.in_split and spec.baseline_score:
+        return spec.baseline_score
     if spec.direction == "higher":
         return 1.0
     return min((p.best for p in spec.paper if p.best is not None), default=spec.baseline_score or 1.0)
@@ -223,15 +231,18 @@ def contract(spec: TaskSpec, on: bool) -> dict | None:
     None where the task has none, ``{"on": False}`` with ``--no-canaries``. The same for every
     session of a task (never the key or the draw), so only the choice splits the history.
     ``agent_figure_shift``: how far, relative, the canaries move the agent's own ``evaluate``
-    figure on its copy, in expectation, for a model at :func:`shift_reference` (at most
-    :data:`runner.integrity.canary_kinds.AGENT_SHIFT_LIMIT`, tests/runner/scoring/test_canaries.py)."""
+    figure on its copy for a model at :func:`shift_reference`: for a kind that holds back real
+    items (``held_back``, the kind's ``in_split``: every kind in sessions), by nothing in
+    expectation, and this is the spread (one standard deviation) of its figure around the
+    official value; ``held_back`` says which (tests/runner/integrity/test_canaries.py measures both)."""
     kind = kind_for(spec.id)
     if kind is None:
         return None
     if not on:
         return {"on": False}
     return {"on": True, "split": kind.split, "canaries": kind.canaries, "twins": kind.twins,
-            "files": list(kind.files()), "agent_figure_shift": round(kind.shift_bound(shift_reference(spec)), 5),
+            "held_back": kind.in_split, "files": list(kind.files()),
+            "agent_figure_shift": round(kind.shift_bound(shift_reference(spec, kind)), 5),
             "p_strong": P_STRONG, "p_look": P_LOOK}
 
 

@@ -1,58 +1,60 @@
-"""What a canary is on each task (issue 35, part 2): drawn, planted in the agent's copy of a split,
+"""What a canary is on each task (issues 35 and 46): drawn, planted in the agent's copy of a split,
 shown to a checkpoint as a probe, and scored per item. Trusted code: numpy only, no agent bytes.
 
-Every kind draws ``n`` items i.i.d. from one generator; :mod:`runner.integrity.canaries` then picks
-at random, from the session's secret, which of them are canaries (planted in the workspace) and
-which are twins (never shown). Under "the model never saw them" canaries and twins are
-exchangeable, so the membership statistic has a known null whatever the model is.
+Every kind draws ``n`` items; :mod:`runner.integrity.canaries` then picks at random, from the
+session's secret, which of them are canaries (in the agent's copy) and which are twins (never
+shown). Under "the model never saw them" canaries and twins are exchangeable, so the membership
+statistic has a known null whatever the model is.
 
-- ``t0`` (spirals, 3 classes): points far outside the spirals (radius 3-6, where a ReLU network is
-  linear and a far point pulls hard) with random labels.
-- ``t1`` (TinyShakespeare): a secret tenth of val's 256-character chunks held back from the
-  agent's copy (:class:`HeldChunks`); the chunks it was given against those held back, by their
-  mean cross-entropy beyond what their difficulty predicts (:mod:`runner.integrity.difficulty`).
-  Random strings of lowercase letters at line starts of val (Carlini et al.'s "Secret
-  Sharer", :class:`SecretSharer`) were T1's first canaries: a language model
-  memorises real text far sooner than random strings, so the held-back chunks caught more fits
-  (benchmarks/canary_power.py, docs/benchmarks.md); they stay measurable beside them.
-- ``t6`` (ETTh1, scored split test): one block of horizon rows appended to val after its last
-  look-back, a time-reversed, negated train segment (ETTh1-like, never a real row); its twins are
-  other such segments after the same look-back. The selection split, not the scored one: see
-  :data:`runner.integrity.canaries.LOOK_ONLY`.
-- ``t7`` (AG News, 4 classes): texts of random lowercase "words" with random labels.
-- ``t2`` (TinyImageNet, 200 classes): images of 8×8-pixel blocks of random colours with random
-  labels (coarse, so they survive the random crops and flips a training loop applies).
-- ``t3`` (Pascal VOC segmentation): images of random colour blocks whose mask is "ignore" (255)
-  but for one square of a random object class; scored by the share of the square's pixels
-  predicted as anything else. The square's size follows the pristine val's rarest class, so
-  the agent's mIoU moves by at most 0.25 % / mIoU, relative, whatever the data.
+Since issue 46 every kind planted in sessions holds back real items (:class:`HeldBack`): the
+items are the scored split's own rows, and the secret holds a share of them back from the
+agent's copy. The copy is the other rows, unchanged and in order: there is nothing in it to tell
+apart from data (every row it holds is real, and every one is a canary), and the twins are rows
+it never sees. The synthetic canaries they replaced (far points, random-letter texts, blocky
+images, squares in ignored masks, random strings) were each told from real data by one line of
+numpy: runner/integrity/synthetic_canaries.py keeps the measurable ones.
 
-Each kind keeps the agent's own ``prepare.evaluate`` figure on its canaried copy within
-:data:`AGENT_SHIFT_LIMIT` of the metric (``shift_bound``, recorded in the contract).
+- ``t0`` (spirals, 1 500 val points): a secret tenth of val's points (:class:`HeldPoints`),
+  judged beyond what the labels of their nearest train points predict;
+- ``t1`` (TinyShakespeare): a secret tenth of val's 256-character chunks (:class:`HeldChunks`),
+  judged beyond what character n-grams counted on train predict (:mod:`runner.integrity.difficulty`);
+- ``t2`` (TinyImageNet, 10 000 val images): a secret tenth of them (:class:`HeldImages`);
+- ``t3`` (Pascal VOC, 1 449 val images and masks): a secret twentieth (:class:`HeldMasks`), by the
+  share of each image's labelled pixels predicted wrong;
+- ``t6`` (ETTh1, scored split test): not planted (:class:`ForecastTwins`);
+- ``t7`` (AG News, 7 600 val texts): a secret 30 % of them (:class:`HeldTexts`), judged beyond
+  what naive Bayes over train's character trigrams predicts.
+
+The agent's own ``prepare.evaluate`` figure on its copy is its model's metric on a random share
+of val: unbiased, with a spread (``shift_bound``) that the contract records.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from runner.integrity.difficulty import Calibration, CharNgram
+from runner.integrity.difficulty import Calibration, CharNgram, fit_away, log_softmax
+from runner.integrity.references import NearestPoints, TrigramBayes, features
 
 # a checkpoint's predictions on every item -> (its per-item losses, the statistic the test compares)
 Calibrated = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
-AGENT_SHIFT_LIMIT = 0.005  # issue 35: the agent's own figure on its canaried copy within 0.5 % of the metric
-LETTERS = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz ", dtype=np.uint8)
+AGENT_SHIFT_LIMIT = 0.005  # issue 35: synthetic canaries may bias the agent's own figure by at most 0.5 %
+ROWS_PER_FEATURE = 50  # a reference calibrates rows only where they outnumber its features 50 to 1 (t0: 1 500 to 4)
 
 
 @dataclass(frozen=True)
 class Items:
     """``n`` drawn items: ``inputs`` (the probe's rows, in the task's ``inputs()`` format, one
-    row per item), ``targets`` (one per item, never shown to a model) and, where a kind plants
-    each item at a place of its own, ``where``."""
+    row per item), ``targets`` (one per item, never shown to a model) and, where each item has a
+    place of its own, ``where``: for the kinds that hold back real items (:class:`HeldBack`), the
+    item's place in the pristine split (a row; T1: a chunk's first character), so that the
+    official pass's own predictions there are the probe's."""
 
     inputs: dict[str, np.ndarray]
     targets: np.ndarray
@@ -67,13 +69,14 @@ class Kind:
     canaries = 0  # planted per session
     twins = 0  # held back, never shown
     in_sessions = True  # False: measured by benchmarks/canary_power.py, never planted (see the kind)
-    # True: the items are the split's own first rows, in order (T1's held-back chunks): judged on the
-    # split's predictions; False: their rows are mixed among the split's in its pass (runner/integrity/passes.py)
+    # True: the items are the split's own rows, in order, a secret share of them held back from the
+    # agent's copy (:class:`HeldBack`: every kind planted in sessions): judged on the split's own
+    # predictions; False: their rows are mixed among the split's in its pass (runner/integrity/passes.py)
     in_split = False
     scores = False  # True: the probe asks for the model's scores behind its predictions (worker.predict_scores)
 
     def counts(self, data: Path) -> tuple[int, int]:
-        """(canaries, twins) for this data: the class's counts (:class:`HeldChunks`: from val's length)."""
+        """(canaries, twins) for this data: the class's counts (:class:`HeldBack`: from the split's size)."""
         return self.canaries, self.twins
 
     def evidence_text(self, canaries: int, twins: int, split: str) -> str:
@@ -106,7 +109,8 @@ class Kind:
         return Items({k: v[mask] for k, v in items.inputs.items()}, items.targets[mask], where)
 
     def shift_bound(self, metric: float) -> float:
-        """At most how far (relative) the canaries move the agent's figure for a model at ``metric``."""
+        """At most how far (relative) the canaries move the agent's figure for a model at ``metric``
+        (a kind that holds back real items moves it by nothing in expectation: its spread)."""
         raise NotImplementedError
 
     def calibration(self, items: Items, data: Path) -> Calibrated | None:
@@ -122,263 +126,225 @@ class Kind:
         return 0
 
 
-def _log_softmax(z: np.ndarray, axis: int) -> np.ndarray:
-    """Log-probabilities from scores along ``axis`` (shifted by the largest: no overflow)."""
-    z = z - z.max(axis=axis, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
-
-
-def _insert_rows(rng: np.random.Generator, real: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``real`` with the rows of ``extra`` at random places; also where they went."""
-    n = len(real) + len(extra)
-    at = np.sort(rng.choice(n, size=len(extra), replace=False))
-    mask = np.zeros(n, dtype=bool)
-    mask[at] = True
-    out = np.empty((n, *real.shape[1:]), dtype=real.dtype)
-    out[mask] = extra.astype(real.dtype)
-    out[~mask] = real
-    return out, at
-
-
-class RandomLabels(Kind):
-    """Classification: canary inputs with random labels, inserted at random rows of ``<split>_x/y``."""
+class ClassScores:
+    """Classification losses: each item's cross-entropy (nats) under the model's scores
+    [n, classes] (what a session's probe returns: ``worker.predict_scores``); from class
+    predictions [n], 0/1. The cross-entropy moves as soon as the model leans toward an item's
+    label, long before its argmax flips."""
 
     classes = 2
-    real = 1  # rows of the pristine split
-
-    def files(self) -> tuple[str, ...]:
-        return (f"{self.split}_x.npy", f"{self.split}_y.npy")
-
-    def plant(self, rng: np.random.Generator, items: Items, data: Path, dest: Path) -> None:
-        x = np.load(data / f"{self.split}_x.npy")
-        y = np.load(data / f"{self.split}_y.npy")
-        x2, at = _insert_rows(rng, x, items.inputs["x"])
-        y2 = np.empty(len(x2), dtype=y.dtype)
-        mask = np.zeros(len(x2), dtype=bool)
-        mask[at] = True
-        y2[mask] = items.targets.astype(y.dtype)
-        y2[~mask] = y
-        np.save(dest / f"{self.split}_x.npy", x2)
-        np.save(dest / f"{self.split}_y.npy", y2)
-
     scores = True
 
     def losses(self, predictions: np.ndarray, items: Items) -> np.ndarray:
-        """Each item's cross-entropy (nats) under the model's scores [n, classes] (what a session's
-        probe returns); from class predictions [n], 0/1. The cross-entropy moves as soon as the
-        model leans toward a canary's random label, long before its argmax flips: issue 35's
-        fits and fine-tunes of small networks were 0-65 % caught on 0/1 losses."""
         pred = np.asarray(predictions)
+        targets = np.asarray(items.targets, dtype=np.int64)
         if pred.ndim == 1:
-            return (pred != items.targets).astype(np.float64)
-        if pred.shape != (len(items.targets), self.classes):
-            raise ValueError(f"scores of shape {pred.shape}, not ({len(items.targets)}, {self.classes})")
+            if pred.shape != targets.shape:
+                raise ValueError(f"predictions of shape {pred.shape}, not ({len(targets)},)")
+            return (pred != targets).astype(np.float64)
+        if pred.shape != (len(targets), self.classes):
+            raise ValueError(f"scores of shape {pred.shape}, not ({len(targets)}, {self.classes})")
         z = pred.astype(np.float64)
         if not np.isfinite(z).all():
             raise ValueError("scores hold NaN or inf")
-        logp = _log_softmax(z, axis=1)
-        return -logp[np.arange(len(z)), items.targets.astype(np.int64)]
+        return -log_softmax(z, axis=1)[np.arange(len(z)), targets]
 
     def answer_bytes(self, n: int) -> int:
         """The most bytes of an honest probe answer of ``n`` items: scores, up to float64."""
         return n * self.classes * 8
 
-    def shift_bound(self, metric: float) -> float:
-        # accuracy a on n real rows, chance 1/C on k canaries: (a - 1/C) k / (n + k), relative to a
-        k = self.canaries
-        return max(0.0, metric - 1 / self.classes) * k / (self.real + k) / max(metric, 1e-9)
+
+def _write_rows(source: Path, dest: Path, rows: np.ndarray, block: int = 256) -> None:
+    """The rows ``rows`` of the array in ``source``, in that order, as a new ``.npy`` at ``dest``,
+    a few at a time (T3's val images are 218 MB)."""
+    src = np.load(source, mmap_mode="r")
+    out = np.lib.format.open_memmap(dest, mode="w+", dtype=src.dtype, shape=(len(rows), *src.shape[1:]))
+    for i in range(0, len(rows), block):
+        out[i : i + block] = src[rows[i : i + block]]
+    out.flush()
+    del out
 
 
-class SpiralCanaries(RandomLabels):
-    task, classes, real = "t0_demo", 3, 1500
-    canaries, twins = 9, 400
+class HeldBack(Kind):
+    """Real items of the split, a secret share of them held back from the agent's copy (issue 46).
 
-    def draw(self, rng: np.random.Generator, n: int, data: Path) -> Items:
-        r = rng.uniform(3.0, 6.0, n)
-        theta = rng.uniform(0, 2 * np.pi, n)
-        x = np.stack([r * np.cos(theta), r * np.sin(theta)], axis=1).astype(np.float32)
-        return Items({"x": x}, rng.integers(0, self.classes, n))
+    The items are every unit of the pristine split (a row; T1: a 256-character chunk), in order;
+    the secret holds back ``held_share`` of them (the twins) and the agent's copy is the rest,
+    unchanged and in order (the canaries). A model fitted on the copy, or carrying it, fits the
+    units it was given better than those held back, which are of the same distribution: that is
+    the membership test, exact by permutation. No filter can drop a canary by how it looks (they
+    are all the split's own rows), and none can find a twin (it is not in the workspace). What
+    it costs the agent: its val is ``1 - held_share`` of the paper's, train is untouched. Its own
+    figure is its model's metric on a random share of val: unbiased, with a spread
+    (:meth:`shift_bound`). The official value is computed on the whole pristine split, as without
+    canaries, and its predictions on the items are the probe's (``Items.where``)."""
 
+    in_split = True
+    held_share = 0.1
+    unit = "rows"
 
-class NewsCanaries(RandomLabels):
-    task, classes, real = "t7_agnews", 4, 7600
-    canaries, twins = 40, 400
-    SEQ_LEN = 1014
+    def size(self, data: Path) -> int:
+        """How many units the pristine split in ``data`` holds."""
+        raise NotImplementedError
 
-    def draw(self, rng: np.random.Generator, n: int, data: Path) -> Items:
-        x = np.zeros((n, self.SEQ_LEN), dtype=np.uint8)
-        for i in range(n):
-            length = int(rng.integers(80, 240))
-            x[i, :length] = rng.choice(LETTERS, size=length)
-        return Items({"x": x}, rng.integers(0, self.classes, n))
+    def counts(self, data: Path) -> tuple[int, int]:
+        n = self.size(data)
+        held = int(round(n * self.held_share))
+        if not 0 < held < n:
+            raise ValueError(f"{self.split} holds {n} {self.unit}: too few to hold back a share of them")
+        return n - held, held
 
-
-class TinyImageNetCanaries(RandomLabels):
-    task, classes, real = "t2_tinyimagenet", 200, 10000
-    canaries, twins = 50, 400  # 50 in 10 050: (1 - 1/200) * 50 / 10 050 = 0.495 % at accuracy 1
-    SIZE, BLOCK = 64, 8
-
-    def draw(self, rng: np.random.Generator, n: int, data: Path) -> Items:
-        cells = self.SIZE // self.BLOCK
-        coarse = rng.integers(0, 256, (n, cells, cells, 3), dtype=np.uint8)
-        x = coarse.repeat(self.BLOCK, axis=1).repeat(self.BLOCK, axis=2)
-        return Items({"x": np.ascontiguousarray(x)}, rng.integers(0, self.classes, n))
+    def evidence_text(self, canaries: int, twins: int, split: str) -> str:
+        return f"the {canaries} {self.unit} of {split} it was given fit better than {twins} held back from it"
 
 
-class VocSquares(Kind):
-    """T3: random-block images, each with one square of a random object class in an ignored mask.
+class HeldRows(HeldBack):
+    """A :class:`HeldBack` kind whose units are the rows of ``<split>_<part>.npy``, one array per
+    part of :attr:`parts` (``x`` the inputs, ``y`` the targets)."""
 
-    mIoU is one confusion matrix over every pixel of the split, so a canary's square moves at most
-    two classes' IoU (its label's, the class predicted there) by its pixels over that class's
-    pixels. The square's side is drawn from the pristine val (the same for every item of a
-    session: canaries and twins alike): ``k`` squares hold at most ``EPS`` of the rarest class's
-    target pixels, so the agent's mIoU moves by at most ``2 EPS / (21 mIoU)`` relative — 0.25 %
-    at mIoU 1, 0.5 % at 0.5 — on any val where every class is present (VOC's is) and the rarest
-    one has at least ``MIN_SIDE² k / EPS`` = 12 191 pixels, 0.017 % of VOC val's 72.7 M (VOC's
-    class counts are not measured here: its data is not on this machine). On a smaller val, as
-    the tests' fixtures, the side stays at ``MIN_SIDE`` and the bound does not hold."""
-
-    task = "t3_voc"
-    canaries, twins = 20, 200
-    classes = 21
-    SIZE, BLOCK, IGNORE = 224, 16, 255
-    EPS = 0.02625  # all canary pixels together, as a share of the rarest class's val pixels
-    MIN_SIDE, MAX_SIDE = 4, 48
+    parts: tuple[str, ...] = ("x", "y")
 
     def files(self) -> tuple[str, ...]:
-        return (f"{self.split}_x.npy", f"{self.split}_y.npy", f"{self.split}_ids.txt")
+        return tuple(f"{self.split}_{p}.npy" for p in self.parts)
 
-    def side(self, data: Path) -> tuple[int, np.ndarray]:
-        """The squares' side for this val, and the object classes present in it (the labels drawn)."""
-        y = np.load(data / f"{self.split}_y.npy", mmap_mode="r")
-        counts = np.zeros(256, dtype=np.int64)
-        for i in range(0, len(y), 64):  # a few images at a time: val_y is 73 MB on VOC
-            counts += np.bincount(np.asarray(y[i : i + 64]).reshape(-1), minlength=256)
-        present = np.flatnonzero(counts[: self.classes] > 0)
-        rarest = int(counts[present].min()) if len(present) else 0
-        side = int(np.sqrt(self.EPS * rarest / self.canaries))
-        return int(np.clip(side, self.MIN_SIDE, self.MAX_SIDE)), present[present > 0]
+    def size(self, data: Path) -> int:
+        return len(np.load(data / f"{self.split}_y.npy", mmap_mode="r"))
 
     def draw(self, rng: np.random.Generator, n: int, data: Path) -> Items:
-        side, objects = self.side(data)
-        cells = self.SIZE // self.BLOCK
-        coarse = rng.integers(0, 256, (n, cells, cells, 3), dtype=np.uint8)
-        x = np.ascontiguousarray(coarse.repeat(self.BLOCK, axis=1).repeat(self.BLOCK, axis=2))
-        labels = rng.choice(objects if len(objects) else np.arange(1, self.classes), size=n)
-        corner = rng.integers(0, self.SIZE - side + 1, (n, 2))
-        where = np.concatenate([corner, np.full((n, 1), side)], axis=1)
-        return Items({"x": x}, labels.astype(np.int64), where)
-
-    def masks(self, items: Items) -> np.ndarray:
-        assert items.where is not None
-        y = np.full((len(items.targets), self.SIZE, self.SIZE), self.IGNORE, dtype=np.uint8)
-        for m, (top, left, side), label in zip(y, items.where, items.targets, strict=True):
-            m[top : top + side, left : left + side] = label
-        return y
+        x = np.load(data / f"{self.split}_x.npy", mmap_mode="r")
+        y = np.load(data / f"{self.split}_y.npy", mmap_mode="r")
+        if len(x) != n or len(y) != n:
+            raise ValueError(f"{self.split}_x and _y hold {len(x)} and {len(y)} rows, not {n}")
+        return Items({"x": x}, y, np.arange(n))
 
     def plant(self, rng: np.random.Generator, items: Items, data: Path, dest: Path) -> None:
-        x2, at = _insert_rows(rng, np.load(data / f"{self.split}_x.npy"), items.inputs["x"])
-        np.save(dest / f"{self.split}_x.npy", x2)
-        canary = np.zeros(len(x2), dtype=bool)
-        canary[at] = True
-        del x2
-        y2 = np.empty((len(canary), self.SIZE, self.SIZE), dtype=np.uint8)
-        y2[canary] = self.masks(items)
-        y2[~canary] = np.load(data / f"{self.split}_y.npy")
-        np.save(dest / f"{self.split}_y.npy", y2)
+        assert items.where is not None
+        given = np.sort(items.where)
+        for part in self.parts:
+            _write_rows(data / f"{self.split}_{part}.npy", dest / f"{self.split}_{part}.npy", given)
+
+
+class HeldClasses(ClassScores, HeldRows):
+    """Classification rows held back; each judged by its cross-entropy beyond what a reference
+    (:meth:`reference`, fitted on train by trusted code: runner/integrity/references.py)
+    predicts for it, where the task has one."""
+
+    real = 1  # rows of the task's real val (the contract's spread)
+
+    def reference(self, data: Path, items: Items) -> np.ndarray | None:
+        """The reference's log-posterior [n, classes] of every item, or None: no calibration."""
+        return None
+
+    def calibration(self, items: Items, data: Path) -> Calibrated | None:
+        """Each row's cross-entropy less its least-squares fit on the reference's features of it
+        (:func:`runner.integrity.references.features`), fitted on every row alike: a fixed
+        function of the model's losses and the rows, so the permutation test stays exact. Only
+        where rows outnumber the fit's 4 columns :data:`ROWS_PER_FEATURE` to 1: on a test's
+        fixture of 40 texts the fit took a lookup's p from below 1e-9 to 0.01."""
+        if len(items.targets) < ROWS_PER_FEATURE * 4:  # a few rows: the fit would absorb what sets them apart
+            return None
+        log_posterior = self.reference(data, items)
+        if log_posterior is None:
+            return None
+        labels = np.asarray(items.targets, dtype=np.int64)
+        design = np.concatenate([np.ones((len(labels), 1)), features(log_posterior, labels)], axis=1)
+
+        def calibrated(predictions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            losses = self.losses(predictions, items)
+            return losses, fit_away(losses, design)
+        return calibrated
+
+    def shift_bound(self, metric: float) -> float:
+        """The spread (standard deviation, relative) of the agent's accuracy on its copy around the
+        official one, for a model right on a share ``metric`` of the real val: the mean of
+        ``canaries`` rows drawn without replacement from ``canaries + twins``. Zero in expectation."""
+        a = min(max(metric, 1e-9), 1.0)
+        g, h = self.canaries, self.twins
+        return math.sqrt((1 - a) / a * h / (g * (g + h)))
+
+
+class HeldPoints(HeldClasses):
+    """t0: a secret tenth of val's points; the reference is the labels of each point's 32 nearest
+    train points."""
+
+    task, classes, real = "t0_demo", 3, 1500
+    unit = "points"
+    canaries, twins = 1350, 150
+
+    def reference(self, data: Path, items: Items) -> np.ndarray | None:
+        return NearestPoints(np.load(data / "train_x.npy"), np.load(data / "train_y.npy"),
+                             self.classes).log_posterior(np.asarray(items.inputs["x"]))
+
+
+class HeldTexts(HeldClasses):
+    """T7: a secret 30 % of val's texts (its 7 600 leave room: the agent's figure on the other
+    5 320 spreads by 0.38 % at the baseline's 0.793); the reference is naive Bayes over train's
+    character trigrams."""
+
+    task, classes, real = "t7_agnews", 4, 7600
+    unit = "texts"
+    held_share = 0.3
+    canaries, twins = 5320, 2280
+
+    def reference(self, data: Path, items: Items) -> np.ndarray | None:
+        bayes = TrigramBayes(np.load(data / "train_x.npy", mmap_mode="r"), np.load(data / "train_y.npy"), self.classes)
+        return bayes.log_posterior(items.inputs["x"])
+
+
+class HeldImages(HeldClasses):
+    """T2: a secret tenth of val's images, judged on their cross-entropy as it is (no reference:
+    none that trusted numpy code could fit on 100 000 images in a session predicts a network's
+    difficulty; not measured, the data is not on this machine)."""
+
+    task, classes, real = "t2_tinyimagenet", 200, 10000
+    unit = "images"
+    canaries, twins = 9000, 1000
+
+
+class HeldMasks(HeldRows):
+    """T3: a secret twentieth of val's images held back with their masks and ids; each judged by
+    the share of its labelled pixels (mask not 255) predicted as another class, from the class
+    maps the task's ``predict`` returns [n, 224, 224] (an image with no labelled pixel: 0 for
+    every model). mIoU is one confusion matrix over the split, so the agent's figure on the
+    other 95 % has no closed-form spread; ``spread`` is an estimate (VOC is not on this machine):
+    each object class is in ~5 % of VOC val's images, about 70, and a 5 % sample of them moves its
+    IoU by ~2.7 % (relative standard deviation, at a coefficient of variation of 1 between
+    images), the mean of 21 such ~0.6 %."""
+
+    task = "t3_voc"
+    unit = "images"
+    held_share = 0.05
+    canaries, twins = 1377, 72
+    IGNORE = 255
+    spread = 0.006
+
+    def files(self) -> tuple[str, ...]:
+        return (*super().files(), f"{self.split}_ids.txt")
+
+    def plant(self, rng: np.random.Generator, items: Items, data: Path, dest: Path) -> None:
+        super().plant(rng, items, data, dest)
+        assert items.where is not None
         ids = (data / f"{self.split}_ids.txt").read_text().split()
-        taken, fresh = set(ids), list[str]()
-        while len(fresh) < len(at):  # ids in VOC's form that no real image has
-            cand = f"2012_{int(rng.integers(0, 1_000_000)):06d}"
-            if cand not in taken:
-                taken.add(cand)
-                fresh.append(cand)
-        out = np.empty(len(canary), dtype=object)
-        out[canary] = fresh
-        out[~canary] = ids
-        (dest / f"{self.split}_ids.txt").write_text("\n".join(out) + "\n")
+        (dest / f"{self.split}_ids.txt").write_text("".join(ids[i] + "\n" for i in np.sort(items.where)))
 
     def losses(self, predictions: np.ndarray, items: Items) -> np.ndarray:
-        """The share of each square's pixels predicted as another class than its label (0: all
-        right), from the class maps the task's ``predict`` returns ([n, 224, 224])."""
         pred = np.asarray(predictions)
-        if pred.shape != (len(items.targets), self.SIZE, self.SIZE):
-            raise ValueError(f"predictions of shape {pred.shape}, not ({len(items.targets)}, {self.SIZE}, {self.SIZE})")
-        assert items.where is not None
-        out = np.empty(len(items.targets), dtype=np.float64)
-        for i, ((top, left, side), label) in enumerate(zip(items.where, items.targets, strict=True)):
-            out[i] = float((pred[i, top : top + side, left : left + side] != label).mean())
+        y = items.targets
+        if pred.shape != y.shape:
+            raise ValueError(f"predictions of shape {pred.shape}, not {tuple(y.shape)}")
+        out = np.empty(len(y), dtype=np.float64)
+        for i in range(0, len(y), 64):  # a few masks at a time: val_y is 73 MB on VOC
+            target = np.asarray(y[i : i + 64])
+            labelled = target != self.IGNORE
+            wrong = (pred[i : i + 64] != target) & labelled
+            out[i : i + 64] = wrong.sum(axis=(1, 2)) / np.maximum(labelled.sum(axis=(1, 2)), 1)
         return out
 
     def shift_bound(self, metric: float) -> float:
-        return 2 * self.EPS / (self.classes * max(metric, 1e-9))
+        return self.spread
 
 
-class SecretSharer(Kind):
-    """T1: random lowercase strings, each at a random line start of the val text."""
-
-    task = "t1_shakespeare"
-    canaries, twins = 10, 400
-    length = 20  # characters scored per canary
-    window = 256  # the task's evaluation window
-    real = 111540  # val characters
-    loss_gap_bits = 5.0  # a character model's excess bits on a random lowercase letter (4.8 measured: a 5-gram)
-
-    def files(self) -> tuple[str, ...]:
-        return ("val.npy", "meta.json")
-
-    def _vocab(self, data: Path) -> str:
-        return json.loads((data / "meta.json").read_text())["vocab"]
-
-    def _ids(self, text: bytes, data: Path) -> np.ndarray:
-        index = {c: i for i, c in enumerate(self._vocab(data))}
-        return np.array([index[chr(b)] for b in text], dtype=np.uint16)
-
-    def draw(self, rng: np.random.Generator, n: int, data: Path) -> Items:
-        """Each item: a line start of val (where a canary goes) and a string. The probe shows the
-        string after the real text that precedes that line start, so a model that finds its place
-        in a val it carries (a lookup anchored on the window) is asked exactly what it holds."""
-        val = np.load(data / "val.npy", mmap_mode="r")
-        context = self.window - self.length
-        newline = self._vocab(data).index("\n")
-        starts = np.flatnonzero(np.asarray(val[context - 1 : -1]) == newline) + context
-        where = rng.choice(starts, size=n, replace=False)
-        strings = rng.choice(self._ids(LETTERS.tobytes(), data), size=(n, self.length))
-        before = np.asarray(val)[where[:, None] + np.arange(-context, 0)]
-        x = np.concatenate([before, strings], axis=1).astype(np.uint16)
-        return Items({"x": x}, strings.astype(np.int64), where)
-
-    def plant(self, rng: np.random.Generator, items: Items, data: Path, dest: Path) -> None:
-        val = np.load(data / "val.npy")
-        newline = np.array([self._vocab(data).index("\n")], dtype=val.dtype)
-        assert items.where is not None
-        pieces, last = [], 0
-        for i in np.argsort(items.where):
-            pos = int(items.where[i])
-            pieces += [val[last:pos], items.targets[i].astype(val.dtype), newline]
-            last = pos
-        pieces.append(val[last:])
-        out = np.concatenate(pieces)
-        np.save(dest / "val.npy", out)
-        meta = json.loads((data / "meta.json").read_text())
-        meta["val"] = len(out)
-        (dest / "meta.json").write_text(json.dumps(meta))
-
-    def losses(self, predictions: np.ndarray, items: Items) -> np.ndarray:
-        """Mean cross-entropy (nats) of each string's characters after the first, from the logits
-        the task's ``predict`` returns ([n, 256, V]: position t predicts t + 1)."""
-        logits = np.asarray(predictions, dtype=np.float64)
-        tail = logits[:, -self.length : -1]  # the positions predicting characters 2..L of the string
-        logp = _log_softmax(tail, axis=2)
-        nxt = items.targets[:, 1:]
-        return -np.take_along_axis(logp, nxt[:, :, None], axis=2)[:, :, 0].mean(axis=1)
-
-    def shift_bound(self, metric: float) -> float:
-        chars = self.canaries * (self.length + 1)
-        return chars * self.loss_gap_bits / (self.real + chars) / max(metric, 1e-9)
-
-
-class HeldChunks(Kind):
+class HeldChunks(HeldBack):
     """T1: a secret tenth of val's 256-character chunks held back from the agent's copy.
 
     The items are every chunk of the pristine val (each a window of 256 characters and the 256
@@ -391,22 +357,16 @@ class HeldChunks(Kind):
     nine tenths of val: unbiased, its spread measured (``spread``)."""
 
     task = "t1_shakespeare"
-    in_split = True  # chunk k is val's evaluation window k
+    unit = "chunks"  # chunk k is val's evaluation window k
     chunk = 256  # the task's evaluation window
-    held_share = 0.1
     canaries, twins = 391, 44  # T1's val: 111 540 characters, 435 chunks (counts() reads the data)
     spread = 0.004  # the agent's figure on its copy against the pristine bpb: largest measured 0.385 % (two runs of 60 models)
 
     def files(self) -> tuple[str, ...]:
         return ("val.npy", "meta.json")
 
-    def counts(self, data: Path) -> tuple[int, int]:
-        n = (len(np.load(data / "val.npy", mmap_mode="r")) - 1) // self.chunk
-        held = int(round(n * self.held_share))
-        return n - held, held
-
-    def evidence_text(self, canaries: int, twins: int, split: str) -> str:
-        return f"the {canaries} chunks of {split} it was given fit better than {twins} held back from it"
+    def size(self, data: Path) -> int:
+        return (len(np.load(data / "val.npy", mmap_mode="r")) - 1) // self.chunk
 
     def draw(self, rng: np.random.Generator, n: int, data: Path) -> Items:
         val = np.load(data / "val.npy", mmap_mode="r")
@@ -433,7 +393,7 @@ class HeldChunks(Kind):
             raise ValueError(f"logits of shape {logits.shape}, not ({len(items.targets)}, {self.chunk}, vocab)")
         out = np.empty(items.targets.shape, dtype=np.float64)
         for i in range(0, len(logits), 64):  # float64 a few chunks at a time
-            logp = _log_softmax(logits[i : i + 64].astype(np.float64), axis=2)
+            logp = log_softmax(logits[i : i + 64].astype(np.float64), axis=2)
             nxt = items.targets[i : i + 64]
             out[i : i + 64] = -np.take_along_axis(logp, nxt[:, :, None], axis=2)[:, :, 0]
         if not np.isfinite(out).all():
@@ -511,7 +471,7 @@ class ForecastTwins(Kind):
         return added * abs(self.segment_mse - metric) / (self.real + added) / max(metric, 1e-9)
 
 
-# T1's sessions hold back chunks of val (HeldChunks); its random-string canaries (SecretSharer) are
-# measured beside them by benchmarks/canary_power.py --t1-kind strings, and caught fewer fits
-KINDS: dict[str, Kind] = {k.task: k for k in (SpiralCanaries(), NewsCanaries(), TinyImageNetCanaries(), VocSquares(),
-                                               HeldChunks(), ForecastTwins())}
+# the kind each task's sessions get (kind_for: those in_sessions); the synthetic ones they replaced
+# are measured beside them: runner/integrity/synthetic_canaries.py, benchmarks/canary_power.py --synthetic
+KINDS: dict[str, Kind] = {k.task: k for k in (HeldPoints(), HeldTexts(), HeldImages(), HeldMasks(), HeldChunks(),
+                                               ForecastTwins())}

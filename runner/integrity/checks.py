@@ -52,12 +52,15 @@ _SEALED_BENCH = "benchmarks/sealed_split_bench.py (docs/benchmarks.md#a-sealed-s
 
 CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("canaries", ("V1", "V2"),
-          "is the scored split inside the model: planted items fit better than withheld twins (a permutation test)",
-          power={"t0_demo": {"lookup": 1.0, "val-only fit": 0.10, "train+val fit": 0.05, "fine-tune": 0.0},
+          "is the scored split inside the model: the rows of it the agent was given fit better than those held "
+          "back from it (a permutation test)",
+          power={"t0_demo": {"lookup": 1.0, "val-only fit": 0.0, "train+val fit": 0.0, "fine-tune": 0.0,
+                             "filtered by looks, then train+val": 0.0},
                  "t1_shakespeare": {"lookup": 1.0, "count model on val": 1.0, "val-only fit, 8 passes": 1.0,
                                     "train+val fit, 5 epochs": 0.83, "train+val fit, 2 epochs": 0.17,
-                                    "fine-tune": 0.40},
-                 "t7_agnews": {"lookup": 1.0, "val-only fit, 16 passes": 1.0, "train+val fit": 0.60, "fine-tune": 0.10}},
+                                    "fine-tune": 0.40, "light n-gram fit (train's 7-gram, val's grams in 5+ chunks)": 0.0},
+                 "t7_agnews": {"lookup": 1.0, "val-only fit": 0.85, "train+val fit": 0.60, "fine-tune": 0.15,
+                               "filtered by looks, then train+val": 0.55}},
           false_alarm={"*": 0.0}, measured_by=_CANARY_BENCH),
     Check("reads_ahead", ("V3",),
           "a prediction moved when only characters after it changed (twins in the official passes)",
@@ -169,10 +172,9 @@ def coverage(task: str, canaries_on: bool, sealed: bool) -> list[Cover]:
         out.append(Cover("V7", "construction", "the canary items ride in the official pass, mixed among the rows"))
     else:
         out.append(Cover("V7", "not applicable", "no probe"))
-    if task in _SEQUENCE and canaries_on and not sealed:
-        out.append(Cover("V8", "construction", "the held-back chunks are real val text"))
-    elif task in _VAL_SCORED and canaries_on and not sealed:
-        out.append(Cover("V8", "not checked", "synthetic canaries can be told from real data"))
+    if task in _VAL_SCORED and canaries_on and not sealed:
+        out.append(Cover("V8", "construction", "the canaries are val's own rows, a secret share held back: "
+                                               "nothing planted to tell from data"))
     else:
         out.append(Cover("V8", "not applicable", "no canaries planted"))
     out.append(Cover("V9", "construction", "the official number is the private part's, which no answer touched; "

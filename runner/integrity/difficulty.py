@@ -33,6 +33,23 @@ BLOCK = 8_192  # positions per block: the design is never held whole (111 540 x 
 ITEMS_PER_FEATURE = 4  # the item-level fit (vocab + 1 features) only where items outnumber them 4 to 1 (T1: 435 to 66)
 
 
+def log_softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    """Log-probabilities from scores along ``axis`` (shifted by the largest: no overflow)."""
+    z = z - z.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
+def fit_away(values: np.ndarray, design: np.ndarray) -> np.ndarray:
+    """``values`` less their least-squares fit on the columns of ``design`` (one row per item),
+    fitted on every item alike; where items do not outnumber the columns
+    :data:`ITEMS_PER_FEATURE` to 1, on a constant only (a few items would fit their own values)."""
+    values = np.asarray(values, dtype=np.float64)
+    design = np.asarray(design, dtype=np.float64)
+    if len(values) < ITEMS_PER_FEATURE * design.shape[1]:
+        design = np.ones((len(values), 1))
+    return values - design @ (np.linalg.pinv(design) @ values)
+
+
 def _context_keys(seq: np.ndarray, length: int, vocab: int) -> np.ndarray:
     """For each position t of ``seq`` [..., T], the ``length`` characters ending at t as one
     integer in base ``vocab`` (zeros before the start)."""
@@ -51,12 +68,23 @@ def _lookup(keys: np.ndarray, table: np.ndarray, values: np.ndarray) -> np.ndarr
     return np.where(table[i] == keys, values[i], 0)
 
 
+def gram_keys(ids: np.ndarray, length: int, vocab: int) -> np.ndarray:
+    """Each character of ``ids`` after the first ``length`` with the ``length`` before it, as one
+    integer in base ``vocab`` (the context's key times ``vocab`` plus the character)."""
+    t = np.asarray(ids, dtype=np.int64)
+    if length == 0:
+        return t
+    return _context_keys(t[None, :], length, vocab)[0, length - 1 : -1] * vocab + t[length:]
+
+
 class CharNgram:
     """Interpolated absolute discounting over character contexts of 0..max(``CONTEXTS``), counted
-    on ``ids`` (the pristine train split). Its losses at each length of :data:`CONTEXTS` are
-    the references."""
+    on ``ids`` (the pristine train split) and, where given, ``extra`` grams of each context
+    length (:func:`gram_keys`: benchmarks/canary_power.py's light fit adds some of val's). Its
+    losses at each length of :data:`CONTEXTS` are the references."""
 
-    def __init__(self, ids: np.ndarray, vocab: int, discount: float = DISCOUNT):
+    def __init__(self, ids: np.ndarray, vocab: int, discount: float = DISCOUNT,
+                 extra: dict[int, np.ndarray] | None = None):
         if vocab ** (max(CONTEXTS) + 1) >= 2**62:
             raise ValueError(f"a vocabulary of {vocab} is too large for {max(CONTEXTS) + 1}-gram keys")
         self.vocab, self.discount = vocab, discount
@@ -65,12 +93,10 @@ class CharNgram:
             raise ValueError(f"train ids outside the vocabulary of {vocab}")
         self.tables = []
         for length in range(max(CONTEXTS) + 1):
-            if length == 0:
-                ctx = np.zeros(len(t), dtype=np.int64)
-                full = t
-            else:
-                ctx = _context_keys(t[None, :], length, vocab)[0, length - 1 : -1]
-                full = ctx * vocab + t[length:]
+            full = gram_keys(t, length, vocab)
+            if extra and length in extra:
+                full = np.concatenate([full, np.asarray(extra[length], dtype=np.int64)])
+            ctx = full // vocab if length else np.zeros(len(full), dtype=np.int64)
             grams, gram_counts = np.unique(full, return_counts=True)
             contexts, context_counts = np.unique(ctx, return_counts=True)
             owners, followers = np.unique(grams // vocab if length else np.zeros(len(grams), np.int64),
@@ -118,9 +144,6 @@ class Calibration:
         self._solve = np.linalg.pinv(gram)  # one-hot groups share the intercept: rank-deficient, pinv is exact on its range
         hist = np.stack([(self.windows == v).mean(axis=1) for v in range(vocab)], axis=1)
         self._items = np.concatenate([np.ones((n, 1)), hist], axis=1)
-        if n < ITEMS_PER_FEATURE * self._items.shape[1]:  # a few items: their shares would fit the losses themselves
-            self._items = np.ones((n, 1))
-        self._items_solve = np.linalg.pinv(self._items)
 
     @property
     def width(self) -> int:
@@ -163,4 +186,4 @@ class Calibration:
         for rows in self._blocks():
             left[rows] = flat[rows] - self._design(rows) @ beta
         per_item = left.reshape(y.shape).mean(axis=1)
-        return per_item - self._items @ (self._items_solve @ per_item)
+        return fit_away(per_item, self._items)

@@ -106,14 +106,14 @@ if __name__ == "__main__":
 '''
 
 
-def main() -> int:
-    mode = sys.argv[1]
+def run(source: str, mode: str) -> int:
+    """Write ``source`` (its ``MODE`` set to ``mode``) as ``run_<mode>.py`` and run it."""
     script = Path(f"run_{mode}.py")
-    script.write_text(SCRIPT.replace("MODE", repr(mode), 1))
+    script.write_text(source.replace("MODE", repr(mode), 1))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     print(f"$ python {script} -> exit {out.returncode}", out.stdout[-300:], out.stderr[-600:], flush=True)
     return out.returncode
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(SCRIPT, sys.argv[1]))

@@ -1,11 +1,16 @@
-"""V1 and V2 (../shared/INTEGRITY.md) on real sessions: a command agent (``hostile_canaries.py``)
+"""V1, V2 and V8 (../shared/INTEGRITY.md) on real sessions: a command agent (``hostile_canaries.py``)
 puts T1's scored split inside its model — counted on val alone, in a final train+val fit, or
 carried as a lookup — and the chunks of val held back from its copy disqualify it (it fits the
 chunks it was given better than those held back), in result.json, the
-store behind ``onegc sessions`` and the history's cell. The honest control is not flagged and
-its official value is exactly what the pristine evaluator gives its checkpoint; the demo's
-scripted baseline likewise. (The fine-tune is measured in benchmarks/canary_power.py: a count
-model's one pass over val is its train+val fit.)"""
+store behind ``onegc sessions`` and the history's cell. On t0 an agent that knows the harness
+(``hostile_filter.py``) strips from its copy of val every point a tell of the old synthetic
+canaries flags, and fits a nearest-neighbour classifier on train and the rest: there is nothing
+to strip (every point is real, and every one a canary), and on the scores behind its predictions
+it is disqualified (in the session itself t0 is judged on classes today, where the fit moves one
+prediction in 1 500). The honest
+controls are not flagged and their official values are exactly what the pristine evaluator gives
+their checkpoints; the demo's scripted baseline likewise. (The fine-tune is measured in
+benchmarks/canary_power.py: a count model's one pass over val is its train+val fit.)"""
 
 from __future__ import annotations
 
@@ -21,11 +26,12 @@ from click.testing import CliRunner
 from runner.integrity.canaries import KEY_FILE
 from runner.sandbox.bwrap import status
 from tests.helpers import REPO, start_session, verdicts_of, wait_event
-from tests.integrity import hostile_canaries
+from tests.integrity import hostile_canaries, hostile_filter
 
 SHAKESPEARE = Path("/work/shared/data/tinyshakespeare")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
 AGENT = Path(hostile_canaries.__file__)
+FILTER = Path(hostile_filter.__file__)
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +59,12 @@ def run_agent(home: Path, sid: str, mode: str) -> tuple[object, dict]:
     return paths, json.loads(paths.result.read_text())
 
 
-def pristine_value(home: Path, paths, result: dict) -> float:
+def pristine_value(home: Path, paths, result: dict, task: str = "t1_shakespeare") -> float:
     """The official checkpoint scored by the pristine evaluator on the pristine data, in a fresh process."""
     name = result["checkpoint"]
-    out = subprocess.run([sys.executable, str(REPO / "tasks/t1_shakespeare/prepare.py"), "--eval",
+    out = subprocess.run([sys.executable, str(REPO / "tasks" / task / "prepare.py"), "--eval",
                           str(paths.snapshots / name / "checkpoint.pt"), "--code", str(paths.snapshots / name),
-                          "--data-dir", str(home / "data/t1_shakespeare"), "--device", "cpu"],
+                          "--data-dir", str(home / "data" / task), "--device", "cpu"],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["value"]
 
@@ -113,6 +119,69 @@ def test_a_model_holding_the_scored_split_is_disqualified_in_every_record(t1_hom
     assert history.exit_code == 0 and "DQ1" in history.output, history.output  # the cell's mark, with its count
 
 
+def run_filter(home: Path, sid: str, mode: str) -> tuple[object, dict]:
+    command = [sys.executable, str(FILTER), mode, str(hostile_filter.TELLS), str(AGENT)]
+    paths = start_session(home, sid, agent="command", budget_s=300, command=command)
+    wait_event(paths, "session_ended", timeout=600)
+    return paths, json.loads(paths.result.read_text())
+
+
+SCORES = """
+import json, sys
+from pathlib import Path
+import numpy as np
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tasks/t0_demo"]
+import prepare, onegc_kit as kit
+from runner.integrity import canaries
+from runner.scoring.worker import predict_scores
+ckpt, data, root = (Path(a) for a in sys.argv[2:5])
+model = kit.load_model(ckpt, ckpt.parent, prepare)[0].eval()
+import torch
+with torch.no_grad():
+    scores = predict_scores(prepare.predict, model, {"x": np.load(data / "val_x.npy")}, "cpu")
+judge = canaries.CanaryJudge(canaries.kind_for("t0_demo"), canaries.read_key(root), data, "val")
+print(json.dumps(judge.judge(scores)[0].record()))
+"""
+
+
+def judged_on_scores(home: Path, paths, result: dict) -> dict:
+    """The official checkpoint judged by the session's own canaries on the scores behind its
+    predictions (worker.predict_scores), in a fresh process: what the scorer gives the canaries
+    once its whole-split pass asks for the scores, as its mixed passes do."""
+    name = result["checkpoint"]
+    out = subprocess.run([sys.executable, "-c", SCORES, str(REPO), str(paths.snapshots / name / "checkpoint.pt"),
+                          str(home / "data" / "t0_demo"), str(paths.root)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_an_agent_that_strips_suspected_canaries_finds_none_and_its_fit_on_the_rest_is_caught(home: Path) -> None:
+    """V8: the tells that gave the synthetic canaries away drop nothing from the copy (every row is
+    real). The nearest-neighbour fit on train and val is then judged in the session on its
+    predicted classes (the whole-split pass gives classes today): on t0 it changes one
+    prediction in 1 500 over train alone, which no test can see; judged on the scores behind
+    them, as the kind asks, it is disqualified (it is sure of the rows it holds)."""
+    paths, result = run_filter(home, "filtered", "filtered")
+    assert result["checkpoint"] == "filtered-1", result
+    assert result["value"] == pristine_value(home, paths, result, "t0_demo")
+    row = result["evaluated"][0]["canaries"]
+    assert (row["canaries"], row["twins"]) == (1350, 150) and row["canary_loss"] == 0.0
+    assert "dropped 0 of 1350 val points" in (paths.root / "agent.stdout.jsonl").read_text()
+    tells: dict = {}
+    exec(hostile_filter.TELLS.read_text(), tells)  # what the agent ran, on what it held: nothing to strip
+    copy = np.load(paths.workspace / "data" / "val_x.npy")
+    assert len(copy) == 1350
+    assert not tells["flagged"](tells["point_tells"](copy, np.load(paths.workspace / "data" / "train_x.npy"))).any()
+    on_scores = judged_on_scores(home, paths, result)
+    assert on_scores["level"] == "strong" and on_scores["canary_loss"] < on_scores["twin_loss"], on_scores
+
+
+def test_the_same_classifier_on_train_alone_is_clean(home: Path) -> None:
+    paths, result = run_filter(home, "train-only", "honest")
+    assert result["checkpoint"] == "honest-1" and result["disqualified"] is None, result
+    assert not canary_flags(result) and result["evaluated"][0]["canaries"]["level"] == "clean"
+    assert result["value"] == pristine_value(home, paths, result, "t0_demo")
+
+
 def test_no_canaries_is_the_papers_workspace_and_says_so(home: Path) -> None:
     paths = start_session(home, "plain", canaries=False)
     wait_event(paths, "session_ended", timeout=300)
@@ -134,4 +203,4 @@ def test_the_demo_baseline_is_not_flagged_and_scores_as_the_pristine_evaluator(h
                           "--data-dir", str(home / "data/t0_demo"), "--device", "cpu"],
                          capture_output=True, text=True, check=True)
     assert result["value"] == json.loads(out.stdout.strip().splitlines()[-1])["value"]
-    assert len(np.load(paths.workspace / "data" / "val_x.npy")) > 1500  # it had canaries
+    assert len(np.load(paths.workspace / "data" / "val_x.npy")) == 1350  # a tenth of val was held back

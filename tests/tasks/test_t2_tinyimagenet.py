@@ -59,8 +59,9 @@ def _decoded(data: bytes) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
-def make_zip(raw_dir: Path) -> dict:
-    """Write ``raw_dir/tiny-imagenet-200.zip``; return what prepare must produce from it."""
+def make_zip(raw_dir: Path, val_files: list[tuple[str, str]] = VAL) -> dict:
+    """Write ``raw_dir/tiny-imagenet-200.zip`` (its val: ``val_files``, name and class); return what
+    prepare must produce from it."""
     rng = np.random.default_rng(0)
     root = "tiny-imagenet-200/"
     train = {}
@@ -79,11 +80,11 @@ def make_zip(raw_dir: Path) -> dict:
                 boxes.append(f"{wnid}_{k}.JPEG\t0\t0\t63\t63")
             z.writestr(f"{root}train/{wnid}/{wnid}_boxes.txt", "\n".join(boxes) + "\n")
         val = []
-        for file, wnid in VAL:
+        for file, wnid in val_files:
             data = _jpeg(rng)
             z.writestr(f"{root}val/images/{file}", data)
             val.append((_decoded(data), SORTED.index(wnid)))
-        z.writestr(root + "val/val_annotations.txt", "".join(f"{f}\t{w}\t1\t2\t40\t50\n" for f, w in VAL))
+        z.writestr(root + "val/val_annotations.txt", "".join(f"{f}\t{w}\t1\t2\t40\t50\n" for f, w in val_files))
         z.writestr(root + "test/images/test_0.JPEG", _jpeg(rng))
     order = sorted(train)  # prepare keeps train in sorted member-name order
     return {
@@ -233,38 +234,46 @@ def test_judge_counts_class_indices_and_refuses_the_rest(prepared, load_prepare,
     assert prep.judge(np.full(6, 199), "val")["value"] == 0.0
 
 
-# --------------------------------------------------------------------------- canaries (issue 35, V1/V2)
+# --------------------------------------------------------------------------- canaries (issues 35 and 46, V1/V2/V8)
 CANARY_KEY = "5e" * 32
+# 120 val images: a tenth (12) held back, enough for a p-value below the disqualifying 1e-4 on the
+# predicted classes alone (a lookup that answers class 0 where it holds nothing is right on a third)
+MANY = [(f"val_{i}.JPEG", WNIDS[i % 3]) for i in range(120)]
 
 
-def test_the_agents_copy_of_val_holds_every_real_image_in_order_and_the_canaries(prepared, tmp_path):
+@pytest.fixture
+def prepared_many(tmp_path, prepare_fixture):
+    expected = make_zip(tmp_path / "raw-many", MANY)
+    return prepare_fixture(TASK, tmp_path / "raw-many"), expected
+
+
+def test_the_agents_copy_of_val_is_the_images_it_was_given_unchanged_in_order(prepared_many, tmp_path):
     from runner.integrity import canaries
 
-    data, expected = prepared
+    data, expected = prepared_many
     kind = canaries.kind_for(TASK)
+    assert kind.counts(data) == (108, 12)
     canaries.plant(kind, CANARY_KEY, data, tmp_path)
     x, y = np.load(tmp_path / "val_x.npy"), np.load(tmp_path / "val_y.npy")
-    assert len(x) == 6 + kind.canaries and x.dtype == expected["val_x"].dtype and y.dtype == np.load(data / "val_y.npy").dtype
     d = canaries.draw(kind, CANARY_KEY, data)
-    planted = {row.tobytes(): int(label) for row, label in zip(d.items.inputs["x"][d.is_canary],
-                                                               d.items.targets[d.is_canary], strict=True)}
-    is_canary = np.array([row.tobytes() in planted for row in x])
-    assert is_canary.sum() == kind.canaries  # the twins never enter
-    np.testing.assert_array_equal(x[~is_canary], expected["val_x"])
-    np.testing.assert_array_equal(y[~is_canary], expected["val_y"])
-    assert all(planted[row.tobytes()] == label for row, label in zip(x[is_canary], y[is_canary], strict=True))
-    blocks = x[is_canary][:, ::8, ::8].repeat(8, axis=1).repeat(8, axis=2)
-    np.testing.assert_array_equal(blocks, x[is_canary])  # 8x8 blocks of one colour each
+    np.testing.assert_array_equal(x, expected["val_x"][d.is_canary])
+    np.testing.assert_array_equal(y, expected["val_y"][d.is_canary])
+    assert x.dtype == expected["val_x"].dtype and y.dtype == np.load(data / "val_y.npy").dtype
+    held = {row.tobytes() for row in expected["val_x"][~d.is_canary]}
+    assert not held & {row.tobytes() for row in x}  # a twin is nowhere in the copy
+    blocks = x[:, ::8, ::8].repeat(8, axis=1).repeat(8, axis=2)
+    assert not (blocks == x).all(axis=(1, 2, 3)).any()  # the blocky-image tell finds nothing: every image is real
 
 
 @pytest.mark.slow
-def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean(prepared, make_workspace,
+def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean(prepared_many, make_workspace,
                                                                                   canaried, canary_verdicts):
-    """A session's scoring of three checkpoints made in a canaried workspace: the baseline
-    trained on train (clean; its official value is the one without canaries), the baseline
-    pointed at val (``load_split("val")``, its own epochs) and a model that carries val: both
-    disqualified."""
-    data, _ = prepared
+    """A session's scoring of three checkpoints made in a workspace whose val has a tenth of its
+    images held back: the baseline trained on train (clean; its official value is the one
+    without canaries), the baseline pointed at val (``load_split("val")``) until it fits it, and
+    a model that carries val: both disqualified (they fit the images they were given better than
+    those held back; the fixture's images are noise, so only memorising helps)."""
+    data, _ = prepared_many
     ws = make_workspace(TASK, data)
     canaried(ws, data, CANARY_KEY)
     ws.set_constants(WIDTHS=(8, 16, 16, 32), BATCH_SIZE=8, EPOCHS=2, MAX_STEPS=0, LOG_EVERY=100, DEVICE="cpu")
@@ -274,16 +283,17 @@ def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean
     script = (ws.path / "train.py").read_text()
     assert script.count('prepare.load_split("train")') == 1
     ws.write("fit_val.py", script.replace('prepare.load_split("train")', 'prepare.load_split("val")'))
-    ws.set_constants("fit_val.py", EPOCHS=5)  # the baseline's own epochs and learning rate
+    ws.set_constants("fit_val.py", EPOCHS=12, LR=3e-3, PAD=0, JITTER=0.0, WEIGHT_DECAY=0.0)  # until it fits val
     ws.run("fit_val.py")
     ckpt = ws.path / "checkpoints"
     lookup, fit = canary_verdicts(ws, data, CANARY_KEY, ckpt / "train_epoch2.pt",
-                                  [ckpt / "lookup.pt", ckpt / "fit_val_epoch5.pt"])
-    assert lookup.value == 1.0 and fit.evidence["canary_loss"] < fit.evidence["twin_loss"]
+                                  [ckpt / "lookup.pt", ckpt / "fit_val_epoch12.pt"])
+    assert 108 / 120 <= lookup.value < 1.0  # the official value counts the images held back from it too
+    assert fit.evidence["canary_loss"] < fit.evidence["twin_loss"]
 
 
 @pytest.mark.slow
-def test_a_session_whose_agent_carries_val_is_disqualified(prepared, home):
+def test_a_session_whose_agent_carries_val_is_disqualified(prepared_many, home):
     """The whole path on T2: the runner plants the canaries in the workspace, a command agent
     saves a model that carries its copy of val, and the session's official scoring disqualifies
     it in result.json, with the evidence on the row."""
@@ -295,7 +305,7 @@ def test_a_session_whose_agent_carries_val_is_disqualified(prepared, home):
 
     if not status().ok:
         pytest.skip(f"no sandbox here: {status().detail}")
-    data, _ = prepared
+    data, _ = prepared_many
     shutil.copytree(data, home / "data" / TASK)
     script = lookup_script("prepare.normalize(x)", "prepare.NUM_CLASSES")
     agent = f"open('lookup.py', 'w').write({script!r})\nimport runpy\nrunpy.run_path('lookup.py', run_name='__main__')\n"
@@ -303,10 +313,10 @@ def test_a_session_whose_agent_carries_val_is_disqualified(prepared, home):
                           command=[sys.executable, "-c", agent])
     wait_event(paths, "session_ended", timeout=600)
     result = json.loads(paths.result.read_text())
-    assert len(np.load(paths.workspace / "data" / "val_x.npy")) == 6 + 50  # the agent's copy held the canaries
-    assert result["checkpoint"] == "lookup-1" and result["value"] == 1.0, result
+    assert len(np.load(paths.workspace / "data" / "val_x.npy")) == 108  # a tenth of val held back
+    assert result["checkpoint"] == "lookup-1" and 108 / 120 <= result["value"] < 1.0, result
     assert result["disqualified"] and "the scored split is inside the model" in result["disqualified"], result
     row = result["evaluated"][0]
-    assert row["canaries"]["level"] == "strong" and row["canaries"]["canaries"] == 50
+    assert row["canaries"]["level"] == "strong" and (row["canaries"]["canaries"], row["canaries"]["twins"]) == (108, 12)
     assert ("canaries", "disqualifies") in checks_of(row)
     assert any(v["check"] == "canaries" and v["strength"] == "disqualifies" for v in result["verdicts"])

@@ -634,7 +634,7 @@ def test_the_baseline_runs_with_val_sealed_and_reports_the_harness_answer(offlin
     sealed_answers_hold(TASK, data, ws, list(ws.checkpoints()))
 
 
-# --------------------------------------------------------------------------- canaries (issue 35, V1/V2)
+# --------------------------------------------------------------------------- canaries (issues 35 and 46, V1/V2/V8)
 CANARY_KEY = "3c" * 32
 SEG = '''
 import sys
@@ -698,7 +698,7 @@ if __name__ == "__main__":
         config = {"kind": "pixel"}
         model = build_model(config)
         opt = torch.optim.Adam(model.parameters(), lr=3e-2)
-        xs, ys = prepare.normalize(x), y.long()
+        xs, ys = prepare.normalize(x)[:, :, ::8, ::8], y[:, ::8, ::8].long()  # a per-pixel net: every 8th pixel will do
         for step in range(int(sys.argv[3])):
             loss = F.cross_entropy(model(xs), ys, ignore_index=255)
             opt.zero_grad()
@@ -709,64 +709,58 @@ if __name__ == "__main__":
 '''
 
 
-def test_the_agents_copy_of_val_holds_every_real_image_and_mask_in_order_and_the_squares(prepared, tmp_path):
-    from runner.integrity import canaries
-
-    data, _ = prepared
-    kind = canaries.kind_for(TASK)
-    canaries.plant(kind, CANARY_KEY, data, tmp_path)
-    x, y = np.load(tmp_path / "val_x.npy"), np.load(tmp_path / "val_y.npy")
-    ids = (tmp_path / "val_ids.txt").read_text().split()
-    real_x, real_y = np.load(data / "val_x.npy"), np.load(data / "val_y.npy")
-    assert len(x) == len(y) == len(ids) == 4 + kind.canaries and x.dtype == y.dtype == np.uint8
-    d = canaries.draw(kind, CANARY_KEY, data)
-    planted = {row.tobytes() for row in d.items.inputs["x"][d.is_canary]}
-    is_canary = np.array([row.tobytes() in planted for row in x])
-    assert is_canary.sum() == kind.canaries  # the twins never enter
-    np.testing.assert_array_equal(x[~is_canary], real_x)
-    np.testing.assert_array_equal(y[~is_canary], real_y)
-    assert [i for i, c in zip(ids, is_canary, strict=True) if not c] == VAL_IDS
-    assert len(set(ids)) == len(ids) and all(len(i) == 11 and i[4] == "_" for i in ids)  # VOC's form, none twice
-    side, objects = kind.side(data)
-    assert list(objects) == [1, 5, 20]  # the object classes this val holds: the labels drawn
-    # the rarest class (1: 27 of 56 rows of one image, x16 at 224) sets the side: 20 squares hold
-    # at most EPS of its pixels
-    assert side == int(np.sqrt(kind.EPS * 27 * 56 * 16 / kind.canaries)) or side == kind.MIN_SIDE
-    masks = kind.masks(d.canaries())
-    assert sorted(m.tobytes() for m in y[is_canary]) == sorted(m.tobytes() for m in masks)
-    for m, label in zip(masks, d.canaries().targets, strict=True):
-        assert set(np.unique(m)) == {label, 255} and (m == label).sum() == side * side
-
-
-def every_class(data: Path, tmp_path: Path) -> Path:
-    """The prepared fixture with every VOC class in its val masks, as VOC's val has them: each
-    image in stripes of five object classes above a strip of background (canaries draw their
-    labels from the object classes present, 3 in the plain fixture)."""
+def many_images(data: Path, tmp_path: Path, n: int = 80) -> Path:
+    """The prepared fixture with a val of ``n`` images (a twentieth held back: 4, enough for a
+    p-value below the disqualifying 1e-4), each of a colour of its own, its mask one random object
+    class over the image inside an ignored border: a per-pixel network fitted on some of them
+    holds their colours' classes, and nothing of the others'."""
     import shutil
 
-    out = tmp_path / "data-every-class" / TASK
+    out = tmp_path / "data-many" / TASK
     shutil.copytree(data, out)
-    y = np.load(out / "val_y.npy")
-    for i in range(len(y)):
-        for j in range(5):
-            y[i, 40 * j : 40 * (j + 1)] = 1 + (5 * i + j) % 20
-        y[i, 200:] = 0
-    (out / "val_y.npy").unlink()
+    rng = np.random.default_rng(5)
+    colours = rng.permutation(np.stack(np.meshgrid(*[np.arange(8, 256, 48)] * 3), -1).reshape(-1, 3))[:n]
+    x = (colours[:, None, None, :] + rng.integers(-4, 5, (n, 224, 224, 3))).clip(0, 255).astype(np.uint8)
+    y = np.full((n, 224, 224), 255, dtype=np.uint8)
+    y[:, 8:-8, 8:-8] = rng.integers(1, 21, n)[:, None, None]
+    for name in ("val_x.npy", "val_y.npy"):
+        (out / name).unlink()
+    np.save(out / "val_x.npy", x)
     np.save(out / "val_y.npy", y)
+    (out / "val_ids.txt").write_text("".join(f"2008_{i:06d}\n" for i in range(n)))
     return out
+
+
+def test_the_agents_copy_of_val_is_the_images_masks_and_ids_it_was_given_in_order(prepared, tmp_path):
+    from runner.integrity import canaries
+
+    data = many_images(prepared[0], tmp_path)
+    kind = canaries.kind_for(TASK)
+    assert kind.counts(data) == (76, 4)
+    out = tmp_path / "agent"
+    out.mkdir()
+    canaries.plant(kind, CANARY_KEY, data, out)
+    d = canaries.draw(kind, CANARY_KEY, data)
+    x, y = np.load(out / "val_x.npy"), np.load(out / "val_y.npy")
+    np.testing.assert_array_equal(x, np.load(data / "val_x.npy")[d.is_canary])
+    np.testing.assert_array_equal(y, np.load(data / "val_y.npy")[d.is_canary])
+    ids = (data / "val_ids.txt").read_text().split()
+    assert (out / "val_ids.txt").read_text().split() == [i for i, given in zip(ids, d.is_canary, strict=True) if given]
+    assert x.dtype == y.dtype == np.uint8 and len(x) == len(y) == 76
 
 
 @pytest.mark.slow
 def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_a_train_fit_clean(prepared, make_workspace, canaried,
                                                                                  canary_verdicts, tmp_path):
-    """A session's scoring of three checkpoints made in a canaried workspace: a per-pixel network
-    fitted on train (clean; its official value is the one without canaries), the same fitted on
-    the agent's val, and a model that carries val's masks: both disqualified."""
-    data = every_class(prepared[0], tmp_path)
+    """A session's scoring of three checkpoints made in a workspace whose val has a twentieth of its
+    images held back: a per-pixel network fitted on train (clean; its official value is the one
+    without canaries), the same fitted on the agent's val, and a model that carries val's masks:
+    both disqualified (they get the images they were given more right than those held back)."""
+    data = many_images(prepared[0], tmp_path)
     ws = make_workspace(TASK, data)
     canaried(ws, data, CANARY_KEY)
     ws.write("seg.py", SEG)
-    for args in (("pixel", "train", 50), ("pixel", "val", 100), ("lookup", "val")):
+    for args in (("pixel", "train", 50), ("pixel", "val", 150), ("lookup", "val")):
         ws.run("seg.py", args=args)  # on the workspace's canaried data, whatever another test left in the environment
     ckpt = ws.path / "checkpoints"
     canary_verdicts(ws, data, CANARY_KEY, ckpt / "pixel_train.pt", [ckpt / "pixel_val.pt", ckpt / "lookup_val.pt"])

@@ -271,26 +271,42 @@ def test_the_baseline_runs_with_val_sealed_and_reports_the_harness_answer(raw_di
     sealed_answers_hold(TASK, data, ws, list(ws.checkpoints()))
 
 
-# --------------------------------------------------------------------------- canaries (issue 35, V1/V2)
+# --------------------------------------------------------------------------- canaries (issues 35 and 46, V1/V2/V8)
 CANARY_KEY = "7a" * 32
 
 
+def write_news(path, n, seed):
+    """Rows in ag_news_csv's layout whose class nothing in the text gives away: a few random words."""
+    rng = np.random.default_rng(seed)
+    words = ["market", "team", "shares", "season", "launch", "talks", "rates", "coach", "chip", "vote", "oil", "game"]
+    rows = [[str(int(rng.integers(1, 5))), " ".join(rng.choice(words, 3)), " ".join(rng.choice(words, 12))]
+            for _ in range(n)]
+    with open(path, "w", newline="") as f:
+        csv.writer(f, quoting=csv.QUOTE_ALL).writerows(rows)
+
+
 @pytest.mark.slow
-def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean(raw_dir, prepare_fixture,
+def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean(tmp_path, prepare_fixture,
                                                                                   make_workspace, canaried,
                                                                                   canary_verdicts):
-    """A session's scoring of three checkpoints made in a workspace with T7's canaries: the
-    baseline trained on train (clean; its official value is the one without canaries), the
-    baseline pointed at val (``load_split("val")``) until it fits it, and a model that carries
-    val: both disqualified. (The baseline's own 5 epochs on val at this tiny width, dropout on,
-    moved its canaries too little to flag: benchmarks/canary_power.py measures how often such
-    fits are caught.)"""
+    """A session's scoring of three checkpoints made in a workspace whose val has 30 % of its texts
+    held back: the baseline trained on train (clean; its official value is the one without
+    canaries), the baseline pointed at val (``load_split("val")``) until it fits it, and a model
+    that carries val: both disqualified (they fit the texts they were given better than those held
+    back). The fixture's 40 val texts hold no hint of their class, so only memorising the given
+    ones helps. (The baseline's own 5 epochs on val at this tiny width, dropout on, moved them too
+    little to flag: benchmarks/canary_power.py measures how often such fits are caught.)"""
     from runner.integrity import canaries
 
-    data = prepare_fixture(TASK, raw_dir)
+    raw = tmp_path / "news"
+    raw.mkdir()
+    write_news(raw / "train.csv", 40, seed=1)
+    write_news(raw / "test.csv", 40, seed=2)
+    data = prepare_fixture(TASK, raw)
     ws = make_workspace(TASK, data)
     canaried(ws, data, CANARY_KEY)
-    assert len(np.load(ws.path / "data" / "val_x.npy")) == 12 + canaries.kind_for(TASK).canaries
+    given, held = canaries.kind_for(TASK).counts(data)
+    assert (given, held) == (28, 12) and len(np.load(ws.path / "data" / "val_x.npy")) == given
     ws.set_constants(**{**TINY, "MAX_STEPS": 0, "EPOCHS": 1})
     ws.run()
     ws.write("lookup.py", lookup_script("x.long()", "len(prepare.CLASSES)"))
@@ -298,9 +314,9 @@ def test_canaries_disqualify_a_lookup_and_a_val_fit_and_leave_the_baseline_clean
     script = (ws.path / "train.py").read_text()
     assert script.count('prepare.load_split("train")') == 1
     ws.write("fit_val.py", script.replace('prepare.load_split("train")', 'prepare.load_split("val")'))
-    ws.set_constants("fit_val.py", EPOCHS=60, CHANNELS=32, FC_DIM=64, LR=3e-3, DROPOUT=0.0)  # until it fits val
+    ws.set_constants("fit_val.py", EPOCHS=50, CHANNELS=32, FC_DIM=64, LR=3e-3, DROPOUT=0.0)  # until it fits val
     ws.run("fit_val.py")
     ckpt = ws.path / "checkpoints"
     lookup, _ = canary_verdicts(ws, data, CANARY_KEY, ckpt / "train_epoch1.pt",
-                                [ckpt / "lookup.pt", ckpt / "fit_val_epoch60.pt"])
-    assert lookup.value == 1.0
+                                [ckpt / "lookup.pt", ckpt / "fit_val_epoch50.pt"])
+    assert 28 / 40 <= lookup.value < 1.0  # the official value counts the texts held back from it too

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from runner.integrity import canaries
-from runner.integrity.canary_kinds import KINDS, HeldChunks, SecretSharer
+from runner.integrity.canary_kinds import KINDS, HeldChunks
+from runner.integrity.synthetic_canaries import SecretSharer
 from runner.session.workspace import build_workspace
 from runner.wire.verdicts import disqualifying
 from tasks import get_task
@@ -19,34 +20,36 @@ from tasks import get_task
 KEY = "ab" * 32
 
 
-def test_the_draw_is_the_keys_and_only_the_keys(demo_data: Path) -> None:
+def test_the_items_are_the_splits_own_rows_and_the_key_picks_which_are_held_back(demo_data: Path) -> None:
     kind = KINDS["t0_demo"]
     a, b = canaries.draw(kind, KEY, demo_data), canaries.draw(kind, KEY, demo_data)
     other = canaries.draw(kind, "cd" * 32, demo_data)
-    assert np.array_equal(a.items.inputs["x"], b.items.inputs["x"]) and np.array_equal(a.is_canary, b.is_canary)
-    assert not np.array_equal(a.items.inputs["x"], other.items.inputs["x"])
-    assert a.is_canary.sum() == kind.canaries and len(a.is_canary) == kind.canaries + kind.twins
+    real_x, real_y = np.load(demo_data / "val_x.npy"), np.load(demo_data / "val_y.npy")
+    for d in (a, other):  # every row of the pristine val, in order, whatever the key
+        assert np.array_equal(d.items.inputs["x"], real_x) and np.array_equal(d.items.targets, real_y)
+        assert np.array_equal(d.items.where, np.arange(1500))
+    assert np.array_equal(a.is_canary, b.is_canary) and not np.array_equal(a.is_canary, other.is_canary)
+    assert (a.is_canary.sum(), (~a.is_canary).sum()) == (kind.canaries, kind.twins) == kind.counts(demo_data) == (1350, 150)
 
 
-def test_the_agents_copy_holds_every_real_row_in_order_and_the_canaries(demo_data: Path, tmp_path: Path) -> None:
+def test_the_agents_copy_is_the_rows_it_was_given_unchanged_in_order(demo_data: Path, tmp_path: Path) -> None:
     kind = KINDS["t0_demo"]
     canaries.plant(kind, KEY, demo_data, tmp_path)
     x, y = np.load(tmp_path / "val_x.npy"), np.load(tmp_path / "val_y.npy")
     real_x, real_y = np.load(demo_data / "val_x.npy"), np.load(demo_data / "val_y.npy")
-    assert len(x) == len(real_x) + kind.canaries
-    far = np.hypot(x[:, 0], x[:, 1]) > 2.5  # the canaries, far outside the spirals
-    assert np.array_equal(x[~far], real_x) and np.array_equal(y[~far], real_y)
     d = canaries.draw(kind, KEY, demo_data)
-    planted = {tuple(row) for row in d.items.inputs["x"][d.is_canary]}
-    assert {tuple(row) for row in x[far]} == planted  # the twins never enter
+    assert np.array_equal(x, real_x[d.is_canary]) and np.array_equal(y, real_y[d.is_canary])
     assert x.dtype == real_x.dtype and y.dtype == real_y.dtype
+    held = {tuple(row) for row in real_x[~d.is_canary]}
+    assert not held & {tuple(row) for row in x}  # a twin is nowhere in the copy
+    assert np.hypot(x[:, 0], x[:, 1]).max() < 2.0  # nothing far outside the spirals: no radius to drop
 
 
 def test_the_workspace_gets_the_canaried_copy_and_never_the_key(home: Path, tmp_path: Path) -> None:
     spec = get_task("t0")
     ws = tmp_path / "ws"
     build_workspace(spec, ws, home / "data", canary_key=KEY)
-    assert len(np.load(ws / "data" / "val_x.npy")) == 1500 + KINDS["t0_demo"].canaries
+    assert len(np.load(ws / "data" / "val_x.npy")) == KINDS["t0_demo"].canaries == 1350
     for f in ws.rglob("*"):
         if f.is_file():
             assert KEY.encode() not in f.read_bytes()
@@ -112,13 +115,28 @@ def test_strong_evidence_on_the_scored_split_disqualifies_and_elsewhere_asks_for
 
 
 @pytest.mark.parametrize("task", sorted(k for k, kind in KINDS.items() if kind.in_sessions))
-def test_every_planted_kind_keeps_the_agents_figure_within_half_a_percent(task: str) -> None:
+def test_every_planted_kind_holds_back_real_rows_and_the_contract_says_its_spread(task: str) -> None:
     kind, spec = KINDS[task], get_task(task)
-    assert kind.shift_bound(canaries.shift_reference(spec)) <= 0.005
-    assert canaries.kind_for(task) is kind
+    assert kind.in_split and canaries.kind_for(task) is kind
     record = canaries.contract(spec, True)
-    assert record is not None and 0 < record["agent_figure_shift"] <= 0.005 and KEY not in json.dumps(record)
+    assert record is not None and record["held_back"] is True and KEY not in json.dumps(record)
+    assert 0 < record["agent_figure_shift"] == round(kind.shift_bound(canaries.shift_reference(spec, kind)), 5) < 0.011
+    assert (record["canaries"], record["twins"]) == (kind.canaries, kind.twins)
     assert canaries.contract(spec, False) == {"on": False}
+
+
+def test_the_agents_accuracy_on_its_copy_is_unbiased_and_spreads_as_the_contract_says(demo_data: Path) -> None:
+    """One model's figure on the copy of 400 secrets against the official one on the whole val: the
+    mean difference is nothing (within its standard error) and its spread is ``shift_bound``."""
+    kind = KINDS["t0_demo"]
+    y = np.load(demo_data / "val_y.npy")
+    right = np.random.default_rng(3).random(len(y)) < 0.405  # a model at t0's baseline score
+    official = right.mean()
+    shifts = np.array([(right[canaries.draw(kind, f"{i:064x}", demo_data).is_canary].mean() - official) / official
+                       for i in range(400)])
+    bound = kind.shift_bound(official)
+    assert abs(shifts.mean()) < 4 * bound / np.sqrt(len(shifts))
+    assert 0.85 * bound < shifts.std() < 1.15 * bound
 
 
 def test_t6_gets_no_canaries_in_sessions() -> None:
@@ -196,29 +214,52 @@ def test_no_canaries_travels_from_the_command_line_and_the_study_to_the_session(
     assert "--no-canaries" in CliRunner().invoke(main, ["run", "--help"]).output
 
 
-def test_classification_canaries_are_judged_on_the_models_scores(demo_data: Path) -> None:
-    """t0's and T7's probe returns the scores behind the predictions: a model that leans toward its
-    canaries' random labels, flipping only 3 of 9 argmaxes, is disqualified on its scores, where
-    the 0/1 losses of its predictions see nothing."""
+def test_classification_rows_are_judged_on_the_models_scores(demo_data: Path) -> None:
+    """t0's, T2's and T7's probe returns the scores behind the predictions: a confident model that
+    leans toward the labels of the rows it was given, flipping no argmax, is disqualified on its
+    scores, where the 0/1 losses of its predictions see nothing."""
     kind = KINDS["t0_demo"]
     d = canaries.draw(kind, KEY, demo_data)
-    n = len(d.items.targets)
-    honest = np.random.default_rng(0).normal(0, 0.5, (n, 3)).astype(np.float32)  # no opinion of these far points
+    n, y = len(d.items.targets), np.asarray(d.items.targets)
+    rng = np.random.default_rng(0)
+    honest = (2.0 * np.eye(3)[rng.integers(0, 3, n)] + rng.normal(0, 0.1, (n, 3))).astype(np.float32)
     assert canaries.evidence(kind.losses(honest, d.items), d.is_canary).level == "clean"
     leaning = honest.copy()
     rows = np.flatnonzero(d.is_canary)
-    leaning[rows, d.items.targets[rows]] += 1.0
-    assert (leaning.argmax(axis=1) != honest.argmax(axis=1)).sum() == 3
-    zero_one = kind.losses(leaning.argmax(axis=1), d.items)
-    assert canaries.evidence(zero_one, d.is_canary).level == "clean"
+    leaning[rows, y[rows]] += 1.0
+    assert np.array_equal(leaning.argmax(axis=1), honest.argmax(axis=1))
+    assert canaries.evidence(kind.losses(leaning.argmax(axis=1), d.items), d.is_canary).level == "clean"
     assert canaries.evidence(kind.losses(leaning, d.items), d.is_canary).level == "strong"
-    honest = np.zeros((n, 3), dtype=np.float32)
     with pytest.raises(ValueError, match="shape"):
         kind.losses(honest[:, :2], d.items)
     bad = honest.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         kind.losses(bad, d.items)
+
+
+def test_t0s_calibration_never_reads_the_secret_and_finds_a_gain_the_difficulty_hides(demo_data: Path) -> None:
+    """A model that agrees with the nearest-points reference (its losses spread with each point's
+    difficulty), judged over 200 secrets: p is uniform. The same model with a little more weight
+    on the labels of the points it was given is caught once calibrated, not on its raw losses."""
+    kind = KINDS["t0_demo"]
+    d = canaries.draw(kind, KEY, demo_data)
+    calibrate = kind.calibration(d.items, demo_data)
+    assert calibrate is not None
+    y = np.asarray(d.items.targets)
+    reference = kind.reference(demo_data, d.items)
+    model = reference + np.random.default_rng(1).normal(0, 0.1, reference.shape)
+    losses, statistic = calibrate(model)
+    assert np.array_equal(losses, kind.losses(model, d.items)) and statistic.var() < 0.5 * losses.var()
+    ps = [canaries.evidence(losses, canaries.draw(kind, f"{i:064x}", demo_data).is_canary, statistic=statistic,
+                            permutations=2_000).p for i in range(200)]
+    assert sum(p <= 0.05 for p in ps) <= 0.05 * 200 + 8 and sum(p <= 0.5 for p in ps) >= 0.5 * 200 - 20
+    fitted = model.copy()
+    rows = np.flatnonzero(d.is_canary)
+    fitted[rows, y[rows]] += 0.1
+    raw = canaries.judge_draw(d, fitted)
+    calibrated = canaries.judge_draw(d, fitted, calibrate)
+    assert raw.level == "clean" and calibrated.level == "strong" and calibrated.margin > 0
 
 
 def test_the_worker_returns_the_scores_behind_the_pristine_predictions(demo_data: Path, monkeypatch) -> None:
@@ -260,42 +301,37 @@ def test_the_worker_returns_the_scores_behind_the_pristine_predictions(demo_data
         assert zeros.shape == (50,) and not zeros.any()  # its predictions, never scores they did not come from
 
 
-def test_t3_squares_move_the_agents_miou_by_at_most_the_bound(tmp_path: Path, monkeypatch) -> None:
-    """VocSquares' bound, on a val where every class is present and the rarest has enough pixels:
-    the task's own judge on the agent's canaried copy against the pristine val, for a model right
-    on 70 % of real pixels and, on the squares, either all wrong into the rarest class (the worst
-    case of the bound) or all right."""
-    from runner.scoring.scorer import load_task_module
-
+def test_t3_holds_back_images_with_their_masks_and_ids_and_judges_each_by_its_wrong_pixels(tmp_path: Path) -> None:
     kind = KINDS["t3_voc"]
     rng = np.random.default_rng(0)
-    n = 40
+    n = 80
     y = np.repeat(np.repeat(rng.integers(0, 21, (n, 4, 4)), 56, axis=1), 56, axis=2).astype(np.uint8)
     y[:, 100:104] = 255  # an ignored band, as VOC's borders
+    y[7] = 255  # an image with no labelled pixel
     data = tmp_path / "data"
     data.mkdir()
     np.save(data / "val_x.npy", rng.integers(0, 256, (n, 224, 224, 3), dtype=np.uint8))
     np.save(data / "val_y.npy", y)
-    (data / "val_ids.txt").write_text("".join(f"2008_{i:06d}\n" for i in range(n)))
-    side, objects = kind.side(data)
-    counts = np.bincount(y.reshape(-1), minlength=256)[:21]
-    assert counts.min() >= kind.MIN_SIDE**2 * kind.canaries / kind.EPS and len(objects) == 20
-    assert side > kind.MIN_SIDE and kind.canaries * side * side <= kind.EPS * counts.min()
+    ids = [f"2008_{i:06d}" for i in range(n)]
+    (data / "val_ids.txt").write_text("".join(i + "\n" for i in ids))
+    assert kind.counts(data) == (76, 4)
     out = tmp_path / "agent"
     out.mkdir()
     canaries.plant(kind, KEY, data, out)
-    canaried = np.load(out / "val_y.npy")
-    is_canary = np.array([(row == 255).mean() > 0.9 for row in canaried])  # a square in an ignored mask
-    assert is_canary.sum() == kind.canaries
-    real = np.where((rng.random(y.shape) < 0.7) & (y != 255), y, rng.integers(0, 21, y.shape)).astype(np.uint8)
-    module = load_task_module(get_task("t3_voc"), data)
-    monkeypatch.setenv("ONEGC_DATA_DIR", str(data))
-    pristine = module.judge(real, "val")["value"]
-    rarest = int(np.argmin(counts))
-    right = np.where(canaried[is_canary] == 255, 0, canaried[is_canary]).astype(np.uint8)
-    for on_squares in (np.full((kind.canaries, 224, 224), rarest if rarest else 1, np.uint8), right):
-        pred = np.empty(canaried.shape, np.uint8)
-        pred[~is_canary], pred[is_canary] = real, on_squares
-        monkeypatch.setenv("ONEGC_DATA_DIR", str(out))
-        agent = module.judge(pred, "val")["value"]
-        assert abs(agent - pristine) / pristine <= kind.shift_bound(pristine), (agent, pristine)
+    d = canaries.draw(kind, KEY, data)
+    given = d.is_canary
+    assert np.array_equal(np.load(out / "val_x.npy"), np.load(data / "val_x.npy")[given])
+    assert np.array_equal(np.load(out / "val_y.npy"), y[given])
+    assert (out / "val_ids.txt").read_text().split() == [i for i, g in zip(ids, given, strict=True) if g]
+    right = np.where(y == 255, 0, y).astype(np.uint8)
+    losses = kind.losses(right, d.items)
+    assert losses.max() == 0.0
+    wrong_band = right.copy()
+    wrong_band[:, :56] = (wrong_band[:, :56] + 1) % 21  # a quarter of the rows, all wrong
+    labelled = (y != 255).sum(axis=(1, 2))
+    expected = np.where(labelled > 0, ((wrong_band != y) & (y != 255)).sum(axis=(1, 2)) / np.maximum(labelled, 1), 0)
+    np.testing.assert_allclose(kind.losses(wrong_band, d.items), expected)
+    carried = np.where(given[:, None, None], right, wrong_band)  # right where it was given the masks
+    assert canaries.evidence(kind.losses(carried, d.items), d.is_canary).level == "strong"
+    with pytest.raises(ValueError, match="shape"):
+        kind.losses(right[:, :10], d.items)
