@@ -81,7 +81,8 @@ def test_an_agent_that_fills_the_disk_on_purpose_is_not_re_rolled(small_tmpfs, d
     assert ended["reason"] == "agent_failed" and "the agent's doing" in ended["detail"], ended
     assert ended["detail"].startswith("disk full: ") and "\n" not in ended["detail"]
     result = json.loads(paths.result.read_text())
-    assert result["value"] == scored_value(paths) == ended["score"]  # the scored checkpoint kept
+    # the scored checkpoint kept (a study is sealed: its official value is val's private part, not the live whole)
+    assert result["checkpoint"] == scored_checkpoint(paths) and result["value"] == ended["score"] is not None, result
     state = classify(paths, planned, study.max_attempts)
     assert state.state == "done" and state.end_reason == "agent_failed", state
     monkeypatch.setattr("runner.launch.local.start_daemon", lambda *a, **k: 0)  # no queue: only what it decides
@@ -107,7 +108,8 @@ def test_a_disk_filled_by_someone_else_is_the_harness_s_failure_and_re_rolled(sm
     assert classify(paths, planned, study.max_attempts).state == "retry"
 
 
-def scored_value(paths) -> float:
+def scored_checkpoint(paths) -> str:
     from tests.helpers import events
 
-    return next(e["value"] for e in events(paths) if e["type"] == "checkpoint_scored" and not e.get("official"))
+    return next(e["name"] for e in events(paths)
+                if e["type"] == "checkpoint_scored" and not e.get("official") and e.get("value") is not None)
