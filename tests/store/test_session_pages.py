@@ -171,6 +171,3 @@ def test_the_whole_home_in_a_few_rows(store):
     assert widest(store) == (len("a-longer-session-id"), 1234)
     plan = store.conn.execute(f"EXPLAIN QUERY PLAN SELECT MAX({SORTS['rep'][0]}) FROM sessions").fetchall()
     assert any("sessions_by_rep" in step[3] for step in plan), plan
-    plan = store.conn.execute("EXPLAIN QUERY PLAN SELECT EXISTS (SELECT 1 FROM sessions WHERE"
-                              " json_extract(contract, '$.scored_split.mode') = 'sealed')").fetchall()
-    assert any("sessions_sealed" in step[3] for step in plan), plan

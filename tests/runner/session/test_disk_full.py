@@ -84,13 +84,14 @@ def test_a_full_disk_ends_the_session_with_its_reason_and_keeps_the_scored_check
     assert ended["detail"].startswith(f"disk full: {home}") and "\n" not in ended["detail"]
     assert any(e["type"] == "warning" and e["code"] == "disk_full" for e in every)
     result = json.loads(paths.result.read_text())
-    assert (result["checkpoint"], result["value"]) == (live["name"], live["value"])  # the scored checkpoint kept
+    # the scored checkpoint kept (t0 is sealed by default: its official value is val's private part)
+    assert result["checkpoint"] == live["name"] and result["value"] == ended["score"] is not None, result
     # t0 scores val: the re-evaluation (the warm live scorer, no disk needed) or, had it failed
     # for want of room, the live score itself; result.json says which
     assert result["scored_by"] == "official re-evaluation" or result["scored_by"].startswith(
         "live scoring: the disk was full"), result["scored_by"]
-    assert ended["score"] == live["value"] and result["end_detail"] == ended["detail"]
-    assert f"{paths.session_id}: agent_failed, official val accuracy {live['value']:.4f}" in text  # --plain's last line
+    assert result["end_detail"] == ended["detail"]
+    assert f"{paths.session_id}: agent_failed, official val" in text and f"{ended['score']:.4f}" in text  # --plain's last line
     log = paths.runner_log.read_text().strip().splitlines()
     assert "disk full" in log[-1], log[-5:]
     assert not (paths.root / ".reserve").exists()
