@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from onegc_tui.views.alerts import LOW_BUDGET_FRACTION, Alerts
 from onegc_tui.views.plot import best_so_far, plot_series
-from onegc_tui.views.sessions_view import sort_key
 from onegc_tui.views.timeline import BudgetAxis
 from onegc_tui.views.transcript_view import event_matches
 from runner.wire.defaults import STALL_CLEARED, STALL_WARNING
@@ -59,14 +58,6 @@ def test_filters_match_kinds_and_words():
     assert event_matches(call, "tools") and not event_matches(call, "text") and not event_matches(call, "errors")
     assert event_matches(bad, "errors") and event_matches(bad, "all", ("traceback",))
     assert not event_matches(call, "all", ("python", "nope"))
-
-
-def test_sort_keys_put_missing_values_last():
-    rows = [{"session_id": "a", "score": None, "best_live": 0.5}, {"session_id": "b", "score": 0.9},
-            {"session_id": "c"}]
-    # "best" is the best live val score, "official" the result (docs/numbers.md)
-    assert [r["session_id"] for r in sorted(rows, key=lambda r: sort_key(r, "best"))] == ["a", "b", "c"]
-    assert [r["session_id"] for r in sorted(rows, key=lambda r: sort_key(r, "official"))] == ["b", "a", "c"]
 
 
 def test_budget_clock_stands_still_while_paused():
