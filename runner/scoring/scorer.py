@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -486,12 +487,15 @@ class SealedScorer:
             whole = [s for s in splits if s not in laid]
             out: dict[str, Score] = {}
             if whole:
-                header, payload, failed = self._predict(ckpt, code, whole)
+                # a split that is its canaries' own rows, of a kind judged on the model's scores (t0, T2,
+                # T7): those scores come back for it, its metric from their argmax (worker.predict_scores)
+                scored = [s for s in whole if self._in_split(s) and judge.canaries is not None and judge.canaries.kind.scores]
+                header, payload, failed = self._predict(ckpt, code, whole, scores=scored)
                 if failed is not None or header is None:
                     failed = failed or Score(None, "the scorer gave no answer", verdicts=(INVALID,))
                     out.update({split: failed for split in whole})
                 else:
-                    out.update(self._judge_parts(header, payload, whole, parts))
+                    out.update(self._judge_parts(header, payload, whole, parts, scored))
             for split, layout in laid.items():
                 out[split] = self._score_passes(ckpt, code, split, layout, parts)
             return {split: out[split] for split in splits}
@@ -513,7 +517,8 @@ class SealedScorer:
         order = sorted(range(len(folders)), key=lambda _: os.urandom(4))  # asked in an order of no use to the model
         for i in order:
             folder = folders[i]
-            header, payload, failed = self._predict(ckpt, code, [split], probe=folder, scores=scores_wanted)
+            header, payload, failed = self._predict(ckpt, code, [split], probe=folder,
+                                                    scores=[split] if scores_wanted else ())
             waited += self._waited if failed is None else (failed.eval_s or 0.0)
             if failed is not None or header is None:
                 failed = failed or Score(None, "the scorer gave no answer", verdicts=(INVALID,))
@@ -579,12 +584,12 @@ class SealedScorer:
         return ((found,) if found else ()), ev.record()
 
     def _predict(self, ckpt: Path, code: Path, splits: list[str], probe: Path | None = None,
-                 timeout_s: float | None = None, seed: int = 0, scores: bool = False,
+                 timeout_s: float | None = None, seed: int = 0, scores: Sequence[str] = (),
                  handed: bool = False) -> tuple[answer_check.Header | None, memoryview, Score | None]:
         """One fresh child's answer on ``splits`` (from ``probe``, a pass's folder, in place of the
-        split's inputs where given; ``scores``: the model's scores behind its predictions, where it
-        can give them: worker.predict_scores; ``handed``: ``ckpt`` is a model an evaluation handed
-        over, onegc_kit.load_handed_model)."""
+        split's inputs where given; ``scores``: the splits of them on which the model's scores behind
+        its predictions are asked for, where it can give them: worker.predict_scores; ``handed``:
+        ``ckpt`` is a model an evaluation handed over, onegc_kit.load_handed_model)."""
         timeout_s = self.plan.timeout_s if timeout_s is None else timeout_s
         margin = ANSWER_MARGIN_S
         if self.deadline is not None:
@@ -609,7 +614,7 @@ class SealedScorer:
         if probe is not None:
             req.update(probe_inputs=str(self._probe_seen_as(probe)), seed=seed)
         if scores:
-            req["scores"] = list(splits)  # the model's scores behind its predictions (worker.predict_scores)
+            req["scores"] = list(scores)  # the model's scores behind its predictions (worker.predict_scores)
         if handed:
             req["handed"] = True
         started = time.monotonic()
@@ -649,7 +654,10 @@ class SealedScorer:
         return header, payload, None
 
     def _judge_parts(self, header: answer_check.Header, payload: memoryview, splits: list[str],
-                     parts: bool = False) -> dict[str, Score]:
+                     parts: bool = False, scored: Sequence[str] = ()) -> dict[str, Score]:
+        """Each split's answer judged: its metric, a sealed split's parts, and where the split is its
+        canaries' own rows their test (on the model's scores for the splits in ``scored``, whose
+        metric is then on their argmax: the predictions the task's ``predict`` gave)."""
         kit = sys.modules["onegc_kit"]
         notes = _notes(header)
         waited = self._waited
@@ -663,10 +671,13 @@ class SealedScorer:
         out: dict[str, Score] = {}
         for split in splits:
             started = time.perf_counter()
+            answer = predicted = arrays[split]
+            if split in scored and answer.ndim == 2 and answer.dtype.kind == "f":  # the scores behind them
+                predicted = answer.argmax(axis=1)
             try:
-                value, _ = self.plan.judge.judge(arrays[split], split)
-                figures, split_found = self.plan.judge.figures(arrays[split], split) if parts else (None, ())
-                canary = self._canary_verdicts(split, arrays[split]) if self._in_split(split) else ((), None)
+                value, _ = self.plan.judge.judge(predicted, split)
+                figures, split_found = self.plan.judge.figures(predicted, split) if parts else (None, ())
+                canary = self._canary_verdicts(split, answer) if self._in_split(split) else ((), None)
                 out[split] = Score(value, None, round(waited + time.perf_counter() - started, 3),
                                    merged(notes, canary[0], split_found), canary[1], figures)
             except kit.KitError as exc:  # the task's own refusal: a wrong shape, NaN or inf
@@ -677,7 +688,8 @@ class SealedScorer:
         return out
 
     def _in_split(self, split: str) -> bool:
-        """Whether the session's canaries are rows of ``split`` itself (T1's held-back chunks)."""
+        """Whether the session's canaries are rows of ``split`` itself (the held-back rows of every kind
+        planted in sessions: runner/integrity/canary_kinds.py)."""
         canaries = self.plan.judge.canaries
         return canaries is not None and canaries.kind.in_split and canaries.kind.split == split
 
@@ -696,7 +708,7 @@ class SealedScorer:
             raise answer_check.InvalidAnswer("the scorer's answer is not a JSON object")
         return message
 
-    def _part_bounds(self, splits: list[str], probe: Path | None, scores: bool = False) -> dict[str, int]:
+    def _part_bounds(self, splits: list[str], probe: Path | None, scores: Sequence[str] = ()) -> dict[str, int]:
         """The most bytes an honest answer can have for each part asked: a split's from the task's
         judge, a pass's from its inputs' rows (issue 38: the bound holds whatever a pass holds), wider
         where the model's scores are asked for (a canary kind's ``answer_bytes``)."""
@@ -705,7 +717,7 @@ class SealedScorer:
         for split in splits:
             try:
                 out[split] = judge.probe_bytes(probe / split) if probe is not None else judge.answer_bytes(split)
-                if scores and judge.canaries is not None:
+                if split in scores and judge.canaries is not None:
                     rows = judge.probe_rows(probe / split) if probe is not None else judge._input_rows(split)
                     out[split] = max(out[split], judge.canaries.kind.answer_bytes(rows) + answer_check.NPY_HEADER_BYTES)
             except Exception:  # noqa: BLE001 - a task whose judge cannot say: the worker's own bound

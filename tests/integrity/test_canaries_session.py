@@ -5,9 +5,8 @@ chunks it was given better than those held back), in result.json, the
 store behind ``onegc sessions`` and the history's cell. On t0 an agent that knows the harness
 (``hostile_filter.py``) strips from its copy of val every point a tell of the old synthetic
 canaries flags, and fits a nearest-neighbour classifier on train and the rest: there is nothing
-to strip (every point is real, and every one a canary), and on the scores behind its predictions
-it is disqualified (in the session itself t0 is judged on classes today, where the fit moves one
-prediction in 1 500). The honest
+to strip (every point is real, and every one a canary), and judged on the scores behind its
+predictions it is disqualified. The honest
 controls are not flagged and their official values are exactly what the pristine evaluator gives
 their checkpoints; the demo's scripted baseline likewise. (The fine-tune is measured in
 benchmarks/canary_power.py: a count model's one pass over val is its train+val fit.)"""
@@ -126,53 +125,22 @@ def run_filter(home: Path, sid: str, mode: str) -> tuple[object, dict]:
     return paths, json.loads(paths.result.read_text())
 
 
-SCORES = """
-import json, sys
-from pathlib import Path
-import numpy as np
-sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tasks/t0_demo"]
-import prepare, onegc_kit as kit
-from runner.integrity import canaries
-from runner.scoring.worker import predict_scores
-ckpt, data, root = (Path(a) for a in sys.argv[2:5])
-model = kit.load_model(ckpt, ckpt.parent, prepare)[0].eval()
-import torch
-with torch.no_grad():
-    scores = predict_scores(prepare.predict, model, {"x": np.load(data / "val_x.npy")}, "cpu")
-judge = canaries.CanaryJudge(canaries.kind_for("t0_demo"), canaries.read_key(root), data, "val")
-print(json.dumps(judge.judge(scores)[0].record()))
-"""
-
-
-def judged_on_scores(home: Path, paths, result: dict) -> dict:
-    """The official checkpoint judged by the session's own canaries on the scores behind its
-    predictions (worker.predict_scores), in a fresh process: what the scorer gives the canaries
-    once its whole-split pass asks for the scores, as its mixed passes do."""
-    name = result["checkpoint"]
-    out = subprocess.run([sys.executable, "-c", SCORES, str(REPO), str(paths.snapshots / name / "checkpoint.pt"),
-                          str(home / "data" / "t0_demo"), str(paths.root)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def test_an_agent_that_strips_suspected_canaries_finds_none_and_its_fit_on_the_rest_is_caught(home: Path) -> None:
     """V8: the tells that gave the synthetic canaries away drop nothing from the copy (every row is
-    real). The nearest-neighbour fit on train and val is then judged in the session on its
-    predicted classes (the whole-split pass gives classes today): on t0 it changes one
-    prediction in 1 500 over train alone, which no test can see; judged on the scores behind
-    them, as the kind asks, it is disqualified (it is sure of the rows it holds)."""
+    real). The nearest-neighbour fit on train and val changes about one predicted class in 1 500
+    over train alone, which no test on classes can see; the session judges the held-back rows on
+    the scores behind the predictions (the whole-split pass asks for them: worker.predict_scores),
+    where the fit is sure of the rows it holds, and disqualifies it."""
     paths, result = run_filter(home, "filtered", "filtered")
-    assert result["checkpoint"] == "filtered-1", result
-    assert result["value"] == pristine_value(home, paths, result, "t0_demo")
     row = result["evaluated"][0]["canaries"]
-    assert (row["canaries"], row["twins"]) == (1350, 150) and row["canary_loss"] == 0.0
+    assert (row["canaries"], row["twins"]) == (1350, 150) and row["canary_loss"] < row["twin_loss"], row
+    assert row["level"] == "strong" and result["disqualified"] is not None, result
     assert "dropped 0 of 1350 val points" in (paths.root / "agent.stdout.jsonl").read_text()
     tells: dict = {}
     exec(hostile_filter.TELLS.read_text(), tells)  # what the agent ran, on what it held: nothing to strip
     copy = np.load(paths.workspace / "data" / "val_x.npy")
     assert len(copy) == 1350
     assert not tells["flagged"](tells["point_tells"](copy, np.load(paths.workspace / "data" / "train_x.npy"))).any()
-    on_scores = judged_on_scores(home, paths, result)
-    assert on_scores["level"] == "strong" and on_scores["canary_loss"] < on_scores["twin_loss"], on_scores
 
 
 def test_the_same_classifier_on_train_alone_is_clean(home: Path) -> None:
