@@ -37,12 +37,11 @@ def test_every_part_a_session_with_canaries_asks_for_has_a_bound_near_its_honest
     scorer = SealedScorer(plan(judge, tmp_path))
     n_val = len(np.load(tmp_path / "scoring/inputs/val/x.npy"))
     assert scorer._part_bounds(["val"], None) == {"val": n_val * 8 + NPY_HEADER_BYTES}
-    # the pass shows val's rows and the canary items, mixed; the model's scores behind its predictions
-    # come back: 3 classes of up to 8 bytes each per row
-    (folder,) = judge.write_passes("val", tmp_path / "scoring" / "probes" / "passes-val")
-    rows = n_val + judge.canaries.kind.canaries + judge.canaries.kind.twins
-    bounds = scorer._part_bounds(["val"], folder, scores=True)
-    assert bounds == {"val": rows * 3 * 8 + NPY_HEADER_BYTES}
+    # t0's canaries are val's own rows (held back from the agent's copy): the model's scores behind
+    # its predictions come back for val alone, 3 classes of up to 8 bytes each per row
+    assert judge.canaries.kind.in_split and judge.layout("val") is None
+    bounds = scorer._part_bounds(["val"], None, scores=["val"])
+    assert bounds == {"val": n_val * 3 * 8 + NPY_HEADER_BYTES}
     assert sum(bounds.values()) < answer_check.MAX_PAYLOAD_BYTES // 1_000  # never the worker's 4 GiB fallback
 
 
