@@ -34,7 +34,7 @@ def broken_scorer(raise_for: set[str]) -> SealedScorer:
     times out for the others."""
     scorer = SealedScorer(SimpleNamespace(device="cpu", judge=SimpleNamespace(canaries=None, layout=lambda split: None)))  # type: ignore[arg-type]
 
-    def predict(ckpt, code, splits):
+    def predict(ckpt, code, splits, scores=()):
         if ckpt.stem in raise_for:
             raise RuntimeError("the socket went away\x1b[2J")
         return None, b"", Score(None, "evaluation timed out after 1 s", verdicts=(INVALID,))
