@@ -28,11 +28,13 @@ LIVE_SCORE_DRAIN_S = 60.0  # after the agent stops, wait this long for live scor
 
 
 def checkpoint_verdicts(spec: TaskSpec, found: FoundCheckpoint, val: Score,
-                        extra: tuple[Verdict, ...] = ()) -> list[Verdict]:
+                        extra: tuple[Verdict, ...] = (), sealed: bool = False) -> list[Verdict]:
     """A checkpoint's verdicts: its code read from outside (runner/integrity/code_scan.py), the
     scorer's (``extra``, else the validation score's own), and a look when the agent's own
-    validation figure is far better than the harness's."""
-    claim = self_report_gap(spec, found.self_reported, val.value)
+    validation figure is far better than the harness's. Under a sealed split (``sealed``) the
+    agent's figures are the Ladder's answers on the public part, the best so far across the
+    session by construction (runner/integrity/ladder.py), not the checkpoint's own: no look."""
+    claim = None if sealed else self_report_gap(spec, found.self_reported, val.value)
     return list(merged(code_scan.verdicts(found.snapshot, found.script), extra or val.verdicts, [claim] if claim else []))
 
 
@@ -43,8 +45,10 @@ class LiveScoring:
     ``max_checkpoints``: the checkpoint versions it takes at most (runner/wire/record_caps.py)."""
 
     def __init__(self, spec: TaskSpec, paths: SessionPaths, events: EventWriter, active_s: Callable[[], float],
-                 started_at: float, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES, max_checkpoints: int | None = None):
+                 started_at: float, snapshot_cap_bytes: int = SNAPSHOT_CAP_BYTES, max_checkpoints: int | None = None,
+                 sealed: bool = False):
         self.spec = spec
+        self.sealed = sealed  # the scored split is sealed: the agent's own figures are the Ladder's (checkpoint_verdicts)
         self.paths = paths
         self.events = events
         self.active_s = active_s
@@ -126,4 +130,4 @@ class LiveScoring:
         self.events.emit("checkpoint_scored", name=found.label, value=score.value, error=score.error,
                          metric=self.spec.metric, split=SELECTION_SPLIT, eval_s=None if same_as else score.eval_s,
                          budget_elapsed_s=self.found_at.get(found.label, 0.0),
-                         verdicts=checkpoint_verdicts(self.spec, found, score), same_as=same_as)
+                         verdicts=checkpoint_verdicts(self.spec, found, score, sealed=self.sealed), same_as=same_as)

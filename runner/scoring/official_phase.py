@@ -125,7 +125,8 @@ class OfficialPhase:
                 return Evaluation(None, None, off.error or sel.error, interrupted=True)
             if found.content is not None:
                 evaluated_content.add(found.content)
-            found_verdicts[label] = checkpoint_verdicts(spec, found, sel, (*off.verdicts, *self.session_verdicts))
+            found_verdicts[label] = checkpoint_verdicts(spec, found, sel, (*off.verdicts, *self.session_verdicts),
+                                                        sealed=self.sealed)
             parts = off.figures or {}
             official = parts.get("private") if self.sealed else off.value  # sealed: the part no answer touched
             self.events.emit("checkpoint_scored", name=label, value=official, error=off.error, metric=spec.metric,
@@ -201,7 +202,7 @@ class OfficialPhase:
         if pick is None:
             return None
         why = (rows.get(pick.label) or {}).get("error") or "it could not run"
-        found = checkpoint_verdicts(self.spec, live.found[pick.label], live.live[pick.label])
+        found = checkpoint_verdicts(self.spec, live.found[pick.label], live.live[pick.label], sealed=self.sealed)
         return ((pick.label, pick.official), pick.val, found,
                 f"live scoring: the disk was full and the official re-evaluation failed ({why})")
 
@@ -210,7 +211,8 @@ class OfficialPhase:
         """The record of a checkpoint saved after the budget ran out: never evaluated, never
         official, with the verdict ``after_budget`` (an official ``checkpoint_scored`` and a row)."""
         found = live.found[label]
-        found_verdicts[label] = [*checkpoint_verdicts(self.spec, found, live.live.get(label) or Score(None, None)), late]
+        found_verdicts[label] = [*checkpoint_verdicts(self.spec, found, live.live.get(label) or Score(None, None),
+                                                      sealed=self.sealed), late]
         error = f"after the budget: {late.evidence}"
         self.events.emit("checkpoint_scored", name=label, value=None, error=error, metric=self.spec.metric,
                          split=self.spec.scored_split, eval_s=None, budget_elapsed_s=elapsed_s, official=True,

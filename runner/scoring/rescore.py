@@ -273,7 +273,7 @@ def rescore(paths: SessionPaths, data_root: Path, scratch: Path, progress: Progr
     here = SessionPaths(scratch / "runs" / config.session_id)  # the phase's scratch: nothing goes into the record
     here.root.mkdir(parents=True)
     events = EventWriter(here.events, config.session_id)
-    live = LiveScoring(spec, here, events, lambda: 0.0, 0.0)
+    live = LiveScoring(spec, here, events, lambda: 0.0, 0.0, sealed=config.scored_split == "sealed")
     scorer = make_scorer(live_device)
     try:
         for label, found_event in record.found.items():

@@ -110,7 +110,8 @@ class Session:
         signal.signal(signal.SIGINT, self._on_signal)
         self.began = time.time()  # nothing in checkpoints/ may be older: the runner makes it empty
         self.scoring = LiveScoring(self.spec, self.paths, self.events, self.clock.active_s, self.began,
-                                   self.config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES, self.record_caps.checkpoints)
+                                   self.config.snapshot_cap_bytes or SNAPSHOT_CAP_BYTES, self.record_caps.checkpoints,
+                                   sealed=self.config.scored_split == "sealed")
         if not self._set_up():
             return 2
         with ExitStack() as stack:  # clean-ups run in reverse order of registration

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from runner.integrity import sealed_split
 from runner.sandbox.bwrap import status
-from tests.helpers import ROOMY_BUDGET_S, start_session, wait_event
+from tests.helpers import ROOMY_BUDGET_S, events, start_session, verdicts_of, wait_event
 from tests.integrity import hostile_sealed
 
 AGENT = Path(hostile_sealed.__file__)
@@ -116,3 +116,24 @@ def test_the_prompt_says_the_split_is_sealed_and_is_the_papers_otherwise() -> No
     sealed = standard_prompt("Demo", 2, "val", 200)
     assert "Its targets are sealed in this session" in sealed and "at most 200 times" in sealed
     assert sealed.replace(sealed.split('9. The scored split is "val".')[1].split("\n\n")[0], "") == paper
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")
+def test_the_demo_agent_sealed_as_make_demo_runs_it_raises_no_look(home: Path) -> None:
+    """``make demo``'s session: the scripted agent on t0, sealed (the default). Its train.py saves
+    each checkpoint with the figure ``prepare.evaluate`` answered, which under the Ladder is the best
+    public-part figure of the session so far, not that checkpoint's own: no checkpoint gets the
+    self-report look for it (the first sealed demo did, on every run's first epochs), and the
+    session is clean in every record."""
+    paths = start_session(home, "demo-sealed", scored_split="sealed", budget_s=ROOMY_BUDGET_S)
+    ended = wait_event(paths, "session_ended", timeout=600)
+    assert ended["reason"] == "completed", ended
+    scored = [e for e in events(paths) if e["type"] == "checkpoint_scored"]
+    found = [e for e in events(paths) if e["type"] == "checkpoint_found"]
+    # the Ladder's answers ran ahead of later runs' first checkpoints, which the look once flagged
+    assert any(f["self_reported"] is not None and s["value"] is not None and f["self_reported"] > s["value"] + 0.1
+               for f in found for s in scored if s["name"] == f["name"] and not s.get("official")), found
+    assert all(not verdicts_of(e) for e in scored), [verdicts_of(e) for e in scored if verdicts_of(e)]
+    result = json.loads(paths.result.read_text())
+    assert result["disqualified"] is None and not result["verdicts"], result
