@@ -80,7 +80,7 @@ demo: venv
 	@$(VENV)/bin/onegc demo || [ $$? -eq 6 ]
 
 # every test, two at a time (one per core; xdist hands the next test to whichever worker is free):
-# ~27 minutes here (1 159 tests; the real sessions take most)
+# ~28 minutes here (1 162 tests; the real sessions take most)
 test: venv
 	$(VENV)/bin/python -m pytest -q -n 2
 
