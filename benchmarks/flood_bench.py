@@ -353,12 +353,18 @@ def main() -> int:
             print(f"[{section}: {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}]", file=sys.stderr, flush=True)
         finally:
             shutil.rmtree(root, ignore_errors=True)
+    return report(rows, args.json, bound_width=40)
+
+
+def report(rows: list[dict], json_path: Path | None, bound_width: int) -> int:
+    """Print each row (what, figure, bound, ratio, met), write them to ``json_path`` where given;
+    the exit code: 0 when every bound is met (verify_bench.py prints its rows so too)."""
     width = max(len(r["what"]) for r in rows)
     for r in rows:
-        print(f"{r['what']:<{width}}  {r['figure']:>10}  {r['bound']:<40}  {r['ratio']:>6.2f}  "
+        print(f"{r['what']:<{width}}  {r['figure']:>10}  {r['bound']:<{bound_width}}  {r['ratio']:>6.2f}  "
               f"{'met' if r['met'] else 'MISSED'}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+    if json_path:
+        json_path.write_text(json.dumps(rows, indent=1))
     return 0 if all(r["met"] for r in rows) else 1
 
 

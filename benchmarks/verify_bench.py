@@ -22,7 +22,6 @@ also given against the seconds the session's own evaluations took (their ``eval_
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -36,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from flood_bench import OUTPUT_AGENT, checkpoint_agent, mb, new_home, row, run_session  # noqa: E402
+from flood_bench import OUTPUT_AGENT, checkpoint_agent, mb, new_home, report, row, run_session  # noqa: E402
 
 ALLOWANCE_MB = 200  # verify over a flooded session may hold this much more than over a small one
 ONEGC = [sys.executable, "-m", "onegc_tui.cli"]
@@ -121,13 +120,7 @@ def main() -> int:
         print(f"[verify: {time.monotonic() - t0:.0f} s, load {os.getloadavg()[0]:.1f}]", file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    width = max(len(r["what"]) for r in rows)
-    for r in rows:
-        print(f"{r['what']:<{width}}  {r['figure']:>10}  {r['bound']:<22}  {r['ratio']:>6.2f}  "
-              f"{'met' if r['met'] else 'MISSED'}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
-    return 0 if all(r["met"] for r in rows) else 1
+    return report(rows, args.json, bound_width=22)
 
 
 if __name__ == "__main__":
