@@ -46,6 +46,8 @@ def test_ingest_is_exactly_once_and_keeps_the_summary_current(home):
     store.conn.execute("DELETE FROM ingest_offsets")
     store.conn.commit()
     assert Ingester(home, store).ingest_all() == 0
+    # and no line of the runner's reads as a conflict: a transcript row keeps no chain link, the file's line does
+    assert store.conn.execute("SELECT COUNT(*) FROM ingest_errors").fetchone()[0] == 0
     w.emit("session_ended", reason="completed", active_s=42, wall_s=43, paused_s=1, score=0.7, best_checkpoint="a-1")
     w.close()
     assert ing.ingest_all() == 1
