@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import sqlite3
 import sys
+import threading
 import time
 import unicodedata
 from collections.abc import Iterable
@@ -158,50 +160,83 @@ class _StoreCopy:
         self.store = self.reader = self.ingester = None
 
 
+class _CtrlC:
+    """Ctrl-C as a flag the following loop reads between its passes, not an exception raised
+    wherever the main thread happens to be: a KeyboardInterrupt raised inside a library (pydantic
+    building a validator on a lazy import, SQLite mid-commit) can come out as that library's own
+    error, and the CLI then dies with a traceback instead of saying how to end the sessions (CI
+    caught it once). A second Ctrl-C while a pass is still running raises at once."""
+
+    def __init__(self) -> None:
+        self.pressed = threading.Event()
+        self.previous = None
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self.pressed.is_set():
+            raise KeyboardInterrupt
+        self.pressed.set()
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread():  # only there can a handler be set
+            self.previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def wait(self, seconds: float) -> None:
+        """Sleep ``seconds``; raise KeyboardInterrupt if Ctrl-C came before or meanwhile."""
+        if self.pressed.wait(seconds):
+            raise KeyboardInterrupt
+
+
 def follow(home: Path, session_ids: Iterable[str], out: TextIO = sys.stdout) -> dict[str, Progress]:
-    """Print the sessions' progress until all have ended; returns how each one ended."""
+    """Print the sessions' progress until all have ended; returns how each one ended. Ctrl-C
+    raises KeyboardInterrupt here, between two passes (``_CtrlC``)."""
     def say(line: str) -> None:  # one screen row each, whatever an agent put in its text
         print(row(line, terminal_width(out)), file=out, flush=True)
 
     paths = {sid: SessionPaths(runs_dir(home) / sid) for sid in session_ids}
     tails = {sid: JsonlTail(p.events) for sid, p in paths.items()}
     seen = {sid: Progress() for sid in paths}
-    store = _StoreCopy(home, say)
     feed = LiveFeed()
     next_progress = time.monotonic() + PROGRESS_EVERY_S
     next_liveness = time.monotonic() + LIVENESS_EVERY_S
-    try:
-        while True:
-            for sid, tail in tails.items():
-                events, bad = tail.read_events()
-                for b in bad:
-                    say(f"warning: {b}")
-                for e in events:
-                    if e.session_id != sid:
-                        continue  # only its runner writes this file (the reader reports the rest)
-                    seen[sid].see(e)
-                    said = event_words(e, seen[sid].task)
-                    if said:
-                        say(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {said.line}")
-            now = time.monotonic()
-            store.update(liveness=now >= next_liveness)
-            for sid, words in store.alerts(feed, paths):
-                say(f"[{time.strftime('%H:%M:%S')}] {sid}: ALERT {words}")
-            if all(p.reason is not None for p in seen.values()):
-                return seen
-            if now >= next_liveness:
-                for sid, p in seen.items():
-                    if p.reason is None and tails[sid].at_end and (why := reconcile(paths[sid])):
-                        p.end("harness_error", why)
-                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {ended_words('harness_error', None, why).line}")
-                next_liveness = now + LIVENESS_EVERY_S
-            if now >= next_progress:
-                for sid, p in seen.items():
-                    if p.reason is None:
-                        best = f"{p.best_live:.4f}" if p.best_live is not None else "-"
-                        say(f"[{time.strftime('%H:%M:%S')}] {sid}: {p.state}, {clock(p.remaining_s)} left, "
-                            f"{p.n_checkpoints} checkpoints, {best_name(metric_label(p.task))} {best}")
-                next_progress = now + PROGRESS_EVERY_S
-            time.sleep(POLL_S)
-    finally:
-        store.close()
+    with _CtrlC() as ctrl_c:
+        store = _StoreCopy(home, say)
+        try:
+            while True:
+                for sid, tail in tails.items():
+                    events, bad = tail.read_events()
+                    for b in bad:
+                        say(f"warning: {b}")
+                    for e in events:
+                        if e.session_id != sid:
+                            continue  # only its runner writes this file (the reader reports the rest)
+                        seen[sid].see(e)
+                        said = event_words(e, seen[sid].task)
+                        if said:
+                            say(f"[{time.strftime('%H:%M:%S', time.localtime(e.ts))}] {sid}: {said.line}")
+                now = time.monotonic()
+                store.update(liveness=now >= next_liveness)
+                for sid, words in store.alerts(feed, paths):
+                    say(f"[{time.strftime('%H:%M:%S')}] {sid}: ALERT {words}")
+                if all(p.reason is not None for p in seen.values()):
+                    return seen
+                if now >= next_liveness:
+                    for sid, p in seen.items():
+                        if p.reason is None and tails[sid].at_end and (why := reconcile(paths[sid])):
+                            p.end("harness_error", why)
+                            say(f"[{time.strftime('%H:%M:%S')}] {sid}: {ended_words('harness_error', None, why).line}")
+                    next_liveness = now + LIVENESS_EVERY_S
+                if now >= next_progress:
+                    for sid, p in seen.items():
+                        if p.reason is None:
+                            best = f"{p.best_live:.4f}" if p.best_live is not None else "-"
+                            say(f"[{time.strftime('%H:%M:%S')}] {sid}: {p.state}, {clock(p.remaining_s)} left, "
+                                f"{p.n_checkpoints} checkpoints, {best_name(metric_label(p.task))} {best}")
+                    next_progress = now + PROGRESS_EVERY_S
+                ctrl_c.wait(POLL_S)
+        finally:
+            store.close()

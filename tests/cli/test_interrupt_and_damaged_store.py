@@ -143,3 +143,26 @@ def test_ctrl_c_on_run_plain_says_the_session_goes_on_and_how_to_end_it(home):
     ended = wait_event(paths, "session_ended", timeout=EVENT_BOUND_S)
     assert ended["reason"] == "aborted", ended
     assert abort_session(paths).endswith("already ended")
+
+
+def test_ctrl_c_inside_a_library_that_rewraps_it_still_stops_the_following_cleanly():
+    """CI's failure: Ctrl-C landed while pydantic built a validator on a lazy import, which turned
+    the KeyboardInterrupt into its own SchemaError, and the CLI died with a traceback. Under the
+    following's handler Ctrl-C is a flag: the library call finishes, and the next wait raises."""
+    from onegc_tui.cli.plain import _CtrlC
+
+    def library_call() -> str:  # rewraps whatever it catches, as pydantic's schema builder does
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs between bytecodes of this thread
+                pass
+            return "done"
+        except BaseException as exc:  # noqa: BLE001
+            raise RuntimeError("Error building validator") from exc
+
+    before = signal.getsignal(signal.SIGINT)
+    with _CtrlC() as ctrl_c:
+        assert library_call() == "done"
+        with pytest.raises(KeyboardInterrupt):
+            ctrl_c.wait(60)  # at once: the flag is already set
+    assert signal.getsignal(signal.SIGINT) is before  # the CLI's own handling is back
