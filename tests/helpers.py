@@ -29,6 +29,12 @@ def start_session(home: Path, session_id: str = "s1", **fields):
     return paths
 
 
+SHORT_DEMO = ["--runs", "2", "--epochs", "3"]
+"""The scripted agent's arguments for a short demo session (runner/agents/scripted_agent.py): two of
+the demo's three runs, three epochs each, so six checkpoints scored live rather than 42, and a
+session that ends in seconds, not a minute. For tests about what any session does (its record, its
+store rows, its viewers), not about the demo's own numbers."""
+
 ROOMY_BUDGET_S = 900
 """The budget of a test session that is meant to end on its own (the agent exits): never reached on
 a quiet machine (these sessions end in 5-40 s), and still not with a second test suite beside this

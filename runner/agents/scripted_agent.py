@@ -5,7 +5,11 @@ It behaves like a real headless agent CLI: reads ``program.md``, writes ``run_1.
 new session (``setsid``, as real CLIs run their tools), and streams JSON lines describing what it
 does (text, thinking, tool calls, tool output, usage). It stops early when the deadline nears.
 
-    python -m runner.agents.scripted_agent --edits JSON [--pace SECONDS]
+    python -m runner.agents.scripted_agent --edits JSON [--pace SECONDS] [--runs N] [--epochs E]
+
+``--runs N`` makes only the first N of the task's runs and ``--epochs E`` trains each of them E
+epochs where the task's edit sets EPOCHS: a short session that still trains, saves and is scored
+like the demo (a smoke study's agent ``args``, the test suite's quick sessions).
 """
 
 from __future__ import annotations
@@ -50,8 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--edits", required=True, help="JSON list of {note, set} from task.toml")
     parser.add_argument("--pace", type=float, default=1.0)
+    parser.add_argument("--runs", type=int, default=None, help="only the first N of the task's runs")
+    parser.add_argument("--epochs", type=int, default=None, help="each run's EPOCHS, where its edit sets them")
     args = parser.parse_args(argv)
-    edits = json.loads(args.edits)
+    edits = json.loads(args.edits)[:args.runs]
+    if args.epochs is not None:
+        edits = [{**e, "set": {**e["set"], "EPOCHS": args.epochs}} if "EPOCHS" in e.get("set", {}) else e for e in edits]
     think = lambda: time.sleep(args.pace)  # noqa: E731
 
     say(type="text", text="I'll start by reading the task description.")

@@ -19,7 +19,7 @@ from onegc_tui.store import Store
 from onegc_tui.store.queries import event_data
 from onegc_tui.views.transcript_view import event_line, event_matches
 from runner.wire.events import EVENT_TYPES, parse_event
-from tests.helpers import REPO, start_session
+from tests.helpers import REPO, SHORT_DEMO, start_session
 
 LOOP = """
 import subprocess, sys, time
@@ -33,7 +33,7 @@ while True:
 async def test_two_monitors_show_every_line_ingested_by_either_or_elsewhere_in_order(home):
     loop = subprocess.Popen([sys.executable, "-c", LOOP], cwd=REPO)  # ONEGC_HOME: the test's (monkeypatched)
     try:
-        paths = start_session(home, "both", pace_s=0.3)
+        paths = start_session(home, "both", pace_s=0.3, agent_args=SHORT_DEMO)
         apps = [make_app(home, focus="both", show_clock=False) for _ in range(2)]  # each with its own live ingest
         async with apps[0].run_test(size=(160, 48)) as pilot, apps[1].run_test(size=(120, 40)) as pilot2:
             deadline = time.monotonic() + 240

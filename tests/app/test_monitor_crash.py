@@ -12,7 +12,7 @@ import pytest
 
 from onegc_tui.store import Store
 from onegc_tui.store.ingest import Ingester
-from tests.helpers import REPO, start_session, wait_event, wait_for
+from tests.helpers import REPO, SHORT_DEMO, start_session, wait_event, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,8 @@ def stored(home, sid) -> int:
 def test_kill_9_of_the_monitor_loses_nothing_and_duplicates_nothing(home):
     first = monitor(home)
     try:  # a failed wait never leaves a headless monitor behind
-        paths = start_session(home, "mk9", budget_s=300)
+        # a pace between steps keeps it running while the first monitor is killed and the second starts
+        paths = start_session(home, "mk9", budget_s=300, pace_s=2.0, agent_args=SHORT_DEMO)
         wait_event(paths, "checkpoint_scored", timeout=120)
         wait_for(lambda: (home / "onegc.db").exists() and stored(home, "mk9") > 5, 120, "the monitor to ingest")
     finally:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
-from tests.helpers import start_session, wait_for
+from tests.helpers import SHORT_DEMO, start_session, wait_for
 
 pytestmark = pytest.mark.slow
 STUDY = """name = "mini"
@@ -25,10 +25,12 @@ minutes = 0.5
 label = "quick"
 adapter = "scripted"
 pace_s = 0
+args = ["--runs", "2", "--epochs", "3"]  # a short session: tests/helpers.py SHORT_DEMO
 [[agents]]
 label = "steady"
 adapter = "scripted"
 pace_s = 0.5
+args = ["--runs", "2", "--epochs", "3"]
 """
 
 
@@ -41,7 +43,8 @@ def study_home(tmp_path_factory, demo_data) -> tuple[Path, Path]:
     shutil.copytree(demo_data, home / "data" / "t0_demo")
     study = root / "mini.toml"
     study.write_text(STUDY)
-    started = [start_session(home, f"mini--{label}--t0--r1", study="mini", budget_s=30, pace_s=pace)
+    started = [start_session(home, f"mini--{label}--t0--r1", study="mini", budget_s=30, pace_s=pace,
+                              agent_args=SHORT_DEMO)
                for label, pace in (("quick", 0.0), ("steady", 0.5))]
     for paths in started:
         wait_for(lambda p=paths: (p.root / "seal.json").exists(), 300, f"{paths.session_id}'s seal")

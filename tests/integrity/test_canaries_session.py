@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from runner.integrity.canaries import KEY_FILE
 from runner.sandbox.bwrap import status
-from tests.helpers import REPO, start_session, verdicts_of, wait_event
+from tests.helpers import REPO, SHORT_DEMO, start_session, verdicts_of, wait_event
 from tests.integrity import hostile_canaries, hostile_filter
 
 SHAKESPEARE = Path("/work/shared/data/tinyshakespeare")
@@ -151,7 +151,7 @@ def test_the_same_classifier_on_train_alone_is_clean(home: Path) -> None:
 
 
 def test_no_canaries_is_the_papers_workspace_and_says_so(home: Path) -> None:
-    paths = start_session(home, "plain", canaries=False)
+    paths = start_session(home, "plain", canaries=False, agent_args=SHORT_DEMO)
     wait_event(paths, "session_ended", timeout=300)
     started = wait_event(paths, "session_started")
     assert started["contract"]["canaries"] == {"on": False}
@@ -161,7 +161,7 @@ def test_no_canaries_is_the_papers_workspace_and_says_so(home: Path) -> None:
 
 
 def test_the_demo_baseline_is_not_flagged_and_scores_as_the_pristine_evaluator(home: Path) -> None:
-    paths = start_session(home, "demo")
+    paths = start_session(home, "demo", agent_args=SHORT_DEMO)
     wait_event(paths, "session_ended", timeout=300)
     result = json.loads(paths.result.read_text())
     assert result["disqualified"] is None and not canary_flags(result), result

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from onegc_tui.cli.main import main
-from tests.helpers import start_session, wait_for
+from tests.helpers import SHORT_DEMO, start_session, wait_for
 
 pytestmark = pytest.mark.slow
 OURS, THEIRS = "demo--quick--t0--r1", "other--quick--t0--r1"
@@ -33,9 +33,10 @@ def sealed_home(tmp_path_factory, demo_data) -> Path:
     home = tmp_path_factory.mktemp("sealed") / "home"
     (home / "data").mkdir(parents=True)
     shutil.copytree(demo_data, home / "data" / "t0_demo")
-    for sid, study in ((OURS, "demo"), (THEIRS, "other")):
-        paths = start_session(home, sid, study=study, budget_s=SESSION_BUDGET_S, pace_s=0.0)
-        wait_for(lambda p=paths: (p.root / "seal.json").exists(), 240, f"{sid}'s seal")
+    started = [start_session(home, sid, study=study, budget_s=SESSION_BUDGET_S, pace_s=0.0, agent_args=SHORT_DEMO)
+               for sid, study in ((OURS, "demo"), (THEIRS, "other"))]
+    for paths in started:
+        wait_for(lambda p=paths: (p.root / "seal.json").exists(), 240, f"{paths.session_id}'s seal")
     return home
 
 

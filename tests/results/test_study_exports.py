@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.browser import Browser, find_chromium
-from tests.helpers import start_session, wait_event
+from tests.helpers import SHORT_DEMO, start_session, wait_event
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,8 @@ def study_home(tmp_path_factory, demo_data):
     shutil.copytree(demo_data, home / "data" / "t0_demo")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ONEGC_HOME", str(home))
-        paths = [start_session(home, f"{STUDY}--{label}--t0--r{k}", study=STUDY, repeat=k, pace_s=pace, budget_s=BUDGET_S)
+        paths = [start_session(home, f"{STUDY}--{label}--t0--r{k}", study=STUDY, repeat=k, pace_s=pace, budget_s=BUDGET_S,
+                                agent_args=SHORT_DEMO)
                  for label, pace in CONFIGS for k in range(1, REPEATS + 1)]
         for p in paths:
             wait_event(p, "session_ended", timeout=600)
