@@ -169,7 +169,8 @@ class _CtrlC:
 
     def __init__(self) -> None:
         self.pressed = threading.Event()
-        self.previous = None
+        self.installed = False
+        self.previous: signal._HANDLER = None
 
     def _on_sigint(self, signum, frame) -> None:
         if self.pressed.is_set():
@@ -179,11 +180,12 @@ class _CtrlC:
     def __enter__(self) -> _CtrlC:
         if threading.current_thread() is threading.main_thread():  # only there can a handler be set
             self.previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self.installed = True
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+        if self.installed:  # as it was (None: a handler not set from Python, which signal() cannot restore)
+            signal.signal(signal.SIGINT, self.previous if self.previous is not None else signal.SIG_DFL)
 
     def wait(self, seconds: float) -> None:
         """Sleep ``seconds``; raise KeyboardInterrupt if Ctrl-C came before or meanwhile."""
