@@ -71,7 +71,8 @@ def task_facts() -> dict[str, TaskFacts]:
     from tasks import all_tasks
 
     facts = {spec.id: TaskFacts(spec.id, spec.short, spec.title, spec.metric_label, spec.scored_split, spec.higher_is_better,
-                                spec.budget_minutes, spec.baseline_score, spec.cpu_ok, spec.sealable) for spec in all_tasks().values()}
+                                spec.budget_minutes, spec.baseline_score, spec.cpu_ok, spec.sealable)
+             for spec in all_tasks().values()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")

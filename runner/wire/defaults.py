@@ -33,6 +33,14 @@ def split_mark(sealed: bool, sealable: bool) -> str:
     return SEALED_SPLIT_MARK if sealed else PAPER_SPLIT_MARK if sealable else ""
 
 
+def without_split_mark(agent: str) -> str:
+    """A row's agent without its split mark (``scripted [paper split]`` -> ``scripted``)."""
+    for mark in (SEALED_SPLIT_MARK, PAPER_SPLIT_MARK):
+        if agent.endswith(f" {mark}"):
+            return agent[:-len(mark) - 1]
+    return agent
+
+
 def scored_split_sealed(contract: object) -> bool:
     """Whether a session's contract says its scored split was sealed (``--scored-split sealed``;
     the key is absent under the paper's split)."""
