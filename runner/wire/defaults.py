@@ -24,6 +24,8 @@ SEALED_ANSWERS = 200  # a sealed scored split's answers per session (runner/inte
 # workspace, so their rows carry no mark (docs/numbers.md, "Sealed or paper")
 SEALED_SPLIT_MARK = "[sealed split]"
 PAPER_SPLIT_MARK = "[paper split]"  # the paper's workspace: the scored split's targets were the agent's to read
+# each mark's short form, where a row's label is cut to fit (the history screen's Agent column at 80 columns)
+SHORT_SPLIT_MARKS = {SEALED_SPLIT_MARK: "[sealed]", PAPER_SPLIT_MARK: "[paper]"}
 
 
 def split_mark(sealed: bool, sealable: bool) -> str:
@@ -35,7 +37,7 @@ def split_mark(sealed: bool, sealable: bool) -> str:
 
 def without_split_mark(agent: str) -> str:
     """A row's agent without its split mark (``scripted [paper split]`` -> ``scripted``)."""
-    for mark in (SEALED_SPLIT_MARK, PAPER_SPLIT_MARK):
+    for mark in SHORT_SPLIT_MARKS:
         if agent.endswith(f" {mark}"):
             return agent[:-len(mark) - 1]
     return agent

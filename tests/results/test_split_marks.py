@@ -139,3 +139,15 @@ def test_a_home_stored_before_the_paper_mark_has_its_cells_keyed_again(home):
         assert other is not None and [r.label for r in other.rows] == ["scripted [paper split]"]
     finally:
         store.close()
+
+
+def test_a_label_cut_to_fit_keeps_its_split_mark():
+    """The history screen's Agent column at 80 columns (20 cells): a sealed row and a paper row of
+    one long configuration stay apart, each with its mark in its short form."""
+    from onegc_tui.views.sessions_view import label_cut
+
+    sealed = label_cut("claude-code [sealed split] (claude-sonnet-4-6)", 20)
+    paper = label_cut("claude-code [paper split] (claude-sonnet-4-6)", 20)
+    assert sealed.endswith(" [sealed]") and paper.endswith(" [paper]") and len(sealed) == len(paper) == 20
+    assert label_cut("claude-code (claude-sonnet-4-6)", 20) == "claude-…-sonnet-4-6)"  # T4-T6: unmarked
+    assert label_cut("scripted [paper split]", 22) == "scripted [paper split]"  # fits: whole
