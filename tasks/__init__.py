@@ -94,6 +94,13 @@ class TaskSpec(BaseModel):
         return TASKS_DIR / self.id
 
     @property
+    def sealable(self) -> bool:
+        """Whether the agent's workspace would hold the scored split's targets under the paper's
+        protocol (t0, T1-T3, T7), so that a session chooses: sealed (the default) or the paper's
+        split. T4-T6 score on a test split that is never in the workspace: no choice there."""
+        return bool(self.scored_targets)
+
+    @property
     def higher_is_better(self) -> bool:
         return self.direction == "higher"
 

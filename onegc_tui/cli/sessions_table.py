@@ -24,7 +24,7 @@ from onegc_tui.views.sessions_view import (
 )
 from onegc_tui.views.task_facts import find, task_facts
 from onegc_tui.views.text_table import text_table
-from runner.wire.defaults import SEALED_SPLIT_MARK, scored_split_sealed
+from runner.wire.defaults import scored_split_sealed, split_mark
 from runner.wire.textsafe import safe_text
 
 # in priority order: the first ones stay on any terminal (the id is whole), the rest while they fit
@@ -48,7 +48,8 @@ def session_row(r: dict) -> dict[str, str]:
                                           (CONTENDED_MARK, r.get("contended")), (TRUNCATED_MARK, r.get("truncated")))
                     if on)
     contract = json.loads(r["contract"]) if r.get("contract") else {}
-    agent = (r.get("agent") or "") + (f" {SEALED_SPLIT_MARK}" if scored_split_sealed(contract) else "")
+    mark = split_mark(scored_split_sealed(contract), task is not None and task.sealable)  # as history's rows
+    agent = f"{r.get('agent') or ''} {mark}".strip()
     cells = {"session": r["session_id"], "state": r.get("state") or "", "left / end": f"{left} {marks}".strip(),
              "official": official_cell(r), "record": record_word(r),
              "best val": fmt_score(r.get("best_live")) if r.get("best_live") is not None else "", "task": short,

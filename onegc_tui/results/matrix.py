@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from onegc_tui.views.outcomes import SessionOutcome, task_table
 from onegc_tui.views.statistics import mean_or_none, relative_improvement, sample_std, sem
+from runner.wire.defaults import without_split_mark
 from tasks import Direction, TaskSpec, all_tasks, best_of, better
 
 PAPER_STUDY = "paper"  # the study name under which the paper's Table 4/6 rows appear
@@ -225,9 +226,25 @@ def row_label(agent: str, model: str | None, label: str | None = None, study: st
 
 def row_key(o: SessionOutcome) -> tuple[str | None, str | None, str, str | None]:
     """What makes a matrix row: a study's agent label (within its study: two studies may use the
-    same label for different configurations), else the adapter and model; a sealed scored split
-    apart (``SessionOutcome.row_agent``)."""
+    same label for different configurations), else the adapter and model; a sealed scored split and
+    the paper's apart, each marked (``SessionOutcome.row_agent``; :func:`shown_rows` joins T4-T6's
+    unmarked sessions to their configuration's one marked row)."""
     return (o.study, o.label, o.row_agent, o.model) if o.label else (None, None, o.row_agent, o.model)
+
+
+def shown_rows(keys: Iterable[tuple[str | None, str | None, str, str | None]]) -> dict[tuple, tuple]:
+    """The row each :func:`row_key` is shown in. A row of T4-T6 sessions carries no split mark (their
+    scored split is never in the workspace: no choice), so it joins the one marked row of the same
+    configuration (``scripted [paper split]``: the paper's protocol run on all seven tasks is one
+    row, its Agg whole); where the configuration has both a sealed and a paper row it stays a row
+    of its own, unmarked (it belongs to neither more than the other). Every other key is its own."""
+    keys = list(dict.fromkeys(keys))
+    marked: dict[tuple, list[tuple]] = {}
+    for key in keys:
+        base = without_split_mark(key[2])
+        if base != key[2]:
+            marked.setdefault((key[0], key[1], base, key[3]), []).append(key)
+    return {key: found[0] if len(found := marked.get(key, [])) == 1 else key for key in keys}
 
 
 def outcome_row_label(o: SessionOutcome) -> str:
@@ -367,9 +384,12 @@ def assemble(
     columns = {t: TaskColumn.from_spec(table[t]) for by_task in cells.values() for t in by_task}
     cols = tuple(sorted(columns.values(), key=lambda c: task_sort_key(c.task)))
     expected = _expected_tasks(cols, table, agg_tasks)
+    joined: dict[tuple, dict[str, Cell]] = {}
+    for key, shown in shown_rows(cells).items():
+        joined.setdefault(shown, {}).update(cells[key])  # an unmarked row's tasks (T4-T6) are no marked row's
     rows = []
     several_studies = len({k[0] for k in cells if k[1] is not None}) > 1
-    for (row_study, label, agent, model), by_task in cells.items():
+    for (row_study, label, agent, model), by_task in joined.items():
         ordered = dict(sorted(by_task.items(), key=lambda kv: task_sort_key(kv[0])))
         name = row_label(agent, model, label, row_study if several_studies else None)
         rows.append(_row(name, agent, model, ordered, cols, expected, measured))
@@ -409,6 +429,7 @@ def scripts_per_cell(matrix: Matrix) -> dict[tuple[str, str], float | None]:
 
 __all__ = [
     "PAPER_STUDY", "Aggregate", "Cell", "Matrix", "Row", "TaskColumn",
-    "aggregate", "assemble", "build_matrix", "cell_of", "paper_matrix", "row_key", "row_label", "scripts_per_cell", "split_demo",
+    "aggregate", "assemble", "build_matrix", "cell_of", "paper_matrix", "row_key", "row_label", "scripts_per_cell",
+    "shown_rows", "split_demo",
     "task_sort_key",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from onegc_tui.results.matrix import row_key, row_label
+from onegc_tui.results.matrix import row_key, row_label, shown_rows
 from onegc_tui.store import Store
 from onegc_tui.views.format import count, fmt_cost, fmt_tokens
 from onegc_tui.views.outcomes import SessionOutcome
@@ -52,9 +52,10 @@ def usage_rows(outcomes: Sequence[SessionOutcome], usage: dict[str, tuple[int, i
     """One :class:`RowUsage` per matrix row of ``outcomes``, sorted as the matrix sorts its rows."""
     several_studies = len({o.study for o in outcomes if o.label is not None}) > 1
     rows: dict[tuple, RowUsage] = {}
+    shown = shown_rows(row_key(o) for o in outcomes)  # as the matrix joins T4-T6's unmarked sessions
     for o in outcomes:
-        study, label, agent, model = row_key(o)
-        key = (study, label, agent, model)
+        key = shown[row_key(o)]
+        study, label, agent, model = key
         row = rows.get(key)
         if row is None:
             row = rows[key] = RowUsage(row_label(agent, model, label, study if several_studies else None))

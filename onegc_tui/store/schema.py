@@ -300,6 +300,11 @@ MIGRATIONS: list[str] = [
         INSERT OR IGNORE INTO history_dirty VALUES (NEW.session_id);
     END;
     """,
+    # 18: a row names how its scored split was held both ways where the task leaves a choice (`[paper split]`
+    # beside `[sealed split]`, runner/wire/defaults.py split_mark): every session's cell keys are made again
+    """
+    INSERT OR IGNORE INTO history_dirty SELECT session_id FROM sessions;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from onegc_tui.views.statistics import mean_or_none, sample_std
 from runner.integrity.selection_gap import BASELINE_STUDY
-from runner.wire.defaults import SEALED_SPLIT_MARK
+from runner.wire.defaults import split_mark
 from tasks import TaskSpec, all_tasks
 
 
@@ -64,10 +64,18 @@ class SessionOutcome:
 
     @property
     def row_agent(self) -> str:
-        """The agent as rows name it, with how its scored split was held: a sealed scored split is a
-        contract of its own, never pooled with the paper's, so its sessions get rows of their own,
-        marked; a row without the mark holds the paper's split, as the paper's own rows do."""
-        return f"{self.agent} {SEALED_SPLIT_MARK}" if self.scored_split == "sealed" else self.agent
+        """The agent as rows name it, with how its scored split was held where the task leaves a
+        choice (:func:`runner.wire.defaults.split_mark`): ``scripted [sealed split]`` (its targets
+        never in the workspace), ``scripted [paper split]`` (the paper's workspace, targets the
+        agent could read; a session recorded before the choice existed had that too). The two are
+        contracts of their own: never pooled, each with rows of its own. On T4-T6 the scored split
+        is never in the workspace whatever the mode: ``scripted``, unmarked."""
+        from onegc_tui.views.task_facts import facts_of
+
+        facts = facts_of(self.task)
+        sealed = self.scored_split == "sealed"
+        mark = split_mark(sealed, facts is not None and facts.sealable)
+        return f"{self.agent} {mark}" if mark else self.agent
 
     @property
     def finished(self) -> bool:

@@ -104,6 +104,19 @@ def middle_cut(text: str, width: int) -> str:
     return text[:head] + ELLIPSIS + text[len(text) - tail:]
 
 
+def label_cut(label: str, width: int) -> str:
+    """A row's label in ``width`` cells, its split mark kept whole in its short form at the end
+    (``claude…4-6) [sealed]``): a cut never leaves a sealed row and a paper row looking alike."""
+    if len(label) <= width:
+        return label
+    from runner.wire.defaults import SHORT_SPLIT_MARKS
+
+    for mark, short in SHORT_SPLIT_MARKS.items():
+        if f" {mark}" in label and width > len(short) + 2:
+            return f"{middle_cut(label.replace(f' {mark}', '', 1), width - len(short) - 1)} {short}"
+    return middle_cut(label, width)
+
+
 def end_cut(text: str, width: int) -> str:
     """``text`` in ``width`` cells, ending in ``…`` when it had to be cut."""
     if len(text) <= width:

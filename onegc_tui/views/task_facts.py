@@ -32,6 +32,7 @@ class TaskFacts:
     budget_minutes: float
     baseline_score: float | None
     cpu_ok: bool = False  # the demo task: its data is made offline at its first run (no 'onegc prepare')
+    sealable: bool = False  # a session chooses sealed or the paper's split (TaskSpec.sealable: t0, T1-T3, T7)
 
 
 def cache_dir() -> Path:
@@ -70,7 +71,8 @@ def task_facts() -> dict[str, TaskFacts]:
     from tasks import all_tasks
 
     facts = {spec.id: TaskFacts(spec.id, spec.short, spec.title, spec.metric_label, spec.scored_split, spec.higher_is_better,
-                                spec.budget_minutes, spec.baseline_score, spec.cpu_ok) for spec in all_tasks().values()}
+                                spec.budget_minutes, spec.baseline_score, spec.cpu_ok, spec.sealable)
+             for spec in all_tasks().values()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")

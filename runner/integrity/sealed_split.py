@@ -74,7 +74,7 @@ class CannotSeal(ValueError):
 
 def check(spec: TaskSpec) -> None:
     """Nothing when ``spec``'s scored split can be sealed, else :class:`CannotSeal` naming why."""
-    if spec.scored_targets:
+    if spec.sealable:
         return
     raise CannotSeal(f"{spec.short}'s scored split ({spec.scored_split}) is never in the workspace: the paper's "
                      "split is sealed already; run it without --scored-split sealed")
@@ -82,7 +82,7 @@ def check(spec: TaskSpec) -> None:
 
 def default_mode(spec: TaskSpec) -> str:
     """A session's scored split when none is asked for: sealed wherever it would be in the workspace."""
-    return "sealed" if spec.scored_targets else "paper"
+    return "sealed" if spec.sealable else "paper"
 
 
 def ladder_for(spec: TaskSpec) -> Ladder:

@@ -19,8 +19,28 @@ SEALED_ANSWERS = 200  # a sealed scored split's answers per session (runner/inte
 # field is the paper's split, as every session before it was)
 
 
-# after the agent, wherever sessions are named: how their scored split was held (never pooled: rows of their own)
+# after the agent, wherever sessions are named: how their scored split was held (never pooled: rows of their own).
+# Only where the task leaves a choice (TaskSpec.sealable: t0, T1-T3, T7); T4-T6's scored split is never in the
+# workspace, so their rows carry no mark (docs/numbers.md, "Sealed or paper")
 SEALED_SPLIT_MARK = "[sealed split]"
+PAPER_SPLIT_MARK = "[paper split]"  # the paper's workspace: the scored split's targets were the agent's to read
+# each mark's short form, where a row's label is cut to fit (the history screen's Agent column at 80 columns)
+SHORT_SPLIT_MARKS = {SEALED_SPLIT_MARK: "[sealed]", PAPER_SPLIT_MARK: "[paper]"}
+
+
+def split_mark(sealed: bool, sealable: bool) -> str:
+    """The mark after a session's agent: ``[sealed split]`` when its scored split was sealed,
+    ``[paper split]`` when it was not on a task that could have sealed it (a session recorded
+    before the choice existed held the paper's split), "" on a task that leaves no choice."""
+    return SEALED_SPLIT_MARK if sealed else PAPER_SPLIT_MARK if sealable else ""
+
+
+def without_split_mark(agent: str) -> str:
+    """A row's agent without its split mark (``scripted [paper split]`` -> ``scripted``)."""
+    for mark in SHORT_SPLIT_MARKS:
+        if agent.endswith(f" {mark}"):
+            return agent[:-len(mark) - 1]
+    return agent
 
 
 def scored_split_sealed(contract: object) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -40,7 +42,10 @@ def test_sessions_history_and_export(home, built_home):
     rows = json.loads(r.output)  # one JSON document: a list (was JSON Lines)
     assert isinstance(rows, list) and {r["session_id"] for r in rows} == {"a-ended", "b-paused"}
     r = run("history", "--demo", "--format", "csv", "--no-paper")
-    assert r.exit_code == 0 and "scripted" in r.output and "paper" not in r.output
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(io.StringIO(r.output)))  # none of the paper's rows; t0's paper split says so
+    assert {row["study"] for row in rows} == {"ours (demo tasks)"}
+    assert {row["agent"] for row in rows} == {"scripted [paper split]", "command [paper split]"}
     r = run("history", "--format", "md")
     assert "Sonnet 4.6" in r.output and "+0.293" in r.output
     assert "note: only the paper's rows: 2 demo-task sessions left out (--demo includes them)" in r.stderr
@@ -119,13 +124,13 @@ def test_history_keeps_a_studys_agent_configurations_apart_and_the_demo_on_its_o
     paper, _, demo = r.output.partition("Demo tasks: not part of the benchmark")
     assert demo, r.output
     assert "Sonnet 4.6" in paper and "T0" not in paper  # the paper's table: the paper's tasks only
-    assert "quick (scripted)" in demo and "0.9723" in demo
-    assert "steady (scripted)" in demo and "0.6793" in demo
+    assert "quick (scripted [paper split])" in demo and "0.9723" in demo  # the fixture's contracts: the paper's split
+    assert "steady (scripted [paper split])" in demo and "0.6793" in demo
     assert "0.8258" not in r.output and "Sonnet" not in demo
     r = run("history", "--demo", "--format", "csv")
     lines = [line.split(",") for line in r.output.splitlines()]
     labels = {row[3] for row in lines[1:] if row[0] == "ours (demo tasks)"}
-    assert labels == {"quick (scripted)", "steady (scripted)"}  # as the tables name the rows
+    assert labels == {"quick (scripted [paper split])", "steady (scripted [paper split])"}  # as the tables name the rows
     assert "studies here: demo (--study NAME shows one)" in r.stderr  # studies go by their names (issue 37)
 
 
@@ -185,8 +190,9 @@ def test_history_paired_and_the_study_exports_from_the_command_line(home, tmp_pa
     r = run("history", "--demo", "--no-paper", "--paired")
     assert r.exit_code == 0, r.output
     table = r.output.split("Paired comparisons")[1]
-    assert "quick (scripted)  steady (scripted)" in table and "SD (sample, ddof=1)" in table and "SEM =" in table
-    assert "quick (scripted)" in table and "0.2930" in table  # (0.97-0.70 + 0.9746-0.6586) / 2
+    assert "quick (scripted [paper split])  steady (scripted [paper split])" in table
+    assert "SD (sample, ddof=1)" in table and "SEM =" in table
+    assert "0.2930" in table  # (0.97-0.70 + 0.9746-0.6586) / 2
     r = run("history", "--demo", "--no-paper", "--paired", "--format", "json")
     doc = json.loads(r.stdout)["paired"]  # one document: the comparisons are a key of it
     (c,) = doc["comparisons"]
@@ -216,12 +222,12 @@ def test_history_at_budget_says_what_a_shorter_budget_would_have_scored(home):
     assert r.exit_code == 0, r.output
     part = r.output.split("What a 1.5-minute budget would have scored\n")[1].splitlines()
     assert part[0].split() == ["task", "configuration", "ran", "(min)", "scored", "by", "then", "mean", "at", "1.5", "min"]
-    rows = {" ".join(line.split()[1:3]): line.split()[-2:] for line in part[1:3]}
-    assert rows == {"quick (scripted)": ["2/2", "0.9723"], "steady (scripted)": ["2/2", "0.6793"]}
+    rows = {" ".join(line.split()[1:5]): line.split()[-2:] for line in part[1:3]}
+    assert rows == {"quick (scripted [paper split])": ["2/2", "0.9723"], "steady (scripted [paper split])": ["2/2", "0.6793"]}
     # 10 s, the shortest budget onegc takes (runner/duration.py): the fixture's first checkpoints,
     # lower than what the sessions reached
     early = run("history", "--demo", "--no-paper", "--at-budget", "10s").output
     assert "a truncation of the sessions as they ran, not a rerun" in early
     part = early.split("What a 0.1667-minute budget would have scored\n")[1].splitlines()
-    at_10s = {" ".join(line.split()[1:3]): float(line.split()[-1]) for line in part[1:3]}
-    assert at_10s["quick (scripted)"] < 0.9723 and at_10s["steady (scripted)"] < 0.6793
+    at_10s = {" ".join(line.split()[1:5]): float(line.split()[-1]) for line in part[1:3]}
+    assert at_10s["quick (scripted [paper split])"] < 0.9723 and at_10s["steady (scripted [paper split])"] < 0.6793

@@ -27,7 +27,7 @@ def test_aborted_sessions_are_counted_apart_and_studies_named(home):
            "'onegc rm' removes them" in r.stderr
     (demo,) = [s for s in json.loads(r.stdout)["studies"] if "demo" in s["study"]]
     assert demo["n_aborted"] == 1
-    scripted = next(row for row in demo["rows"] if row["label"] == "scripted")
+    scripted = next(row for row in demo["rows"] if row["label"] == "scripted [paper split]")
     assert scripted["cells"]["t0"]["n_total"] == 3  # the aborted fourth repeat is not in n/N
     assert "studies here: s1 (--study NAME shows one)" in r.stderr  # the study goes by its name
 

@@ -23,13 +23,13 @@ def test_usage_rows_follow_the_matrix_rows_and_add_up():
     usage = {"a": (1000, 200, 0.0021), "b": (3000, 800, 0.0100), "c": (2_000_000, 10_000, 1.5)}
     rows = usage_rows(outcomes, usage)  # d: nothing known of its usage, it still counts as a session
     assert [(r.label, r.sessions, r.tokens_in, r.tokens_out, round(r.cost_usd, 6)) for r in rows] == [
-        ("claude-code (sonnet)", 2, 4000, 1000, 0.0121), ("codex (gpt)", 1, 2_000_000, 10_000, 1.5),
-        ("fast (codex, gpt)", 1, 0, 0, 0.0)]
+        ("claude-code [paper split] (sonnet)", 2, 4000, 1000, 0.0121), ("codex [paper split] (gpt)", 1, 2_000_000, 10_000, 1.5),
+        ("fast (codex [paper split], gpt)", 1, 0, 0, 0.0)]  # T1's paper split
     lines = usage_table(rows, "ours")
     assert lines[0] == "ours: tokens and cost of 4 sessions (total $1.51)"
     assert lines[1].split() == ["agent", "sessions", "tokens", "in", "tokens", "out", "cost", "per", "session"]
-    assert lines[2].split() == ["claude-code", "(sonnet)", "2", "4k", "1k", "$0.012", "$0.0060"]
-    assert lines[3].split() == ["codex", "(gpt)", "1", "2.0M", "10k", "$1.50", "$1.50"]
+    assert lines[2].split() == ["claude-code", "[paper", "split]", "(sonnet)", "2", "4k", "1k", "$0.012", "$0.0060"]
+    assert lines[3].split() == ["codex", "[paper", "split]", "(gpt)", "1", "2.0M", "10k", "$1.50", "$1.50"]
     assert lines[4].split()[-2:] == ["-", "-"]
 
 

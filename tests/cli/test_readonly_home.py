@@ -124,8 +124,9 @@ def test_a_read_only_home_whose_store_is_current_is_read_in_place(current_readon
     r = run("history", "--demo", "--format", "json", "--no-paper")
     assert r.exit_code == 0, r.output
     rows = {row["label"]: row for row in json.loads(r.output)["studies"][0]["rows"]}
-    cell = rows["scripted"]["cells"]["t0"]
-    assert (cell["n_total"], cell["n_success"], rows["command"]["cells"]["t0"]["running_ids"]) == (3, 2, ["b-paused"])
+    cell = rows["scripted [paper split]"]["cells"]["t0"]  # t0, the paper's split
+    command = rows["command [paper split]"]["cells"]["t0"]
+    assert (cell["n_total"], cell["n_success"], command["running_ids"]) == (3, 2, ["b-paused"])
     with private_store(home) as view:
         assert view != IN_PLACE  # b-paused is not over: the monitor reads a copy and ingests what comes
     assert snapshot(home) == before  # no copy, no -wal, no -shm

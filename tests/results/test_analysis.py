@@ -119,7 +119,7 @@ def test_our_sessions_reproduce_the_paper_aggregate_when_given_its_means():
         spec.short: next(p for p in spec.paper if p.agent == "Sonnet 4.6") for spec in benchmark_tasks()
     }
     outs = [outcome(f"s{t}", t, p.mean, agent="claude-code", model="sonnet") for t, p in sonnet.items()]
-    row = build_matrix(outs).row("claude-code (sonnet)")
+    row = build_matrix(outs).row("claude-code [paper split] (sonnet)")  # T4-T6's unmarked sessions join it: one row
     assert round(row.agg.value, 3) == pytest.approx(0.293)
     assert row.agg.value == pytest.approx(paper_matrix().row("Sonnet 4.6").agg.value, abs=1e-12)
 
@@ -143,7 +143,7 @@ def test_cell_mean_sample_std_sem_and_success_rate():
         outcome("d", "t2", None, repeat=4, end="budget_exhausted"),  # failure: N/A
         outcome("e", "t2", None, repeat=5, end=None),  # still running: not counted
     ]
-    cell = build_matrix(outs).row("scripted").cell("t2")
+    cell = build_matrix(outs).row("scripted [paper split]").cell("t2")
     assert cell.mean == pytest.approx(0.6)
     assert cell.std == pytest.approx(0.1)  # sqrt(((-.1)^2 + .1^2 + 0) / (3 - 1))
     assert cell.sem == pytest.approx(0.1 / math.sqrt(3))
@@ -154,7 +154,7 @@ def test_cell_mean_sample_std_sem_and_success_rate():
 
 
 def test_single_success_has_no_std():
-    cell = build_matrix([outcome("a", "t7", 0.9), outcome("b", "t7", None)]).row("scripted").cell("t7")
+    cell = build_matrix([outcome("a", "t7", 0.9), outcome("b", "t7", None)]).row("scripted [paper split]").cell("t7")
     assert cell.mean == pytest.approx(0.9) and cell.std is None and cell.sem is None
     assert cell.best == pytest.approx(0.9)
 
@@ -176,7 +176,7 @@ def test_best_of_n_is_direction_aware(task, best, best_session):
         outcome("c", task, 2.5),
         outcome("d", task, None),
     ]
-    cell = build_matrix(outs).row("scripted").cell(task)
+    cell = build_matrix(outs).row("scripted" if task == "t6" else "scripted [paper split]").cell(task)  # T6: no choice
     assert cell.best == pytest.approx(best) and cell.best_session == best_session
 
 
@@ -201,23 +201,23 @@ def test_rows_split_by_agent_and_model_and_tasks_named_either_way():
         outcome("c", "t1", 2.2, agent="claude-code", model="opus"),
     ]
     m = build_matrix(outs)
-    assert [r.label for r in m.rows] == ["claude-code (opus)", "codex (gpt-5.5)"]
-    assert m.row("codex (gpt-5.5)").cell("t1").n_total == 2
+    assert [r.label for r in m.rows] == ["claude-code [paper split] (opus)", "codex [paper split] (gpt-5.5)"]
+    assert m.row("codex [paper split] (gpt-5.5)").cell("t1").n_total == 2
 
 
 def test_partial_aggregate_when_tasks_are_missing_or_all_failed():
     outs = [outcome("a", "t1", 3.0), outcome("b", "t2", 0.5), outcome("c", "t3", None)]
-    row = build_matrix(outs).row("scripted")
+    row = build_matrix(outs).row("scripted [paper split]")
     r1, r2 = (3.438 - 3.0) / 3.438, (0.5 - 0.343) / 0.343
     assert row.agg.value == pytest.approx((r1 + r2) / 2)
     assert row.agg.partial and row.agg.n_tasks == 2
     assert row.agg.missing == ("t3", "t4", "t5", "t6", "t7")  # t3 ran but every repeat failed
-    fixed = build_matrix(outs, agg_tasks=["T1", "t2_tinyimagenet"]).row("scripted")
+    fixed = build_matrix(outs, agg_tasks=["T1", "t2_tinyimagenet"]).row("scripted [paper split]")
     assert fixed.agg.expected == ("t1", "t2") and not fixed.agg.partial
 
 
 def test_demo_only_study_aggregates_over_its_own_task():
-    row = build_matrix([outcome("a", "t0", 0.5)]).row("scripted")
+    row = build_matrix([outcome("a", "t0", 0.5)]).row("scripted [paper split]")
     assert row.agg.expected == ("t0",) and not row.agg.partial
     assert row.agg.value == pytest.approx((0.5 - 0.405) / 0.405)
 
@@ -420,16 +420,16 @@ def test_a_studys_agent_configurations_are_rows_of_their_own():
     bench, demo = split_demo(quick + steady)
     assert bench == [] and len(demo) == 4
     m = build_matrix(demo)
-    assert [r.label for r in m.rows] == ["quick (scripted)", "steady (scripted)"]
-    assert m.row("quick (scripted)").cell("t0").mean == pytest.approx(0.9723)
-    assert m.row("steady (scripted)").cell("t0").mean == pytest.approx(0.6793)
+    assert [r.label for r in m.rows] == ["quick (scripted [paper split])", "steady (scripted [paper split])"]
+    assert m.row("quick (scripted [paper split])").cell("t0").mean == pytest.approx(0.9723)
+    assert m.row("steady (scripted [paper split])").cell("t0").mean == pytest.approx(0.6793)
 
 
 def test_the_same_label_in_two_studies_is_two_rows_named_by_study():
     a = outcome("a--fast--t1--r1", "t1", 3.3, label="fast")
     b = dataclasses.replace(a, session_id="b--fast--t1--r1", study="b")
     m = build_matrix([a, b])
-    assert sorted(r.label for r in m.rows) == ["b/fast (scripted)", "s/fast (scripted)"]
+    assert sorted(r.label for r in m.rows) == ["b/fast (scripted [paper split])", "s/fast (scripted [paper split])"]
 
 
 def test_the_demo_task_is_kept_apart_from_the_papers_tasks():

@@ -77,7 +77,7 @@ def test_json_parses_back(ours):
     assert doc["schema"] == "onegc.matrix/1"
     assert [s["study"] for s in doc["studies"]] == ["ours", "paper"]
     row = doc["studies"][0]["rows"][0]
-    assert row["label"] == "claude-code (opus_x)"
+    assert row["label"] == "claude-code [paper split] (opus_x)"  # t1, t2 the paper's; t4 (no choice) joins it
     assert row["cells"]["t1"]["session_ids"] == ["a1", "a2", "a3"]
     assert row["cells"]["t1"]["success_rate"] == pytest.approx(2 / 3)
     assert row["cells"]["t2"]["mixed_contracts"] is True
@@ -108,7 +108,7 @@ def test_latex_matches_the_paper_layout_with_pm_and_bold_best(ours):
         "& Agg \\\\"
     )
     assert all(r.count("&") == 8 for r in rows)  # agent + 7 tasks + Agg
-    ours_row = next(r for r in rows if r.startswith("claude-code (opus\\_x)"))  # '_' escaped
+    ours_row = next(r for r in rows if r.startswith("claude-code [paper split] (opus\\_x)"))  # '_' escaped
     assert "$\\mathbf{2.0100 \\pm 0.0141}$" in ours_row  # ours beats the paper on T1 (lower)
     assert "$0.6100 \\pm 0.0141^{*}$" in ours_row  # mixed contracts marked
     assert "$^{\\dagger}$" in tex  # partial Agg footnote
@@ -129,7 +129,8 @@ def test_markdown_table_is_well_formed(ours):
     assert len(table) == 2 + 1 + 7
     assert "**2.0100±0.0141 (2/3)**" in md and "**+0.302**" in md
     assert any(
-        ln.startswith("† ours / claude-code (opus_x): Agg over 3 of 7 tasks") for ln in md.splitlines()
+        ln.startswith("† ours / claude-code \\[paper split\\] (opus_x): Agg over 3 of 7 tasks")  # brackets escaped
+        for ln in md.splitlines()
     )
     assert any(ln.startswith("* pools sessions") for ln in md.splitlines())
 

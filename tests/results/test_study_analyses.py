@@ -136,13 +136,13 @@ def test_study_comparisons_pair_every_two_configurations_with_the_scripted_noise
     outs = [run(f"{lab}{i}", s, i, lab, agent="scripted" if lab == "S" else "codex", task="t0")
             for lab, scores in (("A", [0.90, 0.92]), ("B", [0.80, 0.83]), ("S", [0.50, 0.51]))
             for i, s in enumerate(scores, 1)]
-    comps = study_comparisons(outs)
-    assert [(c.a, c.b) for c in comps] == [("A (codex)", "B (codex)"), ("A (codex)", "S (scripted)"),
-                                           ("B (codex)", "S (scripted)")]
+    comps = study_comparisons(outs)  # t0's paper split: each configuration's row says so
+    a, b, s = "A (codex [paper split])", "B (codex [paper split])", "S (scripted [paper split])"
+    assert [(c.a, c.b) for c in comps] == [(a, b), (a, s), (b, s)]
     ab = comps[0]
-    assert ab.mean == pytest.approx(0.095) and ab.noise is not None and ab.noise.source == "S (scripted)"
+    assert ab.mean == pytest.approx(0.095) and ab.noise is not None and ab.noise.source == s
     assert ab.noise.diff_sd == pytest.approx(0.01) and ab.beyond_noise is True
-    named = study_comparisons(outs, noise_from=["A (codex)", "B (codex)"])
+    named = study_comparisons(outs, noise_from=[a, b])
     assert named[0].noise is not None and named[0].noise.n == 4
 
 
@@ -171,10 +171,10 @@ def test_cost_per_score_needs_every_cost_and_never_calls_a_missing_one_free():
     outs = [run("a1", 0.81, 1, "A", agent="codex", task="t0"), run("a2", None, 2, "A", agent="codex", task="t0"),
             run("s1", 0.81, 1, "S", agent="scripted", task="t0")]
     cells = {c.label: c for c in cost_cells(outs, {"a1": 2.0, "a2": 1.0, "s1": None})}
-    a = cells["A (codex)"]
+    a = cells["A (codex [paper split])"]
     assert a.n_costed == 2 and a.mean_cost_usd == 1.5 and a.mean_relative == pytest.approx(1.0)
     assert a.per_dollar == pytest.approx(1.0 / 1.5)
-    s = cells["S (scripted)"]
+    s = cells["S (scripted [paper split])"]
     assert s.mean_cost_usd is None and s.per_dollar is None
 
 

@@ -52,7 +52,7 @@ from onegc_tui.views.anytime import FRACTIONS, anytime_band, anytime_curve
 from onegc_tui.views.format import arrow, clock, count, fmt_score
 from onegc_tui.views.gpu_activity import mean_share, share_words, tensor_share
 from onegc_tui.views.metric_range import UNBOUNDED, task_bounds
-from onegc_tui.views.sessions_view import TRUNCATED_MARK, middle_cut, official_cell
+from onegc_tui.views.sessions_view import TRUNCATED_MARK, label_cut, official_cell
 from onegc_tui.views.task_facts import metric_label, scored_split
 from runner.wire.score_terms import score_name
 from tasks import Direction
@@ -143,7 +143,8 @@ class _View:
 
 
 COMPACT_BELOW = 150  # columns: narrower, the matrix's cells show their figure and marks only
-AGENT_CAP = 20  # the Agent column's width where every task does not fit (a longer label is cut in the middle)
+AGENT_CAP = 20  # the Agent column's width where every task does not fit (a longer label is cut in the middle, its
+# split mark kept: sessions_view.label_cut)
 SCROLLBAR_W = 2
 BAND_TITLE = "Anytime {what} (official rule): mean, band min…max, yellow best of k"
 
@@ -348,7 +349,7 @@ class HistoryScreen(SteadyScreen):
             cells = ([more[0]] if first > 0 else []) + cells + ([more[1]] if last < len(cols) else [])
             study = plain(m.study, style="dim italic" if m.is_paper else "bold")
             totals = [Text(agg_text(get(r)) if get(r) is not None else "-", justify="right") for _, _, get in aggs]
-            table.add_row(study, plain(middle_cut(r.label, label_w)), *cells, *totals, key=f"{m.study}{SEP}{r.label}")
+            table.add_row(study, plain(label_cut(r.label, label_w)), *cells, *totals, key=f"{m.study}{SEP}{r.label}")
         if table.row_count:
             keys = [str(c.key.value) for c in table.ordered_columns]
             column = keys.index(cursor_task) if cursor_task in keys else min(keep.column, len(keys) - 1)

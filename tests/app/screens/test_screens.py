@@ -59,19 +59,19 @@ async def test_history_matrix_drill_down_and_detail(app_home):
         assert isinstance(screen, HistoryScreen)
         table = screen.query_one("#demo-matrix", DataTable)  # the demo task: a table of its own
         # scripted on T0: 0.93 and 0.88 succeeded, one repeat failed: mean ± std (ddof=1), 2/3
-        assert str(table.get_cell("ours (demo)\x1fscripted", "t0")) == "0.9050±0.0354 2/3"
-        assert str(table.get_cell("ours (demo)\x1fcommand", "t0")) == "(1 running)"
+        assert str(table.get_cell("ours (demo)\x1fscripted [paper split]", "t0")) == "0.9050±0.0354 2/3"
+        assert str(table.get_cell("ours (demo)\x1fcommand [paper split]", "t0")) == "(1 running)"
         paper = screen.query_one("#matrix", DataTable)
         assert str(paper.get_cell("paper\x1fOpus 4.7", "agg")) == "+0.302"  # the paper's Table 4
         assert "t0" not in [c.value for c in paper.columns]  # the demo is not compared with the paper
         table.focus()
         await pilot.pause()
-        table.cursor_coordinate = (table.get_row_index("ours (demo)\x1fscripted"), 2)
+        table.cursor_coordinate = (table.get_row_index("ours (demo)\x1fscripted [paper split]"), 2)
         await pilot.pause()
         detail = str(screen.query_one("#cell-detail").render())
         assert "SEM 0.0250" in detail and "success 2/3" in detail and "official val accuracy at 25%" in detail
         await pilot.press("b")
-        assert str(table.get_cell("ours (demo)\x1fscripted", "t0")) == "0.9300 2/3"
+        assert str(table.get_cell("ours (demo)\x1fscripted [paper split]", "t0")) == "0.9300 2/3"
         await pilot.press("enter")
         await pilot.pause()
         drill = app.screen
@@ -145,13 +145,14 @@ async def test_history_cell_shows_best_of_k_paired_comparison_and_time_ledger(tm
         assert isinstance(screen, HistoryScreen)
         table = screen.query_one("#demo-matrix", DataTable)
         table.focus()
-        table.cursor_coordinate = (table.get_row_index("ours (demo)\x1fquick (scripted)"), 2)
+        table.cursor_coordinate = (table.get_row_index("ours (demo)\x1fquick (scripted [paper split])"), 2)
         await app.workers.wait_for_complete()
         await pilot.pause()
         detail = str(screen.query_one("#cell-detail").render())
         assert "best of 2 (official rule) at" in detail and "100%: 0.9746" in detail
         # quick - steady by repeat: 0.97-0.70 and 0.9746-0.6586
-        assert "vs steady (scripted): paired diff +0.2930 (+: this better) over 2 · SD 0.0325 · SEM 0.0230" in detail
+        assert ("vs steady (scripted [paper split]): paired diff +0.2930 (+: this better) over 2 · SD 0.0325 · SEM 0.0230"
+                in detail)
         assert "95% CI [+0.2700, +0.3160]" in detail
         assert "time (2 sessions" in detail and "agent's own work (no model) 69%" in detail  # scripted: no model
         await pilot.press("enter")
