@@ -82,6 +82,21 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
     raise AssertionError(f"timed out after {patience} waiting for {what}")
 
 
+UNTIL_TOLD = """
+import pathlib, time
+while not pathlib.Path("go").exists():  # the test says when (tests/helpers.py let_go_after_gpu_samples)
+    time.sleep(0.1)
+"""
+"""A command agent that runs until the test lets it go: a wait for what the runner does meanwhile,
+never a fixed time (a fixed 3 s once gave the GPU thread one tick under load)."""
+
+
+def let_go_after_gpu_samples(paths, n: int = 3) -> None:
+    """Wait for ``n`` of the session's ``gpu`` events, then let an :data:`UNTIL_TOLD` agent end."""
+    wait_for(lambda: sum(e["type"] == "gpu" for e in events(paths)) >= n, 120, f"{n} GPU samples")
+    (paths.workspace / "go").touch()
+
+
 def events(paths) -> list[dict]:
     if not paths.events.exists():
         return []

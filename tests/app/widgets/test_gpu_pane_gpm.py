@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from onegc_tui.app import make_app
 from onegc_tui.app.widgets.panes import GpuPane
-from tests.helpers import events, start_session, wait_event, write_agent
+from tests.helpers import UNTIL_TOLD, events, let_go_after_gpu_samples, start_session, wait_event, write_agent
 from tests.homes import (
     CROWD_NOW,
     CROWD_RUNNING,
@@ -74,20 +74,15 @@ async def test_an_older_gpu_says_it_has_no_gpm_in_one_line(tmp_path):
         assert figures[0].startswith("util ") and figures[-1].startswith("busy ")  # as before
 
 
-AGENT = """
-import time
-time.sleep(4)  # a few of the GPU thread's ticks
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("gpm", ["1", "0"], ids=["fake-gpm", "fake-without-gpm"])
 async def test_a_real_session_on_the_fake_nvml(home, tmp_path, monkeypatch, gpm):
     """A real runner on the fake NVML: its GPM sparklines, or (an older GPU) the no-GPM line."""
     monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.session.fake_nvml")
     monkeypatch.setenv("ONEGC_FAKE_GPM", "55,30,20" if gpm == "1" else "0")
-    paths = start_session(home, f"fake-{gpm}", agent="command", command=write_agent(tmp_path, "a.py", AGENT), gpu="0",
-                          budget_s=60)
+    paths = start_session(home, f"fake-{gpm}", agent="command", command=write_agent(tmp_path, "a.py", UNTIL_TOLD),
+                          gpu="0", budget_s=300)
+    let_go_after_gpu_samples(paths)
     wait_event(paths, "session_ended", timeout=120)
     assert any(e["type"] == "gpu" for e in events(paths))
     app = make_app(home, focus=paths.session_id, live=True, show_clock=False)

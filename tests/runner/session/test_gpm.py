@@ -10,7 +10,7 @@ import pytest
 from runner.session import fake_nvml
 from runner.session.gpm import METRICS, MIN_INTERVAL_S, GpmReader
 from runner.session.gpu import GpuSampler
-from tests.helpers import events, start_session, wait_event, wait_for, write_agent
+from tests.helpers import UNTIL_TOLD, events, let_go_after_gpu_samples, start_session, wait_event, write_agent
 
 
 def test_a_gpu_with_gpm_gives_its_three_metrics_over_each_interval(monkeypatch):
@@ -46,24 +46,15 @@ def test_an_nvml_without_the_gpm_calls_is_no_gpm_not_a_failure():
     assert reader.missing and reader.missing.startswith("no GPM: AttributeError") and reader.read() == {}
 
 
-AGENT = """
-import pathlib, time
-while not pathlib.Path("go").exists():  # the test says when the GPU thread has ticked a few times
-    time.sleep(0.1)
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("gpm", ["70,40,25", "0"], ids=["gpm", "no-gpm"])
 def test_a_session_records_gpm_beside_utilisation_or_says_once_there_is_none(home, tmp_path, monkeypatch, gpm):
     monkeypatch.setenv("ONEGC_NVML_MODULE", "runner.session.fake_nvml")
     monkeypatch.setenv("ONEGC_FAKE_GPUS", "1")
     monkeypatch.setenv("ONEGC_FAKE_GPM", gpm)
-    paths = start_session(home, f"gpm-{gpm[:1]}", agent="command", command=write_agent(tmp_path, "a.py", AGENT),
+    paths = start_session(home, f"gpm-{gpm[:1]}", agent="command", command=write_agent(tmp_path, "a.py", UNTIL_TOLD),
                           gpu="0", budget_s=300)
-    # a few ticks, however loaded the machine (a fixed 3 s once gave one tick under load)
-    wait_for(lambda: sum(e["type"] == "gpu" for e in events(paths)) >= 3, 120, "three GPU samples")
-    (paths.workspace / "go").touch()
+    let_go_after_gpu_samples(paths)
     wait_event(paths, "session_ended", timeout=120)
     record = events(paths)
     gpu = [e for e in record if e["type"] == "gpu"]
