@@ -25,13 +25,15 @@ from tests.helpers import events, slack, start_session, wait_event
 from tests.integrity import causal_models, hostile_flood
 from tests.tasks.conftest import SHARED_DATA
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}")]
-
 AGENT = str(Path(hostile_flood.__file__))
 MODELS = str(Path(causal_models.__file__))
 BUDGET_S = 120  # the session
 EVERY_STEP_BUDGET_S = 600  # the agent ends on its own (24 steps with a val figure each: slow on a loaded CPU)
 END_MARGIN_S = 30  # closing the scorer, the unofficial figure's bookkeeping, writing the record
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not status().ok, reason=f"no sandbox here: {status().detail}"),
+              # the hanging flood waits out the live drain and the phase's bound (180 s) by design: past the
+              # suite's 300 s on a loaded machine, within the session's own wait below
+              pytest.mark.timeout(900 + EVERY_STEP_BUDGET_S)]
 
 
 def flood_session(home: Path, attack: str, budget_s: float = BUDGET_S) -> tuple[list[dict], dict, list[dict]]:
