@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from onegc_tui.views.statistics import mean_or_none, sample_std
+from onegc_tui.views.task_facts import facts_of
 from runner.integrity.selection_gap import BASELINE_STUDY
 from runner.wire.defaults import split_mark
 from tasks import TaskSpec, all_tasks
@@ -70,8 +71,6 @@ class SessionOutcome:
         agent could read; a session recorded before the choice existed had that too). The two are
         contracts of their own: never pooled, each with rows of its own. On T4-T6 the scored split
         is never in the workspace whatever the mode: ``scripted``, unmarked."""
-        from onegc_tui.views.task_facts import facts_of
-
         facts = facts_of(self.task)
         sealed = self.scored_split == "sealed"
         mark = split_mark(sealed, facts is not None and facts.sealable)

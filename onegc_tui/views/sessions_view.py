@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from onegc_tui.store.session_pages import Filter
 from onegc_tui.views.countdown import Countdown
 from onegc_tui.views.format import bar, clock, fmt_bytes, fmt_cost, fmt_score, fmt_tokens, short_task
-from runner.wire.defaults import scored_split_sealed
+from runner.wire.defaults import SHORT_SPLIT_MARKS, scored_split_sealed
 
 ELLIPSIS = "…"
 STATE_LABELS = {"queued": "queued", "running": "running", "paused": "PAUSED", "ended": "ended", "failed": "FAILED"}
@@ -109,8 +109,6 @@ def label_cut(label: str, width: int) -> str:
     (``claude…4-6) [sealed]``): a cut never leaves a sealed row and a paper row looking alike."""
     if len(label) <= width:
         return label
-    from runner.wire.defaults import SHORT_SPLIT_MARKS
-
     for mark, short in SHORT_SPLIT_MARKS.items():
         if f" {mark}" in label and width > len(short) + 2:
             return f"{middle_cut(label.replace(f' {mark}', '', 1), width - len(short) - 1)} {short}"
