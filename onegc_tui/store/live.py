@@ -142,7 +142,10 @@ class LiveIngest:
         ingester.hold()
         read = 0
         try:
-            with store.transaction():  # one commit for every session that wrote
+            # one commit for every session that wrote, the write lock taken first: a look that read in a
+            # deferred transaction cannot write once another ingester (a second monitor, `onegc run`) has
+            # committed since, and SQLite says "database is locked" at once, without its busy wait
+            with store.transaction(immediate=True):
                 for sid in sorted(targets):
                     try:
                         read += ingester.ingest_session(sid)

@@ -455,3 +455,44 @@ def test_migration_11_keeps_the_gpu_samples_and_stores_gpm_figures_from_then_on(
         (87, None, None, None), (97, None, None, None), (98, 61.5, 33.0, 20.5)]
     assert [row[2:] for row in queries.gpm_series(store, "s1")] == [(61.5, 33.0, 20.5)]
     store.close()
+
+
+@pytest.mark.slow
+def test_three_live_ingests_on_one_home_never_fail_on_each_others_commits(home):
+    """Two monitors and a web monitor on one live home (seen in tmux: "ingesting … failed:
+    OperationalError: database is locked"). A look that read in a deferred transaction could not
+    write once another ingester had committed since (SQLite's snapshot rule, no busy wait): the
+    look takes the write lock first, so each waits its turn and none fails."""
+    Store.open(home).close()  # the store made before they start (its making by several at once: below)
+    errors: list[str] = []
+    seen: list[set[tuple[str, int]]] = [set() for _ in range(3)]
+    lives = [LiveIngest(home, on_events=lambda sid, evs, s=s: s.update((sid, e["seq"]) for e in evs),
+                        on_error=errors.append, rescan_s=3600) for s in seen]
+    for live in lives:
+        live.start()
+    try:
+        assert all(live.ready.wait(30) for live in lives), errors
+        writers = [fake_session(home, f"w{k}", n_transcript=0) for k in range(3)]
+        for i in range(300):  # three sessions streaming, as fast as a busy agent prints
+            for w in writers:
+                w.emit("transcript", role="assistant", kind="text", text=f"line {i}")
+            if i % 20 == 0:
+                time.sleep(0.02)
+        for w in writers:
+            w.close()
+        lines = {(f"w{k}", n) for k in range(3) for n in range(1, 306)}
+        deadline = time.monotonic() + 120
+        while set().union(*seen) != lines and time.monotonic() < deadline and not errors:
+            time.sleep(0.1)
+        assert errors == []
+        # each line stored by exactly one of them (the others find it stored: no duplicate, no conflict)
+        assert set().union(*seen) == lines and sum(map(len, seen)) == len(lines), [len(s) for s in seen]
+        store = Store.open(home)
+        try:
+            assert [store.count_events(f"w{k}") for k in range(3)] == [305] * 3
+            assert store.conn.execute("SELECT COUNT(*) FROM ingest_errors").fetchone()[0] == 0
+        finally:
+            store.close()
+    finally:
+        for live in lives:
+            live.stop()
