@@ -323,6 +323,28 @@ def migrate(conn: sqlite3.Connection) -> int:
             "or move onegc.db aside and run 'onegc reindex'"
         )
     for version in range(found, SCHEMA_VERSION):
-        with conn:
-            conn.executescript("BEGIN;" + MIGRATIONS[version] + f"; PRAGMA user_version = {version + 1};")
+        conn.execute("BEGIN IMMEDIATE")  # one process migrates at a time: two monitors started on a new home
+        try:
+            if conn.execute("PRAGMA user_version").fetchone()[0] > version:  # the other one did this step
+                conn.rollback()
+                continue
+            for statement in statements(MIGRATIONS[version]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
     return found
+
+
+def statements(script: str) -> list[str]:
+    """A migration's SQL one statement at a time (a trigger's body whole), for a transaction that
+    checks the version first (``executescript`` would commit the check's transaction first)."""
+    out, start = [], 0
+    for i, ch in enumerate(script):
+        if ch == ";" and sqlite3.complete_statement(script[start:i + 1]):
+            if any(line.strip() and not line.strip().startswith("--") for line in script[start:i].splitlines()):
+                out.append(script[start:i + 1])
+            start = i + 1
+    return out

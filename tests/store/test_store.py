@@ -496,3 +496,45 @@ def test_three_live_ingests_on_one_home_never_fail_on_each_others_commits(home):
     finally:
         for live in lives:
             live.stop()
+
+
+def test_several_monitors_making_a_new_store_at_once_all_open_it(tmp_path):
+    """Two monitors started together on a new home: each read version 0 and ran the first
+    migration, and the second said "table sessions already exists: move it aside" (seen with three
+    live ingests starting at once). Each step is now taken under the write lock, after reading the
+    version again. Eight connections at once, as eight processes' would be."""
+    start = threading.Barrier(8)
+    results: list[int | str] = []
+
+    def open_store() -> None:
+        start.wait()
+        try:
+            store = Store.open(tmp_path)
+        except Exception as exc:  # noqa: BLE001 (the failure is the answer)
+            results.append(f"{type(exc).__name__}: {exc}")
+            return
+        try:
+            results.append(store.conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=open_store) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [SCHEMA_VERSION] * 8
+
+
+def test_the_migrations_one_statement_at_a_time_make_the_schema_a_script_makes():
+    from onegc_tui.store.schema import migrate
+
+    script = sqlite3.connect(":memory:")
+    for version, sql in enumerate(MIGRATIONS):
+        with script:
+            script.executescript("BEGIN;" + sql + f"; PRAGMA user_version = {version + 1};")
+    stepped = sqlite3.connect(":memory:")
+    migrate(stepped)
+    schema = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+    assert stepped.execute(schema).fetchall() == script.execute(schema).fetchall()
+    assert stepped.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
