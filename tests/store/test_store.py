@@ -20,6 +20,7 @@ from onegc_tui.store.schema import MIGRATIONS, SchemaTooNew
 from runner.launch.spawn import create_session
 from runner.wire.jsonl import EventWriter
 from runner.wire.session_config import SessionConfig
+from tests.helpers import wait_for
 
 
 def fake_session(home, sid="s1", n_transcript=10) -> EventWriter:
@@ -481,9 +482,7 @@ def test_three_live_ingests_on_one_home_never_fail_on_each_others_commits(home):
         for w in writers:
             w.close()
         lines = {(f"w{k}", n) for k in range(3) for n in range(1, 306)}
-        deadline = time.monotonic() + 120
-        while set().union(*seen) != lines and time.monotonic() < deadline and not errors:
-            time.sleep(0.1)
+        wait_for(lambda: errors or set().union(*seen) == lines, 120, "every line stored, or an error")
         assert errors == []
         # each line stored by exactly one of them (the others find it stored: no duplicate, no conflict)
         assert set().union(*seen) == lines and sum(map(len, seen)) == len(lines), [len(s) for s in seen]
